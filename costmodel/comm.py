@@ -1,0 +1,84 @@
+"""Collective communication times under the alpha-beta model, flat and hierarchical.
+
+Source: Thakur, Rabenseifner & Gropp, "Optimization of Collective Communication Operations in
+MPICH" (IJHPCA 2005): ring ReduceScatter / AllGather move (n-1)/n of the buffer through each link
+in n-1 latency steps; ring AllReduce = ReduceScatter + AllGather, 2 (n-1)/n of the buffer. These
+are the same factors nccl-tests uses for "bus bandwidth" (NVIDIA nccl-tests doc/PERFORMANCE.md),
+so a measured busbw is the `bandwidth` argument below. The seed article's estimate
+t = 2 * bytes * (N-1) / (N * bandwidth) is `ring_allreduce_seconds` with zero latency.
+
+Hierarchical collectives (NCCL's tree/NVLS-SHARP aside) follow the 2D scheme of Jia et al.
+("Highly Scalable Deep Learning Training System with Mixed-Precision", 2018) and Horovod's
+hierarchical allreduce: reduce-scatter inside the fast domain, allreduce the 1/k shard across
+domains (each of the k GPUs on its own NIC rail), all-gather inside the domain.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Link:
+    """One link tier as seen by one GPU: achievable bandwidth (one direction) and latency per step."""
+
+    bandwidth_bytes_per_second: float
+    latency_seconds: float
+
+
+def ring_reduce_scatter_seconds(size_bytes: float, ranks: int, link: Link) -> float:
+    """Ring ReduceScatter of a `size_bytes` buffer (the full, unsharded size) over `ranks` GPUs."""
+    if ranks <= 1 or size_bytes <= 0:
+        return 0.0
+    steps = ranks - 1
+    return steps * link.latency_seconds + size_bytes * steps / ranks / link.bandwidth_bytes_per_second
+
+
+def ring_allgather_seconds(size_bytes: float, ranks: int, link: Link) -> float:
+    """Ring AllGather producing a `size_bytes` buffer on every rank; same cost as ReduceScatter."""
+    return ring_reduce_scatter_seconds(size_bytes, ranks, link)
+
+
+def ring_allreduce_seconds(size_bytes: float, ranks: int, link: Link) -> float:
+    """Ring AllReduce: 2 (n-1)/n * size / bandwidth + 2 (n-1) * latency."""
+    return 2.0 * ring_reduce_scatter_seconds(size_bytes, ranks, link)
+
+
+def p2p_seconds(size_bytes: float, link: Link) -> float:
+    """One point-to-point send of `size_bytes` (pipeline activations or their gradients)."""
+    if size_bytes <= 0:
+        return 0.0
+    return link.latency_seconds + size_bytes / link.bandwidth_bytes_per_second
+
+
+def _split(ranks: int, ranks_per_domain: int) -> tuple[int, int]:
+    inner = max(1, min(ranks, ranks_per_domain))
+    assert ranks % inner == 0, "group must tile whole domains"
+    return inner, ranks // inner
+
+
+def hierarchical_reduce_scatter_seconds(
+    size_bytes: float, ranks: int, ranks_per_domain: int, fast: Link, slow: Link
+) -> float:
+    """ReduceScatter over `ranks` GPUs, `ranks_per_domain` of them in each fast (NVLink) domain.
+
+    Inside the domain: ring RS of the whole buffer on `fast`; across domains: ring RS of the 1/k
+    shard on `slow`, the k GPUs of a domain working in parallel on their own network rails.
+    """
+    inner, outer = _split(ranks, ranks_per_domain)
+    return ring_reduce_scatter_seconds(size_bytes, inner, fast) + ring_reduce_scatter_seconds(
+        size_bytes / inner, outer, slow
+    )
+
+
+def hierarchical_allgather_seconds(
+    size_bytes: float, ranks: int, ranks_per_domain: int, fast: Link, slow: Link
+) -> float:
+    """AllGather, the mirror image of `hierarchical_reduce_scatter_seconds` (same cost)."""
+    return hierarchical_reduce_scatter_seconds(size_bytes, ranks, ranks_per_domain, fast, slow)
+
+
+def hierarchical_allreduce_seconds(
+    size_bytes: float, ranks: int, ranks_per_domain: int, fast: Link, slow: Link
+) -> float:
+    """AllReduce = hierarchical ReduceScatter + AllGather (2D ring, Jia et al. 2018)."""
+    return 2.0 * hierarchical_reduce_scatter_seconds(size_bytes, ranks, ranks_per_domain, fast, slow)

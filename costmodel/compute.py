@@ -1,0 +1,115 @@
+"""Compute time of one transformer layer on one GPU: GEMMs at a shape-dependent efficiency,
+attention core, and memory-bound elementwise work at HBM bandwidth.
+
+GEMM time is a roofline (Williams, Waterman & Patterson, CACM 2009): the larger of FLOPs at the
+achievable matmul rate and bytes moved at HBM bandwidth. The achievable rate is the generation's
+large-GEMM fraction of dense peak (measured maxima, stas00/ml-engineering accelerator table)
+times a saturation factor x / (x + x_half) of the smallest GEMM dimension x: tensor-parallel
+splits shrink N or K, and small tiles fill fewer SMs (NVIDIA "Matrix Multiplication Background
+User's Guide": wave and tile quantisation). FP8 applies to weight GEMMs only; attention runs in
+16-bit (as Transformer Engine's default recipe). Backward costs twice forward.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .flops import mlp_matrices, qkv_out_dim
+from .types import DTYPE_BYTES, Efficiency, Gpu, Model
+
+
+@dataclass(frozen=True)
+class LayerTimes:
+    """Seconds for one layer and one micro-batch on one GPU."""
+
+    forward_seconds: float
+    backward_seconds: float
+    attention_forward_seconds: float  # the part selective recompute replays
+
+
+def gemm_seconds(m: int, n: int, k: int, gpu: Gpu, precision: str, eff: Efficiency) -> float:
+    """Roofline time of one (m x k) @ (k x n) GEMM."""
+    flops = 2.0 * m * n * k
+    x = min(m, n, k)
+    frac = eff.matmul_peak_fraction.get(gpu.generation, 0.75) * x / (x + eff.matmul_half_dim)
+    compute = flops / (gpu.peak_flops_per_second(precision) * frac)
+    moved = DTYPE_BYTES[precision] * (m * k + k * n) + 2.0 * m * n
+    return max(compute, moved / (gpu.hbm_bandwidth_bytes_per_second * eff.hbm_efficiency))
+
+
+def weight_gemms(model: Model, tokens: int, tp: int) -> list[tuple[int, int, int]]:
+    """(m, n, k) of the forward weight GEMMs of one layer under Megatron TP (column then row parallel)."""
+    h, f = model.hidden_size, model.ffn
+    up_width = (mlp_matrices(model) - 1) * f  # GeLU: f; SwiGLU: fused gate+up, 2f
+    return [
+        (tokens, qkv_out_dim(model) // tp, h),  # QKV, column parallel
+        (tokens, h, h // tp),  # attention output projection, row parallel
+        (tokens, up_width // tp, h),  # MLP up (and gate), column parallel
+        (tokens, h, f // tp),  # MLP down, row parallel
+    ]
+
+
+def attention_core_seconds(
+    model: Model, batch: int, tp: int, gpu: Gpu, precision: str, flash: bool, eff: Efficiency
+) -> float:
+    """QK^T and softmax(.)V for `batch` sequences, heads split over TP, in 16-bit (fp32 if training fp32).
+
+    Unfused (pre-FlashAttention Megatron): two batched GEMMs with inner dimension head_dim or s;
+    FlashAttention (Dao et al. 2022): one fused kernel, modelled as a GEMM of inner size head_dim.
+    """
+    s, d = model.seq_length, model.head_dim
+    heads = max(1, model.num_attention_heads // tp)
+    attn_precision = "fp32" if precision == "fp32" else "bf16"
+    scores = gemm_seconds(s, s, d, gpu, attn_precision, eff)
+    values = gemm_seconds(s, d, s, gpu, attn_precision, eff)
+    per_head = scores + values if not flash else 2.0 * scores
+    return batch * heads * per_head
+
+
+def elementwise_bytes(model: Model, batch: int, tp: int, sequence_parallel: bool, flash: bool) -> float:
+    """HBM bytes read+written by one layer's forward non-GEMM kernels (16-bit activations).
+
+    Per token, in units of h elements: two norms (read+write 4h), two residual adds (6h),
+    the MLP activation (GeLU: read+write f each; SwiGLU: read 2f, write f), dropout on the two
+    block outputs when the model uses it (5h with 1-byte masks). Without sequence parallel the
+    norms, residuals and dropouts are replicated on every TP rank (Korthikanti Sec 4.2.2).
+    Unfused attention also reads and writes the a*s scores per token for scale/mask/softmax
+    (4 passes) and their dropout (5 passes with the mask).
+    """
+    h, f, s = model.hidden_size, model.ffn, model.seq_length
+    tokens = batch * s
+    replicated = 10 * h + (5 * h if model.dropout else 0)
+    split = (3 if model.mlp == "swiglu" else 2) * f
+    if not flash:
+        split += model.num_attention_heads * s * (4 + (5 if model.dropout else 0))
+    divisor = tp if sequence_parallel else 1
+    return 2.0 * tokens * (replicated / divisor + split / tp)
+
+
+def layer_times(
+    model: Model, batch: int, tp: int, sequence_parallel: bool, flash: bool,
+    gpu: Gpu, precision: str, eff: Efficiency,
+) -> LayerTimes:
+    """Forward/backward compute seconds of one layer for one micro-batch of `batch` sequences."""
+    tokens = batch * model.seq_length
+    gemms = sum(gemm_seconds(m, n, k, gpu, precision, eff) for m, n, k in weight_gemms(model, tokens, tp))
+    attn = attention_core_seconds(model, batch, tp, gpu, precision, flash, eff)
+    moved = elementwise_bytes(model, batch, tp, sequence_parallel, flash)
+    if precision == "fp8":
+        moved += 3.0 * tokens * (model.hidden_size * 2 + model.ffn / tp)  # casts of GEMM inputs to fp8
+    elementwise = moved / (gpu.hbm_bandwidth_bytes_per_second * eff.hbm_efficiency)
+    forward = gemms + attn + elementwise
+    return LayerTimes(forward, 2.0 * forward, attn)
+
+
+def logits_seconds(model: Model, batch: int, tp: int, gpu: Gpu, precision: str, eff: Efficiency) -> float:
+    """Forward + backward of the vocabulary projection and cross-entropy on the last stage."""
+    tokens = batch * model.seq_length
+    gemm = gemm_seconds(tokens, model.vocab_size // tp, model.hidden_size, gpu, precision, eff)
+    loss_bytes = 4.0 * 3 * tokens * model.vocab_size / tp  # fp32 logits: write, softmax read+write
+    return 3.0 * gemm + loss_bytes / (gpu.hbm_bandwidth_bytes_per_second * eff.hbm_efficiency)
+
+
+def optimizer_seconds(params_owned: float, gpu: Gpu, eff: Efficiency) -> float:
+    """Mixed-precision Adam update, memory bound: per owned parameter read fp32 param, grad, m, v
+    (16 B) and write param, m, v and the 16-bit copy (14 B)."""
+    return 30.0 * params_owned / (gpu.hbm_bandwidth_bytes_per_second * eff.hbm_efficiency)

@@ -1,0 +1,111 @@
+"""Memory per GPU: model states under each ZeRO stage, and activations with recompute.
+
+Model states: Rajbhandari et al., "ZeRO" (SC20, arXiv:1910.02054) Sec 3.1 and Table 1: mixed-
+precision Adam keeps 2 B of 16-bit weights, 2 B of 16-bit gradients and K = 12 B of optimizer
+state (fp32 master weights, momentum, variance) per parameter; stage 1 shards the optimizer
+state over Nd data-parallel ranks, stage 2 also the gradients, stage 3 also the weights.
+
+Activations: Korthikanti et al., "Reducing Activation Recomputation in Large Transformer Models"
+(arXiv:2205.05198) Sec 4, eq. 1-6, generalised here to grouped-query attention, gated MLPs,
+FlashAttention and models without dropout by summing the same per-tensor terms (see
+`layer_activation_bytes`). In-flight micro-batches per pipeline stage follow Megatron-LM's
+1F1B / interleaved warm-up counts.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .flops import mlp_matrices
+from .types import DTYPE_BYTES, Model
+
+
+@dataclass(frozen=True)
+class StateBytesPerParam:
+    parameters: float
+    gradients: float
+    optimizer_states: float
+
+
+def state_bytes_per_param(precision: str, grad_dtype: str) -> StateBytesPerParam:
+    """Bytes per parameter before sharding (ZeRO Sec 3.1: 2 + 2 + K, K = 12 for mixed-precision Adam).
+
+    fp32 training keeps fp32 weights and gradients and Adam's two moments (4 + 4 + 8). FP8 training
+    (Transformer Engine) keeps 16-bit weights plus an fp8 copy, so 1 B more per parameter.
+    Gradients are held in their communication dtype; int8 compression happens on the wire only,
+    so the buffer stays 16-bit.
+    """
+    if precision == "fp32":
+        return StateBytesPerParam(4.0, 4.0, 8.0)
+    grad = 2.0 if grad_dtype == "int8" else float(DTYPE_BYTES[grad_dtype])
+    weights = 3.0 if precision == "fp8" else 2.0
+    return StateBytesPerParam(weights, grad, 12.0)
+
+
+def sharded_state_bytes(params: float, per_param: StateBytesPerParam, zero_stage: int, dp: int) -> StateBytesPerParam:
+    """Model-state bytes on one GPU holding `params` parameters (its TP/PP share), by ZeRO stage."""
+    opt = per_param.optimizer_states * params / (dp if zero_stage >= 1 else 1)
+    grad = per_param.gradients * params / (dp if zero_stage >= 2 else 1)
+    weights = per_param.parameters * params / (dp if zero_stage >= 3 else 1)
+    return StateBytesPerParam(weights, grad, opt)
+
+
+def layer_activation_bytes(
+    model: Model, batch: int, tp: int, sequence_parallel: bool, recompute: str, flash: bool
+) -> float:
+    """Activation bytes one layer keeps for backward, per micro-batch of `batch` sequences.
+
+    Korthikanti eq. 1 term by term (16-bit tensors, 1-byte dropout masks), for s, b, h:
+      attention: norm output 2sbh (QKV input), Q 2sbh, K and V 2sbh*kv/a each, output projection
+        input 2sbh, dropout mask sbh; unfused softmax keeps 2as^2b scores, as^2b mask and 2as^2b
+        dropped-out probabilities (5as^2b); FlashAttention keeps only its output (counted as the
+        projection input) and fp32 log-sum-exp (4asb).
+      MLP: input 2sbh, GeLU keeps up-projection output and activation (2sbf + 2sbf); SwiGLU keeps
+        gate and up outputs and the product (6sbf); dropout mask sbh.
+      norms: two inputs, 4sbh.
+    With f = 4h, MHA, dropout and no flash this is sbh(34 + 5as/h), eq. 1. TP splits all but the
+    norm inputs, the QKV and MLP inputs and the dropout masks (10sbh, eq. 2); sequence parallel
+    splits those too (eq. 4). Selective recompute drops the s^2 terms (eq. 6); full recompute keeps
+    only the layer input, 2sbh (2sbh/t when sequence parallel already shards it).
+    """
+    s, h, a = model.seq_length, model.hidden_size, model.num_attention_heads
+    sbh = float(s * batch * h)
+    if recompute == "full":
+        return 2.0 * sbh / (tp if sequence_parallel else 1)
+    masks = 2.0 * sbh if model.dropout else 0.0
+    replicated = 4.0 * sbh + 2.0 * sbh + 2.0 * sbh + masks  # norm inputs, QKV input, MLP input, masks
+    kv = 2.0 * sbh * model.kv_heads / a
+    attention = 2.0 * sbh + 2.0 * kv + 2.0 * sbh  # Q, K, V, projection input
+    if flash:
+        attention += 4.0 * a * s * batch
+    elif recompute != "selective":
+        attention += (5.0 if model.dropout else 2.0) * a * s * s * batch
+    mlp = (3.0 if mlp_matrices(model) == 3 else 2.0) * 2.0 * s * batch * model.ffn
+    return replicated / (tp if sequence_parallel else 1) + (attention + mlp) / tp
+
+
+def inflight_microbatches(pp: int, vpp: int, num_microbatches: int, stage: int) -> float:
+    """Micro-batches whose activations stage `stage` holds at its peak, in units of a whole
+    stage's layers (all its vpp chunks).
+
+    1F1B (Narayanan et al. 2021 Sec 2.2.1): stage r warms up with pp - r forward passes.
+    Interleaved: Megatron-LM warms up 2 (pp - r - 1) + (vpp - 1) pp chunk-passes, plus the one in
+    progress; each chunk is 1/vpp of the stage. For r = 0 this is pp (1 + (pp-1)/(pp vpp)) whole-stage
+    micro-batches, Korthikanti Sec 4.2.3.
+    """
+    if vpp <= 1:
+        return float(min(pp - stage, num_microbatches))
+    chunks = 2 * (pp - stage - 1) + (vpp - 1) * pp + 1
+    return min(chunks, num_microbatches * vpp) / vpp
+
+
+def first_stage_extra_bytes(model: Model, batch: int, tp: int, inflight: float) -> float:
+    """Embedding output dropout mask per in-flight micro-batch: sbh/t (Korthikanti Sec 4.3)."""
+    if not model.dropout:
+        return 0.0
+    return inflight * model.seq_length * batch * model.hidden_size / tp
+
+
+def last_stage_extra_bytes(model: Model, batch: int, tp: int) -> float:
+    """Final norm and output-layer inputs (4sbh/t) and fp32 logits (4sbV/t), Korthikanti Sec 4.3."""
+    sb = model.seq_length * batch
+    return 4.0 * sb * model.hidden_size / tp + 4.0 * sb * model.vocab_size / tp

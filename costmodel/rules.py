@@ -1,0 +1,65 @@
+"""Structural legality of a plan, independent of any framework.
+
+Each rule returns a sentence naming the rule and the numbers that break it. Framework-specific
+rules (DeepSpeed pipeline engine only with ZeRO <= 1, Megatron interleaving needing
+m % pp == 0, ...) live in the planner's framework filter, not here.
+"""
+from __future__ import annotations
+
+from .types import GRAD_DTYPES, PRECISIONS, RECOMPUTE_MODES, Cluster, Model, Plan
+
+
+def _degree_rules(model: Model, cluster: Cluster, plan: Plan) -> list[str]:
+    out = []
+    for name in ("tp", "pp", "dp", "vpp", "micro_batch_size", "global_batch_size"):
+        if getattr(plan, name) < 1:
+            out.append(f"{name} must be >= 1 (got {getattr(plan, name)})")
+    if out:
+        return out
+    if plan.num_gpus != cluster.num_gpus:
+        out.append(f"dp*tp*pp = {plan.dp}*{plan.tp}*{plan.pp} = {plan.num_gpus} must equal the GPU count {cluster.num_gpus}")
+    if model.num_attention_heads % plan.tp:
+        out.append(f"attention heads ({model.num_attention_heads}) must be divisible by tp ({plan.tp})")
+    if model.kv_heads % plan.tp:
+        out.append(f"kv heads ({model.kv_heads}) must be divisible by tp ({plan.tp})")
+    if model.ffn % plan.tp:
+        out.append(f"ffn hidden size ({model.ffn}) must be divisible by tp ({plan.tp})")
+    if plan.global_batch_size % (plan.micro_batch_size * plan.dp):
+        out.append(f"global batch ({plan.global_batch_size}) must be divisible by micro batch x dp "
+                   f"({plan.micro_batch_size}x{plan.dp})")
+    return out
+
+
+def _pipeline_rules(model: Model, plan: Plan) -> list[str]:
+    out = []
+    chunks = plan.pp * plan.vpp
+    if plan.vpp > 1 and plan.pp == 1:
+        out.append("virtual pipeline stages (vpp > 1) need pp > 1")
+    if plan.stage_layers:
+        if len(plan.stage_layers) != chunks:
+            out.append(f"stage_layers has {len(plan.stage_layers)} entries, expected pp*vpp = {chunks}")
+        elif sum(plan.stage_layers) != model.num_layers or min(plan.stage_layers) < 1:
+            out.append(f"stage_layers must be >= 1 each and sum to num_layers ({model.num_layers})")
+    elif model.num_layers < chunks:
+        out.append(f"num_layers ({model.num_layers}) must be >= pp*vpp ({chunks}): every model chunk needs a layer")
+    return out
+
+
+def _choice_rules(plan: Plan) -> list[str]:
+    out = []
+    if plan.zero_stage not in (0, 1, 2, 3):
+        out.append(f"zero stage must be 0-3 (got {plan.zero_stage})")
+    if plan.recompute not in RECOMPUTE_MODES:
+        out.append(f"recompute must be one of {', '.join(RECOMPUTE_MODES)} (got {plan.recompute})")
+    if plan.precision not in PRECISIONS:
+        out.append(f"precision must be one of {', '.join(PRECISIONS)} (got {plan.precision})")
+    if plan.grad_dtype and plan.grad_dtype not in GRAD_DTYPES:
+        out.append(f"gradient dtype must be one of {', '.join(GRAD_DTYPES)} (got {plan.grad_dtype})")
+    if plan.sequence_parallel and plan.tp == 1:
+        out.append("sequence parallel needs tp > 1 (with tp = 1 it does nothing)")
+    return out
+
+
+def plan_violations(model: Model, cluster: Cluster, plan: Plan) -> list[str]:
+    """All structural rules the plan breaks; empty when it is legal."""
+    return _degree_rules(model, cluster, plan) + _pipeline_rules(model, plan) + _choice_rules(plan)

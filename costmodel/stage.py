@@ -1,0 +1,103 @@
+"""Per-pipeline-stage cost: seconds per micro-batch and bytes held, for one GPU of that stage.
+
+Combines compute.py (layer kernels), comm.py (TP collectives and PP p2p), memory.py. TP traffic
+per layer follows Megatron-LM (Shoeybi et al. 2019, Sec 3, Fig. 4): two AllReduces of the b*s*h
+activations in forward (after attention and after the MLP) and two in backward; with sequence
+parallel each becomes a ReduceScatter + AllGather pair of the same ring cost (Korthikanti
+Sec 4.2.2); a full-recompute forward replay repeats the forward two. Pipeline p2p uses the
+scatter/gather optimisation (Narayanan et al. 2021 Sec 4.1): each TP rank sends 1/t of the
+boundary activation, so every micro-batch and model chunk costs one send forward and one back.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import compute, memory, topology
+from .comm import hierarchical_allreduce_seconds, p2p_seconds
+from .flops import embedding_parameters, parameters_per_layer
+from .types import Cluster, Efficiency, Model, Plan
+
+ACTIVATION_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 2}
+
+
+@dataclass(frozen=True)
+class StageCost:
+    layers: int
+    compute_seconds: float  # forward + backward, per micro-batch
+    recompute_seconds: float
+    tp_comm_seconds: float
+    pp_comm_seconds: float
+    params: float  # parameters on one GPU of this stage
+    activation_bytes: float
+
+    @property
+    def microbatch_seconds(self) -> float:
+        return self.compute_seconds + self.recompute_seconds + self.tp_comm_seconds + self.pp_comm_seconds
+
+
+def tp_allreduce_seconds(model: Model, cluster: Cluster, plan: Plan, eff: Efficiency) -> float:
+    """One TP AllReduce (or RS+AG pair) of a micro-batch's b*s*h activations."""
+    if plan.tp <= 1:
+        return 0.0
+    size = plan.micro_batch_size * model.seq_length * model.hidden_size * ACTIVATION_BYTES[plan.precision]
+    per_domain = topology.tp_ranks_per_domain(plan, cluster)
+    fast, slow = topology.nvlink_link(cluster, eff), topology.network_link(cluster, eff)
+    return hierarchical_allreduce_seconds(size, plan.tp, per_domain, fast, slow)
+
+
+def pp_p2p_seconds(model: Model, cluster: Cluster, plan: Plan, eff: Efficiency) -> float:
+    """Send + receive-gradient of one boundary activation for one micro-batch and chunk."""
+    if plan.pp <= 1:
+        return 0.0
+    size = plan.micro_batch_size * model.seq_length * model.hidden_size * ACTIVATION_BYTES[plan.precision] / plan.tp
+    same = topology.pp_neighbours_share_domain(plan, cluster)
+    link = topology.nvlink_link(cluster, eff) if same else topology.network_link(cluster, eff)
+    return 2.0 * p2p_seconds(size, link)
+
+
+def stage_params(model: Model, plan: Plan, layers: int, stage: int) -> float:
+    """Parameters on one GPU of `stage`: its layers, plus the embedding on the first stage and the
+    output layer on the last (Megatron keeps a tied copy there too when pp > 1)."""
+    params = layers * parameters_per_layer(model)
+    if stage == 0:
+        params += embedding_parameters(model)
+    if stage == plan.pp - 1 and not (model.tie_embeddings and plan.pp == 1):
+        params += embedding_parameters(model) + model.hidden_size
+    return params / plan.tp
+
+
+def stage_activation_bytes(model: Model, plan: Plan, layers: int, stage: int) -> float:
+    """Activation bytes held at the stage's peak (in-flight micro-batches times its layers)."""
+    b, t = plan.micro_batch_size, plan.tp
+    per_layer = memory.layer_activation_bytes(model, b, t, plan.sequence_parallel, plan.recompute, plan.flash_attention)
+    inflight = memory.inflight_microbatches(plan.pp, plan.vpp, plan.num_microbatches, stage)
+    total = inflight * layers * per_layer
+    if plan.recompute == "full":  # one layer re-materialised at a time during backward
+        total += memory.layer_activation_bytes(model, b, t, plan.sequence_parallel, "none", plan.flash_attention)
+    if stage == 0:
+        total += memory.first_stage_extra_bytes(model, b, t, inflight)
+    if stage == plan.pp - 1:
+        total += memory.last_stage_extra_bytes(model, b, t)
+    return total
+
+
+def stage_cost(model: Model, cluster: Cluster, plan: Plan, layers: int, stage: int, eff: Efficiency) -> StageCost:
+    """Seconds per micro-batch and bytes for one GPU of pipeline stage `stage` holding `layers` layers."""
+    gpu, b, t = cluster.gpu, plan.micro_batch_size, plan.tp
+    lt = compute.layer_times(model, b, t, plan.sequence_parallel, plan.flash_attention, gpu, plan.precision, eff)
+    compute_s = layers * (lt.forward_seconds + lt.backward_seconds)
+    if stage == plan.pp - 1:
+        compute_s += compute.logits_seconds(model, b, t, gpu, plan.precision, eff)
+    replay = {"full": lt.forward_seconds, "selective": lt.attention_forward_seconds}.get(plan.recompute, 0.0)
+    ar = tp_allreduce_seconds(model, cluster, plan, eff)
+    per_layer_ar = 4 + (2 if plan.recompute == "full" else 0)
+    edge_ar = (stage == 0) + (stage == plan.pp - 1)  # vocab-parallel embedding / output layer
+    return StageCost(
+        layers=layers,
+        compute_seconds=compute_s,
+        recompute_seconds=layers * replay,
+        tp_comm_seconds=(layers * per_layer_ar + edge_ar) * ar,
+        pp_comm_seconds=plan.vpp * pp_p2p_seconds(model, cluster, plan, eff),
+        params=stage_params(model, plan, layers, stage),
+        activation_bytes=stage_activation_bytes(model, plan, layers, stage),
+    )

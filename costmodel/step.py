@@ -1,0 +1,136 @@
+"""One training step end to end: time breakdown, memory on the fullest GPU, throughput, MFU, dollars.
+
+Step time = pipeline flush (m micro-batches through the slowest stage, plus fill/drain bubble)
++ exposed DP/ZeRO sync + optimizer update + fixed overhead, taking the worst stage for the
+per-stage terms. MFU is model FLOPs (no recompute) per second over the dense peak of the plan's
+precision (Chowdhery et al., PaLM, 2022, Appendix B); HFU counts recompute too.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from . import compute, dataparallel, dollars, memory, pipeline, topology
+from .flops import hardware_flops_per_step, model_flops_per_step, parameters_per_layer
+from .stage import StageCost, stage_cost
+from .types import Cluster, Efficiency, Model, Plan
+
+TIME_PARTS = ("compute", "recompute", "tp_comm", "pp_comm", "pp_bubble", "dp_comm_exposed", "optimizer", "overhead")
+MEMORY_PARTS = ("parameters", "gradients", "optimizer_states", "activations", "zero3_gather_buffers", "overhead")
+
+
+@dataclass(frozen=True)
+class Estimate:
+    step_time_seconds: float
+    time_breakdown_seconds: dict[str, float]
+    dp_comm_seconds: float  # whole DP/ZeRO sync, hidden or not
+    memory_per_gpu_bytes: float
+    memory_breakdown_bytes: dict[str, float]
+    memory_capacity_bytes: float
+    tokens_per_second: float
+    model_flops_per_step: float
+    hardware_flops_per_step: float
+    model_flops_per_gpu_per_second: float
+    mfu: float
+    hfu: float
+    bubble_fraction: float
+    usd_per_step: float
+    stage_layers: tuple[int, ...]
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def fits(self) -> bool:
+        return self.memory_per_gpu_bytes <= self.memory_capacity_bytes
+
+
+def chunk_layers(model: Model, plan: Plan) -> tuple[int, ...]:
+    return plan.stage_layers or pipeline.default_chunk_layers(model.num_layers, plan.pp, plan.vpp)
+
+
+def stage_costs(model: Model, cluster: Cluster, plan: Plan, eff: Efficiency) -> list[StageCost]:
+    per_rank = pipeline.stage_layer_counts(chunk_layers(model, plan), plan.pp, plan.vpp)
+    return [stage_cost(model, cluster, plan, layers, r, eff) for r, layers in enumerate(per_rank)]
+
+
+def memory_breakdown(model: Model, plan: Plan, stage: StageCost, eff: Efficiency) -> dict[str, float]:
+    """Bytes on one GPU of `stage` by part (ZeRO Sec 3.1 states, Korthikanti activations)."""
+    per_param = memory.state_bytes_per_param(plan.precision, plan.grad_comm_dtype)
+    states = memory.sharded_state_bytes(stage.params, per_param, plan.zero_stage, plan.dp)
+    gather = 0.0
+    if plan.zero_stage == 3 and plan.dp > 1:  # current and prefetched layer, unsharded
+        gather = 2.0 * parameters_per_layer(model) / plan.tp * per_param.parameters
+    parts = {
+        "parameters": states.parameters,
+        "gradients": states.gradients,
+        "optimizer_states": states.optimizer_states,
+        "activations": stage.activation_bytes,
+        "zero3_gather_buffers": gather,
+    }
+    parts["overhead"] = eff.memory_overhead_bytes + eff.memory_fragmentation_fraction * sum(parts.values())
+    return parts
+
+
+def dp_costs(model: Model, cluster: Cluster, plan: Plan, stage: StageCost, eff: Efficiency) -> tuple[float, float]:
+    """(total, exposed) DP/ZeRO sync seconds for one GPU of `stage`."""
+    fast, slow = topology.nvlink_link(cluster, eff), topology.network_link(cluster, eff)
+    per_domain = topology.dp_ranks_per_domain(plan, cluster)
+    m = plan.num_microbatches
+    total = dataparallel.dp_sync_seconds(stage.params, plan, per_domain, fast, slow, m)
+    one_mb = stage.compute_seconds + stage.recompute_seconds
+    window = {0: one_mb * 2 / 3, 1: one_mb}.get(plan.zero_stage, m * one_mb)  # backward is 2/3 of fwd+bwd
+    exposed = dataparallel.dp_exposed_seconds(total, plan, window, stage.layers, eff.dp_overlap_fraction)
+    return total, exposed
+
+
+def warnings_for(cluster: Cluster, plan: Plan) -> tuple[str, ...]:
+    out = []
+    if topology.tp_crosses_network(plan, cluster):
+        out.append(f"TP group of {plan.tp} spans more than one NVLink domain "
+                   f"({topology.domain_size(cluster)} GPUs): TP traffic crosses the network")
+    return tuple(out)
+
+
+def estimate(model: Model, cluster: Cluster, plan: Plan, eff: Efficiency | None = None) -> Estimate:
+    """Score one plan. The plan must be legal (see rules.plan_violations)."""
+    eff = eff or Efficiency()
+    stages = stage_costs(model, cluster, plan, eff)
+    m = plan.num_microbatches
+    busy, bubble = pipeline.pipeline_seconds(tuple(s.microbatch_seconds for s in stages), m, plan.vpp)
+    slowest = max(stages, key=lambda s: s.microbatch_seconds)
+    dp = [dp_costs(model, cluster, plan, s, eff) for s in stages]
+    owned = [s.params / (plan.dp if plan.zero_stage >= 1 else 1) for s in stages]
+    optimizer = max(compute.optimizer_seconds(p, cluster.gpu, eff) for p in owned)
+    exposed = max(e for _, e in dp)
+    parts = {
+        "compute": m * slowest.compute_seconds,
+        "recompute": m * slowest.recompute_seconds,
+        "tp_comm": m * slowest.tp_comm_seconds,
+        "pp_comm": m * slowest.pp_comm_seconds,
+        "pp_bubble": bubble,
+        "dp_comm_exposed": exposed,
+        "optimizer": optimizer,
+        "overhead": eff.step_overhead_seconds,
+    }
+    step = sum(parts.values())
+    mems = [memory_breakdown(model, plan, s, eff) for s in stages]
+    worst = max(mems, key=lambda d: sum(d.values()))
+    mflops = model_flops_per_step(model, plan.global_batch_size)
+    hflops = hardware_flops_per_step(model, plan.global_batch_size, plan.recompute)
+    peak = cluster.gpu.peak_flops_per_second(plan.precision) * plan.num_gpus
+    return Estimate(
+        step_time_seconds=step,
+        time_breakdown_seconds=parts,
+        dp_comm_seconds=max(t for t, _ in dp),
+        memory_per_gpu_bytes=sum(worst.values()),
+        memory_breakdown_bytes=worst,
+        memory_capacity_bytes=cluster.gpu.memory_bytes,
+        tokens_per_second=plan.global_batch_size * model.seq_length / step,
+        model_flops_per_step=mflops,
+        hardware_flops_per_step=hflops,
+        model_flops_per_gpu_per_second=mflops / step / plan.num_gpus,
+        mfu=mflops / step / peak,
+        hfu=hflops / step / peak,
+        bubble_fraction=bubble / (busy + bubble) if busy + bubble > 0 else 0.0,
+        usd_per_step=dollars.usd_per_step(step, plan.num_gpus, cluster.usd_per_gpu_hour),
+        stage_layers=chunk_layers(model, plan),
+        warnings=warnings_for(cluster, plan),
+    )

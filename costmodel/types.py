@@ -1,0 +1,156 @@
+"""Plain data the cost model works on: a model, a system, a plan, and tuning knobs.
+
+Separation as in Calculon: *what* is trained (Model), *on what* (Gpu, Cluster), *how* (Plan),
+and the few physical efficiency figures that turn peaks into achievable rates (Efficiency).
+All quantities are SI base units (bytes, seconds, FLOPs); units live in the field names.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+PRECISIONS = ("fp32", "bf16", "fp16", "fp8")
+RECOMPUTE_MODES = ("none", "selective", "full")
+GRAD_DTYPES = ("fp32", "bf16", "fp16", "int8")
+
+DTYPE_BYTES = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1}
+
+
+@dataclass(frozen=True)
+class Model:
+    """A dense decoder-only transformer (GPT / Llama family)."""
+
+    name: str
+    num_layers: int
+    hidden_size: int
+    num_attention_heads: int
+    vocab_size: int
+    seq_length: int
+    num_kv_heads: int = 0  # 0 means "same as num_attention_heads" (multi-head attention)
+    ffn_hidden_size: int = 0  # 0 means 4 * hidden_size
+    mlp: str = "gelu"  # "gelu" (2 matrices) or "swiglu" (3 matrices, gated)
+    tie_embeddings: bool = False
+    dropout: bool = False
+
+    @property
+    def kv_heads(self) -> int:
+        return self.num_kv_heads or self.num_attention_heads
+
+    @property
+    def ffn(self) -> int:
+        return self.ffn_hidden_size or 4 * self.hidden_size
+
+    @property
+    def head_dim(self) -> int:
+        return self.hidden_size // self.num_attention_heads
+
+
+@dataclass(frozen=True)
+class Gpu:
+    name: str
+    memory_bytes: float
+    dense_flops_per_second: dict[str, float]  # precision -> dense peak
+    hbm_bandwidth_bytes_per_second: float
+    nvlink_bandwidth_bytes_per_second: float  # per GPU, one direction; 0 without NVLink
+    generation: str = "hopper"
+
+    def peak_flops_per_second(self, precision: str) -> float:
+        """Dense peak for a GEMM precision; fp8 falls back to bf16 on GPUs without fp8 units."""
+        table = self.dense_flops_per_second
+        if precision == "fp32":
+            # Frameworks train "fp32" with TF32 tensor cores where they exist (PyTorch default for convs,
+            # Megatron --fp32 keeps allow_tf32); plain fp32 only on hardware without TF32.
+            return table.get("tf32", table.get("fp32", 0.0))
+        if precision == "fp8" and "fp8" not in table:
+            return table["bf16"]
+        return table[precision]
+
+
+@dataclass(frozen=True)
+class Cluster:
+    name: str
+    gpu: Gpu
+    num_gpus: int
+    gpus_per_node: int
+    nvlink_domain_size: int
+    nvlink_bandwidth_bytes_per_second: float  # per GPU, one direction
+    network_bandwidth_bytes_per_second: float  # per GPU, one direction, nominal
+    rdma: bool = True
+    usd_per_gpu_hour: float = 0.0
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One parallel execution of one training step.
+
+    Ranks are laid out Megatron-style: TP innermost (consecutive GPUs), then DP, then PP outermost.
+    `stage_layers` optionally gives the number of transformer layers on each of the pp*vpp model
+    chunks in pipeline order (uneven splits); empty means as even as possible.
+    """
+
+    tp: int = 1
+    pp: int = 1
+    dp: int = 1
+    vpp: int = 1
+    micro_batch_size: int = 1
+    global_batch_size: int = 1
+    zero_stage: int = 0
+    recompute: str = "none"
+    sequence_parallel: bool = False
+    precision: str = "bf16"
+    grad_dtype: str = ""  # dtype gradients are communicated in; "" = precision's default
+    overlap_dp_comm: bool = True
+    flash_attention: bool = True
+    stage_layers: tuple[int, ...] = ()
+
+    @property
+    def num_gpus(self) -> int:
+        return self.tp * self.pp * self.dp
+
+    @property
+    def grad_accum_steps(self) -> int:
+        return self.global_batch_size // (self.micro_batch_size * self.dp)
+
+    @property
+    def num_microbatches(self) -> int:
+        """Micro-batches each pipeline (each DP replica) runs per optimizer step."""
+        return self.grad_accum_steps
+
+    @property
+    def grad_comm_dtype(self) -> str:
+        if self.grad_dtype:
+            return self.grad_dtype
+        return "fp32" if self.precision == "fp32" else "bf16"
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    """Physical efficiency figures: achievable fraction of nominal rates, latencies, overheads.
+
+    Defaults are literature values (sources in each comment); `calibration.py` documents which
+    of them were fitted and on which published rows.
+    """
+
+    # Large-GEMM efficiency per generation: measured max achievable bf16 matmul / dense peak
+    # (stas00/ml-engineering accelerator table: A100 271.2/312, H100 794.5/989).
+    matmul_peak_fraction: dict[str, float] = field(
+        default_factory=lambda: {"ampere": 0.87, "hopper": 0.80, "blackwell": 0.80, "ada": 0.80, "cdna3": 0.60}
+    )
+    # GEMM dimension at which efficiency is half its large-shape value (saturation model).
+    matmul_half_dim: float = 96.0
+    # Fraction of HBM bandwidth reached by elementwise / normalisation kernels.
+    hbm_efficiency: float = 0.80
+    # NCCL bus bandwidth / nominal: NVLink rings reach ~80% of link rate; the seed article advises
+    # 70-80% of nominal for InfiniBand/RoCE.
+    nvlink_efficiency: float = 0.80
+    network_efficiency: float = 0.75
+    # Without RDMA traffic is staged through host memory: the seed article says cost "doubles".
+    no_rdma_bandwidth_factor: float = 0.5
+    nvlink_latency_seconds: float = 5e-6
+    network_latency_seconds: float = 10e-6
+    # Fraction of the DP/ZeRO sync that can hide behind backward compute when overlap is on.
+    dp_overlap_fraction: float = 1.0
+    # Fixed per-step cost outside the model: optimizer launch, logging, data loading.
+    step_overhead_seconds: float = 0.0
+    # Framework memory not in the analytic terms: CUDA context, NCCL buffers, allocator slack.
+    memory_overhead_bytes: float = 2.0 * 2**30
+    memory_fragmentation_fraction: float = 0.0

@@ -1,0 +1,104 @@
+"""Command line: `planner estimate|suggest|...`. User errors are one line on stderr, exit 2."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from .errors import PlannerError
+
+EPILOG = """MODEL is a YAML file, a Hugging Face config.json, or a catalog name (catalogs/models/);
+CLUSTER is a YAML file or a catalog name (catalogs/clusters.yaml)."""
+
+
+def add_inputs(p: argparse.ArgumentParser) -> None:
+    p.add_argument("model", metavar="MODEL", help="model YAML, HF config.json, or catalog name (e.g. llama3-70b)")
+    p.add_argument("cluster", metavar="CLUSTER", help="cluster YAML or catalog name (e.g. dgx-h100)")
+    p.add_argument("--gpus", type=int, help="number of GPUs (overrides the cluster's num_gpus)")
+    p.add_argument("--seq-length", type=int, help="override the model's sequence length")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+
+
+def add_plan_flags(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("plan")
+    g.add_argument("--tp", type=int, default=1, help="tensor-parallel degree (default 1)")
+    g.add_argument("--pp", type=int, default=1, help="pipeline-parallel degree (default 1)")
+    g.add_argument("--dp", type=int, help="data-parallel degree (default GPUs / (tp*pp))")
+    g.add_argument("--vpp", type=int, default=1, help="virtual pipeline stages per GPU, interleaving (default 1)")
+    g.add_argument("--mbs", type=int, default=1, help="micro-batch size in sequences (default 1)")
+    g.add_argument("--gbs", type=int, help="global batch in sequences (default: the model's, else mbs*dp*gas)")
+    g.add_argument("--gas", type=int, help="gradient accumulation steps (alternative to --gbs)")
+    g.add_argument("--zero", type=int, default=0, choices=[0, 1, 2, 3], help="ZeRO stage (default 0)")
+    g.add_argument("--recompute", default="none", choices=["none", "selective", "full"])
+    g.add_argument("--sequence-parallel", action="store_true", help="Megatron sequence parallelism (needs tp > 1)")
+    g.add_argument("--precision", default="bf16", choices=["fp32", "bf16", "fp16", "fp8"])
+    g.add_argument("--grad-dtype", choices=["fp32", "bf16", "fp16", "int8"],
+                   help="dtype gradients are communicated in (default bf16; int8 = compression)")
+    g.add_argument("--no-overlap", action="store_true", help="DP/ZeRO sync does not overlap backward compute")
+    g.add_argument("--no-flash-attention", action="store_true", help="unfused attention (pre-FlashAttention stacks)")
+    g.add_argument("--stage-layers", help="comma-separated layers per model chunk (pp*vpp entries), uneven splits")
+
+
+def plan_spec_from_args(args: argparse.Namespace):
+    from .loading import parse
+    from .specs import PlanSpec
+
+    data = {
+        "tp": args.tp, "pp": args.pp, "dp": args.dp, "vpp": args.vpp, "micro_batch_size": args.mbs,
+        "global_batch_size": args.gbs, "grad_accum_steps": args.gas, "zero_stage": args.zero,
+        "recompute": args.recompute, "sequence_parallel": args.sequence_parallel, "precision": args.precision,
+        "grad_dtype": args.grad_dtype, "overlap_dp_comm": not args.no_overlap,
+        "flash_attention": not args.no_flash_attention,
+    }
+    if args.stage_layers:
+        try:
+            data["stage_layers"] = tuple(int(x) for x in args.stage_layers.split(","))
+        except ValueError:
+            raise PlannerError(f"--stage-layers must be comma-separated integers (got {args.stage_layers})") from None
+    return parse(PlanSpec, data, "plan flags")
+
+
+def cmd_estimate(args: argparse.Namespace) -> int:
+    from . import loading, plans, render, report
+
+    model = loading.load_model_spec(args.model, args.seq_length)
+    cluster = loading.build_cluster(loading.load_cluster_spec(args.cluster), args.gpus)
+    plan = plans.build_plan(plan_spec_from_args(args), model, cluster.num_gpus)
+    plans.check_legal(model.to_model(), cluster, plan)
+    d = report.to_dict(report.score(model, cluster, plan))
+    if args.json:
+        print(json.dumps(d, indent=2))
+    else:
+        render.print_estimate(d)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="planner", description="Plan and score parallel layouts for distributed LLM training.", epilog=EPILOG)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    p = sub.add_parser("estimate", help="score one plan: step time, memory, MFU, dollars, with breakdowns",
+                       description="Score one parallel plan on a cluster.", epilog=EPILOG)
+    add_inputs(p)
+    add_plan_flags(p)
+    p.set_defaults(func=cmd_estimate)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except PlannerError as err:
+        print(f"planner: error: {err}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+    except KeyboardInterrupt:
+        print("planner: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,98 @@
+"""Human-readable output with rich: breakdown tables for one plan."""
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+GIB = 2**30
+TIME_LABELS = {
+    "compute": "compute (fwd+bwd)",
+    "recompute": "activation recompute",
+    "tp_comm": "TP communication",
+    "pp_comm": "PP point-to-point",
+    "pp_bubble": "pipeline bubble",
+    "dp_comm_exposed": "DP/ZeRO sync (exposed)",
+    "optimizer": "optimizer step",
+    "overhead": "fixed overhead",
+}
+
+
+def human_seconds(seconds: float) -> str:
+    if seconds >= 86400:
+        return f"{seconds / 86400:.1f} days"
+    if seconds >= 3600:
+        return f"{seconds / 3600:.1f} h"
+    if seconds >= 1:
+        return f"{seconds:.2f} s"
+    return f"{seconds * 1e3:.1f} ms"
+
+
+def plan_label(plan: dict) -> str:
+    parts = [f"tp {plan['tp']}", f"pp {plan['pp']}", f"dp {plan['dp']}"]
+    if plan["vpp"] > 1:
+        parts.append(f"vpp {plan['vpp']}")
+    parts += [f"ZeRO {plan['zero_stage']}", f"mbs {plan['micro_batch_size']}", f"gas {plan['grad_accum_steps']}",
+              f"recompute {plan['recompute']}"]
+    if plan["sequence_parallel"]:
+        parts.append("SP")
+    parts.append(plan["precision"])
+    return ", ".join(parts)
+
+
+def time_table(d: dict) -> Table:
+    step = d["step_time_s"]
+    table = Table(title="Where the step goes", title_justify="left")
+    table.add_column("part")
+    table.add_column("seconds", justify="right")
+    table.add_column("% of step", justify="right")
+    for key, label in TIME_LABELS.items():
+        value = d["time_breakdown_s"][key]
+        if value > 0 or key in ("compute",):
+            table.add_row(label, f"{value:.3f}", f"{100 * value / step:.1f}")
+    hidden = d["time_breakdown_s"]["dp_comm"] - d["time_breakdown_s"]["dp_comm_exposed"]
+    if hidden > 0:
+        table.add_row("[dim]DP/ZeRO sync hidden by overlap[/dim]", f"[dim]{hidden:.3f}[/dim]", "[dim]-[/dim]")
+    table.add_row("[bold]step[/bold]", f"[bold]{step:.3f}[/bold]", "100.0")
+    return table
+
+
+def memory_table(d: dict) -> Table:
+    cap = d["memory_capacity_bytes"]
+    table = Table(title="Memory on the fullest GPU", title_justify="left")
+    table.add_column("part")
+    table.add_column("GiB", justify="right")
+    table.add_column("% of GPU", justify="right")
+    for key, value in d["memory_breakdown_bytes"].items():
+        if value > 0:
+            table.add_row(key.replace("_", " "), f"{value / GIB:.2f}", f"{100 * value / cap:.1f}")
+    total = d["memory_per_gpu_bytes"]
+    verdict = "[green]fits[/green]" if d["fits"] else "[red]does NOT fit[/red]"
+    table.add_row(f"[bold]total[/bold] ({verdict})", f"[bold]{total / GIB:.2f}[/bold]", f"{100 * total / cap:.1f}")
+    return table
+
+
+def summary_lines(d: dict) -> list[str]:
+    lines = [
+        f"[bold]{d['model']}[/bold] on {d['num_gpus']} x {d['gpu']} ({d['cluster']})",
+        f"plan: {plan_label(d['plan'])}",
+        f"step {human_seconds(d['step_time_s'])}, {d['tokens_per_s']:,.0f} tokens/s, "
+        f"{d['model_tflops_per_gpu']:.1f} model TFLOP/s per GPU, MFU {100 * d['mfu']:.1f}%",
+        f"memory {d['memory_per_gpu_bytes'] / GIB:.1f} of {d['memory_capacity_bytes'] / GIB:.0f} GiB per GPU",
+    ]
+    if d["usd_per_gpu_hour"]:
+        lines.append(f"${d['usd_per_step']:.2f} per step at ${d['usd_per_gpu_hour']:.2f}/GPU-hour")
+    t = d.get("training")
+    if t:
+        money = f", ${t['usd_to_train']:,.0f}" if d["usd_per_gpu_hour"] else ""
+        lines.append(f"{t['training_tokens']:.3g} tokens: {t['steps']:,} steps, "
+                     f"{human_seconds(t['time_to_train_s'])}{money}")
+    lines += [f"[yellow]warning:[/yellow] {w}" for w in d["warnings"]]
+    return lines
+
+
+def print_estimate(d: dict, console: Console | None = None) -> None:
+    console = console or Console()
+    for line in summary_lines(d):
+        console.print(line)
+    console.print(time_table(d))
+    console.print(memory_table(d))
