@@ -56,8 +56,9 @@ def memory_breakdown(model: Model, plan: Plan, stage: StageCost, eff: Efficiency
     per_param = memory.state_bytes_per_param(plan.precision, plan.grad_comm_dtype)
     states = memory.sharded_state_bytes(stage.params, per_param, plan.zero_stage, plan.dp)
     gather = 0.0
-    if plan.zero_stage == 3 and plan.dp > 1:  # current and prefetched layer, unsharded
-        gather = 2.0 * parameters_per_layer(model) / plan.tp * per_param.parameters
+    if plan.zero_stage == 3 and plan.dp > 1:  # current and prefetched layer, the non-local part
+        layers = min(2, stage.layers)
+        gather = layers * parameters_per_layer(model) / plan.tp * per_param.parameters * (plan.dp - 1) / plan.dp
     parts = {
         "parameters": states.parameters,
         "gradients": states.gradients,

@@ -14,19 +14,24 @@ from .types import Cluster, Efficiency, Plan
 
 
 def nvlink_link(cluster: Cluster, eff: Efficiency) -> Link:
-    """Achievable NVLink tier: nominal per-direction bandwidth times NCCL's reachable fraction."""
-    bw = cluster.nvlink_bandwidth_bytes_per_second * eff.nvlink_efficiency
-    if bw <= 0:
+    """Achievable NVLink tier: measured bus bandwidth if the cluster has one, else nominal
+    per-direction bandwidth times NCCL's reachable fraction."""
+    if cluster.nvlink_bandwidth_bytes_per_second <= 0:
         return network_link(cluster, eff)
-    return Link(bw, eff.nvlink_latency_seconds)
+    bw = cluster.nvlink_busbw_bytes_per_second or cluster.nvlink_bandwidth_bytes_per_second * eff.nvlink_efficiency
+    return Link(bw, cluster.nvlink_latency_seconds or eff.nvlink_latency_seconds)
 
 
 def network_link(cluster: Cluster, eff: Efficiency) -> Link:
-    """Achievable network tier per GPU (one NIC rail each); no RDMA costs `no_rdma_bandwidth_factor`."""
-    bw = cluster.network_bandwidth_bytes_per_second * eff.network_efficiency
-    if not cluster.rdma:
-        bw *= eff.no_rdma_bandwidth_factor
-    return Link(bw, eff.network_latency_seconds)
+    """Achievable network tier per GPU (one NIC rail each): measured bus bandwidth if given, else
+    nominal times efficiency; without RDMA, times `no_rdma_bandwidth_factor` (measured figures
+    already include it)."""
+    bw = cluster.network_busbw_bytes_per_second
+    if not bw:
+        bw = cluster.network_bandwidth_bytes_per_second * eff.network_efficiency
+        if not cluster.rdma:
+            bw *= eff.no_rdma_bandwidth_factor
+    return Link(bw, cluster.network_latency_seconds or eff.network_latency_seconds)
 
 
 def domain_size(cluster: Cluster) -> int:

@@ -76,6 +76,11 @@ class Cluster:
     network_bandwidth_bytes_per_second: float  # per GPU, one direction, nominal
     rdma: bool = True
     usd_per_gpu_hour: float = 0.0
+    # Measured figures (nccl-tests bus bandwidth, latency) replace nominal x efficiency when > 0.
+    nvlink_busbw_bytes_per_second: float = 0.0
+    network_busbw_bytes_per_second: float = 0.0
+    nvlink_latency_seconds: float = 0.0
+    network_latency_seconds: float = 0.0
 
 
 @dataclass(frozen=True)

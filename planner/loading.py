@@ -97,14 +97,20 @@ def resolve_gpu(gpu: str | GpuSpec) -> GpuSpec:
     return table[gpu]
 
 
+def looks_like_path(ref: str) -> bool:
+    """A reference meant as a file (has a folder or a YAML/JSON suffix), not a catalog name."""
+    return "/" in ref or Path(ref).suffix in (".yaml", ".yml", ".json")
+
+
 def load_model_spec(ref: str, seq_length: int | None = None, global_batch_size: int | None = None) -> ModelSpec:
     """A model from a YAML file, a Hugging Face config.json, or a catalog name."""
     path = Path(ref)
-    if not path.exists() and not path.suffix:
+    if not path.exists():
         models = model_catalog()
-        if ref not in models:
+        if ref in models:
+            path = models[ref]
+        elif not looks_like_path(ref):
             raise unknown_name("model", ref, list(models))
-        path = models[ref]
     data = read_data(path)
     if looks_like_hf_config(data):
         data = hf_to_spec_dict(data, path.parent.name if path.name == "config.json" else path.stem, seq_length)
@@ -118,11 +124,12 @@ def load_model_spec(ref: str, seq_length: int | None = None, global_batch_size: 
 def load_cluster_spec(ref: str) -> ClusterSpec:
     """A cluster from a YAML file or a catalog name; its `gpu` may be a catalog name or inline."""
     path = Path(ref)
-    if not path.exists() and not path.suffix:
+    if not path.exists():
         table = cluster_catalog()
-        if ref not in table:
+        if ref in table:
+            return table[ref]
+        if not looks_like_path(ref):
             raise unknown_name("cluster", ref, list(table))
-        return table[ref]
     return parse(ClusterSpec, read_data(path), str(path))
 
 

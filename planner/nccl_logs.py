@@ -152,7 +152,15 @@ def _header_layout(tokens: list[str]) -> _Layout | None:
     return _Layout(names, era)
 
 
+def _total_wrong(out_of_place: int | None, in_place: int | None) -> int | None:
+    """Wrong elements of a row: out-of-place plus in-place, None if neither was checked."""
+    if out_of_place is None or in_place is None:
+        return in_place if out_of_place is None else out_of_place
+    return out_of_place + in_place
+
+
 def _is_number(token: str) -> bool:
+    """Whether a text token parses as a float (``1.2e+05``, ``nan`` included)."""
     try:
         float(token)
     except ValueError:
@@ -217,7 +225,7 @@ def _parse_row(layout: _Layout, tokens: list[str]) -> tuple[NcclRow, int | None]
         in_place_time_us=ip[0],
         in_place_algbw_gbytes_per_s=ip[1],
         in_place_busbw_gbytes_per_s=ip[2],
-        wrong=oop[3] if ip[3] is None else (ip[3] if oop[3] is None else oop[3] + ip[3]),
+        wrong=_total_wrong(oop[3], ip[3]),
     )
     return row, None if root is None else int(root)
 
@@ -440,7 +448,7 @@ def _json_row(result: object, where: str) -> tuple[NcclRow, int | None]:
         in_place_time_us=ip[0],
         in_place_algbw_gbytes_per_s=ip[1],
         in_place_busbw_gbytes_per_s=ip[2],
-        wrong=oop[3] if ip[3] is None else (ip[3] if oop[3] is None else oop[3] + ip[3]),
+        wrong=_total_wrong(oop[3], ip[3]),
     )
     return row, int(root) if re.fullmatch(r"-?\d+", root) else None
 

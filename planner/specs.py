@@ -98,6 +98,11 @@ class ClusterSpec(Spec):
     nvlink_bandwidth_gbytes_per_s: Optional[float] = Field(default=None, ge=0)
     network_bandwidth_gbits_per_s: float = Field(gt=0)
     rdma: bool = True
+    # Measured (e.g. nccl-tests busbw, see `planner calibrate`): used instead of nominal x efficiency.
+    nvlink_busbw_gbytes_per_s: Optional[float] = Field(default=None, gt=0)
+    network_busbw_gbytes_per_s: Optional[float] = Field(default=None, gt=0)
+    nvlink_latency_us: Optional[float] = Field(default=None, ge=0)
+    network_latency_us: Optional[float] = Field(default=None, ge=0)
     usd_per_gpu_hour: Optional[float] = Field(default=None, ge=0)
     price_kind: Optional[Literal["on-demand", "reserved", "spot"]] = None
     price_date: Optional[str] = None
@@ -116,6 +121,10 @@ class ClusterSpec(Spec):
             nvlink_domain_size=domain, nvlink_bandwidth_bytes_per_second=nvlink * 1e9,
             network_bandwidth_bytes_per_second=self.network_bandwidth_gbits_per_s * 1e9 / 8,
             rdma=self.rdma, usd_per_gpu_hour=self.usd_per_gpu_hour or 0.0,
+            nvlink_busbw_bytes_per_second=(self.nvlink_busbw_gbytes_per_s or 0.0) * 1e9,
+            network_busbw_bytes_per_second=(self.network_busbw_gbytes_per_s or 0.0) * 1e9,
+            nvlink_latency_seconds=(self.nvlink_latency_us or 0.0) * 1e-6,
+            network_latency_seconds=(self.network_latency_us or 0.0) * 1e-6,
         )
 
 

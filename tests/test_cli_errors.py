@@ -1,0 +1,116 @@
+"""Bad inputs give one clear line on stderr and exit code 2, never a traceback."""
+import pytest
+
+from planner.cli import main
+
+MODEL = """name: tiny
+num_layers: 4
+hidden_size: 512
+num_attention_heads: 8
+vocab_size: 32000
+seq_length: 1024
+global_batch_size: 16
+"""
+CLUSTER = """name: box
+gpu: a100-sxm-80gb
+num_gpus: 8
+gpus_per_node: 8
+network_bandwidth_gbits_per_s: 200
+"""
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def files(tmp_path):
+    (tmp_path / "m.yaml").write_text(MODEL)
+    (tmp_path / "c.yaml").write_text(CLUSTER)
+    return tmp_path
+
+
+def assert_one_line_error(code, err, *needles):
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+
+
+def test_good_inputs_work(files, capsys):
+    code, out, err = run(capsys, "estimate", str(files / "m.yaml"), str(files / "c.yaml"), "--json")
+    assert code == 0 and '"step_time_s"' in out and err == ""
+
+
+def test_missing_file(files, capsys):
+    code, _, err = run(capsys, "estimate", str(files / "nope.yaml"), str(files / "c.yaml"))
+    assert_one_line_error(code, err, "nope.yaml", "no such file")
+
+
+def test_malformed_yaml(files, capsys):
+    (files / "bad.yaml").write_text("name: x\nnum_layers: [1, 2\n")
+    code, _, err = run(capsys, "estimate", str(files / "bad.yaml"), str(files / "c.yaml"))
+    assert_one_line_error(code, err, "bad.yaml", "not valid YAML", "line")
+
+
+def test_unknown_key_is_named(files, capsys):
+    (files / "m2.yaml").write_text(MODEL + "hidden_sise: 12\n")
+    code, _, err = run(capsys, "estimate", str(files / "m2.yaml"), str(files / "c.yaml"))
+    assert_one_line_error(code, err, "hidden_sise", "unknown key")
+
+
+def test_negative_size_is_named(files, capsys):
+    (files / "m3.yaml").write_text(MODEL.replace("num_layers: 4", "num_layers: -4"))
+    code, _, err = run(capsys, "estimate", str(files / "m3.yaml"), str(files / "c.yaml"))
+    assert_one_line_error(code, err, "num_layers", "greater than 0")
+
+
+def test_missing_required_key_is_named(files, capsys):
+    (files / "m4.yaml").write_text(MODEL.replace("vocab_size: 32000\n", ""))
+    code, _, err = run(capsys, "estimate", str(files / "m4.yaml"), str(files / "c.yaml"))
+    assert_one_line_error(code, err, "vocab_size", "required")
+
+
+def test_unknown_gpu_suggests_close_names(files, capsys):
+    (files / "c2.yaml").write_text(CLUSTER.replace("a100-sxm-80gb", "h100-sxm-80g"))
+    code, _, err = run(capsys, "estimate", str(files / "m.yaml"), str(files / "c2.yaml"))
+    assert_one_line_error(code, err, "unknown GPU 'h100-sxm-80g'", "did you mean", "h100-sxm-80gb")
+
+
+def test_unknown_catalog_model(files, capsys):
+    code, _, err = run(capsys, "estimate", "llama3-7Ob", str(files / "c.yaml"))
+    assert_one_line_error(code, err, "unknown model")
+
+
+@pytest.mark.parametrize("flags,needle", [
+    (["--tp", "3"], "does not divide the GPU count"),
+    (["--tp", "8", "--dp", "2"], "must equal the GPU count 8"),
+    (["--tp", "8", "--dp", "1", "--gbs", "16"], ""),
+    (["--pp", "8", "--dp", "1"], "num_layers (4) must be >= pp*vpp"),
+    (["--gbs", "12"], "global batch (12) must be divisible"),
+    (["--sequence-parallel"], "sequence parallel needs tp > 1"),
+])
+def test_illegal_plans_name_the_rule(files, capsys, flags, needle):
+    code, out, err = run(capsys, "estimate", str(files / "m.yaml"), str(files / "c.yaml"), *flags)
+    if not needle:  # a legal control case
+        assert code == 0, err
+        return
+    assert_one_line_error(code, err, needle)
+
+
+def test_heads_not_divisible_by_tp(files, capsys):
+    (files / "c8.yaml").write_text(CLUSTER.replace("num_gpus: 8", "num_gpus: 16"))
+    (files / "m6.yaml").write_text(MODEL.replace("num_attention_heads: 8", "num_attention_heads: 4").replace(
+        "hidden_size: 512", "hidden_size: 512"))
+    code, _, err = run(capsys, "estimate", str(files / "m6.yaml"), str(files / "c8.yaml"), "--tp", "8")
+    assert_one_line_error(code, err, "attention heads (4) must be divisible by tp (8)")
+
+
+def test_bad_flag_value_is_argparse_usage_error(files, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["estimate", str(files / "m.yaml"), str(files / "c.yaml"), "--zero", "5"])
+    assert exc.value.code == 2

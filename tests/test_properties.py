@@ -1,0 +1,87 @@
+"""Invariants of the cost model over random models, clusters and plans (hypothesis)."""
+from dataclasses import replace
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from costmodel.pipeline import bubble_fraction
+from costmodel.rules import plan_violations
+from costmodel.step import estimate
+from costmodel.types import Cluster, Model, Plan
+
+from conftest import a100_80gb
+
+
+@st.composite
+def scenario(draw):
+    tp = draw(st.sampled_from([1, 2, 4, 8]))
+    heads = tp * draw(st.sampled_from([1, 2, 4]))
+    head_dim = draw(st.sampled_from([64, 128]))
+    pp = draw(st.sampled_from([1, 2, 4]))
+    vpp = draw(st.sampled_from([1, 2])) if pp > 1 else 1
+    layers = pp * vpp * draw(st.integers(1, 4))
+    model = Model("m", layers, heads * head_dim, heads, draw(st.sampled_from([32000, 51200])),
+                  draw(st.sampled_from([512, 2048])), mlp=draw(st.sampled_from(["gelu", "swiglu"])),
+                  dropout=draw(st.booleans()))
+    dp = draw(st.sampled_from([1, 2, 4, 8]))
+    mbs = draw(st.sampled_from([1, 2]))
+    plan = Plan(tp=tp, pp=pp, dp=dp, vpp=vpp, micro_batch_size=mbs,
+                global_batch_size=mbs * dp * draw(st.sampled_from([1, 4, 16])),
+                zero_stage=draw(st.integers(0, 3)), recompute=draw(st.sampled_from(["none", "selective", "full"])),
+                sequence_parallel=tp > 1 and draw(st.booleans()), precision=draw(st.sampled_from(["bf16", "fp16", "fp32"])),
+                overlap_dp_comm=draw(st.booleans()), flash_attention=draw(st.booleans()))
+    return model, plan
+
+
+def cluster_for(plan: Plan, price: float = 2.0) -> Cluster:
+    return Cluster("c", a100_80gb(), plan.num_gpus, 8, 8, 300e9, 25e9, True, price)
+
+
+@settings(max_examples=60, deadline=None)
+@given(scenario())
+def test_mfu_at_most_one_and_parts_add_up(sc):
+    model, plan = sc
+    cluster = cluster_for(plan)
+    assert plan_violations(model, cluster, plan) == []
+    e = estimate(model, cluster, plan)
+    assert 0 < e.mfu <= e.hfu <= 1
+    assert abs(sum(e.time_breakdown_seconds.values()) - e.step_time_seconds) < 1e-9 * e.step_time_seconds
+    assert 0 <= e.bubble_fraction < 1
+
+
+@settings(max_examples=60, deadline=None)
+@given(scenario())
+def test_more_dp_never_raises_zero3_memory(sc):
+    model, plan = sc
+    small = replace(plan, zero_stage=3, global_batch_size=plan.micro_batch_size * plan.dp * 16)
+    big = replace(small, dp=plan.dp * 2)
+    assert (estimate(model, cluster_for(big), big).memory_per_gpu_bytes
+            <= estimate(model, cluster_for(small), small).memory_per_gpu_bytes + 1e-6)
+
+
+@settings(max_examples=60, deadline=None)
+@given(scenario())
+def test_higher_zero_stage_never_raises_memory(sc):
+    model, plan = sc
+    mems = [estimate(model, cluster_for(plan), replace(plan, zero_stage=z)).memory_per_gpu_bytes for z in range(4)]
+    assert all(a >= b - 1e-6 for a, b in zip(mems, mems[1:]))
+
+
+@given(st.integers(1, 64), st.integers(1, 8), st.integers(1, 512))
+def test_bubble_in_unit_interval_and_non_increasing_in_microbatches(pp, vpp, m):
+    b = bubble_fraction(pp, vpp, m)
+    assert 0 <= b < 1
+    assert bubble_fraction(pp, vpp, m + 1) <= b
+
+
+@settings(max_examples=30, deadline=None)
+@given(scenario(), st.floats(0.1, 20.0))
+def test_dollars_linear_in_price(sc, price):
+    model, plan = sc
+    one = estimate(model, cluster_for(plan, 1.0), plan).usd_per_step
+    assert estimate(model, cluster_for(plan, price), plan).usd_per_step == pytest_approx(price * one)
+
+
+def pytest_approx(x):
+    import pytest
+    return pytest.approx(x, rel=1e-9)
