@@ -70,16 +70,66 @@ def memory_breakdown(model: Model, plan: Plan, stage: StageCost, eff: Efficiency
     return parts
 
 
-def dp_costs(model: Model, cluster: Cluster, plan: Plan, stage: StageCost, eff: Efficiency) -> tuple[float, float]:
-    """(total, exposed) DP/ZeRO sync seconds for one GPU of `stage`."""
+def dp_critical_stage(stages: list[StageCost]) -> StageCost:
+    """The stage whose DP/ZeRO sync and optimizer step are largest: most parameters (first on ties).
+
+    All stages sync concurrently after the flush; the one holding the most weights (usually the
+    first or last, with the embedding or output layer) finishes last.
+    """
+    return max(stages, key=lambda s: s.params)
+
+
+def dp_sync_total_seconds(cluster: Cluster, plan: Plan, stage: StageCost, eff: Efficiency) -> float:
+    """Whole DP/ZeRO sync per step for one GPU of `stage` (depends on layout, ZeRO, dtypes, recompute)."""
     fast, slow = topology.nvlink_link(cluster, eff), topology.network_link(cluster, eff)
     per_domain = topology.dp_ranks_per_domain(plan, cluster)
-    m = plan.num_microbatches
-    total = dataparallel.dp_sync_seconds(stage.params, plan, per_domain, fast, slow, m)
+    return dataparallel.dp_sync_seconds(stage.params, plan, per_domain, fast, slow, plan.num_microbatches)
+
+
+def dp_overlap_window_seconds(plan: Plan, stage: StageCost) -> float:
+    """Compute the sync can hide behind: ZeRO-0's gradient AllReduce only the last micro-batch's
+    backward (2/3 of its fwd+bwd); ZeRO-1 also the next step's first forward (parameter AllGather);
+    ZeRO-2/3 communicate every micro-batch, so every micro-batch's compute."""
     one_mb = stage.compute_seconds + stage.recompute_seconds
-    window = {0: one_mb * 2 / 3, 1: one_mb}.get(plan.zero_stage, m * one_mb)  # backward is 2/3 of fwd+bwd
-    exposed = dataparallel.dp_exposed_seconds(total, plan, window, stage.layers, eff.dp_overlap_fraction)
-    return total, exposed
+    return {0: one_mb * 2 / 3, 1: one_mb}.get(plan.zero_stage, plan.num_microbatches * one_mb)
+
+
+def dp_costs(cluster: Cluster, plan: Plan, stage: StageCost, eff: Efficiency) -> tuple[float, float]:
+    """(total, exposed) DP/ZeRO sync seconds for one GPU of `stage`."""
+    total = dp_sync_total_seconds(cluster, plan, stage, eff)
+    window = dp_overlap_window_seconds(plan, stage)
+    return total, dataparallel.dp_exposed_seconds(total, plan, window, stage.layers, eff.dp_overlap_fraction)
+
+
+def optimizer_step_seconds(cluster: Cluster, plan: Plan, stage: StageCost, eff: Efficiency) -> float:
+    """Adam update of the parameters this GPU owns (its shard under ZeRO >= 1)."""
+    return compute.optimizer_seconds(stage.params / (plan.dp if plan.zero_stage >= 1 else 1), cluster.gpu, eff)
+
+
+def pipeline_parts(plan: Plan, stages: list[StageCost]) -> dict[str, float]:
+    """Seconds of the pipeline flush by part: the slowest stage's per-micro-batch parts times m, and the bubble."""
+    m = plan.num_microbatches
+    _, bubble = pipeline.pipeline_seconds(tuple(s.microbatch_seconds for s in stages), m, plan.vpp)
+    slowest = max(stages, key=lambda s: s.microbatch_seconds)
+    return {
+        "compute": m * slowest.compute_seconds,
+        "recompute": m * slowest.recompute_seconds,
+        "tp_comm": m * slowest.tp_comm_seconds,
+        "pp_comm": m * slowest.pp_comm_seconds,
+        "pp_bubble": bubble,
+    }
+
+
+def memory_candidate_stages(stages: list[StageCost]) -> list[int]:
+    """Stages that can hold the most memory: first, last, and for each distinct layer count among
+    the middle stages its lowest rank (in-flight micro-batches only fall with the rank, and middle
+    stages with equal layers hold equal weights). Exact: no other stage can exceed these."""
+    picked, seen = {0, len(stages) - 1}, set()
+    for r in range(1, len(stages) - 1):
+        if stages[r].layers not in seen:
+            seen.add(stages[r].layers)
+            picked.add(r)
+    return sorted(picked)
 
 
 def warnings_for(cluster: Cluster, plan: Plan) -> tuple[str, ...]:
@@ -94,25 +144,14 @@ def estimate(model: Model, cluster: Cluster, plan: Plan, eff: Efficiency | None 
     """Score one plan. The plan must be legal (see rules.plan_violations)."""
     eff = eff or Efficiency()
     stages = stage_costs(model, cluster, plan, eff)
-    m = plan.num_microbatches
-    busy, bubble = pipeline.pipeline_seconds(tuple(s.microbatch_seconds for s in stages), m, plan.vpp)
-    slowest = max(stages, key=lambda s: s.microbatch_seconds)
-    dp = [dp_costs(model, cluster, plan, s, eff) for s in stages]
-    owned = [s.params / (plan.dp if plan.zero_stage >= 1 else 1) for s in stages]
-    optimizer = max(compute.optimizer_seconds(p, cluster.gpu, eff) for p in owned)
-    exposed = max(e for _, e in dp)
-    parts = {
-        "compute": m * slowest.compute_seconds,
-        "recompute": m * slowest.recompute_seconds,
-        "tp_comm": m * slowest.tp_comm_seconds,
-        "pp_comm": m * slowest.pp_comm_seconds,
-        "pp_bubble": bubble,
-        "dp_comm_exposed": exposed,
-        "optimizer": optimizer,
-        "overhead": eff.step_overhead_seconds,
-    }
+    critical = dp_critical_stage(stages)
+    dp_total, dp_exposed = dp_costs(cluster, plan, critical, eff)
+    parts = pipeline_parts(plan, stages)
+    parts["dp_comm_exposed"] = dp_exposed
+    parts["optimizer"] = optimizer_step_seconds(cluster, plan, critical, eff)
+    parts["overhead"] = eff.step_overhead_seconds
     step = sum(parts.values())
-    mems = [memory_breakdown(model, plan, s, eff) for s in stages]
+    mems = [memory_breakdown(model, plan, stages[r], eff) for r in memory_candidate_stages(stages)]
     worst = max(mems, key=lambda d: sum(d.values()))
     mflops = model_flops_per_step(model, plan.global_batch_size)
     hflops = hardware_flops_per_step(model, plan.global_batch_size, plan.recompute)
@@ -120,7 +159,7 @@ def estimate(model: Model, cluster: Cluster, plan: Plan, eff: Efficiency | None 
     return Estimate(
         step_time_seconds=step,
         time_breakdown_seconds=parts,
-        dp_comm_seconds=max(t for t, _ in dp),
+        dp_comm_seconds=dp_total,
         memory_per_gpu_bytes=sum(worst.values()),
         memory_breakdown_bytes=worst,
         memory_capacity_bytes=cluster.gpu.memory_bytes,
@@ -130,7 +169,7 @@ def estimate(model: Model, cluster: Cluster, plan: Plan, eff: Efficiency | None 
         model_flops_per_gpu_per_second=mflops / step / plan.num_gpus,
         mfu=mflops / step / peak,
         hfu=hflops / step / peak,
-        bubble_fraction=bubble / (busy + bubble) if busy + bubble > 0 else 0.0,
+        bubble_fraction=parts["pp_bubble"] / step,
         usd_per_step=dollars.usd_per_step(step, plan.num_gpus, cluster.usd_per_gpu_hour),
         stage_layers=chunk_layers(model, plan),
         warnings=warnings_for(cluster, plan),
