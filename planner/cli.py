@@ -73,15 +73,27 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="planner", description="Plan and score parallel layouts for distributed LLM training.", epilog=EPILOG)
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+def register_estimate(sub) -> None:
     p = sub.add_parser("estimate", help="score one plan: step time, memory, MFU, dollars, with breakdowns",
                        description="Score one parallel plan on a cluster.", epilog=EPILOG)
     add_inputs(p)
     add_plan_flags(p)
     p.set_defaults(func=cmd_estimate)
+
+
+def command_registrars() -> list:
+    """One `register(subparsers)` per command; each command module adds its own line here."""
+    registrars = [register_estimate]
+    # command registrations (one line each, keep this marker):
+    return registrars
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="planner", description="Plan and score parallel layouts for distributed LLM training.", epilog=EPILOG)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for register in command_registrars():
+        register(sub)
     return parser
 
 
