@@ -30,7 +30,8 @@ def gemm_seconds(m: int, n: int, k: int, gpu: Gpu, precision: str, eff: Efficien
     """Roofline time of one (m x k) @ (k x n) GEMM."""
     flops = 2.0 * m * n * k
     x = min(m, n, k)
-    frac = eff.matmul_peak_fraction.get(gpu.generation, 0.75) * x / (x + eff.matmul_half_dim)
+    table = eff.fp8_matmul_peak_fraction if precision == "fp8" else eff.matmul_peak_fraction
+    frac = table.get(gpu.generation, 0.75) * x / (x + eff.matmul_half_dim)
     compute = flops / (gpu.peak_flops_per_second(precision) * frac)
     moved = DTYPE_BYTES[precision] * (m * k + k * n) + 2.0 * m * n
     return max(compute, moved / (gpu.hbm_bandwidth_bytes_per_second * eff.hbm_efficiency))
@@ -72,15 +73,16 @@ def elementwise_bytes(model: Model, batch: int, tp: int, sequence_parallel: bool
     the MLP activation (GeLU: read+write f each; SwiGLU: read 2f, write f), dropout on the two
     block outputs when the model uses it (5h with 1-byte masks). Without sequence parallel the
     norms, residuals and dropouts are replicated on every TP rank (Korthikanti Sec 4.2.2).
-    Unfused attention also reads and writes the a*s scores per token for scale/mask/softmax
-    (4 passes) and their dropout (5 passes with the mask).
+    Unfused attention also streams the a*s scores per token through Megatron's fused
+    scale-mask-softmax (read + write: 2 passes) and, with dropout, the dropout kernel (read,
+    write, 1-byte mask: 2.5 passes).
     """
     h, f, s = model.hidden_size, model.ffn, model.seq_length
     tokens = batch * s
     replicated = 10 * h + (5 * h if model.dropout else 0)
     split = (3 if model.mlp == "swiglu" else 2) * f
     if not flash:
-        split += model.num_attention_heads * s * (4 + (5 if model.dropout else 0))
+        split += model.num_attention_heads * s * (2 + (2.5 if model.dropout else 0))
     divisor = tp if sequence_parallel else 1
     return 2.0 * tokens * (replicated / divisor + split / tp)
 

@@ -85,7 +85,7 @@ def stage_cost(model: Model, cluster: Cluster, plan: Plan, layers: int, stage: i
     """Seconds per micro-batch and bytes for one GPU of pipeline stage `stage` holding `layers` layers."""
     gpu, b, t = cluster.gpu, plan.micro_batch_size, plan.tp
     lt = compute.layer_times(model, b, t, plan.sequence_parallel, plan.flash_attention, gpu, plan.precision, eff)
-    compute_s = layers * (lt.forward_seconds + lt.backward_seconds)
+    compute_s = layers * (lt.forward_seconds + lt.backward_seconds + eff.layer_overhead_seconds)
     if stage == plan.pp - 1:
         compute_s += compute.logits_seconds(model, b, t, gpu, plan.precision, eff)
     replay = {"full": lt.forward_seconds, "selective": lt.attention_forward_seconds}.get(plan.recompute, 0.0)

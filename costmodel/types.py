@@ -140,6 +140,11 @@ class Efficiency:
     matmul_peak_fraction: dict[str, float] = field(
         default_factory=lambda: {"ampere": 0.87, "hopper": 0.80, "blackwell": 0.80, "ada": 0.80, "cdna3": 0.60}
     )
+    # FP8 GEMMs reach a smaller fraction of their (2x) peak: Azure AI-benchmarking-guide cuBLASLt FP8
+    # GEMM, ND H100 v5 1382 of 1979 TFLOP/s (32768^3); ND GB200 v6 2907 of 5000 (16384^3).
+    fp8_matmul_peak_fraction: dict[str, float] = field(
+        default_factory=lambda: {"hopper": 0.70, "blackwell": 0.58, "ada": 0.70, "cdna3": 0.50}
+    )
     # GEMM dimension at which efficiency is half its large-shape value (saturation model).
     matmul_half_dim: float = 96.0
     # Fraction of HBM bandwidth reached by elementwise / normalisation kernels.
@@ -150,10 +155,15 @@ class Efficiency:
     network_efficiency: float = 0.75
     # Without RDMA traffic is staged through host memory: the seed article says cost "doubles".
     no_rdma_bandwidth_factor: float = 0.5
-    nvlink_latency_seconds: float = 5e-6
+    # Per ring step. Fit of t = 2(n-1) alpha + S_bus/B to the Azure ND A100 v4 all_reduce busbw curve
+    # (8 GPUs: 109 GB/s at 16 MB, 231.6 GB/s at 8 GB): alpha = (257 - 121 us) / 14 = 9.7 us.
+    nvlink_latency_seconds: float = 10e-6
     network_latency_seconds: float = 10e-6
     # Fraction of the DP/ZeRO sync that can hide behind backward compute when overlap is on.
     dp_overlap_fraction: float = 1.0
+    # Per layer and micro-batch (forward + backward): kernel launches and stream synchronisation
+    # the roofline does not see. Fitted (see planner/fit.py); 0 means none.
+    layer_overhead_seconds: float = 0.0
     # Fixed per-step cost outside the model: optimizer launch, logging, data loading.
     step_overhead_seconds: float = 0.0
     # Framework memory not in the analytic terms: CUDA context, NCCL buffers, allocator slack.

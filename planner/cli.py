@@ -85,6 +85,7 @@ def command_registrars() -> list:
     """One `register(subparsers)` per command; each command module adds its own line here."""
     registrars = [register_estimate]
     # command registrations (one line each, keep this marker):
+    from . import cli_validate; registrars.append(cli_validate.register)  # noqa: E702
     return registrars
 
 
