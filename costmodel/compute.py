@@ -23,7 +23,7 @@ class LayerTimes:
 
     forward_seconds: float
     backward_seconds: float
-    attention_forward_seconds: float  # the part selective recompute replays
+    attention_forward_seconds: float  # the attention core, which selective recompute replays
 
 
 def gemm_seconds(m: int, n: int, k: int, gpu: Gpu, precision: str, eff: Efficiency) -> float:
@@ -66,6 +66,17 @@ def attention_core_seconds(
     return batch * heads * per_head
 
 
+def attention_score_bytes(model: Model, batch: int, tp: int, flash: bool) -> float:
+    """HBM bytes of unfused attention's a*s scores per token (0 with FlashAttention, which keeps
+    them on chip): Megatron's fused scale-mask-softmax reads and writes them (2 passes), and with
+    dropout the dropout kernel reads, writes and stores a 1-byte mask (2.5 passes), 16-bit each."""
+    if flash:
+        return 0.0
+    passes = 2 + (2.5 if model.dropout else 0)
+    heads = model.num_attention_heads / tp
+    return 2.0 * batch * model.seq_length * heads * model.seq_length * passes
+
+
 def elementwise_bytes(model: Model, batch: int, tp: int, sequence_parallel: bool, flash: bool) -> float:
     """HBM bytes read+written by one layer's forward non-GEMM kernels (16-bit activations).
 
@@ -73,18 +84,14 @@ def elementwise_bytes(model: Model, batch: int, tp: int, sequence_parallel: bool
     the MLP activation (GeLU: read+write f each; SwiGLU: read 2f, write f), dropout on the two
     block outputs when the model uses it (5h with 1-byte masks). Without sequence parallel the
     norms, residuals and dropouts are replicated on every TP rank (Korthikanti Sec 4.2.2).
-    Unfused attention also streams the a*s scores per token through Megatron's fused
-    scale-mask-softmax (read + write: 2 passes) and, with dropout, the dropout kernel (read,
-    write, 1-byte mask: 2.5 passes).
+    Plus the attention scores of unfused attention (`attention_score_bytes`).
     """
     h, f, s = model.hidden_size, model.ffn, model.seq_length
     tokens = batch * s
     replicated = 10 * h + (5 * h if model.dropout else 0)
     split = (3 if model.mlp == "swiglu" else 2) * f
-    if not flash:
-        split += model.num_attention_heads * s * (2 + (2.5 if model.dropout else 0))
     divisor = tp if sequence_parallel else 1
-    return 2.0 * tokens * (replicated / divisor + split / tp)
+    return 2.0 * tokens * (replicated / divisor + split / tp) + attention_score_bytes(model, batch, tp, flash)
 
 
 def layer_times(
@@ -98,9 +105,11 @@ def layer_times(
     moved = elementwise_bytes(model, batch, tp, sequence_parallel, flash)
     if precision == "fp8":
         moved += 3.0 * tokens * (model.hidden_size * 2 + model.ffn / tp)  # casts of GEMM inputs to fp8
-    elementwise = moved / (gpu.hbm_bandwidth_bytes_per_second * eff.hbm_efficiency)
-    forward = gemms + attn + elementwise
-    return LayerTimes(forward, 2.0 * forward, attn)
+    hbm = gpu.hbm_bandwidth_bytes_per_second * eff.hbm_efficiency
+    forward = gemms + attn + moved / hbm
+    # Selective recompute replays the attention core: its GEMMs and, unfused, the softmax/dropout.
+    replay = attn + attention_score_bytes(model, batch, tp, flash) / hbm
+    return LayerTimes(forward, 2.0 * forward, replay)
 
 
 def logits_seconds(model: Model, batch: int, tp: int, gpu: Gpu, precision: str, eff: Efficiency) -> float:

@@ -55,6 +55,16 @@ def pp_p2p_seconds(model: Model, cluster: Cluster, plan: Plan, eff: Efficiency) 
     return 2.0 * p2p_seconds(size, link)
 
 
+def exposed_p2p_seconds(model: Model, cluster: Cluster, plan: Plan, chunk_compute_seconds: float, eff: Efficiency) -> float:
+    """p2p seconds per chunk on the critical path. Megatron-LM's interleaved schedule with
+    --overlap-p2p-communication posts a chunk's sends/receives while the next chunk computes, so
+    only what exceeds that compute shows; the plain 1F1B schedule blocks on each exchange."""
+    p2p = pp_p2p_seconds(model, cluster, plan, eff)
+    if plan.overlap_pp_comm and plan.vpp > 1:
+        return max(0.0, p2p - chunk_compute_seconds)
+    return p2p
+
+
 def stage_params(model: Model, plan: Plan, layers: int, stage: int) -> float:
     """Parameters on one GPU of `stage`: its layers, plus the embedding on the first stage and the
     output layer on the last (Megatron keeps a tied copy there too when pp > 1)."""
@@ -97,7 +107,7 @@ def stage_cost(model: Model, cluster: Cluster, plan: Plan, layers: int, stage: i
         compute_seconds=compute_s,
         recompute_seconds=layers * replay,
         tp_comm_seconds=(layers * per_layer_ar + edge_ar) * ar,
-        pp_comm_seconds=plan.vpp * pp_p2p_seconds(model, cluster, plan, eff),
+        pp_comm_seconds=plan.vpp * exposed_p2p_seconds(model, cluster, plan, compute_s / plan.vpp, eff),
         params=stage_params(model, plan, layers, stage),
         activation_bytes=stage_activation_bytes(model, plan, layers, stage),
     )

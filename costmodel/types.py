@@ -104,6 +104,7 @@ class Plan:
     precision: str = "bf16"
     grad_dtype: str = ""  # dtype gradients are communicated in; "" = precision's default
     overlap_dp_comm: bool = True
+    overlap_pp_comm: bool = True  # interleaved schedules overlap p2p with the next chunk's compute
     flash_attention: bool = True
     stage_layers: tuple[int, ...] = ()
 

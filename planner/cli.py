@@ -35,6 +35,8 @@ def add_plan_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--grad-dtype", choices=["fp32", "bf16", "fp16", "int8"],
                    help="dtype gradients are communicated in (default bf16; int8 = compression)")
     g.add_argument("--no-overlap", action="store_true", help="DP/ZeRO sync does not overlap backward compute")
+    g.add_argument("--no-pp-overlap", action="store_true",
+                   help="pipeline p2p does not overlap compute (it does by default with --vpp > 1)")
     g.add_argument("--no-flash-attention", action="store_true", help="unfused attention (pre-FlashAttention stacks)")
     g.add_argument("--stage-layers", help="comma-separated layers per model chunk (pp*vpp entries), uneven splits")
 
@@ -48,6 +50,7 @@ def plan_spec_from_args(args: argparse.Namespace):
         "global_batch_size": args.gbs, "grad_accum_steps": args.gas, "zero_stage": args.zero,
         "recompute": args.recompute, "sequence_parallel": args.sequence_parallel, "precision": args.precision,
         "grad_dtype": args.grad_dtype, "overlap_dp_comm": not args.no_overlap,
+        "overlap_pp_comm": not args.no_pp_overlap,
         "flash_attention": not args.no_flash_attention,
     }
     if args.stage_layers:

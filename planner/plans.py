@@ -40,6 +40,7 @@ def build_plan(spec: PlanSpec, model: ModelSpec, num_gpus: int) -> cm.Plan:
         global_batch_size=resolve_global_batch(spec, model, dp), zero_stage=spec.zero_stage,
         recompute=spec.recompute, sequence_parallel=spec.sequence_parallel, precision=spec.precision,
         grad_dtype=spec.grad_dtype or "", overlap_dp_comm=spec.overlap_dp_comm,
+        overlap_pp_comm=spec.overlap_pp_comm,
         flash_attention=spec.flash_attention, stage_layers=tuple(spec.stage_layers or ()),
     )
 
@@ -59,6 +60,7 @@ def plan_to_dict(plan: cm.Plan) -> dict:
         "global_batch_size": plan.global_batch_size, "grad_accum_steps": plan.grad_accum_steps,
         "recompute": plan.recompute, "sequence_parallel": plan.sequence_parallel,
         "precision": plan.precision, "grad_dtype": plan.grad_comm_dtype,
-        "overlap_dp_comm": plan.overlap_dp_comm, "flash_attention": plan.flash_attention,
+        "overlap_dp_comm": plan.overlap_dp_comm, "overlap_pp_comm": plan.overlap_pp_comm,
+        "flash_attention": plan.flash_attention,
         "stage_layers": list(plan.stage_layers) or None,
     }

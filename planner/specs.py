@@ -144,5 +144,6 @@ class PlanSpec(Spec):
     precision: Literal["fp32", "bf16", "fp16", "fp8"] = "bf16"
     grad_dtype: Optional[Literal["fp32", "bf16", "fp16", "int8"]] = None
     overlap_dp_comm: bool = True
+    overlap_pp_comm: bool = True
     flash_attention: bool = True
     stage_layers: Optional[tuple[PositiveInt, ...]] = None
