@@ -12,7 +12,7 @@ halves, INT8 quarters the FP32 volume); parameters stay in their training dtype.
 """
 from __future__ import annotations
 
-from .comm import Link, hierarchical_allgather_seconds, hierarchical_reduce_scatter_seconds
+from .comm import Link, hierarchical_allgather_seconds, hierarchical_reduce_scatter_seconds, ring_allreduce_seconds
 from .types import DTYPE_BYTES, Plan
 
 
@@ -41,6 +41,18 @@ def dp_sync_seconds(
         return num_microbatches * reduce + gather
     gathers_per_microbatch = 3 if plan.recompute == "full" else 2
     return num_microbatches * (reduce + gathers_per_microbatch * gather)
+
+
+def tied_embedding_sync_seconds(embedding_params: float, plan: Plan, link: Link) -> float:
+    """AllReduce of the tied word-embedding gradients between the first and last pipeline stage.
+
+    Megatron-LM (and Megatron-DeepSpeed) keep a copy of the shared embedding on both ends of the
+    pipeline and all-reduce its gradient over that 2-rank group after the flush (Shoeybi et al.
+    2019; megatron/core/distributed/finalize_model_grads.py), so it is never overlapped.
+    """
+    if plan.pp <= 1:
+        return 0.0
+    return ring_allreduce_seconds(embedding_params / plan.tp * DTYPE_BYTES[plan.grad_comm_dtype], 2, link)
 
 
 def dp_exposed_seconds(

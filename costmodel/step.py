@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from . import compute, dataparallel, dollars, memory, pipeline, topology
-from .flops import hardware_flops_per_step, model_flops_per_step, parameters_per_layer
+from .flops import embedding_parameters, hardware_flops_per_step, model_flops_per_step, parameters_per_layer
 from .stage import StageCost, stage_cost
 from .types import Cluster, Efficiency, Model, Plan
 
@@ -94,11 +94,23 @@ def dp_overlap_window_seconds(plan: Plan, stage: StageCost) -> float:
     return {0: one_mb * 2 / 3, 1: one_mb}.get(plan.zero_stage, plan.num_microbatches * one_mb)
 
 
-def dp_costs(cluster: Cluster, plan: Plan, stage: StageCost, eff: Efficiency) -> tuple[float, float]:
-    """(total, exposed) DP/ZeRO sync seconds for one GPU of `stage`."""
+def embedding_sync_seconds(model: Model, cluster: Cluster, plan: Plan, eff: Efficiency) -> float:
+    """Tied-embedding gradient AllReduce between the pipeline's ends (0 when untied or pp = 1)."""
+    if not model.tie_embeddings:
+        return 0.0
+    same = topology.pp_neighbours_share_domain(plan, cluster)
+    link = topology.nvlink_link(cluster, eff) if same else topology.network_link(cluster, eff)
+    return dataparallel.tied_embedding_sync_seconds(embedding_parameters(model), plan, link)
+
+
+def dp_costs(model: Model, cluster: Cluster, plan: Plan, stage: StageCost, eff: Efficiency) -> tuple[float, float]:
+    """(total, exposed) DP/ZeRO sync seconds for one GPU of `stage`, including the tied-embedding
+    AllReduce, which runs after the flush and never hides."""
     total = dp_sync_total_seconds(cluster, plan, stage, eff)
     window = dp_overlap_window_seconds(plan, stage)
-    return total, dataparallel.dp_exposed_seconds(total, plan, window, stage.layers, eff.dp_overlap_fraction)
+    exposed = dataparallel.dp_exposed_seconds(total, plan, window, stage.layers, eff.dp_overlap_fraction)
+    tied = embedding_sync_seconds(model, cluster, plan, eff)
+    return total + tied, exposed + tied
 
 
 def optimizer_step_seconds(cluster: Cluster, plan: Plan, stage: StageCost, eff: Efficiency) -> float:
@@ -145,7 +157,7 @@ def estimate(model: Model, cluster: Cluster, plan: Plan, eff: Efficiency | None 
     eff = eff or Efficiency()
     stages = stage_costs(model, cluster, plan, eff)
     critical = dp_critical_stage(stages)
-    dp_total, dp_exposed = dp_costs(cluster, plan, critical, eff)
+    dp_total, dp_exposed = dp_costs(model, cluster, plan, critical, eff)
     parts = pipeline_parts(plan, stages)
     parts["dp_comm_exposed"] = dp_exposed
     parts["optimizer"] = optimizer_step_seconds(cluster, plan, critical, eff)
