@@ -146,14 +146,16 @@ class Efficiency:
     fp8_matmul_peak_fraction: dict[str, float] = field(
         default_factory=lambda: {"hopper": 0.70, "blackwell": 0.58, "ada": 0.70, "cdna3": 0.50}
     )
-    # GEMM dimension at which efficiency is half its large-shape value (saturation model).
-    matmul_half_dim: float = 96.0
-    # Fraction of HBM bandwidth reached by elementwise / normalisation kernels.
-    hbm_efficiency: float = 0.80
-    # NCCL bus bandwidth / nominal: NVLink rings reach ~80% of link rate; the seed article advises
-    # 70-80% of nominal for InfiniBand/RoCE.
+    # FITTED (planner/fit.py, `planner validate --fit-on all`, all rows of validation/runs.yaml):
+    # GEMM dimension at which efficiency is half its large-shape value (saturation model) ...
+    matmul_half_dim: float = 184.0
+    # ... fraction of HBM bandwidth reached by elementwise / normalisation kernels ...
+    hbm_efficiency: float = 0.77
+    # NCCL bus bandwidth / nominal, measured (shared/validation nccl_bandwidth): NVLink rings reach
+    # 231.6/300 on 8 A100 (Azure ND A100 v4) and 370/450 on H100 (nccl-tests #212); a 400G NDR NIC
+    # gives 46-48 of 50 GB/s (nccl-tests #290). The seed article's 70-80% is the cautious bound.
     nvlink_efficiency: float = 0.80
-    network_efficiency: float = 0.75
+    network_efficiency: float = 0.94
     # Without RDMA traffic is staged through host memory: the seed article says cost "doubles".
     no_rdma_bandwidth_factor: float = 0.5
     # Per ring step. Fit of t = 2(n-1) alpha + S_bus/B to the Azure ND A100 v4 all_reduce busbw curve
@@ -163,8 +165,8 @@ class Efficiency:
     # Fraction of the DP/ZeRO sync that can hide behind backward compute when overlap is on.
     dp_overlap_fraction: float = 1.0
     # Per layer and micro-batch (forward + backward): kernel launches and stream synchronisation
-    # the roofline does not see. Fitted (see planner/fit.py); 0 means none.
-    layer_overhead_seconds: float = 0.0
+    # the roofline does not see (FITTED as above).
+    layer_overhead_seconds: float = 2.0e-4
     # Fixed per-step cost outside the model: optimizer launch, logging, data loading.
     step_overhead_seconds: float = 0.0
     # Framework memory not in the analytic terms: CUDA context, NCCL buffers, allocator slack.

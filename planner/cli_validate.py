@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from . import validation
+from .errors import PlannerError
 
 
 def pct(x) -> str:
@@ -38,10 +39,35 @@ def summary_table(summary: dict) -> Table:
     return table
 
 
+def generalisation(runs: list[validation.Run], fit_on: str) -> dict:
+    """Fit the shared constants on rows of one GPU generation ('all' = every row) and report the
+    step-time MAPE on those rows and on the held-out rest."""
+    from . import fit
+
+    gen = {r.id: validation.generation_of(r) for r in runs}
+    train = [r for r in runs if fit_on == "all" or gen[r.id] == fit_on]
+    held = [r for r in runs if fit_on != "all" and gen[r.id] != fit_on and not r.exclude]
+    if not train:
+        raise PlannerError(f"--fit-on {fit_on}: no validation rows of that generation")
+    eff, train_mape = fit.fit(train)
+    return {"fit_on": fit_on, "fitted": fit.fitted_values(eff), "train_rows": len(train), "train_mape": train_mape,
+            "heldout_rows": len(held), "heldout_mape": fit.step_mape(held, eff) if held else None}
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     runs = validation.load_runs(Path(args.runs)) if args.runs else validation.load_runs()
     if args.group:
         runs = [r for r in runs if r.group in args.group]
+    if args.fit_on:
+        out = generalisation(runs, args.fit_on)
+        if args.json:
+            print(json.dumps(out, indent=2))
+        else:
+            held = "-" if out["heldout_mape"] is None else f"{100 * out['heldout_mape']:.1f}%"
+            print(f"fitted on {out['fit_on']} ({out['train_rows']} rows): step MAPE {100 * out['train_mape']:.1f}%; "
+                  f"held-out rows ({out['heldout_rows']}): step MAPE {held}")
+            print("fitted constants: " + ", ".join(f"{k}={v:.4g}" for k, v in out["fitted"].items()))
+        return 0
     results = validation.evaluate(runs)
     summary = validation.summarise(results)
     if args.json:
@@ -59,5 +85,8 @@ def register(sub) -> None:
                                    "signed errors per row and MAPE / max error per source and overall.")
     p.add_argument("--runs", help="validation YAML (default: validation/runs.yaml)")
     p.add_argument("--group", action="append", help="only this source group (repeatable), e.g. megatron-2021")
+    p.add_argument("--fit-on", choices=["ampere", "hopper", "all"],
+                   help="fit the shared efficiency constants on this GPU generation's rows and report the "
+                        "error on the held-out rows (generalisation check)")
     p.add_argument("--json", action="store_true", help="print rows and summary as JSON")
     p.set_defaults(func=cmd_validate)

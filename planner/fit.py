@@ -1,9 +1,9 @@
 """Fit the cost model's generation-independent efficiency constants on published runs.
 
 Only physically meaningful, shared constants are fitted (one set for every row, no per-row or
-per-model factor): the GEMM half-saturation dimension, HBM efficiency of elementwise kernels,
-NVLink and network efficiency, and a per-layer kernel/synchronisation overhead. The measured
-large-GEMM fractions per generation are data (types.Efficiency), not fitted.
+per-model factor): the GEMM half-saturation dimension, HBM efficiency of elementwise kernels and
+a per-layer kernel/synchronisation overhead. Measured figures are data, not fitted: large-GEMM
+fractions per generation and NCCL bus-bandwidth fractions (types.Efficiency).
 
 Method: cyclic coordinate descent on a bounded grid that refines around the best value
 (derivative-free; the objective, step-time MAPE, is piecewise smooth with max() kinks).
@@ -20,8 +20,6 @@ from .validation import Run, evaluate
 FIT_BOUNDS = {
     "matmul_half_dim": (8.0, 1024.0),
     "hbm_efficiency": (0.5, 0.95),
-    "nvlink_efficiency": (0.6, 0.9),
-    "network_efficiency": (0.5, 0.95),
     "layer_overhead_seconds": (0.0, 2e-3),
 }
 

@@ -67,6 +67,10 @@ def load_runs(path: Path = DEFAULT_RUNS) -> list[Run]:
     return [parse(Run, row, f"{path} [{row.get('id', i)}]") for i, row in enumerate(rows)]
 
 
+def generation_of(run: Run) -> str:
+    return resolve_gpu(run.cluster.gpu).generation
+
+
 def predict(run: Run, eff: cm.Efficiency) -> Result:
     gpu = resolve_gpu(run.cluster.gpu)
     cluster = run.cluster.to_cluster(gpu, run.cluster.num_gpus or 0)
