@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .flops import mlp_matrices, qkv_out_dim
+from .flops import mlp_matrices, projection_inputs, projection_widths, qkv_out_dim
 from .types import DTYPE_BYTES, Efficiency, Gpu, Model
 
 
@@ -24,6 +24,7 @@ class LayerTimes:
     forward_seconds: float
     backward_seconds: float
     attention_forward_seconds: float  # the attention core, which selective recompute replays
+    op_replay_seconds: float  # what per-op selective AC replays: every second matmul and the elementwise work
 
 
 def gemm_seconds(m: int, n: int, k: int, gpu: Gpu, precision: str, eff: Efficiency) -> float:
@@ -47,6 +48,15 @@ def weight_gemms(model: Model, tokens: int, tp: int) -> list[tuple[int, int, int
         (tokens, up_width // tp, h),  # MLP up (and gate), column parallel
         (tokens, h, f // tp),  # MLP down, row parallel
     ]
+
+
+def projection_gemms(model: Model, tokens: int, tp: int) -> list[tuple[int, int, int]]:
+    """(m, n, k) of each unfused matmul in execution order (see flops.projection_widths); wo and
+    the last MLP matrix are row parallel (input split over TP), the others column parallel."""
+    widths, inputs = projection_widths(model), projection_inputs(model)
+    row_parallel = {3, len(widths) - 1}
+    return [(tokens, n, k // tp) if i in row_parallel else (tokens, n // tp, k)
+            for i, (k, n) in enumerate(zip(inputs, widths))]
 
 
 def attention_core_seconds(
@@ -109,7 +119,9 @@ def layer_times(
     forward = gemms + attn + moved / hbm
     # Selective recompute replays the attention core: its GEMMs and, unfused, the softmax/dropout.
     replay = attn + attention_score_bytes(model, batch, tp, flash) / hbm
-    return LayerTimes(forward, 2.0 * forward, replay)
+    op_gemms = projection_gemms(model, tokens, tp)[1::2]  # every second matmul
+    op_replay = sum(gemm_seconds(m, n, k, gpu, precision, eff) for m, n, k in op_gemms) + moved / hbm
+    return LayerTimes(forward, 2.0 * forward, replay, op_replay)
 
 
 def logits_seconds(model: Model, batch: int, tp: int, gpu: Gpu, precision: str, eff: Efficiency) -> float:

@@ -55,16 +55,41 @@ def model_flops_per_step(model: Model, global_batch_size: int) -> float:
     return 3.0 * (forward + logits_forward_flops(model, global_batch_size))
 
 
+def projection_widths(model: Model) -> list[int]:
+    """Output widths of a layer's matmuls in execution order, unfused as torchtitan's Llama runs
+    them: wq, wk, wv, wo, then w1, w3, w2 (SwiGLU) or fc1, fc2 (GeLU)."""
+    h, kv, f = model.hidden_size, model.kv_heads * model.head_dim, model.ffn
+    mlp = [f, f, h] if mlp_matrices(model) == 3 else [f, h]
+    return [h, kv, kv, h] + mlp
+
+
+def projection_inputs(model: Model) -> list[int]:
+    """Input widths of the same matmuls (wo's input is h, w2's is f)."""
+    h, f = model.hidden_size, model.ffn
+    mlp = [h, h, f] if mlp_matrices(model) == 3 else [h, f]
+    return [h, h, h, h] + mlp
+
+
+def op_recomputed_gemm_flops(model: Model, tokens: int) -> float:
+    """Forward FLOPs of the matmuls torchtitan's per-op SAC recomputes: every second one in
+    execution order (torchtitan/distributed/activation_checkpoint.py, SelectiveAC)."""
+    pairs = list(zip(projection_inputs(model), projection_widths(model)))
+    return float(sum(2 * tokens * k * n for i, (k, n) in enumerate(pairs) if i % 2 == 1))
+
+
 def recompute_flops_per_layer(model: Model, batch: int, recompute: str) -> float:
     """Extra forward FLOPs one layer spends re-materialising activations in backward.
 
     full: the whole layer forward again (Narayanan eq. 3 counts 4 passes instead of 3).
     selective: only the attention core, QK^T and softmax-times-V (Korthikanti eq. 8).
+    op: every second matmul (torchtitan per-op selective AC).
     """
     if recompute == "full":
         return layer_forward_flops(model, batch)
     if recompute == "selective":
         return layer_attention_flops(model, batch)
+    if recompute == "op":
+        return op_recomputed_gemm_flops(model, batch * model.seq_length)
     return 0.0
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .flops import mlp_matrices
+from .flops import mlp_matrices, projection_widths
 from .types import DTYPE_BYTES, Model
 
 
@@ -71,6 +71,8 @@ def layer_activation_bytes(
     sbh = float(s * batch * h)
     if recompute == "full":
         return 2.0 * sbh / (tp if sequence_parallel else 1)
+    if recompute == "op":
+        return op_sac_activation_bytes(model, batch, tp, sequence_parallel)
     masks = 2.0 * sbh if model.dropout else 0.0
     replicated = 4.0 * sbh + 2.0 * sbh + 2.0 * sbh + masks  # norm inputs, QKV input, MLP input, masks
     kv = 2.0 * sbh * model.kv_heads / a
@@ -81,6 +83,16 @@ def layer_activation_bytes(
         attention += (5.0 if model.dropout else 2.0) * a * s * s * batch
     mlp = (3.0 if mlp_matrices(model) == 3 else 2.0) * 2.0 * s * batch * model.ffn
     return replicated / (tp if sequence_parallel else 1) + (attention + mlp) / tp
+
+
+def op_sac_activation_bytes(model: Model, batch: int, tp: int, sequence_parallel: bool) -> float:
+    """torchtitan per-op selective AC (torchtitan/distributed/activation_checkpoint.py): saves the
+    block input, the attention kernel's output (+ fp32 log-sum-exp) and every odd-numbered matmul
+    output in execution order (wq, wv, w1, w2 for Llama), 16-bit; everything else is recomputed."""
+    tokens = model.seq_length * batch
+    saved = sum(w for i, w in enumerate(projection_widths(model)) if i % 2 == 0)
+    split = 2.0 * tokens * (saved + model.hidden_size) + 4.0 * model.num_attention_heads * tokens
+    return 2.0 * tokens * model.hidden_size / (tp if sequence_parallel else 1) + split / tp
 
 
 def inflight_microbatches(pp: int, vpp: int, num_microbatches: int, stage: int) -> float:

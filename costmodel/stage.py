@@ -98,7 +98,8 @@ def stage_cost(model: Model, cluster: Cluster, plan: Plan, layers: int, stage: i
     compute_s = layers * (lt.forward_seconds + lt.backward_seconds + eff.layer_overhead_seconds)
     if stage == plan.pp - 1:
         compute_s += compute.logits_seconds(model, b, t, gpu, plan.precision, eff)
-    replay = {"full": lt.forward_seconds, "selective": lt.attention_forward_seconds}.get(plan.recompute, 0.0)
+    replay = {"full": lt.forward_seconds, "selective": lt.attention_forward_seconds,
+              "op": lt.op_replay_seconds}.get(plan.recompute, 0.0)
     ar = tp_allreduce_seconds(model, cluster, plan, eff)
     per_layer_ar = 4 + (2 if plan.recompute == "full" else 0)
     edge_ar = (stage == 0) + (stage == plan.pp - 1)  # vocab-parallel embedding / output layer

@@ -9,7 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 PRECISIONS = ("fp32", "bf16", "fp16", "fp8")
-RECOMPUTE_MODES = ("none", "selective", "full")
+# selective = Megatron-LM's (attention core recomputed); op = torchtitan's per-op selective AC
+# (every second matmul output recomputed); full = whole layer recomputed from its input.
+RECOMPUTE_MODES = ("none", "selective", "op", "full")
 GRAD_DTYPES = ("fp32", "bf16", "fp16", "int8")
 
 DTYPE_BYTES = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1}
@@ -148,9 +150,9 @@ class Efficiency:
     )
     # FITTED (planner/fit.py, `planner validate --fit-on all`, all rows of validation/runs.yaml):
     # GEMM dimension at which efficiency is half its large-shape value (saturation model) ...
-    matmul_half_dim: float = 184.0
+    matmul_half_dim: float = 209.0
     # ... fraction of HBM bandwidth reached by elementwise / normalisation kernels ...
-    hbm_efficiency: float = 0.77
+    hbm_efficiency: float = 0.72
     # NCCL bus bandwidth / nominal, measured (shared/validation nccl_bandwidth): NVLink rings reach
     # 231.6/300 on 8 A100 (Azure ND A100 v4) and 370/450 on H100 (nccl-tests #212); a 400G NDR NIC
     # gives 46-48 of 50 GB/s (nccl-tests #290). The seed article's 70-80% is the cautious bound.
@@ -166,7 +168,7 @@ class Efficiency:
     dp_overlap_fraction: float = 1.0
     # Per layer and micro-batch (forward + backward): kernel launches and stream synchronisation
     # the roofline does not see (FITTED as above).
-    layer_overhead_seconds: float = 2.0e-4
+    layer_overhead_seconds: float = 0.0
     # Fixed per-step cost outside the model: optimizer launch, logging, data loading.
     step_overhead_seconds: float = 0.0
     # Framework memory not in the analytic terms: CUDA context, NCCL buffers, allocator slack.

@@ -29,7 +29,8 @@ def add_plan_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--gbs", type=int, help="global batch in sequences (default: the model's, else mbs*dp*gas)")
     g.add_argument("--gas", type=int, help="gradient accumulation steps (alternative to --gbs)")
     g.add_argument("--zero", type=int, default=0, choices=[0, 1, 2, 3], help="ZeRO stage (default 0)")
-    g.add_argument("--recompute", default="none", choices=["none", "selective", "full"])
+    g.add_argument("--recompute", default="none", choices=["none", "selective", "op", "full"],
+                   help="activation recompute: selective = Megatron (attention core), op = torchtitan per-op SAC")
     g.add_argument("--sequence-parallel", action="store_true", help="Megatron sequence parallelism (needs tp > 1)")
     g.add_argument("--precision", default="bf16", choices=["fp32", "bf16", "fp16", "fp8"])
     g.add_argument("--grad-dtype", choices=["fp32", "bf16", "fp16", "int8"],

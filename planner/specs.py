@@ -139,7 +139,7 @@ class PlanSpec(Spec):
     global_batch_size: Optional[PositiveInt] = None
     grad_accum_steps: Optional[PositiveInt] = None
     zero_stage: int = Field(default=0, ge=0, le=3)
-    recompute: Literal["none", "selective", "full"] = "none"
+    recompute: Literal["none", "selective", "op", "full"] = "none"
     sequence_parallel: bool = False
     precision: Literal["fp32", "bf16", "fp16", "fp8"] = "bf16"
     grad_dtype: Optional[Literal["fp32", "bf16", "fp16", "int8"]] = None

@@ -1,0 +1,122 @@
+"""DeepSpeed files for a plan: ds_config.json, a hostfile template and launch.sh.
+
+Key names and defaults follow deepspeed/runtime/constants.py and the pydantic models in
+runtime/zero/config.py, runtime/zero/offload_config.py and runtime/precision_config.py
+(DeepSpeed 0.19.x). Every emitted config is parsed by DeepSpeed's own DeepSpeedConfig in the tests.
+"""
+from __future__ import annotations
+
+import json
+
+from .deepspeed_rules import DEEPSPEED_RULES
+from .job import Job
+from .rules import enforce
+
+# DeepSpeed's own default for the ZeRO-1/2 buckets (runtime/zero/config.py: 5e8 elements).
+ZERO12_BUCKET = 500_000_000
+# fp16 dynamic loss scaling: runtime/precision_config.py defaults, written out.
+FP16_BLOCK = {"enabled": True, "loss_scale": 0, "initial_scale_power": 16, "loss_scale_window": 1000,
+              "hysteresis": 2, "min_loss_scale": 1}
+
+
+def zero_block(job: Job) -> dict:
+    """zero_optimization. ZeRO-3 buckets follow the Hugging Face integration's 'auto' values
+    (transformers/integrations/deepspeed.py: reduce bucket h^2, prefetch 0.9 h^2, persistence 10 h)."""
+    p, h = job.plan, job.model.hidden_size
+    z: dict = {"stage": p.zero_stage}
+    if p.zero_stage == 0:
+        return z
+    z.update(overlap_comm=p.overlap_dp_comm, contiguous_gradients=True, reduce_scatter=True)
+    if p.zero_stage < 3:
+        z.update(reduce_bucket_size=ZERO12_BUCKET, allgather_bucket_size=ZERO12_BUCKET)
+    else:
+        z.update(reduce_bucket_size=h * h, stage3_prefetch_bucket_size=int(0.9 * h * h),
+                 stage3_param_persistence_threshold=10 * h, stage3_max_live_parameters=1_000_000_000,
+                 stage3_max_reuse_distance=1_000_000_000, stage3_gather_16bit_weights_on_model_save=True)
+    z.update(offload_blocks(job))
+    return z
+
+
+def offload_blocks(job: Job) -> dict:
+    """offload_optimizer / offload_param, only when asked (runtime/zero/offload_config.py)."""
+    o, out = job.options, {}
+    for key, device in (("offload_optimizer", o.offload_optimizer), ("offload_param", o.offload_param)):
+        if device != "none":
+            out[key] = {"device": device, "pin_memory": True}
+            if device == "nvme":
+                out[key]["nvme_path"] = o.nvme_path
+    return out
+
+
+def precision_blocks(job: Job) -> dict:
+    """bf16 / fp16 blocks (never both: runtime/config.py asserts) and communication_data_type."""
+    out: dict = {}
+    if job.half_dtype == "bf16":
+        out["bf16"] = {"enabled": True}
+    elif job.half_dtype == "fp16":
+        out["fp16"] = dict(FP16_BLOCK)
+    out["communication_data_type"] = job.grad_dtype
+    return out
+
+
+def activation_block(job: Job) -> dict:
+    """activation_checkpointing configures deepspeed.checkpointing (runtime/activation_checkpointing/
+    config.py); the model code decides what to recompute. Key is partition_activations."""
+    if job.plan.recompute == "none":
+        return {}
+    return {"activation_checkpointing": {"partition_activations": False, "cpu_checkpointing": False,
+                                         "contiguous_memory_optimization": False,
+                                         "synchronize_checkpoint_boundary": False, "profile": False}}
+
+
+def ds_config(job: Job) -> dict:
+    """The whole config. train_batch_size = micro x gas x dp (runtime/config.py _batch_assertion,
+    with dp = world/(tp*pp) as the model-parallel unit's mpu reports it)."""
+    enforce("DeepSpeed", job, DEEPSPEED_RULES)
+    p = job.plan
+    cfg = {"train_batch_size": p.global_batch_size, "train_micro_batch_size_per_gpu": p.micro_batch_size,
+           "gradient_accumulation_steps": p.grad_accum_steps, "gradient_clipping": 1.0,
+           "steps_per_print": 10, "wall_clock_breakdown": False}
+    cfg.update(precision_blocks(job))
+    cfg["zero_optimization"] = zero_block(job)
+    cfg.update(activation_block(job))
+    return cfg
+
+
+def hostfile(job: Job) -> str:
+    """MPI-style hostfile (launcher/runner.py: `hostname slots=N`, '#' comments)."""
+    head = ["# DeepSpeed hostfile: one 'hostname slots=GPUS' line per node (deepspeed/launcher/runner.py)."]
+    if job.nnodes == 1:
+        return "\n".join(head + [f"localhost slots={job.gpus_per_node}"]) + "\n"
+    head.append("# Replace the placeholder names with your nodes (reachable by passwordless ssh).")
+    return "\n".join(head + [f"node-{i + 1} slots={job.gpus_per_node}" for i in range(job.nnodes)]) + "\n"
+
+
+def launch_sh(job: Job) -> str:
+    p = job.plan
+    mp = ""
+    if p.tp > 1 or p.pp > 1:
+        mp = (f"# The script must build the tp={p.tp} x pp={p.pp} grid and pass deepspeed.initialize an mpu whose\n"
+              f"# get_data_parallel_world_size() is {p.dp} (e.g. Megatron-DeepSpeed:\n"
+              f"#   --tensor-model-parallel-size {p.tp} --pipeline-model-parallel-size {p.pp}).\n")
+    return f"""#!/usr/bin/env bash
+# DeepSpeed launch for {job.model.name}: {job.summary}.
+# Written by `planner emit`; see ../README.txt.
+set -euo pipefail
+HERE="$(cd "$(dirname "${{BASH_SOURCE[0]}}")" && pwd)"
+# TRAIN_SCRIPT: your training script; it must accept --deepspeed --deepspeed_config
+# (deepspeed.add_config_arguments) and call deepspeed.initialize with that config.
+{mp}TRAIN_SCRIPT="${{TRAIN_SCRIPT:-train.py}}"
+HOSTFILE="${{HOSTFILE:-$HERE/hostfile}}"
+deepspeed --hostfile "$HOSTFILE" --num_nodes {job.nnodes} --num_gpus {job.gpus_per_node} \\
+  --master_port "${{MASTER_PORT:-29500}}" \\
+  "$TRAIN_SCRIPT" --deepspeed --deepspeed_config "$HERE/ds_config.json" "$@"
+"""
+
+
+def files(job: Job) -> dict[str, tuple[str, bool]]:
+    """{relative path: (text, executable)} for the deepspeed/ folder."""
+    cfg = ds_config(job)
+    return {"ds_config.json": (json.dumps(cfg, indent=2) + "\n", False), "hostfile": (hostfile(job), False),
+            "launch.sh": (launch_sh(job), True)}
+

@@ -1,0 +1,124 @@
+"""What an emitter works from: the model, the plan, the machine layout and the estimate.
+
+A Job is built from one estimate object (`planner estimate --json`) and the model spec it was
+scored with. Everything here is framework-neutral; framework rules live in the *_rules modules.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from costmodel import types as cm
+
+from .. import loading, plans
+from ..errors import PlannerError
+from ..specs import ModelSpec, PlanSpec
+
+OFFLOAD_DEVICES = ("none", "cpu", "nvme")
+
+
+@dataclass(frozen=True)
+class EmitOptions:
+    """Choices that are not part of a plan: machine layout and DeepSpeed offload.
+
+    The cost model does not model offload, so offload changes memory and time in ways the
+    estimate does not show; README.txt says so when it is on.
+    """
+
+    gpus_per_node: int | None = None
+    offload_optimizer: str = "none"
+    offload_param: str = "none"
+    nvme_path: str | None = None
+
+
+@dataclass(frozen=True)
+class Job:
+    model: ModelSpec
+    plan: cm.Plan
+    num_gpus: int
+    gpus_per_node: int
+    estimate: dict = field(repr=False)
+    options: EmitOptions = EmitOptions()
+
+    @property
+    def nnodes(self) -> int:
+        return self.num_gpus // self.gpus_per_node
+
+    @property
+    def summary(self) -> str:
+        p = self.plan
+        return (f"tp={p.tp} pp={p.pp} vpp={p.vpp} dp={p.dp} zero={p.zero_stage} mbs={p.micro_batch_size} "
+                f"gbs={p.global_batch_size} on {self.num_gpus} GPUs ({self.nnodes} x {self.gpus_per_node})")
+
+    @property
+    def half_dtype(self) -> str | None:
+        """The 16-bit type the model trains in (fp8 GEMMs keep bf16 parameters), None for fp32."""
+        return {"fp16": "fp16", "bf16": "bf16", "fp8": "bf16"}.get(self.plan.precision)
+
+    @property
+    def grad_dtype(self) -> str:
+        """Gradient wire dtype. The cost model spells its 2-byte default 'bf16' for every half
+        precision; under fp16 training that 2-byte type is fp16 (same bytes, same estimate)."""
+        g = self.plan.grad_comm_dtype
+        return "fp16" if g == "bf16" and self.plan.precision == "fp16" else g
+
+
+def plan_from_estimate(estimate: dict, model: ModelSpec) -> tuple[cm.Plan, int]:
+    """The estimate's plan as a cm.Plan, and its GPU count (checked against tp*pp*dp)."""
+    raw = estimate.get("plan")
+    if not isinstance(raw, dict):
+        raise PlannerError("PLAN.json: no 'plan' object (expected one estimate from `planner estimate --json`)")
+    raw = {k: v for k, v in raw.items() if k != "grad_accum_steps"}  # derived; rules check the batch
+    if raw.get("dp") is None:
+        raise PlannerError("PLAN.json: plan.dp is missing")
+    spec = loading.parse(PlanSpec, raw, "PLAN.json plan")
+    plan = plans.build_plan(spec, model, spec.tp * spec.pp * spec.dp)
+    num_gpus = estimate.get("num_gpus", plan.num_gpus)
+    if num_gpus != plan.num_gpus:
+        raise PlannerError(f"PLAN.json: num_gpus {num_gpus} != tp*pp*dp = {plan.tp}*{plan.pp}*{plan.dp}")
+    return plan, num_gpus
+
+
+def check_seq_length(estimate: dict, model: ModelSpec, plan: cm.Plan) -> None:
+    """The estimate does not print seq_length; tokens_per_s x step_time_s / global batch gives it."""
+    tps, step = estimate.get("tokens_per_s"), estimate.get("step_time_s")
+    if not tps or not step:
+        return
+    seq = round(tps * step / plan.global_batch_size)
+    if seq != model.seq_length:
+        raise PlannerError(f"PLAN.json was scored with seq_length {seq} but model '{model.name}' has "
+                           f"{model.seq_length}; pass --seq-length {seq}")
+
+
+def resolve_gpus_per_node(estimate: dict, num_gpus: int, given: int | None) -> int:
+    """--gpus-per-node, else the catalog cluster's, else 8; a job smaller than a node uses num_gpus."""
+    per_node = given
+    if per_node is None:
+        spec = loading.cluster_catalog().get(str(estimate.get("cluster")))
+        per_node = spec.gpus_per_node if spec else 8
+    if per_node < 1:
+        raise PlannerError(f"--gpus-per-node must be >= 1 (got {per_node})")
+    per_node = min(per_node, num_gpus)
+    if num_gpus % per_node:
+        raise PlannerError(f"{num_gpus} GPUs do not fill whole nodes of {per_node}; pass --gpus-per-node")
+    return per_node
+
+
+def check_options(opts: EmitOptions) -> None:
+    for name in ("offload_optimizer", "offload_param"):
+        if getattr(opts, name) not in OFFLOAD_DEVICES:
+            raise PlannerError(f"--{name.replace('_', '-')} must be one of {', '.join(OFFLOAD_DEVICES)}")
+
+
+def build_job(model: ModelSpec, estimate: dict, options: EmitOptions | None = None) -> Job:
+    """Check the estimate against the model and resolve the machine layout."""
+    if not isinstance(estimate, dict):
+        raise PlannerError("PLAN.json: expected one estimate object (a JSON mapping)")
+    options = options or EmitOptions()
+    check_options(options)
+    name = estimate.get("model")
+    if name is not None and name != model.name:
+        raise PlannerError(f"PLAN.json was scored for model '{name}' but the model given is '{model.name}'")
+    plan, num_gpus = plan_from_estimate(estimate, model)
+    check_seq_length(estimate, model, plan)
+    per_node = resolve_gpus_per_node(estimate, num_gpus, options.gpus_per_node)
+    return Job(model, plan, num_gpus, per_node, estimate, options)
