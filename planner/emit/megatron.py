@@ -1,0 +1,164 @@
+"""Megatron-LM launch.sh for a plan: `torchrun ... pretrain_gpt.py` with model and plan flags.
+
+Flag names are those of megatron/training/arguments.py and the dataclass-generated flags of
+megatron/training/argument_utils.py (Megatron-LM d98e8a64); torchrun flags from
+torch/distributed/run.py. The plan-derived flags are golden-tested; the whole list was checked
+with Megatron-LM's own parse_args/validate_args (see tests/data/emit/README.md).
+"""
+from __future__ import annotations
+
+from .job import Job
+from .megatron_rules import MEGATRON_RULES, uneven_split
+from .rules import enforce
+
+Flags = list[tuple[str, object]]  # (flag, value) with value None for store_true flags
+
+
+def model_flags(job: Job) -> Flags:
+    """Shape flags; ffn is always explicit (Megatron's --swiglu default ffn differs from 4h)."""
+    m, cm_model = job.model, job.model.to_model()
+    out: Flags = [("--num-layers", m.num_layers), ("--hidden-size", m.hidden_size),
+                  ("--ffn-hidden-size", cm_model.ffn), ("--num-attention-heads", m.num_attention_heads)]
+    if m.num_kv_heads and m.num_kv_heads != m.num_attention_heads:
+        # --num-query-groups alone is ignored (num_query_groups=None means MHA): both are needed.
+        out += [("--group-query-attention", None), ("--num-query-groups", m.num_kv_heads)]
+    out += [("--seq-length", m.seq_length), ("--max-position-embeddings", m.seq_length)]
+    if m.mlp == "swiglu":
+        out.append(("--swiglu", None))
+    if not m.tie_embeddings:
+        out.append(("--untie-embeddings-and-output-weights", None))
+    if not m.dropout:
+        out += [("--attention-dropout", 0.0), ("--hidden-dropout", 0.0)]
+    if not job.plan.flash_attention:
+        out.append(("--attention-backend", "unfused"))
+    return out
+
+
+def pipeline_flags(job: Job) -> Flags:
+    p, out = job.plan, []
+    if p.vpp > 1:
+        out.append(("--num-layers-per-virtual-pipeline-stage", job.model.num_layers // (p.pp * p.vpp)))
+        if not p.overlap_pp_comm:
+            out.append(("--no-overlap-p2p-communication", None))
+    split = uneven_split(job)
+    if split:
+        first, last = split
+        out += [(f, n) for f, n in (("--decoder-first-pipeline-num-layers", first),
+                                    ("--decoder-last-pipeline-num-layers", last)) if n is not None]
+    return out
+
+
+def parallel_flags(job: Job) -> Flags:
+    """ZeRO-1 = --use-distributed-optimizer; --overlap-param-gather needs it and --overlap-grad-reduce
+    (arguments.py); overlap flags only when there is a data-parallel sync to overlap."""
+    p = job.plan
+    out: Flags = [("--tensor-model-parallel-size", p.tp), ("--pipeline-model-parallel-size", p.pp)]
+    out += pipeline_flags(job)
+    if p.sequence_parallel:
+        out.append(("--sequence-parallel", None))
+    if p.zero_stage == 1:
+        out.append(("--use-distributed-optimizer", None))
+    if p.overlap_dp_comm and p.dp > 1:
+        out.append(("--overlap-grad-reduce", None))
+        if p.zero_stage == 1:
+            out.append(("--overlap-param-gather", None))
+    return out
+
+
+def precision_flags(job: Job) -> Flags:
+    """--bf16/--fp16 (exclusive), FP8 via Transformer Engine; gradient reduce dtype as planned."""
+    p, out = job.plan, []
+    if job.half_dtype:
+        out.append((f"--{job.half_dtype}", None))
+    if p.precision == "fp8":
+        out.append(("--fp8-format", "hybrid"))
+    if job.half_dtype == "bf16" and job.grad_dtype == "bf16":
+        out.append(("--grad-reduce-in-bf16", None))
+    elif job.half_dtype == "fp16" and job.grad_dtype == "fp32":
+        out.append(("--accumulate-allreduce-grads-in-fp32", None))
+    return out
+
+
+def recompute_flags(job: Job) -> Flags:
+    """transformer_config.py: full needs a method and a layer count; selective takes neither.
+    Full = every layer's input kept, each layer recomputed (uniform, 1 layer per unit)."""
+    mode = job.plan.recompute
+    if mode == "selective":
+        return [("--recompute-granularity", "selective")]
+    if mode == "full":
+        return [("--recompute-granularity", "full"), ("--recompute-method", "uniform"),
+                ("--recompute-num-layers", 1)]
+    return []
+
+
+def plan_flags(job: Job) -> dict[str, Flags]:
+    """The plan-derived flag groups, after Megatron-LM's rules have been checked."""
+    enforce("Megatron-LM", job, MEGATRON_RULES)
+    p = job.plan
+    batch: Flags = [("--micro-batch-size", p.micro_batch_size), ("--global-batch-size", p.global_batch_size)]
+    return {"MODEL_ARGS": model_flags(job), "PARALLEL_ARGS": parallel_flags(job), "BATCH_ARGS": batch,
+            "PRECISION_ARGS": precision_flags(job), "RECOMPUTE_ARGS": recompute_flags(job)}
+
+
+def flat_args(job: Job) -> list[str]:
+    """The plan-derived arguments as argv words (what the golden files hold)."""
+    return [w for group in plan_flags(job).values() for f, v in group for w in ((f,) if v is None else (f, str(v)))]
+
+
+def bash_array(name: str, flags: Flags) -> str:
+    lines = [f"  {f}" if v is None else f"  {f} {v}" for f, v in flags]
+    return f"{name}=(\n" + "\n".join(lines) + "\n)"
+
+
+def env_lines(job: Job) -> str:
+    """arguments.py: tp > 1 (or cp > 1) before Blackwell asserts CUDA_DEVICE_MAX_CONNECTIONS == "1"."""
+    if job.plan.tp == 1:
+        return ""
+    return ("# Megatron-LM asserts this with tensor parallelism (megatron/training/arguments.py).\n"
+            "export CUDA_DEVICE_MAX_CONNECTIONS=1\n")
+
+
+def run_flags(job: Job) -> str:
+    """Training length, data and logging: placeholders that start a run, meant to be edited."""
+    steps = (job.estimate.get("training") or {}).get("steps") or 1000
+    return f"""# Run settings (placeholders: set your own schedule, data and checkpoints).
+TRAINING_ARGS=(
+  --train-iters "${{TRAIN_ITERS:-{steps}}}"
+  --lr "${{LR:-3.0e-4}}" --min-lr "${{MIN_LR:-3.0e-5}}" --lr-decay-style cosine --lr-warmup-fraction 0.01
+  --weight-decay 0.1 --clip-grad 1.0
+)
+# Mock data starts without a dataset; for real data use e.g.
+#   --data-path PREFIX --tokenizer-type HuggingFaceTokenizer --tokenizer-model NAME_OR_PATH
+DATA_ARGS=(--mock-data --tokenizer-type NullTokenizer --vocab-size {job.model.vocab_size})
+# Add --save DIR --save-interval N --load DIR to checkpoint.
+LOGGING_ARGS=(--log-interval 10 --eval-interval 1000 --eval-iters 10)"""
+
+
+def launch_sh(job: Job) -> str:
+    groups = plan_flags(job)
+    arrays = "\n".join(bash_array(name, flags) for name, flags in groups.items())
+    names = " ".join(f'"${{{n}[@]}}"' for n in [*groups, "TRAINING_ARGS", "DATA_ARGS", "LOGGING_ARGS"])
+    return f"""#!/usr/bin/env bash
+# Megatron-LM launch for {job.model.name}: {job.summary}.
+# Written by `planner emit`; see ../README.txt. Run it on every node with NODE_RANK=0..{job.nnodes - 1}.
+set -euo pipefail
+{env_lines(job)}MEGATRON_LM="${{MEGATRON_LM:?set MEGATRON_LM to your Megatron-LM checkout}}"
+DISTRIBUTED_ARGS=(
+  --nproc_per_node {job.gpus_per_node} --nnodes {job.nnodes} --node_rank "${{NODE_RANK:-0}}"
+  --master_addr "${{MASTER_ADDR:-127.0.0.1}}" --master_port "${{MASTER_PORT:-29500}}"
+)
+# Not in the model spec, so Megatron's defaults apply (LayerNorm, learned absolute positions,
+# biases); a Llama-style model adds --normalization RMSNorm --position-embedding-type rope
+# --disable-bias-linear here.
+ARCH_ARGS=()
+{arrays}
+{run_flags(job)}
+
+torchrun "${{DISTRIBUTED_ARGS[@]}}" "$MEGATRON_LM/pretrain_gpt.py" \\
+  "${{ARCH_ARGS[@]}}" {names} "$@"
+"""
+
+
+def files(job: Job) -> dict[str, tuple[str, bool]]:
+    """{relative path: (text, executable)} for the megatron/ folder."""
+    return {"launch.sh": (launch_sh(job), True)}
