@@ -1,0 +1,84 @@
+"""Smaller cost-model facts, each checked against hand arithmetic or a published configuration."""
+from dataclasses import replace
+
+import pytest
+
+from costmodel.comm import Link, hierarchical_allreduce_seconds, ring_allreduce_seconds
+from costmodel.pipeline import bubble_overhead_ratio, default_chunk_layers, stage_layer_counts
+from costmodel.step import estimate
+from costmodel.topology import network_link
+from costmodel.types import Efficiency, Plan
+
+from conftest import gpt, selene
+
+FAST, SLOW = Link(240e9, 0.0), Link(25e9, 0.0)
+
+
+def test_hierarchical_allreduce_inside_one_domain_is_the_flat_ring():
+    assert hierarchical_allreduce_seconds(1e9, 8, 8, FAST, SLOW) == pytest.approx(ring_allreduce_seconds(1e9, 8, FAST))
+
+
+def test_hierarchical_allreduce_by_hand():
+    # 16 ranks, 8 per domain, 1 GB: RS inside (7/8 GB over 240 GB/s), AllReduce of the 1/8 shard
+    # across 2 domains (2 * 1/2 * 0.125 GB over 25 GB/s), AG inside: 2*3.6458 ms + 5 ms.
+    expected = 2 * (7 / 8) * 1e9 / 240e9 + 2 * (1 / 2) * (1e9 / 8) / 25e9
+    assert hierarchical_allreduce_seconds(1e9, 16, 8, FAST, SLOW) == pytest.approx(expected)
+
+
+def test_no_rdma_halves_network_bandwidth():
+    cluster = selene(16)
+    eff = Efficiency()
+    with_rdma = network_link(cluster, eff).bandwidth_bytes_per_second
+    without = network_link(replace(cluster, rdma=False), eff).bandwidth_bytes_per_second
+    assert without == pytest.approx(with_rdma * eff.no_rdma_bandwidth_factor)
+    assert with_rdma == pytest.approx(25e9 * eff.network_efficiency)
+
+
+def test_llama31_405b_uneven_split():
+    # Llama 3 paper (arXiv:2407.21783 Sec 3.3.2): 126 layers on pp 16 x vpp 4, one layer fewer on the
+    # first and the last stage: 64 chunks, the two ends with 1 layer, the other 62 with 2.
+    chunks = default_chunk_layers(126, 16, 4)
+    assert len(chunks) == 64 and sum(chunks) == 126
+    assert chunks[0] == chunks[-1] == 1 and set(chunks[1:-1]) == {2}
+    per_rank = stage_layer_counts(chunks, 16, 4)
+    assert per_rank[0] == per_rank[-1] == 7 and set(per_rank[1:-1]) == {8}
+
+
+def test_bubble_ratio_from_narayanan():
+    assert bubble_overhead_ratio(8, 1, 32) == pytest.approx(7 / 32)
+    assert bubble_overhead_ratio(8, 4, 32) == pytest.approx(7 / 128)
+
+
+def test_tp_across_the_network_is_reported():
+    model = gpt(8, 2048, 16)
+    plan = Plan(tp=16, dp=1, micro_batch_size=1, global_batch_size=4)
+    e = estimate(model, selene(16), plan)
+    assert any("spans more than one NVLink domain" in w for w in e.warnings)
+    inside = estimate(model, selene(8), replace(plan, tp=8))
+    assert inside.warnings == ()
+
+
+def test_tp_on_the_network_costs_more_than_on_nvlink():
+    model = gpt(8, 4096, 32)
+    plan = Plan(tp=8, dp=1, micro_batch_size=1, global_batch_size=8)
+    on_nvlink = estimate(model, selene(8), plan).time_breakdown_seconds["tp_comm"]
+    no_nvlink = replace(selene(8), nvlink_bandwidth_bytes_per_second=0.0)
+    on_network = estimate(model, no_nvlink, plan).time_breakdown_seconds["tp_comm"]
+    assert on_network > 5 * on_nvlink  # 240 GB/s vs 23.5 GB/s achievable
+
+
+def test_compression_shrinks_dp_traffic_in_proportion():
+    model = gpt(8, 2048, 16)
+    base = Plan(dp=16, micro_batch_size=1, global_batch_size=16, overlap_dp_comm=False, grad_dtype="fp32")
+    t32 = estimate(model, selene(16), base).dp_comm_seconds
+    t8 = estimate(model, selene(16), replace(base, grad_dtype="int8")).dp_comm_seconds
+    assert t8 == pytest.approx(t32 / 4, rel=0.02)  # latency terms aside, 1 byte vs 4
+
+
+def test_zero3_moves_one_and_a_half_times_zero1_per_microbatch():
+    # ZeRO paper Sec 7.2.2: ZeRO-3 communicates 3 Psi vs 2 Psi for DP / ZeRO-1 (no recompute, m = 1).
+    model = gpt(8, 2048, 16)
+    plan = Plan(dp=16, micro_batch_size=1, global_batch_size=16, overlap_dp_comm=False, grad_dtype="bf16")
+    z1 = estimate(model, selene(16), replace(plan, zero_stage=1)).dp_comm_seconds
+    z3 = estimate(model, selene(16), replace(plan, zero_stage=3)).dp_comm_seconds
+    assert z3 / z1 == pytest.approx(1.5, rel=0.02)
