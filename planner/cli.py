@@ -63,17 +63,20 @@ def plan_spec_from_args(args: argparse.Namespace):
 
 
 def cmd_estimate(args: argparse.Namespace) -> int:
-    from . import loading, plans, render, report
+    from . import diagnose, loading, plans, render, report
 
     model = loading.load_model_spec(args.model, args.seq_length)
     cluster = loading.build_cluster(loading.load_cluster_spec(args.cluster), args.gpus)
     plan = plans.build_plan(plan_spec_from_args(args), model, cluster.num_gpus)
     plans.check_legal(model.to_model(), cluster, plan)
-    d = report.to_dict(report.score(model, cluster, plan))
+    scored = report.score(model, cluster, plan)
+    d = report.to_dict(scored)
+    d["diagnosis"] = diagnose.diagnosis_dict(scored, args.comm_threshold, diagnose.try_levers(scored))
     if args.json:
         print(json.dumps(d, indent=2))
     else:
         render.print_estimate(d)
+        render.print_diagnosis(d["diagnosis"])
     return 0
 
 
@@ -82,6 +85,8 @@ def register_estimate(sub) -> None:
                        description="Score one parallel plan on a cluster.", epilog=EPILOG)
     add_inputs(p)
     add_plan_flags(p)
+    p.add_argument("--comm-threshold", type=float, default=0.30,
+                   help="flag the plan when exposed communication exceeds this share of the step (default 0.30)")
     p.set_defaults(func=cmd_estimate)
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from . import validation
+from . import render, validation
 from .errors import PlannerError
 
 
@@ -73,7 +73,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"rows": [validation.result_to_dict(r) for r in results], "summary": summary}, indent=2))
         return 0
-    console = Console()
+    console = render.make_console()
     console.print(rows_table(results))
     console.print(summary_table(summary))
     return 0

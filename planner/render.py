@@ -1,6 +1,8 @@
 """Human-readable output with rich: breakdown tables for one plan."""
 from __future__ import annotations
 
+import sys
+
 from rich.console import Console
 from rich.table import Table
 
@@ -15,6 +17,11 @@ TIME_LABELS = {
     "optimizer": "optimizer step",
     "overhead": "fixed overhead",
 }
+
+
+def make_console() -> Console:
+    """A console; wide when output goes to a file or pipe, so tables do not wrap at 80 columns."""
+    return Console() if sys.stdout.isatty() else Console(width=160)
 
 
 def human_seconds(seconds: float) -> str:
@@ -91,8 +98,39 @@ def summary_lines(d: dict) -> list[str]:
 
 
 def print_estimate(d: dict, console: Console | None = None) -> None:
-    console = console or Console()
+    console = console or make_console()
     for line in summary_lines(d):
         console.print(line)
     console.print(time_table(d))
     console.print(memory_table(d))
+
+
+def diagnosis_lines(diag: dict) -> list[str]:
+    share, limit = diag["exposed_comm_share"], diag["threshold"]
+    verdict = (f"[red]communication-bound[/red]: exposed TP/PP/DP communication is {100 * share:.0f}% of the step "
+               f"(threshold {100 * limit:.0f}%)" if diag["comm_bound"] else
+               f"exposed communication {100 * share:.0f}% of the step (under the {100 * limit:.0f}% threshold)")
+    top = sorted(diag["shares"].items(), key=lambda kv: -kv[1])[:3]
+    return [verdict, "largest parts: " + ", ".join(f"{TIME_LABELS[k]} {100 * v:.0f}%" for k, v in top)]
+
+
+def levers_table(diag: dict) -> Table | None:
+    if not diag["levers"]:
+        return None
+    table = Table(title="Levers (each re-scored on this cluster; legal and fits)", title_justify="left")
+    for col in ("lever", "step s", "per-sample speedup", "exposed comm", "GiB/GPU", "$/step", "what it costs"):
+        table.add_column(col, justify="left" if col in ("lever", "what it costs") else "right")
+    for lv in diag["levers"]:
+        table.add_row(lv["lever"], f"{lv['step_time_s']:.3f}", f"{lv['per_sample_speedup']:.2f}x",
+                      f"{100 * lv['exposed_comm_share']:.0f}%", f"{lv['memory_per_gpu_bytes'] / GIB:.1f}",
+                      f"{lv['usd_per_step']:.2f}", lv["caveat"])
+    return table
+
+
+def print_diagnosis(diag: dict, console: Console | None = None) -> None:
+    console = console or make_console()
+    for line in diagnosis_lines(diag):
+        console.print(line)
+    table = levers_table(diag)
+    if table is not None:
+        console.print(table)

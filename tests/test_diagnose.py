@@ -1,0 +1,64 @@
+"""The seed article's scenario (shared/seed): a 20B model on 64 GPUs (8 nodes) with ZeRO-3,
+FP32 gradients and no overlap spends ~40% of its time communicating; BF16 + compression +
+overlap bring it under 20%.
+
+Hand arithmetic (DGX A100: 8 GPUs on NVLink, 8 x 200 Gb/s per node): per micro-batch ZeRO-3
+gathers the 16-bit weights twice (2 x 40 GB) and reduce-scatters FP32 gradients (80 GB): 160 GB
+through every GPU. Even with NCCL's hierarchical algorithm (7/8 of it on NVLink at ~240 GB/s,
+1/8 of it on the GPU's own ~23 GB/s NIC) that is ~0.6 + 0.75 = 1.3 s, against ~1 s of compute
+(6 x 20e9 x 2048 tokens at ~250 TFLOP/s): communication is about half the step, well above 30%.
+INT8 gradients cut the 80 GB to 20 GB; overlap hides what fits under compute.
+"""
+from dataclasses import replace
+
+import pytest
+
+from planner import diagnose, loading, report
+from planner.plans import build_plan
+from planner.specs import PlanSpec
+
+
+@pytest.fixture(scope="module")
+def base():
+    model = loading.load_model_spec("examples/seed-20b.yaml")
+    cluster = loading.build_cluster(loading.load_cluster_spec("dgx-a100"), 64)
+    plan = build_plan(PlanSpec(zero_stage=3, grad_dtype="fp32", overlap_dp_comm=False), model, 64)
+    return report.score(model, cluster, plan)
+
+
+def test_seed_scenario_is_communication_bound(base):
+    share = diagnose.exposed_comm_share(base)
+    assert 0.40 < share < 0.70  # "about 40%" in the seed; ~1.3 s of 2.3 s by hand
+    assert diagnose.diagnosis_dict(base, 0.30, [])["comm_bound"]
+
+
+def test_each_lever_lowers_the_communication_share(base):
+    levers = {r.lever.name: r for r in diagnose.try_levers(base)}
+    for name in ("BF16 gradients", "INT8 gradient compression", "overlap DP/ZeRO sync with backward"):
+        assert diagnose.exposed_comm_share(levers[name].scored) < diagnose.exposed_comm_share(base), name
+    # INT8 moves a quarter of FP32's gradient bytes, BF16 half: INT8 must win.
+    assert levers["INT8 gradient compression"].scored.est.step_time_seconds < levers["BF16 gradients"].scored.est.step_time_seconds
+
+
+def test_bf16_int8_and_overlap_together_bring_it_under_20_percent(base):
+    plan = replace(base.plan, grad_dtype="int8", overlap_dp_comm=True)
+    after = report.score(base.model, base.cluster, plan)
+    assert diagnose.exposed_comm_share(after) < 0.20
+    # The seed reports ~3x throughput; hiding ~1.3 s of a ~2.3 s step gives ~1.7-2.3x here.
+    assert base.est.step_time_seconds / after.est.step_time_seconds > 1.5
+
+
+def test_levers_only_legal_fitting_and_helpful(base):
+    for r in diagnose.try_levers(base):
+        assert r.scored.est.fits
+        assert r.per_sample_seconds() < base.est.step_time_seconds / base.plan.global_batch_size
+
+
+def test_estimate_json_carries_the_diagnosis(capsys):
+    from planner.cli import main
+    import json
+
+    assert main(["estimate", "examples/seed-20b.yaml", "dgx-a100", "--gpus", "64", "--zero", "3",
+                 "--grad-dtype", "fp32", "--no-overlap", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["diagnosis"]["comm_bound"] and d["diagnosis"]["levers"]
