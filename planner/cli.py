@@ -42,6 +42,12 @@ def add_plan_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--stage-layers", help="comma-separated layers per model chunk (pp*vpp entries), uneven splits")
 
 
+def add_what_if(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--what-if", action="append", metavar="KEY=VALUE",
+                   help="re-score under an assumption (repeatable): network=0.5, nvlink=0.8, hbm=0.9, "
+                        "matmul_efficiency=0.9, price.GPU=2.10, rdma=false")
+
+
 def plan_spec_from_args(args: argparse.Namespace):
     from .loading import parse
     from .specs import PlanSpec
@@ -63,7 +69,9 @@ def plan_spec_from_args(args: argparse.Namespace):
 
 
 def cmd_estimate(args: argparse.Namespace) -> int:
-    from . import diagnose, loading, plans, render, report
+    from costmodel import types as cm
+
+    from . import diagnose, loading, plans, render, report, whatif
 
     model = loading.load_model_spec(args.model, args.seq_length)
     cluster = loading.build_cluster(loading.load_cluster_spec(args.cluster), args.gpus)
@@ -72,11 +80,17 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     scored = report.score(model, cluster, plan)
     d = report.to_dict(scored)
     d["diagnosis"] = diagnose.diagnosis_dict(scored, args.comm_threshold, diagnose.try_levers(scored))
+    wi = whatif.parse(args.what_if)
+    if args.what_if:
+        alt = report.score(model, whatif.apply_cluster(cluster, wi), plan, whatif.apply_efficiency(cm.Efficiency(), wi))
+        d["what_if"] = {"assumptions": wi.label(), "estimate": report.to_dict(alt)}
     if args.json:
         print(json.dumps(d, indent=2))
-    else:
-        render.print_estimate(d)
-        render.print_diagnosis(d["diagnosis"])
+        return 0
+    render.print_estimate(d)
+    render.print_diagnosis(d["diagnosis"])
+    if args.what_if:
+        render.print_side_by_side(d, d["what_if"]["estimate"], "as given", f"what if {wi.label()}")
     return 0
 
 
@@ -85,6 +99,7 @@ def register_estimate(sub) -> None:
                        description="Score one parallel plan on a cluster.", epilog=EPILOG)
     add_inputs(p)
     add_plan_flags(p)
+    add_what_if(p)
     p.add_argument("--comm-threshold", type=float, default=0.30,
                    help="flag the plan when exposed communication exceeds this share of the step (default 0.30)")
     p.set_defaults(func=cmd_estimate)
@@ -95,6 +110,7 @@ def command_registrars() -> list:
     registrars = [register_estimate]
     # command registrations (one line each, keep this marker):
     from . import cli_validate; registrars.append(cli_validate.register)  # noqa: E702
+    from . import cli_compare; registrars.append(cli_compare.register)  # noqa: E702
     return registrars
 
 

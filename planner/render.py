@@ -134,3 +134,22 @@ def print_diagnosis(diag: dict, console: Console | None = None) -> None:
     table = levers_table(diag)
     if table is not None:
         console.print(table)
+
+
+def print_side_by_side(a: dict, b: dict, name_a: str, name_b: str, console: Console | None = None) -> None:
+    """Two estimates part by part (seconds), then totals, memory and dollars."""
+    console = console or make_console()
+    table = Table(title=f"{name_a} vs {name_b}", title_justify="left")
+    for col in ("part", name_a, name_b, "change"):
+        table.add_column(col, justify="left" if col == "part" else "right")
+    for key, label in TIME_LABELS.items():
+        va, vb = a["time_breakdown_s"][key], b["time_breakdown_s"][key]
+        if va or vb:
+            table.add_row(label, f"{va:.3f}", f"{vb:.3f}", f"{vb - va:+.3f}")
+    rows = [("step s", a["step_time_s"], b["step_time_s"], "{:.3f}"),
+            ("MFU %", 100 * a["mfu"], 100 * b["mfu"], "{:.1f}"),
+            ("GiB per GPU", a["memory_per_gpu_bytes"] / GIB, b["memory_per_gpu_bytes"] / GIB, "{:.1f}"),
+            ("$ per step", a["usd_per_step"], b["usd_per_step"], "{:.2f}")]
+    for label, va, vb, fmt in rows:
+        table.add_row(f"[bold]{label}[/bold]", fmt.format(va), fmt.format(vb), ("{:+" + fmt[2:]).format(vb - va))
+    console.print(table)

@@ -1,0 +1,44 @@
+"""`planner compare A.json B.json`: two scored plans side by side, and why the faster one wins."""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from . import explain, render
+from .errors import PlannerError
+from .loading import read_data
+
+REQUIRED = ("plan", "step_time_s", "time_breakdown_s", "memory_per_gpu_bytes", "usd_per_step", "mfu")
+
+
+def load_scored(path: str) -> dict:
+    """An estimate object (`planner estimate --json`), or the first plan of `suggest --json`."""
+    data = read_data(Path(path))
+    if isinstance(data, dict) and isinstance(data.get("plans"), list) and data["plans"]:
+        data = data["plans"][0]
+    if not isinstance(data, dict) or any(k not in data for k in REQUIRED):
+        raise PlannerError(f"{path}: not a plan object from `planner estimate --json` (needs {', '.join(REQUIRED)})")
+    return data
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    a, b = load_scored(args.a), load_scored(args.b)
+    fast, slow = (a, b) if a["step_time_s"] <= b["step_time_s"] else (b, a)
+    sentence = explain.why_faster(fast, slow)
+    winner = "A" if fast is a else "B"
+    if args.json:
+        print(json.dumps({"faster": winner, "why": sentence, "a": a, "b": b}, indent=2))
+        return 0
+    render.print_side_by_side(a, b, f"A ({Path(args.a).name})", f"B ({Path(args.b).name})")
+    render.make_console().print(f"[bold]{winner} is faster[/bold]: {sentence}")
+    return 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("compare", help="two plans (JSON from estimate/suggest) side by side, and why one wins",
+                       description="Compare two scored plans part by part.")
+    p.add_argument("a", metavar="A.json")
+    p.add_argument("b", metavar="B.json")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_compare)

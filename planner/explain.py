@@ -1,0 +1,38 @@
+"""One sentence on why one scored plan beats another, from their estimate objects (report.to_dict)."""
+from __future__ import annotations
+
+PART_WORDS = {
+    "compute": "compute", "recompute": "recompute", "tp_comm": "TP communication", "pp_comm": "PP p2p",
+    "pp_bubble": "pipeline bubble", "dp_comm_exposed": "exposed DP/ZeRO sync", "optimizer": "optimizer step",
+    "overhead": "overhead",
+}
+LAYOUT_KEYS = ("tp", "pp", "dp", "vpp", "zero_stage", "micro_batch_size", "recompute", "precision", "grad_dtype")
+
+
+def plan_differences(a: dict, b: dict) -> list[str]:
+    """'pp 8 instead of 16'-style phrases for the plan fields that differ (a's value first)."""
+    out = []
+    for key in LAYOUT_KEYS:
+        va, vb = a["plan"].get(key), b["plan"].get(key)
+        if va != vb:
+            label = {"zero_stage": "ZeRO", "micro_batch_size": "mbs", "grad_dtype": "gradients in"}.get(key, key)
+            out.append(f"{label} {va} instead of {vb}")
+    return out
+
+
+def biggest_part_gap(a: dict, b: dict) -> tuple[str, float, float]:
+    """The time part where b spends the most more than a: (part, a seconds, b seconds)."""
+    ta, tb = a["time_breakdown_s"], b["time_breakdown_s"]
+    part = max(PART_WORDS, key=lambda k: tb.get(k, 0.0) - ta.get(k, 0.0))
+    return part, ta.get(part, 0.0), tb.get(part, 0.0)
+
+
+def why_faster(a: dict, b: dict) -> str:
+    """Why `a` (the faster) beats `b`, in words, with the shares of the step that make the difference."""
+    part, sa, sb = biggest_part_gap(a, b)
+    speed = b["step_time_s"] / a["step_time_s"]
+    diffs = plan_differences(a, b)
+    what = ", ".join(diffs[:3]) if diffs else "same layout"
+    share_a, share_b = sa / a["step_time_s"], sb / b["step_time_s"]
+    return (f"{what}: {PART_WORDS[part]} {100 * share_a:.0f}% vs {100 * share_b:.0f}% of the step "
+            f"({sa:.3g} s vs {sb:.3g} s); {speed:.2f}x faster per step")
