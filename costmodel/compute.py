@@ -11,7 +11,7 @@ User's Guide": wave and tile quantisation). FP8 applies to weight GEMMs only; at
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .flops import mlp_matrices, projection_inputs, projection_widths, qkv_out_dim
 from .types import DTYPE_BYTES, Efficiency, Gpu, Model
@@ -27,12 +27,20 @@ class LayerTimes:
     op_replay_seconds: float  # what per-op selective AC replays: every second matmul and the elementwise work
 
 
+def scale_matmul_efficiency(eff: Efficiency, scale: float) -> Efficiency:
+    """`eff` with its large-GEMM fraction of peak multiplied by `scale` (a cluster's measured
+    compute efficiency relative to the published figures, Cluster.matmul_efficiency_scale)."""
+    if scale == 1.0:
+        return eff
+    return replace(eff, matmul_efficiency_scale=eff.matmul_efficiency_scale * scale)
+
+
 def gemm_seconds(m: int, n: int, k: int, gpu: Gpu, precision: str, eff: Efficiency) -> float:
     """Roofline time of one (m x k) @ (k x n) GEMM."""
     flops = 2.0 * m * n * k
     x = min(m, n, k)
     table = eff.fp8_matmul_peak_fraction if precision == "fp8" else eff.matmul_peak_fraction
-    frac = table.get(gpu.generation, 0.75) * x / (x + eff.matmul_half_dim)
+    frac = table.get(gpu.generation, 0.75) * eff.matmul_efficiency_scale * x / (x + eff.matmul_half_dim)
     compute = flops / (gpu.peak_flops_per_second(precision) * frac)
     moved = DTYPE_BYTES[precision] * (m * k + k * n) + 2.0 * m * n
     return max(compute, moved / (gpu.hbm_bandwidth_bytes_per_second * eff.hbm_efficiency))
@@ -64,16 +72,22 @@ def attention_core_seconds(
 ) -> float:
     """QK^T and softmax(.)V for `batch` sequences, heads split over TP, in 16-bit (fp32 if training fp32).
 
-    Unfused (pre-FlashAttention Megatron): two batched GEMMs with inner dimension head_dim or s;
-    FlashAttention (Dao et al. 2022): one fused kernel, modelled as a GEMM of inner size head_dim.
+    Unfused (pre-FlashAttention Megatron): two batched GEMMs with inner dimension head_dim or s,
+    over the whole s x s square (the causal mask is applied, not skipped).
+    FlashAttention (Dao et al. 2022; FlashAttention-2, Dao 2023 Sec 3.1.1): one fused kernel that
+    skips the blocks above the causal diagonal, so it does half the 4 b s^2 h FLOPs, at its own
+    achieved fraction of the 16-bit peak (Efficiency.flash_attention_peak_fraction). FLOP counts
+    for MFU still count the full square, as the papers do.
     """
     s, d = model.seq_length, model.head_dim
     heads = max(1, model.num_attention_heads // tp)
     attn_precision = "fp32" if precision == "fp32" else "bf16"
+    if flash:
+        flops = 0.5 * 4.0 * s * s * d
+        return batch * heads * flops / (gpu.peak_flops_per_second(attn_precision) * eff.flash_attention_peak_fraction)
     scores = gemm_seconds(s, s, d, gpu, attn_precision, eff)
     values = gemm_seconds(s, d, s, gpu, attn_precision, eff)
-    per_head = scores + values if not flash else 2.0 * scores
-    return batch * heads * per_head
+    return batch * heads * (scores + values)
 
 
 def attention_score_bytes(model: Model, batch: int, tp: int, flash: bool) -> float:
@@ -117,11 +131,13 @@ def layer_times(
         moved += 3.0 * tokens * (model.hidden_size * 2 + model.ffn / tp)  # casts of GEMM inputs to fp8
     hbm = gpu.hbm_bandwidth_bytes_per_second * eff.hbm_efficiency
     forward = gemms + attn + moved / hbm
+    # FlashAttention's backward recomputes QK^T: 5 matmuls against the forward's 2 (Dao 2023 Alg. 2).
+    backward = 2.0 * (gemms + moved / hbm) + (2.5 if flash else 2.0) * attn
     # Selective recompute replays the attention core: its GEMMs and, unfused, the softmax/dropout.
     replay = attn + attention_score_bytes(model, batch, tp, flash) / hbm
     op_gemms = projection_gemms(model, tokens, tp)[1::2]  # every second matmul
     op_replay = sum(gemm_seconds(m, n, k, gpu, precision, eff) for m, n, k in op_gemms) + moved / hbm
-    return LayerTimes(forward, 2.0 * forward, replay, op_replay)
+    return LayerTimes(forward, backward, replay, op_replay)
 
 
 def logits_seconds(model: Model, batch: int, tp: int, gpu: Gpu, precision: str, eff: Efficiency) -> float:

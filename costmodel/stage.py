@@ -94,6 +94,7 @@ def stage_activation_bytes(model: Model, plan: Plan, layers: int, stage: int) ->
 def stage_cost(model: Model, cluster: Cluster, plan: Plan, layers: int, stage: int, eff: Efficiency) -> StageCost:
     """Seconds per micro-batch and bytes for one GPU of pipeline stage `stage` holding `layers` layers."""
     gpu, b, t = cluster.gpu, plan.micro_batch_size, plan.tp
+    eff = compute.scale_matmul_efficiency(eff, cluster.matmul_efficiency_scale)
     lt = compute.layer_times(model, b, t, plan.sequence_parallel, plan.flash_attention, gpu, plan.precision, eff)
     compute_s = layers * (lt.forward_seconds + lt.backward_seconds + eff.layer_overhead_seconds)
     if stage == plan.pp - 1:

@@ -21,7 +21,18 @@ FIT_BOUNDS = {
     "matmul_half_dim": (8.0, 1024.0),
     "hbm_efficiency": (0.5, 0.95),
     "layer_overhead_seconds": (0.0, 2e-3),
+    "flash_attention_peak_fraction": (0.1, 0.75),
 }
+
+
+def prior() -> cm.Efficiency:
+    """Unfitted starting point, from measurements and hardware facts only, so a fit on one
+    generation cannot see the other through the defaults: one 128-wide GEMM tile at half
+    efficiency (cuBLAS/CUTLASS 128 x 128 tiles), HBM at STREAM-copy efficiency (Azure
+    AI-benchmarking-guide: A100 1.61/2.0, H100 2.90/3.35 TB/s, ~0.8), no per-layer overhead,
+    FlashAttention-2 at 327.9/989 TFLOP/s (Azure ND H100 v5)."""
+    return replace(cm.Efficiency(), matmul_half_dim=128.0, hbm_efficiency=0.8, layer_overhead_seconds=0.0,
+                   flash_attention_peak_fraction=0.33)
 
 
 def step_mape(runs: list[Run], eff: cm.Efficiency) -> float:
@@ -36,7 +47,7 @@ def _candidates(value: float, low: float, high: float, span: float, points: int 
 
 def fit(runs: list[Run], start: cm.Efficiency | None = None, rounds: int = 4) -> tuple[cm.Efficiency, float]:
     """Constants minimising step-time MAPE on `runs`; returns (efficiency, MAPE reached)."""
-    eff = start or cm.Efficiency()
+    eff = start or prior()
     best = step_mape(runs, eff)
     span = 0.5
     for _ in range(rounds):
