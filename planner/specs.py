@@ -89,6 +89,19 @@ class GpuSpec(Spec):
         )
 
 
+class CalibrationSpec(Spec):
+    """Where a cluster file's measured figures came from (written by `planner calibrate`)."""
+
+    date: str
+    tool: str = "planner calibrate"
+    base: Optional[str] = None  # the cluster file or catalog name that was calibrated
+    nccl_logs: list[str] = []
+    min_message_bytes: Optional[int] = None
+    step_times: Optional[str] = None
+    matmul_efficiency_scale_stderr: Optional[float] = None
+    notes: Optional[str] = None
+
+
 class ClusterSpec(Spec):
     name: str
     gpu: str | GpuSpec
@@ -103,6 +116,9 @@ class ClusterSpec(Spec):
     network_busbw_gbytes_per_s: Optional[float] = Field(default=None, gt=0)
     nvlink_latency_us: Optional[float] = Field(default=None, ge=0)
     network_latency_us: Optional[float] = Field(default=None, ge=0)
+    # Measured (timed steps, `planner calibrate --step-times`): multiplies the achievable matmul efficiency.
+    matmul_efficiency_scale: Optional[float] = Field(default=None, gt=0)
+    calibrated_from: Optional[CalibrationSpec] = None
     usd_per_gpu_hour: Optional[float] = Field(default=None, ge=0)
     price_kind: Optional[Literal["on-demand", "reserved", "spot"]] = None
     price_date: Optional[str] = None
@@ -125,6 +141,7 @@ class ClusterSpec(Spec):
             network_busbw_bytes_per_second=(self.network_busbw_gbytes_per_s or 0.0) * 1e9,
             nvlink_latency_seconds=(self.nvlink_latency_us or 0.0) * 1e-6,
             network_latency_seconds=(self.network_latency_us or 0.0) * 1e-6,
+            matmul_efficiency_scale=self.matmul_efficiency_scale or 1.0,
         )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from costmodel import types as cm
+from costmodel.compute import scale_matmul_efficiency
 
 from .errors import PlannerError
 
@@ -78,11 +79,6 @@ def apply_cluster(cluster: cm.Cluster, wi: WhatIf) -> cm.Cluster:
 
 
 def apply_efficiency(eff: cm.Efficiency, wi: WhatIf) -> cm.Efficiency:
-    scale = wi.scales.get("matmul_efficiency", 1.0)
-    if scale == 1.0:
-        return eff
-    return replace(
-        eff,
-        matmul_peak_fraction={k: min(1.0, v * scale) for k, v in eff.matmul_peak_fraction.items()},
-        fp8_matmul_peak_fraction={k: min(1.0, v * scale) for k, v in eff.fp8_matmul_peak_fraction.items()},
-    )
+    """`matmul_efficiency=x` scales every GEMM's achievable fraction of peak, the same knob
+    `planner calibrate --step-times` fits (costmodel.compute.scale_matmul_efficiency)."""
+    return scale_matmul_efficiency(eff, wi.scales.get("matmul_efficiency", 1.0))

@@ -1,0 +1,255 @@
+"""`planner calibrate` from nccl-tests logs: round trips through synthesised logs, errors, outputs.
+
+Every log here is written by test_calibrate_synth.synth_log from an alpha-beta model spelled out
+in this file (ring step counts and bus factors of Thakur et al. 2005 / nccl-tests PERFORMANCE.md),
+so the fitted figures must come back within 2%.
+"""
+import json
+import xml.etree.ElementTree as ET
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from conftest import selene
+from test_calibrate_synth import EXAMPLES, GIB, MIB, doubling_sizes, synth_log
+
+from costmodel import types as cm
+from planner import calibrate, loading
+from planner.calibrate import ranks_per_domain
+from planner.cli import main
+from planner.cli_calibrate import parse_size
+from planner.errors import PlannerError
+from planner.nccl_logs import parse_text
+
+LARGE = doubling_sizes(64 * MIB, 8 * GIB)
+CLUSTER_YAML = """name: box
+gpu: a100-sxm-80gb
+num_gpus: 32
+gpus_per_node: 8
+nvlink_domain_size: 8
+network_bandwidth_gbits_per_s: 200
+"""
+# (latency steps, bus factor) of each ring collective over n ranks
+RING = {"all_reduce": lambda n: (2 * (n - 1), 2 * (n - 1) / n), "all_gather": lambda n: (n - 1, (n - 1) / n),
+        "reduce_scatter": lambda n: (n - 1, (n - 1) / n), "sendrecv": lambda n: (1, 1.0)}
+
+
+def ring_seconds(collective, size, n, bandwidth, latency):
+    steps, factor = RING[collective](n)
+    return steps * latency + size * factor / bandwidth
+
+
+def two_level_seconds(collective, size, n, k, fast, slow):
+    """Ring over the k GPUs of a domain on NVLink, then the 1/k shard over n/k domains on the network."""
+    return ring_seconds(collective, size, k, *fast) + ring_seconds(collective, size / k, n // k, *slow)
+
+
+def samples_of(text, name, cluster, min_size=64 * MIB):
+    return calibrate.log_samples(parse_text(text, name), name, cluster, min_size)
+
+
+def run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def assert_one_line_error(code, err, needle):
+    assert code == 2
+    assert len(err.strip().splitlines()) == 1, err
+    assert needle in err and "Traceback" not in err
+
+
+# ------------------------------------------------------------------------------- round trips
+
+
+@pytest.mark.parametrize("collective,n", [("all_reduce", 8), ("all_gather", 8), ("reduce_scatter", 4), ("sendrecv", 2)])
+def test_intra_node_round_trip(collective, n):
+    bw, lat = 312.5e9, 6.5e-6
+    text = synth_log(collective, n, 1, LARGE, lambda s: ring_seconds(collective, s, n, bw, lat))
+    fit = calibrate.calibrate_comm(samples_of(text, "intra.log", selene(8)), selene(8))
+    assert fit.network is None and fit.nvlink.latency_fitted
+    assert fit.nvlink.link.bandwidth_bytes_per_second == pytest.approx(bw, rel=0.02)
+    assert fit.nvlink.link.latency_seconds == pytest.approx(lat, rel=0.02)
+    assert calibrate.max_abs_error(fit.rows) < 0.002
+
+
+def test_multi_node_round_trip_uses_the_intra_node_fit():
+    fast, slow = (290e9, 8e-6), (45e9, 20e-6)
+    intra = synth_log("all_reduce", 8, 1, LARGE, lambda s: ring_seconds("all_reduce", s, 8, *fast))
+    inter = synth_log("all_reduce", 16, 2, LARGE, lambda s: two_level_seconds("all_reduce", s, 16, 8, fast, slow))
+    cluster = selene(16)
+    samples = samples_of(intra, "a.log", cluster) + samples_of(inter, "b.log", cluster)
+    fit = calibrate.calibrate_comm(samples, cluster)
+    assert fit.network.link.bandwidth_bytes_per_second == pytest.approx(slow[0], rel=0.02)
+    assert fit.network.link.latency_seconds == pytest.approx(slow[1], rel=0.02)
+    assert fit.nvlink.link.bandwidth_bytes_per_second == pytest.approx(fast[0], rel=0.02)
+    assert {r.sample.tier for r in fit.rows} == {"nvlink", "network"}
+
+
+def test_multi_node_without_intra_log_uses_the_clusters_nvlink_figure():
+    fast, slow = (250e9, 7e-6), (22e9, 12e-6)
+    cluster = replace(selene(32), nvlink_busbw_bytes_per_second=fast[0], nvlink_latency_seconds=fast[1])
+    text = synth_log("all_gather", 32, 4, LARGE, lambda s: two_level_seconds("all_gather", s, 32, 8, fast, slow))
+    fit = calibrate.calibrate_comm(samples_of(text, "ag.log", cluster), cluster)
+    assert fit.nvlink is None
+    assert fit.network.link.bandwidth_bytes_per_second == pytest.approx(slow[0], rel=0.02)
+    assert fit.network.link.latency_seconds == pytest.approx(slow[1], rel=0.02)
+
+
+def test_negative_latency_fit_keeps_the_prior_latency():
+    # Pure bandwidth minus a constant: the intercept comes out negative.
+    text = synth_log("all_reduce", 8, 1, LARGE, lambda s: 1.75 * s / 300e9 - 50e-6)
+    fit = calibrate.calibrate_comm(samples_of(text, "x.log", selene(8)), selene(8))
+    assert not fit.nvlink.latency_fitted
+    assert fit.nvlink.link.latency_seconds == cm.Efficiency().nvlink_latency_seconds
+
+
+@pytest.mark.parametrize("ranks,nodes,domain,per_node,expected", [
+    (8, 1, 8, 8, 8), (4, 1, 8, 8, 4), (16, 2, 8, 8, 8), (8, 2, 8, 8, 4), (16, None, 8, 8, 8),
+    (8, 1, 2, 8, 2), (16, 4, 72, 4, 16), (144, 36, 72, 4, 72), (16, 2, 1, 8, 1)])
+def test_ranks_per_domain(ranks, nodes, domain, per_node, expected):
+    nvlink = 450e9 if domain > 1 else 0.0
+    cluster = cm.Cluster("c", selene(8).gpu, 144, per_node, domain, nvlink, 50e9)
+    assert ranks_per_domain(ranks, nodes, cluster) == expected
+
+
+def test_least_squares_recovers_a_line_and_needs_two_sizes():
+    p, q, se_p, se_q = calibrate.least_squares_2([(1.0, x, 3.0 + 2.0 * x) for x in (1.0, 2.0, 5.0)])
+    assert (p, q) == (pytest.approx(3.0), pytest.approx(2.0))
+    assert se_p == pytest.approx(0.0, abs=1e-9) and se_q == pytest.approx(0.0, abs=1e-9)
+    with pytest.raises(PlannerError, match="two different message sizes"):
+        calibrate.least_squares_2([(1.0, 4.0, 1.0), (1.0, 4.0, 1.1)])
+
+
+def test_parse_size_binary_units():
+    assert parse_size("64M") == 64 * 2**20
+    assert parse_size("1GiB") == 2**30
+    assert parse_size("128k") == 128 * 1024
+    assert parse_size("1048576") == 2**20
+
+
+# ------------------------------------------------------------------------------- the command
+
+
+@pytest.fixture
+def logs(tmp_path):
+    fast, slow = (300e9, 9e-6), (40e9, 15e-6)
+    sizes = doubling_sizes(MIB, 8 * GIB)  # small rows too: they must be left out of the fit
+    (tmp_path / "all_reduce_perf.1node.txt").write_text(
+        synth_log("all_reduce", 8, 1, sizes, lambda s: ring_seconds("all_reduce", s, 8, *fast)))
+    (tmp_path / "all_reduce_perf.2node.txt").write_text(
+        synth_log("all_reduce", 16, 2, sizes, lambda s: two_level_seconds("all_reduce", s, 16, 8, fast, slow)))
+    (tmp_path / "box.yaml").write_text(CLUSTER_YAML)
+    return tmp_path, fast, slow
+
+
+def test_cli_writes_a_cluster_that_estimate_accepts(capsys, logs):
+    d, fast, slow = logs
+    out = d / "box.calibrated.yaml"
+    code, text, err = run(capsys, "calibrate", d / "box.yaml", "--nccl", d / "all_reduce_perf.1node.txt",
+                          "--nccl", d / "all_reduce_perf.2node.txt", "--out", out)
+    assert code == 0, err
+    assert "NVLink tier: busbw 300.0" in text and "network tier: busbw 40.0" in text
+    spec = loading.load_cluster_spec(str(out))
+    assert spec.name == "box-calibrated" and spec.calibrated_from.min_message_bytes == 64 * MIB
+    assert spec.nvlink_busbw_gbytes_per_s == pytest.approx(300, rel=0.02)
+    assert spec.network_latency_us == pytest.approx(15, rel=0.02)
+    assert len(spec.calibrated_from.nccl_logs) == 2
+    code, text, err = run(capsys, "estimate", "llama3-8b", out, "--tp", "8", "--pp", "2", "--gbs", "64", "--json")
+    assert code == 0, err
+    assert json.loads(text)["cluster"] == "box-calibrated"
+
+
+def test_calibrated_links_drive_the_estimate(capsys, logs):
+    d, fast, slow = logs
+    out = d / "c.yaml"
+    assert run(capsys, "calibrate", d / "box.yaml", "--nccl", d / "all_reduce_perf.1node.txt", "--out", out)[0] == 0
+    base = loading.build_cluster(loading.load_cluster_spec(str(d / "box.yaml")), 32)
+    truth = replace(base, nvlink_busbw_bytes_per_second=fast[0], nvlink_latency_seconds=fast[1])
+    got = loading.build_cluster(loading.load_cluster_spec(str(out)), 32)
+    from costmodel.comm import ring_allreduce_seconds
+    from costmodel.topology import nvlink_link
+    size = 512 * MIB
+    eff = cm.Efficiency()
+    assert ring_allreduce_seconds(size, 8, nvlink_link(got, eff)) == pytest.approx(
+        ring_allreduce_seconds(size, 8, nvlink_link(truth, eff)), rel=0.02)
+
+
+def test_cli_json_and_plot(capsys, logs):
+    d, fast, _ = logs
+    svg = d / "fit.svg"
+    code, text, err = run(capsys, "calibrate", d / "box.yaml", "--nccl", d / "all_reduce_perf.1node.txt",
+                          "--plot", svg, "--json")
+    assert code == 0, err
+    doc = json.loads(text)
+    assert doc["nvlink"]["busbw_gbytes_per_s"] == pytest.approx(300, rel=0.02)
+    assert doc["network"] is None and len(doc["rows"]) == 8  # 64M .. 8G
+    root = ET.parse(svg).getroot()
+    series = root.findall(".//{http://www.w3.org/2000/svg}g[@class='series']")
+    assert len(series) == 3  # measured, measured below --min-size, model
+    code, *_ = run(capsys, "calibrate", d / "box.yaml", "--nccl", d / "all_reduce_perf.1node.txt", "--plot", svg,
+                   "--force", "--min-size", "1M", "--json")
+    assert code == 0
+    assert len(ET.parse(svg).getroot().findall(".//{http://www.w3.org/2000/svg}g[@class='series']")) == 2
+
+
+def test_cli_refuses_to_overwrite_without_force(capsys, logs):
+    d, *_ = logs
+    out = d / "taken.yaml"
+    out.write_text("keep me\n")
+    code, _, err = run(capsys, "calibrate", d / "box.yaml", "--nccl", d / "all_reduce_perf.1node.txt", "--out", out)
+    assert_one_line_error(code, err, "--force")
+    assert out.read_text() == "keep me\n"
+    code, *_ = run(capsys, "calibrate", d / "box.yaml", "--nccl", d / "all_reduce_perf.1node.txt", "--out", out,
+                   "--force")
+    assert code == 0 and "nvlink_busbw_gbytes_per_s" in out.read_text()
+
+
+def test_walk_through_example_runs_as_written(capsys, tmp_path):
+    out = tmp_path / "dgx-h100.calibrated.yaml"
+    code, text, err = run(capsys, "calibrate", "dgx-h100", "--nccl", EXAMPLES / "all_reduce_8gpu.txt",
+                          "--nccl", EXAMPLES / "all_reduce_2node16gpu.txt",
+                          "--step-times", EXAMPLES.parent / "step_times_llama3-70b.csv", "--out", out)
+    assert code == 0, err
+    spec = loading.load_cluster_spec(str(out))
+    assert spec.nvlink_busbw_gbytes_per_s == pytest.approx(340, rel=0.02)  # the generator's figures
+    assert spec.network_busbw_gbytes_per_s == pytest.approx(42, rel=0.02)
+    assert 0.5 < spec.matmul_efficiency_scale < 1.5  # 0.9 when generated; moves if the cost model changes
+
+
+# ------------------------------------------------------------------------------- errors
+
+
+def test_not_an_nccl_file(capsys, tmp_path):
+    (tmp_path / "notes.txt").write_text("hello\nthis is not a benchmark\n")
+    code, _, err = run(capsys, "calibrate", "dgx-h100", "--nccl", tmp_path / "notes.txt")
+    assert_one_line_error(code, err, "does not look like nccl-tests output")
+
+
+def test_log_without_large_rows(capsys, tmp_path):
+    small = synth_log("all_reduce", 8, 1, doubling_sizes(8, MIB), lambda s: 1e-5 + s / 1e11)
+    (tmp_path / "small.txt").write_text(small)
+    code, _, err = run(capsys, "calibrate", "dgx-h100", "--nccl", tmp_path / "small.txt")
+    assert_one_line_error(code, err, "no usable rows of at least 67108864 B")
+
+
+def test_missing_file_and_nothing_to_do(capsys, tmp_path):
+    code, _, err = run(capsys, "calibrate", "dgx-h100", "--nccl", tmp_path / "nope.txt")
+    assert_one_line_error(code, err, "no such file")
+    code, _, err = run(capsys, "calibrate", "dgx-h100")
+    assert_one_line_error(code, err, "nothing to calibrate from")
+
+
+def test_unsupported_collective(capsys):
+    code, _, err = run(capsys, "calibrate", "dgx-h100", "--nccl",
+                       Path(__file__).parent / "data/nccl/broadcast_perf.legacy_dupheader_2proc.synthetic.txt")
+    assert_one_line_error(code, err, "broadcast cannot be calibrated")
+
+
+def test_unnamed_collective_asks_for_the_flag(capsys, tmp_path):
+    text = ("#       size         count      type     time   algbw   busbw  error     time   algbw   busbw  error\n"
+            "    67108864      16777216     float    601.2  111.62  111.62  0e+00    600.7  111.72  111.72  0e+00\n")
+    (tmp_path / "run.log").write_text(text)  # sendrecv or hypercube: the table cannot tell
+    code, _, err = run(capsys, "calibrate", "dgx-h100", "--nccl", tmp_path / "run.log")
+    assert_one_line_error(code, err, "pass --collective NAME")
