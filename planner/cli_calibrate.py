@@ -77,7 +77,7 @@ def provenance(args, spec, scale_fit) -> dict:
 
 
 def write_text(path: str, text: str, force: bool) -> None:
-    from .emit.writing import write_atomic
+    from .files import write_atomic
     from .errors import PlannerError
 
     target = Path(path)
