@@ -110,6 +110,7 @@ def command_registrars() -> list:
     registrars = [register_estimate]
     # command registrations (one line each, keep this marker):
     from . import cli_calibrate; registrars.append(cli_calibrate.register)  # noqa: E702
+    from . import cli_emit; registrars.append(cli_emit.register)  # noqa: E702
     from . import cli_validate; registrars.append(cli_validate.register)  # noqa: E702
     from . import cli_compare; registrars.append(cli_compare.register)  # noqa: E702
     from . import cli_catalog; registrars.append(cli_catalog.register)  # noqa: E702

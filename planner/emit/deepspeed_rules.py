@@ -42,7 +42,8 @@ def precision(job: Job) -> Optional[str]:
     """runtime/precision_config.py: the config has fp16 and bf16 blocks only; FP8 GEMMs come from
     the model code (Transformer Engine), which a ds_config cannot switch on."""
     if job.plan.precision == "fp8":
-        return "ds_config has no FP8 mode (only fp16/bf16 blocks); re-plan with --precision bf16 or use --format megatron"
+        return ("ds_config has no FP8 mode (only fp16/bf16 blocks); re-plan with --precision bf16 "
+                "or use --format megatron")
     return None
 
 

@@ -135,9 +135,9 @@ LOGGING_ARGS=(--log-interval 10 --eval-interval 1000 --eval-iters 10)"""
 
 
 def launch_sh(job: Job) -> str:
-    groups = plan_flags(job)
+    groups = {name: flags for name, flags in plan_flags(job).items() if flags}  # empty arrays trip set -u in bash < 4.4
     arrays = "\n".join(bash_array(name, flags) for name, flags in groups.items())
-    names = " ".join(f'"${{{n}[@]}}"' for n in [*groups, "TRAINING_ARGS", "DATA_ARGS", "LOGGING_ARGS"])
+    names = " \\\n  ".join(f'"${{{n}[@]}}"' for n in [*groups, "TRAINING_ARGS", "DATA_ARGS", "LOGGING_ARGS"])
     return f"""#!/usr/bin/env bash
 # Megatron-LM launch for {job.model.name}: {job.summary}.
 # Written by `planner emit`; see ../README.txt. Run it on every node with NODE_RANK=0..{job.nnodes - 1}.
@@ -147,15 +147,14 @@ DISTRIBUTED_ARGS=(
   --nproc_per_node {job.gpus_per_node} --nnodes {job.nnodes} --node_rank "${{NODE_RANK:-0}}"
   --master_addr "${{MASTER_ADDR:-127.0.0.1}}" --master_port "${{MASTER_PORT:-29500}}"
 )
-# Not in the model spec, so Megatron's defaults apply (LayerNorm, learned absolute positions,
-# biases); a Llama-style model adds --normalization RMSNorm --position-embedding-type rope
-# --disable-bias-linear here.
-ARCH_ARGS=()
+# Not in the model spec, so Megatron's defaults apply (LayerNorm, learned absolute positions, biases);
+# for a Llama-style model append: --normalization RMSNorm --position-embedding-type rope --disable-bias-linear
+# (extra arguments to this script are passed on to pretrain_gpt.py).
 {arrays}
 {run_flags(job)}
 
 torchrun "${{DISTRIBUTED_ARGS[@]}}" "$MEGATRON_LM/pretrain_gpt.py" \\
-  "${{ARCH_ARGS[@]}}" {names} "$@"
+  {names} "$@"
 """
 
 

@@ -22,7 +22,7 @@ def zero_stage(job: Job) -> Optional[str]:
     if job.plan.zero_stage >= 2:
         return (f"ZeRO stage {job.plan.zero_stage}: Megatron-LM's distributed optimizer shards optimizer "
                 "states only (ZeRO-1); gradient/parameter sharding needs Megatron-FSDP, which planner does "
-                "not emit (use --format deepspeed or re-plan with --zero 0/1)")
+                "not emit")
     return None
 
 

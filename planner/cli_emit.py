@@ -1,0 +1,75 @@
+"""`planner emit PLAN.json --format deepspeed|megatron|all --out DIR`: launch files for one estimate."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from .errors import PlannerError
+
+DESCRIPTION = """Write launch files for one plan: DeepSpeed (ds_config.json, hostfile, launch.sh) and/or
+Megatron-LM (launch.sh running pretrain_gpt.py under torchrun), plus README.txt. A plan the
+framework would reject is refused, naming the rule. Existing files are kept unless --force."""
+
+
+def read_estimate(ref: str) -> dict:
+    """One estimate object from a file, or from stdin for '-'."""
+    try:
+        text = sys.stdin.read() if ref == "-" else Path(ref).read_text()
+    except OSError as exc:
+        raise PlannerError(f"{ref}: cannot read ({exc.strerror})") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise PlannerError(f"{ref}: not valid JSON at line {exc.lineno}") from None
+    if isinstance(data, list):
+        raise PlannerError(f"{ref}: holds a list of {len(data)} estimates; pass one (e.g. jq '.[0]')")
+    if not isinstance(data, dict) or "plan" not in data:
+        raise PlannerError(f"{ref}: expected one estimate object from `planner estimate --json`")
+    return data
+
+
+def model_for(args: argparse.Namespace, estimate: dict):
+    """--model, else the estimate's model name looked up in the catalog."""
+    from . import loading
+
+    ref = args.model or estimate.get("model")
+    if not ref:
+        raise PlannerError("PLAN.json names no model; pass --model MODEL")
+    if not args.model and ref not in loading.model_catalog():
+        raise PlannerError(f"model '{ref}' of PLAN.json is not in the catalog; "
+                           "pass --model with its YAML or config.json")
+    return loading.load_model_spec(ref, args.seq_length)
+
+
+def cmd_emit(args: argparse.Namespace) -> int:
+    from .emit import EmitOptions, emit_files
+
+    estimate = read_estimate(args.plan)
+    options = EmitOptions(gpus_per_node=args.gpus_per_node, offload_optimizer=args.offload_optimizer,
+                          offload_param=args.offload_param, nvme_path=args.nvme_path)
+    written = emit_files(model_for(args, estimate), estimate, args.format, args.out, args.force, options)
+    if estimate.get("fits") is False:
+        print("planner: warning: the estimate predicts this plan does not fit in GPU memory", file=sys.stderr)
+    for path in written:
+        print(path)
+    return 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("emit", help="write DeepSpeed / Megatron-LM launch files for one plan",
+                       description=DESCRIPTION)
+    p.add_argument("plan", metavar="PLAN.json", help="one estimate object from `planner estimate --json` ('-' = stdin)")
+    p.add_argument("--format", required=True, choices=["deepspeed", "megatron", "all"])
+    p.add_argument("--out", required=True, metavar="DIR", help="output folder (created if missing)")
+    p.add_argument("--force", action="store_true", help="overwrite existing files")
+    p.add_argument("--model", help="model YAML, HF config.json or catalog name "
+                                   "(default: PLAN.json's model, from the catalog)")
+    p.add_argument("--seq-length", type=int, help="the --seq-length the estimate was made with, if any")
+    p.add_argument("--gpus-per-node", type=int, help="GPUs per node (default: the catalog cluster's, else 8)")
+    g = p.add_argument_group("DeepSpeed offload (not in the cost model)")
+    g.add_argument("--offload-optimizer", default="none", choices=["none", "cpu", "nvme"])
+    g.add_argument("--offload-param", default="none", choices=["none", "cpu", "nvme"], help="ZeRO-3 only")
+    g.add_argument("--nvme-path", help="folder on local NVMe for nvme offload")
+    p.set_defaults(func=cmd_emit)

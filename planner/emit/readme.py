@@ -1,0 +1,80 @@
+"""README.txt for an emit folder: the plan, what planner predicts for it, how to launch."""
+from __future__ import annotations
+
+from .job import Job
+
+GIB = 2**30
+
+
+def plan_lines(job: Job) -> list[str]:
+    p = job.plan
+    return [
+        "Plan",
+        f"  tp {p.tp}, pp {p.pp}, vpp {p.vpp}, dp {p.dp}; ZeRO stage {p.zero_stage}",
+        f"  micro batch {p.micro_batch_size}, global batch {p.global_batch_size} "
+        f"({p.grad_accum_steps} micro-batches per step per pipeline)",
+        f"  recompute {p.recompute}, sequence parallel {'on' if p.sequence_parallel else 'off'}, "
+        f"precision {p.precision}, gradients reduced in {job.grad_dtype}",
+        f"  DP sync overlapped with backward: {'yes' if p.overlap_dp_comm else 'no'}; "
+        f"flash attention: {'yes' if p.flash_attention else 'no'}",
+    ]
+
+
+def prediction_lines(job: Job) -> list[str]:
+    e, out = job.estimate, ["Predicted by planner's cost model"]
+    if e.get("step_time_s"):
+        mfu = f", MFU {100 * e['mfu']:.1f}%" if e.get("mfu") is not None else ""
+        out.append(f"  step time {e['step_time_s']:.2f} s, {e.get('tokens_per_s', 0):,.0f} tokens/s{mfu}")
+    if e.get("memory_per_gpu_bytes"):
+        cap = e.get("memory_capacity_bytes")
+        of = f" of {cap / GIB:.1f} GiB" if cap else ""
+        fits = "" if e.get("fits") is None else (" (fits)" if e["fits"] else " (DOES NOT FIT: expect out-of-memory)")
+        out.append(f"  memory per GPU {e['memory_per_gpu_bytes'] / GIB:.1f} GiB{of}{fits}")
+    training = e.get("training") or {}
+    if training.get("steps"):
+        out.append(f"  {training['steps']:,} steps to train {training['training_tokens']:.3g} tokens")
+    return out if len(out) > 1 else []
+
+
+def launch_lines(job: Job, frameworks: list[str]) -> list[str]:
+    out = ["How to launch"]
+    if "deepspeed" in frameworks:
+        out += ["  DeepSpeed: put your node names in deepspeed/hostfile, then",
+                "    TRAIN_SCRIPT=path/to/train.py bash deepspeed/launch.sh [script arguments]"]
+    if "megatron" in frameworks:
+        rank = "NODE_RANK=0" if job.nnodes == 1 else f"NODE_RANK=<0..{job.nnodes - 1}> MASTER_ADDR=<node 0>"
+        out += [f"  Megatron-LM: on {'the node' if job.nnodes == 1 else f'each of the {job.nnodes} nodes'}:",
+                f"    MEGATRON_LM=path/to/Megatron-LM {rank} bash megatron/launch.sh"]
+    return out
+
+
+def note_lines(job: Job, frameworks: list[str]) -> list[str]:
+    p, o, notes = job.plan, job.options, []
+    if "deepspeed" in frameworks:
+        if p.tp > 1 or p.pp > 1 or p.sequence_parallel:
+            notes.append("DeepSpeed: tensor/pipeline/sequence parallelism are set in the training script (e.g. "
+                         "Megatron-DeepSpeed flags); ds_config holds the batch, ZeRO and precision settings, with "
+                         "train_batch_size counted over dp = GPUs/(tp*pp).")
+        if p.recompute != "none":
+            notes.append(f"DeepSpeed: {p.recompute} recompute is the model code's job; activation_checkpointing only "
+                         "configures deepspeed.checkpointing, which the model must call (Megatron-DeepSpeed does; "
+                         "Hugging Face models: gradient_checkpointing_enable()).")
+        if o.offload_optimizer != "none" or o.offload_param != "none":
+            notes.append("DeepSpeed: offload is on; the cost model does not model it, so step time and memory "
+                         "above are without offload. With offload_optimizer use DeepSpeedCPUAdam or a config "
+                         "optimizer block (DeepSpeed refuses other client optimizers with ZeRO-Offload: "
+                         "runtime/engine.py).")
+        if p.stage_layers and len(set(p.stage_layers)) > 1:
+            notes.append("DeepSpeed: the uneven layer split is chosen in code (PipelineModule partition_method).")
+    return ["Notes"] + [f"  - {n}" for n in notes] if notes else []
+
+
+def readme(job: Job, frameworks: list[str], files: list[str]) -> str:
+    e = job.estimate
+    where = f" on {e['cluster']}" if e.get("cluster") else ""
+    gpu = f" x {e['gpu']}" if e.get("gpu") else " GPUs"
+    blocks = [[f"planner emit: launch files for {job.model.name}{where} ({job.num_gpus}{gpu}, "
+               f"{job.nnodes} node{'s' if job.nnodes > 1 else ''} of {job.gpus_per_node})"],
+              plan_lines(job), prediction_lines(job), ["Files"] + [f"  {f}" for f in files],
+              launch_lines(job, frameworks), note_lines(job, frameworks)]
+    return "\n\n".join("\n".join(b) for b in blocks if b) + "\n"

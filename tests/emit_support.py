@@ -1,0 +1,43 @@
+"""Helpers for the emit tests: models, estimate objects shaped like `planner estimate --json`."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from planner import plans
+from planner.emit import EmitOptions, build_job
+from planner.specs import ModelSpec, PlanSpec
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = Path(__file__).resolve().parent / "data" / "emit"
+
+
+def tiny(**kw) -> ModelSpec:
+    """A small GPT: 24 layers, 1024 hidden, 16 heads (kw overrides)."""
+    base = dict(name="tiny", num_layers=24, hidden_size=1024, num_attention_heads=16, vocab_size=32000,
+                seq_length=2048)
+    return ModelSpec(**{**base, **kw})
+
+
+def estimate(model: ModelSpec, **plan) -> dict:
+    """An estimate object with the plan as plan_to_dict writes it (no cost-model numbers)."""
+    spec = PlanSpec(**plan)
+    dp = spec.dp or 1
+    built = plans.build_plan(spec.model_copy(update={"dp": dp}), model, spec.tp * spec.pp * dp)
+    return {"model": model.name, "cluster": "test-cluster", "num_gpus": built.num_gpus,
+            "plan": plans.plan_to_dict(built)}
+
+
+def job(model: ModelSpec, options: EmitOptions | None = None, **plan):
+    return build_job(model, estimate(model, **plan), options)
+
+
+def table1_runs() -> list[dict]:
+    """Megatron-LM paper (Narayanan et al. 2021) Table 1 rows of validation/runs.yaml."""
+    runs = yaml.safe_load((ROOT / "validation" / "runs.yaml").read_text())
+    return [r for r in runs if r["group"] == "megatron-2021" and r["id"].startswith("megatron-t1-")]
+
+
+def run_model(run: dict) -> ModelSpec:
+    return ModelSpec(**run["model"])

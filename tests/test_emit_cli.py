@@ -1,0 +1,147 @@
+"""`planner emit`: files written, safe writing, one-line errors with exit code 2."""
+import json
+import os
+import subprocess
+
+import pytest
+
+from planner.cli import main
+from planner.emit import emit_files
+
+from emit_support import estimate, tiny
+
+MODEL_YAML = """name: tiny
+num_layers: 24
+hidden_size: 1024
+num_attention_heads: 16
+vocab_size: 32000
+seq_length: 2048
+"""
+
+
+def run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def inputs(tmp_path):
+    (tmp_path / "tiny.yaml").write_text(MODEL_YAML)
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps(estimate(tiny(), tp=2, dp=4, zero_stage=1, global_batch_size=32)))
+    return tmp_path
+
+
+def emit(capsys, inputs, *extra, fmt="all"):
+    return run(capsys, "emit", inputs / "plan.json", "--model", inputs / "tiny.yaml", "--format", fmt,
+               "--out", inputs / "out", *extra)
+
+
+def one_line_error(code, err, *needles):
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    for needle in needles:
+        assert needle in err
+
+
+def test_all_writes_both_frameworks_and_readme(capsys, inputs):
+    code, out, err = emit(capsys, inputs)
+    assert code == 0, err
+    names = sorted(str(p.relative_to(inputs / "out")) for p in (inputs / "out").rglob("*") if p.is_file())
+    assert names == ["README.txt", "deepspeed/ds_config.json", "deepspeed/hostfile", "deepspeed/launch.sh",
+                     "megatron/launch.sh"]
+    assert len(out.splitlines()) == 5
+    for script in ("deepspeed/launch.sh", "megatron/launch.sh"):
+        path = inputs / "out" / script
+        assert os.access(path, os.X_OK)
+        subprocess.run(["bash", "-n", str(path)], check=True)
+    readme = (inputs / "out" / "README.txt").read_text()
+    assert "tp 2, pp 1, vpp 1, dp 4; ZeRO stage 1" in readme and "bash megatron/launch.sh" in readme
+
+
+def test_single_format_writes_only_its_files(capsys, inputs):
+    assert emit(capsys, inputs, fmt="megatron")[0] == 0
+    assert not (inputs / "out" / "deepspeed").exists()
+    assert "deepspeed" not in (inputs / "out" / "README.txt").read_text().lower()
+
+
+def test_never_overwrites_without_force(capsys, inputs):
+    assert emit(capsys, inputs)[0] == 0
+    (inputs / "out" / "deepspeed" / "ds_config.json").write_text("mine")
+    code, _, err = emit(capsys, inputs)
+    one_line_error(code, err, "refusing to overwrite", "ds_config.json", "--force")
+    assert (inputs / "out" / "deepspeed" / "ds_config.json").read_text() == "mine"
+    assert emit(capsys, inputs, "--force")[0] == 0
+    assert json.loads((inputs / "out" / "deepspeed" / "ds_config.json").read_text())["train_batch_size"] == 32
+    assert not [p for p in (inputs / "out").rglob(".*tmp")]
+
+
+def test_refused_plan_writes_nothing(capsys, inputs):
+    (inputs / "plan.json").write_text(json.dumps(estimate(tiny(), dp=2, pp=2, vpp=2, global_batch_size=4)))
+    code, _, err = emit(capsys, inputs)
+    one_line_error(code, err, "DeepSpeed would reject", "no interleaved schedule", "--format megatron writes only")
+    assert not (inputs / "out").exists()
+
+
+def test_plan_both_frameworks_refuse(capsys, inputs):
+    (inputs / "plan.json").write_text(json.dumps(estimate(tiny(), dp=2, pp=2, zero_stage=2)))
+    code, _, err = emit(capsys, inputs)
+    one_line_error(code, err, "ZeRO-2 is incompatible with pipeline parallelism", "Megatron-LM would reject")
+    assert "writes only" not in err
+
+
+def test_catalog_model_by_name(capsys, tmp_path):
+    from planner.loading import load_model_spec
+    (tmp_path / "plan.json").write_text(json.dumps(estimate(load_model_spec("llama3-8b"), tp=2, dp=4)))
+    code, _, err = run(capsys, "emit", tmp_path / "plan.json", "--format", "megatron", "--out", tmp_path / "o")
+    assert code == 0, err
+
+
+@pytest.mark.parametrize("content,needle", [
+    ("[1, 2]", "list of 2 estimates"), ("{", "not valid JSON"), ('{"model": "tiny"}', "expected one estimate"),
+    ('{"model": "nope", "plan": {"dp": 1}}', "not in the catalog; pass --model")])
+def test_bad_plan_file(capsys, tmp_path, content, needle):
+    (tmp_path / "p.json").write_text(content)
+    code, _, err = run(capsys, "emit", tmp_path / "p.json", "--format", "all", "--out", tmp_path / "o")
+    one_line_error(code, err, needle)
+
+
+def test_model_and_sequence_mismatch(capsys, inputs):
+    other = inputs / "other.yaml"
+    other.write_text(MODEL_YAML.replace("name: tiny", "name: other"))
+    code, _, err = run(capsys, "emit", inputs / "plan.json", "--model", other, "--format", "all", "--out", inputs / "o")
+    one_line_error(code, err, "scored for model 'tiny'")
+    est = json.loads((inputs / "plan.json").read_text())
+    est.update(step_time_s=2.0, tokens_per_s=32 * 4096 / 2.0)  # scored with --seq-length 4096
+    (inputs / "plan.json").write_text(json.dumps(est))
+    one_line_error(*emit(capsys, inputs)[::2], "scored with seq_length 4096", "--seq-length 4096")
+    assert emit(capsys, inputs, "--seq-length", "4096")[0] == 0
+
+
+def test_gpus_per_node_must_fill_nodes(capsys, inputs):
+    one_line_error(*emit(capsys, inputs, "--gpus-per-node", "3")[::2], "do not fill whole nodes of 3")
+
+
+def test_emit_files_api(tmp_path):
+    paths = emit_files(tiny(), estimate(tiny(), dp=8), "deepspeed", tmp_path, force=False)
+    assert sorted(p.name for p in paths) == ["README.txt", "ds_config.json", "hostfile", "launch.sh"]
+
+
+def test_estimate_json_round_trip(capsys, tmp_path):
+    """The real `planner estimate --json` output is accepted as PLAN.json."""
+    code, out, err = run(capsys, "estimate", "llama3-8b", "dgx-h100", "--gpus", "16", "--tp", "2", "--gbs", "64",
+                         "--zero", "1", "--json")
+    assert code == 0, err
+    (tmp_path / "plan.json").write_text(out)
+    code, _, err = run(capsys, "emit", tmp_path / "plan.json", "--format", "all", "--out", tmp_path / "o")
+    assert code == 0, err
+    cfg = json.loads((tmp_path / "o" / "deepspeed" / "ds_config.json").read_text())
+    assert (cfg["train_batch_size"], cfg["gradient_accumulation_steps"]) == (64, 8)
+
+
+def test_offload_is_refused_for_megatron_only(capsys, inputs):
+    one_line_error(*emit(capsys, inputs, "--offload-optimizer", "cpu", fmt="megatron")[::2], "DeepSpeed settings")
+    assert emit(capsys, inputs, "--offload-optimizer", "cpu", fmt="all")[0] == 0
+    cfg = json.loads((inputs / "out" / "deepspeed" / "ds_config.json").read_text())
+    assert cfg["zero_optimization"]["offload_optimizer"] == {"device": "cpu", "pin_memory": True}
+    assert "offload is on" in (inputs / "out" / "README.txt").read_text()
