@@ -91,17 +91,38 @@ def stage_activation_bytes(model: Model, plan: Plan, layers: int, stage: int) ->
     return total
 
 
-def stage_cost(model: Model, cluster: Cluster, plan: Plan, layers: int, stage: int, eff: Efficiency) -> StageCost:
-    """Seconds per micro-batch and bytes for one GPU of pipeline stage `stage` holding `layers` layers."""
+@dataclass(frozen=True)
+class StageKernels:
+    """What every stage of one plan shares; step.stage_costs computes it once per plan.
+
+    Reads only plan.tp, micro_batch_size, sequence_parallel, flash_attention and precision (and the
+    cluster), so the plan search (planner/search/tables.py) reuses one per such combination."""
+
+    eff: Efficiency  # with the cluster's matmul_efficiency_scale applied
+    layer: compute.LayerTimes
+    logits_seconds: float
+    tp_allreduce_seconds: float
+
+
+def stage_kernels(model: Model, cluster: Cluster, plan: Plan, eff: Efficiency) -> StageKernels:
     gpu, b, t = cluster.gpu, plan.micro_batch_size, plan.tp
     eff = compute.scale_matmul_efficiency(eff, cluster.matmul_efficiency_scale)
     lt = compute.layer_times(model, b, t, plan.sequence_parallel, plan.flash_attention, gpu, plan.precision, eff)
+    return StageKernels(eff, lt, compute.logits_seconds(model, b, t, gpu, plan.precision, eff),
+                        tp_allreduce_seconds(model, cluster, plan, eff))
+
+
+def stage_cost(model: Model, cluster: Cluster, plan: Plan, layers: int, stage: int, eff: Efficiency,
+               kernels: StageKernels | None = None) -> StageCost:
+    """Seconds per micro-batch and bytes for one GPU of pipeline stage `stage` holding `layers` layers."""
+    k = kernels or stage_kernels(model, cluster, plan, eff)
+    eff, lt = k.eff, k.layer
     compute_s = layers * (lt.forward_seconds + lt.backward_seconds + eff.layer_overhead_seconds)
     if stage == plan.pp - 1:
-        compute_s += compute.logits_seconds(model, b, t, gpu, plan.precision, eff)
+        compute_s += k.logits_seconds
     replay = {"full": lt.forward_seconds, "selective": lt.attention_forward_seconds,
               "op": lt.op_replay_seconds}.get(plan.recompute, 0.0)
-    ar = tp_allreduce_seconds(model, cluster, plan, eff)
+    ar = k.tp_allreduce_seconds
     per_layer_ar = 4 + (2 if plan.recompute == "full" else 0)
     edge_ar = (stage == 0) + (stage == plan.pp - 1)  # vocab-parallel embedding / output layer
     return StageCost(

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from . import compute, dataparallel, dollars, memory, pipeline, topology
 from .flops import embedding_parameters, hardware_flops_per_step, model_flops_per_step, parameters_per_layer
-from .stage import StageCost, stage_cost
+from .stage import StageCost, stage_cost, stage_kernels
 from .types import Cluster, Efficiency, Model, Plan
 
 TIME_PARTS = ("compute", "recompute", "tp_comm", "pp_comm", "pp_bubble", "dp_comm_exposed", "optimizer", "overhead")
@@ -48,7 +48,8 @@ def chunk_layers(model: Model, plan: Plan) -> tuple[int, ...]:
 
 def stage_costs(model: Model, cluster: Cluster, plan: Plan, eff: Efficiency) -> list[StageCost]:
     per_rank = pipeline.stage_layer_counts(chunk_layers(model, plan), plan.pp, plan.vpp)
-    return [stage_cost(model, cluster, plan, layers, r, eff) for r, layers in enumerate(per_rank)]
+    kernels = stage_kernels(model, cluster, plan, eff)
+    return [stage_cost(model, cluster, plan, layers, r, eff, kernels) for r, layers in enumerate(per_rank)]
 
 
 def memory_breakdown(model: Model, plan: Plan, stage: StageCost, eff: Efficiency) -> dict[str, float]:
