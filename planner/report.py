@@ -51,6 +51,8 @@ def to_dict(s: Scored) -> dict:
         "cluster": s.cluster.name,
         "gpu": s.cluster.gpu.name,
         "num_gpus": s.cluster.num_gpus,
+        "gpus_per_node": s.cluster.gpus_per_node,
+        "seq_length": s.model.seq_length,
         "plan": plan_to_dict(s.plan),
         "step_time_s": e.step_time_seconds,
         "tokens_per_s": e.tokens_per_second,
