@@ -109,6 +109,7 @@ def command_registrars() -> list:
     """One `register(subparsers)` per command; each command module adds its own line here."""
     registrars = [register_estimate]
     # command registrations (one line each, keep this marker):
+    from . import cli_suggest; registrars.append(cli_suggest.register)  # noqa: E702
     from . import cli_calibrate; registrars.append(cli_calibrate.register)  # noqa: E702
     from . import cli_emit; registrars.append(cli_emit.register)  # noqa: E702
     from . import cli_validate; registrars.append(cli_validate.register)  # noqa: E702

@@ -1,0 +1,69 @@
+"""Best-first tabling: table only the layouts whose lower bound can still reach the top K.
+
+Lower bound of every plan of a layout: its pipeline flush with no recompute and with sequence
+parallel (when the layout allows them), plus the fixed overhead; the exposed DP sync and the
+optimizer step are >= 0. It holds because, in the cost model, for a fixed layout and precision:
+  * recompute only adds time (stage.stage_cost: recompute_seconds >= 0, 6 instead of 4 TP
+    collectives per layer under full recompute; compute and p2p do not depend on it);
+  * sequence parallel never adds time (same TP ring cost, less elementwise HBM traffic), and the
+    flush (pipeline.pipeline_seconds) grows with every stage's time.
+tests/test_search_tables.py checks both facts on random plans. Layouts are tabled in increasing
+bound order until the next bound exceeds the K-th best layout group's best fitting step time;
+no layout left out can then enter the top K (its plans are all slower than K other groups' best).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .space import Knobs, Space
+from .tables import Candidate, LayoutTables, TableContext
+
+
+@dataclass(frozen=True)
+class Tabled:
+    candidates: list[Candidate]
+    layouts_tabled: int
+    layouts_bounded: int
+
+
+def lower_bound(tables: LayoutTables, knobs: tuple[Knobs, ...]) -> float:
+    """A step time no plan of the layout beats (seconds)."""
+    rcs = {k.recompute for k in knobs}
+    sps = {k.sp for k in knobs}
+    rc_options = {"none"} if "none" in rcs else rcs
+    sp_options = {True} if True in sps else sps
+    keys = {(k.recompute, k.sp, k.precision) for k in knobs if k.recompute in rc_options and k.sp in sp_options}
+    flush = min(tables.pipe(rc, sp, prec).flush_seconds for rc, sp, prec in keys)
+    return flush + tables.ctx.eff.step_overhead_seconds
+
+
+def kth_best(best: dict[tuple, float], k: int) -> float:
+    if len(best) < k:
+        return math.inf
+    return sorted(best.values())[k - 1]
+
+
+def table_best_first(space: Space, ctx: TableContext, capacity_bytes: float, k: int) -> Tabled:
+    """Candidates of every layout that may hold one of the K best layout groups' best fitting plans."""
+    tables = {lay: LayoutTables(ctx, lay) for lay in space.knobs}
+    order = sorted((lower_bound(tables[lay], knobs), lay) for lay, knobs in space.knobs.items())
+    best: dict[tuple, float] = {}
+    out: list[Candidate] = []
+    threshold, tabled = math.inf, 0
+    for bound, lay in order:
+        if bound > threshold:
+            break
+        tabled += 1
+        for c in tables[lay].candidates(space.knobs[lay]):
+            out.append(c)
+            if c.peak_memory_bytes <= capacity_bytes and c.step_seconds < best.get(lay.group, math.inf):
+                best[lay.group] = c.step_seconds
+                threshold = kth_best(best, k)
+    return Tabled(out, tabled, len(order))
+
+
+def table_all(space: Space, ctx: TableContext) -> list[Candidate]:
+    """Every plan of the space, tabled (no bound)."""
+    return [c for lay, knobs in space.knobs.items() for c in LayoutTables(ctx, lay).candidates(knobs)]
+

@@ -1,0 +1,106 @@
+"""One-line reasons when the search has nothing to suggest, and what would change that.
+
+Either no layout is legal (a divisibility or framework rule excludes every (tp, pp) split), or
+none fits in memory: then the line gives the smallest memory any plan needs against the usable
+GPU memory, and what would make it fit (more GPUs, found by re-checking the space at 2x, 4x, ...
+the GPU count; a larger GPU; ZeRO-3 or full recompute when the space excluded them).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import Iterable
+
+from costmodel import types as cm
+
+from .space import Knobs, Layout, Space, SearchSpec, build_space
+from .tables import LayoutTables, TableContext
+
+GIB = 2**30
+MAX_GPU_DOUBLINGS = 12
+
+
+def label(lay: Layout, k: Knobs) -> str:
+    vpp = f", vpp {lay.vpp}" if lay.vpp > 1 else ""
+    return (f"tp {lay.tp}, pp {lay.pp}, dp {lay.dp}{vpp}, mbs {lay.mbs}, ZeRO {k.zero}, "
+            f"recompute {k.recompute}{', SP' if k.sp else ''}")
+
+
+def rule_kinds(rejected) -> list[tuple[str, int]]:
+    """Rejection reasons grouped by rule (numbers masked), most frequent first, with one example each."""
+    kinds: dict[str, list] = {}
+    for reason, count in rejected.items():
+        entry = kinds.setdefault(re.sub(r"\d+", "N", reason), [0, reason])
+        entry[0] += count
+    return sorted(((example, n) for n, example in kinds.values()), key=lambda e: -e[1])
+
+
+def nothing_legal(space: Space) -> str:
+    spec = space.spec
+    fixed = ", ".join(f"{k}={v}" for k, v in spec.fixed.items())
+    where = f" with --fix {fixed}" if fixed else ""
+    if not space.rejected:
+        return f"no legal layout for {spec.cluster.num_gpus} GPUs{where}: no (tp, pp, dp) split of the GPUs matches"
+    kinds = "; ".join(f"{example} ({n} split{'s' if n > 1 else ''})" for example, n in rule_kinds(space.rejected)[:3])
+    return (f"no legal layout for {spec.cluster.num_gpus} GPUs{where}: every (tp, pp) split breaks a rule: {kinds}; "
+            "try another GPU count, --gbs or --framework")
+
+
+def min_memory_bytes(spec: SearchSpec, eff: cm.Efficiency) -> float:
+    """Smallest peak memory of the space's plans with the smallest micro-batch and no interleaving."""
+    space = build_space(spec)
+    if not space.knobs:
+        return float("inf")
+    ctx = TableContext(spec, eff)
+    small = min(lay.mbs for lay in space.knobs)
+    return min((c.peak_memory_bytes for lay, knobs in space.knobs.items() if lay.mbs == small and lay.vpp == 1
+                for c in LayoutTables(ctx, lay).candidates(knobs)), default=float("inf"))
+
+
+def gpus_that_fit(spec: SearchSpec, capacity: float, eff: cm.Efficiency) -> int | None:
+    fixed = {k: v for k, v in spec.fixed.items() if k != "dp"}
+    for i in range(1, MAX_GPU_DOUBLINGS + 1):
+        n = spec.cluster.num_gpus * 2**i
+        bigger = replace(spec, cluster=replace(spec.cluster, num_gpus=n), fixed=fixed)
+        if min_memory_bytes(bigger, eff) <= capacity:
+            return n
+    return None
+
+
+def remedies(space: Space, best: Knobs, need: float, capacity: float, fraction: float, eff: cm.Efficiency) -> list[str]:
+    spec = space.spec
+    gpu = spec.cluster.gpu.memory_bytes
+    out = []
+    n = gpus_that_fit(spec, capacity, eff)
+    if n:
+        out.append(f"{n} GPUs")
+    out.append(f"a GPU with >= {need / fraction / GIB:.0f} GiB")
+    knobs = {k for ks in space.knobs.values() for k in ks}
+    if best.zero < 3 and not any(k.zero == 3 for k in knobs):
+        out.append("ZeRO-3 (--framework/--fix exclude it)")
+    if best.recompute != "full" and not any(k.recompute == "full" for k in knobs):
+        out.append("full recompute (--framework/--fix exclude it)")
+    if fraction < 1 and need <= gpu:
+        out.append(f"--max-memory-fraction {need / gpu:.2f}")
+    return out
+
+
+def _message(space: Space, lay: Layout, k: Knobs, need: float, capacity: float, fraction: float,
+             eff: cm.Efficiency) -> str:
+    gpu = space.spec.cluster.gpu
+    fix = ", ".join(remedies(space, k, need, capacity, fraction, eff))
+    return (f"no plan fits in memory: the smallest needs {need / GIB:.1f} GiB per GPU ({label(lay, k)}) but "
+            f"{gpu.name} gives {capacity / GIB:.1f} GiB ({gpu.memory_bytes / GIB:.0f} GiB x {fraction:g}); "
+            f"it would fit with {fix}")
+
+
+def nothing_fits(space: Space, candidates: Iterable, capacity: float, fraction: float, eff: cm.Efficiency) -> str:
+    """For tabled candidates (tables.Candidate)."""
+    c = min(candidates, key=lambda c: (c.peak_memory_bytes, c.layout, c.knobs))
+    return _message(space, c.layout, c.knobs, c.peak_memory_bytes, capacity, fraction, eff)
+
+
+def nothing_fits_scored(space: Space, scored: Iterable, capacity: float, fraction: float, eff: cm.Efficiency) -> str:
+    """For enumerated plans (enumerate.Scored)."""
+    s = min(scored, key=lambda s: (s.est.memory_per_gpu_bytes, s.layout, s.knobs))
+    return _message(space, s.layout, s.knobs, s.est.memory_per_gpu_bytes, capacity, fraction, eff)

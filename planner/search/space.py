@@ -1,0 +1,171 @@
+"""The search space: every legal layout (tp, pp, dp, vpp, micro-batch) and, per layout, every knob
+combination (ZeRO stage, recompute, sequence parallel, precision, gradient dtype) some framework runs.
+
+Legal = the cost model's structural rules (costmodel/rules.plan_violations), TP inside one NVLink
+domain (costmodel/topology.tp_crosses_network), the framework filter (frameworks.py) and the user's
+--fix values. dp follows from tp*pp*dp = GPUs; the global batch is fixed, so the micro-batch size
+also fixes gradient accumulation (gas = gbs / (mbs*dp)). Layer splits are the cost model's default
+(pipeline.default_chunk_layers: first/last chunk lighter when the layers do not divide).
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from itertools import product
+from typing import Iterator, Mapping
+
+from costmodel import types as cm
+from costmodel.rules import plan_violations
+from costmodel.topology import domain_size, tp_crosses_network
+
+from . import frameworks
+
+ZERO_STAGES = (0, 1, 2, 3)
+
+
+@dataclass(frozen=True, order=True)
+class Layout:
+    tp: int
+    pp: int
+    dp: int
+    vpp: int
+    mbs: int
+
+    @property
+    def group(self) -> tuple[int, int, int]:
+        """What makes two plans 'distinct layouts' in the top K: (tp, pp, dp)."""
+        return (self.tp, self.pp, self.dp)
+
+
+@dataclass(frozen=True, order=True)
+class Knobs:
+    zero: int
+    recompute: str
+    sp: bool
+    precision: str
+    grad: str  # gradient communication dtype; "" = the precision's default (Plan.grad_comm_dtype)
+
+
+@dataclass(frozen=True)
+class SearchSpec:
+    """What to search: the job (model, cluster with its GPU count, global batch) and the user's limits."""
+
+    model: cm.Model
+    cluster: cm.Cluster
+    global_batch_size: int
+    frameworks: tuple[str, ...] = frameworks.FRAMEWORKS
+    precisions: tuple[str, ...] = ("bf16",)
+    grad_dtypes: tuple[str, ...] = ("",)
+    fixed: Mapping[str, object] = field(default_factory=dict)  # Layout/Knobs field name -> value
+    flash_attention: bool = True
+    overlap_dp_comm: bool = True
+    overlap_pp_comm: bool = True
+
+
+@dataclass(frozen=True)
+class Space:
+    spec: SearchSpec
+    knobs: dict[Layout, tuple[Knobs, ...]]  # every legal layout -> its legal knob combinations
+    rejected: Counter  # reason -> how many (tp, pp) splits it excluded (for the "nothing is legal" line)
+
+    @property
+    def layouts(self) -> list[Layout]:
+        return list(self.knobs)
+
+    @property
+    def size(self) -> int:
+        """Number of plans in the space (layouts x their knob combinations)."""
+        return sum(len(k) for k in self.knobs.values())
+
+
+def divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def plan_for(spec: SearchSpec, lay: Layout, knobs: Knobs | None = None) -> cm.Plan:
+    """The cost-model plan of a layout and knob combination (default knobs: ZeRO 0, no recompute)."""
+    k = knobs or Knobs(0, "none", False, spec.precisions[0], "")
+    return cm.Plan(tp=lay.tp, pp=lay.pp, dp=lay.dp, vpp=lay.vpp, micro_batch_size=lay.mbs,
+                   global_batch_size=spec.global_batch_size, zero_stage=k.zero, recompute=k.recompute,
+                   sequence_parallel=k.sp, precision=k.precision, grad_dtype=k.grad,
+                   flash_attention=spec.flash_attention, overlap_dp_comm=spec.overlap_dp_comm,
+                   overlap_pp_comm=spec.overlap_pp_comm)
+
+
+def _fixed_ok(spec: SearchSpec, obj: object) -> bool:
+    return all(getattr(obj, name) == value for name, value in spec.fixed.items() if hasattr(obj, name))
+
+
+def split_violations(spec: SearchSpec, tp: int, pp: int) -> list[str]:
+    """Why the (tp, pp) split cannot run at all (checked on vpp 1, micro-batch 1), empty if it can."""
+    n = spec.cluster.num_gpus
+    lay = Layout(tp, pp, n // (tp * pp), 1, 1)
+    plan = plan_for(spec, lay)
+    broken = plan_violations(spec.model, spec.cluster, plan)
+    if tp_crosses_network(plan, spec.cluster):
+        broken.append(f"tp ({tp}) must stay inside one NVLink domain ({domain_size(spec.cluster)} GPUs)")
+    return broken
+
+
+def candidate_layouts(spec: SearchSpec, tp: int, pp: int) -> Iterator[Layout]:
+    """Every (vpp, micro-batch) for a legal (tp, pp) split, before framework rules."""
+    dp = spec.cluster.num_gpus // (tp * pp)
+    max_vpp = spec.model.num_layers // pp if pp > 1 else 1
+    for vpp in range(1, max_vpp + 1):
+        for mbs in divisors(spec.global_batch_size // dp):
+            yield Layout(tp, pp, dp, vpp, mbs)
+
+
+def layout_frameworks(spec: SearchSpec, lay: Layout) -> tuple[str, ...]:
+    """Frameworks (among those selected) that can run the layout."""
+    plan = plan_for(spec, lay)
+    return tuple(f for f in spec.frameworks if frameworks.layout_violation(f, spec.model, plan) is None)
+
+
+def knob_combinations(spec: SearchSpec, fws: tuple[str, ...], tp: int, pp: int) -> tuple[Knobs, ...]:
+    """Union over `fws` of the knob combinations each runs, within the user's options and fixes."""
+    out: set[Knobs] = set()
+    for fw in fws:
+        ks = frameworks.knob_sets(fw, tp > 1, pp > 1)
+        for zero, rc, sp, prec in product(ks.zero, ks.recompute, ks.sequence_parallel, ks.precision):
+            if (sp and tp == 1) or prec not in spec.precisions:
+                continue
+            for grad in spec.grad_dtypes:  # "" = the framework's own 16-bit/fp32 default: always legal
+                if not grad or grad in ks.grad(prec):
+                    out.add(Knobs(zero, rc, sp, prec, grad))
+    return tuple(sorted(k for k in out if _fixed_ok(spec, k)))
+
+
+def _split_fixed_ok(spec: SearchSpec, tp: int, pp: int) -> bool:
+    dp = spec.cluster.num_gpus // (tp * pp)
+    return all(spec.fixed.get(name, value) == value for name, value in (("tp", tp), ("pp", pp), ("dp", dp)))
+
+
+def build_space(spec: SearchSpec) -> Space:
+    """All legal layouts with their knob combinations; `rejected` counts why (tp, pp) splits fell out."""
+    n = spec.cluster.num_gpus
+    knobs: dict[Layout, tuple[Knobs, ...]] = {}
+    rejected: Counter = Counter()
+    combos: dict[tuple, tuple[Knobs, ...]] = {}
+    for tp in divisors(n):
+        for pp in divisors(n // tp):
+            if not _split_fixed_ok(spec, tp, pp):
+                continue
+            broken = split_violations(spec, tp, pp)
+            if broken:
+                rejected[broken[0]] += 1
+                continue
+            before = len(knobs)
+            for lay in candidate_layouts(spec, tp, pp):
+                if not _fixed_ok(spec, lay):
+                    continue
+                fws = layout_frameworks(spec, lay)
+                key = (fws, tp > 1, pp > 1)
+                if key not in combos:
+                    combos[key] = knob_combinations(spec, fws, tp, pp)
+                if combos[key]:
+                    knobs[lay] = combos[key]
+            if len(knobs) == before:
+                rejected[f"no selected framework ({', '.join(spec.frameworks)}) runs tp {tp} x pp {pp} "
+                         "with the allowed knobs"] += 1
+    return Space(spec, knobs, rejected)

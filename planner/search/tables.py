@@ -1,0 +1,177 @@
+"""Cost-model tables for the search: every number comes from a costmodel.step function.
+
+For one layout, each term is evaluated over the knobs it depends on (step.py's own split):
+  pipeline flush   step.pipeline_parts(stage costs)          layout x (recompute, SP, precision)
+  DP/ZeRO total    step.dp_sync_total_seconds(critical)      layout x (ZeRO, precision, grad, recompute)
+  tied embedding   step.embedding_sync_seconds               layout x (precision, grad)
+  overlap window   step.dp_overlap_window_seconds(critical)  layout x all knobs (cheap)
+  exposed          dataparallel.dp_exposed_seconds(total, window) + tied, as step.dp_costs composes it
+  optimizer        step.optimizer_step_seconds(critical)     layout x ZeRO (x the pipe key)
+  memory           step.memory_breakdown per memory-candidate stage (step.memory_candidate_stages):
+                   model states + gather buffers over (ZeRO, precision, grad) with the stage's
+                   activations set to 0, plus the activations x d(memory)/d(activations)
+and composed as step.estimate composes them (step = flush + exposed + optimizer + overhead).
+Facts of the cost model that make this fast; tests/test_search_tables.py checks each against
+step.estimate / step.stage_costs on random plans, so a cost-model change that breaks one fails there:
+  * a stage's time parts, parameters and layers depend on its rank only through its layer count and
+    whether it is the first or last stage (stage.stage_cost), so one stage_cost per such class
+    stands for all ranks of the class, and the class's lowest rank is exactly the rank
+    step.memory_candidate_stages picks for memory;
+  * stage.stage_kernels reads only tp, micro-batch, SP, flash and precision, so one per such
+    combination serves every layout (KernelCache);
+  * memory_breakdown's total is affine in the stage's activation bytes (the overhead term), and
+    its other parts read only ZeRO, precision and gradient dtype from the knobs.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from costmodel import dataparallel, pipeline, step
+from costmodel import types as cm
+from costmodel.stage import StageCost, StageKernels, stage_cost, stage_kernels
+
+from .space import Knobs, Layout, SearchSpec, plan_for
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One plan of the space with its tabled step time (by part) and memory per candidate stage."""
+
+    layout: Layout
+    knobs: Knobs
+    flush_seconds: float  # pipeline_parts summed: compute, recompute, TP, PP p2p, bubble
+    dp_exposed_seconds: float
+    optimizer_seconds: float
+    overhead_seconds: float
+    memory_bytes: tuple[float, ...]  # one entry per memory-candidate stage
+
+    @property
+    def step_seconds(self) -> float:
+        return self.flush_seconds + self.dp_exposed_seconds + self.optimizer_seconds + self.overhead_seconds
+
+    @property
+    def peak_memory_bytes(self) -> float:
+        return max(self.memory_bytes)
+
+
+@dataclass(frozen=True)
+class PipeEntry:
+    """Stage costs of one layout for one (recompute, SP, precision)."""
+
+    flush_seconds: float
+    critical: StageCost  # step.dp_critical_stage
+    slots: tuple[StageCost, ...]  # the memory-candidate stages
+
+
+class KernelCache:
+    """stage.stage_kernels per (tp, micro-batch, SP, flash, precision): the only plan fields it reads."""
+
+    def __init__(self, spec: SearchSpec, eff: cm.Efficiency):
+        self.spec, self.eff, self.table = spec, eff, {}
+
+    def get(self, plan: cm.Plan) -> StageKernels:
+        key = (plan.tp, plan.micro_batch_size, plan.sequence_parallel, plan.flash_attention, plan.precision)
+        if key not in self.table:
+            self.table[key] = stage_kernels(self.spec.model, self.spec.cluster, plan, self.eff)
+        return self.table[key]
+
+
+def rank_classes(model: cm.Model, plan: cm.Plan) -> tuple[tuple[int, ...], list[tuple[int, int]]]:
+    """Per rank, the index of its (layers, first, last) class; per class, (layers, lowest rank)."""
+    per_rank = pipeline.stage_layer_counts(step.chunk_layers(model, plan), plan.pp, plan.vpp)
+    index: dict[tuple, int] = {}
+    reps: list[tuple[int, int]] = []
+    of_rank = []
+    for r, layers in enumerate(per_rank):
+        key = (layers, r == 0, r == plan.pp - 1)
+        if key not in index:
+            index[key] = len(reps)
+            reps.append((layers, r))
+        of_rank.append(index[key])
+    return tuple(of_rank), reps
+
+
+def class_stage_costs(model: cm.Model, cluster: cm.Cluster, plan: cm.Plan, eff: cm.Efficiency,
+                      kernels: StageKernels | None = None, classes: tuple | None = None) -> list[StageCost]:
+    """step.stage_costs, with one stage_cost call per (layers, first, last) class of ranks (its lowest rank)."""
+    of_rank, reps = classes or rank_classes(model, plan)
+    kernels = kernels or stage_kernels(model, cluster, plan, eff)
+    costs = [stage_cost(model, cluster, plan, layers, r, eff, kernels) for layers, r in reps]
+    return [costs[i] for i in of_rank]
+
+
+def activation_slope(spec: SearchSpec, eff: cm.Efficiency) -> float:
+    """d(memory_breakdown total)/d(activation bytes), measured on the cost model (affine in them)."""
+    plan = cm.Plan(global_batch_size=1)
+    probe = StageCost(1, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    low = sum(step.memory_breakdown(spec.model, plan, probe, eff).values())
+    high = sum(step.memory_breakdown(spec.model, plan, replace(probe, activation_bytes=2.0**30), eff).values())
+    return (high - low) / 2.0**30
+
+
+class TableContext:
+    """What all layouts of one search share: the spec, efficiencies, kernels and the memory slope."""
+
+    def __init__(self, spec: SearchSpec, eff: cm.Efficiency):
+        self.spec, self.eff = spec, eff
+        self.kernels = KernelCache(spec, eff)
+        self.slope = activation_slope(spec, eff)
+
+
+class LayoutTables:
+    """Memoised cost-model terms of one layout, keyed by the knobs each term depends on."""
+
+    def __init__(self, ctx: TableContext, lay: Layout):
+        self.ctx, self.lay = ctx, lay
+        self.classes = rank_classes(ctx.spec.model, plan_for(ctx.spec, lay))
+        self.pipes: dict[tuple, PipeEntry] = {}
+        self.totals: dict[tuple, float] = {}
+        self.tied: dict[tuple, float] = {}
+        self.states: dict[tuple, tuple[float, ...]] = {}
+
+    def pipe(self, rc: str, sp: bool, precision: str) -> PipeEntry:
+        """Pipeline flush, DP-critical stage and memory-candidate stages for (recompute, SP, precision)."""
+        key = (rc, sp, precision)
+        if key not in self.pipes:
+            spec, eff = self.ctx.spec, self.ctx.eff
+            plan = plan_for(spec, self.lay, Knobs(0, rc, sp, precision, ""))
+            stages = class_stage_costs(spec.model, spec.cluster, plan, eff, self.ctx.kernels.get(plan), self.classes)
+            flush = sum(step.pipeline_parts(plan, stages).values())
+            slots = tuple(stages[r] for r in step.memory_candidate_stages(stages))
+            self.pipes[key] = PipeEntry(flush, step.dp_critical_stage(stages), slots)
+        return self.pipes[key]
+
+    def exposed(self, k: Knobs, plan: cm.Plan, critical: StageCost) -> float:
+        """step.dp_costs' exposed part, from tabled totals and the window."""
+        spec, eff = self.ctx.spec, self.ctx.eff
+        tkey = (k.zero, k.precision, k.grad, k.recompute)
+        if tkey not in self.totals:
+            self.totals[tkey] = step.dp_sync_total_seconds(spec.cluster, plan, critical, eff)
+        gkey = (k.precision, k.grad)
+        if gkey not in self.tied:
+            self.tied[gkey] = step.embedding_sync_seconds(spec.model, spec.cluster, plan, eff)
+        window = step.dp_overlap_window_seconds(plan, critical)
+        total = self.totals[tkey]
+        return dataparallel.dp_exposed_seconds(total, plan, window, critical.layers, eff.dp_overlap_fraction) \
+            + self.tied[gkey]
+
+    def memory(self, k: Knobs, plan: cm.Plan, slots: tuple[StageCost, ...]) -> tuple[float, ...]:
+        """memory_breakdown totals of the memory-candidate stages: states (activations 0) + slope x activations."""
+        key = (k.zero, k.precision, k.grad)
+        if key not in self.states:
+            spec, eff = self.ctx.spec, self.ctx.eff
+            self.states[key] = tuple(
+                sum(step.memory_breakdown(spec.model, plan, replace(s, activation_bytes=0.0), eff).values())
+                for s in slots)
+        return tuple(x + self.ctx.slope * s.activation_bytes for x, s in zip(self.states[key], slots, strict=True))
+
+    def candidate(self, k: Knobs) -> Candidate:
+        spec, eff = self.ctx.spec, self.ctx.eff
+        plan = plan_for(spec, self.lay, k)
+        pipe = self.pipe(k.recompute, k.sp, k.precision)
+        opt = step.optimizer_step_seconds(spec.cluster, plan, pipe.critical, eff)
+        return Candidate(self.lay, k, pipe.flush_seconds, self.exposed(k, plan, pipe.critical), opt,
+                         eff.step_overhead_seconds, self.memory(k, plan, pipe.slots))
+
+    def candidates(self, knobs: tuple[Knobs, ...]) -> list[Candidate]:
+        return [self.candidate(k) for k in knobs]

@@ -1,0 +1,94 @@
+"""The search space: framework rules on hand-made cases, and a space counted by hand."""
+from __future__ import annotations
+
+from costmodel import types as cm
+from planner.search import frameworks as fw
+from planner.search.space import Layout, SearchSpec, build_space
+
+GIB = 2**30
+
+
+def model(layers: int, heads: int = 2, seq: int = 128) -> cm.Model:
+    return cm.Model("m", layers, 32 * heads, heads, 256, seq, ffn_hidden_size=256)
+
+
+def cluster(gpus: int, domain: int = 4) -> cm.Cluster:
+    gpu = cm.Gpu("g", 80 * GIB, {"bf16": 300e12, "fp16": 300e12, "tf32": 150e12}, 2e12, 300e9)
+    return cm.Cluster("c", gpu, gpus, domain, domain, 300e9, 25e9)
+
+
+def plan(pp=1, vpp=1, m=1, tp=1) -> cm.Plan:
+    """A plan with pp stages, vpp chunks and m micro-batches (dp 1, micro-batch 1)."""
+    return cm.Plan(tp=tp, pp=pp, vpp=vpp, global_batch_size=m)
+
+
+def test_megatron_uneven_split_only_first_and_last():
+    # 30 layers on 4 stages: 7, 8, 8, 7 (--decoder-first/last-pipeline-num-layers 7); 31: 7, 9, 8, 7 is not.
+    assert fw.megatron_layers_split(model(30), plan(pp=4)) is None
+    assert fw.megatron_layers_split(model(31), plan(pp=4)) is not None
+    assert fw.megatron_layers_split(model(31), plan(pp=2)) is None  # 16 + 15: first/last only
+
+
+def test_megatron_interleaving_rules():
+    assert fw.megatron_interleaving(model(32), plan(pp=4, vpp=2, m=8)) is None
+    assert "multiple of pp" in fw.megatron_interleaving(model(32), plan(pp=4, vpp=2, m=6))
+    assert "divisible" in fw.megatron_interleaving(model(30), plan(pp=4, vpp=2, m=8))
+
+
+def test_torchtitan_rounds_and_sequence_rules():
+    # rounds = max(1, m // pp): m 12, pp 8 -> 1 round (fine); m 17 -> 2 rounds, 17 odd (rejected).
+    assert fw.torchtitan_interleaving(model(16), plan(pp=8, vpp=2, m=12)) is None
+    assert fw.torchtitan_interleaving(model(16), plan(pp=8, vpp=2, m=17)) is not None
+    assert fw.torchtitan_interleaving(model(16), plan(pp=8, vpp=1, m=17)) is None
+    assert fw.torchtitan_sequence_split(model(4, seq=100), plan(tp=8)) is not None  # 100 % 16
+    assert fw.deepspeed_no_interleaving(model(8), plan(pp=2, vpp=2, m=4)) is not None
+
+
+def test_knob_sets():
+    assert fw.knob_sets("deepspeed", False, True).zero == (0, 1)  # PipelineEngine: ZeRO <= 1
+    assert fw.knob_sets("deepspeed", False, False).zero == (0, 1, 2, 3)
+    assert fw.knob_sets("torchtitan", True, False).zero == (3,)  # DDP only without TP/PP
+    assert fw.knob_sets("megatron", True, True).grad("bf16") == ("fp32", "bf16")
+    assert fw.knob_sets("megatron", True, True).grad("fp32") == ("fp32",)
+    assert "int8" not in fw.knob_sets("deepspeed", False, False).grad("bf16")
+
+
+def test_space_counted_by_hand():
+    """4 layers, 2 heads, 4 GPUs, global batch 4, DeepSpeed only (vpp 1; ZeRO <= 1 with pp > 1;
+    recompute none/full; no SP). Splits (tp, pp, dp) with micro-batches dividing 4/dp:
+    (1,1,4): mbs 1; (1,2,2): 1,2; (1,4,1): 1,2,4; (2,1,2): 1,2; (2,2,1): 1,2,4 -> 11 layouts
+    (tp 4 breaks heads % tp). Plans: pp = 1 layouts 3 x (4 ZeRO x 2 recompute) = 24,
+    pp > 1 layouts 8 x (2 x 2) = 32; 56 in all."""
+    space = build_space(SearchSpec(model(4), cluster(4), 4, ("deepspeed",)))
+    assert len(space.knobs) == 11
+    assert space.size == 56
+    assert all(lay.vpp == 1 for lay in space.knobs)
+
+
+def test_any_framework_is_the_union():
+    """pp > 1 under any framework: ZeRO 0/1 (Megatron, DeepSpeed) or 3 (torchtitan FSDP), never 2."""
+    space = build_space(SearchSpec(model(8), cluster(4), 8))
+    zeros = {k.zero for lay, ks in space.knobs.items() if lay.pp > 1 for k in ks}
+    assert zeros == {0, 1, 3}
+    rcs = {k.recompute for ks in space.knobs.values() for k in ks}
+    assert rcs == {"none", "selective", "op", "full"}
+    # 8 layers, pp 2, vpp 3: only torchtitan splits it (uneven chunks), so only FSDP and its recompute modes.
+    only_tt = [ks for lay, ks in space.knobs.items() if (lay.pp, lay.vpp) == (2, 3)]
+    assert only_tt and all({k.zero for k in ks} == {3} and "selective" not in {k.recompute for k in ks}
+                           for ks in only_tt)
+
+
+def test_fixes_restrict_the_space():
+    space = build_space(SearchSpec(model(8), cluster(4), 8, fixed={"tp": 2, "zero": 1, "sp": True}))
+    assert {lay.tp for lay in space.knobs} == {2}
+    assert {(k.zero, k.sp) for ks in space.knobs.values() for k in ks} == {(1, True)}
+
+
+def test_tp_stays_in_the_nvlink_domain():
+    space = build_space(SearchSpec(model(4, heads=8), cluster(8, domain=2), 8))
+    assert max(lay.tp for lay in space.knobs) == 2
+    assert any("NVLink domain" in reason for reason in space.rejected)
+
+
+def test_layout_group_is_tp_pp_dp():
+    assert Layout(2, 4, 8, 3, 1).group == (2, 4, 8)

@@ -1,0 +1,127 @@
+"""The search's tables are the cost model's numbers, and the facts tables.py and bounds.py rely on hold.
+
+Each test samples plans of real-sized spaces (catalog models on DGX clusters) and compares with
+step.estimate / step.stage_costs directly, so a cost-model change that breaks a table's
+dependency assumption fails here, by name.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+
+import pytest
+
+from costmodel import step
+from costmodel import types as cm
+from costmodel.stage import stage_kernels
+from planner import loading
+from planner.search import bounds
+from planner.search.space import Knobs, SearchSpec, build_space, plan_for
+from planner.search.tables import LayoutTables, TableContext, class_stage_costs
+
+CASES = [("gpt3-175b", "dgx-a100", 256, None), ("llama3-70b", "dgx-h100", 64, 256),
+         ("llama3-405b", "dgx-h100", 1024, None), ("megatron-1.7b", "dgx-a100", 32, None)]
+SAMPLES = 60
+
+
+def make_spec(name, cluster, gpus, gbs, **kw) -> SearchSpec:
+    spec = loading.load_model_spec(name)
+    c = loading.build_cluster(loading.load_cluster_spec(cluster), gpus)
+    return SearchSpec(spec.to_model(), c, gbs or spec.global_batch_size, **kw)
+
+
+def sampled(space, rng, n):
+    pairs = [(lay, k) for lay, ks in space.knobs.items() for k in ks]
+    return rng.sample(pairs, min(n, len(pairs)))
+
+
+@pytest.fixture(scope="module", params=CASES, ids=[c[0] for c in CASES])
+def setting(request):
+    spec = make_spec(*request.param, precisions=("bf16", "fp8"), grad_dtypes=("", "fp32"))
+    return spec, build_space(spec), TableContext(spec, cm.Efficiency())
+
+
+def test_candidates_equal_estimate(setting):
+    spec, space, ctx = setting
+    rng = random.Random(1)
+    for lay, k in sampled(space, rng, SAMPLES):
+        c = LayoutTables(ctx, lay).candidate(k)
+        est = step.estimate(spec.model, spec.cluster, plan_for(spec, lay, k))
+        assert c.step_seconds == pytest.approx(est.step_time_seconds, rel=1e-12)
+        assert c.peak_memory_bytes == pytest.approx(est.memory_per_gpu_bytes, rel=1e-12)
+
+
+def test_class_stage_costs_equal_stage_costs(setting):
+    """One stage_cost per (layers, first, last) class: same time parts, params and layers on every rank,
+    and exact stages at the memory-candidate ranks."""
+    spec, space, ctx = setting
+    rng = random.Random(2)
+    for lay, k in sampled(space, rng, SAMPLES):
+        plan = plan_for(spec, lay, k)
+        full = step.stage_costs(spec.model, spec.cluster, plan, ctx.eff)
+        classed = class_stage_costs(spec.model, spec.cluster, plan, ctx.eff)
+        for a, b in zip(full, classed, strict=True):
+            assert (a.layers, a.params, a.microbatch_seconds, a.compute_seconds) == \
+                (b.layers, b.params, b.microbatch_seconds, b.compute_seconds)
+        for r in step.memory_candidate_stages(full):
+            assert full[r] == classed[r]
+
+
+def test_kernels_depend_only_on_their_fields(setting):
+    """stage_kernels reads tp, micro-batch, SP, flash and precision only (tables.KernelCache's key)."""
+    spec, space, ctx = setting
+    rng = random.Random(3)
+    pairs = sampled(space, rng, SAMPLES)
+    for (lay, k), (lay2, k2) in zip(pairs, pairs[1:], strict=False):
+        plan = plan_for(spec, lay, k)
+        other = plan_for(spec, replace(lay2, tp=lay.tp, mbs=lay.mbs),
+                         replace(k2, sp=k.sp, precision=k.precision))
+        if other.num_gpus == plan.num_gpus:
+            assert stage_kernels(spec.model, spec.cluster, plan, ctx.eff) == \
+                stage_kernels(spec.model, spec.cluster, other, ctx.eff)
+
+
+def test_lower_bound_holds(setting):
+    """bounds.lower_bound <= every plan's step time of the layout (no recompute and SP are fastest)."""
+    spec, space, ctx = setting
+    rng = random.Random(4)
+    for lay in rng.sample(list(space.knobs), min(SAMPLES, len(space.knobs))):
+        tables = LayoutTables(ctx, lay)
+        lb = bounds.lower_bound(tables, space.knobs[lay])
+        assert all(lb <= c.step_seconds * (1 + 1e-12) for c in tables.candidates(space.knobs[lay]))
+
+
+def test_lower_bound_without_the_fast_knobs():
+    """With recompute fixed to full and SP off the bound falls back to those knobs, and still holds."""
+    spec = make_spec("llama3-70b", "dgx-h100", 64, 256, fixed={"recompute": "full", "sp": False})
+    space, ctx = build_space(spec), TableContext(spec, cm.Efficiency())
+    assert {k.recompute for ks in space.knobs.values() for k in ks} == {"full"}
+    for lay in list(space.knobs)[:40]:
+        tables = LayoutTables(ctx, lay)
+        lb = bounds.lower_bound(tables, space.knobs[lay])
+        assert all(lb <= c.step_seconds for c in tables.candidates(space.knobs[lay]))
+
+
+def test_best_first_keeps_the_exact_top_k():
+    """Tabling in bound order returns the same top K as tabling every layout."""
+    from planner.search import cpsat
+    spec = make_spec("gpt3-175b", "dgx-a100", 256, None)
+    space, ctx = build_space(spec), TableContext(spec, cm.Efficiency())
+    cap = spec.cluster.gpu.memory_bytes * 0.9
+    pruned = bounds.table_best_first(space, ctx, cap, 5)
+    assert pruned.layouts_tabled < pruned.layouts_bounded
+    a = cpsat.solve_top_k(pruned.candidates, spec.cluster, "time", cap, 5).chosen
+    b = cpsat.solve_top_k(bounds.table_all(space, ctx), spec.cluster, "time", cap, 5).chosen
+    assert [(c.layout, c.knobs) for c in a] == [(c.layout, c.knobs) for c in b]
+
+
+def test_memory_is_affine_in_activations():
+    """tables.activation_slope: memory_breakdown's total grows by the slope per activation byte."""
+    spec = make_spec("llama3-70b", "dgx-h100", 64, 256)
+    ctx = TableContext(spec, replace(cm.Efficiency(), memory_fragmentation_fraction=0.05))
+    assert ctx.slope == pytest.approx(1.05)
+    plan = plan_for(spec, next(iter(build_space(spec).knobs)), Knobs(3, "none", True, "bf16", ""))
+    stage = step.stage_costs(spec.model, spec.cluster, plan, ctx.eff)[0]
+    total = sum(step.memory_breakdown(spec.model, plan, stage, ctx.eff).values())
+    states = sum(step.memory_breakdown(spec.model, plan, replace(stage, activation_bytes=0.0), ctx.eff).values())
+    assert total == pytest.approx(states + ctx.slope * stage.activation_bytes, rel=1e-12)

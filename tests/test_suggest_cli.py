@@ -1,0 +1,104 @@
+"""`planner suggest` end to end: JSON plans are `estimate --json` objects, output is deterministic,
+framework and fixes are respected, and impossible requests are one line on stderr with exit 2."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from planner.cli import main
+
+SMALL = ["llama3-8b", "dgx-h100", "--gpus", "16", "--gbs", "64"]
+
+
+def run(capsys, argv):
+    rc = main(argv)
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def suggest_json(capsys, *extra):
+    rc, out, err = run(capsys, ["suggest", *SMALL, "--json", *extra])
+    assert rc == 0, err
+    return json.loads(out)
+
+
+def estimate_argv(plan: dict) -> list[str]:
+    argv = ["estimate", *SMALL, "--json", "--tp", str(plan["tp"]), "--pp", str(plan["pp"]), "--dp", str(plan["dp"]),
+            "--vpp", str(plan["vpp"]), "--mbs", str(plan["micro_batch_size"]), "--zero", str(plan["zero_stage"]),
+            "--recompute", plan["recompute"], "--precision", plan["precision"], "--grad-dtype", plan["grad_dtype"]]
+    return argv + (["--sequence-parallel"] if plan["sequence_parallel"] else [])
+
+
+def test_plans_are_estimate_objects(capsys):
+    got = suggest_json(capsys, "--top", "3")
+    assert len(got["plans"]) == 3
+    for d in got["plans"]:
+        rc, out, err = run(capsys, estimate_argv(d["plan"]))
+        assert rc == 0, err
+        est = json.loads(out)
+        assert {k: est[k] for k in d} == d
+
+
+def test_ranked_distinct_and_deterministic(capsys):
+    a, b = suggest_json(capsys, "--top", "4"), suggest_json(capsys, "--top", "4")
+    assert [d["plan"] for d in a["plans"]] == [d["plan"] for d in b["plans"]]
+    steps = [d["step_time_s"] for d in a["plans"]]
+    assert steps == sorted(steps)
+    groups = {(d["plan"]["tp"], d["plan"]["pp"], d["plan"]["dp"]) for d in a["plans"]}
+    assert len(groups) == 4
+    assert a["why"] and "faster" in a["why"]
+    assert all(d["fits"] and d["memory_per_gpu_bytes"] <= 0.9 * d["memory_capacity_bytes"] for d in a["plans"])
+
+
+def test_enumerator_agrees(capsys):
+    a = suggest_json(capsys, "--top", "2")
+    b = suggest_json(capsys, "--top", "2", "--solver", "enumerate")
+    assert [d["step_time_s"] for d in a["plans"]] == pytest.approx([d["step_time_s"] for d in b["plans"]], rel=1e-9)
+
+
+def test_framework_and_fixes(capsys):
+    got = suggest_json(capsys, "--framework", "megatron", "--fix", "tp=2", "--fix", "recompute=selective")
+    for d in got["plans"]:
+        p = d["plan"]
+        assert p["tp"] == 2 and p["recompute"] == "selective" and p["zero_stage"] <= 1
+        assert p["vpp"] == 1 or (32 % (p["pp"] * p["vpp"]) == 0 and p["grad_accum_steps"] % p["pp"] == 0)
+
+
+def test_cost_objective_and_widened_precision(capsys):
+    got = suggest_json(capsys, "--objective", "cost", "--precision", "bf16,fp8", "--top", "2")
+    usd = [d["usd_per_step"] for d in got["plans"]]
+    assert usd == sorted(usd) and got["search"]["objective"] == "cost"
+    assert {d["plan"]["precision"] for d in got["plans"]} <= {"bf16", "fp8"}
+
+
+def test_table_output(capsys):
+    rc, out, err = run(capsys, ["suggest", *SMALL, "--top", "2"])
+    assert rc == 0, err
+    assert "Best plans" in out and "#1 vs #2" in out and "Where the step goes" in out
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["megatron-1t", "dgx-a100", "--gpus", "8"], ["no plan fits in memory", "GiB", "GPUs"]),
+    (["llama3-70b", "dgx-h100", "--gpus", "64"], ["no global_batch_size", "--gbs"]),
+    ([*SMALL, "--fix", "tp=3"], ["no legal layout", "tp=3"]),
+    ([*SMALL, "--fix", "zero=5x"], ["--fix zero=5x"]),
+    ([*SMALL, "--fix", "color=red"], ["--fix color=red"]),
+    ([*SMALL, "--precision", "bf17"], ["--precision bf17"]),
+    ([*SMALL, "--max-memory-fraction", "1.5"], ["--max-memory-fraction"]),
+    (["llama3-8b", "dgx-a100-40gb", "--gpus", "16", "--gbs", "64", "--objective", "cost"], ["needs a price"]),
+    (["megatron-1.7b", "dgx-a100", "--gpus", "50", "--gbs", "8"], ["no legal layout", "global batch (8)"]),
+])
+def test_impossible_requests_are_one_line(capsys, argv, words):
+    rc, out, err = run(capsys, ["suggest", *argv])
+    assert rc == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("planner: error: ")
+    for w in words:
+        assert w in err
+
+
+def test_unsupported_options_are_noted(capsys):
+    rc, out, err = run(capsys, ["suggest", *SMALL, "--json", "--top", "2", "--grad-dtype", "bf16,int8"])
+    assert rc == 0
+    assert "--grad-dtype int8" in err and err.startswith("planner: note: ")
+    assert {d["plan"]["grad_dtype"] for d in json.loads(out)["plans"]} == {"bf16"}
