@@ -115,6 +115,7 @@ def command_registrars() -> list:
     from . import cli_validate; registrars.append(cli_validate.register)  # noqa: E702
     from . import cli_compare; registrars.append(cli_compare.register)  # noqa: E702
     from . import cli_catalog; registrars.append(cli_catalog.register)  # noqa: E702
+    from . import cli_size; registrars.append(cli_size.register)  # noqa: E702
     return registrars
 
 

@@ -1,0 +1,145 @@
+"""Pre-purchase sizing: CP-SAT choice vs plain enumeration, overheads, impossible requests, the plot."""
+import json
+import math
+import random
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from costmodel import runtime
+from planner import loading, sizing
+from planner.cli import main
+from planner.specs import ClusterSpec, GpuSpec
+
+
+def fake_option(days: float, usd: float, i: int) -> sizing.Option:
+    """An option with given totals: one GPU, price chosen so usd = hours x price."""
+    gpu = GpuSpec(name=f"g{i}", generation="hopper", memory_gib=80, dense_tflops={"bf16": 1000},
+                  hbm_bandwidth_gbytes_per_s=3000)
+    spec = ClusterSpec(name=f"c{i}", gpu=gpu, network_bandwidth_gbits_per_s=400)
+    hours = days * 24
+    off = sizing.Offering(spec, gpu, usd / hours)
+    wall = runtime.RunOverheads(0.0, math.inf, 0.0, days * sizing.DAY)
+    return sizing.Option(off, 1, best=object(), steps=1, step_seconds_total=days * sizing.DAY, wall=wall)
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_cpsat_choice_equals_plain_enumeration(seed):
+    rng = random.Random(seed)
+    options = [fake_option(rng.uniform(1, 60), rng.uniform(1e5, 5e6), i) for i in range(rng.randint(1, 25))]
+    deadline = rng.choice([None, rng.uniform(1, 60)])
+    budget = rng.choice([None, rng.uniform(1e5, 5e6)])
+    for minimize in ("usd", "days"):
+        got = sizing.choose(options, minimize, deadline, budget)
+        want = sizing.choose_plain(options, minimize, deadline, budget)
+        assert (got is None) == (want is None)
+        if got is not None:  # same optimum up to the CP-SAT model's rounding (cents, seconds)
+            key = (lambda o: o.usd) if minimize == "usd" else (lambda o: o.days * sizing.DAY)
+            assert abs(key(got) - key(want)) <= 1.0
+
+
+def test_pareto_front_is_not_dominated():
+    options = [fake_option(d, u, i) for i, (d, u) in enumerate([(10, 100), (5, 200), (7, 150), (6, 300), (12, 90)])]
+    front = sizing.pareto(options)
+    assert [(o.days, o.usd) for o in front] == [(5, 200), (7, 150), (10, 100), (12, 90)]
+
+
+def test_gpu_counts_whole_nodes():
+    assert sizing.gpu_counts(8, 64) == [8, 16, 32, 64]
+    assert sizing.gpu_counts(8, 64, min_gpus=20, fine=True) == [24, 32, 48, 64]
+    assert sizing.gpu_counts(4, 3) == []
+
+
+def test_deadline_lower_bound_by_hand():
+    # Llama 3 70B (70.55e9 parameters), 2e12 tokens, 6 N D = 8.47e23 FLOPs; an H100 at 989 TFLOP/s x 0.80
+    # for 30 days does 2.05e21: at least 413 GPUs.
+    model = loading.load_model_spec("llama3-70b")
+    gpu = loading.resolve_gpu("h100-sxm-80gb")
+    assert sizing.min_gpus_for_deadline(model, gpu, 2e12, 30) == pytest.approx(413, abs=1)
+
+
+@pytest.fixture(scope="module")
+def small_scan():
+    """A small model on a two-offering catalog: every (offering, count) searched both ways."""
+    model = loading.load_model_spec("llama2-7b", global_batch_size=64)
+    table = {k: v for k, v in loading.cluster_catalog().items() if k in ("dgx-h100", "dgx-a100")}
+    offs, _ = sizing.priced_offerings(table, loading.gpu_catalog(), None)
+    return model, offs
+
+
+def enumerated_best(model, cluster):
+    from planner.errors import PlannerError
+    from planner.report import score
+    from planner.search import suggest
+    from planner.search.space import SearchSpec
+
+    try:
+        r = suggest.run(SearchSpec(model.to_model(), cluster, model.global_batch_size),
+                        suggest.Options(top_k=1, solver="enumerate"))
+    except PlannerError:
+        return None
+    return score(model, cluster, r.ranked[0].plan)
+
+
+def test_scan_with_cpsat_matches_the_enumerator(small_scan):
+    model, offs = small_scan
+    a = sizing.scan(model, offs, 32, 1e11, sizing.search_best_plan, sizing.RunAssumptions(), workers=1)
+    b = sizing.scan(model, offs, 32, 1e11, enumerated_best, sizing.RunAssumptions(), workers=1)
+    assert [(o.offering.name, o.num_gpus) for o in a.options] == [(o.offering.name, o.num_gpus) for o in b.options]
+    for x, y in zip(a.options, b.options):
+        assert x.days == pytest.approx(y.days, rel=1e-9) and x.usd == pytest.approx(y.usd, rel=1e-9)
+
+
+def test_totals_include_checkpoints_and_failures(small_scan):
+    model, offs = small_scan
+    s = sizing.scan(model, offs, 16, 1e11, sizing.search_best_plan, sizing.RunAssumptions(), workers=1)
+    for o in s.options:
+        if o.feasible:
+            assert o.wall.total_seconds > o.step_seconds_total
+            assert o.usd == pytest.approx(o.days * 24 * o.num_gpus * o.offering.usd_per_gpu_hour)
+
+
+def run_json(capsys, *argv):
+    assert main(["size", *argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+SMALL = ["llama2-7b", "--tokens", "1e11", "--gbs", "64", "--gpu-types", "h100-sxm-80gb", "--max-gpus", "64",
+         "--workers", "1"]
+
+
+def test_impossible_deadline_names_the_closest_and_what_it_needs(capsys):
+    d = run_json(capsys, *SMALL, "--deadline-days", "0.01")
+    assert d["cheapest"] is None and d["fastest"] is None
+    assert any("no offering meets 0.01 days" in n and "GPUs if scaling held" in n for n in d["notes"])
+
+
+def test_budget_below_the_cheapest_names_the_cheapest(capsys):
+    d = run_json(capsys, *SMALL, "--budget-usd", "1")
+    assert d["cheapest"] is None
+    assert any("no option fits $1" in n and "the cheapest is" in n for n in d["notes"])
+
+
+def test_prices_file_overrides_the_catalog(tmp_path, capsys):
+    base = run_json(capsys, *SMALL)
+    (tmp_path / "p.yaml").write_text("h100-sxm-80gb: 1.0\n")
+    cheap = run_json(capsys, *SMALL, "--prices", str(tmp_path / "p.yaml"))
+    assert {o["usd_per_gpu_hour"] for o in cheap["options"]} == {1.0}
+    a = {(o["offering"], o["num_gpus"]): o for o in base["options"] if o["fits"]}
+    for o in cheap["options"]:
+        if o["fits"] and (o["offering"], o["num_gpus"]) in a:  # rows without a catalog price are new here
+            ref = a[(o["offering"], o["num_gpus"])]
+            assert o["usd"] == pytest.approx(ref["usd"] / ref["usd_per_gpu_hour"])
+
+
+@pytest.mark.parametrize("name", ["front.svg", "front.html"])
+def test_plot_is_a_valid_picture(tmp_path, capsys, name):
+    assert main(["size", *SMALL, "--deadline-days", "30", "--budget-usd", "1e6", "--plot", str(tmp_path / name)]) == 0
+    capsys.readouterr()
+    text = (tmp_path / name).read_text()
+    svg = text[text.index("<svg"):text.index("</svg>") + 6]
+    root = ET.fromstring(svg)
+    assert root.tag.endswith("svg")
+    assert len(root.findall(".//{http://www.w3.org/2000/svg}g[@class='series']")) >= 2  # GPU type + front
+    if name.endswith(".html"):
+        assert text.startswith("<!DOCTYPE html>")
