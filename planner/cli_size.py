@@ -9,12 +9,13 @@ from pathlib import Path
 
 from rich.table import Table
 
-from . import loading, render, report, sizing
+from . import loading, render, report, sizing, whatif
 from .errors import PlannerError
 from .specs import ClusterSpec
 
 
-def load_offerings(args: argparse.Namespace) -> tuple[list[sizing.Offering], list[str]]:
+def load_offerings(args: argparse.Namespace, extra_prices: dict[str, float] | None = None
+                   ) -> tuple[list[sizing.Offering], list[str]]:
     table = loading.cluster_catalog()
     if args.catalog:
         rows = loading.read_data(Path(args.catalog)) or []
@@ -22,7 +23,7 @@ def load_offerings(args: argparse.Namespace) -> tuple[list[sizing.Offering], lis
             raise PlannerError(f"{args.catalog}: expected a list of cluster offerings")
         table = {r.get("name", str(i)): loading.parse(ClusterSpec, r, f"{args.catalog} [{r.get('name', i)}]")
                  for i, r in enumerate(rows)}
-    prices = load_prices(args.prices) if args.prices else {}
+    prices = {**(load_prices(args.prices) if args.prices else {}), **(extra_prices or {})}
     gpu_types = [g.strip() for g in args.gpu_types.split(",")] if args.gpu_types else None
     for name in gpu_types or []:
         loading.resolve_gpu(name)  # unknown names: one line with close matches
@@ -90,16 +91,16 @@ def impossible_lines(options: list[sizing.Option], args: argparse.Namespace) -> 
     return lines
 
 
-def run_size(args: argparse.Namespace) -> dict:
+def run_size(args: argparse.Namespace, wi: whatif.WhatIf | None = None) -> dict:
     model = loading.load_model_spec(args.model, args.seq_length, args.gbs)
     if not model.global_batch_size:
         raise PlannerError(f"model '{model.name}' has no global_batch_size; pass --gbs SEQUENCES")
-    offerings, skipped = load_offerings(args)
+    offerings, skipped = load_offerings(args, wi.prices if wi else None)
     assumptions = sizing.RunAssumptions(args.failures_per_1000_gpu_days / 1000 / 24, args.restart_minutes * 60,
                                         args.checkpoint_gbytes_per_s_per_node * 1e9)
     start = time.perf_counter()
     scan = sizing.scan(model, offerings, args.max_gpus, args.tokens, sizing.search_best_plan, assumptions,
-                       fine=args.fine, deadline_days=args.deadline_days, workers=args.workers)
+                       fine=args.fine, deadline_days=args.deadline_days, workers=args.workers, wi=wi)
     if not any(o.feasible for o in scan.options):
         raise PlannerError(f"no offering fits {model.name} within --max-gpus {args.max_gpus} (try more GPUs)")
     cheapest = sizing.choose(scan.options, "usd", args.deadline_days, args.budget_usd)
@@ -111,7 +112,8 @@ def run_size(args: argparse.Namespace) -> dict:
                             "checkpoint_gbytes_per_s_per_node": args.checkpoint_gbytes_per_s_per_node},
             "searched": scan.searched, "seconds": time.perf_counter() - start,
             "skipped_unpriced": skipped, "notes": scan.notes + impossible_lines(scan.options, args),
-            "options": scan.options, "pareto": sizing.pareto(scan.options), "cheapest": cheapest, "fastest": fastest}
+            "options": scan.options, "pareto": sizing.pareto(scan.options), "cheapest": cheapest, "fastest": fastest,
+            "what_if": wi.label() if wi else None}
 
 
 def print_size(r: dict, args: argparse.Namespace) -> None:
@@ -143,8 +145,37 @@ def print_size(r: dict, args: argparse.Namespace) -> None:
         console.print(f"[dim]not sized: {', '.join(r['skipped_unpriced'])}[/dim]")
 
 
+def choice_label(o: sizing.Option | None) -> str:
+    return "-" if o is None else f"{o.offering.name} x {o.num_gpus}: {o.days:.1f} days, ${o.usd:,.0f}"
+
+
+def stability_rows(args: argparse.Namespace, base: dict) -> list[dict]:
+    """The sizing again under each value of --what-if-grid: do the choices stay the same?"""
+    from .stability import parse_grid
+
+    same = lambda a, b: a is not None and b is not None and (a.offering.name, a.num_gpus) == (b.offering.name, b.num_gpus)  # noqa: E731
+    rows = []
+    for wi in parse_grid(args.what_if_grid)[1]:
+        r = run_size(args, wi)
+        rows.append({"assumption": wi.label(), "cheapest": choice_label(r["cheapest"]),
+                     "fastest": choice_label(r["fastest"]), "cheapest_stays": same(r["cheapest"], base["cheapest"]),
+                     "fastest_stays": same(r["fastest"], base["fastest"])})
+    return rows
+
+
+def print_stability(rows: list[dict]) -> None:
+    table = Table(title="Do the choices stay best?", title_justify="left")
+    for col in ("assumption", "cheapest meeting the deadline", "same", "fastest within budget", "same"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(r["assumption"], r["cheapest"], "yes" if r["cheapest_stays"] else "[red]no[/red]",
+                      r["fastest"], "yes" if r["fastest_stays"] else "[red]no[/red]")
+    render.make_console().print(table)
+
+
 def cmd_size(args: argparse.Namespace) -> int:
-    r = run_size(args)
+    r = run_size(args, whatif.parse(args.what_if) if args.what_if else None)
+    rows = stability_rows(args, r) if args.what_if_grid else []
     if args.plot:
         from .sizing_plot import write_plot
 
@@ -155,9 +186,14 @@ def cmd_size(args: argparse.Namespace) -> int:
             out[key] = option_dict(r[key]) if r[key] else None
         out["pareto"] = [option_dict(o) for o in r["pareto"]]
         out["options"] = [option_dict(o) for o in r["options"]]
+        out["stability"] = rows
         print(json.dumps(out, indent=2))
     else:
+        if r["what_if"]:
+            print(f"what if {r['what_if']}:")
         print_size(r, args)
+        if rows:
+            print_stability(rows)
     return 0
 
 
@@ -185,6 +221,11 @@ def register(sub) -> None:
     p.add_argument("--restart-minutes", type=float, default=10.0, help="time lost per restart (default 10)")
     p.add_argument("--checkpoint-gbytes-per-s-per-node", type=float, default=1.0,
                    help="checkpoint write bandwidth per node (default 1 GB/s)")
+    p.add_argument("--what-if", action="append", metavar="KEY=VALUE",
+                   help="size under an assumption (repeatable): network=0.5, nvlink=0.8, hbm=0.9, "
+                        "matmul_efficiency=0.9, price.GPU=2.10, rdma=false")
+    p.add_argument("--what-if-grid", metavar="KEY=V1,V2,...",
+                   help="size again for each value and show whether the chosen options stay best")
     p.add_argument("--workers", type=int, default=2, help="processes for the scan (default 2)")
     p.add_argument("--plot", help="write the Pareto front as SVG (FILE.svg) or self-contained HTML (FILE.html)")
     p.add_argument("--force", action="store_true", help="overwrite --plot FILE")

@@ -102,25 +102,51 @@ def run_search(spec, opts, quiet: bool):
 
 
 def cmd_suggest(args: argparse.Namespace) -> int:
-    from . import explain, render_suggest, report
+    from . import diagnose, explain, render, render_suggest, report, stability, whatif
     from .search.suggest import Options
 
     model, spec = search_spec(args)
     opts = Options(args.top, args.objective, args.max_memory_fraction, args.solver)
+    grid_items = stability.parse_grid(args.what_if_grid)[1] if args.what_if_grid else []
+    wi = whatif.parse(args.what_if)
+    if args.what_if:  # search under the assumption; the plans shown are the ones that win there
+        from dataclasses import replace
+
+        spec = replace(spec, cluster=whatif.apply_cluster(spec.cluster, wi))
     result = run_search(spec, opts, args.json)
     for note in result.notes:
         print(f"planner: note: {note}", file=sys.stderr)
-    dicts = [report.to_dict(report.score(model, spec.cluster, r.plan)) for r in result.ranked]
-    check_agreement(result.ranked, dicts)
+    eff = whatif.apply_efficiency(cm.Efficiency(), wi)
+    scored = [report.score(model, spec.cluster, r.plan, eff) for r in result.ranked]
+    dicts = [report.to_dict(s) for s in scored]
+    if not args.what_if:
+        check_agreement(result.ranked, dicts)
     why = explain.why_faster(dicts[0], dicts[1]) if len(dicts) > 1 else None
     search = {"solver": opts.solver, "objective": opts.objective, "max_memory_fraction": opts.max_memory_fraction,
               "space_size": result.space_size, "layouts": result.layouts, "layouts_tabled": result.layouts_tabled,
               "candidates": result.candidates, "literals": result.literals, "status": result.status,
               "seconds": result.seconds, "notes": result.notes}
+    diagnosis = diagnose.diagnosis_dict(scored[0], 0.30, diagnose.try_levers(scored[0], eff))
+    rows = stability.grid(model, spec, opts, scored[0].plan, grid_items) if grid_items else []
+    if args.emit:
+        from .emit import emit_files
+
+        for path in emit_files(model, dicts[0], args.emit, args.out, args.force):
+            print(f"planner: wrote {path}", file=sys.stderr)
     if args.json:
-        print(json.dumps({"plans": dicts, "why": why, "search": search}, indent=2))
-    else:
-        render_suggest.print_suggestions(dicts, why, search)
+        out = {"plans": dicts, "why": why, "search": search, "diagnosis": diagnosis}
+        if args.what_if:
+            out["what_if"] = wi.label()
+        if rows:
+            out["stability"] = stability.grid_dicts(rows)
+        print(json.dumps(out, indent=2))
+        return 0
+    if args.what_if:
+        print(f"what if {wi.label()}:")
+    render_suggest.print_suggestions(dicts, why, search)
+    render.print_diagnosis(diagnosis)
+    if rows:
+        render_suggest.print_stability(rows, dicts[0])
     return 0
 
 
@@ -147,6 +173,16 @@ def register(sub) -> None:
     p.add_argument("--no-flash-attention", action="store_true", help="unfused attention (pre-FlashAttention stacks)")
     p.add_argument("--no-overlap", action="store_true", help="DP/ZeRO sync does not overlap backward compute")
     p.add_argument("--no-pp-overlap", action="store_true", help="pipeline p2p does not overlap compute")
+    p.add_argument("--what-if", action="append", metavar="KEY=VALUE",
+                   help="search under an assumption (repeatable): network=0.5, nvlink=0.8, hbm=0.9, "
+                        "matmul_efficiency=0.9, price.GPU=2.10, rdma=false")
+    p.add_argument("--what-if-grid", metavar="KEY=V1,V2,...",
+                   help="rank stability: search again for each value (e.g. network=0.5,0.6,0.7,0.8,0.9,1.0) and "
+                        "show whether the best plan stays best")
+    p.add_argument("--emit", choices=["deepspeed", "megatron", "all"],
+                   help="write launch files for the best plan (see `planner emit`)")
+    p.add_argument("--out", default="launch", help="folder for --emit (default ./launch)")
+    p.add_argument("--force", action="store_true", help="let --emit overwrite existing files")
     p.add_argument("--solver", default="cpsat", choices=["cpsat", "enumerate"],
                    help="cpsat (default), or score every plan with the cost model (slow; the test oracle)")
     p.set_defaults(func=cmd_suggest)

@@ -55,3 +55,21 @@ def print_suggestions(plans: list[dict], why: str | None, search: dict, console:
         console.print(f"[yellow]warning:[/yellow] {w}")
     console.print(render.time_table(plans[0]))
     console.print(render.memory_table(plans[0]))
+
+
+def print_stability(rows, baseline: dict, console: Console | None = None) -> None:
+    """One row per assumption: the winning layout there, and how the baseline winner fares."""
+    console = console or render.make_console()
+    base = baseline["plan"]
+    table = Table(title=f"Rank stability of the best plan (tp {base['tp']}, pp {base['pp']}, dp {base['dp']})",
+                  title_justify="left")
+    for col in ("assumption", "best there", "its step s", "baseline plan step s", "baseline rank", "stays best"):
+        table.add_column(col, justify="left" if col in ("assumption", "best there") else "right")
+    for r in rows:
+        p = r.best.plan
+        stays = r.baseline_rank == 1
+        table.add_row(r.label, f"tp {p.tp}, pp {p.pp}, dp {p.dp}, ZeRO {p.zero_stage}",
+                      f"{r.best.est.step_time_seconds:.2f}", f"{r.baseline_plan_seconds:.2f}",
+                      "-" if r.baseline_rank is None else f"#{r.baseline_rank}",
+                      "[green]yes[/green]" if stays else "[red]no[/red]")
+    console.print(table)

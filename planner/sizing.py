@@ -16,11 +16,13 @@ from costmodel import dollars, runtime
 from costmodel import types as cm
 from costmodel.flops import total_parameters
 
+from . import whatif
 from .report import Scored, score
 from .specs import ClusterSpec, GpuSpec, ModelSpec
+from .whatif import WhatIf
 
 DAY = 86400.0
-BestPlan = Callable[[ModelSpec, cm.Cluster], Optional[Scored]]
+BestPlan = Callable[[ModelSpec, cm.Cluster, cm.Efficiency], Optional[Scored]]
 
 
 @dataclass(frozen=True)
@@ -213,8 +215,17 @@ class Scan:
     notes: list[str]
 
 
+def cluster_for(off: Offering, count: int, wi: WhatIf | None) -> tuple[cm.Cluster, cm.Efficiency]:
+    """The offering at `count` GPUs, priced, with the what-if assumptions applied."""
+    cluster = replace(off.spec.to_cluster(off.gpu, count), usd_per_gpu_hour=off.usd_per_gpu_hour)
+    if wi is None:
+        return cluster, cm.Efficiency()
+    return whatif.apply_cluster(cluster, wi), whatif.apply_efficiency(cm.Efficiency(), wi)
+
+
 def scan_hardware(model: ModelSpec, off: Offering, max_gpus: int, best_plan: BestPlan, min_gain: float,
-                  fine: bool, min_gpus: int = 1) -> tuple[dict[int, Optional[cm.Plan]], list[str]]:
+                  fine: bool, min_gpus: int = 1, wi: WhatIf | None = None
+                  ) -> tuple[dict[int, Optional[cm.Plan]], list[str]]:
     """Best plan per GPU count for one hardware shape, smallest count first. Stops when the next
     count speeds the step up by less than `min_gain`: larger counts then cost more for almost no
     time, so they add (almost) nothing to the time/dollar Pareto front."""
@@ -224,7 +235,7 @@ def scan_hardware(model: ModelSpec, off: Offering, max_gpus: int, best_plan: Bes
     if not counts:  # the deadline rules every count out: still size the largest, to say how close it gets
         counts = gpu_counts(off.spec.gpus_per_node, max_gpus, min_gpus_for_states(model, off.gpu), fine)[-1:]
     for count in counts:
-        found = best_plan(model, off.spec.to_cluster(off.gpu, count))
+        found = best_plan(model, *cluster_for(off, count, wi))
         plans[count] = found.plan if found else None
         if found is None:
             continue
@@ -241,7 +252,7 @@ def _scan_job(args):
 
 def scan(model: ModelSpec, offerings: list[Offering], max_gpus: int, tokens: float, best_plan: BestPlan,
          assumptions: RunAssumptions, min_gain: float = 0.05, fine: bool = False, workers: int = 2,
-         deadline_days: float | None = None) -> Scan:
+         deadline_days: float | None = None, wi: WhatIf | None = None) -> Scan:
     """Every offering at every whole-node count. Each hardware shape is scanned once (in parallel
     over `workers` processes); offerings that differ only in price re-score its plans. With a
     deadline, counts too small to meet it even at peak efficiency are not searched."""
@@ -249,7 +260,7 @@ def scan(model: ModelSpec, offerings: list[Offering], max_gpus: int, tokens: flo
     for off in offerings:
         shapes.setdefault(hardware_key(off.spec.to_cluster(off.gpu, off.spec.gpus_per_node)), []).append(off)
     jobs = [(model, group[0], max_gpus, best_plan, min_gain, fine,
-             min_gpus_for_deadline(model, group[0].gpu, tokens, deadline_days)) for group in shapes.values()]
+             min_gpus_for_deadline(model, group[0].gpu, tokens, deadline_days), wi) for group in shapes.values()]
     results = _run_jobs(jobs, workers)
     options, notes, searched = [], [], 0
     for group, (plans, shape_notes) in zip(shapes.values(), results):
@@ -257,8 +268,8 @@ def scan(model: ModelSpec, offerings: list[Offering], max_gpus: int, tokens: flo
         searched += len(plans)
         for off in group:
             for count, plan in plans.items():
-                cluster = replace(off.spec.to_cluster(off.gpu, count), usd_per_gpu_hour=off.usd_per_gpu_hour)
-                best = score(model, cluster, plan) if plan else None
+                cluster, eff = cluster_for(off, count, wi)
+                best = score(model, cluster, plan, eff) if plan else None
                 options.append(evaluate(model, off, cluster, best, tokens, assumptions))
     return Scan(options, searched, notes)
 
@@ -273,17 +284,18 @@ def _run_jobs(jobs: list, workers: int) -> list:
         return list(pool.map(_scan_job, jobs))
 
 
-def search_best_plan(model: ModelSpec, cluster: cm.Cluster) -> Optional[Scored]:
+def search_best_plan(model: ModelSpec, cluster: cm.Cluster, eff: cm.Efficiency | None = None) -> Optional[Scored]:
     """The fastest fitting plan of `planner suggest` (CP-SAT, any framework), or None."""
     from .errors import PlannerError
     from .search import suggest
     from .search.space import SearchSpec
 
     try:
-        result = suggest.run(SearchSpec(model.to_model(), cluster, model.global_batch_size), suggest.Options(top_k=1))
+        result = suggest.run(SearchSpec(model.to_model(), cluster, model.global_batch_size), suggest.Options(top_k=1),
+                             eff)
     except PlannerError:
         return None
-    return score(model, cluster, result.ranked[0].plan)
+    return score(model, cluster, result.ranked[0].plan, eff)
 
 
 def best_by_gpu(options: list[Option], deadline_days: float | None) -> dict[str, Option]:

@@ -67,7 +67,7 @@ def small_scan():
     return model, offs
 
 
-def enumerated_best(model, cluster):
+def enumerated_best(model, cluster, eff=None):
     from planner.errors import PlannerError
     from planner.report import score
     from planner.search import suggest
@@ -75,10 +75,10 @@ def enumerated_best(model, cluster):
 
     try:
         r = suggest.run(SearchSpec(model.to_model(), cluster, model.global_batch_size),
-                        suggest.Options(top_k=1, solver="enumerate"))
+                        suggest.Options(top_k=1, solver="enumerate"), eff)
     except PlannerError:
         return None
-    return score(model, cluster, r.ranked[0].plan)
+    return score(model, cluster, r.ranked[0].plan, eff)
 
 
 def test_scan_with_cpsat_matches_the_enumerator(small_scan):
@@ -143,3 +143,16 @@ def test_plot_is_a_valid_picture(tmp_path, capsys, name):
     assert len(root.findall(".//{http://www.w3.org/2000/svg}g[@class='series']")) >= 2  # GPU type + front
     if name.endswith(".html"):
         assert text.startswith("<!DOCTYPE html>")
+
+
+def test_size_what_if_price_equals_a_prices_file(tmp_path, capsys):
+    (tmp_path / "p.yaml").write_text("h100-sxm-80gb: 1.5\n")
+    via_file = run_json(capsys, *SMALL, "--prices", str(tmp_path / "p.yaml"))
+    via_what_if = run_json(capsys, *SMALL, "--what-if", "price.h100-sxm-80gb=1.5")
+    assert [o.get("usd") for o in via_file["options"]] == [o.get("usd") for o in via_what_if["options"]]
+
+
+def test_size_what_if_grid_reports_stability(capsys):
+    d = run_json(capsys, *SMALL, "--deadline-days", "30", "--what-if-grid", "network=0.5,1.0")
+    assert [r["assumption"] for r in d["stability"]] == ["network=0.5", "network=1"]
+    assert d["stability"][1]["cheapest_stays"]  # the baseline's own assumption keeps its choice

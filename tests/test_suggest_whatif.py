@@ -1,0 +1,47 @@
+"""suggest: what-if, rank stability, diagnosis of the best plan, and --emit."""
+import json
+
+from planner.cli import main
+
+BASE = ["suggest", "gpt3-175b", "dgx-a100", "--gpus", "128", "--gbs", "256", "--top", "3"]
+
+
+def run_json(capsys, *argv):
+    assert main([*argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_what_if_network_half_flips_the_best_plan_to_a_deeper_pipeline(capsys):
+    # GPT-3 175B on 16 DGX A100 nodes: halving the network makes cross-node DP traffic dearer, so the
+    # winner trades data parallelism for pipeline depth (fewer bytes over the network per step).
+    d = run_json(capsys, *BASE, "--what-if-grid", "network=0.5,1.0")
+    half, full = d["stability"]
+    assert full["baseline_rank"] == 1  # at 1.0 the baseline plan is the best by construction
+    assert half["best_plan"]["pp"] > full["best_plan"]["pp"] and half["best_plan"]["dp"] < full["best_plan"]["dp"]
+    assert half["baseline_rank"] != 1
+    assert half["baseline_plan_step_time_s"] > half["best_step_time_s"]
+
+
+def test_what_if_searches_under_the_assumption(capsys):
+    base = run_json(capsys, *BASE)
+    slow = run_json(capsys, *BASE, "--what-if", "network=0.5")
+    assert slow["what_if"] == "network=0.5"
+    assert slow["plans"][0]["step_time_s"] >= base["plans"][0]["step_time_s"]
+
+
+def test_suggest_reports_a_diagnosis_of_the_best(capsys):
+    d = run_json(capsys, *BASE)
+    diag = d["diagnosis"]
+    assert abs(sum(diag["shares"].values()) - 1) < 1e-9 and 0 <= diag["exposed_comm_share"] < 1
+
+
+def test_emit_writes_launch_files_for_the_best_plan(tmp_path, capsys):
+    out = tmp_path / "launch"
+    assert main(["suggest", "llama2-7b", "dgx-h100", "--gpus", "8", "--gbs", "64", "--framework", "megatron",
+                 "--emit", "megatron", "--out", str(out)]) == 0
+    capsys.readouterr()
+    script = (out / "megatron" / "launch.sh").read_text()
+    assert "pretrain_gpt.py" in script and (out / "README.txt").exists()
+    # and never overwrites without --force
+    assert main(["suggest", "llama2-7b", "dgx-h100", "--gpus", "8", "--gbs", "64", "--framework", "megatron",
+                 "--emit", "megatron", "--out", str(out)]) == 2
