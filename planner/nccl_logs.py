@@ -205,6 +205,16 @@ def _section(layout: _Layout, tokens: list[str], nth: int) -> tuple:
     return (float(tokens[t]) * scale, algbw, busbw, wrong)
 
 
+def _make_row(size: int, count: int | None, dtype: str | None, redop: str | None, oop: tuple, ip: tuple) -> NcclRow:
+    """A row from its out-of-place and in-place (time us, algbw, busbw, #wrong) sections."""
+    return NcclRow(
+        size_bytes=size, count=count, dtype=dtype, redop=redop or None,
+        out_of_place_time_us=oop[0], out_of_place_algbw_gbytes_per_s=oop[1], out_of_place_busbw_gbytes_per_s=oop[2],
+        in_place_time_us=ip[0], in_place_algbw_gbytes_per_s=ip[1], in_place_busbw_gbytes_per_s=ip[2],
+        wrong=_total_wrong(oop[3], ip[3]),
+    )
+
+
 def _parse_row(layout: _Layout, tokens: list[str]) -> tuple[NcclRow, int | None]:
     """Parse one fitted text data row into (row, root); raises ValueError if malformed."""
 
@@ -214,19 +224,8 @@ def _parse_row(layout: _Layout, tokens: list[str]) -> tuple[NcclRow, int | None]
 
     oop, ip = _section(layout, tokens, 0), _section(layout, tokens, 1)
     count, root = col("count"), col("root")
-    row = NcclRow(
-        size_bytes=int(tokens[layout.index("size")]),
-        count=None if count is None else int(count),
-        dtype=col("type"),
-        redop=col("redop") or None,
-        out_of_place_time_us=oop[0],
-        out_of_place_algbw_gbytes_per_s=oop[1],
-        out_of_place_busbw_gbytes_per_s=oop[2],
-        in_place_time_us=ip[0],
-        in_place_algbw_gbytes_per_s=ip[1],
-        in_place_busbw_gbytes_per_s=ip[2],
-        wrong=_total_wrong(oop[3], ip[3]),
-    )
+    row = _make_row(int(tokens[layout.index("size")]), None if count is None else int(count), col("type"),
+                    col("redop"), oop, ip)
     return row, None if root is None else int(root)
 
 
@@ -437,19 +436,8 @@ def _json_row(result: object, where: str) -> tuple[NcclRow, int | None]:
     ip = _json_section(result, "in_place", where)
     root = str(result.get("root", "")).strip()
     count = result.get("count")
-    row = NcclRow(
-        size_bytes=result["size"],
-        count=count if isinstance(count, int) else None,
-        dtype=result.get("type"),
-        redop=result.get("redop") or None,
-        out_of_place_time_us=oop[0],
-        out_of_place_algbw_gbytes_per_s=oop[1],
-        out_of_place_busbw_gbytes_per_s=oop[2],
-        in_place_time_us=ip[0],
-        in_place_algbw_gbytes_per_s=ip[1],
-        in_place_busbw_gbytes_per_s=ip[2],
-        wrong=_total_wrong(oop[3], ip[3]),
-    )
+    row = _make_row(result["size"], count if isinstance(count, int) else None, result.get("type"),
+                    result.get("redop"), oop, ip)
     return row, int(root) if re.fullmatch(r"-?\d+", root) else None
 
 
