@@ -95,6 +95,10 @@ def run_size(args: argparse.Namespace, wi: whatif.WhatIf | None = None) -> dict:
     model = loading.load_model_spec(args.model, args.seq_length, args.gbs)
     if not model.global_batch_size:
         raise PlannerError(f"model '{model.name}' has no global_batch_size; pass --gbs SEQUENCES")
+    if not args.tokens:
+        if not model.training_tokens:
+            raise PlannerError(f"model '{model.name}' has no training_tokens; pass --tokens T")
+        args.tokens = model.training_tokens
     offerings, skipped = load_offerings(args, wi.prices if wi else None)
     assumptions = sizing.RunAssumptions(args.failures_per_1000_gpu_days / 1000 / 24, args.restart_minutes * 60,
                                         args.checkpoint_gbytes_per_s_per_node * 1e9)
@@ -203,7 +207,7 @@ def register(sub) -> None:
                                    "with the best plan for each; report the time/dollar Pareto front, the cheapest "
                                    "option meeting the deadline and the fastest within the budget.")
     p.add_argument("model", metavar="MODEL")
-    p.add_argument("--tokens", type=float, required=True, help="tokens to train on, e.g. 2e12")
+    p.add_argument("--tokens", type=float, help="tokens to train on, e.g. 2e12 (default: the model's training_tokens)")
     p.add_argument("--gbs", type=int, help="global batch in sequences (default: the model's)")
     p.add_argument("--seq-length", type=int)
     p.add_argument("--deadline-days", type=float)
