@@ -104,15 +104,16 @@ def attention_score_bytes(model: Model, batch: int, tp: int, flash: bool) -> flo
 def elementwise_bytes(model: Model, batch: int, tp: int, sequence_parallel: bool, flash: bool) -> float:
     """HBM bytes read+written by one layer's forward non-GEMM kernels (16-bit activations).
 
-    Per token, in units of h elements: two norms (read+write 4h), two residual adds (6h),
-    the MLP activation (GeLU: read+write f each; SwiGLU: read 2f, write f), dropout on the two
-    block outputs when the model uses it (5h with 1-byte masks). Without sequence parallel the
+    Per token, in units of 16-bit h-element rows: two norms (read+write 4h), two residual adds
+    (6h), the MLP activation (GeLU: read+write f each; SwiGLU: read 2f, write f). Dropout on the
+    two block outputs is fused with the residual add (Megatron-LM's bias_dropout_add), so it only
+    adds its 1-byte masks (2 x h/2). Without sequence parallel the
     norms, residuals and dropouts are replicated on every TP rank (Korthikanti Sec 4.2.2).
     Plus the attention scores of unfused attention (`attention_score_bytes`).
     """
     h, f, s = model.hidden_size, model.ffn, model.seq_length
     tokens = batch * s
-    replicated = 10 * h + (5 * h if model.dropout else 0)
+    replicated = 10 * h + (h if model.dropout else 0)
     split = (3 if model.mlp == "swiglu" else 2) * f
     divisor = tp if sequence_parallel else 1
     return 2.0 * tokens * (replicated / divisor + split / tp) + attention_score_bytes(model, batch, tp, flash)
