@@ -90,63 +90,70 @@ def check_agreement(ranked, dicts: list[dict]) -> None:
                   "please report", file=sys.stderr)
 
 
-def run_search(spec, opts, quiet: bool):
+def run_search(spec, opts, quiet: bool, eff: cm.Efficiency):
     from .search import suggest
 
     if quiet or not sys.stderr.isatty():
-        return suggest.run(spec, opts)
+        return suggest.run(spec, opts, eff)
     from rich.console import Console
 
     with Console(stderr=True).status(f"searching plans for {spec.cluster.num_gpus} GPUs ..."):
-        return suggest.run(spec, opts)
+        return suggest.run(spec, opts, eff)
+
+
+def search_summary(result, opts) -> dict:
+    return {"solver": opts.solver, "objective": opts.objective, "max_memory_fraction": opts.max_memory_fraction,
+            "space_size": result.space_size, "layouts": result.layouts, "layouts_tabled": result.layouts_tabled,
+            "candidates": result.candidates, "literals": result.literals, "status": result.status,
+            "seconds": result.seconds, "notes": result.notes}
+
+
+def print_or_dump(args, wi, out: dict, rows) -> None:
+    from . import render, render_suggest, stability
+
+    if args.json:
+        if args.what_if:
+            out["what_if"] = wi.label()
+        if rows:
+            out["stability"] = stability.grid_dicts(rows)
+        print(json.dumps(out, indent=2))
+        return
+    if args.what_if:
+        print(f"what if {wi.label()}:")
+    render_suggest.print_suggestions(out["plans"], out["why"], out["search"])
+    render.print_diagnosis(out["diagnosis"])
+    if rows:
+        render_suggest.print_stability(rows, out["plans"][0])
 
 
 def cmd_suggest(args: argparse.Namespace) -> int:
-    from . import diagnose, explain, render, render_suggest, report, stability, whatif
+    from dataclasses import replace
+
+    from . import diagnose, explain, report, stability, whatif
     from .search.suggest import Options
 
     model, spec = search_spec(args)
     opts = Options(args.top, args.objective, args.max_memory_fraction, args.solver)
     grid_items = stability.parse_grid(args.what_if_grid)[1] if args.what_if_grid else []
-    wi = whatif.parse(args.what_if)
-    if args.what_if:  # search under the assumption; the plans shown are the ones that win there
-        from dataclasses import replace
-
-        spec = replace(spec, cluster=whatif.apply_cluster(spec.cluster, wi))
-    result = run_search(spec, opts, args.json)
+    wi = whatif.parse(args.what_if)  # searched under the assumption: the plans shown win there
+    spec = replace(spec, cluster=whatif.apply_cluster(spec.cluster, wi))
+    eff = whatif.apply_efficiency(cm.Efficiency(), wi)
+    result = run_search(spec, opts, args.json, eff)
     for note in result.notes:
         print(f"planner: note: {note}", file=sys.stderr)
-    eff = whatif.apply_efficiency(cm.Efficiency(), wi)
     scored = [report.score(model, spec.cluster, r.plan, eff) for r in result.ranked]
     dicts = [report.to_dict(s) for s in scored]
-    if not args.what_if:
-        check_agreement(result.ranked, dicts)
-    why = explain.why_faster(dicts[0], dicts[1]) if len(dicts) > 1 else None
-    search = {"solver": opts.solver, "objective": opts.objective, "max_memory_fraction": opts.max_memory_fraction,
-              "space_size": result.space_size, "layouts": result.layouts, "layouts_tabled": result.layouts_tabled,
-              "candidates": result.candidates, "literals": result.literals, "status": result.status,
-              "seconds": result.seconds, "notes": result.notes}
-    diagnosis = diagnose.diagnosis_dict(scored[0], 0.30, diagnose.try_levers(scored[0], eff))
+    check_agreement(result.ranked, dicts)
+    out = {"plans": dicts, "why": explain.why_faster(dicts[0], dicts[1]) if len(dicts) > 1 else None,
+           "search": search_summary(result, opts),
+           "diagnosis": diagnose.diagnosis_dict(scored[0], 0.30, diagnose.try_levers(scored[0], eff))}
     rows = stability.grid(model, spec, opts, scored[0].plan, grid_items) if grid_items else []
     if args.emit:
         from .emit import emit_files
 
         for path in emit_files(model, dicts[0], args.emit, args.out, args.force):
             print(f"planner: wrote {path}", file=sys.stderr)
-    if args.json:
-        out = {"plans": dicts, "why": why, "search": search, "diagnosis": diagnosis}
-        if args.what_if:
-            out["what_if"] = wi.label()
-        if rows:
-            out["stability"] = stability.grid_dicts(rows)
-        print(json.dumps(out, indent=2))
-        return 0
-    if args.what_if:
-        print(f"what if {wi.label()}:")
-    render_suggest.print_suggestions(dicts, why, search)
-    render.print_diagnosis(diagnosis)
-    if rows:
-        render_suggest.print_stability(rows, dicts[0])
+    print_or_dump(args, wi, out, rows)
     return 0
 
 
