@@ -101,7 +101,24 @@ def attention_score_bytes(model: Model, batch: int, tp: int, flash: bool) -> flo
     return 2.0 * batch * model.seq_length * heads * model.seq_length * passes
 
 
-def elementwise_bytes(model: Model, batch: int, tp: int, sequence_parallel: bool, flash: bool) -> float:
+def eager_extra_bytes_per_token(model: Model) -> float:
+    """Extra forward HBM bytes per token and layer when elementwise work runs as separate eager
+    PyTorch kernels (as torchtitan runs without torch.compile), over the fused kernels above.
+
+    Counted kernel by kernel from torchtitan's Llama code: RMSNorm upcasts to fp32 and runs
+    float(), pow, mean, mul by rsqrt, type_as and the weight product as separate kernels (36 B per
+    element against 4 B fused) for each of 2 norms; SwiGLU runs silu and the product apart
+    (10 B per f element against 6 B); rotary embeddings on q and k go through fp32 complex
+    arithmetic (about 20 B per element against 4 B when compiled).
+    """
+    h, f = model.hidden_size, model.ffn
+    kv = model.kv_heads * model.head_dim
+    swiglu = 4.0 * f if model.mlp == "swiglu" else 0.0
+    return 2 * (36.0 - 4.0) * h + swiglu + (20.0 - 4.0) * (h + kv)
+
+
+def elementwise_bytes(model: Model, batch: int, tp: int, sequence_parallel: bool, flash: bool,
+                      fused: bool = True) -> float:
     """HBM bytes read+written by one layer's forward non-GEMM kernels (16-bit activations).
 
     Per token, in units of 16-bit h-element rows: two norms (read+write 4h), two residual adds
@@ -109,25 +126,27 @@ def elementwise_bytes(model: Model, batch: int, tp: int, sequence_parallel: bool
     two block outputs is fused with the residual add (Megatron-LM's bias_dropout_add), so it only
     adds its 1-byte masks (2 x h/2). Without sequence parallel the
     norms, residuals and dropouts are replicated on every TP rank (Korthikanti Sec 4.2.2).
-    Plus the attention scores of unfused attention (`attention_score_bytes`).
+    Plus the attention scores of unfused attention (`attention_score_bytes`), and with
+    `fused=False` the extra traffic of eager kernels (`eager_extra_bytes_per_token`).
     """
     h, f, s = model.hidden_size, model.ffn, model.seq_length
     tokens = batch * s
     replicated = 10 * h + (h if model.dropout else 0)
     split = (3 if model.mlp == "swiglu" else 2) * f
     divisor = tp if sequence_parallel else 1
-    return 2.0 * tokens * (replicated / divisor + split / tp) + attention_score_bytes(model, batch, tp, flash)
+    eager = 0.0 if fused else tokens * eager_extra_bytes_per_token(model) / tp
+    return 2.0 * tokens * (replicated / divisor + split / tp) + attention_score_bytes(model, batch, tp, flash) + eager
 
 
 def layer_times(
     model: Model, batch: int, tp: int, sequence_parallel: bool, flash: bool,
-    gpu: Gpu, precision: str, eff: Efficiency,
+    gpu: Gpu, precision: str, eff: Efficiency, fused: bool = True,
 ) -> LayerTimes:
     """Forward/backward compute seconds of one layer for one micro-batch of `batch` sequences."""
     tokens = batch * model.seq_length
     gemms = sum(gemm_seconds(m, n, k, gpu, precision, eff) for m, n, k in weight_gemms(model, tokens, tp))
     attn = attention_core_seconds(model, batch, tp, gpu, precision, flash, eff)
-    moved = elementwise_bytes(model, batch, tp, sequence_parallel, flash)
+    moved = elementwise_bytes(model, batch, tp, sequence_parallel, flash, fused)
     if precision == "fp8":
         moved += 3.0 * tokens * (model.hidden_size * 2 + model.ffn / tp)  # casts of GEMM inputs to fp8
     hbm = gpu.hbm_bandwidth_bytes_per_second * eff.hbm_efficiency

@@ -95,7 +95,8 @@ def stage_activation_bytes(model: Model, plan: Plan, layers: int, stage: int) ->
 class StageKernels:
     """What every stage of one plan shares; step.stage_costs computes it once per plan.
 
-    Reads only plan.tp, micro_batch_size, sequence_parallel, flash_attention and precision (and the
+    Reads only plan.tp, micro_batch_size, sequence_parallel, flash_attention, fused_elementwise and
+    precision (and the
     cluster), so the plan search (planner/search/tables.py) reuses one per such combination."""
 
     eff: Efficiency  # with the cluster's matmul_efficiency_scale applied
@@ -107,7 +108,8 @@ class StageKernels:
 def stage_kernels(model: Model, cluster: Cluster, plan: Plan, eff: Efficiency) -> StageKernels:
     gpu, b, t = cluster.gpu, plan.micro_batch_size, plan.tp
     eff = compute.scale_matmul_efficiency(eff, cluster.matmul_efficiency_scale)
-    lt = compute.layer_times(model, b, t, plan.sequence_parallel, plan.flash_attention, gpu, plan.precision, eff)
+    lt = compute.layer_times(model, b, t, plan.sequence_parallel, plan.flash_attention, gpu, plan.precision, eff,
+                             plan.fused_elementwise)
     return StageKernels(eff, lt, compute.logits_seconds(model, b, t, gpu, plan.precision, eff),
                         tp_allreduce_seconds(model, cluster, plan, eff))
 

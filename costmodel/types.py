@@ -111,6 +111,7 @@ class Plan:
     overlap_dp_comm: bool = True
     overlap_pp_comm: bool = True  # interleaved schedules overlap p2p with the next chunk's compute
     flash_attention: bool = True
+    fused_elementwise: bool = True  # False: eager PyTorch kernels (torchtitan without torch.compile)
     stage_layers: tuple[int, ...] = ()
 
     @property
@@ -157,12 +158,12 @@ class Efficiency:
     # FlashAttention's achieved fraction of the 16-bit dense peak on the FLOPs it does (causal half):
     # starts from Azure AI-benchmarking-guide ND H100 v5, FlashAttention-2 327.9 TFLOP/s (hd 128,
     # seq 8192) = 0.33 of 989; FITTED below with the others.
-    flash_attention_peak_fraction: float = 0.1936
+    flash_attention_peak_fraction: float = 0.1976
     # FITTED (planner/fit.py, `planner validate --fit-on all`, all rows of validation/runs.yaml):
     # GEMM dimension at which efficiency is half its large-shape value (saturation model) ...
-    matmul_half_dim: float = 297.3
+    matmul_half_dim: float = 291.1
     # ... fraction of HBM bandwidth reached by elementwise / normalisation kernels ...
-    hbm_efficiency: float = 0.633
+    hbm_efficiency: float = 0.594
     # NCCL bus bandwidth / nominal, measured (shared/validation nccl_bandwidth): NVLink rings reach
     # 231.6/300 on 8 A100 (Azure ND A100 v4) and 370/450 on H100 (nccl-tests #212); a 400G NDR NIC
     # gives 46-48 of 50 GB/s (nccl-tests #290). The seed article's 70-80% is the cautious bound.

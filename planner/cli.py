@@ -38,6 +38,8 @@ def add_plan_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--no-overlap", action="store_true", help="DP/ZeRO sync does not overlap backward compute")
     g.add_argument("--no-pp-overlap", action="store_true",
                    help="pipeline p2p does not overlap compute (it does by default with --vpp > 1)")
+    g.add_argument("--eager", action="store_true",
+                   help="elementwise kernels run unfused, as eager PyTorch (torchtitan without torch.compile)")
     g.add_argument("--no-flash-attention", action="store_true", help="unfused attention (pre-FlashAttention stacks)")
     g.add_argument("--stage-layers", help="comma-separated layers per model chunk (pp*vpp entries), uneven splits")
 
@@ -58,7 +60,7 @@ def plan_spec_from_args(args: argparse.Namespace):
         "recompute": args.recompute, "sequence_parallel": args.sequence_parallel, "precision": args.precision,
         "grad_dtype": args.grad_dtype, "overlap_dp_comm": not args.no_overlap,
         "overlap_pp_comm": not args.no_pp_overlap,
-        "flash_attention": not args.no_flash_attention,
+        "flash_attention": not args.no_flash_attention, "fused_elementwise": not args.eager,
     }
     if args.stage_layers:
         try:

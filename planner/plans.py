@@ -41,7 +41,8 @@ def build_plan(spec: PlanSpec, model: ModelSpec, num_gpus: int) -> cm.Plan:
         recompute=spec.recompute, sequence_parallel=spec.sequence_parallel, precision=spec.precision,
         grad_dtype=spec.grad_dtype or "", overlap_dp_comm=spec.overlap_dp_comm,
         overlap_pp_comm=spec.overlap_pp_comm,
-        flash_attention=spec.flash_attention, stage_layers=tuple(spec.stage_layers or ()),
+        flash_attention=spec.flash_attention, fused_elementwise=spec.fused_elementwise,
+        stage_layers=tuple(spec.stage_layers or ()),
     )
 
 
@@ -61,6 +62,6 @@ def plan_to_dict(plan: cm.Plan) -> dict:
         "recompute": plan.recompute, "sequence_parallel": plan.sequence_parallel,
         "precision": plan.precision, "grad_dtype": plan.grad_comm_dtype,
         "overlap_dp_comm": plan.overlap_dp_comm, "overlap_pp_comm": plan.overlap_pp_comm,
-        "flash_attention": plan.flash_attention,
+        "flash_attention": plan.flash_attention, "fused_elementwise": plan.fused_elementwise,
         "stage_layers": list(plan.stage_layers) or None,
     }

@@ -163,4 +163,5 @@ class PlanSpec(Spec):
     overlap_dp_comm: bool = True
     overlap_pp_comm: bool = True
     flash_attention: bool = True
+    fused_elementwise: bool = True
     stage_layers: Optional[tuple[PositiveInt, ...]] = None
