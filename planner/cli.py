@@ -108,16 +108,11 @@ def register_estimate(sub) -> None:
 
 
 def command_registrars() -> list:
-    """One `register(subparsers)` per command; each command module adds its own line here."""
-    registrars = [register_estimate]
-    # command registrations (one line each, keep this marker):
-    from . import cli_suggest; registrars.append(cli_suggest.register)  # noqa: E702
-    from . import cli_calibrate; registrars.append(cli_calibrate.register)  # noqa: E702
-    from . import cli_emit; registrars.append(cli_emit.register)  # noqa: E702
-    from . import cli_validate; registrars.append(cli_validate.register)  # noqa: E702
-    from . import cli_compare; registrars.append(cli_compare.register)  # noqa: E702
-    from . import cli_catalog; registrars.append(cli_catalog.register)  # noqa: E702
-    from . import cli_size; registrars.append(cli_size.register)  # noqa: E702
+    """One `register(subparsers)` per command, in the order `--help` lists them."""
+    from . import cli_calibrate, cli_catalog, cli_compare, cli_emit, cli_size, cli_suggest, cli_validate
+
+    registrars = [register_estimate, cli_suggest.register, cli_size.register, cli_compare.register,
+                  cli_emit.register, cli_calibrate.register, cli_validate.register, cli_catalog.register]
     return registrars
 
 
