@@ -6,20 +6,14 @@ import json
 from pathlib import Path
 
 from . import explain, render
-from .errors import PlannerError
-from .loading import read_data
+from .loading import load_estimate
 
 REQUIRED = ("plan", "step_time_s", "time_breakdown_s", "memory_per_gpu_bytes", "usd_per_step", "mfu")
 
 
 def load_scored(path: str) -> dict:
     """An estimate object (`planner estimate --json`), or the first plan of `suggest --json`."""
-    data = read_data(Path(path))
-    if isinstance(data, dict) and isinstance(data.get("plans"), list) and data["plans"]:
-        data = data["plans"][0]
-    if not isinstance(data, dict) or any(k not in data for k in REQUIRED):
-        raise PlannerError(f"{path}: not a plan object from `planner estimate --json` (needs {', '.join(REQUIRED)})")
-    return data
+    return load_estimate(path, REQUIRED)
 
 
 def cmd_compare(args: argparse.Namespace) -> int:

@@ -2,32 +2,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from pathlib import Path
 
 from .errors import PlannerError
 
 DESCRIPTION = """Write launch files for one plan: DeepSpeed (ds_config.json, hostfile, launch.sh) and/or
 Megatron-LM (launch.sh running pretrain_gpt.py under torchrun), plus README.txt. A plan the
 framework would reject is refused, naming the rule. Existing files are kept unless --force."""
-
-
-def read_estimate(ref: str) -> dict:
-    """One estimate object from a file, or from stdin for '-'."""
-    try:
-        text = sys.stdin.read() if ref == "-" else Path(ref).read_text()
-    except OSError as exc:
-        raise PlannerError(f"{ref}: cannot read ({exc.strerror})") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise PlannerError(f"{ref}: not valid JSON at line {exc.lineno}") from None
-    if isinstance(data, list):
-        raise PlannerError(f"{ref}: holds a list of {len(data)} estimates; pass one (e.g. jq '.[0]')")
-    if not isinstance(data, dict) or "plan" not in data:
-        raise PlannerError(f"{ref}: expected one estimate object from `planner estimate --json`")
-    return data
 
 
 def model_for(args: argparse.Namespace, estimate: dict):
@@ -46,7 +27,9 @@ def model_for(args: argparse.Namespace, estimate: dict):
 def cmd_emit(args: argparse.Namespace) -> int:
     from .emit import EmitOptions, emit_files
 
-    estimate = read_estimate(args.plan)
+    from .loading import load_estimate
+
+    estimate = load_estimate(args.plan)
     options = EmitOptions(gpus_per_node=args.gpus_per_node, offload_optimizer=args.offload_optimizer,
                           offload_param=args.offload_param, nvme_path=args.nvme_path)
     written = emit_files(model_for(args, estimate), estimate, args.format, args.out, args.force, options)

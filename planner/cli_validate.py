@@ -5,7 +5,6 @@ import argparse
 import json
 from pathlib import Path
 
-from rich.console import Console
 from rich.table import Table
 
 from . import render, validation

@@ -141,3 +141,26 @@ def build_cluster(spec: ClusterSpec, num_gpus: int | None) -> cm.Cluster:
     if count < 1:
         raise PlannerError(f"--gpus must be >= 1 (got {count})")
     return spec.to_cluster(resolve_gpu(spec.gpu), count)
+
+
+def load_estimate(ref: str, required: tuple[str, ...] = ("plan",)) -> dict:
+    """One estimate object (`planner estimate --json`) from a file or '-' (stdin); the output of
+    `suggest --json` gives its first plan. Anything else is one clear error."""
+    import sys
+
+    try:
+        text = sys.stdin.read() if ref == "-" else Path(ref).read_text()
+    except OSError as exc:
+        raise PlannerError(f"{ref}: cannot read ({exc.strerror})") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise PlannerError(f"{ref}: not valid JSON at line {exc.lineno}") from None
+    if isinstance(data, dict) and isinstance(data.get("plans"), list) and data["plans"]:
+        data = data["plans"][0]
+    if isinstance(data, list):
+        raise PlannerError(f"{ref}: holds a list of {len(data)} estimates; pass one (e.g. jq '.[0]')")
+    if not isinstance(data, dict) or any(k not in data for k in required):
+        raise PlannerError(f"{ref}: expected one estimate object from `planner estimate --json` "
+                           f"(with {', '.join(required)})")
+    return data

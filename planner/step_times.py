@@ -13,7 +13,6 @@ import csv
 import io
 from pathlib import Path
 
-import yaml
 
 from .calibrate_steps import TimedStep
 from .errors import PlannerError
