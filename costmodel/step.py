@@ -87,12 +87,16 @@ def dp_sync_total_seconds(cluster: Cluster, plan: Plan, stage: StageCost, eff: E
     return dataparallel.dp_sync_seconds(stage.params, plan, per_domain, fast, slow, plan.num_microbatches)
 
 
-def dp_overlap_window_seconds(plan: Plan, stage: StageCost) -> float:
-    """Compute the sync can hide behind: ZeRO-0's gradient AllReduce only the last micro-batch's
+def dp_overlap_window_seconds(plan: Plan, stage: StageCost, bubble_seconds: float = 0.0) -> float:
+    """Time the sync can hide behind: ZeRO-0's gradient AllReduce only the last micro-batch's
     backward (2/3 of its fwd+bwd); ZeRO-1 also the next step's first forward (parameter AllGather);
-    ZeRO-2/3 communicate every micro-batch, so every micro-batch's compute."""
+    ZeRO-2/3 communicate every micro-batch, so every micro-batch's compute. With a pipeline, the
+    fill and drain bubbles add to it: a stage's gradients are final once its last backward is
+    done, while later stages still drain (Megatron-core starts each chunk's reduce-scatter then,
+    and its parameter all-gathers during the next fill)."""
     one_mb = stage.compute_seconds + stage.recompute_seconds
-    return {0: one_mb * 2 / 3, 1: one_mb}.get(plan.zero_stage, plan.num_microbatches * one_mb)
+    busy = {0: one_mb * 2 / 3, 1: one_mb}.get(plan.zero_stage, plan.num_microbatches * one_mb)
+    return busy + bubble_seconds
 
 
 def embedding_sync_seconds(model: Model, cluster: Cluster, plan: Plan, eff: Efficiency) -> float:
@@ -104,11 +108,12 @@ def embedding_sync_seconds(model: Model, cluster: Cluster, plan: Plan, eff: Effi
     return dataparallel.tied_embedding_sync_seconds(embedding_parameters(model), plan, link)
 
 
-def dp_costs(model: Model, cluster: Cluster, plan: Plan, stage: StageCost, eff: Efficiency) -> tuple[float, float]:
+def dp_costs(model: Model, cluster: Cluster, plan: Plan, stage: StageCost, eff: Efficiency,
+             bubble_seconds: float = 0.0) -> tuple[float, float]:
     """(total, exposed) DP/ZeRO sync seconds for one GPU of `stage`, including the tied-embedding
     AllReduce, which runs after the flush and never hides."""
     total = dp_sync_total_seconds(cluster, plan, stage, eff)
-    window = dp_overlap_window_seconds(plan, stage)
+    window = dp_overlap_window_seconds(plan, stage, bubble_seconds)
     exposed = dataparallel.dp_exposed_seconds(total, plan, window, stage.layers, eff.dp_overlap_fraction)
     tied = embedding_sync_seconds(model, cluster, plan, eff)
     return total + tied, exposed + tied
@@ -158,8 +163,8 @@ def estimate(model: Model, cluster: Cluster, plan: Plan, eff: Efficiency | None 
     eff = eff or Efficiency()
     stages = stage_costs(model, cluster, plan, eff)
     critical = dp_critical_stage(stages)
-    dp_total, dp_exposed = dp_costs(model, cluster, plan, critical, eff)
     parts = pipeline_parts(plan, stages)
+    dp_total, dp_exposed = dp_costs(model, cluster, plan, critical, eff, parts["pp_bubble"])
     parts["dp_comm_exposed"] = dp_exposed
     parts["optimizer"] = optimizer_step_seconds(cluster, plan, critical, eff)
     parts["overhead"] = eff.step_overhead_seconds

@@ -4,7 +4,7 @@ For one layout, each term is evaluated over the knobs it depends on (step.py's o
   pipeline flush   step.pipeline_parts(stage costs)          layout x (recompute, SP, precision)
   DP/ZeRO total    step.dp_sync_total_seconds(critical)      layout x (ZeRO, precision, grad, recompute)
   tied embedding   step.embedding_sync_seconds               layout x (precision, grad)
-  overlap window   step.dp_overlap_window_seconds(critical)  layout x all knobs (cheap)
+  overlap window   step.dp_overlap_window_seconds(critical, bubble)  layout x all knobs (cheap)
   exposed          dataparallel.dp_exposed_seconds(total, window) + tied, as step.dp_costs composes it
   optimizer        step.optimizer_step_seconds(critical)     layout x ZeRO (x the pipe key)
   memory           step.memory_breakdown per memory-candidate stage (step.memory_candidate_stages):
@@ -59,6 +59,7 @@ class PipeEntry:
     """Stage costs of one layout for one (recompute, SP, precision)."""
 
     flush_seconds: float
+    bubble_seconds: float  # step.pipeline_parts' pp_bubble, part of the DP overlap window
     critical: StageCost  # step.dp_critical_stage
     slots: tuple[StageCost, ...]  # the memory-candidate stages
 
@@ -136,12 +137,13 @@ class LayoutTables:
             spec, eff = self.ctx.spec, self.ctx.eff
             plan = plan_for(spec, self.lay, Knobs(0, rc, sp, precision, ""))
             stages = class_stage_costs(spec.model, spec.cluster, plan, eff, self.ctx.kernels.get(plan), self.classes)
-            flush = sum(step.pipeline_parts(plan, stages).values())
+            parts = step.pipeline_parts(plan, stages)
+            flush = sum(parts.values())
             slots = tuple(stages[r] for r in step.memory_candidate_stages(stages))
-            self.pipes[key] = PipeEntry(flush, step.dp_critical_stage(stages), slots)
+            self.pipes[key] = PipeEntry(flush, parts["pp_bubble"], step.dp_critical_stage(stages), slots)
         return self.pipes[key]
 
-    def exposed(self, k: Knobs, plan: cm.Plan, critical: StageCost) -> float:
+    def exposed(self, k: Knobs, plan: cm.Plan, critical: StageCost, bubble_seconds: float) -> float:
         """step.dp_costs' exposed part, from tabled totals and the window."""
         spec, eff = self.ctx.spec, self.ctx.eff
         tkey = (k.zero, k.precision, k.grad, k.recompute)
@@ -150,7 +152,7 @@ class LayoutTables:
         gkey = (k.precision, k.grad)
         if gkey not in self.tied:
             self.tied[gkey] = step.embedding_sync_seconds(spec.model, spec.cluster, plan, eff)
-        window = step.dp_overlap_window_seconds(plan, critical)
+        window = step.dp_overlap_window_seconds(plan, critical, bubble_seconds)
         total = self.totals[tkey]
         return dataparallel.dp_exposed_seconds(total, plan, window, critical.layers, eff.dp_overlap_fraction) \
             + self.tied[gkey]
@@ -170,7 +172,7 @@ class LayoutTables:
         plan = plan_for(spec, self.lay, k)
         pipe = self.pipe(k.recompute, k.sp, k.precision)
         opt = step.optimizer_step_seconds(spec.cluster, plan, pipe.critical, eff)
-        return Candidate(self.lay, k, pipe.flush_seconds, self.exposed(k, plan, pipe.critical), opt,
+        return Candidate(self.lay, k, pipe.flush_seconds, self.exposed(k, plan, pipe.critical, pipe.bubble_seconds), opt,
                          eff.step_overhead_seconds, self.memory(k, plan, pipe.slots))
 
     def candidates(self, knobs: tuple[Knobs, ...]) -> list[Candidate]:
