@@ -60,6 +60,13 @@ def _choice_rules(plan: Plan) -> list[str]:
     return out
 
 
+def _hardware_rules(cluster: Cluster, plan: Plan) -> list[str]:
+    if plan.precision == "fp8" and "fp8" not in cluster.gpu.dense_flops_per_second:
+        return [f"fp8 needs FP8 tensor cores, which {cluster.gpu.name} does not have"]
+    return []
+
+
 def plan_violations(model: Model, cluster: Cluster, plan: Plan) -> list[str]:
     """All structural rules the plan breaks; empty when it is legal."""
-    return _degree_rules(model, cluster, plan) + _pipeline_rules(model, plan) + _choice_rules(plan)
+    return (_degree_rules(model, cluster, plan) + _pipeline_rules(model, plan) + _choice_rules(plan)
+            + _hardware_rules(cluster, plan))

@@ -82,3 +82,12 @@ def test_zero3_moves_one_and_a_half_times_zero1_per_microbatch():
     z1 = estimate(model, selene(16), replace(plan, zero_stage=1)).dp_comm_seconds
     z3 = estimate(model, selene(16), replace(plan, zero_stage=3)).dp_comm_seconds
     assert z3 / z1 == pytest.approx(1.5, rel=0.02)
+
+
+def test_fp8_needs_fp8_tensor_cores():
+    # A100 has no FP8 tensor cores (NVIDIA A100 datasheet: TF32/BF16/FP16/INT8 only).
+    from costmodel.rules import plan_violations
+
+    model = gpt(8, 2048, 16)
+    plan = Plan(tp=1, dp=8, micro_batch_size=1, global_batch_size=8, precision="fp8")
+    assert any("FP8 tensor cores" in v for v in plan_violations(model, selene(8), plan))

@@ -122,13 +122,18 @@ def layout_frameworks(spec: SearchSpec, lay: Layout) -> tuple[str, ...]:
     return tuple(f for f in spec.frameworks if frameworks.layout_violation(f, spec.model, plan) is None)
 
 
+def gpu_runs(spec: SearchSpec, precision: str) -> bool:
+    """fp8 needs FP8 tensor cores (costmodel.rules); every GPU runs the others."""
+    return precision != "fp8" or "fp8" in spec.cluster.gpu.dense_flops_per_second
+
+
 def knob_combinations(spec: SearchSpec, fws: tuple[str, ...], tp: int, pp: int) -> tuple[Knobs, ...]:
     """Union over `fws` of the knob combinations each runs, within the user's options and fixes."""
     out: set[Knobs] = set()
     for fw in fws:
         ks = frameworks.knob_sets(fw, tp > 1, pp > 1)
         for zero, rc, sp, prec in product(ks.zero, ks.recompute, ks.sequence_parallel, ks.precision):
-            if (sp and tp == 1) or prec not in spec.precisions:
+            if (sp and tp == 1) or prec not in spec.precisions or not gpu_runs(spec, prec):
                 continue
             for grad in spec.grad_dtypes:  # "" = the framework's own 16-bit/fp32 default: always legal
                 if not grad or grad in ks.grad(prec):
