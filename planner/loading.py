@@ -27,9 +27,14 @@ def catalog_dir() -> Path:
 
 
 def describe_validation_error(err: ValidationError, what: str) -> str:
-    """First pydantic error as 'what: field.path: message'."""
-    first = err.errors()[0]
-    loc = ".".join(str(p) for p in first["loc"]) or "(top level)"
+    """The most specific pydantic error as 'what: field.path: message'.
+
+    For a field that takes either a name or a mapping (a cluster's `gpu`), pydantic reports one
+    error per alternative, tagged with the alternative's type; the deepest one names the field
+    the user got wrong, and the tags are dropped from the path."""
+    first = max(err.errors(), key=lambda e: len(e["loc"]))
+    tags = {"str", "int", "float", "bool", "GpuSpec", "ModelSpec", "ClusterSpec", "PlanSpec"}
+    loc = ".".join(str(p) for p in first["loc"] if p not in tags) or "(top level)"
     msg = first["msg"]
     if first["type"] == "extra_forbidden":
         msg = "unknown key"

@@ -114,3 +114,30 @@ def test_bad_flag_value_is_argparse_usage_error(files, capsys):
     with pytest.raises(SystemExit) as exc:
         main(["estimate", str(files / "m.yaml"), str(files / "c.yaml"), "--zero", "5"])
     assert exc.value.code == 2
+
+
+def test_inline_gpu_mapping_in_a_cluster(files, capsys):
+    import json
+
+    (files / "c3.yaml").write_text("""name: mine
+gpu:
+  name: my-gpu
+  generation: hopper
+  memory_gib: 96
+  dense_tflops: {bf16: 800}
+  hbm_bandwidth_gbytes_per_s: 3000
+  nvlink_bandwidth_gbytes_per_s: 450
+num_gpus: 8
+network_bandwidth_gbits_per_s: 400
+""")
+    code, out, err = run(capsys, "estimate", str(files / "m.yaml"), str(files / "c3.yaml"), "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["gpu"] == "my-gpu" and d["memory_capacity_bytes"] == 96 * 2**30
+
+
+def test_inline_gpu_with_a_bad_field_is_named(files, capsys):
+    (files / "c4.yaml").write_text(CLUSTER.replace("gpu: a100-sxm-80gb", "gpu: {name: g, generation: hopper, "
+                                                   "memory_gib: -1, dense_tflops: {bf16: 1}, hbm_bandwidth_gbytes_per_s: 1}"))
+    code, _, err = run(capsys, "estimate", str(files / "m.yaml"), str(files / "c4.yaml"))
+    assert_one_line_error(code, err, "memory_gib")
