@@ -138,8 +138,9 @@ class Plan:
 class Efficiency:
     """Physical efficiency figures: achievable fraction of nominal rates, latencies, overheads.
 
-    Defaults are literature values (sources in each comment); `calibration.py` documents which
-    of them were fitted and on which published rows.
+    Defaults are measurements from the literature (sources in each comment), except those
+    marked FITTED: planner/fit.py fits them on all rows of validation/runs.yaml at once
+    (`planner validate --fit-on all`), starting from measured priors.
     """
 
     # Large-GEMM efficiency per generation: measured max achievable bf16 matmul / dense peak
@@ -174,6 +175,8 @@ class Efficiency:
     # Per ring step. Fit of t = 2(n-1) alpha + S_bus/B to the Azure ND A100 v4 all_reduce busbw curve
     # (8 GPUs: 109 GB/s at 16 MB, 231.6 GB/s at 8 GB): alpha = (257 - 121 us) / 14 = 9.7 us.
     nvlink_latency_seconds: float = 10e-6
+    # Assumed equal to the NVLink figure (NCCL's per-step protocol cost dominates the wire's ~1-2 us
+    # per InfiniBand hop); `planner calibrate` replaces it with a cluster's measured value.
     network_latency_seconds: float = 10e-6
     # Fraction of the DP/ZeRO sync that can hide behind backward compute when overlap is on.
     dp_overlap_fraction: float = 1.0
