@@ -29,14 +29,20 @@ def stage_layer_counts(chunk_layers: tuple[int, ...], pp: int, vpp: int) -> tupl
     return tuple(sum(chunk_layers[j * pp + r] for j in range(vpp)) for r in range(pp))
 
 
+def effective_vpp(pp: int, vpp: int, num_microbatches: int) -> int:
+    """Interleaving helps only with at least pp micro-batches (see `pipeline_seconds`)."""
+    return vpp if num_microbatches >= pp else 1
+
+
 def bubble_overhead_ratio(pp: int, vpp: int, num_microbatches: int) -> float:
     """Bubble time over ideal compute time: (p-1)/(v m) (Narayanan eq. 1 and Sec 2.2.2)."""
-    return (pp - 1) / (vpp * num_microbatches)
+    return (pp - 1) / (effective_vpp(pp, vpp, num_microbatches) * num_microbatches)
 
 
 def bubble_fraction(pp: int, vpp: int, num_microbatches: int) -> float:
     """Share of the pipeline's wall time that is bubble, in [0, 1): (p-1) / (v m + p - 1)."""
-    return (pp - 1) / (vpp * num_microbatches + pp - 1)
+    v = effective_vpp(pp, vpp, num_microbatches)
+    return (pp - 1) / (v * num_microbatches + pp - 1)
 
 
 def pipeline_seconds(stage_seconds: tuple[float, ...], num_microbatches: int, vpp: int) -> tuple[float, float]:
@@ -44,9 +50,12 @@ def pipeline_seconds(stage_seconds: tuple[float, ...], num_microbatches: int, vp
 
     Each micro-batch passes the slowest stage once (m * T_max); fill and drain add the other
     stages' time once, shortened v times by interleaving. Equal stages give (p-1) T / v, i.e.
-    the bubble ratio (p-1)/(v m) above.
+    the bubble ratio (p-1)/(v m) above. Interleaving only shortens the bubble when there are at
+    least p micro-batches to rotate through the chunks (Narayanan et al. Sec 2.2.2 takes m a
+    multiple of p): with fewer, one micro-batch still crosses all p x v chunks in sequence, so
+    the bubble stays the 1F1B one.
     """
     slowest = max(stage_seconds)
     busy = num_microbatches * slowest
-    bubble = (sum(stage_seconds) - slowest) / vpp
+    bubble = (sum(stage_seconds) - slowest) / effective_vpp(len(stage_seconds), vpp, num_microbatches)
     return busy, bubble

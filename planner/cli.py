@@ -5,6 +5,7 @@ import argparse
 import json
 import sys
 
+from .argtypes import positive_float, positive_int
 from .errors import PlannerError
 
 EPILOG = """MODEL is a YAML file, a Hugging Face config.json, or a catalog name (catalogs/models/);
@@ -14,20 +15,20 @@ CLUSTER is a YAML file or a catalog name (catalogs/clusters.yaml)."""
 def add_inputs(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", metavar="MODEL", help="model YAML, HF config.json, or catalog name (e.g. llama3-70b)")
     p.add_argument("cluster", metavar="CLUSTER", help="cluster YAML or catalog name (e.g. dgx-h100)")
-    p.add_argument("--gpus", type=int, help="number of GPUs (overrides the cluster's num_gpus)")
-    p.add_argument("--seq-length", type=int, help="override the model's sequence length")
+    p.add_argument("--gpus", type=positive_int, help="number of GPUs (overrides the cluster's num_gpus)")
+    p.add_argument("--seq-length", type=positive_int, help="override the model's sequence length")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
 
 
 def add_plan_flags(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("plan")
-    g.add_argument("--tp", type=int, default=1, help="tensor-parallel degree (default 1)")
-    g.add_argument("--pp", type=int, default=1, help="pipeline-parallel degree (default 1)")
-    g.add_argument("--dp", type=int, help="data-parallel degree (default GPUs / (tp*pp))")
-    g.add_argument("--vpp", type=int, default=1, help="virtual pipeline stages per GPU, interleaving (default 1)")
-    g.add_argument("--mbs", type=int, default=1, help="micro-batch size in sequences (default 1)")
-    g.add_argument("--gbs", type=int, help="global batch in sequences (default: the model's, else mbs*dp*gas)")
-    g.add_argument("--gas", type=int, help="gradient accumulation steps (alternative to --gbs)")
+    g.add_argument("--tp", type=positive_int, default=1, help="tensor-parallel degree (default 1)")
+    g.add_argument("--pp", type=positive_int, default=1, help="pipeline-parallel degree (default 1)")
+    g.add_argument("--dp", type=positive_int, help="data-parallel degree (default GPUs / (tp*pp))")
+    g.add_argument("--vpp", type=positive_int, default=1, help="virtual pipeline stages per GPU, interleaving (default 1)")
+    g.add_argument("--mbs", type=positive_int, default=1, help="micro-batch size in sequences (default 1)")
+    g.add_argument("--gbs", type=positive_int, help="global batch in sequences (default: the model's, else mbs*dp*gas)")
+    g.add_argument("--gas", type=positive_int, help="gradient accumulation steps (alternative to --gbs)")
     g.add_argument("--zero", type=int, default=0, choices=[0, 1, 2, 3], help="ZeRO stage (default 0)")
     g.add_argument("--recompute", default="none", choices=["none", "selective", "op", "full"],
                    help="activation recompute: selective = Megatron (attention core), op = torchtitan per-op SAC")
@@ -102,14 +103,22 @@ def register_estimate(sub) -> None:
     add_inputs(p)
     add_plan_flags(p)
     add_what_if(p)
-    p.add_argument("--comm-threshold", type=float, default=0.30,
+    p.add_argument("--comm-threshold", type=positive_float, default=0.30,
                    help="flag the plan when exposed communication exceeds this share of the step (default 0.30)")
     p.set_defaults(func=cmd_estimate)
 
 
 def command_registrars() -> list:
     """One `register(subparsers)` per command, in the order `--help` lists them."""
-    from . import cli_calibrate, cli_catalog, cli_compare, cli_emit, cli_size, cli_suggest, cli_validate
+    from . import (
+        cli_calibrate,
+        cli_catalog,
+        cli_compare,
+        cli_emit,
+        cli_size,
+        cli_suggest,
+        cli_validate,
+    )
 
     registrars = [register_estimate, cli_suggest.register, cli_size.register, cli_compare.register,
                   cli_emit.register, cli_calibrate.register, cli_validate.register, cli_catalog.register]
@@ -117,9 +126,17 @@ def command_registrars() -> list:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    from importlib.metadata import PackageNotFoundError, version
+
+    from .argtypes import OneLineParser
+
+    parser = OneLineParser(
         prog="planner", description="Plan and score parallel layouts for distributed LLM training.", epilog=EPILOG)
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    try:
+        parser.add_argument("--version", action="version", version=f"planner {version('planner')}")
+    except PackageNotFoundError:
+        pass
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=OneLineParser)
     for register in command_registrars():
         register(sub)
     return parser

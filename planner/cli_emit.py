@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .argtypes import positive_int
 from .errors import PlannerError
 
 DESCRIPTION = """Write launch files for one plan: DeepSpeed (ds_config.json, hostfile, launch.sh) and/or
@@ -26,7 +27,6 @@ def model_for(args: argparse.Namespace, estimate: dict):
 
 def cmd_emit(args: argparse.Namespace) -> int:
     from .emit import EmitOptions, emit_files
-
     from .loading import load_estimate
 
     estimate = load_estimate(args.plan)
@@ -49,8 +49,8 @@ def register(sub) -> None:
     p.add_argument("--force", action="store_true", help="overwrite existing files")
     p.add_argument("--model", help="model YAML, HF config.json or catalog name "
                                    "(default: PLAN.json's model, from the catalog)")
-    p.add_argument("--seq-length", type=int, help="the --seq-length the estimate was made with, if any")
-    p.add_argument("--gpus-per-node", type=int, help="GPUs per node (default: the catalog cluster's, else 8)")
+    p.add_argument("--seq-length", type=positive_int, help="the --seq-length the estimate was made with, if any")
+    p.add_argument("--gpus-per-node", type=positive_int, help="GPUs per node (default: the catalog cluster's, else 8)")
     g = p.add_argument_group("DeepSpeed offload (not in the cost model)")
     g.add_argument("--offload-optimizer", default="none", choices=["none", "cpu", "nvme"])
     g.add_argument("--offload-param", default="none", choices=["none", "cpu", "nvme"], help="ZeRO-3 only")

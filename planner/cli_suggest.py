@@ -12,6 +12,7 @@ import sys
 
 from costmodel import types as cm
 
+from .argtypes import positive_float, positive_int
 from .errors import PlannerError
 
 FIX_KEYS = {"tp": "tp", "pp": "pp", "dp": "dp", "vpp": "vpp", "mbs": "mbs", "micro_batch_size": "mbs",
@@ -164,11 +165,11 @@ def register(sub) -> None:
                        description="Search every legal plan (CP-SAT over the cost model) and rank the best "
                                    "distinct (tp, pp, dp) layouts.", epilog=EPILOG)
     add_inputs(p)
-    p.add_argument("--gbs", type=int, help="global batch in sequences (default: the model's global_batch_size)")
-    p.add_argument("--top", type=int, default=5, help="how many distinct layouts to show (default 5)")
+    p.add_argument("--gbs", type=positive_int, help="global batch in sequences (default: the model's global_batch_size)")
+    p.add_argument("--top", type=positive_int, default=5, help="how many distinct layouts to show (default 5)")
     p.add_argument("--objective", default="time", choices=["time", "cost"],
                    help="minimise step time (then $/step) or $/step (then time); default time")
-    p.add_argument("--max-memory-fraction", type=float, default=0.9,
+    p.add_argument("--max-memory-fraction", type=positive_float, default=0.9,
                    help="usable share of GPU memory, on top of the cost model's 2 GiB overhead (default 0.9)")
     p.add_argument("--fix", action="append", metavar="KEY=VALUE",
                    help="pin a choice (repeatable): tp, pp, dp, vpp, mbs, zero, recompute, sp, precision, grad")

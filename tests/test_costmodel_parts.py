@@ -91,3 +91,17 @@ def test_fp8_needs_fp8_tensor_cores():
     model = gpt(8, 2048, 16)
     plan = Plan(tp=1, dp=8, micro_batch_size=1, global_batch_size=8, precision="fp8")
     assert any("FP8 tensor cores" in v for v in plan_violations(model, selene(8), plan))
+
+
+def test_interleaving_needs_at_least_pp_microbatches():
+    # One micro-batch on 8 stages crosses all 8 x v chunks in sequence: no interleaving gain, and
+    # MFU at most 1/8 of the per-stage efficiency.
+    from costmodel.pipeline import pipeline_seconds
+
+    stages = (1.0,) * 8
+    assert pipeline_seconds(stages, 1, 10) == pipeline_seconds(stages, 1, 1) == (1.0, 7.0)
+    assert pipeline_seconds(stages, 8, 4) == (8.0, 7.0 / 4)
+    model = gpt(16, 2048, 16)
+    one = Plan(tp=1, pp=8, dp=1, vpp=2, micro_batch_size=1, global_batch_size=1)
+    assert estimate(model, selene(8), one).step_time_seconds == pytest.approx(
+        estimate(model, selene(8), replace(one, vpp=1)).step_time_seconds, rel=0.05)
