@@ -40,7 +40,7 @@ def gemm_seconds(m: int, n: int, k: int, gpu: Gpu, precision: str, eff: Efficien
     flops = 2.0 * m * n * k
     x = min(m, n, k)
     table = eff.fp8_matmul_peak_fraction if precision == "fp8" else eff.matmul_peak_fraction
-    frac = table.get(gpu.generation, 0.75) * eff.matmul_efficiency_scale * x / (x + eff.matmul_half_dim)
+    frac = min(1.0, table.get(gpu.generation, 0.75) * eff.matmul_efficiency_scale) * x / (x + eff.matmul_half_dim)
     compute = flops / (gpu.peak_flops_per_second(precision) * frac)
     moved = DTYPE_BYTES[precision] * (m * k + k * n) + 2.0 * m * n
     return max(compute, moved / (gpu.hbm_bandwidth_bytes_per_second * eff.hbm_efficiency))

@@ -50,7 +50,8 @@ def sharded_state_bytes(params: float, per_param: StateBytesPerParam, zero_stage
 
 
 def layer_activation_bytes(
-    model: Model, batch: int, tp: int, sequence_parallel: bool, recompute: str, flash: bool
+    model: Model, batch: int, tp: int, sequence_parallel: bool, recompute: str, flash: bool,
+    element_bytes: int = 2,
 ) -> float:
     """Activation bytes one layer keeps for backward, per micro-batch of `batch` sequences.
 
@@ -65,8 +66,11 @@ def layer_activation_bytes(
     With f = 4h, MHA, dropout and no flash this is sbh(34 + 5as/h), eq. 1. TP splits all but the
     norm inputs, the QKV and MLP inputs and the dropout masks (10sbh, eq. 2); sequence parallel
     splits those too (eq. 4). Selective recompute drops the s^2 terms (eq. 6); full recompute keeps
-    only the layer input, 2sbh (2sbh/t when sequence parallel already shards it).
+    only the layer input, 2sbh (2sbh/t when sequence parallel already shards it). fp32 training
+    (`element_bytes` 4) doubles every term.
     """
+    if element_bytes != 2:  # fp32 training keeps 4-byte activations: every tensor term scales
+        return layer_activation_bytes(model, batch, tp, sequence_parallel, recompute, flash) * element_bytes / 2
     s, h, a = model.seq_length, model.hidden_size, model.num_attention_heads
     sbh = float(s * batch * h)
     if recompute == "full":

@@ -79,11 +79,13 @@ def stage_params(model: Model, plan: Plan, layers: int, stage: int) -> float:
 def stage_activation_bytes(model: Model, plan: Plan, layers: int, stage: int) -> float:
     """Activation bytes held at the stage's peak (in-flight micro-batches times its layers)."""
     b, t = plan.micro_batch_size, plan.tp
-    per_layer = memory.layer_activation_bytes(model, b, t, plan.sequence_parallel, plan.recompute, plan.flash_attention)
+    act = ACTIVATION_BYTES[plan.precision]
+    per_layer = memory.layer_activation_bytes(model, b, t, plan.sequence_parallel, plan.recompute, plan.flash_attention,
+                                              act)
     inflight = memory.inflight_microbatches(plan.pp, plan.vpp, plan.num_microbatches, stage)
     total = inflight * layers * per_layer
     if plan.recompute == "full":  # one layer re-materialised at a time during backward
-        total += memory.layer_activation_bytes(model, b, t, plan.sequence_parallel, "none", plan.flash_attention)
+        total += memory.layer_activation_bytes(model, b, t, plan.sequence_parallel, "none", plan.flash_attention, act)
     if stage == 0:
         total += memory.first_stage_extra_bytes(model, b, t, inflight)
     if stage == plan.pp - 1:

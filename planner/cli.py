@@ -87,6 +87,9 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     if args.what_if:
         alt = report.score(model, whatif.apply_cluster(cluster, wi), plan, whatif.apply_efficiency(cm.Efficiency(), wi))
         d["what_if"] = {"assumptions": wi.label(), "estimate": report.to_dict(alt)}
+    if not d["fits"]:
+        print(f"planner: warning: the plan does not fit: {d['memory_per_gpu_bytes'] / 2**30:.1f} GiB per GPU "
+              f"against {d['memory_capacity_bytes'] / 2**30:.0f} GiB (see the levers, or planner suggest)", file=sys.stderr)
     if args.json:
         print(json.dumps(d, indent=2))
         return 0

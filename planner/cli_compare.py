@@ -19,13 +19,15 @@ def load_scored(path: str) -> dict:
 def cmd_compare(args: argparse.Namespace) -> int:
     a, b = load_scored(args.a), load_scored(args.b)
     fast, slow = (a, b) if a["step_time_s"] <= b["step_time_s"] else (b, a)
-    sentence = explain.why_faster(fast, slow)
-    winner = "A" if fast is a else "B"
+    tie = abs(a["step_time_s"] - b["step_time_s"]) <= 1e-9 * max(a["step_time_s"], b["step_time_s"])
+    sentence = "the same step time" if tie else explain.why_faster(fast, slow)
+    winner = "tie" if tie else ("A" if fast is a else "B")
     if args.json:
         print(json.dumps({"faster": winner, "why": sentence, "a": a, "b": b}, indent=2))
         return 0
     render.print_side_by_side(a, b, f"A ({Path(args.a).name})", f"B ({Path(args.b).name})")
-    render.make_console().print(f"[bold]{winner} is faster[/bold]: {sentence}")
+    render.make_console().print("[bold]A and B tie[/bold]" if winner == "tie" else
+                                f"[bold]{winner} is faster[/bold]: {sentence}")
     return 0
 
 

@@ -86,9 +86,10 @@ def impossible_lines(options: list[sizing.Option], args: argparse.Namespace) -> 
                      f"{need} GPUs if scaling held (raise --max-gpus) or fewer tokens")
     if args.budget_usd and not any(o.usd <= args.budget_usd for o in feasible):
         c = min(feasible, key=lambda o: (o.usd, o.days))
-        lines.append(f"no option fits ${args.budget_usd:,.0f}: the cheapest is {c.offering.name} with "
+        scope = " sized for this deadline" if args.deadline_days else ""
+        lines.append(f"no option fits ${args.budget_usd:,.0f}: the cheapest{scope} is {c.offering.name} with "
                      f"{c.num_gpus} GPUs, ${c.usd:,.0f} ({c.days:.1f} days); the budget would need "
-                     f"${c.usd - args.budget_usd:,.0f} more or {100 * (1 - args.budget_usd / c.usd):.0f}% fewer tokens")
+                     f"${c.usd - args.budget_usd:,.0f} more, or buys about {args.budget_usd / c.usd:.2%} of the tokens")
     return lines
 
 
@@ -179,6 +180,8 @@ def print_stability(rows: list[dict]) -> None:
 
 
 def cmd_size(args: argparse.Namespace) -> int:
+    if args.plot and Path(args.plot).suffix.lower() not in (".svg", ".html", ".htm"):
+        raise PlannerError(f"--plot {args.plot}: write .svg or .html (the picture is SVG)")
     r = run_size(args, whatif.parse(args.what_if) if args.what_if else None)
     rows = stability_rows(args, r) if args.what_if_grid else []
     if args.plot:

@@ -25,9 +25,14 @@ FRAMEWORK_CHOICES = ("any", "megatron", "deepspeed", "torchtitan")
 def parse_fix_value(key: str, value: str) -> object:
     if key in ("tp", "pp", "dp", "vpp", "mbs", "zero"):
         try:
-            return int(value)
+            number = int(value)
         except ValueError:
             raise PlannerError(f"--fix {key}={value}: expected an integer") from None
+        if key == "zero" and number not in (0, 1, 2, 3):
+            raise PlannerError(f"--fix zero={value}: ZeRO stage must be 0-3")
+        if key != "zero" and number < 1:
+            raise PlannerError(f"--fix {key}={value}: must be >= 1")
+        return number
     if key == "sp":
         if value.lower() not in TRUE + FALSE:
             raise PlannerError(f"--fix sp={value}: expected true or false")
@@ -133,6 +138,8 @@ def cmd_suggest(args: argparse.Namespace) -> int:
     from . import diagnose, explain, report, stability, whatif
     from .search.suggest import Options
 
+    if args.out != "launch" and not args.emit:
+        raise PlannerError("--out is the folder for --emit; pass --emit deepspeed|megatron|all too")
     model, spec = search_spec(args)
     opts = Options(args.top, args.objective, args.max_memory_fraction, args.solver)
     grid_items = stability.parse_grid(args.what_if_grid)[1] if args.what_if_grid else []

@@ -56,6 +56,10 @@ def generalisation(runs: list[validation.Run], fit_on: str) -> dict:
 def cmd_validate(args: argparse.Namespace) -> int:
     runs = validation.load_runs(Path(args.runs)) if args.runs else validation.load_runs()
     if args.group:
+        known = sorted({r.group for r in runs})
+        unknown = [g for g in args.group if g not in known]
+        if unknown:
+            raise PlannerError(f"--group {unknown[0]}: unknown; the runs have {', '.join(known)}")
         runs = [r for r in runs if r.group in args.group]
     if args.fit_on:
         out = generalisation(runs, args.fit_on)

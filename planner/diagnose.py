@@ -17,6 +17,7 @@ from costmodel.rules import plan_violations
 from .report import Scored, score
 
 COMM_PARTS = ("tp_comm", "pp_comm", "dp_comm_exposed")
+MIN_GAIN = 0.01  # a lever is shown when it saves at least 1% per sample
 SHARE_PARTS = ("compute", "recompute", "tp_comm", "pp_comm", "dp_comm_exposed", "pp_bubble", "optimizer", "overhead")
 
 
@@ -84,7 +85,7 @@ def try_levers(base: Scored, eff: cm.Efficiency | None = None) -> list[LeverResu
         if plan is None or plan_violations(model, base.cluster, plan):
             continue
         result = LeverResult(lever, score(base.model, base.cluster, plan, eff))
-        if result.scored.est.fits and result.per_sample_seconds() < base_per_sample * (1 - 1e-3):
+        if result.scored.est.fits and result.per_sample_seconds() < base_per_sample * (1 - MIN_GAIN):
             out.append(result)
     return sorted(out, key=LeverResult.per_sample_seconds)
 

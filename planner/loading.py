@@ -46,6 +46,8 @@ def describe_validation_error(err: ValidationError, what: str) -> str:
 
 def read_data(path: Path) -> Any:
     """Parse a YAML or JSON file."""
+    if path.is_dir():
+        raise PlannerError(f"{path}: is a folder, expected a file")
     if not path.is_file():
         raise PlannerError(f"{path}: no such file")
     try:

@@ -63,8 +63,11 @@ class Result:
 
 
 def load_runs(path: Path = DEFAULT_RUNS) -> list[Run]:
-    rows = read_data(path) or []
-    return [parse(Run, row, f"{path} [{row.get('id', i)}]") for i, row in enumerate(rows)]
+    rows = read_data(path)
+    if not isinstance(rows, list) or not rows:
+        raise PlannerError(f"{path}: expected a non-empty list of runs (see validation/README.md)")
+    return [parse(Run, row, f"{path} [{row.get('id', i) if isinstance(row, dict) else i}]")
+            for i, row in enumerate(rows)]
 
 
 def generation_of(run: Run) -> str:

@@ -51,7 +51,9 @@ def parse(items: list[str] | None) -> WhatIf:
         if key in SCALES:
             scales[key] = _number(key, value)
         elif key.startswith("price."):
-            prices[key[len("price."):]] = _number(key, value)
+            from .loading import resolve_gpu
+
+            prices[resolve_gpu(key[len("price."):]).name] = _number(key, value)  # unknown GPU: one line
         elif key == "rdma":
             if value.lower() not in ("true", "false"):
                 raise PlannerError(f"--what-if rdma={value}: expected true or false")
