@@ -250,19 +250,48 @@ def _scan_job(args):
     return scan_hardware(*args)
 
 
+def dominates(a: Offering, b: Offering) -> bool:
+    """`a` is never slower nor dearer than `b` at any GPU count: the same GPU and node shape, at
+    least the bandwidth on every tier (the cost model never slows down with more bandwidth),
+    RDMA if `b` has it, and no higher price; strictly better somewhere."""
+    ca, cb = a.spec.to_cluster(a.gpu, 8), b.spec.to_cluster(b.gpu, 8)
+    same = (ca.gpu.name == cb.gpu.name and ca.gpus_per_node == cb.gpus_per_node
+            and ca.nvlink_domain_size == cb.nvlink_domain_size and ca.matmul_efficiency_scale == cb.matmul_efficiency_scale)
+    at_least = (ca.nvlink_bandwidth_bytes_per_second >= cb.nvlink_bandwidth_bytes_per_second
+                and ca.network_bandwidth_bytes_per_second >= cb.network_bandwidth_bytes_per_second
+                and not (cb.rdma and not ca.rdma) and not ca.network_busbw_bytes_per_second
+                and not cb.network_busbw_bytes_per_second and not ca.nvlink_busbw_bytes_per_second
+                and not cb.nvlink_busbw_bytes_per_second
+                and ca.network_latency_seconds == cb.network_latency_seconds and a.usd_per_gpu_hour <= b.usd_per_gpu_hour)
+    return same and at_least and hardware_key(ca) + (a.usd_per_gpu_hour,) != hardware_key(cb) + (b.usd_per_gpu_hour,)
+
+
+def undominated(offerings: list[Offering]) -> tuple[list[Offering], list[str]]:
+    """Offerings no other one dominates, and a note for each left out."""
+    keep, notes = [], []
+    for b in offerings:
+        a = next((a for a in offerings if a is not b and dominates(a, b)), None)
+        if a is None:
+            keep.append(b)
+        else:
+            notes.append(f"{b.name}: not sized, {a.name} has the same GPUs, at least its bandwidth and a lower price")
+    return keep, notes
+
+
 def scan(model: ModelSpec, offerings: list[Offering], max_gpus: int, tokens: float, best_plan: BestPlan,
          assumptions: RunAssumptions, min_gain: float = 0.05, fine: bool = False, workers: int = 2,
          deadline_days: float | None = None, wi: WhatIf | None = None) -> Scan:
     """Every offering at every whole-node count. Each hardware shape is scanned once (in parallel
     over `workers` processes); offerings that differ only in price re-score its plans. With a
     deadline, counts too small to meet it even at peak efficiency are not searched."""
+    offerings, dominated = undominated(offerings)
     shapes: dict[tuple, list[Offering]] = {}
     for off in offerings:
         shapes.setdefault(hardware_key(off.spec.to_cluster(off.gpu, off.spec.gpus_per_node)), []).append(off)
     jobs = [(model, group[0], max_gpus, best_plan, min_gain, fine,
              min_gpus_for_deadline(model, group[0].gpu, tokens, deadline_days), wi) for group in shapes.values()]
     results = _run_jobs(jobs, workers)
-    options, notes, searched = [], [], 0
+    options, notes, searched = [], dominated, 0
     for group, (plans, shape_notes) in zip(shapes.values(), results):
         notes += shape_notes
         searched += len(plans)

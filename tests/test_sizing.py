@@ -156,3 +156,17 @@ def test_size_what_if_grid_reports_stability(capsys):
     d = run_json(capsys, *SMALL, "--deadline-days", "30", "--what-if-grid", "network=0.5,1.0")
     assert [r["assumption"] for r in d["stability"]] == ["network=0.5", "network=1"]
     assert d["stability"][1]["cheapest_stays"]  # the baseline's own assumption keeps its choice
+
+
+def test_dominated_offerings_are_not_sized():
+    # aws-p4de (8 x A100 80GB, 50 Gb/s per GPU) costs more than dgx-a100 (same GPUs, 200 Gb/s per GPU):
+    # never faster, never cheaper, so it cannot be on the front or chosen.
+    table = {k: v for k, v in loading.cluster_catalog().items() if k in ("dgx-a100", "aws-p4de-24xlarge")}
+    offs, _ = sizing.priced_offerings(table, loading.gpu_catalog(), None)
+    keep, notes = sizing.undominated(offs)
+    assert [o.name for o in keep] == ["dgx-a100"]
+    assert "aws-p4de-24xlarge: not sized" in notes[0]
+    # a faster network at a higher price is not dominated
+    table = {k: v for k, v in loading.cluster_catalog().items() if k in ("dgx-a100", "aws-p4d-24xlarge")}
+    offs, _ = sizing.priced_offerings(table, loading.gpu_catalog(), None)
+    assert len(sizing.undominated(offs)[0]) == 2  # different GPUs (40 vs 80 GB)
