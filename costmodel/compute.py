@@ -4,9 +4,10 @@ attention core, and memory-bound elementwise work at HBM bandwidth.
 GEMM time is a roofline (Williams, Waterman & Patterson, CACM 2009): the larger of FLOPs at the
 achievable matmul rate and bytes moved at HBM bandwidth. The achievable rate is the generation's
 large-GEMM fraction of dense peak (measured maxima, stas00/ml-engineering accelerator table)
-times a saturation factor x / (x + x_half) of the smallest GEMM dimension x: tensor-parallel
-splits shrink N or K, and small tiles fill fewer SMs (NVIDIA "Matrix Multiplication Background
-User's Guide": wave and tile quantisation). FP8 applies to weight GEMMs only; attention runs in
+times a saturation factor x / (x + x_half) of the smaller output dimension x = min(M, N): the
+output tiles are what the SMs share out, so small outputs fill fewer SMs (NVIDIA "Matrix
+Multiplication Background User's Guide": wave and tile quantisation). A small inner dimension K
+shows up through the roofline instead (few FLOPs per byte of output). FP8 applies to weight GEMMs only; attention runs in
 16-bit (as Transformer Engine's default recipe). Backward costs twice forward.
 """
 from __future__ import annotations
@@ -38,7 +39,7 @@ def scale_matmul_efficiency(eff: Efficiency, scale: float) -> Efficiency:
 def gemm_seconds(m: int, n: int, k: int, gpu: Gpu, precision: str, eff: Efficiency) -> float:
     """Roofline time of one (m x k) @ (k x n) GEMM."""
     flops = 2.0 * m * n * k
-    x = min(m, n, k)
+    x = min(m, n)
     table = eff.fp8_matmul_peak_fraction if precision == "fp8" else eff.matmul_peak_fraction
     frac = min(1.0, table.get(gpu.generation, 0.75) * eff.matmul_efficiency_scale) * x / (x + eff.matmul_half_dim)
     compute = flops / (gpu.peak_flops_per_second(precision) * frac)

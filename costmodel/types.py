@@ -159,12 +159,12 @@ class Efficiency:
     # FlashAttention's achieved fraction of the 16-bit dense peak on the FLOPs it does (causal half):
     # starts from Azure AI-benchmarking-guide ND H100 v5, FlashAttention-2 327.9 TFLOP/s (hd 128,
     # seq 8192) = 0.33 of 989; FITTED below with the others.
-    flash_attention_peak_fraction: float = 0.1976
+    flash_attention_peak_fraction: float = 0.2056
     # FITTED (planner/fit.py, `planner validate --fit-on all`, all rows of validation/runs.yaml):
-    # GEMM dimension at which efficiency is half its large-shape value (saturation model) ...
-    matmul_half_dim: float = 297.3
+    # GEMM output dimension at which efficiency is half its large-shape value (saturation) ...
+    matmul_half_dim: float = 353.8
     # ... fraction of HBM bandwidth reached by elementwise / normalisation kernels ...
-    hbm_efficiency: float = 0.6528
+    hbm_efficiency: float = 0.5833
     # NCCL bus bandwidth / nominal, measured (shared/validation nccl_bandwidth): NVLink rings reach
     # 231.6/300 on 8 A100 (Azure ND A100 v4) and 370/450 on H100 (nccl-tests #212); a 400G NDR NIC
     # gives 46-48 of 50 GB/s (nccl-tests #290). The seed article's 70-80% is the cautious bound.
@@ -182,7 +182,7 @@ class Efficiency:
     dp_overlap_fraction: float = 1.0
     # Per layer and micro-batch (forward + backward): kernel launches and stream synchronisation
     # the roofline does not see (FITTED as above).
-    layer_overhead_seconds: float = 7.407e-5
+    layer_overhead_seconds: float = 0.0
     # Fixed per-step cost outside the model: optimizer launch, logging, data loading.
     step_overhead_seconds: float = 0.0
     # Framework memory not in the analytic terms: CUDA context, NCCL buffers, allocator slack.
