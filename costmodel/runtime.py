@@ -15,6 +15,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from .memory import state_bytes_per_param
+
 LLAMA3_INTERRUPTIONS_PER_GPU_HOUR = 466 / (54 * 24 * 16384)
 
 
@@ -29,9 +31,11 @@ class RunOverheads:
         return self.total_seconds / step_seconds_total - 1.0
 
 
-def checkpoint_bytes(params: float, bytes_per_param: float = 14.0) -> float:
-    """Bytes of one full checkpoint: 16-bit weights (2 B) + fp32 master weights, Adam m and v (12 B)."""
-    return params * bytes_per_param
+def checkpoint_bytes(params: float) -> float:
+    """Bytes of one full checkpoint: the 16-bit weights and the optimizer states (fp32 master
+    weights, Adam m and v) of memory.state_bytes_per_param, 2 + 12 B per parameter."""
+    states = state_bytes_per_param("bf16", "bf16")
+    return params * (states.parameters + states.optimizer_states)
 
 
 def checkpoint_seconds(params: float, num_nodes: int, write_bytes_per_second_per_node: float) -> float:

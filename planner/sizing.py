@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import Callable, Optional
 
-from costmodel import dollars, runtime
+from costmodel import dollars, memory, runtime
 from costmodel import types as cm
 from costmodel.flops import total_parameters
 
@@ -187,10 +187,11 @@ def hardware_key(cluster: cm.Cluster) -> tuple:
 
 
 def min_gpus_for_states(model: ModelSpec, gpu: GpuSpec) -> int:
-    """Fewest GPUs whose memory can hold the model states at all: 16 B per parameter (ZeRO Sec 3.1)
-    fully sharded, with nothing left for activations. A necessary condition, so smaller counts
-    are skipped without a search."""
-    need = 16.0 * total_parameters(model.to_model())
+    """Fewest GPUs whose memory can hold the model states at all: the cost model's mixed-precision
+    Adam states (16 B per parameter, ZeRO Sec 3.1) fully sharded, with nothing left for
+    activations. A necessary condition, so smaller counts are skipped without a search."""
+    states = memory.state_bytes_per_param("bf16", "bf16")
+    need = (states.parameters + states.gradients + states.optimizer_states) * total_parameters(model.to_model())
     return max(1, math.ceil(need / (gpu.memory_gib * 2**30)))
 
 
