@@ -121,7 +121,16 @@ def first_stage_extra_bytes(model: Model, batch: int, tp: int, inflight: float) 
     return inflight * model.seq_length * batch * model.hidden_size / tp
 
 
-def last_stage_extra_bytes(model: Model, batch: int, tp: int) -> float:
-    """Final norm and output-layer inputs (4sbh/t) and fp32 logits (4sbV/t), Korthikanti Sec 4.3."""
+def last_stage_extra_bytes(model: Model, batch: int, tp: int, fused_cross_entropy: bool = True) -> float:
+    """Final norm and output-layer inputs (4sbh/t) and the loss's logits buffers.
+
+    Fused (vocab-parallel) cross entropy keeps one fp32 copy of the logits, 4sbV/t (Korthikanti
+    Sec 4.3; Megatron-LM's vocab_parallel_cross_entropy works in place on it). An eager
+    `F.cross_entropy(logits.float())` (torchtitan at 9dec370, train.py loss_fn, with compiling the
+    loss disabled) holds three fp32 logit-sized tensors when backward starts, while every layer's
+    activations are still alive: the saved log-softmax output, the NLL gradient and the
+    log-softmax input gradient, 12sbV/t.
+    """
     sb = model.seq_length * batch
-    return 4.0 * sb * model.hidden_size / tp + 4.0 * sb * model.vocab_size / tp
+    logits_bytes = 4.0 if fused_cross_entropy else 12.0
+    return 4.0 * sb * model.hidden_size / tp + logits_bytes * sb * model.vocab_size / tp

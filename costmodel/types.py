@@ -112,6 +112,7 @@ class Plan:
     overlap_pp_comm: bool = True  # interleaved schedules overlap p2p with the next chunk's compute
     flash_attention: bool = True
     fused_elementwise: bool = True  # False: eager PyTorch kernels (torchtitan without torch.compile)
+    fused_cross_entropy: bool = True  # False: eager F.cross_entropy(logits.float()) (torchtitan 2024)
     stage_layers: tuple[int, ...] = ()
 
     @property

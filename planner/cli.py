@@ -41,6 +41,9 @@ def add_plan_flags(p: argparse.ArgumentParser) -> None:
                    help="pipeline p2p does not overlap compute (it does by default with --vpp > 1)")
     g.add_argument("--eager", action="store_true",
                    help="elementwise kernels run unfused, as eager PyTorch (torchtitan without torch.compile)")
+    g.add_argument("--eager-loss", action="store_true",
+                   help="loss is an eager F.cross_entropy on fp32-upcast logits (12 B per logit at the peak "
+                        "instead of 4)")
     g.add_argument("--no-flash-attention", action="store_true", help="unfused attention (pre-FlashAttention stacks)")
     g.add_argument("--stage-layers", help="comma-separated layers per model chunk (pp*vpp entries), uneven splits")
 
@@ -62,6 +65,7 @@ def plan_spec_from_args(args: argparse.Namespace):
         "grad_dtype": args.grad_dtype, "overlap_dp_comm": not args.no_overlap,
         "overlap_pp_comm": not args.no_pp_overlap,
         "flash_attention": not args.no_flash_attention, "fused_elementwise": not args.eager,
+        "fused_cross_entropy": not args.eager_loss,
     }
     if args.stage_layers:
         try:

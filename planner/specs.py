@@ -164,4 +164,5 @@ class PlanSpec(Spec):
     overlap_pp_comm: bool = True
     flash_attention: bool = True
     fused_elementwise: bool = True
+    fused_cross_entropy: bool = True
     stage_layers: Optional[tuple[PositiveInt, ...]] = None

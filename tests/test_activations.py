@@ -79,3 +79,17 @@ def test_table2_sizes_in_gib_for_175b():
     per_layer = layer_activation_bytes(gpt(layers, h, a), b, T, True, "selective", flash=False)
     assert per_layer / 2**20 == pytest.approx(102.0, rel=1e-9)
     assert per_layer * layers * (1 + 7 / 24) / 2**30 == pytest.approx(12.36, rel=1e-3)
+
+
+def test_eager_fp32_cross_entropy_holds_three_fp32_logit_tensors():
+    """torchtitan at 9dec370 computes F.cross_entropy(pred.float()) eagerly: when backward starts
+    the saved fp32 log-softmax output, the NLL gradient and the log-softmax input gradient (4 B
+    each) are alive, 12 B per logit instead of the fused loss's single fp32 copy (4 B).
+    Llama 3.1 8B, local batch 2 x 8192 tokens, vocab 128256, tp 1: 8 B x 16384 x 128256 more."""
+    from costmodel.types import Model
+
+    model = Model("llama3.1-8b", 32, 4096, 32, 128256, 8192, num_kv_heads=8, ffn_hidden_size=14336, mlp="swiglu")
+    base = dict(tp=1, dp=8, micro_batch_size=2, global_batch_size=16, zero_stage=3, recompute="op")
+    fused = stage_activation_bytes(model, Plan(**base), 32, 0)
+    eager = stage_activation_bytes(model, Plan(**base, fused_cross_entropy=False), 32, 0)
+    assert eager - fused == 8 * 2 * 8192 * 128256  # 16.8 GB, 15.7 GiB
