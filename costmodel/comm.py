@@ -61,13 +61,25 @@ def hierarchical_reduce_scatter_seconds(
 ) -> float:
     """ReduceScatter over `ranks` GPUs, `ranks_per_domain` of them in each fast (NVLink) domain.
 
-    Inside the domain: ring RS of the whole buffer on `fast`; across domains: ring RS of the 1/k
-    shard on `slow`, the k GPUs of a domain working in parallel on their own network rails.
+    Bandwidth: inside the domain a ring RS of the whole buffer on `fast`; across domains a ring RS
+    of the 1/k shard on `slow`, the k GPUs of a domain working in parallel on their own rails.
+    Latency: NCCL's rings span every rank, so a ring collective takes ranks - 1 steps, of which
+    one per extra domain crosses the network (NCCL src/graph/tuning.cc, ncclTopoTuneModel: nsteps
+    = nRanks - 1, nInterSteps = nNodes - 1, latency = (nsteps - nInterSteps) * intraLat +
+    nInterSteps * interLat).
     """
     inner, outer = _split(ranks, ranks_per_domain)
-    return ring_reduce_scatter_seconds(size_bytes, inner, fast) + ring_reduce_scatter_seconds(
-        size_bytes / inner, outer, slow
-    )
+    if ranks <= 1 or size_bytes <= 0:
+        return 0.0
+    bandwidth = (size_bytes * (inner - 1) / inner / fast.bandwidth_bytes_per_second
+                 + size_bytes / inner * (outer - 1) / outer / slow.bandwidth_bytes_per_second)
+    return bandwidth + ring_latency_seconds(ranks, outer, fast, slow)
+
+
+def ring_latency_seconds(ranks: int, domains: int, fast: Link, slow: Link) -> float:
+    """Latency of one ring ReduceScatter/AllGather over `ranks` GPUs in `domains` NVLink domains:
+    ranks - domains steps on `fast`, domains - 1 on `slow` (see hierarchical_reduce_scatter_seconds)."""
+    return (ranks - domains) * fast.latency_seconds + (domains - 1) * slow.latency_seconds
 
 
 def hierarchical_allgather_seconds(

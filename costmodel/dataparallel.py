@@ -12,6 +12,8 @@ halves, INT8 quarters the FP32 volume); parameters stay in their training dtype.
 """
 from __future__ import annotations
 
+from math import ceil
+
 from .comm import Link, hierarchical_allgather_seconds, hierarchical_reduce_scatter_seconds, ring_allreduce_seconds
 from .types import DTYPE_BYTES, Plan
 
@@ -21,26 +23,57 @@ def param_gather_bytes_per_param(precision: str) -> float:
     return 4.0 if precision == "fp32" else 2.0
 
 
+# ZeRO-3 as DeepSpeed ran it in 2021 (v0.3.13-v0.4.0, deepspeed/runtime/zero/): one AllGather per
+# weight tensor (`_allgather_param`; tensors under 1e5 elements stay resident, so only the layer's
+# four matrices: fused QKV, output projection, fc1, fc2), and gradients all-reduced in buckets of
+# reduce_bucket_size = 5e8 elements (`buffered_reduce_fallback`, contiguous_gradients off by default).
+PER_TENSOR_GATHERS_PER_LAYER = 4
+PER_TENSOR_REDUCE_BUCKET_PARAMS = 5e8
+
+
+def _split_into(seconds_of, size_bytes: float, count: int) -> float:
+    """`count` equal collectives moving `size_bytes` in all: same bandwidth, `count` latencies."""
+    return count * seconds_of(size_bytes / count)
+
+
 def dp_sync_seconds(
-    params: float, plan: Plan, ranks_per_domain: int, fast: Link, slow: Link, num_microbatches: int
+    params: float, plan: Plan, ranks_per_domain: int, fast: Link, slow: Link, num_microbatches: int,
+    layers: int = 1,
 ) -> float:
-    """Total DP/ZeRO communication seconds per optimizer step, hidden or not."""
+    """Total DP/ZeRO communication seconds per optimizer step, hidden or not.
+
+    ZeRO-3 issues its collectives per unit of `layers` (the stage's layer count), each paying a
+    ring latency: "per_layer" gathers and reduce-scatters one layer at a time (FSDP2's per-block
+    fully_shard); "per_tensor" gathers each weight matrix and all-reduces gradient buckets
+    (DeepSpeed ZeRO-3 of 2021, constants above).
+    """
     dp = plan.dp
     if dp <= 1:
         return 0.0
     grad_bytes = params * DTYPE_BYTES[plan.grad_comm_dtype]
     param_bytes = params * param_gather_bytes_per_param(plan.precision)
-    reduce = hierarchical_reduce_scatter_seconds(grad_bytes, dp, ranks_per_domain, fast, slow)
-    gather = hierarchical_allgather_seconds(param_bytes, dp, ranks_per_domain, fast, slow)
+
+    def rs(size: float) -> float:
+        return hierarchical_reduce_scatter_seconds(size, dp, ranks_per_domain, fast, slow)
+
+    def ag(size: float) -> float:
+        return hierarchical_allgather_seconds(size, dp, ranks_per_domain, fast, slow)
+
     if plan.zero_stage <= 1:
         # AllReduce = ReduceScatter + AllGather; both in the gradient dtype for plain DP.
-        if plan.zero_stage == 0:
-            gather = hierarchical_allgather_seconds(grad_bytes, dp, ranks_per_domain, fast, slow)
-        return reduce + gather
+        return rs(grad_bytes) + ag(grad_bytes if plan.zero_stage == 0 else param_bytes)
     if plan.zero_stage == 2:
-        return num_microbatches * reduce + gather
+        return num_microbatches * rs(grad_bytes) + ag(param_bytes)
     gathers_per_microbatch = 3 if plan.recompute == "full" else 2
-    return num_microbatches * (reduce + gathers_per_microbatch * gather)
+    units = max(1, layers)
+    if plan.zero3_collectives == "per_tensor":
+        gathers = _split_into(ag, param_bytes, units * PER_TENSOR_GATHERS_PER_LAYER)
+        buckets = max(1, ceil(params / PER_TENSOR_REDUCE_BUCKET_PARAMS))
+        reduce = _split_into(rs, grad_bytes, buckets) + _split_into(ag, grad_bytes, buckets)
+    else:
+        gathers = _split_into(ag, param_bytes, units)
+        reduce = _split_into(rs, grad_bytes, units)
+    return num_microbatches * (reduce + gathers_per_microbatch * gathers)
 
 
 def tied_embedding_sync_seconds(embedding_params: float, plan: Plan, link: Link) -> float:

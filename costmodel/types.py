@@ -113,6 +113,7 @@ class Plan:
     flash_attention: bool = True
     fused_elementwise: bool = True  # False: eager PyTorch kernels (torchtitan without torch.compile)
     fused_cross_entropy: bool = True  # False: eager F.cross_entropy(logits.float()) (torchtitan 2024)
+    zero3_collectives: str = "per_layer"  # or "per_tensor" (DeepSpeed ZeRO-3 of 2021), see dataparallel
     stage_layers: tuple[int, ...] = ()
 
     @property
@@ -176,9 +177,10 @@ class Efficiency:
     # Per ring step. Fit of t = 2(n-1) alpha + S_bus/B to the Azure ND A100 v4 all_reduce busbw curve
     # (8 GPUs: 109 GB/s at 16 MB, 231.6 GB/s at 8 GB): alpha = (257 - 121 us) / 14 = 9.7 us.
     nvlink_latency_seconds: float = 10e-6
-    # Assumed equal to the NVLink figure (NCCL's per-step protocol cost dominates the wire's ~1-2 us
-    # per InfiniBand hop); `planner calibrate` replaces it with a cluster's measured value.
-    network_latency_seconds: float = 10e-6
+    # Per ring step crossing the network: NCCL's own tuning constant for a network ring step with
+    # the Simple protocol (src/graph/tuning.cc @5067397c, hwLatencies[NET][RING][SIMPLE] = 14 us);
+    # `planner calibrate` replaces it with a cluster's measured value.
+    network_latency_seconds: float = 14e-6
     # Fraction of the DP/ZeRO sync that can hide behind backward compute when overlap is on.
     dp_overlap_fraction: float = 1.0
     # Per layer and micro-batch (forward + backward): kernel launches and stream synchronisation

@@ -165,4 +165,5 @@ class PlanSpec(Spec):
     flash_attention: bool = True
     fused_elementwise: bool = True
     fused_cross_entropy: bool = True
+    zero3_collectives: Literal["per_layer", "per_tensor"] = "per_layer"
     stage_layers: Optional[tuple[PositiveInt, ...]] = None

@@ -40,8 +40,16 @@ def ring_seconds(collective, size, n, bandwidth, latency):
 
 
 def two_level_seconds(collective, size, n, k, fast, slow):
-    """Ring over the k GPUs of a domain on NVLink, then the 1/k shard over n/k domains on the network."""
-    return ring_seconds(collective, size, k, *fast) + ring_seconds(collective, size / k, n // k, *slow)
+    """Bandwidth: ring over the k GPUs of a domain on NVLink, then the 1/k shard over n/k domains on
+    the network. Latency: NCCL's ring spans all n ranks, so of its steps a fraction (d-1)/(n-1)
+    crosses the network, d = n/k domains (NCCL src/graph/tuning.cc: nInterSteps = nNodes - 1 for
+    ReduceScatter/AllGather, 2 (nNodes - 1) for AllReduce, out of nRanks - 1 or 2 (nRanks - 1))."""
+    d = n // k
+    steps, _ = RING[collective](n)
+    inter = steps * (d - 1) // (n - 1)
+    latency = (steps - inter) * fast[1] + inter * slow[1]
+    return (ring_seconds(collective, size, k, fast[0], 0.0) + ring_seconds(collective, size / k, d, slow[0], 0.0)
+            + latency)
 
 
 def samples_of(text, name, cluster, min_size=64 * MIB):
