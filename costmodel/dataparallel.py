@@ -23,17 +23,30 @@ def param_gather_bytes_per_param(precision: str) -> float:
     return 4.0 if precision == "fp32" else 2.0
 
 
-# ZeRO-3 as DeepSpeed ran it in 2021 (v0.3.13-v0.4.0, deepspeed/runtime/zero/): one AllGather per
-# weight tensor (`_allgather_param`; tensors under 1e5 elements stay resident, so only the layer's
-# four matrices: fused QKV, output projection, fc1, fc2), and gradients all-reduced in buckets of
-# reduce_bucket_size = 5e8 elements (`buffered_reduce_fallback`, contiguous_gradients off by default).
-PER_TENSOR_GATHERS_PER_LAYER = 4
-PER_TENSOR_REDUCE_BUCKET_PARAMS = 5e8
+# DeepSpeed all-reduces gradients in buckets of 5e8 elements (engine.py buffered_allreduce_fallback
+# with MEMORY_OPT_ALLREDUCE_SIZE / reduce_bucket_size = 500000000, v0.3.13 to v0.6.5).
+ALLREDUCE_BUCKET_PARAMS = 5e8
+# ZeRO-3 as DeepSpeed ran it in 2021 (v0.3.13-v0.4.0, partition_parameters.py `_allgather_param`):
+# one AllGather per weight tensor; tensors under 1e5 elements stay resident, so per layer only the
+# four matrices (fused QKV, output projection, fc1, fc2).
+TENSOR_GATHERS_PER_LAYER = 4
 
 
 def _split_into(seconds_of, size_bytes: float, count: int) -> float:
     """`count` equal collectives moving `size_bytes` in all: same bandwidth, `count` latencies."""
     return count * seconds_of(size_bytes / count)
+
+
+def grad_reduce_seconds(params: float, plan: Plan, layers: int, rs, ag) -> float:
+    """One gradient reduction: ReduceScatter into the shards (one per layer under ZeRO-3, FSDP2's
+    per-block reduce), or an AllReduce of every gradient (plain DP; with `grad_reduce` "allreduce"
+    also under ZeRO-1..3, as DeepSpeed's bf16 pipeline engine and 2021 ZeRO-3 did) in 5e8-element
+    buckets."""
+    grad_bytes = params * DTYPE_BYTES[plan.grad_comm_dtype]
+    if plan.zero_stage == 0 or plan.grad_reduce == "allreduce":
+        buckets = max(1, ceil(params / ALLREDUCE_BUCKET_PARAMS)) if plan.grad_reduce == "allreduce" else 1
+        return _split_into(rs, grad_bytes, buckets) + _split_into(ag, grad_bytes, buckets)
+    return _split_into(rs, grad_bytes, max(1, layers) if plan.zero_stage == 3 else 1)
 
 
 def dp_sync_seconds(
@@ -42,15 +55,13 @@ def dp_sync_seconds(
 ) -> float:
     """Total DP/ZeRO communication seconds per optimizer step, hidden or not.
 
-    ZeRO-3 issues its collectives per unit of `layers` (the stage's layer count), each paying a
-    ring latency: "per_layer" gathers and reduce-scatters one layer at a time (FSDP2's per-block
-    fully_shard); "per_tensor" gathers each weight matrix and all-reduces gradient buckets
-    (DeepSpeed ZeRO-3 of 2021, constants above).
+    ZeRO-3 gathers the weights of the stage's `layers` one unit at a time, each collective paying
+    a ring latency: a layer (FSDP2's per-block fully_shard) or a weight tensor
+    (`zero3_gather_unit` "tensor", DeepSpeed ZeRO-3 of 2021).
     """
     dp = plan.dp
     if dp <= 1:
         return 0.0
-    grad_bytes = params * DTYPE_BYTES[plan.grad_comm_dtype]
     param_bytes = params * param_gather_bytes_per_param(plan.precision)
 
     def rs(size: float) -> float:
@@ -59,21 +70,14 @@ def dp_sync_seconds(
     def ag(size: float) -> float:
         return hierarchical_allgather_seconds(size, dp, ranks_per_domain, fast, slow)
 
+    reduce = grad_reduce_seconds(params, plan, layers, rs, ag)
     if plan.zero_stage <= 1:
-        # AllReduce = ReduceScatter + AllGather; both in the gradient dtype for plain DP.
-        return rs(grad_bytes) + ag(grad_bytes if plan.zero_stage == 0 else param_bytes)
+        return reduce + (ag(param_bytes) if plan.zero_stage == 1 else 0.0)
     if plan.zero_stage == 2:
-        return num_microbatches * rs(grad_bytes) + ag(param_bytes)
+        return num_microbatches * reduce + ag(param_bytes)
     gathers_per_microbatch = 3 if plan.recompute == "full" else 2
-    units = max(1, layers)
-    if plan.zero3_collectives == "per_tensor":
-        gathers = _split_into(ag, param_bytes, units * PER_TENSOR_GATHERS_PER_LAYER)
-        buckets = max(1, ceil(params / PER_TENSOR_REDUCE_BUCKET_PARAMS))
-        reduce = _split_into(rs, grad_bytes, buckets) + _split_into(ag, grad_bytes, buckets)
-    else:
-        gathers = _split_into(ag, param_bytes, units)
-        reduce = _split_into(rs, grad_bytes, units)
-    return num_microbatches * (reduce + gathers_per_microbatch * gathers)
+    units = max(1, layers) * (TENSOR_GATHERS_PER_LAYER if plan.zero3_gather_unit == "tensor" else 1)
+    return num_microbatches * (reduce + gathers_per_microbatch * _split_into(ag, param_bytes, units))
 
 
 def tied_embedding_sync_seconds(embedding_params: float, plan: Plan, link: Link) -> float:

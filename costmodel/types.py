@@ -113,7 +113,8 @@ class Plan:
     flash_attention: bool = True
     fused_elementwise: bool = True  # False: eager PyTorch kernels (torchtitan without torch.compile)
     fused_cross_entropy: bool = True  # False: eager F.cross_entropy(logits.float()) (torchtitan 2024)
-    zero3_collectives: str = "per_layer"  # or "per_tensor" (DeepSpeed ZeRO-3 of 2021), see dataparallel
+    zero3_gather_unit: str = "layer"  # or "tensor": one AllGather per weight (DeepSpeed ZeRO-3 of 2021)
+    grad_reduce: str = "reduce_scatter"  # or "allreduce": full gradient AllReduce under ZeRO (DeepSpeed)
     stage_layers: tuple[int, ...] = ()
 
     @property

@@ -42,7 +42,8 @@ def build_plan(spec: PlanSpec, model: ModelSpec, num_gpus: int) -> cm.Plan:
         grad_dtype=spec.grad_dtype or "", overlap_dp_comm=spec.overlap_dp_comm,
         overlap_pp_comm=spec.overlap_pp_comm,
         flash_attention=spec.flash_attention, fused_elementwise=spec.fused_elementwise,
-        fused_cross_entropy=spec.fused_cross_entropy, zero3_collectives=spec.zero3_collectives,
+        fused_cross_entropy=spec.fused_cross_entropy, zero3_gather_unit=spec.zero3_gather_unit,
+        grad_reduce=spec.grad_reduce,
         stage_layers=tuple(spec.stage_layers or ()),
     )
 
@@ -64,6 +65,7 @@ def plan_to_dict(plan: cm.Plan) -> dict:
         "precision": plan.precision, "grad_dtype": plan.grad_comm_dtype,
         "overlap_dp_comm": plan.overlap_dp_comm, "overlap_pp_comm": plan.overlap_pp_comm,
         "flash_attention": plan.flash_attention, "fused_elementwise": plan.fused_elementwise,
-        "fused_cross_entropy": plan.fused_cross_entropy, "zero3_collectives": plan.zero3_collectives,
+        "fused_cross_entropy": plan.fused_cross_entropy, "zero3_gather_unit": plan.zero3_gather_unit,
+        "grad_reduce": plan.grad_reduce,
         "stage_layers": list(plan.stage_layers) or None,
     }

@@ -165,5 +165,6 @@ class PlanSpec(Spec):
     flash_attention: bool = True
     fused_elementwise: bool = True
     fused_cross_entropy: bool = True
-    zero3_collectives: Literal["per_layer", "per_tensor"] = "per_layer"
+    zero3_gather_unit: Literal["layer", "tensor"] = "layer"
+    grad_reduce: Literal["reduce_scatter", "allreduce"] = "reduce_scatter"
     stage_layers: Optional[tuple[PositiveInt, ...]] = None

@@ -128,7 +128,7 @@ def test_zero3_collective_patterns_by_hand():
     from costmodel.dataparallel import dp_sync_seconds
 
     plan = Plan(dp=16, micro_batch_size=1, global_batch_size=16, zero_stage=3, recompute="full", grad_dtype="bf16")
-    tensor = replace(plan, zero3_collectives="per_tensor")
+    tensor = replace(plan, zero3_gather_unit="tensor", grad_reduce="allreduce")
     lat = Link(1e30, 1e-6)
     one = 15 * 1e-6  # 16 ranks in one domain: 15 ring steps
     assert dp_sync_seconds(8e8, plan, 16, lat, lat, 1, 8) == pytest.approx(32 * one)
@@ -137,3 +137,16 @@ def test_zero3_collective_patterns_by_hand():
     ag = 8e8 * 2 * 15 / 16 / 100e9  # one AllGather (or ReduceScatter) of all 16-bit weights
     assert dp_sync_seconds(8e8, plan, 16, bw, bw, 1, 8) == pytest.approx(4 * ag)
     assert dp_sync_seconds(8e8, tensor, 16, bw, bw, 1, 8) == pytest.approx(5 * ag)
+
+
+def test_bf16_pipeline_engine_allreduces_fp32_gradients_under_zero1():
+    """DeepSpeed v0.6.5 bf16 pipeline (BLOOM): fp32 gradients all-reduced (2 x 4 B through the ring),
+    then the updated bf16 shards all-gathered (2 B): 10 B per parameter against ZeRO-1's usual
+    ReduceScatter + AllGather, 4 + 2 B (ZeRO Sec 7.2.1)."""
+    from costmodel.dataparallel import dp_sync_seconds
+
+    plan = Plan(dp=8, micro_batch_size=1, global_batch_size=8, zero_stage=1, grad_dtype="fp32")
+    bw = Link(100e9, 0.0)
+    unit = 1e9 * 7 / 8 / 100e9  # one byte per parameter through a ring RS or AG over 8 ranks
+    assert dp_sync_seconds(1e9, plan, 8, bw, bw, 1) == pytest.approx(6 * unit)
+    assert dp_sync_seconds(1e9, replace(plan, grad_reduce="allreduce"), 8, bw, bw, 1) == pytest.approx(10 * unit)
