@@ -36,13 +36,33 @@ def scale_matmul_efficiency(eff: Efficiency, scale: float) -> Efficiency:
     return replace(eff, matmul_efficiency_scale=eff.matmul_efficiency_scale * scale)
 
 
+def power_capped_clock_fraction(power_limit_watts: float, tdp_watts: float) -> float:
+    """Sustained clock under a power cap, relative to the GPU at its rated board power (TDP).
+
+    Dynamic CMOS power is P = C V^2 f, and voltage scales about linearly with frequency under
+    DVFS, so power goes as f^3 and the clock as the cube root of the power budget (Mudge, "Power:
+    a first-class architectural design constraint", IEEE Computer 34(4), 2001). Assumes the
+    compute-bound kernels already run at the power limit at TDP (H100 SXM GEMMs throttle at
+    700 W) and ignores static power, which would make the cut deeper. Memory bandwidth is not
+    clock-bound and stays.
+    """
+    if power_limit_watts <= 0 or tdp_watts <= 0 or power_limit_watts >= tdp_watts:
+        return 1.0
+    return (power_limit_watts / tdp_watts) ** (1.0 / 3.0)
+
+
+def sustained_flops_per_second(gpu: Gpu, precision: str) -> float:
+    """Dense peak of `precision` at the GPU's sustained tensor clock."""
+    return gpu.peak_flops_per_second(precision) * gpu.tensor_clock_fraction
+
+
 def gemm_seconds(m: int, n: int, k: int, gpu: Gpu, precision: str, eff: Efficiency) -> float:
     """Roofline time of one (m x k) @ (k x n) GEMM."""
     flops = 2.0 * m * n * k
     x = min(m, n)
     table = eff.fp8_matmul_peak_fraction if precision == "fp8" else eff.matmul_peak_fraction
     frac = min(1.0, table.get(gpu.generation, 0.75) * eff.matmul_efficiency_scale) * x / (x + eff.matmul_half_dim)
-    compute = flops / (gpu.peak_flops_per_second(precision) * frac)
+    compute = flops / (sustained_flops_per_second(gpu, precision) * frac)
     moved = DTYPE_BYTES[precision] * (m * k + k * n) + 2.0 * m * n
     return max(compute, moved / (gpu.hbm_bandwidth_bytes_per_second * eff.hbm_efficiency))
 
@@ -85,7 +105,8 @@ def attention_core_seconds(
     attn_precision = "fp32" if precision == "fp32" else "bf16"
     if flash:
         flops = 0.5 * 4.0 * s * s * d
-        return batch * heads * flops / (gpu.peak_flops_per_second(attn_precision) * eff.flash_attention_peak_fraction)
+        return batch * heads * flops / (sustained_flops_per_second(gpu, attn_precision)
+                                        * eff.flash_attention_peak_fraction)
     scores = gemm_seconds(s, s, d, gpu, attn_precision, eff)
     values = gemm_seconds(s, d, s, gpu, attn_precision, eff)
     return batch * heads * (scores + values)

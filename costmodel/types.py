@@ -54,6 +54,9 @@ class Gpu:
     hbm_bandwidth_bytes_per_second: float
     nvlink_bandwidth_bytes_per_second: float  # per GPU, one direction; 0 without NVLink
     generation: str = "hopper"
+    # Sustained tensor-core clock relative to the one the peaks are rated at (1.0; below 1 under a
+    # power cap, see compute.power_capped_clock_fraction). Scales compute-bound kernels only.
+    tensor_clock_fraction: float = 1.0
 
     def peak_flops_per_second(self, precision: str) -> float:
         """Dense peak for a GEMM precision; fp8 falls back to bf16 on GPUs without fp8 units."""

@@ -10,6 +10,7 @@ from typing import Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
 
 from costmodel import types as cm
+from costmodel.compute import power_capped_clock_fraction
 
 GIB = 2**30
 
@@ -65,6 +66,8 @@ class GpuSpec(Spec):
     hbm_bandwidth_gbytes_per_s: float = Field(gt=0)
     nvlink_bandwidth_gbytes_per_s: float = Field(default=0.0, ge=0)
     measured_matmul_bf16_tflops: Optional[float] = Field(default=None, gt=0)
+    tdp_watts: Optional[float] = Field(default=None, gt=0)  # rated board power the peaks hold at
+    power_limit_watts: Optional[float] = Field(default=None, gt=0)  # a lower cap the GPU runs under
     source: Optional[str] = None
     verified: Optional[bool] = None
     notes: Optional[str] = None
@@ -86,6 +89,7 @@ class GpuSpec(Spec):
             hbm_bandwidth_bytes_per_second=self.hbm_bandwidth_gbytes_per_s * 1e9,
             nvlink_bandwidth_bytes_per_second=self.nvlink_bandwidth_gbytes_per_s * 1e9,
             generation=self.generation,
+            tensor_clock_fraction=power_capped_clock_fraction(self.power_limit_watts or 0.0, self.tdp_watts or 0.0),
         )
 
 

@@ -150,3 +150,29 @@ def test_bf16_pipeline_engine_allreduces_fp32_gradients_under_zero1():
     unit = 1e9 * 7 / 8 / 100e9  # one byte per parameter through a ring RS or AG over 8 ranks
     assert dp_sync_seconds(1e9, plan, 8, bw, bw, 1) == pytest.approx(6 * unit)
     assert dp_sync_seconds(1e9, replace(plan, grad_reduce="allreduce"), 8, bw, bw, 1) == pytest.approx(10 * unit)
+
+
+def test_power_cap_slows_compute_bound_kernels_by_the_cube_root():
+    """P ~ f^3 under DVFS (Mudge 2001): a 700 W H100 capped at 500 W keeps (5/7)^(1/3) = 0.894 of its
+    tensor clock. A large GEMM (compute bound) takes 1/0.894 longer; a memory-bound one does not."""
+    from costmodel.compute import gemm_seconds, power_capped_clock_fraction
+    from costmodel.types import Gpu
+
+    assert power_capped_clock_fraction(500, 700) == pytest.approx(0.8939, abs=1e-4)
+    assert power_capped_clock_fraction(700, 700) == 1.0 and power_capped_clock_fraction(0, 700) == 1.0
+    full = Gpu("h100", 80 * 2**30, {"bf16": 989e12, "fp16": 989e12}, 3.35e12, 450e9)
+    capped = replace(full, tensor_clock_fraction=power_capped_clock_fraction(500, 700))
+    eff = Efficiency()
+    big = (8192, 8192, 8192)
+    assert gemm_seconds(*big, capped, "bf16", eff) == pytest.approx(gemm_seconds(*big, full, "bf16", eff) / 0.8939,
+                                                                    rel=1e-4)
+    skinny = (8192, 8192, 1)  # 2 flops per output element: bound by HBM traffic
+    assert gemm_seconds(*skinny, capped, "bf16", eff) == gemm_seconds(*skinny, full, "bf16", eff)
+
+
+def test_catalog_h100_500w_carries_its_power_cap():
+    from planner.loading import resolve_gpu
+
+    gpu = resolve_gpu("h100-sxm-96gb-500w").to_gpu()
+    assert gpu.tensor_clock_fraction == pytest.approx((500 / 700) ** (1 / 3))
+    assert resolve_gpu("h100-sxm-80gb").to_gpu().tensor_clock_fraction == 1.0
