@@ -97,8 +97,8 @@ def attention_core_seconds(
     over the whole s x s square (the causal mask is applied, not skipped).
     FlashAttention (Dao et al. 2022; FlashAttention-2, Dao 2023 Sec 3.1.1): one fused kernel that
     skips the blocks above the causal diagonal, so it does half the 4 b s^2 h FLOPs, at its own
-    achieved fraction of the 16-bit peak (Efficiency.flash_attention_peak_fraction). FLOP counts
-    for MFU still count the full square, as the papers do.
+    achieved fraction of the 16-bit peak, which grows with the sequence (`flash_attention_fraction`).
+    FLOP counts for MFU still count the full square, as the papers do.
     """
     s, d = model.seq_length, model.head_dim
     heads = max(1, model.num_attention_heads // tp)
@@ -106,10 +106,18 @@ def attention_core_seconds(
     if flash:
         flops = 0.5 * 4.0 * s * s * d
         return batch * heads * flops / (sustained_flops_per_second(gpu, attn_precision)
-                                        * eff.flash_attention_peak_fraction)
+                                        * flash_attention_fraction(s, eff))
     scores = gemm_seconds(s, s, d, gpu, attn_precision, eff)
     values = gemm_seconds(s, d, s, gpu, attn_precision, eff)
     return batch * heads * (scores + values)
+
+
+def flash_attention_fraction(seq_length: int, eff: Efficiency) -> float:
+    """FlashAttention's achieved fraction of the 16-bit peak at sequence length s:
+    f_max * s / (s + s_half). Each (batch, head) runs a fixed prologue/epilogue and the causal
+    diagonal tiles are half masked, costs that shrink against the s^2 work as s grows (the
+    FlashAttention-2 paper's throughput rises with sequence length, Dao 2023 Fig. 4-7)."""
+    return eff.flash_attention_peak_fraction * seq_length / (seq_length + eff.flash_attention_half_seq)
 
 
 def attention_score_bytes(model: Model, batch: int, tp: int, flash: bool) -> float:

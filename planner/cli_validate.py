@@ -74,6 +74,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
                   f"held-out rows ({out['heldout_rows']}): step MAPE {held}")
             if out["train_memory_mape"] is not None:
                 print(f"memory MAPE on the fitted rows with a published peak: {100 * out['train_memory_mape']:.1f}%")
+            if out["heldout_memory_mape"] is not None:
+                print(f"memory MAPE on the held-out rows with a published peak: {100 * out['heldout_memory_mape']:.1f}%")
             print("fitted constants: " + ", ".join(f"{k}={v:.4g}" for k, v in out["fitted"].items()))
         return 0
     results = validation.evaluate(runs)

@@ -176,3 +176,12 @@ def test_catalog_h100_500w_carries_its_power_cap():
     gpu = resolve_gpu("h100-sxm-96gb-500w").to_gpu()
     assert gpu.tensor_clock_fraction == pytest.approx((500 / 700) ** (1 / 3))
     assert resolve_gpu("h100-sxm-80gb").to_gpu().tensor_clock_fraction == 1.0
+
+
+def test_flash_attention_fraction_saturates_with_sequence_length():
+    from costmodel.compute import flash_attention_fraction
+
+    eff = Efficiency(flash_attention_peak_fraction=0.3, flash_attention_half_seq=2000.0)
+    assert flash_attention_fraction(2000, eff) == pytest.approx(0.15)  # half of the asymptote at s_half
+    assert flash_attention_fraction(8000, eff) == pytest.approx(0.3 * 8000 / 10000)
+    assert flash_attention_fraction(10**9, eff) == pytest.approx(0.3, rel=1e-5)

@@ -7,7 +7,8 @@ import pytest
 
 from planner import validation
 
-STEP_MAPE_BOUND = 0.0656     # reached 0.0654 over 60 rows
+STEP_MAPE_BOUND = 0.0618     # reached 0.0616 over 60 rows
+STEP_MAX_BOUND = 0.170       # reached 0.169 (NeMo Nemotron 22B)
 MEMORY_MAPE_BOUND = 0.026    # reached 0.025 over 9 rows with a published peak
 MEMORY_MAX_BOUND = 0.085     # reached 0.084 (torchtitan 128-GPU FSDP eager row)
 
@@ -20,6 +21,7 @@ def summary():
 def test_step_time_mape_does_not_regress(summary):
     assert summary["overall"]["step_time"]["n"] >= 58
     assert summary["overall"]["step_time"]["mape"] <= STEP_MAPE_BOUND
+    assert summary["overall"]["step_time"]["max_abs"] <= STEP_MAX_BOUND
 
 
 def test_memory_mape_does_not_regress(summary):
