@@ -44,6 +44,11 @@ def add_plan_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--eager-loss", action="store_true",
                    help="loss is an eager F.cross_entropy on fp32-upcast logits (12 B per logit at the peak "
                         "instead of 4)")
+    g.add_argument("--zero3-gather-unit", default="layer", choices=["layer", "tensor"],
+                   help="ZeRO-3 gathers weights per layer (FSDP2, default) or per weight tensor (DeepSpeed of 2021)")
+    g.add_argument("--grad-reduce", default="reduce_scatter", choices=["reduce_scatter", "allreduce"],
+                   help="ZeRO gradient reduction: reduce-scatter into shards (default) or a full all-reduce in "
+                        "5e8-element buckets (DeepSpeed's bf16 pipeline engine, ZeRO-3 of 2021)")
     g.add_argument("--no-flash-attention", action="store_true", help="unfused attention (pre-FlashAttention stacks)")
     g.add_argument("--stage-layers", help="comma-separated layers per model chunk (pp*vpp entries), uneven splits")
 
@@ -65,7 +70,8 @@ def plan_spec_from_args(args: argparse.Namespace):
         "grad_dtype": args.grad_dtype, "overlap_dp_comm": not args.no_overlap,
         "overlap_pp_comm": not args.no_pp_overlap,
         "flash_attention": not args.no_flash_attention, "fused_elementwise": not args.eager,
-        "fused_cross_entropy": not args.eager_loss,
+        "fused_cross_entropy": not args.eager_loss, "zero3_gather_unit": args.zero3_gather_unit,
+        "grad_reduce": args.grad_reduce,
     }
     if args.stage_layers:
         try:

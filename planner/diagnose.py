@@ -54,6 +54,14 @@ LEVERS = (
     Lever("2x global batch by gradient accumulation", "same volume per sync, half the syncs per sample; "
           "changes convergence: retune the learning rate",
           lambda p, c: _if(p.dp > 1 or p.pp > 1, p, global_batch_size=2 * p.global_batch_size)),
+    Lever("gather ZeRO-3 weights per layer", "one coalesced all-gather per layer (FSDP2 fully_shard per block, "
+          "DeepSpeed's later coalesced fetch) instead of one per weight tensor: fewer ring latencies",
+          lambda p, c: _if(p.zero_stage == 3 and p.zero3_gather_unit == "tensor" and p.dp > 1, p,
+                           zero3_gather_unit="layer")),
+    Lever("reduce-scatter gradients", "each rank receives only its shard (half an all-reduce's traffic); "
+          "DeepSpeed: reduce_scatter and contiguous_gradients on",
+          lambda p, c: _if(p.zero_stage >= 1 and p.grad_reduce == "allreduce" and p.dp > 1, p,
+                           grad_reduce="reduce_scatter")),
     Lever("lower ZeRO stage", "more memory per GPU, less traffic (ZeRO-3 gathers every micro-batch)",
           lambda p, c: _if(p.zero_stage >= 2, p, zero_stage=1)),
     Lever("selective instead of full recompute", "more activation memory",

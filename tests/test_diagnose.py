@@ -62,3 +62,14 @@ def test_estimate_json_carries_the_diagnosis(capsys):
                  "--grad-dtype", "fp32", "--no-overlap", "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert d["diagnosis"]["comm_bound"] and d["diagnosis"]["levers"]
+
+
+def test_deepspeed_2021_zero3_pattern_offers_coalesced_gathers_and_reduce_scatter(base):
+    """Per-tensor gathers (4 per layer instead of 1) and a gradient all-reduce (twice a
+    reduce-scatter's bytes) only add traffic and latency, so both levers must show and help."""
+    plan = replace(base.plan, zero3_gather_unit="tensor", grad_reduce="allreduce")
+    old = report.score(base.model, base.cluster, plan)
+    levers = {r.lever.name: r for r in diagnose.try_levers(old)}
+    for name in ("gather ZeRO-3 weights per layer", "reduce-scatter gradients"):
+        assert levers[name].scored.est.step_time_seconds < old.est.step_time_seconds, name
+    assert "gather ZeRO-3 weights per layer" not in {r.lever.name for r in diagnose.try_levers(base)}
