@@ -191,9 +191,14 @@ def layer_times(
 
 
 def logits_seconds(model: Model, batch: int, tp: int, gpu: Gpu, precision: str, eff: Efficiency) -> float:
-    """Forward + backward of the vocabulary projection and cross-entropy on the last stage."""
+    """Forward + backward of the vocabulary projection and cross-entropy on the last stage.
+
+    FP8 training keeps this GEMM in 16-bit: Megatron-core's output layer is a plain
+    tensor_parallel.ColumnParallelLinear, not a Transformer Engine module (gpt_model.py), and
+    torchtitan's float8 conversion skips it (float8.py module_filter_fn: fqn != "output")."""
     tokens = batch * model.seq_length
-    gemm = gemm_seconds(tokens, model.vocab_size // tp, model.hidden_size, gpu, precision, eff)
+    head_precision = "bf16" if precision == "fp8" else precision
+    gemm = gemm_seconds(tokens, model.vocab_size // tp, model.hidden_size, gpu, head_precision, eff)
     loss_bytes = 4.0 * 3 * tokens * model.vocab_size / tp  # fp32 logits: write, softmax read+write
     return 3.0 * gemm + loss_bytes / (gpu.hbm_bandwidth_bytes_per_second * eff.hbm_efficiency)
 

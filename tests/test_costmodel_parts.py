@@ -185,3 +185,15 @@ def test_flash_attention_fraction_saturates_with_sequence_length():
     assert flash_attention_fraction(2000, eff) == pytest.approx(0.15)  # half of the asymptote at s_half
     assert flash_attention_fraction(8000, eff) == pytest.approx(0.3 * 8000 / 10000)
     assert flash_attention_fraction(10**9, eff) == pytest.approx(0.3, rel=1e-5)
+
+
+def test_fp8_training_keeps_the_output_layer_in_16_bit():
+    """Megatron-core's output layer is not a Transformer Engine module and torchtitan's float8
+    conversion skips it, so an fp8 step's vocabulary GEMM costs what a bf16 one does."""
+    from costmodel.compute import logits_seconds
+    from costmodel.types import Gpu, Model
+
+    h100 = Gpu("h100", 80 * 2**30, {"bf16": 989e12, "fp16": 989e12, "fp8": 1979e12}, 3.35e12, 450e9)
+    model = Model("m", 32, 6144, 48, 256000, 4096)
+    eff = Efficiency()
+    assert logits_seconds(model, 2, 2, h100, "fp8", eff) == logits_seconds(model, 2, 2, h100, "bf16", eff)
