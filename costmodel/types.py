@@ -57,6 +57,7 @@ class Gpu:
     # Sustained tensor-core clock relative to the one the peaks are rated at (1.0; below 1 under a
     # power cap, see compute.power_capped_clock_fraction). Scales compute-bound kernels only.
     tensor_clock_fraction: float = 1.0
+    tdp_watts: float = 0.0  # rated board power, 0 = unknown (what-if power caps need it)
 
     def peak_flops_per_second(self, precision: str) -> float:
         """Dense peak for a GEMM precision; fp8 falls back to bf16 on GPUs without fp8 units."""

@@ -56,7 +56,7 @@ def add_plan_flags(p: argparse.ArgumentParser) -> None:
 def add_what_if(p: argparse.ArgumentParser) -> None:
     p.add_argument("--what-if", action="append", metavar="KEY=VALUE",
                    help="re-score under an assumption (repeatable): network=0.5, nvlink=0.8, hbm=0.9, "
-                        "matmul_efficiency=0.9, price.GPU=2.10, rdma=false")
+                        "matmul_efficiency=0.9, price.GPU=2.10, rdma=false, power=500 (watts per GPU)")
 
 
 def plan_spec_from_args(args: argparse.Namespace):

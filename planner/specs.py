@@ -90,6 +90,7 @@ class GpuSpec(Spec):
             nvlink_bandwidth_bytes_per_second=self.nvlink_bandwidth_gbytes_per_s * 1e9,
             generation=self.generation,
             tensor_clock_fraction=power_capped_clock_fraction(self.power_limit_watts or 0.0, self.tdp_watts or 0.0),
+            tdp_watts=self.tdp_watts or 0.0,
         )
 
 

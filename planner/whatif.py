@@ -2,15 +2,16 @@
 
 `--what-if network=0.5` halves the achievable network bandwidth, `nvlink=0.8` and `hbm=0.9` scale
 NVLink and HBM, `matmul_efficiency=0.9` scales every GEMM efficiency, `price.h100-sxm-80gb=2.10`
-sets that GPU's hourly price, `rdma=false` turns RDMA off. Scales multiply what the cluster has
-(nominal x efficiency, or its measured bus bandwidth).
+sets that GPU's hourly price, `rdma=false` turns RDMA off, `power=500` caps every GPU at 500 W
+(compute-bound kernels slow by the cube root of cap / TDP, costmodel.compute.power_capped_clock_fraction).
+Scales multiply what the cluster has (nominal x efficiency, or its measured bus bandwidth).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
 from costmodel import types as cm
-from costmodel.compute import scale_matmul_efficiency
+from costmodel.compute import power_capped_clock_fraction, scale_matmul_efficiency
 
 from .errors import PlannerError
 
@@ -22,11 +23,14 @@ class WhatIf:
     scales: dict[str, float] = field(default_factory=dict)
     prices: dict[str, float] = field(default_factory=dict)
     rdma: bool | None = None
+    power_watts: float | None = None
 
     def label(self) -> str:
         parts = [f"{k}={v:g}" for k, v in self.scales.items()] + [f"price.{k}={v:g}" for k, v in self.prices.items()]
         if self.rdma is not None:
             parts.append(f"rdma={str(self.rdma).lower()}")
+        if self.power_watts is not None:
+            parts.append(f"power={self.power_watts:g}")
         return ", ".join(parts) or "as given"
 
 
@@ -42,7 +46,7 @@ def _number(key: str, text: str) -> float:
 
 def parse(items: list[str] | None) -> WhatIf:
     """Parse repeated KEY=VALUE assumptions; unknown keys are one clear error."""
-    scales, prices, rdma = {}, {}, None
+    scales, prices, rdma, power = {}, {}, None, None
     for item in items or []:
         key, sep, value = item.partition("=")
         key = key.strip()
@@ -58,14 +62,20 @@ def parse(items: list[str] | None) -> WhatIf:
             if value.lower() not in ("true", "false"):
                 raise PlannerError(f"--what-if rdma={value}: expected true or false")
             rdma = value.lower() == "true"
+        elif key == "power":
+            power = _number(key, value)
         else:
-            raise PlannerError(f"--what-if {key}: unknown; use one of {', '.join(SCALES)}, price.GPU, rdma")
-    return WhatIf(scales, prices, rdma)
+            raise PlannerError(f"--what-if {key}: unknown; use one of {', '.join(SCALES)}, price.GPU, rdma, power")
+    return WhatIf(scales, prices, rdma, power)
 
 
 def apply_cluster(cluster: cm.Cluster, wi: WhatIf) -> cm.Cluster:
     net, nvl, hbm = (wi.scales.get(k, 1.0) for k in ("network", "nvlink", "hbm"))
     gpu = replace(cluster.gpu, hbm_bandwidth_bytes_per_second=cluster.gpu.hbm_bandwidth_bytes_per_second * hbm)
+    if wi.power_watts is not None:
+        if cluster.gpu.tdp_watts <= 0:
+            raise PlannerError(f"--what-if power={wi.power_watts:g}: GPU {cluster.gpu.name} has no tdp_watts in its spec")
+        gpu = replace(gpu, tensor_clock_fraction=power_capped_clock_fraction(wi.power_watts, cluster.gpu.tdp_watts))
     out = replace(
         cluster, gpu=gpu,
         network_bandwidth_bytes_per_second=cluster.network_bandwidth_bytes_per_second * net,

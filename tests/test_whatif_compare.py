@@ -40,7 +40,26 @@ def test_lower_matmul_efficiency_slows_compute(capsys):
     assert d["what_if"]["estimate"]["time_breakdown_s"]["compute"] > 1.6 * d["time_breakdown_s"]["compute"]
 
 
-@pytest.mark.parametrize("bad", ["network", "network=abc", "network=-1", "speed=2", "rdma=maybe"])
+def test_power_cap_slows_compute_by_the_cube_root_and_leaves_comm(capsys):
+    # H100 SXM at 700 W TDP capped at 350 W: tensor clock (1/2)^(1/3) = 0.794; compute-bound
+    # GEMMs take at most 1/0.794 = 1.26x longer, the DP sync not at all.
+    args = ["llama2-7b", "dgx-h100", "--gpus", "8", "--no-overlap"]
+    d = estimate_json(capsys, *args, "--what-if", "power=350")
+    base, alt = d["time_breakdown_s"], d["what_if"]["estimate"]["time_breakdown_s"]
+    assert base["compute"] * 1.1 < alt["compute"] <= base["compute"] / 0.5 ** (1 / 3) * 1.0001
+    assert alt["dp_comm"] == pytest.approx(base["dp_comm"])
+
+
+def test_power_cap_needs_a_tdp(tmp_path, capsys):
+    cluster = tmp_path / "pcie.yaml"  # h100-pcie-80gb has no tdp_watts in the catalog
+    cluster.write_text("name: pcie\ngpu: h100-pcie-80gb\nnum_gpus: 8\ngpus_per_node: 8\nnvlink_domain_size: 1\n"
+                       "network_bandwidth_gbits_per_s: 200\n")
+    code = main(["estimate", "llama2-7b", str(cluster), "--what-if", "power=300"])
+    err = capsys.readouterr().err
+    assert code == 2 and "tdp_watts" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("bad", ["network", "network=abc", "network=-1", "speed=2", "rdma=maybe", "power=-5"])
 def test_bad_what_if_is_one_clear_error(bad):
     with pytest.raises(PlannerError):
         whatif.parse([bad])
