@@ -49,6 +49,32 @@ def grad_reduce_seconds(params: float, plan: Plan, layers: int, rs, ag) -> float
     return _split_into(rs, grad_bytes, max(1, layers) if plan.zero_stage == 3 else 1)
 
 
+def _dp_collectives(dp: int, ranks_per_domain: int, fast: Link, slow: Link):
+    """(ReduceScatter, AllGather) seconds as functions of the full buffer size, over the DP group."""
+    def rs(size: float) -> float:
+        return hierarchical_reduce_scatter_seconds(size, dp, ranks_per_domain, fast, slow)
+
+    def ag(size: float) -> float:
+        return hierarchical_allgather_seconds(size, dp, ranks_per_domain, fast, slow)
+
+    return rs, ag
+
+
+def zero3_edge_seconds(
+    edge_params: float, plan: Plan, ranks_per_domain: int, fast: Link, slow: Link, num_microbatches: int
+) -> float:
+    """ZeRO-3's gather of the weights outside the transformer layers (embedding, final norm, output)
+    at the start of each forward and their gradient reduction at the end of each backward, when
+    there is no compute left to hide behind. FSDP2 as torchtitan applies it fully_shard()s every
+    block and then the root module, which holds these weights (torchtitan parallelize_llama), so
+    the root is gathered first and reduced last."""
+    if plan.zero_stage != 3 or plan.dp <= 1 or edge_params <= 0:
+        return 0.0
+    rs, ag = _dp_collectives(plan.dp, ranks_per_domain, fast, slow)
+    gather = ag(edge_params * param_gather_bytes_per_param(plan.precision))
+    return num_microbatches * (gather + grad_reduce_seconds(edge_params, plan, 1, rs, ag))
+
+
 def dp_sync_seconds(
     params: float, plan: Plan, ranks_per_domain: int, fast: Link, slow: Link, num_microbatches: int,
     layers: int = 1,
@@ -59,17 +85,10 @@ def dp_sync_seconds(
     a ring latency: a layer (FSDP2's per-block fully_shard) or a weight tensor
     (`zero3_gather_unit` "tensor", DeepSpeed ZeRO-3 of 2021).
     """
-    dp = plan.dp
-    if dp <= 1:
+    if plan.dp <= 1:
         return 0.0
     param_bytes = params * param_gather_bytes_per_param(plan.precision)
-
-    def rs(size: float) -> float:
-        return hierarchical_reduce_scatter_seconds(size, dp, ranks_per_domain, fast, slow)
-
-    def ag(size: float) -> float:
-        return hierarchical_allgather_seconds(size, dp, ranks_per_domain, fast, slow)
-
+    rs, ag = _dp_collectives(plan.dp, ranks_per_domain, fast, slow)
     reduce = grad_reduce_seconds(params, plan, layers, rs, ag)
     if plan.zero_stage <= 1:
         return reduce + (ag(param_bytes) if plan.zero_stage == 1 else 0.0)
@@ -93,18 +112,17 @@ def tied_embedding_sync_seconds(embedding_params: float, plan: Plan, link: Link)
 
 
 def dp_exposed_seconds(
-    total_seconds: float, plan: Plan, overlap_window_seconds: float, layers_on_stage: int, overlap_fraction: float
+    total_seconds: float, plan: Plan, overlap_window_seconds: float, tail_seconds: float, overlap_fraction: float
 ) -> float:
     """Part of the DP sync on the critical path.
 
     With overlap, buckets are sent as backward produces them (PyTorch DDP, Li et al. VLDB 2020;
     Megatron --overlap-grad-reduce / --overlap-param-gather; ZeRO-3 prefetch), so only what
-    exceeds the overlappable compute shows, and never less than the last layer's bucket, which
-    is ready only when backward ends. Without overlap all of it shows.
+    exceeds the overlappable compute shows, and never less than `tail_seconds`, what no compute
+    can hide (step.dp_tail_seconds). Without overlap all of it shows.
     """
     if total_seconds <= 0:
         return 0.0
     if not plan.overlap_dp_comm:
         return total_seconds
-    tail = total_seconds / max(1, layers_on_stage)
-    return max(tail, total_seconds - overlap_fraction * overlap_window_seconds)
+    return max(min(tail_seconds, total_seconds), total_seconds - overlap_fraction * overlap_window_seconds)

@@ -109,13 +109,26 @@ def embedding_sync_seconds(model: Model, cluster: Cluster, plan: Plan, eff: Effi
     return dataparallel.tied_embedding_sync_seconds(embedding_parameters(model), plan, link)
 
 
+def dp_tail_seconds(model: Model, cluster: Cluster, plan: Plan, stage: StageCost, eff: Efficiency,
+                    total_seconds: float) -> float:
+    """The part of the sync no compute can hide: the last layer's share, ready only when backward
+    ends, or under ZeRO-3 the gather and reduction of the weights outside the layers (the
+    embedding and output on this stage), whichever is larger."""
+    edge = stage.params - stage.layers * parameters_per_layer(model) / plan.tp
+    fast, slow = topology.nvlink_link(cluster, eff), topology.network_link(cluster, eff)
+    per_domain = topology.dp_ranks_per_domain(plan, cluster)
+    edge_seconds = dataparallel.zero3_edge_seconds(edge, plan, per_domain, fast, slow, plan.num_microbatches)
+    return max(total_seconds / max(1, stage.layers), edge_seconds)
+
+
 def dp_costs(model: Model, cluster: Cluster, plan: Plan, stage: StageCost, eff: Efficiency,
              bubble_seconds: float = 0.0) -> tuple[float, float]:
     """(total, exposed) DP/ZeRO sync seconds for one GPU of `stage`, including the tied-embedding
     AllReduce, which runs after the flush and never hides."""
     total = dp_sync_total_seconds(cluster, plan, stage, eff)
     window = dp_overlap_window_seconds(plan, stage, bubble_seconds)
-    exposed = dataparallel.dp_exposed_seconds(total, plan, window, stage.layers, eff.dp_overlap_fraction)
+    tail = dp_tail_seconds(model, cluster, plan, stage, eff, total)
+    exposed = dataparallel.dp_exposed_seconds(total, plan, window, tail, eff.dp_overlap_fraction)
     tied = embedding_sync_seconds(model, cluster, plan, eff)
     return total + tied, exposed + tied
 

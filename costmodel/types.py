@@ -166,7 +166,7 @@ class Efficiency:
     # FlashAttention's achieved fraction of the 16-bit dense peak on the FLOPs it does (causal half)
     # at long sequences: prior Azure AI-benchmarking-guide ND H100 v5, FlashAttention-2 327.9 TFLOP/s
     # (hd 128, seq 8192) = 0.33 of 989; FITTED with the others below ...
-    flash_attention_peak_fraction: float = 0.2448
+    flash_attention_peak_fraction: float = 0.2453
     # ... and the sequence length at which it reaches half of that (compute.flash_attention_fraction;
     # prior one 128-row tile). Fitted values give 0.215 of peak at s = 8192, 0.229 at 16384.
     flash_attention_half_seq: float = 1148.0

@@ -197,3 +197,19 @@ def test_fp8_training_keeps_the_output_layer_in_16_bit():
     model = Model("m", 32, 6144, 48, 256000, 4096)
     eff = Efficiency()
     assert logits_seconds(model, 2, 2, h100, "fp8", eff) == logits_seconds(model, 2, 2, h100, "bf16", eff)
+
+
+def test_zero3_edge_weights_gather_and_reduce_cannot_hide():
+    """FSDP gathers the root unit (embedding, output) before the first block and reduces it after
+    the last: 1e9 such parameters on 8 GPUs of one domain at 100 GB/s, bf16 weights and gradients:
+    gather 2e9 x 7/8 / 100e9 = 17.5 ms, reduce the same, per micro-batch (2 micro-batches)."""
+    from costmodel.dataparallel import dp_exposed_seconds, zero3_edge_seconds
+
+    plan = Plan(dp=8, micro_batch_size=1, global_batch_size=16, zero_stage=3, grad_dtype="bf16")
+    link = Link(100e9, 0.0)
+    edge = zero3_edge_seconds(1e9, plan, 8, link, link, plan.num_microbatches)
+    assert edge == pytest.approx(2 * 2 * 17.5e-3)
+    assert zero3_edge_seconds(1e9, replace(plan, zero_stage=1), 8, link, link, 2) == 0.0
+    # a sync that compute would otherwise hide entirely still shows its tail
+    assert dp_exposed_seconds(1.0, plan, 10.0, edge, 1.0) == pytest.approx(edge)
+    assert dp_exposed_seconds(1.0, replace(plan, overlap_dp_comm=False), 10.0, edge, 1.0) == 1.0

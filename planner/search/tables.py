@@ -3,9 +3,10 @@
 For one layout, each term is evaluated over the knobs it depends on (step.py's own split):
   pipeline flush   step.pipeline_parts(stage costs)          layout x (recompute, SP, precision)
   DP/ZeRO total    step.dp_sync_total_seconds(critical)      layout x (ZeRO, precision, grad, recompute)
+  unhideable tail  step.dp_tail_seconds(critical, total)     the same key
   tied embedding   step.embedding_sync_seconds               layout x (precision, grad)
   overlap window   step.dp_overlap_window_seconds(critical, bubble)  layout x all knobs (cheap)
-  exposed          dataparallel.dp_exposed_seconds(total, window) + tied, as step.dp_costs composes it
+  exposed          dataparallel.dp_exposed_seconds(total, window, tail) + tied, as step.dp_costs composes it
   optimizer        step.optimizer_step_seconds(critical)     layout x ZeRO (x the pipe key)
   memory           step.memory_breakdown per memory-candidate stage (step.memory_candidate_stages):
                    model states + gather buffers over (ZeRO, precision, grad) with the stage's
@@ -126,7 +127,7 @@ class LayoutTables:
         self.ctx, self.lay = ctx, lay
         self.classes = rank_classes(ctx.spec.model, plan_for(ctx.spec, lay))
         self.pipes: dict[tuple, PipeEntry] = {}
-        self.totals: dict[tuple, float] = {}
+        self.totals: dict[tuple, tuple[float, float]] = {}  # (total, tail)
         self.tied: dict[tuple, float] = {}
         self.states: dict[tuple, tuple[float, ...]] = {}
 
@@ -148,14 +149,14 @@ class LayoutTables:
         spec, eff = self.ctx.spec, self.ctx.eff
         tkey = (k.zero, k.precision, k.grad, k.recompute)
         if tkey not in self.totals:
-            self.totals[tkey] = step.dp_sync_total_seconds(spec.cluster, plan, critical, eff)
+            total = step.dp_sync_total_seconds(spec.cluster, plan, critical, eff)
+            self.totals[tkey] = total, step.dp_tail_seconds(spec.model, spec.cluster, plan, critical, eff, total)
         gkey = (k.precision, k.grad)
         if gkey not in self.tied:
             self.tied[gkey] = step.embedding_sync_seconds(spec.model, spec.cluster, plan, eff)
         window = step.dp_overlap_window_seconds(plan, critical, bubble_seconds)
-        total = self.totals[tkey]
-        return dataparallel.dp_exposed_seconds(total, plan, window, critical.layers, eff.dp_overlap_fraction) \
-            + self.tied[gkey]
+        total, tail = self.totals[tkey]
+        return dataparallel.dp_exposed_seconds(total, plan, window, tail, eff.dp_overlap_fraction) + self.tied[gkey]
 
     def memory(self, k: Knobs, plan: cm.Plan, slots: tuple[StageCost, ...]) -> tuple[float, ...]:
         """memory_breakdown totals of the memory-candidate stages: states (activations 0) + slope x activations."""
