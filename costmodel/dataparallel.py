@@ -28,8 +28,13 @@ def param_gather_bytes_per_param(precision: str) -> float:
 ALLREDUCE_BUCKET_PARAMS = 5e8
 # ZeRO-3 as DeepSpeed ran it in 2021 (v0.3.13-v0.4.0, partition_parameters.py `_allgather_param`):
 # one AllGather per weight tensor; tensors under 1e5 elements stay resident, so per layer only the
-# four matrices (fused QKV, output projection, fc1, fc2).
+# four matrices (fused QKV, output projection, fc1, fc2). It passed torch.distributed.all_gather a
+# list of per-rank views, which PyTorch's NCCL process group of the time served by gathering into a
+# fresh flat buffer and copying each rank's piece back (ProcessGroupNCCL::allgather,
+# torch/lib/c10d/ProcessGroupNCCL.cpp @00f5dfd): the gathered weights cross HBM once more, read
+# and written.
 TENSOR_GATHERS_PER_LAYER = 4
+TENSOR_GATHER_COPY_BYTES_PER_BYTE = 2.0
 
 
 def _split_into(seconds_of, size_bytes: float, count: int) -> float:
@@ -77,13 +82,14 @@ def zero3_edge_seconds(
 
 def dp_sync_seconds(
     params: float, plan: Plan, ranks_per_domain: int, fast: Link, slow: Link, num_microbatches: int,
-    layers: int = 1,
+    layers: int = 1, hbm_bytes_per_second: float = 0.0,
 ) -> float:
     """Total DP/ZeRO communication seconds per optimizer step, hidden or not.
 
     ZeRO-3 gathers the weights of the stage's `layers` one unit at a time, each collective paying
     a ring latency: a layer (FSDP2's per-block fully_shard) or a weight tensor
-    (`zero3_gather_unit` "tensor", DeepSpeed ZeRO-3 of 2021).
+    (`zero3_gather_unit` "tensor", DeepSpeed ZeRO-3 of 2021, whose list all_gather also copies the
+    gathered weights through HBM at `hbm_bytes_per_second` when given).
     """
     if plan.dp <= 1:
         return 0.0
@@ -95,8 +101,12 @@ def dp_sync_seconds(
     if plan.zero_stage == 2:
         return num_microbatches * reduce + ag(param_bytes)
     gathers_per_microbatch = 3 if plan.recompute == "full" else 2
-    units = max(1, layers) * (TENSOR_GATHERS_PER_LAYER if plan.zero3_gather_unit == "tensor" else 1)
-    return num_microbatches * (reduce + gathers_per_microbatch * _split_into(ag, param_bytes, units))
+    per_tensor = plan.zero3_gather_unit == "tensor"
+    units = max(1, layers) * (TENSOR_GATHERS_PER_LAYER if per_tensor else 1)
+    gather = _split_into(ag, param_bytes, units)
+    if per_tensor and hbm_bytes_per_second > 0:
+        gather += TENSOR_GATHER_COPY_BYTES_PER_BYTE * param_bytes / hbm_bytes_per_second
+    return num_microbatches * (reduce + gathers_per_microbatch * gather)
 
 
 def tied_embedding_sync_seconds(embedding_params: float, plan: Plan, link: Link) -> float:

@@ -84,8 +84,9 @@ def dp_sync_total_seconds(cluster: Cluster, plan: Plan, stage: StageCost, eff: E
     """Whole DP/ZeRO sync per step for one GPU of `stage` (depends on layout, ZeRO, dtypes, recompute)."""
     fast, slow = topology.nvlink_link(cluster, eff), topology.network_link(cluster, eff)
     per_domain = topology.dp_ranks_per_domain(plan, cluster)
+    hbm = cluster.gpu.hbm_bandwidth_bytes_per_second * eff.hbm_efficiency
     return dataparallel.dp_sync_seconds(stage.params, plan, per_domain, fast, slow, plan.num_microbatches,
-                                        stage.layers)
+                                        stage.layers, hbm)
 
 
 def dp_overlap_window_seconds(plan: Plan, stage: StageCost, bubble_seconds: float = 0.0) -> float:
