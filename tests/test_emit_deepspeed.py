@@ -67,6 +67,14 @@ def test_zero3_buckets_follow_hidden_size():
         (1048576, 943718, 10240)
 
 
+def test_gradient_allreduce_turns_reduce_scatter_off_for_zero12():
+    """stage_1_and_2.py: reduce_scatter false averages gradients with an all-reduce (the bf16
+    pipeline engine's pattern, plan grad_reduce 'allreduce')."""
+    z = deepspeed.ds_config(job(tiny(), zero_stage=1, dp=2, grad_reduce="allreduce"))["zero_optimization"]
+    assert z["reduce_scatter"] is False
+    assert deepspeed.ds_config(job(tiny(), zero_stage=1, dp=2))["zero_optimization"]["reduce_scatter"] is True
+
+
 def test_overlap_follows_plan():
     z = deepspeed.ds_config(job(tiny(), zero_stage=2, dp=2, overlap_dp_comm=False))["zero_optimization"]
     assert z["overlap_comm"] is False
@@ -94,6 +102,7 @@ REJECTED = [
     (dict(zero_stage=0), EmitOptions(offload_optimizer="cpu"), "offload_optimizer needs ZeRO stage 1, 2 or 3"),
     (dict(zero_stage=3), EmitOptions(offload_param="nvme"), "offload to nvme needs --nvme-path"),
     (dict(dp=8, global_batch_size=100), EmitOptions(), "global batch 100 is not a multiple of micro batch x dp = 1x8"),
+    (dict(zero_stage=3, grad_reduce="allreduce"), EmitOptions(), "ZeRO-3 always reduce-scatters gradients"),
 ]
 
 

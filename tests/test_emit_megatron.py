@@ -132,6 +132,7 @@ REJECTED = [  # (plan/model change, words of the refusal); Megatron-LM's outcome
     (dict(pp=2, vpp=2, stage_layers=(5, 7, 6, 6), global_batch_size=8), "uneven --stage-layers with interleaving"),
     (dict(grad_dtype="int8"), "cannot be reduced in int8"),
     (dict(precision="bf16", grad_dtype="fp16"), "cannot be reduced in fp16 when training in bf16"),
+    (dict(zero_stage=1, grad_reduce="allreduce"), "distributed optimizer reduce-scatters gradients"),
 ]
 
 

@@ -26,7 +26,7 @@ def zero_block(job: Job) -> dict:
     z: dict = {"stage": p.zero_stage}
     if p.zero_stage == 0:
         return z
-    z.update(overlap_comm=p.overlap_dp_comm, contiguous_gradients=True, reduce_scatter=True)
+    z.update(overlap_comm=p.overlap_dp_comm, contiguous_gradients=True, reduce_scatter=p.grad_reduce != "allreduce")
     if p.zero_stage < 3:
         z.update(reduce_bucket_size=ZERO12_BUCKET, allgather_bucket_size=ZERO12_BUCKET)
     else:

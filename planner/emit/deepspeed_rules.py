@@ -69,5 +69,15 @@ def nvme_path(job: Job) -> Optional[str]:
     return None
 
 
+def zero3_reduce_scatter(job: Job) -> Optional[str]:
+    """runtime/zero/stage3.py (__reduce_and_partition_ipg_grads): both bucket paths scatter the
+    averaged gradients into partitions; the `reduce_scatter: false` all-reduce exists only in
+    stage_1_and_2.py (gradient_reduction_w_predivide)."""
+    if job.plan.zero_stage == 3 and job.plan.grad_reduce == "allreduce":
+        return ("ZeRO-3 always reduce-scatters gradients in current DeepSpeed; grad_reduce allreduce "
+                "(DeepSpeed's 2021 stage 3) applies to ZeRO 1/2 only")
+    return None
+
+
 DEEPSPEED_RULES = (batch_divisible, pipeline_zero, no_interleaving, comm_dtype, precision, offload_param_stage,
-                   offload_optimizer_stage, nvme_path)
+                   offload_optimizer_stage, nvme_path, zero3_reduce_scatter)

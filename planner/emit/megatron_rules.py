@@ -123,5 +123,14 @@ def grad_dtype(job: Job) -> Optional[str]:
     return None
 
 
+def distributed_optimizer_reduce(job: Job) -> Optional[str]:
+    """core/distributed/param_and_grad_buffer.py: with the distributed optimizer each bucket is
+    reduce-scattered into its shard; a full gradient all-reduce is plain DDP (ZeRO 0)."""
+    if job.plan.zero_stage == 1 and job.plan.grad_reduce == "allreduce":
+        return ("Megatron-LM's distributed optimizer reduce-scatters gradients; grad_reduce allreduce "
+                "with ZeRO-1 is DeepSpeed's bf16 pipeline engine (use ZeRO 0 for a plain all-reduce)")
+    return None
+
+
 MEGATRON_RULES = (zero_stage, batch_divisible, heads_tp, query_groups_tp, sequence_parallel_tp, layers_pp,
-                  vpp_layers, vpp_pp, vpp_microbatches, stage_layers_form, grad_dtype)
+                  vpp_layers, vpp_pp, vpp_microbatches, stage_layers_form, grad_dtype, distributed_optimizer_reduce)
