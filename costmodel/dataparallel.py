@@ -7,8 +7,11 @@ forward and again for backward, gradients reduce-scattered). Frequency follows t
 ZeRO 0/1 (and Megatron's distributed optimizer) reduce once per optimizer step after gradient
 accumulation; ZeRO-2 (DeepSpeed) reduce-scatters each micro-batch's gradients into the shard;
 ZeRO-3 / FSDP gathers and reduces every micro-batch, and gathers once more for a full-recompute
-forward replay. Gradient compression sends gradients in a narrower dtype (seed article: FP16
-halves, INT8 quarters the FP32 volume); parameters stay in their training dtype.
+forward replay. With `grad_reduce` "allreduce" (DeepSpeed's bf16 pipeline engine, its 2021
+ZeRO-3) the gradients are all-reduced instead of reduce-scattered: one Psi more. Every collective
+pays its ring latency, so how many there are (per layer, per weight tensor, per bucket) counts.
+Gradient compression sends gradients in a narrower dtype (seed article: FP16 halves, INT8
+quarters the FP32 volume); parameters stay in their training dtype.
 """
 from __future__ import annotations
 
@@ -44,12 +47,14 @@ def _split_into(seconds_of, size_bytes: float, count: int) -> float:
 
 def grad_reduce_seconds(params: float, plan: Plan, layers: int, rs, ag) -> float:
     """One gradient reduction: ReduceScatter into the shards (one per layer under ZeRO-3, FSDP2's
-    per-block reduce), or an AllReduce of every gradient (plain DP; with `grad_reduce` "allreduce"
-    also under ZeRO-1..3, as DeepSpeed's bf16 pipeline engine and 2021 ZeRO-3 did) in 5e8-element
-    buckets."""
+    per-block reduce), or an AllReduce of every gradient: plain DP (ZeRO 0, one collective), or
+    with `grad_reduce` "allreduce" under ZeRO-1..3 in 5e8-element buckets, as DeepSpeed's bf16
+    pipeline engine and 2021 ZeRO-3 did. `grad_reduce` does not change ZeRO 0."""
     grad_bytes = params * DTYPE_BYTES[plan.grad_comm_dtype]
-    if plan.zero_stage == 0 or plan.grad_reduce == "allreduce":
-        buckets = max(1, ceil(params / ALLREDUCE_BUCKET_PARAMS)) if plan.grad_reduce == "allreduce" else 1
+    if plan.zero_stage == 0:
+        return rs(grad_bytes) + ag(grad_bytes)
+    if plan.grad_reduce == "allreduce":
+        buckets = max(1, ceil(params / ALLREDUCE_BUCKET_PARAMS))
         return _split_into(rs, grad_bytes, buckets) + _split_into(ag, grad_bytes, buckets)
     return _split_into(rs, grad_bytes, max(1, layers) if plan.zero_stage == 3 else 1)
 

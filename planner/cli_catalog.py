@@ -13,7 +13,7 @@ def gpu_rows() -> list[dict]:
     return [{"name": g.name, "generation": g.generation, "memory_gib": g.memory_gib,
              "bf16_tflops": g.dense_tflops.get("bf16"), "fp8_tflops": g.dense_tflops.get("fp8"),
              "hbm_gbytes_per_s": g.hbm_bandwidth_gbytes_per_s, "nvlink_gbytes_per_s": g.nvlink_bandwidth_gbytes_per_s,
-             "power_limit_watts": g.power_limit_watts}
+             "tdp_watts": g.tdp_watts, "power_limit_watts": g.power_limit_watts}
             for g in loading.gpu_catalog().values()]
 
 

@@ -43,6 +43,12 @@ def plan_label(plan: dict) -> str:
     if plan["sequence_parallel"]:
         parts.append("SP")
     parts.append(plan["precision"])
+    if plan.get("grad_reduce") == "allreduce" and plan["zero_stage"] >= 1:
+        parts.append("gradient all-reduce")
+    if plan.get("zero3_gather_unit") == "tensor" and plan["zero_stage"] == 3:
+        parts.append("per-tensor gathers")
+    if plan.get("fused_cross_entropy") is False:
+        parts.append("eager fp32 loss")
     return ", ".join(parts)
 
 

@@ -78,6 +78,8 @@ class GpuSpec(Spec):
             raise ValueError("dense_tflops needs at least a bf16 or fp16 entry")
         if any(v <= 0 for v in self.dense_tflops.values()):
             raise ValueError("dense_tflops values must be > 0")
+        if self.power_limit_watts is not None and self.tdp_watts is None:
+            raise ValueError("power_limit_watts needs tdp_watts (the board power the peaks are rated at)")
         return self
 
     def to_gpu(self) -> cm.Gpu:

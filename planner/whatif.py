@@ -8,6 +8,7 @@ Scales multiply what the cluster has (nominal x efficiency, or its measured bus 
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 
 from costmodel import types as cm
@@ -39,6 +40,8 @@ def _number(key: str, text: str) -> float:
         value = float(text)
     except ValueError:
         raise PlannerError(f"--what-if {key}={text}: expected a number") from None
+    if not math.isfinite(value):
+        raise PlannerError(f"--what-if {key}={text}: expected a finite number")
     if value <= 0:
         raise PlannerError(f"--what-if {key}={text}: must be > 0")
     return value

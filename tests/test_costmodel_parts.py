@@ -229,3 +229,23 @@ def test_per_tensor_gathers_copy_the_gathered_weights_through_hbm():
     per_layer = replace(plan, zero3_gather_unit="layer")  # FSDP's tensor API gathers in place: no copy
     assert dp_sync_seconds(8e8, per_layer, 16, link, link, 1, 8, 1e12) == dp_sync_seconds(8e8, per_layer, 16, link,
                                                                                               link, 1, 8)
+
+
+def test_grad_reduce_does_not_change_plain_data_parallel():
+    """ZeRO 0 all-reduces gradients anyway: the plan's grad_reduce must not change its cost."""
+    from costmodel.dataparallel import dp_sync_seconds
+
+    plan = Plan(dp=16, micro_batch_size=1, global_batch_size=16, zero_stage=0, grad_dtype="bf16")
+    link = Link(100e9, 10e-6)
+    assert dp_sync_seconds(8e9, replace(plan, grad_reduce="allreduce"), 8, link, link, 1, 32) == \
+        dp_sync_seconds(8e9, plan, 8, link, link, 1, 32)
+
+
+def test_power_limit_without_tdp_is_a_spec_error():
+    from pydantic import ValidationError
+
+    from planner.specs import GpuSpec
+
+    with pytest.raises(ValidationError, match="power_limit_watts needs tdp_watts"):
+        GpuSpec(name="x", generation="hopper", memory_gib=80, dense_tflops={"bf16": 900},
+                hbm_bandwidth_gbytes_per_s=3000, power_limit_watts=500)

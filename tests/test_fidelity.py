@@ -52,3 +52,15 @@ def test_memory_fit_recovers_a_known_allocator_slack():
     fitted, mape = fit.fit_memory(synthetic, Efficiency())
     assert fitted.memory_fragmentation_fraction == pytest.approx(0.12, abs=0.0025)
     assert mape < 0.003
+
+
+def test_shipped_constants_are_what_the_fit_reaches():
+    """costmodel.types.Efficiency's FITTED defaults are the output of `planner validate --fit-on
+    all` (from the unfitted priors), so anyone can reproduce them."""
+    from costmodel.types import Efficiency
+    from planner.cli_validate import generalisation
+
+    fitted = generalisation(validation.load_runs(), "all")["fitted"]
+    shipped = Efficiency()
+    for name, value in fitted.items():
+        assert getattr(shipped, name) == pytest.approx(value, rel=0.005, abs=1e-9), name

@@ -51,15 +51,28 @@ def test_power_cap_slows_compute_by_the_cube_root_and_leaves_comm(capsys):
 
 
 def test_power_cap_needs_a_tdp(tmp_path, capsys):
-    cluster = tmp_path / "pcie.yaml"  # h100-pcie-80gb has no tdp_watts in the catalog
-    cluster.write_text("name: pcie\ngpu: h100-pcie-80gb\nnum_gpus: 8\ngpus_per_node: 8\nnvlink_domain_size: 1\n"
-                       "network_bandwidth_gbits_per_s: 200\n")
+    cluster = tmp_path / "custom.yaml"  # a GPU written inline, without tdp_watts
+    cluster.write_text("name: custom\nnum_gpus: 8\ngpus_per_node: 8\nnvlink_domain_size: 8\n"
+                       "network_bandwidth_gbits_per_s: 200\ngpu:\n  name: x100\n  generation: hopper\n"
+                       "  memory_gib: 80\n  dense_tflops: {bf16: 900}\n  hbm_bandwidth_gbytes_per_s: 3000\n"
+                       "  nvlink_bandwidth_gbytes_per_s: 450\n")
     code = main(["estimate", "llama2-7b", str(cluster), "--what-if", "power=300"])
     err = capsys.readouterr().err
     assert code == 2 and "tdp_watts" in err and len(err.strip().splitlines()) == 1
 
 
-@pytest.mark.parametrize("bad", ["network", "network=abc", "network=-1", "speed=2", "rdma=maybe", "power=-5"])
+def test_estimate_flags_reach_the_json_plan_and_the_label(capsys):
+    args = ["llama2-7b", "dgx-h100", "--gpus", "16", "--zero", "3", "--zero3-gather-unit", "tensor",
+            "--grad-reduce", "allreduce", "--eager-loss"]
+    plan = estimate_json(capsys, *args)["plan"]
+    assert (plan["zero3_gather_unit"], plan["grad_reduce"], plan["fused_cross_entropy"]) == ("tensor", "allreduce", False)
+    assert main(["estimate", *args]) == 0
+    out = capsys.readouterr().out
+    assert "per-tensor gathers" in out and "gradient all-reduce" in out and "eager fp32 loss" in out
+
+
+@pytest.mark.parametrize("bad", ["network", "network=abc", "network=-1", "speed=2", "rdma=maybe", "power=-5",
+                                 "power=nan", "hbm=inf"])
 def test_bad_what_if_is_one_clear_error(bad):
     with pytest.raises(PlannerError):
         whatif.parse([bad])
