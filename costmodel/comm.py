@@ -25,12 +25,17 @@ class Link:
     latency_seconds: float
 
 
+def ring_transfer_seconds(size_bytes: float, ranks: int, bandwidth_bytes_per_second: float) -> float:
+    """Bandwidth term of a ring ReduceScatter/AllGather: (n-1)/n of the buffer through each link."""
+    return size_bytes * (ranks - 1) / ranks / bandwidth_bytes_per_second
+
+
 def ring_reduce_scatter_seconds(size_bytes: float, ranks: int, link: Link) -> float:
     """Ring ReduceScatter of a `size_bytes` buffer (the full, unsharded size) over `ranks` GPUs."""
     if ranks <= 1 or size_bytes <= 0:
         return 0.0
-    steps = ranks - 1
-    return steps * link.latency_seconds + size_bytes * steps / ranks / link.bandwidth_bytes_per_second
+    bandwidth = ring_transfer_seconds(size_bytes, ranks, link.bandwidth_bytes_per_second)
+    return (ranks - 1) * link.latency_seconds + bandwidth
 
 
 def ring_allgather_seconds(size_bytes: float, ranks: int, link: Link) -> float:
@@ -71,8 +76,8 @@ def hierarchical_reduce_scatter_seconds(
     inner, outer = _split(ranks, ranks_per_domain)
     if ranks <= 1 or size_bytes <= 0:
         return 0.0
-    bandwidth = (size_bytes * (inner - 1) / inner / fast.bandwidth_bytes_per_second
-                 + size_bytes / inner * (outer - 1) / outer / slow.bandwidth_bytes_per_second)
+    bandwidth = (ring_transfer_seconds(size_bytes, inner, fast.bandwidth_bytes_per_second)
+                 + ring_transfer_seconds(size_bytes / inner, outer, slow.bandwidth_bytes_per_second))
     return bandwidth + ring_latency_seconds(ranks, outer, fast, slow)
 
 

@@ -80,10 +80,15 @@ def dp_critical_stage(stages: list[StageCost]) -> StageCost:
     return max(stages, key=lambda s: s.params)
 
 
+def dp_group_links(cluster: Cluster, plan: Plan, eff: Efficiency):
+    """(DP ranks per NVLink domain, NVLink tier, network tier) of the plan's DP group."""
+    return (topology.dp_ranks_per_domain(plan, cluster), topology.nvlink_link(cluster, eff),
+            topology.network_link(cluster, eff))
+
+
 def dp_sync_total_seconds(cluster: Cluster, plan: Plan, stage: StageCost, eff: Efficiency) -> float:
     """Whole DP/ZeRO sync per step for one GPU of `stage` (depends on layout, ZeRO, dtypes, recompute)."""
-    fast, slow = topology.nvlink_link(cluster, eff), topology.network_link(cluster, eff)
-    per_domain = topology.dp_ranks_per_domain(plan, cluster)
+    per_domain, fast, slow = dp_group_links(cluster, plan, eff)
     hbm = cluster.gpu.hbm_bandwidth_bytes_per_second * eff.hbm_efficiency
     return dataparallel.dp_sync_seconds(stage.params, plan, per_domain, fast, slow, plan.num_microbatches,
                                         stage.layers, hbm)
@@ -116,8 +121,7 @@ def dp_tail_seconds(model: Model, cluster: Cluster, plan: Plan, stage: StageCost
     ends, or under ZeRO-3 the gather and reduction of the weights outside the layers (the
     embedding and output on this stage), whichever is larger."""
     edge = stage.params - stage.layers * parameters_per_layer(model) / plan.tp
-    fast, slow = topology.nvlink_link(cluster, eff), topology.network_link(cluster, eff)
-    per_domain = topology.dp_ranks_per_domain(plan, cluster)
+    per_domain, fast, slow = dp_group_links(cluster, plan, eff)
     edge_seconds = dataparallel.zero3_edge_seconds(edge, plan, per_domain, fast, slow, plan.num_microbatches)
     return max(total_seconds / max(1, stage.layers), edge_seconds)
 
