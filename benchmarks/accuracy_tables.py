@@ -9,8 +9,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from planner import fit, validation  # noqa: E402
-from planner.cli_validate import generalisation  # noqa: E402
+from planner import validation  # noqa: E402
+from planner.commands.validate import generalisation  # noqa: E402
+from planner.validation import fit
 
 TABLE1 = {"megatron-t1-1.7b": "1.7B, 32 GPUs", "megatron-t1-3.6b": "3.6B, 64 GPUs", "megatron-t1-7.5b": "7.5B, 128 GPUs",
           "megatron-t1-18b": "18B, 256 GPUs", "megatron-t1-39b": "39B, 512 GPUs", "megatron-t1-76b": "76B, 1024 GPUs",

@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from planner.cli import main  # noqa: E402
+from planner.commands.main import main  # noqa: E402
 
 BASE = ["size", "llama3-70b", "--tokens", "2e12", "--gbs", "512"]
 CASES = [("README example, 30-day deadline", BASE + ["--deadline-days", "30"]),

@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from planner.cli import main  # noqa: E402
+from planner.commands.main import main  # noqa: E402
 
 CASES = [
     ("GPT-3 175B, 1024 A100", ["gpt3-175b", "dgx-a100", "--gpus", "1024"]),
@@ -47,8 +47,8 @@ def end_to_end_seconds(argv: list[str]) -> float:
 
 def search_parts(argv: list[str]):
     """suggest.run alone: (result, seconds by part)."""
-    from planner.cli import build_parser
-    from planner.cli_suggest import search_spec
+    from planner.commands.main import build_parser
+    from planner.commands.suggest import search_spec
     from planner.search import suggest
 
     args = build_parser().parse_args(["suggest", *argv])
@@ -73,7 +73,8 @@ def why_not(run, cluster, spec, best) -> str:
     """Why the best plan beats the best plan with the published (tp, pp): the two estimates compared."""
     from dataclasses import replace
 
-    from planner import explain, report
+    from planner.analysis import explain
+    from planner.analysis import score as report
     from planner.errors import PlannerError
     from planner.search import suggest
 
@@ -87,10 +88,10 @@ def why_not(run, cluster, spec, best) -> str:
 
 
 def table1() -> None:
-    from planner.loading import resolve_gpu
+    from planner.inputs.loading import resolve_gpu
     from planner.search import suggest
     from planner.search.space import SearchSpec
-    from planner.validation import load_runs
+    from planner.validation.runs import load_runs
 
     paper = {"frameworks": ("megatron",), "flash_attention": False, "overlap_dp_comm": False,
              "overlap_pp_comm": False, "fixed": {"zero": 0, "sp": False, "recompute": "full"}}

@@ -9,15 +9,13 @@ from __future__ import annotations
 from .types import GRAD_DTYPES, PRECISIONS, RECOMPUTE_MODES, Cluster, Model, Plan
 
 
-def _degree_rules(model: Model, cluster: Cluster, plan: Plan) -> list[str]:
+def _degree_rules(model: Model, plan: Plan) -> list[str]:
     out = []
     for name in ("tp", "pp", "dp", "vpp", "micro_batch_size", "global_batch_size"):
         if getattr(plan, name) < 1:
             out.append(f"{name} must be >= 1 (got {getattr(plan, name)})")
     if out:
         return out
-    if plan.num_gpus != cluster.num_gpus:
-        out.append(f"dp*tp*pp = {plan.dp}*{plan.tp}*{plan.pp} = {plan.num_gpus} must equal the GPU count {cluster.num_gpus}")
     if model.num_attention_heads % plan.tp:
         out.append(f"attention heads ({model.num_attention_heads}) must be divisible by tp ({plan.tp})")
     if model.kv_heads % plan.tp:
@@ -66,7 +64,15 @@ def _hardware_rules(cluster: Cluster, plan: Plan) -> list[str]:
     return []
 
 
+def model_plan_violations(model: Model, plan: Plan) -> list[str]:
+    """The rules that do not depend on the machine: degrees, divisibility, layer split, knob values."""
+    return _degree_rules(model, plan) + _pipeline_rules(model, plan) + _choice_rules(plan)
+
+
 def plan_violations(model: Model, cluster: Cluster, plan: Plan) -> list[str]:
-    """All structural rules the plan breaks; empty when it is legal."""
-    return (_degree_rules(model, cluster, plan) + _pipeline_rules(model, plan) + _choice_rules(plan)
-            + _hardware_rules(cluster, plan))
+    """All structural rules the plan breaks on `cluster`; empty when it is legal."""
+    out = model_plan_violations(model, plan)
+    if plan.num_gpus != cluster.num_gpus and not any(">= 1" in m for m in out):
+        out.insert(0, f"dp*tp*pp = {plan.dp}*{plan.tp}*{plan.pp} = {plan.num_gpus} must equal the GPU count "
+                      f"{cluster.num_gpus}")
+    return out + _hardware_rules(cluster, plan)

@@ -136,9 +136,11 @@ class Plan:
 
     @property
     def grad_comm_dtype(self) -> str:
+        """Gradient wire dtype: as given, else the 16-bit type the model trains in (fp16 under fp16,
+        bf16 under bf16 and fp8, whose parameters are bf16), fp32 when training in fp32."""
         if self.grad_dtype:
             return self.grad_dtype
-        return "fp32" if self.precision == "fp32" else "bf16"
+        return {"fp32": "fp32", "fp16": "fp16"}.get(self.precision, "bf16")
 
 
 @dataclass(frozen=True)

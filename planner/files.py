@@ -10,7 +10,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from .errors import PlannerError
+from planner.errors import PlannerError
 
 Files = dict[str, tuple[str, bool]]  # relative path -> (text, executable)
 

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import yaml
 
-from planner import plans
 from planner.emit import EmitOptions, build_job
-from planner.specs import ModelSpec, PlanSpec
+from planner.inputs import plans
+from planner.inputs.specs import ModelSpec, PlanSpec
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data" / "emit"

@@ -4,12 +4,11 @@ for the paper's own configurations (Table 3): s = 2048, v = 51200, t = 8.
 Expected values are the paper's formulas evaluated by hand in this file; the cost model computes
 activations term by term (GQA/SwiGLU/flash-aware), so agreement checks the generalisation."""
 import pytest
+from conftest import gpt
 
 from costmodel.memory import layer_activation_bytes
 from costmodel.stage import stage_activation_bytes
 from costmodel.types import Plan
-
-from conftest import gpt
 
 S, V, T = 2048, 51200, 8
 # name: (layers L, hidden h, heads a, pp, interleave v, micro-batch b)

@@ -14,12 +14,13 @@ from conftest import selene
 from test_calibrate_synth import EXAMPLES, GIB, MIB, doubling_sizes, synth_log
 
 from costmodel import types as cm
-from planner import calibrate, loading
-from planner.calibrate import ranks_per_domain
-from planner.cli import main
-from planner.cli_calibrate import parse_size
+from planner.calibration import comm as calibrate
+from planner.calibration.comm import ranks_per_domain
+from planner.commands.calibrate import parse_size
+from planner.commands.main import main
 from planner.errors import PlannerError
-from planner.nccl_logs import parse_text
+from planner.inputs import loading
+from planner.inputs.nccl_logs import parse_text
 
 LARGE = doubling_sizes(64 * MIB, 8 * GIB)
 CLUSTER_YAML = """name: box

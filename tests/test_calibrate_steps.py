@@ -11,11 +11,11 @@ from conftest import gpt, selene
 
 from costmodel import types as cm
 from costmodel.step import estimate
-from planner import loading, plans
-from planner.calibrate_steps import TimedStep, fit_scale, implied_scale, predicted_seconds
-from planner.cli import main
+from planner.calibration.steps import TimedStep, fit_scale, implied_scale, predicted_seconds
+from planner.commands.main import main
 from planner.errors import PlannerError
-from planner.specs import ClusterSpec, PlanSpec
+from planner.inputs import loading, plans, reading
+from planner.inputs.specs import ClusterSpec, PlanSpec
 
 PLANS = (cm.Plan(tp=8, pp=2, dp=4, micro_batch_size=1, global_batch_size=64, zero_stage=1),
          cm.Plan(tp=4, pp=4, dp=4, vpp=2, micro_batch_size=2, global_batch_size=128, recompute="full"),
@@ -76,7 +76,7 @@ def test_impossible_step_is_refused():
 def truth_seconds(plan_flags: dict, scale: float) -> float:
     """llama3-8b on 64 GPUs of CLUSTER_YAML, from the cost model at matmul efficiency `scale`."""
     model = loading.load_model_spec("llama3-8b")
-    cluster = loading.build_cluster(loading.parse(ClusterSpec, yaml.safe_load(CLUSTER_YAML), "c"), 64)
+    cluster = loading.build_cluster(reading.parse(ClusterSpec, yaml.safe_load(CLUSTER_YAML), "c"), 64)
     plan = plans.build_plan(PlanSpec(**plan_flags), model, 64)
     return estimate(model.to_model(), replace(cluster, matmul_efficiency_scale=scale), plan).step_time_seconds
 
@@ -135,7 +135,7 @@ def test_bad_rows_are_one_line_errors(capsys, tmp_path, row, needle):
 
 
 def test_scale_above_peak_is_flagged():
-    from planner.calibrate_output import scale_line
+    from planner.render.calibrate import scale_line
 
     steps = steps_at(1.0)[:2]
     fit = fit_scale(steps, selene(64), selene(64))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from planner.nccl_logs import parse_text
+from planner.inputs.nccl_logs import parse_text
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "nccl"
 GIB, MIB = 2**30, 2**20
@@ -132,8 +132,8 @@ def example_step_times() -> str:
     from dataclasses import replace
 
     from costmodel.step import estimate
-    from planner import loading, plans
-    from planner.specs import PlanSpec
+    from planner.inputs import loading, plans
+    from planner.inputs.specs import PlanSpec
 
     model = loading.load_model_spec("llama3-70b")
     cluster = replace(loading.build_cluster(loading.load_cluster_spec("dgx-h100"), 64),

@@ -1,6 +1,6 @@
 import json
 
-from planner.cli import main
+from planner.commands.main import main
 
 
 def test_catalog_lists_each_kind_as_json(capsys):

@@ -1,7 +1,7 @@
 """Every shipped catalog row loads through the same validated specs users' files go through."""
 import pytest
 
-from planner import loading
+from planner.inputs import catalogs, loading
 
 REQUIRED_GPUS = ["a100-sxm-40gb", "a100-sxm-80gb", "h100-sxm-80gb", "h100-pcie-80gb", "h200-sxm-141gb",
                  "b200-sxm-180gb", "gb200", "mi300x-192gb", "l40s-48gb"]
@@ -11,28 +11,28 @@ REQUIRED_MODELS = ["gpt3-175b", "megatron-1.7b", "megatron-1t", "bloom-176b", "l
 
 
 def test_required_gpus_with_sources():
-    gpus = loading.gpu_catalog()
+    gpus = catalogs.gpu_catalog()
     for name in REQUIRED_GPUS:
         assert name in gpus and gpus[name].source
 
 
 def test_every_cluster_resolves_and_prices_are_dated():
-    for name, spec in loading.cluster_catalog().items():
+    for name, spec in catalogs.cluster_catalog().items():
         cluster = loading.build_cluster(spec, spec.gpus_per_node)
         assert cluster.gpu.memory_bytes > 0 and spec.source, name
         if spec.usd_per_gpu_hour is not None:
             assert spec.price_date and spec.price_source and spec.price_kind, name
-    assert set(REQUIRED_CLUSTERS) <= set(loading.cluster_catalog())
+    assert set(REQUIRED_CLUSTERS) <= set(catalogs.cluster_catalog())
 
 
-@pytest.mark.parametrize("name", sorted(loading.model_catalog()))
+@pytest.mark.parametrize("name", sorted(catalogs.model_catalog()))
 def test_every_model_loads(name):
     spec = loading.load_model_spec(name)
     assert spec.source
 
 
 def test_required_models_present():
-    assert set(REQUIRED_MODELS) <= set(loading.model_catalog())
+    assert set(REQUIRED_MODELS) <= set(catalogs.model_catalog())
 
 
 def test_gpt3_shape_from_brown_et_al():

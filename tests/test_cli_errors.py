@@ -1,7 +1,7 @@
 """Bad inputs give one clear line on stderr and exit code 2, never a traceback."""
 import pytest
 
-from planner.cli import main
+from planner.commands.main import main
 
 MODEL = """name: tiny
 num_layers: 4
@@ -66,7 +66,7 @@ def test_unknown_key_is_named(files, capsys):
 def test_negative_size_is_named(files, capsys):
     (files / "m3.yaml").write_text(MODEL.replace("num_layers: 4", "num_layers: -4"))
     code, _, err = run(capsys, "estimate", str(files / "m3.yaml"), str(files / "c.yaml"))
-    assert_one_line_error(code, err, "num_layers", "greater than 0")
+    assert_one_line_error(code, err, "num_layers", "greater than or equal to 1")
 
 
 def test_missing_required_key_is_named(files, capsys):

@@ -2,14 +2,13 @@
 from dataclasses import replace
 
 import pytest
+from conftest import gpt, selene
 
 from costmodel.comm import Link, hierarchical_allreduce_seconds, ring_allreduce_seconds
 from costmodel.pipeline import bubble_overhead_ratio, default_chunk_layers, stage_layer_counts
 from costmodel.step import estimate
 from costmodel.topology import network_link
 from costmodel.types import Efficiency, Plan
-
-from conftest import gpt, selene
 
 FAST, SLOW = Link(240e9, 0.0), Link(25e9, 0.0)
 NO_LATENCY = Efficiency(nvlink_latency_seconds=0.0, network_latency_seconds=0.0)  # volume-only comparisons
@@ -171,7 +170,7 @@ def test_power_cap_slows_compute_bound_kernels_by_the_cube_root():
 
 
 def test_catalog_h100_500w_carries_its_power_cap():
-    from planner.loading import resolve_gpu
+    from planner.inputs.loading import resolve_gpu
 
     gpu = resolve_gpu("h100-sxm-96gb-500w").to_gpu()
     assert gpu.tensor_clock_fraction == pytest.approx((500 / 700) ** (1 / 3))
@@ -244,7 +243,7 @@ def test_grad_reduce_does_not_change_plain_data_parallel():
 def test_power_limit_without_tdp_is_a_spec_error():
     from pydantic import ValidationError
 
-    from planner.specs import GpuSpec
+    from planner.inputs.specs import GpuSpec
 
     with pytest.raises(ValidationError, match="power_limit_watts needs tdp_watts"):
         GpuSpec(name="x", generation="hopper", memory_gib=80, dense_tflops={"bf16": 900},

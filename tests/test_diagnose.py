@@ -13,9 +13,11 @@ from dataclasses import replace
 
 import pytest
 
-from planner import diagnose, loading, report
-from planner.plans import build_plan
-from planner.specs import PlanSpec
+from planner.analysis import diagnose
+from planner.analysis import score as report
+from planner.inputs import loading
+from planner.inputs.plans import build_plan
+from planner.inputs.specs import PlanSpec
 
 
 @pytest.fixture(scope="module")
@@ -55,8 +57,9 @@ def test_levers_only_legal_fitting_and_helpful(base):
 
 
 def test_estimate_json_carries_the_diagnosis(capsys):
-    from planner.cli import main
     import json
+
+    from planner.commands.main import main
 
     assert main(["estimate", "examples/seed-20b.yaml", "dgx-a100", "--gpus", "64", "--zero", "3",
                  "--grad-dtype", "fp32", "--no-overlap", "--json"]) == 0

@@ -4,11 +4,10 @@ import os
 import subprocess
 
 import pytest
-
-from planner.cli import main
-from planner.emit import emit_files
-
 from emit_support import estimate, tiny
+
+from planner.commands.main import main
+from planner.emit import emit_files
 
 MODEL_YAML = """name: tiny
 num_layers: 24
@@ -86,12 +85,12 @@ def test_refused_plan_writes_nothing(capsys, inputs):
 def test_plan_both_frameworks_refuse(capsys, inputs):
     (inputs / "plan.json").write_text(json.dumps(estimate(tiny(), dp=2, pp=2, zero_stage=2)))
     code, _, err = emit(capsys, inputs)
-    one_line_error(code, err, "ZeRO-2 is incompatible with pipeline parallelism", "Megatron-LM would reject")
+    one_line_error(code, err, "ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism", "Megatron-LM would reject")
     assert "writes only" not in err
 
 
 def test_catalog_model_by_name(capsys, tmp_path):
-    from planner.loading import load_model_spec
+    from planner.inputs.loading import load_model_spec
     (tmp_path / "plan.json").write_text(json.dumps(estimate(load_model_spec("llama3-8b"), tp=2, dp=4)))
     code, _, err = run(capsys, "emit", tmp_path / "plan.json", "--format", "megatron", "--out", tmp_path / "o")
     assert code == 0, err

@@ -3,11 +3,10 @@ test_emit_deepspeed_parser.py runs DeepSpeed's own parser on the same matrix).""
 import subprocess
 
 import pytest
+from emit_support import job, tiny
 
 from planner.emit import EmitOptions, deepspeed
 from planner.errors import PlannerError
-
-from emit_support import job, tiny
 
 # (tp, pp, dp): pure DP, tensor parallel, pipeline parallel (ZeRO <= 1 with pp, pipe/engine.py).
 LAYOUTS = [(1, 1, 8), (2, 1, 4), (1, 2, 4)]
@@ -93,15 +92,15 @@ def test_fp16_default_gradient_dtype_is_fp16_and_fp32_has_no_half_block():
 
 
 REJECTED = [
-    (dict(pp=2, zero_stage=2), EmitOptions(), "ZeRO-2 is incompatible with pipeline parallelism"),
-    (dict(pp=2, zero_stage=3), EmitOptions(), "ZeRO-3 is incompatible with pipeline parallelism"),
+    (dict(pp=2, zero_stage=2), EmitOptions(), "ZeRO stage 2: ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism"),
+    (dict(pp=2, zero_stage=3), EmitOptions(), "ZeRO stage 3: ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism"),
     (dict(pp=2, vpp=2), EmitOptions(), "no interleaved schedule"),
-    (dict(grad_dtype="int8"), EmitOptions(), "communication_data_type must be one of fp32, fp16, bf16 (got int8)"),
-    (dict(precision="fp8"), EmitOptions(), "no FP8 mode"),
+    (dict(grad_dtype="int8"), EmitOptions(), "gradient dtype int8: communication_data_type must be one of fp32, fp16, bf16"),
+    (dict(precision="fp8"), EmitOptions(), "precision fp8: ds_config has fp16 and bf16 blocks only"),
     (dict(zero_stage=2), EmitOptions(offload_param="cpu"), "offload_param needs ZeRO stage 3"),
     (dict(zero_stage=0), EmitOptions(offload_optimizer="cpu"), "offload_optimizer needs ZeRO stage 1, 2 or 3"),
     (dict(zero_stage=3), EmitOptions(offload_param="nvme"), "offload to nvme needs --nvme-path"),
-    (dict(dp=8, global_batch_size=100), EmitOptions(), "global batch 100 is not a multiple of micro batch x dp = 1x8"),
+    (dict(dp=8, global_batch_size=100), EmitOptions(), "global batch (100) must be divisible by micro batch x dp (1x8)"),
     (dict(zero_stage=3, grad_reduce="allreduce"), EmitOptions(), "ZeRO-3 always reduce-scatters gradients"),
 ]
 

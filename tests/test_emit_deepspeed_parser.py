@@ -14,11 +14,10 @@ deepspeed_config = pytest.importorskip(
                                        "DS_BUILD_OPS=0 pip install deepspeed)")
 import torch  # noqa: E402  (deepspeed imports it)
 from deepspeed.launcher.runner import fetch_hostfile  # noqa: E402
-
-from planner.emit import render  # noqa: E402
-
 from emit_support import job, tiny  # noqa: E402
 from test_emit_deepspeed import MATRIX, case_id, matrix_job  # noqa: E402
+
+from planner.emit import render  # noqa: E402
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 

@@ -1,10 +1,9 @@
 """FLOP and parameter counts against published formulas and published parameter counts."""
 import pytest
+from conftest import gpt
 
 from costmodel.flops import hardware_flops_per_step, model_flops_per_step, total_parameters
 from costmodel.types import Model
-
-from conftest import gpt
 
 
 @pytest.mark.parametrize("layers,h,a,B", [(24, 2304, 24, 512), (96, 12288, 96, 1536), (128, 25600, 160, 3072)])

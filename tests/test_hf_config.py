@@ -1,8 +1,7 @@
 """Hugging Face config.json files are accepted wherever a model YAML is."""
-import pytest
 
 from costmodel.flops import total_parameters
-from planner.loading import load_model_spec
+from planner.inputs.loading import load_model_spec
 
 HF = "tests/data/hf"
 
@@ -30,7 +29,7 @@ def test_seq_length_override():
 
 
 def test_estimate_accepts_a_config_json(capsys):
-    from planner.cli import main
+    from planner.commands.main import main
 
     assert main(["estimate", f"{HF}/llama-3-8b/config.json", "dgx-h100", "--gpus", "8", "--gbs", "8", "--json"]) == 0
     assert '"model": "llama-3-8b"' in capsys.readouterr().out

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from planner.nccl_logs import (
+from planner.inputs.nccl_logs import (
     NcclParseError,
     large_message_rows,
     normalize_collective,

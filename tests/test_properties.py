@@ -1,6 +1,7 @@
 """Invariants of the cost model over random models, clusters and plans (hypothesis)."""
 from dataclasses import replace
 
+from conftest import a100_80gb
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -8,8 +9,6 @@ from costmodel.pipeline import bubble_fraction
 from costmodel.rules import plan_violations
 from costmodel.step import estimate
 from costmodel.types import Cluster, Model, Plan
-
-from conftest import a100_80gb
 
 
 @st.composite

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from planner.cli import main
+from planner.commands.main import main
 
 
 def run(capsys, *argv):

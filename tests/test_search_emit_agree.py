@@ -2,8 +2,9 @@
 `suggest --framework X` returns must be accepted by X's emitter (`suggest --emit X` must work)."""
 import pytest
 
-from planner import loading, report
+from planner.analysis import score as report
 from planner.emit import build_job, render
+from planner.inputs import loading
 from planner.search import suggest
 from planner.search.space import SearchSpec
 

@@ -15,8 +15,9 @@ import pytest
 
 from costmodel import types as cm
 from costmodel.step import estimate
+from planner import frameworks
 from planner.errors import PlannerError
-from planner.search import frameworks, suggest
+from planner.search import suggest
 from planner.search.space import SearchSpec, build_space
 
 GIB = 2**30
@@ -48,7 +49,7 @@ def random_spec(seed: int) -> tuple[SearchSpec, suggest.Options]:
     domain = rng.choice([1, 2, 4, 8])
     cluster = cm.Cluster("rand", tiny_gpu(rng), gpus, max(domain, 1), domain, 300e9, 25e9,
                          rdma=rng.random() < 0.8, usd_per_gpu_hour=rng.choice([0.0, 2.0]))
-    fws = frameworks.FRAMEWORKS if rng.random() < 0.6 else tuple(rng.sample(frameworks.FRAMEWORKS, rng.randint(1, 2)))
+    fws = frameworks.NAMES if rng.random() < 0.6 else tuple(rng.sample(frameworks.NAMES, rng.randint(1, 2)))
     precisions = ("bf16",) if rng.random() < 0.7 else ("bf16", "fp8")
     grads = ("",) if rng.random() < 0.7 else ("bf16", "fp32")
     fixed: dict = {}

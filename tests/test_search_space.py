@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from costmodel import types as cm
-from planner.search import frameworks as fw
+from planner.frameworks import deepspeed, megatron, torchtitan
 from planner.search.space import Layout, SearchSpec, build_space
 
 GIB = 2**30
@@ -24,33 +24,38 @@ def plan(pp=1, vpp=1, m=1, tp=1) -> cm.Plan:
 
 def test_megatron_uneven_split_only_first_and_last():
     # 30 layers on 4 stages: 7, 8, 8, 7 (--decoder-first/last-pipeline-num-layers 7); 31: 7, 9, 8, 7 is not.
-    assert fw.megatron_layers_split(model(30), plan(pp=4)) is None
-    assert fw.megatron_layers_split(model(31), plan(pp=4)) is not None
-    assert fw.megatron_layers_split(model(31), plan(pp=2)) is None  # 16 + 15: first/last only
+    assert megatron.layer_split(model(30), plan(pp=4)) is None
+    assert megatron.layer_split(model(31), plan(pp=4)) is not None
+    assert megatron.layer_split(model(31), plan(pp=2)) is None  # 16 + 15: first/last only
+    assert megatron.uneven_split(model(30), plan(pp=4)) == (7, 7)  # --decoder-first/last-pipeline-num-layers
+    assert megatron.uneven_split(model(32), plan(pp=4)) is None
 
 
 def test_megatron_interleaving_rules():
-    assert fw.megatron_interleaving(model(32), plan(pp=4, vpp=2, m=8)) is None
-    assert "multiple of pp" in fw.megatron_interleaving(model(32), plan(pp=4, vpp=2, m=6))
-    assert "divisible" in fw.megatron_interleaving(model(30), plan(pp=4, vpp=2, m=8))
+    assert megatron.interleaving(model(32), plan(pp=4, vpp=2, m=8)) is None
+    assert "multiple of pp" in megatron.interleaving(model(32), plan(pp=4, vpp=2, m=6))
+    assert "split evenly" in megatron.layer_split(model(30), plan(pp=4, vpp=2, m=8))  # 30 % 8
+    assert "pipeline size >= 3" in megatron.interleaving(model(32), cm.Plan(pp=2, vpp=2, global_batch_size=4,
+                                                                             overlap_pp_comm=False))
 
 
 def test_torchtitan_rounds_and_sequence_rules():
     # rounds = max(1, m // pp): m 12, pp 8 -> 1 round (fine); m 17 -> 2 rounds, 17 odd (rejected).
-    assert fw.torchtitan_interleaving(model(16), plan(pp=8, vpp=2, m=12)) is None
-    assert fw.torchtitan_interleaving(model(16), plan(pp=8, vpp=2, m=17)) is not None
-    assert fw.torchtitan_interleaving(model(16), plan(pp=8, vpp=1, m=17)) is None
-    assert fw.torchtitan_sequence_split(model(4, seq=100), plan(tp=8)) is not None  # 100 % 16
-    assert fw.deepspeed_no_interleaving(model(8), plan(pp=2, vpp=2, m=4)) is not None
+    assert torchtitan.interleaving(model(16), plan(pp=8, vpp=2, m=12)) is None
+    assert torchtitan.interleaving(model(16), plan(pp=8, vpp=2, m=17)) is not None
+    assert torchtitan.interleaving(model(16), plan(pp=8, vpp=1, m=17)) is None
+    assert torchtitan.sequence_split(model(4, seq=100), plan(tp=8)) is not None  # 100 % 16
+    assert deepspeed.no_interleaving(model(8), plan(pp=2, vpp=2, m=4)) is not None
 
 
 def test_knob_sets():
-    assert fw.knob_sets("deepspeed", False, True).zero == (0, 1)  # PipelineEngine: ZeRO <= 1
-    assert fw.knob_sets("deepspeed", False, False).zero == (0, 1, 2, 3)
-    assert fw.knob_sets("torchtitan", True, False).zero == (3,)  # DDP only without TP/PP
-    assert fw.knob_sets("megatron", True, True).grad("bf16") == ("fp32", "bf16")
-    assert fw.knob_sets("megatron", True, True).grad("fp32") == ("fp32",)
-    assert "int8" not in fw.knob_sets("deepspeed", False, False).grad("bf16")
+    assert deepspeed.knobs(False, True).zero_stage.values == (0, 1)  # PipelineEngine: ZeRO <= 1
+    assert deepspeed.knobs(False, False).zero_stage.values == (0, 1, 2, 3)
+    assert torchtitan.knobs(True, False).zero_stage.values == (3,)  # DDP only without TP/PP
+    assert megatron.knobs(True, True).grad_dtype("bf16").values == ("fp32", "bf16")
+    assert megatron.knobs(True, True).grad_dtype("fp16").values == ("fp32", "fp16")
+    assert megatron.knobs(True, True).grad_dtype("fp32").values == ("fp32",)
+    assert "int8" not in deepspeed.knobs(False, False).grad_dtype("bf16").values
 
 
 def test_space_counted_by_hand():

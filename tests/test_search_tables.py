@@ -14,7 +14,7 @@ import pytest
 from costmodel import step
 from costmodel import types as cm
 from costmodel.stage import stage_kernels
-from planner import loading
+from planner.inputs import loading
 from planner.search import bounds
 from planner.search.space import Knobs, SearchSpec, build_space, plan_for
 from planner.search.tables import LayoutTables, TableContext, class_stage_costs

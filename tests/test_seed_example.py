@@ -39,12 +39,12 @@ def test_seed_example_as_a_command():
     # The same scenario end to end with the shipped example files (Llama 2 7B: 6.74e9 parameters,
     # Touvron et al. 2023): 6.74e9 x 2 B x 2 x 7/8 / 25 GB/s = 0.9436 s.
     out = subprocess.run(
-        [sys.executable, "-m", "planner.cli", "estimate", "examples/seed-7b.yaml", "examples/seed-8gpu-ib200.yaml",
+        [sys.executable, "-m", "planner", "estimate", "examples/seed-7b.yaml", "examples/seed-8gpu-ib200.yaml",
          "--no-overlap", "--json"], capture_output=True, text=True, check=True)
     d = json.loads(out.stdout)
     assert d["plan"]["dp"] == 8
     assert d["time_breakdown_s"]["dp_comm"] == pytest.approx(6.74e9 * 2 * 2 * 7 / 8 / 25e9, rel=0.01)
     fp32 = subprocess.run(
-        [sys.executable, "-m", "planner.cli", "estimate", "examples/seed-7b.yaml", "examples/seed-8gpu-ib200.yaml",
+        [sys.executable, "-m", "planner", "estimate", "examples/seed-7b.yaml", "examples/seed-8gpu-ib200.yaml",
          "--no-overlap", "--grad-dtype", "fp32", "--json"], capture_output=True, text=True, check=True)
     assert json.loads(fp32.stdout)["time_breakdown_s"]["dp_comm"] == pytest.approx(2 * d["time_breakdown_s"]["dp_comm"])

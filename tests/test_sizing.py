@@ -7,9 +7,10 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from costmodel import runtime
-from planner import loading, sizing
-from planner.cli import main
-from planner.specs import ClusterSpec, GpuSpec
+from planner.commands.main import main
+from planner.inputs import catalogs, loading
+from planner.inputs.specs import ClusterSpec, GpuSpec
+from planner.sizing import scan as sizing
 
 
 def fake_option(days: float, usd: float, i: int) -> sizing.Option:
@@ -54,7 +55,7 @@ def test_deadline_lower_bound_by_hand():
     # Llama 3 70B (70.55e9 parameters), 2e12 tokens, 6 N D = 8.47e23 FLOPs; an H100 at 989 TFLOP/s x 0.80
     # for 30 days does 2.05e21: at least 413 GPUs.
     model = loading.load_model_spec("llama3-70b")
-    gpu = loading.resolve_gpu("h100-sxm-80gb")
+    gpu = catalogs.resolve_gpu("h100-sxm-80gb")
     assert sizing.min_gpus_for_deadline(model, gpu, 2e12, 30) == pytest.approx(413, abs=1)
 
 
@@ -62,14 +63,14 @@ def test_deadline_lower_bound_by_hand():
 def small_scan():
     """A small model on a two-offering catalog: every (offering, count) searched both ways."""
     model = loading.load_model_spec("llama2-7b", global_batch_size=64)
-    table = {k: v for k, v in loading.cluster_catalog().items() if k in ("dgx-h100", "dgx-a100")}
-    offs, _ = sizing.priced_offerings(table, loading.gpu_catalog(), None)
+    table = {k: v for k, v in catalogs.cluster_catalog().items() if k in ("dgx-h100", "dgx-a100")}
+    offs, _ = sizing.priced_offerings(table, catalogs.gpu_catalog(), None)
     return model, offs
 
 
 def enumerated_best(model, cluster, eff=None):
+    from planner.analysis.score import score
     from planner.errors import PlannerError
-    from planner.report import score
     from planner.search import suggest
     from planner.search.space import SearchSpec
 
@@ -161,12 +162,12 @@ def test_size_what_if_grid_reports_stability(capsys):
 def test_dominated_offerings_are_not_sized():
     # aws-p4de (8 x A100 80GB, 50 Gb/s per GPU) costs more than dgx-a100 (same GPUs, 200 Gb/s per GPU):
     # never faster, never cheaper, so it cannot be on the front or chosen.
-    table = {k: v for k, v in loading.cluster_catalog().items() if k in ("dgx-a100", "aws-p4de-24xlarge")}
-    offs, _ = sizing.priced_offerings(table, loading.gpu_catalog(), None)
+    table = {k: v for k, v in catalogs.cluster_catalog().items() if k in ("dgx-a100", "aws-p4de-24xlarge")}
+    offs, _ = sizing.priced_offerings(table, catalogs.gpu_catalog(), None)
     keep, notes = sizing.undominated(offs)
     assert [o.name for o in keep] == ["dgx-a100"]
     assert "aws-p4de-24xlarge: not sized" in notes[0]
     # a faster network at a higher price is not dominated
-    table = {k: v for k, v in loading.cluster_catalog().items() if k in ("dgx-a100", "aws-p4d-24xlarge")}
-    offs, _ = sizing.priced_offerings(table, loading.gpu_catalog(), None)
+    table = {k: v for k, v in catalogs.cluster_catalog().items() if k in ("dgx-a100", "aws-p4d-24xlarge")}
+    offs, _ = sizing.priced_offerings(table, catalogs.gpu_catalog(), None)
     assert len(sizing.undominated(offs)[0]) == 2  # different GPUs (40 vs 80 GB)

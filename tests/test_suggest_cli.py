@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from planner.cli import main
+from planner.commands.main import main
 
 SMALL = ["llama3-8b", "dgx-h100", "--gpus", "16", "--gbs", "64"]
 

@@ -1,7 +1,7 @@
 """suggest: what-if, rank stability, diagnosis of the best plan, and --emit."""
 import json
 
-from planner.cli import main
+from planner.commands.main import main
 
 BASE = ["suggest", "gpt3-175b", "dgx-a100", "--gpus", "128", "--gbs", "256", "--top", "3"]
 

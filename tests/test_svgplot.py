@@ -3,7 +3,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from planner import svgplot as sp
+from planner.render import svgplot as sp
 
 NS = "{http://www.w3.org/2000/svg}"
 

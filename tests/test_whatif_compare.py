@@ -3,8 +3,8 @@ import json
 
 import pytest
 
-from planner import explain, whatif
-from planner.cli import main
+from planner.analysis import explain, whatif
+from planner.commands.main import main
 from planner.errors import PlannerError
 
 SEED = ["examples/seed-7b.yaml", "examples/seed-8gpu-ib200.yaml", "--no-overlap"]

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import PlannerError
-from ..specs import ModelSpec
-from . import deepspeed, megatron
-from .job import EmitOptions, Job, build_job
-from .readme import readme
-from ..files import write_files
+from planner.emit import deepspeed, megatron
+from planner.emit.job import EmitOptions, Job, build_job
+from planner.emit.readme import readme
+from planner.errors import PlannerError
+from planner.files import write_files
+from planner.inputs.specs import ModelSpec
 
 FRAMEWORKS = {"deepspeed": deepspeed.files, "megatron": megatron.files}
 FORMATS = ("deepspeed", "megatron", "all")

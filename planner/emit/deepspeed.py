@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import json
 
-from .deepspeed_rules import DEEPSPEED_RULES
-from .job import Job
-from .rules import enforce
+from planner.emit.job import Job, refuse_unless_runs
+from planner.errors import PlannerError
+from planner.frameworks.deepspeed import offload_violations
 
 # DeepSpeed's own default for the ZeRO-1/2 buckets (runtime/zero/config.py: 5e8 elements).
 ZERO12_BUCKET = 500_000_000
@@ -55,7 +55,7 @@ def precision_blocks(job: Job) -> dict:
         out["bf16"] = {"enabled": True}
     elif job.half_dtype == "fp16":
         out["fp16"] = dict(FP16_BLOCK)
-    out["communication_data_type"] = job.grad_dtype
+    out["communication_data_type"] = job.plan.grad_comm_dtype
     return out
 
 
@@ -72,7 +72,11 @@ def activation_block(job: Job) -> dict:
 def ds_config(job: Job) -> dict:
     """The whole config. train_batch_size = micro x gas x dp (runtime/config.py _batch_assertion,
     with dp = world/(tp*pp) as the model-parallel unit's mpu reports it)."""
-    enforce("DeepSpeed", job, DEEPSPEED_RULES)
+    refuse_unless_runs(job, "deepspeed")
+    o = job.options
+    broken = offload_violations(job.plan.zero_stage, o.offload_optimizer, o.offload_param, o.nvme_path)
+    if broken:
+        raise PlannerError("DeepSpeed would reject this plan: " + "; ".join(broken))
     p = job.plan
     cfg = {"train_batch_size": p.global_batch_size, "train_micro_batch_size_per_gpu": p.micro_batch_size,
            "gradient_accumulation_steps": p.grad_accum_steps, "gradient_clipping": 1.0,

@@ -1,19 +1,19 @@
 """What an emitter works from: the model, the plan, the machine layout and the estimate.
 
 A Job is built from one estimate object (`planner estimate --json`) and the model spec it was
-scored with. Everything here is framework-neutral; framework rules live in the *_rules modules.
+scored with. Everything here is framework-neutral; what each framework runs and refuses lives in
+planner/frameworks, which `refuse_unless_runs` applies.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from costmodel import types as cm
-
-from .. import loading, plans
-from ..errors import PlannerError
-from ..specs import ModelSpec, PlanSpec
-
-OFFLOAD_DEVICES = ("none", "cpu", "nvme")
+from costmodel.rules import model_plan_violations
+from planner import frameworks
+from planner.errors import PlannerError
+from planner.inputs import catalogs, plans, reading
+from planner.inputs.specs import ModelSpec, PlanSpec
 
 
 @dataclass(frozen=True)
@@ -55,11 +55,17 @@ class Job:
         return {"fp16": "fp16", "bf16": "bf16", "fp8": "bf16"}.get(self.plan.precision)
 
     @property
-    def grad_dtype(self) -> str:
-        """Gradient wire dtype. The cost model spells its 2-byte default 'bf16' for every half
-        precision; under fp16 training that 2-byte type is fp16 (same bytes, same estimate)."""
-        g = self.plan.grad_comm_dtype
-        return "fp16" if g == "bf16" and self.plan.precision == "fp16" else g
+    def cm_model(self) -> cm.Model:
+        return self.model.to_model()
+
+
+def refuse_unless_runs(job: Job, name: str) -> None:
+    """Raise one PlannerError line naming every rule the plan breaks, the cost model's structural ones
+    (costmodel/rules.py) and framework `name`'s (planner/frameworks), before anything is written."""
+    fw = frameworks.get(name)
+    broken = model_plan_violations(job.cm_model, job.plan) + frameworks.violations(fw, job.cm_model, job.plan)
+    if broken:
+        raise PlannerError(f"{fw.title} would reject this plan: " + "; ".join(broken))
 
 
 def plan_from_estimate(estimate: dict, model: ModelSpec) -> tuple[cm.Plan, int]:
@@ -70,7 +76,7 @@ def plan_from_estimate(estimate: dict, model: ModelSpec) -> tuple[cm.Plan, int]:
     raw = {k: v for k, v in raw.items() if k != "grad_accum_steps"}  # derived; rules check the batch
     if raw.get("dp") is None:
         raise PlannerError("PLAN.json: plan.dp is missing")
-    spec = loading.parse(PlanSpec, raw, "PLAN.json plan")
+    spec = reading.parse(PlanSpec, raw, "PLAN.json plan")
     plan = plans.build_plan(spec, model, spec.tp * spec.pp * spec.dp)
     num_gpus = estimate.get("num_gpus", plan.num_gpus)
     if num_gpus != plan.num_gpus:
@@ -90,23 +96,18 @@ def check_seq_length(estimate: dict, model: ModelSpec, plan: cm.Plan) -> None:
 
 
 def resolve_gpus_per_node(estimate: dict, num_gpus: int, given: int | None) -> int:
-    """--gpus-per-node, else the catalog cluster's, else 8; a job smaller than a node uses num_gpus."""
-    per_node = given
+    """--gpus-per-node, else the plan's own cluster shape (estimate `gpus_per_node`), else the
+    catalog cluster's, else 8; a job smaller than a node uses num_gpus."""
+    per_node = given or estimate.get("gpus_per_node")
     if per_node is None:
-        spec = loading.cluster_catalog().get(str(estimate.get("cluster")))
+        spec = catalogs.cluster_catalog().get(str(estimate.get("cluster")))
         per_node = spec.gpus_per_node if spec else 8
-    if per_node < 1:
-        raise PlannerError(f"--gpus-per-node must be >= 1 (got {per_node})")
+    if not isinstance(per_node, int) or isinstance(per_node, bool) or per_node < 1:
+        raise PlannerError(f"gpus_per_node must be a positive integer (got {per_node!r})")
     per_node = min(per_node, num_gpus)
     if num_gpus % per_node:
         raise PlannerError(f"{num_gpus} GPUs do not fill whole nodes of {per_node}; pass --gpus-per-node")
     return per_node
-
-
-def check_options(opts: EmitOptions) -> None:
-    for name in ("offload_optimizer", "offload_param"):
-        if getattr(opts, name) not in OFFLOAD_DEVICES:
-            raise PlannerError(f"--{name.replace('_', '-')} must be one of {', '.join(OFFLOAD_DEVICES)}")
 
 
 def build_job(model: ModelSpec, estimate: dict, options: EmitOptions | None = None) -> Job:
@@ -114,7 +115,6 @@ def build_job(model: ModelSpec, estimate: dict, options: EmitOptions | None = No
     if not isinstance(estimate, dict):
         raise PlannerError("PLAN.json: expected one estimate object (a JSON mapping)")
     options = options or EmitOptions()
-    check_options(options)
     name = estimate.get("model")
     if name is not None and name != model.name:
         raise PlannerError(f"PLAN.json was scored for model '{name}' but the model given is '{model.name}'")

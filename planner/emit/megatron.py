@@ -7,9 +7,8 @@ with Megatron-LM's own parse_args/validate_args (see tests/data/emit/README.md).
 """
 from __future__ import annotations
 
-from .job import Job
-from .megatron_rules import MEGATRON_RULES, uneven_split
-from .rules import enforce
+from planner.emit.job import Job, refuse_unless_runs
+from planner.frameworks.megatron import uneven_split
 
 Flags = list[tuple[str, object]]  # (flag, value) with value None for store_true flags
 
@@ -40,7 +39,7 @@ def pipeline_flags(job: Job) -> Flags:
         out.append(("--num-layers-per-virtual-pipeline-stage", job.model.num_layers // (p.pp * p.vpp)))
         if not p.overlap_pp_comm:
             out.append(("--no-overlap-p2p-communication", None))
-    split = uneven_split(job)
+    split = uneven_split(job.cm_model, p)
     if split:
         first, last = split
         out += [(f, n) for f, n in (("--decoder-first-pipeline-num-layers", first),
@@ -72,9 +71,9 @@ def precision_flags(job: Job) -> Flags:
         out.append((f"--{job.half_dtype}", None))
     if p.precision == "fp8":
         out.append(("--fp8-format", "hybrid"))
-    if job.half_dtype == "bf16" and job.grad_dtype == "bf16":
+    if job.half_dtype == "bf16" and p.grad_comm_dtype == "bf16":
         out.append(("--grad-reduce-in-bf16", None))
-    elif job.half_dtype == "fp16" and job.grad_dtype == "fp32":
+    elif job.half_dtype == "fp16" and p.grad_comm_dtype == "fp32":
         out.append(("--accumulate-allreduce-grads-in-fp32", None))
     return out
 
@@ -93,7 +92,7 @@ def recompute_flags(job: Job) -> Flags:
 
 def plan_flags(job: Job) -> dict[str, Flags]:
     """The plan-derived flag groups, after Megatron-LM's rules have been checked."""
-    enforce("Megatron-LM", job, MEGATRON_RULES)
+    refuse_unless_runs(job, "megatron")
     p = job.plan
     batch: Flags = [("--micro-batch-size", p.micro_batch_size), ("--global-batch-size", p.global_batch_size)]
     return {"MODEL_ARGS": model_flags(job), "PARALLEL_ARGS": parallel_flags(job), "BATCH_ARGS": batch,

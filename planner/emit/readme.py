@@ -1,7 +1,7 @@
 """README.txt for an emit folder: the plan, what planner predicts for it, how to launch."""
 from __future__ import annotations
 
-from .job import Job
+from planner.emit.job import Job
 
 GIB = 2**30
 
@@ -14,7 +14,7 @@ def plan_lines(job: Job) -> list[str]:
         f"  micro batch {p.micro_batch_size}, global batch {p.global_batch_size} "
         f"({p.grad_accum_steps} micro-batches per step per pipeline)",
         f"  recompute {p.recompute}, sequence parallel {'on' if p.sequence_parallel else 'off'}, "
-        f"precision {p.precision}, gradients reduced in {job.grad_dtype}",
+        f"precision {p.precision}, gradients reduced in {p.grad_comm_dtype}",
         f"  DP sync overlapped with backward: {'yes' if p.overlap_dp_comm else 'no'}; "
         f"flash attention: {'yes' if p.flash_attention else 'no'}",
     ]

@@ -16,8 +16,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .space import Knobs, Space
-from .tables import Candidate, LayoutTables, TableContext
+from planner.search.space import Knobs, Space
+from planner.search.tables import Candidate, LayoutTables, TableContext
 
 
 @dataclass(frozen=True)

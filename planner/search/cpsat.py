@@ -21,9 +21,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from costmodel import types as cm
-
-from .objective import scaled, usd_per_step
-from .tables import Candidate
+from planner.search.objective import scaled, usd_per_step
+from planner.search.tables import Candidate
 
 SOLVER_SEED = 20240601
 SOLVER_TIME_LIMIT_SECONDS = 60.0

@@ -6,9 +6,8 @@ from dataclasses import dataclass
 
 from costmodel import types as cm
 from costmodel.step import Estimate, estimate
-
-from .objective import primary_key
-from .space import Knobs, Layout, Space, plan_for
+from planner.search.objective import primary_key
+from planner.search.space import Knobs, Layout, Space, plan_for
 
 
 @dataclass(frozen=True)

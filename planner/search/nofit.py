@@ -12,9 +12,8 @@ from dataclasses import replace
 from typing import Iterable
 
 from costmodel import types as cm
-
-from .space import Knobs, Layout, Space, SearchSpec, build_space
-from .tables import LayoutTables, TableContext
+from planner.search.space import Knobs, Layout, SearchSpec, Space, build_space
+from planner.search.tables import LayoutTables, TableContext
 
 GIB = 2**30
 MAX_GPU_DOUBLINGS = 12

@@ -2,7 +2,7 @@
 combination (ZeRO stage, recompute, sequence parallel, precision, gradient dtype) some framework runs.
 
 Legal = the cost model's structural rules (costmodel/rules.plan_violations), TP inside one NVLink
-domain (costmodel/topology.tp_crosses_network), the framework filter (frameworks.py) and the user's
+domain (costmodel/topology.tp_crosses_network), the framework modules (planner/frameworks: layout rules, knob values, plan rules) and the user's
 --fix values. dp follows from tp*pp*dp = GPUs; the global batch is fixed, so the micro-batch size
 also fixes gradient accumulation (gas = gbs / (mbs*dp)). Layer splits are the cost model's default
 (pipeline.default_chunk_layers: first/last chunk lighter when the layers do not divide).
@@ -10,15 +10,14 @@ also fixes gradient accumulation (gas = gbs / (mbs*dp)). Layer splits are the co
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import product
 from typing import Iterator, Mapping
 
 from costmodel import types as cm
 from costmodel.rules import plan_violations
 from costmodel.topology import domain_size, tp_crosses_network
-
-from . import frameworks
+from planner.frameworks import NAMES, REGISTRY, base
 
 ZERO_STAGES = (0, 1, 2, 3)
 
@@ -53,7 +52,7 @@ class SearchSpec:
     model: cm.Model
     cluster: cm.Cluster
     global_batch_size: int
-    frameworks: tuple[str, ...] = frameworks.FRAMEWORKS
+    frameworks: tuple[str, ...] = NAMES
     precisions: tuple[str, ...] = ("bf16",)
     grad_dtypes: tuple[str, ...] = ("",)
     fixed: Mapping[str, object] = field(default_factory=dict)  # Layout/Knobs field name -> value
@@ -119,7 +118,7 @@ def candidate_layouts(spec: SearchSpec, tp: int, pp: int) -> Iterator[Layout]:
 def layout_frameworks(spec: SearchSpec, lay: Layout) -> tuple[str, ...]:
     """Frameworks (among those selected) that can run the layout."""
     plan = plan_for(spec, lay)
-    return tuple(f for f in spec.frameworks if frameworks.layout_violation(f, spec.model, plan) is None)
+    return tuple(f for f in spec.frameworks if base.layout_violation(REGISTRY[f], spec.model, plan) is None)
 
 
 def gpu_runs(spec: SearchSpec, precision: str) -> bool:
@@ -128,16 +127,24 @@ def gpu_runs(spec: SearchSpec, precision: str) -> bool:
 
 
 def knob_combinations(spec: SearchSpec, fws: tuple[str, ...], tp: int, pp: int) -> tuple[Knobs, ...]:
-    """Union over `fws` of the knob combinations each runs, within the user's options and fixes."""
+    """Union over `fws` of the knob combinations each runs (its knob values and plan rules), within
+    the user's options and fixes. Knob values and plan rules read the layout only through tp > 1
+    and pp > 1 (planner/frameworks/base.py), so one probe plan of this (tp, pp) stands for all."""
     out: set[Knobs] = set()
-    for fw in fws:
-        ks = frameworks.knob_sets(fw, tp > 1, pp > 1)
-        for zero, rc, sp, prec in product(ks.zero, ks.recompute, ks.sequence_parallel, ks.precision):
+    probe = plan_for(spec, Layout(tp, pp, spec.cluster.num_gpus // (tp * pp), 1, 1))
+    for name in fws:
+        fw = REGISTRY[name]
+        ks = fw.knobs(tp > 1, pp > 1)
+        for zero, rc, sp, prec in product(ks.zero_stage.values, ks.recompute.values, ks.sequence_parallel.values,
+                                          ks.precision.values):
             if (sp and tp == 1) or prec not in spec.precisions or not gpu_runs(spec, prec):
                 continue
-            for grad in spec.grad_dtypes:  # "" = the framework's own 16-bit/fp32 default: always legal
-                if not grad or grad in ks.grad(prec):
-                    out.add(Knobs(zero, rc, sp, prec, grad))
+            for grad in spec.grad_dtypes:  # "" = the precision's own default dtype
+                k = Knobs(zero, rc, sp, prec, grad)
+                plan = replace(probe, zero_stage=zero, recompute=rc, sequence_parallel=sp, precision=prec,
+                               grad_dtype=grad)
+                if plan.grad_comm_dtype in ks.grad_dtype(prec).values and not base.plan_violations(fw, spec.model, plan):
+                    out.add(k)
     return tuple(sorted(k for k in out if _fixed_ok(spec, k)))
 
 

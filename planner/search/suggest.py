@@ -9,13 +9,11 @@ import time
 from dataclasses import dataclass, field
 
 from costmodel import types as cm
-
-from ..errors import PlannerError
-from . import bounds, cpsat, nofit
-from . import enumerator
-from .objective import OBJECTIVES
-from .space import Knobs, Layout, SearchSpec, Space, build_space, plan_for
-from .tables import TableContext
+from planner.errors import PlannerError
+from planner.search import bounds, cpsat, enumerator, nofit
+from planner.search.objective import OBJECTIVES
+from planner.search.space import Knobs, Layout, SearchSpec, Space, build_space, plan_for
+from planner.search.tables import TableContext
 
 SOLVERS = ("cpsat", "enumerate")
 

@@ -30,8 +30,7 @@ from dataclasses import dataclass, replace
 from costmodel import dataparallel, pipeline, step
 from costmodel import types as cm
 from costmodel.stage import StageCost, StageKernels, stage_cost, stage_kernels
-
-from .space import Knobs, Layout, SearchSpec, plan_for
+from planner.search.space import Knobs, Layout, SearchSpec, plan_for
 
 
 @dataclass(frozen=True)

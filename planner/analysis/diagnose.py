@@ -1,0 +1,117 @@
+"""Why a plan is slow, and which levers help: the seed article's procedure with numbers.
+
+The seed (shared/seed, on gradient-sync overhead) says: compare communication with compute; when
+communication exceeds about 30% of the step, reach for gradient compression (FP16/INT8),
+accumulation, overlap with backward compute, a larger global batch, keeping traffic inside the
+NVLink domain, ZeRO/topology-aware sharding. Here each lever is a modified plan re-scored by the
+cost model on the same cluster; only legal plans that fit in memory are offered.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Callable
+
+from costmodel import types as cm
+from costmodel.rules import plan_violations
+from planner.analysis.score import Scored, score
+
+COMM_PARTS = ("tp_comm", "pp_comm", "dp_comm_exposed")
+MIN_GAIN = 0.01  # a lever is shown when it saves at least 1% per sample
+SHARE_PARTS = ("compute", "recompute", "tp_comm", "pp_comm", "dp_comm_exposed", "pp_bubble", "optimizer", "overhead")
+
+
+def shares(s: Scored) -> dict[str, float]:
+    """Each part's share of the step (they add up to 1)."""
+    step = s.est.step_time_seconds
+    return {k: s.est.time_breakdown_seconds[k] / step for k in SHARE_PARTS}
+
+
+def exposed_comm_share(s: Scored) -> float:
+    """Exposed TP + PP + DP communication as a share of the step."""
+    return sum(shares(s)[k] for k in COMM_PARTS)
+
+
+@dataclass(frozen=True)
+class Lever:
+    name: str
+    caveat: str
+    change: Callable[[cm.Plan, cm.Cluster], cm.Plan | None]  # None when it does not apply
+
+
+def _if(cond: bool, plan: cm.Plan, **changes) -> cm.Plan | None:
+    return replace(plan, **changes) if cond else None
+
+
+LEVERS = (
+    Lever("BF16 gradients", "standard mixed precision; no known accuracy cost",
+          lambda p, c: _if(p.grad_comm_dtype == "fp32" and p.precision != "fp32", p, grad_dtype="bf16")),
+    Lever("INT8 gradient compression", "lossy: accuracy risk, validate convergence (seed: fine at large batch)",
+          lambda p, c: _if(p.grad_comm_dtype != "int8" and p.dp > 1, p, grad_dtype="int8")),
+    Lever("overlap DP/ZeRO sync with backward", "needs bucketed gradient reduction (DDP buckets, "
+          "Megatron --overlap-grad-reduce, DeepSpeed overlap_comm)",
+          lambda p, c: _if(not p.overlap_dp_comm and p.dp > 1, p, overlap_dp_comm=True)),
+    Lever("2x global batch by gradient accumulation", "same volume per sync, half the syncs per sample; "
+          "changes convergence: retune the learning rate",
+          lambda p, c: _if(p.dp > 1 or p.pp > 1, p, global_batch_size=2 * p.global_batch_size)),
+    Lever("gather ZeRO-3 weights per layer", "one coalesced all-gather per layer (FSDP2 fully_shard per block, "
+          "DeepSpeed's later coalesced fetch) instead of one per weight tensor: fewer ring latencies",
+          lambda p, c: _if(p.zero_stage == 3 and p.zero3_gather_unit == "tensor" and p.dp > 1, p,
+                           zero3_gather_unit="layer")),
+    Lever("reduce-scatter gradients", "each rank receives only its shard (half an all-reduce's traffic); "
+          "DeepSpeed: reduce_scatter and contiguous_gradients on",
+          lambda p, c: _if(p.zero_stage >= 1 and p.grad_reduce == "allreduce" and p.dp > 1, p,
+                           grad_reduce="reduce_scatter")),
+    Lever("lower ZeRO stage", "more memory per GPU, less traffic (ZeRO-3 gathers every micro-batch)",
+          lambda p, c: _if(p.zero_stage >= 2, p, zero_stage=1)),
+    Lever("selective instead of full recompute", "more activation memory",
+          lambda p, c: _if(p.recompute == "full", p, recompute="selective")),
+    Lever("2x interleaved pipeline stages", "more p2p messages; needs layers divisible by pp*vpp",
+          lambda p, c: _if(p.pp > 1 and p.num_microbatches % p.pp == 0, p, vpp=2 * p.vpp, stage_layers=())),
+    Lever("TP inside the NVLink domain", "more pipeline or data parallelism instead",
+          lambda p, c: _if(p.tp > c.nvlink_domain_size and c.nvlink_domain_size > 1, p,
+                           tp=c.nvlink_domain_size, pp=p.pp * p.tp // c.nvlink_domain_size)),
+)
+
+
+@dataclass(frozen=True)
+class LeverResult:
+    lever: Lever
+    scored: Scored
+
+    def per_sample_seconds(self) -> float:
+        return self.scored.est.step_time_seconds / self.scored.plan.global_batch_size
+
+
+def try_levers(base: Scored, eff: cm.Efficiency | None = None) -> list[LeverResult]:
+    """Every lever that applies, is legal, fits and helps, re-scored; fastest per sample first."""
+    model = base.model.to_model()
+    base_per_sample = base.est.step_time_seconds / base.plan.global_batch_size
+    out = []
+    for lever in LEVERS:
+        plan = lever.change(base.plan, base.cluster)
+        if plan is None or plan_violations(model, base.cluster, plan):
+            continue
+        result = LeverResult(lever, score(base.model, base.cluster, plan, eff))
+        if result.scored.est.fits and result.per_sample_seconds() < base_per_sample * (1 - MIN_GAIN):
+            out.append(result)
+    return sorted(out, key=LeverResult.per_sample_seconds)
+
+
+def diagnosis_dict(base: Scored, threshold: float, levers: list[LeverResult]) -> dict:
+    """The `diagnosis` object of `estimate --json`."""
+    base_per_sample = base.est.step_time_seconds / base.plan.global_batch_size
+    return {
+        "shares": shares(base),
+        "exposed_comm_share": exposed_comm_share(base),
+        "threshold": threshold,
+        "comm_bound": exposed_comm_share(base) > threshold,
+        "levers": [{
+            "lever": r.lever.name, "caveat": r.lever.caveat,
+            "step_time_s": r.scored.est.step_time_seconds,
+            "per_sample_speedup": base_per_sample / r.per_sample_seconds(),
+            "exposed_comm_share": exposed_comm_share(r.scored),
+            "memory_per_gpu_bytes": r.scored.est.memory_per_gpu_bytes,
+            "usd_per_step": r.scored.est.usd_per_step,
+            "global_batch_size": r.scored.plan.global_batch_size,
+        } for r in levers],
+    }

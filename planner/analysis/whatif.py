@@ -1,0 +1,98 @@
+"""What-if assumptions: scale the cluster's rates and prices, then re-score.
+
+`--what-if network=0.5` halves the achievable network bandwidth, `nvlink=0.8` and `hbm=0.9` scale
+NVLink and HBM, `matmul_efficiency=0.9` scales every GEMM efficiency, `price.h100-sxm-80gb=2.10`
+sets that GPU's hourly price, `rdma=false` turns RDMA off, `power=500` caps every GPU at 500 W
+(compute-bound kernels slow by the cube root of cap / TDP, costmodel.compute.power_capped_clock_fraction).
+Scales multiply what the cluster has (nominal x efficiency, or its measured bus bandwidth).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+
+from costmodel import types as cm
+from costmodel.compute import power_capped_clock_fraction, scale_matmul_efficiency
+from planner.errors import PlannerError
+
+SCALES = ("network", "nvlink", "hbm", "matmul_efficiency")
+
+
+@dataclass(frozen=True)
+class WhatIf:
+    scales: dict[str, float] = field(default_factory=dict)
+    prices: dict[str, float] = field(default_factory=dict)
+    rdma: bool | None = None
+    power_watts: float | None = None
+
+    def label(self) -> str:
+        parts = [f"{k}={v:g}" for k, v in self.scales.items()] + [f"price.{k}={v:g}" for k, v in self.prices.items()]
+        if self.rdma is not None:
+            parts.append(f"rdma={str(self.rdma).lower()}")
+        if self.power_watts is not None:
+            parts.append(f"power={self.power_watts:g}")
+        return ", ".join(parts) or "as given"
+
+
+def _number(key: str, text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise PlannerError(f"--what-if {key}={text}: expected a number") from None
+    if not math.isfinite(value):
+        raise PlannerError(f"--what-if {key}={text}: expected a finite number")
+    if value <= 0:
+        raise PlannerError(f"--what-if {key}={text}: must be > 0")
+    return value
+
+
+def parse(items: list[str] | None) -> WhatIf:
+    """Parse repeated KEY=VALUE assumptions; unknown keys are one clear error."""
+    scales, prices, rdma, power = {}, {}, None, None
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep:
+            raise PlannerError(f"--what-if {item}: expected KEY=VALUE")
+        if key in SCALES:
+            scales[key] = _number(key, value)
+        elif key.startswith("price."):
+            from planner.inputs.catalogs import resolve_gpu
+
+            prices[resolve_gpu(key[len("price."):]).name] = _number(key, value)  # unknown GPU: one line
+        elif key == "rdma":
+            if value.lower() not in ("true", "false"):
+                raise PlannerError(f"--what-if rdma={value}: expected true or false")
+            rdma = value.lower() == "true"
+        elif key == "power":
+            power = _number(key, value)
+        else:
+            raise PlannerError(f"--what-if {key}: unknown; use one of {', '.join(SCALES)}, price.GPU, rdma, power")
+    return WhatIf(scales, prices, rdma, power)
+
+
+def apply_cluster(cluster: cm.Cluster, wi: WhatIf) -> cm.Cluster:
+    net, nvl, hbm = (wi.scales.get(k, 1.0) for k in ("network", "nvlink", "hbm"))
+    gpu = replace(cluster.gpu, hbm_bandwidth_bytes_per_second=cluster.gpu.hbm_bandwidth_bytes_per_second * hbm)
+    if wi.power_watts is not None:
+        if cluster.gpu.tdp_watts <= 0:
+            raise PlannerError(f"--what-if power={wi.power_watts:g}: GPU {cluster.gpu.name} has no tdp_watts in its spec")
+        gpu = replace(gpu, tensor_clock_fraction=power_capped_clock_fraction(wi.power_watts, cluster.gpu.tdp_watts))
+    out = replace(
+        cluster, gpu=gpu,
+        network_bandwidth_bytes_per_second=cluster.network_bandwidth_bytes_per_second * net,
+        network_busbw_bytes_per_second=cluster.network_busbw_bytes_per_second * net,
+        nvlink_bandwidth_bytes_per_second=cluster.nvlink_bandwidth_bytes_per_second * nvl,
+        nvlink_busbw_bytes_per_second=cluster.nvlink_busbw_bytes_per_second * nvl,
+    )
+    if cluster.gpu.name in wi.prices:
+        out = replace(out, usd_per_gpu_hour=wi.prices[cluster.gpu.name])
+    if wi.rdma is not None:
+        out = replace(out, rdma=wi.rdma)
+    return out
+
+
+def apply_efficiency(eff: cm.Efficiency, wi: WhatIf) -> cm.Efficiency:
+    """`matmul_efficiency=x` scales every GEMM's achievable fraction of peak, the same knob
+    `planner calibrate --step-times` fits (costmodel.compute.scale_matmul_efficiency)."""
+    return scale_matmul_efficiency(eff, wi.scales.get("matmul_efficiency", 1.0))

@@ -1,0 +1,216 @@
+"""Fit a cluster's link tiers (bus bandwidth, latency per step) to nccl-tests measurements.
+
+Model: the cost model's own collectives (costmodel.comm), alpha-beta per ring step (Hockney 1994;
+Thakur, Rabenseifner & Gropp 2005): a ring collective over n ranks takes
+    t = steps * alpha + S * factor / B
+(all_reduce: 2(n-1) steps, factor 2(n-1)/n; reduce_scatter / all_gather: n-1, (n-1)/n;
+sendrecv: 1, 1), the factors nccl-tests uses for busbw (nccl-tests doc/PERFORMANCE.md). Runs
+spanning several NVLink domains follow costmodel.comm.hierarchical_*: a ring inside each domain of
+k ranks on NVLink, then the 1/k shard across domains on the network.
+
+Every model time is linear in (alpha, 1/B) of each tier, so the regressors of a row are read off
+the cost model itself by evaluating it with unit links (latency 1 s and infinite bandwidth gives
+the step count; zero latency and 1 B/s gives the bytes term). The NVLink tier is fitted on
+intra-domain runs; the network tier on multi-domain runs after subtracting their intra-domain
+part, priced with the fitted (or nominal x efficiency) NVLink tier. Least squares on relative
+errors, so every message size weighs the same. Pure functions; no I/O.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from math import gcd
+
+from costmodel import comm, topology
+from costmodel import types as cm
+from planner.errors import PlannerError
+from planner.inputs.nccl_logs import NcclLog, large_message_rows
+
+COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "sendrecv")
+_HIERARCHICAL = {
+    "all_reduce": comm.hierarchical_allreduce_seconds,
+    "all_gather": comm.hierarchical_allgather_seconds,
+    "reduce_scatter": comm.hierarchical_reduce_scatter_seconds,
+}
+_UNIT_LATENCY = comm.Link(math.inf, 1.0)  # t = number of latency steps
+_UNIT_BYTES = comm.Link(1.0, 0.0)  # t = bytes through the link (S * factor)
+_NOTHING = comm.Link(math.inf, 0.0)  # a tier that costs nothing
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One large-message row of one log, with where it runs."""
+
+    log: str
+    collective: str
+    ranks: int
+    ranks_per_domain: int  # == ranks: all on NVLink; < ranks: hierarchical over the network
+    size_bytes: int
+    measured_seconds: float
+
+    @property
+    def tier(self) -> str:
+        return "nvlink" if self.ranks_per_domain == self.ranks else "network"
+
+
+@dataclass(frozen=True)
+class TierFit:
+    """Fitted link of one tier, with standard errors (None with fewer than 3 rows)."""
+
+    tier: str
+    link: comm.Link
+    latency_fitted: bool  # False: the fit gave a negative latency, so `link` keeps the prior one
+    bandwidth_stderr: float | None
+    latency_stderr: float | None
+    samples: tuple[Sample, ...]
+
+
+@dataclass(frozen=True)
+class FitRow:
+    sample: Sample
+    model_seconds: float
+
+    @property
+    def error(self) -> float:
+        """Signed relative error of the model (+ = the model predicts slower)."""
+        return self.model_seconds / self.sample.measured_seconds - 1.0
+
+
+@dataclass(frozen=True)
+class CommFit:
+    nvlink: TierFit | None
+    network: TierFit | None
+    rows: tuple[FitRow, ...]
+
+
+def collective_seconds(collective: str, size_bytes: float, ranks: int, per_domain: int,
+                       fast: comm.Link, slow: comm.Link) -> float:
+    """Cost-model time of one nccl-tests collective (ranks packed per_domain to an NVLink domain)."""
+    if collective == "sendrecv":  # each rank sends to the next; the slowest hop sets the time
+        return comm.p2p_seconds(size_bytes, fast if per_domain == ranks else slow)
+    return _HIERARCHICAL[collective](size_bytes, ranks, per_domain, fast, slow)
+
+
+def row_seconds(row) -> float | None:
+    """Out-of-place time of an nccl-tests row in seconds, else in-place; None if neither is usable."""
+    for us in (row.out_of_place_time_us, row.in_place_time_us):
+        if us is not None and math.isfinite(us) and us > 0:
+            return us * 1e-6
+    return None
+
+
+def ranks_per_domain(ranks: int, num_nodes: int | None, cluster: cm.Cluster) -> int:
+    """Ranks of an nccl-tests run sharing one NVLink domain, ranks packed in order (as mpirun -N).
+
+    All of them when the run fits one domain on one node, or in a domain spanning nodes (NVL72);
+    else the ranks per node (hosts in the log, else the cluster's GPUs per node) that share a
+    domain; 1 without NVLink, where the cost model prices every transfer on the network tier."""
+    d = topology.domain_size(cluster)
+    if d == 1:
+        return 1
+    spans_nodes = d > cluster.gpus_per_node
+    if ranks <= d and (num_nodes == 1 or spans_nodes):
+        return ranks
+    if spans_nodes:
+        return gcd(ranks, d)
+    if num_nodes and ranks % num_nodes:
+        raise PlannerError(f"{ranks} ranks on {num_nodes} nodes is uneven; calibrate from runs with the same "
+                           "number of GPUs on each node")
+    per_node = ranks // num_nodes if num_nodes else min(ranks, cluster.gpus_per_node)
+    return gcd(ranks, gcd(per_node, d))
+
+
+def log_samples(log: NcclLog, name: str, cluster: cm.Cluster, min_size_bytes: int) -> list[Sample]:
+    """The rows of `log` to calibrate from: large messages with a usable time and no wrong elements."""
+    if log.collective not in COLLECTIVES:
+        raise PlannerError(f"{name}: {log.collective} cannot be calibrated; use all_reduce, all_gather, "
+                           "reduce_scatter or sendrecv runs")
+    if not log.num_ranks:
+        raise PlannerError(f"{name}: the log does not say how many ranks ran (no '#  Rank' device lines)")
+    if log.num_ranks < 2:
+        raise PlannerError(f"{name}: a run on one rank moves nothing between GPUs; run on 2 or more")
+    k = ranks_per_domain(log.num_ranks, log.num_nodes, cluster)
+    samples = [Sample(name, log.collective, log.num_ranks, k, r.size_bytes, t)
+               for r in large_message_rows(log, min_size_bytes)
+               if (t := row_seconds(r)) is not None and not r.wrong]
+    if not samples:
+        sizes = f"{log.rows[0].size_bytes}..{log.rows[-1].size_bytes} B" if log.rows else "none"
+        raise PlannerError(f"{name}: no usable rows of at least {min_size_bytes} B (sizes in the log: {sizes}); "
+                           "run with larger messages (-e 8G) or lower --min-size")
+    return samples
+
+
+def _regressors(s: Sample, tier: str, fast: comm.Link) -> tuple[float, float, float]:
+    """(latency steps, bytes, time already explained) of a sample for the tier being fitted."""
+    if tier == "nvlink":
+        steps = collective_seconds(s.collective, s.size_bytes, s.ranks, s.ranks_per_domain, _UNIT_LATENCY, _NOTHING)
+        volume = collective_seconds(s.collective, s.size_bytes, s.ranks, s.ranks_per_domain, _UNIT_BYTES, _NOTHING)
+        return steps, volume, 0.0
+    steps = collective_seconds(s.collective, s.size_bytes, s.ranks, s.ranks_per_domain, _NOTHING, _UNIT_LATENCY)
+    volume = collective_seconds(s.collective, s.size_bytes, s.ranks, s.ranks_per_domain, _NOTHING, _UNIT_BYTES)
+    known = collective_seconds(s.collective, s.size_bytes, s.ranks, s.ranks_per_domain, fast, _NOTHING)
+    return steps, volume, known
+
+
+def least_squares_2(rows: list[tuple[float, float, float]]) -> tuple[float, float, float | None, float | None]:
+    """Fit y = p*a + q*b by ordinary least squares on (a, b, y) rows; return p, q and their standard
+    errors from the residual variance (None with fewer than 3 rows). Columns are scaled to unit
+    RMS before solving the 2x2 normal equations, so mixed units stay well conditioned."""
+    na = math.sqrt(sum(a * a for a, _, _ in rows) / len(rows)) or 1.0
+    nb = math.sqrt(sum(b * b for _, b, _ in rows) / len(rows)) or 1.0
+    saa = sum((a / na) ** 2 for a, _, _ in rows)
+    sbb = sum((b / nb) ** 2 for _, b, _ in rows)
+    sab = sum(a / na * b / nb for a, b, _ in rows)
+    det = saa * sbb - sab * sab
+    if det <= 1e-12 * saa * sbb:
+        raise PlannerError("cannot separate bandwidth from latency: need at least two different message sizes")
+    say = sum(a / na * y for a, _, y in rows)
+    sby = sum(b / nb * y for _, b, y in rows)
+    p, q = (sbb * say - sab * sby) / det, (saa * sby - sab * say) / det
+    if len(rows) < 3:
+        return p / na, q / nb, None, None
+    rss = sum((y - p * a / na - q * b / nb) ** 2 for a, b, y in rows)
+    var = rss / (len(rows) - 2)
+    return p / na, q / nb, math.sqrt(var * sbb / det) / na, math.sqrt(var * saa / det) / nb
+
+
+def fit_tier(samples: list[Sample], tier: str, fast: comm.Link, prior: comm.Link) -> TierFit:
+    """Fit one tier's (latency, 1/bandwidth) on relative errors (each row divided by its time).
+
+    A negative latency (noise at large sizes, where latency is a small part of the time) is not
+    kept: the tier keeps `prior`'s latency and only the bandwidth is fitted."""
+    regs = [_regressors(s, tier, fast) for s in samples]
+    rows = [(a / s.measured_seconds, b / s.measured_seconds, (s.measured_seconds - known) / s.measured_seconds)
+            for s, (a, b, known) in zip(samples, regs)]
+    alpha, inv_bw, se_alpha, se_inv = least_squares_2(rows)
+    fitted = alpha >= 0
+    if not fitted:
+        alpha, se_alpha = prior.latency_seconds, None
+        inv_bw = sum(b * (y - a * alpha) for a, b, y in rows) / sum(b * b for _, b, _ in rows)
+        se_inv = None
+    if inv_bw <= 0:
+        raise PlannerError(f"{tier} fit gave a non-positive bandwidth: the times do not grow with message size")
+    se_bw = None if se_inv is None else se_inv / inv_bw**2
+    return TierFit(tier, comm.Link(1.0 / inv_bw, alpha), fitted, se_bw, se_alpha, tuple(samples))
+
+
+def calibrate_comm(samples: list[Sample], cluster: cm.Cluster, eff: cm.Efficiency | None = None) -> CommFit:
+    """Fit the NVLink tier on intra-domain samples, then the network tier on the rest; all logs of
+    a tier (any mix of collectives and rank counts) share one least-squares fit."""
+    eff = eff or cm.Efficiency()
+    fast, slow = topology.nvlink_link(cluster, eff), topology.network_link(cluster, eff)
+    intra = [s for s in samples if s.tier == "nvlink"]
+    inter = [s for s in samples if s.tier == "network"]
+    nvlink = fit_tier(intra, "nvlink", fast, fast) if intra else None
+    if nvlink:
+        fast = nvlink.link
+    network = fit_tier(inter, "network", fast, slow) if inter else None
+    if network:
+        slow = network.link
+    rows = tuple(FitRow(s, collective_seconds(s.collective, s.size_bytes, s.ranks, s.ranks_per_domain, fast, slow))
+                 for s in intra + inter)
+    return CommFit(nvlink, network, rows)
+
+
+def max_abs_error(rows: tuple[FitRow, ...] | list[FitRow]) -> float:
+    return max((abs(r.error) for r in rows), default=0.0)

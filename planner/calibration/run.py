@@ -1,0 +1,101 @@
+"""`planner calibrate` as a function: read nccl-tests logs and timed steps, fit the cluster's link
+tiers and compute efficiency, and build the calibrated cluster file (a dict that loads back)."""
+from __future__ import annotations
+
+import datetime
+import sys
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+from costmodel import types as cm
+from planner.calibration import comm as comm_fit
+from planner.calibration import output
+from planner.calibration import steps as step_fit
+from planner.errors import PlannerError
+from planner.inputs import catalogs, loading, reading, step_times
+from planner.inputs.nccl_logs import NcclLog, NcclParseError, parse_file
+from planner.inputs.specs import ClusterSpec
+
+
+@dataclass(frozen=True)
+class PlottedLog:
+    name: str
+    log: NcclLog
+    ranks_per_domain: int
+
+
+@dataclass(frozen=True)
+class Calibration:
+    cluster: cm.Cluster  # as given
+    linked: cm.Cluster  # with the fitted link tiers (what the plot's model lines use)
+    comm: comm_fit.CommFit | None
+    plotted: list[PlottedLog]
+    steps: list[step_times.TimedStep]
+    scale: step_fit.ScaleFit | None
+    data: dict  # the calibrated cluster file
+
+
+def parse_log(path: str, collective: str | None) -> NcclLog:
+    """One nccl-tests log; parser errors become one line, parser warnings go to stderr."""
+    p = Path(path)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            log = parse_file(p, collective)
+        except NcclParseError as err:
+            msg = str(err).replace("pass collective='all_reduce' (or the right name)",
+                                   "pass --collective NAME or name the file after the test (all_reduce_perf.log)")
+            raise PlannerError(msg) from None
+        except ValueError as err:  # unknown --collective name
+            raise PlannerError(str(err)) from None
+    for w in caught:
+        print(f"planner: warning: {w.message}", file=sys.stderr)
+    return log
+
+
+def fit_nccl(paths: list[str], collective: str | None, min_size: int, cluster: cm.Cluster):
+    """(CommFit, logs for the plot) from every log, or (None, [])."""
+    samples, plotted = [], []
+    for path in paths:
+        log = parse_log(path, collective)
+        got = comm_fit.log_samples(log, path, cluster, min_size)
+        samples += got
+        plotted.append(PlottedLog(path, log, got[0].ranks_per_domain))
+    return (comm_fit.calibrate_comm(samples, cluster), plotted) if samples else (None, [])
+
+
+def provenance(base_ref: str, spec: ClusterSpec, nccl: list[str], min_size: int, steps_path: str | None,
+               scale: step_fit.ScaleFit | None) -> dict:
+    """`calibrated_from`: date, inputs, and what was kept from an earlier calibration."""
+    old = spec.calibrated_from
+    out = {"date": datetime.date.today().isoformat(), "tool": "planner calibrate", "base": base_ref,
+           "nccl_logs": list(nccl) or (list(old.nccl_logs) if old else []),
+           "min_message_bytes": min_size if nccl else (old.min_message_bytes if old else None),
+           "step_times": steps_path or (old.step_times if old else None),
+           "matmul_efficiency_scale_stderr": round(scale.stderr, 4) if scale and scale.stderr else None}
+    return {k: v for k, v in out.items() if v not in (None, [])}
+
+
+def cluster_from(data: dict, gpu, num_gpus: int) -> cm.Cluster:
+    """Cost-model cluster of a cluster-file dict (validated as a loaded file would be)."""
+    return reading.parse(ClusterSpec, data, "calibrated cluster").to_cluster(gpu, num_gpus)
+
+
+def calibrate(cluster_ref: str, nccl: list[str], collective: str | None = None, min_size: int = 64 * 2**20,
+              steps_path: str | None = None) -> Calibration:
+    if not nccl and not steps_path:
+        raise PlannerError("nothing to calibrate from: pass --nccl LOG and/or --step-times FILE")
+    spec = loading.load_cluster_spec(cluster_ref)
+    gpu = catalogs.resolve_gpu(spec.gpu)
+    cluster = spec.to_cluster(gpu, spec.num_gpus or 1)
+    fitted, plotted = fit_nccl(nccl, collective, min_size, cluster)
+    base = spec.model_dump(mode="json", exclude_none=True)
+    linked = cluster_from(output.calibrated_dict(base, fitted, None, {"date": "-"}), gpu, cluster.num_gpus)
+    timed, scale = [], None
+    if steps_path:
+        timed = step_times.load_steps(Path(steps_path), spec)
+        scale = step_fit.fit_scale(timed, linked, cluster)
+    data = output.calibrated_dict(base, fitted, scale, provenance(cluster_ref, spec, nccl, min_size, steps_path, scale))
+    cluster_from(data, gpu, cluster.num_gpus)  # what is written must load back
+    return Calibration(cluster, linked, fitted, plotted, timed, scale, data)

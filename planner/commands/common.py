@@ -1,0 +1,34 @@
+"""What several commands share: the MODEL/CLUSTER arguments, --what-if, and printing JSON."""
+from __future__ import annotations
+
+import argparse
+import json
+
+from planner.errors import PlannerError
+from planner.inputs.argtypes import positive_int
+
+EPILOG = """MODEL is a YAML file, a Hugging Face config.json, or a catalog name (planner catalog models);
+CLUSTER is a YAML file or a catalog name (planner catalog clusters)."""
+
+
+def add_inputs(p: argparse.ArgumentParser) -> None:
+    p.add_argument("model", metavar="MODEL", help="model YAML, HF config.json, or catalog name (e.g. llama3-70b)")
+    p.add_argument("cluster", metavar="CLUSTER", help="cluster YAML or catalog name (e.g. dgx-h100)")
+    p.add_argument("--gpus", type=positive_int, help="number of GPUs (overrides the cluster's num_gpus)")
+    p.add_argument("--seq-length", type=positive_int, help="override the model's sequence length")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+
+
+def add_what_if(p: argparse.ArgumentParser, verb: str = "re-score") -> None:
+    p.add_argument("--what-if", action="append", metavar="KEY=VALUE",
+                   help=f"{verb} under an assumption (repeatable): network=0.5, nvlink=0.8, hbm=0.9, "
+                        "matmul_efficiency=0.9, price.GPU=2.10, rdma=false, power=500 (watts per GPU)")
+
+
+def print_json(obj: object) -> None:
+    """One JSON document on stdout that any strict parser reads: no NaN or Infinity."""
+    try:
+        text = json.dumps(obj, indent=2, allow_nan=False)
+    except ValueError:
+        raise PlannerError("the result holds a non-finite number (an input far outside any real system?)") from None
+    print(text)

@@ -1,0 +1,59 @@
+"""`planner emit PLAN.json --format deepspeed|megatron|all --out DIR`: launch files for one estimate."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from planner.errors import PlannerError
+from planner.inputs import catalogs
+from planner.inputs.argtypes import positive_int
+
+DESCRIPTION = """Write launch files for one plan: DeepSpeed (ds_config.json, hostfile, launch.sh) and/or
+Megatron-LM (launch.sh running pretrain_gpt.py under torchrun), plus README.txt. A plan the
+framework would reject is refused, naming the rule. Existing files are kept unless --force."""
+
+
+def model_for(args: argparse.Namespace, estimate: dict):
+    """--model, else the estimate's model name looked up in the catalog."""
+    from planner.inputs import loading
+
+    ref = args.model or estimate.get("model")
+    if not ref:
+        raise PlannerError("PLAN.json names no model; pass --model MODEL")
+    if not args.model and ref not in catalogs.model_catalog():
+        raise PlannerError(f"model '{ref}' of PLAN.json is not in the catalog; "
+                           "pass --model with its YAML or config.json")
+    return loading.load_model_spec(ref, args.seq_length)
+
+
+def cmd_emit(args: argparse.Namespace) -> int:
+    from planner.emit import EmitOptions, emit_files
+    from planner.inputs.loading import load_estimate
+
+    estimate = load_estimate(args.plan)
+    options = EmitOptions(gpus_per_node=args.gpus_per_node, offload_optimizer=args.offload_optimizer,
+                          offload_param=args.offload_param, nvme_path=args.nvme_path)
+    written = emit_files(model_for(args, estimate), estimate, args.format, args.out, args.force, options)
+    if estimate.get("fits") is False:
+        print("planner: warning: the estimate predicts this plan does not fit in GPU memory", file=sys.stderr)
+    for path in written:
+        print(path)
+    return 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("emit", help="write DeepSpeed / Megatron-LM launch files for one plan",
+                       description=DESCRIPTION)
+    p.add_argument("plan", metavar="PLAN.json", help="one estimate object from `planner estimate --json` ('-' = stdin)")
+    p.add_argument("--format", required=True, choices=["deepspeed", "megatron", "all"])
+    p.add_argument("--out", required=True, metavar="DIR", help="output folder (created if missing)")
+    p.add_argument("--force", action="store_true", help="overwrite existing files")
+    p.add_argument("--model", help="model YAML, HF config.json or catalog name "
+                                   "(default: PLAN.json's model, from the catalog)")
+    p.add_argument("--seq-length", type=positive_int, help="the --seq-length the estimate was made with, if any")
+    p.add_argument("--gpus-per-node", type=positive_int, help="GPUs per node (default: the catalog cluster's, else 8)")
+    g = p.add_argument_group("DeepSpeed offload (not in the cost model)")
+    g.add_argument("--offload-optimizer", default="none", choices=["none", "cpu", "nvme"])
+    g.add_argument("--offload-param", default="none", choices=["none", "cpu", "nvme"], help="ZeRO-3 only")
+    g.add_argument("--nvme-path", help="folder on local NVMe for nvme offload")
+    p.set_defaults(func=cmd_emit)

@@ -1,0 +1,41 @@
+"""`planner estimate MODEL CLUSTER --tp T --pp P ...`: score one plan, with a diagnosis."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from planner.commands.common import EPILOG, add_inputs, add_what_if, print_json
+from planner.inputs.argtypes import positive_float
+from planner.inputs.planflags import add_plan_flags, plan_spec_from_args
+
+
+def cmd_estimate(args: argparse.Namespace) -> int:
+    from planner.analysis.report import estimate_report
+    from planner.inputs import loading
+    from planner.render import estimate as render
+
+    model = loading.load_model_spec(args.model, args.seq_length)
+    cluster = loading.build_cluster(loading.load_cluster_spec(args.cluster), args.gpus)
+    d = estimate_report(model, cluster, plan_spec_from_args(args), args.comm_threshold, args.what_if)
+    if not d["fits"]:
+        print(f"planner: warning: the plan does not fit: {d['memory_per_gpu_bytes'] / 2**30:.1f} GiB per GPU "
+              f"against {d['memory_capacity_bytes'] / 2**30:.0f} GiB (see the levers, or planner suggest)", file=sys.stderr)
+    if args.json:
+        print_json(d)
+        return 0
+    render.print_estimate(d)
+    render.print_diagnosis(d["diagnosis"])
+    if "what_if" in d:
+        render.print_side_by_side(d, d["what_if"]["estimate"], "as given", f"what if {d['what_if']['assumptions']}")
+    return 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("estimate", help="score one plan: step time, memory, MFU, dollars, with breakdowns",
+                       description="Score one parallel plan on a cluster.", epilog=EPILOG)
+    add_inputs(p)
+    add_plan_flags(p)
+    add_what_if(p)
+    p.add_argument("--comm-threshold", type=positive_float, default=0.30,
+                   help="flag the plan when exposed communication exceeds this share of the step (default 0.30)")
+    p.set_defaults(func=cmd_estimate)

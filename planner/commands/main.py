@@ -1,0 +1,55 @@
+"""Command line: `planner estimate|suggest|...`. User errors are one line on stderr, exit 2.
+
+One module per command in this folder, each a thin layer over functions a Python user can call
+(named in its docstring); `main` wires them into one parser.
+"""
+from __future__ import annotations
+
+import sys
+
+from planner.errors import PlannerError
+
+
+def command_registrars() -> list:
+    """One `register(subparsers)` per command, in the order `--help` lists them."""
+    from planner.commands import calibrate, catalog, compare, emit, estimate, size, suggest, validate
+
+    return [estimate.register, suggest.register, size.register, compare.register, emit.register, calibrate.register,
+            validate.register, catalog.register]
+
+
+def build_parser():
+    from importlib.metadata import PackageNotFoundError, version
+
+    from planner.commands.common import EPILOG
+    from planner.inputs.argtypes import OneLineParser
+
+    parser = OneLineParser(
+        prog="planner", description="Plan and score parallel layouts for distributed LLM training.", epilog=EPILOG)
+    try:
+        parser.add_argument("--version", action="version", version=f"planner {version('planner')}")
+    except PackageNotFoundError:
+        pass
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=OneLineParser)
+    for register in command_registrars():
+        register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except PlannerError as err:
+        print(f"planner: error: {err}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+    except KeyboardInterrupt:
+        print("planner: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,80 @@
+"""`planner size MODEL --tokens T`: which GPUs and how many, for a token budget, deadline and budget.
+
+Over planner.sizing.run.size."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from planner.commands.common import add_what_if, print_json
+from planner.errors import PlannerError
+from planner.inputs.argtypes import non_negative_float, positive_float, positive_int
+from planner.sizing import scan as sizing
+
+
+def request_of(args: argparse.Namespace):
+    from planner.sizing.run import SizeRequest
+
+    return SizeRequest(args.model, args.tokens, args.gbs, args.seq_length, args.deadline_days, args.budget_usd,
+                       args.gpu_types, args.max_gpus, args.catalog, args.prices, args.include_spot, args.fine,
+                       args.failures_per_1000_gpu_days, args.restart_minutes, args.checkpoint_gbytes_per_s_per_node,
+                       args.workers)
+
+
+def cmd_size(args: argparse.Namespace) -> int:
+    from planner.analysis import whatif
+    from planner.render import size as render
+    from planner.sizing.run import size, size_dict, stability_rows
+
+    if args.plot and Path(args.plot).suffix.lower() not in (".svg", ".html", ".htm"):
+        raise PlannerError(f"--plot {args.plot}: write .svg or .html (the picture is SVG)")
+    request = request_of(args)
+    r = size(request, whatif.parse(args.what_if) if args.what_if else None)
+    rows = stability_rows(request, r, args.what_if_grid) if args.what_if_grid else []
+    if args.plot:
+        from planner.render.sizing_plot import write_plot
+
+        write_plot(Path(args.plot), r, args.force)
+    if args.json:
+        print_json(size_dict(r, rows))
+        return 0
+    if r["what_if"]:
+        print(f"what if {r['what_if']}:")
+    render.print_size(r, args.deadline_days)
+    if rows:
+        render.print_stability(rows)
+    return 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("size", help="which GPU type and how many: time and dollars to train, Pareto front",
+                       description="Search cluster offerings (GPU type, node shape, network, price) and GPU counts "
+                                   "with the best plan for each; report the time/dollar Pareto front, the cheapest "
+                                   "option meeting the deadline and the fastest within the budget.")
+    p.add_argument("model", metavar="MODEL")
+    p.add_argument("--tokens", type=positive_float, help="tokens to train on, e.g. 2e12 (default: the model's training_tokens)")
+    p.add_argument("--gbs", type=positive_int, help="global batch in sequences (default: the model's)")
+    p.add_argument("--seq-length", type=positive_int)
+    p.add_argument("--deadline-days", type=positive_float)
+    p.add_argument("--budget-usd", type=positive_float)
+    p.add_argument("--gpu-types", help="comma-separated GPU names to consider (default: all priced)")
+    p.add_argument("--max-gpus", type=positive_int, default=16384, help="largest GPU count to consider (default 16384)")
+    p.add_argument("--catalog", help="cluster offerings YAML (default catalogs/clusters.yaml)")
+    p.add_argument("--prices", help="YAML mapping cluster or GPU name -> usd_per_gpu_hour, overriding the catalog")
+    p.add_argument("--include-spot", action="store_true",
+                   help="also size spot (preemptible) offerings; preemptions are not modelled")
+    p.add_argument("--fine", action="store_true", help="also try 1.5x node counts (3, 6, 12, ... nodes)")
+    p.add_argument("--failures-per-1000-gpu-days", type=non_negative_float,
+                   default=sizing.runtime.LLAMA3_INTERRUPTIONS_PER_GPU_HOUR * 24 * 1000,
+                   help="job interruptions (default 0.53: Llama 3 405B, 466 in 54 days on 16,384 GPUs)")
+    p.add_argument("--restart-minutes", type=non_negative_float, default=10.0, help="time lost per restart (default 10)")
+    p.add_argument("--checkpoint-gbytes-per-s-per-node", type=positive_float, default=1.0,
+                   help="checkpoint write bandwidth per node (default 1 GB/s)")
+    add_what_if(p, "size")
+    p.add_argument("--what-if-grid", metavar="KEY=V1,V2,...",
+                   help="size again for each value and show whether the chosen options stay best")
+    p.add_argument("--workers", type=positive_int, default=2, help="processes for the scan (default 2)")
+    p.add_argument("--plot", help="write the Pareto front as SVG (FILE.svg) or self-contained HTML (FILE.html)")
+    p.add_argument("--force", action="store_true", help="overwrite --plot FILE")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_size)

@@ -1,0 +1,175 @@
+"""`planner suggest MODEL CLUSTER`: the best plans for a GPU count, ranked, with the reasons.
+
+Searches every legal layout and knob combination (planner/search), ranks the best plan of each
+distinct (tp, pp, dp) layout by step time (or dollars), and scores each with `planner estimate`'s
+own code, so `--json` plans are the objects `planner estimate --json` prints.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from costmodel import types as cm
+from planner.commands.common import EPILOG, add_inputs, print_json
+from planner.errors import PlannerError
+from planner.inputs.argtypes import positive_float, positive_int
+
+FIX_KEYS = {"tp": "tp", "pp": "pp", "dp": "dp", "vpp": "vpp", "mbs": "mbs", "micro_batch_size": "mbs",
+            "zero": "zero", "zero_stage": "zero", "recompute": "recompute", "sp": "sp",
+            "sequence_parallel": "sp", "precision": "precision", "grad": "grad", "grad_dtype": "grad"}
+TRUE, FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+FRAMEWORK_CHOICES = ("any", "megatron", "deepspeed", "torchtitan")
+
+
+def parse_fix_value(key: str, value: str) -> object:
+    if key in ("tp", "pp", "dp", "vpp", "mbs", "zero"):
+        try:
+            number = int(value)
+        except ValueError:
+            raise PlannerError(f"--fix {key}={value}: expected an integer") from None
+        if key == "zero" and number not in (0, 1, 2, 3):
+            raise PlannerError(f"--fix zero={value}: ZeRO stage must be 0-3")
+        if key != "zero" and number < 1:
+            raise PlannerError(f"--fix {key}={value}: must be >= 1")
+        return number
+    if key == "sp":
+        if value.lower() not in TRUE + FALSE:
+            raise PlannerError(f"--fix sp={value}: expected true or false")
+        return value.lower() in TRUE
+    allowed = {"recompute": cm.RECOMPUTE_MODES, "precision": cm.PRECISIONS, "grad": cm.GRAD_DTYPES}[key]
+    if value not in allowed:
+        raise PlannerError(f"--fix {key}={value}: expected one of {', '.join(allowed)}")
+    return value
+
+
+def parse_fixes(items: list[str] | None) -> dict[str, object]:
+    out: dict[str, object] = {}
+    for item in items or []:
+        name, sep, value = item.partition("=")
+        if not sep or name.strip() not in FIX_KEYS:
+            raise PlannerError(f"--fix {item}: expected KEY=VALUE with KEY one of {', '.join(sorted(set(FIX_KEYS)))}")
+        key = FIX_KEYS[name.strip()]
+        value = parse_fix_value(key, value.strip())
+        if key in out and out[key] != value:
+            raise PlannerError(f"--fix {item}: {name.strip()} is already fixed to {out[key]}")
+        out[key] = value
+    return out
+
+
+def parse_list(text: str, allowed: tuple[str, ...], flag: str) -> tuple[str, ...]:
+    items = tuple(dict.fromkeys(x.strip() for x in text.split(",") if x.strip()))
+    bad = [x for x in items if x not in allowed]
+    if bad or not items:
+        raise PlannerError(f"{flag} {text}: expected a comma-separated list of {', '.join(allowed)}")
+    return items
+
+
+def search_spec(args: argparse.Namespace):
+    """(ModelSpec, SearchSpec) from the command line."""
+    from planner.frameworks import NAMES
+    from planner.inputs import loading
+    from planner.search.space import SearchSpec
+
+    model = loading.load_model_spec(args.model, args.seq_length, args.gbs)
+    if not model.global_batch_size:
+        raise PlannerError(f"model '{model.name}' has no global_batch_size; pass --gbs")
+    cluster = loading.build_cluster(loading.load_cluster_spec(args.cluster), args.gpus)
+    fixed = parse_fixes(args.fix)
+    fws = parse_list(args.framework, FRAMEWORK_CHOICES, "--framework")
+    fws = NAMES if "any" in fws else fws
+    precisions = (fixed["precision"],) if "precision" in fixed else parse_list(args.precision, cm.PRECISIONS,
+                                                                                 "--precision")
+    grads = ("",) if args.grad_dtype is None else parse_list(args.grad_dtype, cm.GRAD_DTYPES, "--grad-dtype")
+    grads = (fixed["grad"],) if "grad" in fixed else grads
+    spec = SearchSpec(model.to_model(), cluster, model.global_batch_size, fws, precisions, grads, fixed,
+                      flash_attention=not args.no_flash_attention, overlap_dp_comm=not args.no_overlap,
+                      overlap_pp_comm=not args.no_pp_overlap)
+    return model, spec
+
+
+def run_search(quiet: bool):
+    """suggest.run, with a spinner on a terminal."""
+    from planner.search import suggest
+
+    if quiet or not sys.stderr.isatty():
+        return suggest.run
+
+    def run(spec, opts, eff):
+        from rich.console import Console
+
+        with Console(stderr=True).status(f"searching plans for {spec.cluster.num_gpus} GPUs ..."):
+            return suggest.run(spec, opts, eff)
+    return run
+
+
+def cmd_suggest(args: argparse.Namespace) -> int:
+    """Over planner.search.report.suggest_report."""
+    from planner.analysis import whatif
+    from planner.render import estimate as render_estimate
+    from planner.render import suggest as render_suggest
+    from planner.search import stability
+    from planner.search.report import suggest_report
+    from planner.search.suggest import Options
+
+    if args.out != "launch" and not args.emit:
+        raise PlannerError("--out is the folder for --emit; pass --emit deepspeed|megatron|all too")
+    model, spec = search_spec(args)
+    opts = Options(args.top, args.objective, args.max_memory_fraction, args.solver)
+    grid = stability.parse_grid(args.what_if_grid)[1] if args.what_if_grid else []
+    out = suggest_report(model, spec, opts, whatif.parse(args.what_if), grid, run_search(args.json))
+    for note in out["search"]["notes"]:
+        print(f"planner: note: {note}", file=sys.stderr)
+    for warning in out["warnings"]:
+        print(f"planner: warning: {warning}", file=sys.stderr)
+    if args.emit:
+        from planner.emit import emit_files
+
+        for path in emit_files(model, out["plans"][0], args.emit, args.out, args.force):
+            print(f"planner: wrote {path}", file=sys.stderr)
+    if args.json:
+        print_json(out)
+        return 0
+    if "what_if" in out:
+        print(f"what if {out['what_if']}:")
+    render_suggest.print_suggestions(out["plans"], out["why"], out["search"])
+    render_estimate.print_diagnosis(out["diagnosis"])
+    if "stability" in out:
+        render_suggest.print_stability(out["stability"], out["plans"][0])
+    return 0
+
+
+def register(sub) -> None:
+
+    p = sub.add_parser("suggest", help="the best plans for a GPU count, ranked by step time or dollars",
+                       description="Search every legal plan (CP-SAT over the cost model) and rank the best "
+                                   "distinct (tp, pp, dp) layouts.", epilog=EPILOG)
+    add_inputs(p)
+    p.add_argument("--gbs", type=positive_int, help="global batch in sequences (default: the model's global_batch_size)")
+    p.add_argument("--top", type=positive_int, default=5, help="how many distinct layouts to show (default 5)")
+    p.add_argument("--objective", default="time", choices=["time", "cost"],
+                   help="minimise step time (then $/step) or $/step (then time); default time")
+    p.add_argument("--max-memory-fraction", type=positive_float, default=0.9,
+                   help="usable share of GPU memory, on top of the cost model's 2 GiB overhead (default 0.9)")
+    p.add_argument("--fix", action="append", metavar="KEY=VALUE",
+                   help="pin a choice (repeatable): tp, pp, dp, vpp, mbs, zero, recompute, sp, precision, grad")
+    p.add_argument("--framework", default="any",
+                   help="any (default), or comma-separated megatron, deepspeed, torchtitan: only plans they run")
+    p.add_argument("--precision", default="bf16", help="comma-separated precisions to consider (default bf16)")
+    p.add_argument("--grad-dtype", help="comma-separated gradient dtypes to consider, e.g. fp32,bf16 "
+                                        "(default: the precision's own)")
+    p.add_argument("--no-flash-attention", action="store_true", help="unfused attention (pre-FlashAttention stacks)")
+    p.add_argument("--no-overlap", action="store_true", help="DP/ZeRO sync does not overlap backward compute")
+    p.add_argument("--no-pp-overlap", action="store_true", help="pipeline p2p does not overlap compute")
+    p.add_argument("--what-if", action="append", metavar="KEY=VALUE",
+                   help="search under an assumption (repeatable): network=0.5, nvlink=0.8, hbm=0.9, "
+                        "matmul_efficiency=0.9, price.GPU=2.10, rdma=false")
+    p.add_argument("--what-if-grid", metavar="KEY=V1,V2,...",
+                   help="rank stability: search again for each value (e.g. network=0.5,0.6,0.7,0.8,0.9,1.0) and "
+                        "show whether the best plan stays best")
+    p.add_argument("--emit", choices=["deepspeed", "megatron", "all"],
+                   help="write launch files for the best plan (see `planner emit`)")
+    p.add_argument("--out", default="launch", help="folder for --emit (default ./launch)")
+    p.add_argument("--force", action="store_true", help="let --emit overwrite existing files")
+    p.add_argument("--solver", default="cpsat", choices=["cpsat", "enumerate"],
+                   help="cpsat (default), or score every plan with the cost model (slow; the test oracle)")
+    p.set_defaults(func=cmd_suggest)

@@ -1,0 +1,95 @@
+"""The shape every framework module fills in: what the framework runs and what it refuses, and why.
+
+A framework module (megatron.py, deepspeed.py, torchtitan.py) states, each rule cited to the
+framework's source at a named version:
+  * `layout_rules`: rules on the layout (tp, pp, dp, vpp, micro-batch, global batch, layer split);
+  * `knobs(tp_split, pp_split)`: the values it accepts for each knob the search varies (ZeRO stage,
+    recompute, sequence parallel, precision, gradient dtype per precision), each with the sentence
+    that says why any other value is refused; they depend on the layout only through tp > 1, pp > 1;
+  * `plan_rules`: rules across knobs and on plan fields the search leaves at their defaults
+    (gradient reduction, ZeRO-3 gather unit). They too read the layout only through tp > 1, pp > 1.
+The search builds its space from all three (planner/search/space.py) and the emitters refuse with
+`violations` (planner/emit), so what an emitter refuses is exactly what the search leaves out.
+
+Rules the cost model enforces for every plan whatever the framework (costmodel/rules.py: degrees
+multiply to the GPU count, heads, kv heads and ffn divisible by tp, pp*vpp <= layers, the global
+batch a multiple of mbs*dp) are not repeated here.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+from costmodel import types as cm
+
+Rule = Callable[[cm.Model, cm.Plan], Optional[str]]
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The values a framework accepts for one knob, and why it refuses the others."""
+
+    values: tuple
+    why: str
+
+
+@dataclass(frozen=True)
+class Knobs:
+    zero_stage: Choice
+    recompute: Choice
+    sequence_parallel: Choice
+    precision: Choice
+    grad_dtype: Callable[[str], Choice]  # training precision -> gradient communication dtypes
+
+
+@dataclass(frozen=True)
+class Framework:
+    name: str  # as on the command line: megatron, deepspeed, torchtitan
+    title: str  # as people write it: Megatron-LM
+    source: str  # the version its rules were read at
+    layout_rules: tuple[Rule, ...]
+    knobs: Callable[[bool, bool], Knobs]
+    plan_rules: tuple[Rule, ...] = ()
+
+    def knobs_for(self, plan: cm.Plan) -> Knobs:
+        return self.knobs(plan.tp > 1, plan.pp > 1)
+
+
+def layout_violation(fw: Framework, model: cm.Model, plan: cm.Plan) -> Optional[str]:
+    """The first layout rule of `fw` that `plan` breaks, or None."""
+    for rule in fw.layout_rules:
+        msg = rule(model, plan)
+        if msg:
+            return msg
+    return None
+
+
+def knob_violations(fw: Framework, plan: cm.Plan) -> list[str]:
+    """Each knob of `plan` outside the values `fw` accepts, with the framework's reason."""
+    ks = fw.knobs_for(plan)
+    grad = ks.grad_dtype(plan.precision)
+    checks = [("ZeRO stage", plan.zero_stage, ks.zero_stage), ("recompute", plan.recompute, ks.recompute),
+              ("sequence parallel", plan.sequence_parallel, ks.sequence_parallel),
+              ("precision", plan.precision, ks.precision), ("gradient dtype", plan.grad_comm_dtype, grad)]
+    return [f"{label} {_word(value)}: {choice.why}" for label, value, choice in checks if value not in choice.values]
+
+
+def plan_violations(fw: Framework, model: cm.Model, plan: cm.Plan) -> list[str]:
+    return [msg for rule in fw.plan_rules if (msg := rule(model, plan))]
+
+
+def violations(fw: Framework, model: cm.Model, plan: cm.Plan) -> list[str]:
+    """Every rule of `fw` that `plan` breaks: layout, knob values, knob combinations."""
+    layout = [msg for rule in fw.layout_rules if (msg := rule(model, plan))]
+    return layout + knob_violations(fw, plan) + plan_violations(fw, model, plan)
+
+
+def _word(value: object) -> str:
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return str(value)
+
+
+def only_with_tp(tp_split: bool, why: str) -> Choice:
+    """Sequence parallelism: on or off with tensor parallelism, off without (it splits along TP)."""
+    return Choice((False, True) if tp_split else (False,), why)

@@ -1,0 +1,83 @@
+"""DeepSpeed: what it runs and refuses.
+
+Read at deepspeedai/DeepSpeed edaa7221 (2026-08-22) and checked against PyPI deepspeed 0.19.8:
+deepspeed/runtime/config.py, runtime/precision_config.py, runtime/zero/config.py,
+runtime/zero/offload_config.py, runtime/zero/stage3.py, runtime/pipe/engine.py,
+runtime/pipe/schedule.py (LC §1 of shared/reference/launch-configs.md). Tensor parallelism and
+Megatron-style sequence parallelism come from the training script (Megatron-DeepSpeed), not the
+config; the emitter (planner/emit/deepspeed.py) writes ds_config.json and says so.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from costmodel import types as cm
+from planner.frameworks.base import Choice, Framework, Knobs
+
+COMM_DTYPES = ("fp32", "fp16", "bf16")
+OFFLOAD_DEVICES = ("none", "cpu", "nvme")
+
+
+def no_interleaving(model: cm.Model, plan: cm.Plan) -> Optional[str]:
+    """runtime/pipe/schedule.py: the PipelineEngine's TrainSchedule is plain 1F1B, one chunk per stage."""
+    if plan.vpp > 1:
+        return f"DeepSpeed's pipeline engine has no interleaved schedule (vpp {plan.vpp}); re-plan with vpp 1"
+    return None
+
+
+def zero3_reduce_scatter(model: cm.Model, plan: cm.Plan) -> Optional[str]:
+    """runtime/zero/stage3.py (__reduce_and_partition_ipg_grads): both bucket paths scatter the
+    averaged gradients into partitions; the `reduce_scatter: false` all-reduce exists only in
+    stage_1_and_2.py (gradient_reduction_w_predivide)."""
+    if plan.zero_stage == 3 and plan.grad_reduce == "allreduce":
+        return ("ZeRO-3 always reduce-scatters gradients in current DeepSpeed; grad_reduce allreduce "
+                "(DeepSpeed's 2021 stage 3) applies to ZeRO 1/2 only")
+    return None
+
+
+def grad_dtypes(precision: str) -> Choice:
+    """runtime/config.py get_communication_data_type: fp16, bf16 or fp32 only (LC §1.3)."""
+    allowed = ("fp32",) if precision == "fp32" else COMM_DTYPES
+    return Choice(allowed, f"communication_data_type must be one of {', '.join(allowed)}; DeepSpeed has no int8 "
+                           "gradient all-reduce (ZeRO++ qgZ is a different, ZeRO-3-only scheme)")
+
+
+def knobs(tp_split: bool, pp_split: bool) -> Knobs:
+    zero = (0, 1) if pp_split else (0, 1, 2, 3)
+    return Knobs(
+        zero_stage=Choice(zero, "ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism "
+                                "(runtime/pipe/engine.py); use ZeRO 0/1"),
+        recompute=Choice(("none", "full"), "activation_checkpointing (and Hugging Face gradient checkpointing) "
+                                           "recompute whole layers; DeepSpeed has no selective variant"),
+        sequence_parallel=Choice((False,), "ds_config's sequence_parallel_size is Ulysses, not Megatron-style "
+                                           "sequence parallelism"),
+        precision=Choice(("fp32", "bf16", "fp16"), "ds_config has fp16 and bf16 blocks only (precision_config.py); "
+                                                   "FP8 GEMMs come from the model code, which a config cannot "
+                                                   "switch on: re-plan with bf16 or use Megatron-LM"),
+        grad_dtype=grad_dtypes,
+    )
+
+
+def offload_violations(zero_stage: int, offload_optimizer: str, offload_param: str,
+                       nvme_path: Optional[str]) -> list[str]:
+    """ZeRO-Offload settings (runtime/zero/offload_config.py, runtime/zero/config.py): offload_param
+    "Valid only with stage 3", offload_optimizer "Valid for ZeRO stage 1, 2, 3", nvme needs a path."""
+    out = []
+    for name, device in (("offload_optimizer", offload_optimizer), ("offload_param", offload_param)):
+        if device not in OFFLOAD_DEVICES:
+            out.append(f"{name} must be one of {', '.join(OFFLOAD_DEVICES)} (got {device})")
+    if offload_param != "none" and zero_stage != 3:
+        out.append(f"offload_param needs ZeRO stage 3 (plan has {zero_stage})")
+    if offload_optimizer != "none" and zero_stage == 0:
+        out.append("offload_optimizer needs ZeRO stage 1, 2 or 3 (plan has 0)")
+    if "nvme" in (offload_optimizer, offload_param) and not nvme_path:
+        out.append("offload to nvme needs --nvme-path")
+    return out
+
+
+FRAMEWORK = Framework(
+    name="deepspeed", title="DeepSpeed", source="deepspeedai/DeepSpeed edaa7221 (2026-08-22), PyPI 0.19.8",
+    layout_rules=(no_interleaving,),
+    knobs=knobs,
+    plan_rules=(zero3_reduce_scatter,),
+)

@@ -1,0 +1,110 @@
+"""Megatron-LM: what it runs and refuses.
+
+Read at NVIDIA/Megatron-LM d98e8a64 (2026-08-22): megatron/training/arguments.py (validate_args),
+megatron/core/transformer/transformer_config.py (TransformerConfig.__post_init__),
+megatron/core/transformer/transformer_block.py (get_num_layers_to_build),
+megatron/core/pipeline_parallel/schedules.py (interleaved schedule),
+megatron/core/distributed/param_and_grad_buffer.py and core/optimizer/distrib_optimizer.py.
+Summarised with section numbers in the project's reference shared/reference/launch-configs.md
+(LC §2). The emitter (planner/emit/megatron.py) writes these choices as flags.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from costmodel import types as cm
+from costmodel.step import chunk_layers
+from planner.frameworks.base import Choice, Framework, Knobs, only_with_tp
+
+
+def uneven_split(model: cm.Model, plan: cm.Plan) -> Optional[tuple[Optional[int], Optional[int]]]:
+    """(first, last) stage layer counts when the plan's layer split is uneven, else None; None for
+    a stage that has as many layers as the middle ones (Megatron's --decoder-first/last-pipeline-
+    num-layers, written only for the stages that differ)."""
+    layers = chunk_layers(model, plan)
+    if len(set(layers)) == 1:
+        return None
+    first, last, middle = layers[0], layers[-1], layers[1:-1]
+    mid = middle[0] if middle else None
+    return (None if first == mid else first, None if last == mid else last)
+
+
+def layer_split(model: cm.Model, plan: cm.Plan) -> Optional[str]:
+    """arguments.py: num_layers divisible by the pipeline size, unless --decoder-first/last-
+    pipeline-num-layers make only the first and last stage different and the middle stages split
+    the rest evenly (transformer_config.py, uneven PP). With interleaving, num_layers divisible by
+    pp*vpp (--num-layers-per-virtual-pipeline-stage; get_num_layers_to_build); planner writes
+    uneven splits only without interleaving."""
+    layers = chunk_layers(model, plan)
+    if plan.vpp > 1:
+        if len(set(layers)) > 1:
+            return (f"Megatron-LM interleaving: {model.num_layers} layers must split evenly over pp x vpp = "
+                    f"{plan.pp}x{plan.vpp} (uneven splits are written only for vpp 1)")
+        return None
+    if len(set(layers[1:-1])) > 1:
+        return (f"Megatron-LM: layer split {list(layers)} has uneven middle stages; only the first and last "
+                "may differ (--decoder-first/last-pipeline-num-layers)")
+    return None
+
+
+def interleaving(model: cm.Model, plan: cm.Plan) -> Optional[str]:
+    """arguments.py: the interleaved schedule needs pp > 1 (pp > 2 without p2p overlap);
+    schedules.py runs micro-batches in groups of pp, so their number must be a multiple of pp."""
+    if plan.vpp == 1:
+        return None
+    least = 2 if plan.overlap_pp_comm else 3
+    if plan.pp < least:
+        why = "" if plan.overlap_pp_comm else " with --no-overlap-p2p-communication"
+        return f"Megatron-LM interleaving (vpp {plan.vpp}) needs pipeline size >= {least}{why} (got {plan.pp})"
+    if plan.num_microbatches % plan.pp:
+        return (f"Megatron-LM interleaving: {plan.num_microbatches} micro-batches are not a multiple of "
+                f"pp {plan.pp}")
+    return None
+
+
+def query_groups(model: cm.Model, plan: cm.Plan) -> Optional[str]:
+    """transformer_config.py: num_query_groups must be a multiple or a divisor of tp."""
+    groups, tp = model.kv_heads, plan.tp
+    if groups % tp and tp % groups:
+        return f"Megatron-LM: num_query_groups ({groups}) must be a multiple or divisor of tp ({tp})"
+    return None
+
+
+def distributed_optimizer_reduce(model: cm.Model, plan: cm.Plan) -> Optional[str]:
+    """param_and_grad_buffer.py: with the distributed optimizer each bucket is reduce-scattered into
+    its shard; a full gradient all-reduce is plain DDP (ZeRO 0)."""
+    if plan.zero_stage == 1 and plan.grad_reduce == "allreduce":
+        return ("Megatron-LM's distributed optimizer reduce-scatters gradients; grad_reduce allreduce with "
+                "ZeRO-1 is DeepSpeed's bf16 pipeline engine (use ZeRO 0 for a plain all-reduce)")
+    return None
+
+
+def grad_dtypes(precision: str) -> Choice:
+    """arguments.py / distributed_data_parallel.py (LC §2.2 rule 9): gradients reduce in fp32, or in
+    the 16-bit parameter dtype (--grad-reduce-in-bf16 for bf16 and fp8, whose parameters are bf16;
+    --fp16 without --accumulate-allreduce-grads-in-fp32). No int8 gradient reduction exists."""
+    half = {"bf16": "bf16", "fp8": "bf16", "fp16": "fp16"}.get(precision)
+    allowed = ("fp32", half) if half else ("fp32",)
+    return Choice(allowed, f"Megatron-LM reduces {precision} gradients in {' or '.join(allowed)} only")
+
+
+def knobs(tp_split: bool, pp_split: bool) -> Knobs:
+    return Knobs(
+        zero_stage=Choice((0, 1), "Megatron-LM's distributed optimizer (--use-distributed-optimizer, "
+                                  "core/optimizer/distrib_optimizer.py) shards optimizer states only (ZeRO-1); "
+                                  "gradient and parameter sharding needs Megatron-FSDP, which planner does not emit"),
+        recompute=Choice(("none", "selective", "full"), "Megatron-LM recomputes with --recompute-granularity "
+                                                        "selective|full (torchtitan's per-op SAC is not one of them)"),
+        sequence_parallel=only_with_tp(tp_split, "Megatron-LM turns --sequence-parallel off at tp 1 (arguments.py)"),
+        precision=Choice(("fp32", "bf16", "fp16", "fp8"), "Megatron-LM trains in fp32, --bf16, --fp16 or "
+                                                          "--fp8-format (Transformer Engine)"),
+        grad_dtype=grad_dtypes,
+    )
+
+
+FRAMEWORK = Framework(
+    name="megatron", title="Megatron-LM", source="NVIDIA/Megatron-LM d98e8a64 (2026-08-22)",
+    layout_rules=(layer_split, interleaving, query_groups),
+    knobs=knobs,
+    plan_rules=(distributed_optimizer_reduce,),
+)

@@ -1,0 +1,76 @@
+"""The shipped catalogs (GPUs, clusters with dated prices, models), read from the installed package.
+
+They live in the project's top-level catalogs/ folder, which the wheel installs as the data
+package `planner.catalogs` (pyproject.toml), read with importlib.resources; PLANNER_CATALOG_DIR
+points planner at another folder of the same shape.
+"""
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+from planner.errors import PlannerError
+from planner.inputs.reading import parse, read_data, unknown_name
+from planner.inputs.specs import ClusterSpec, GpuSpec
+
+CATALOG_ENV = "PLANNER_CATALOG_DIR"
+
+
+def catalog_dir() -> Path:
+    """`$PLANNER_CATALOG_DIR`, else the installed `planner.catalogs` data package."""
+    env = os.environ.get(CATALOG_ENV)
+    return Path(env) if env else Path(str(resources.files("planner.catalogs")))
+
+
+def catalog_rows(path: Path) -> list[dict]:
+    """A catalog file's list of mappings, each with a name."""
+    rows = read_data(path)
+    if not isinstance(rows, list) or not all(isinstance(r, dict) and isinstance(r.get("name"), str) for r in rows):
+        raise PlannerError(f"{path}: expected a list of mappings, each with a name")
+    return rows
+
+
+@lru_cache(maxsize=None)
+def gpu_catalog() -> dict[str, GpuSpec]:
+    path = catalog_dir() / "gpus.yaml"
+    rows = catalog_rows(path)
+    return {r["name"]: parse(GpuSpec, r, f"{path} [{r.get('name', i)}]") for i, r in enumerate(rows)}
+
+
+@lru_cache(maxsize=None)
+def cluster_catalog() -> dict[str, ClusterSpec]:
+    path = catalog_dir() / "clusters.yaml"
+    rows = catalog_rows(path)
+    return {r["name"]: parse(ClusterSpec, r, f"{path} [{r.get('name', i)}]") for i, r in enumerate(rows)}
+
+
+def model_catalog() -> dict[str, Path]:
+    return {p.stem: p for p in sorted((catalog_dir() / "models").glob("*.yaml"))}
+
+
+def resolve_gpu(gpu: str | GpuSpec) -> GpuSpec:
+    if isinstance(gpu, GpuSpec):
+        return gpu
+    table = gpu_catalog()
+    if gpu not in table:
+        raise unknown_name("GPU", gpu, list(table))
+    return table[gpu]
+
+
+def gpu_rows() -> list[dict]:
+    """One summary row per catalog GPU (what `planner catalog gpus` lists)."""
+    return [{"name": g.name, "generation": g.generation, "memory_gib": g.memory_gib,
+             "bf16_tflops": g.dense_tflops.get("bf16"), "fp8_tflops": g.dense_tflops.get("fp8"),
+             "hbm_gbytes_per_s": g.hbm_bandwidth_gbytes_per_s, "nvlink_gbytes_per_s": g.nvlink_bandwidth_gbytes_per_s,
+             "tdp_watts": g.tdp_watts, "power_limit_watts": g.power_limit_watts}
+            for g in gpu_catalog().values()]
+
+
+def cluster_rows() -> list[dict]:
+    """One summary row per catalog cluster offering, with its price and date."""
+    return [{"name": c.name, "gpu": c.gpu if isinstance(c.gpu, str) else c.gpu.name, "gpus_per_node": c.gpus_per_node,
+             "nvlink_domain_size": c.nvlink_domain_size, "network_gbits_per_s": c.network_bandwidth_gbits_per_s,
+             "rdma": c.rdma, "usd_per_gpu_hour": c.usd_per_gpu_hour, "price_kind": c.price_kind,
+             "price_date": c.price_date} for c in cluster_catalog().values()]

@@ -1,0 +1,63 @@
+"""What planner accepts from outside, as named limits and strict field types.
+
+Every number a user types is checked here before the cost model sees it: counts are integers
+(a YAML `true` is not a count, nor is 8.0), quantities are finite numbers, and each is bounded by
+what any real training job or machine could have, with room to spare. The bounds keep the search
+finite (factoring a GPU count, listing micro-batch sizes) and every result representable in
+strict JSON. README.md lists them.
+"""
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field, StrictBool, StringConstraints
+
+# Files: read at most this much, nested at most this deep (before parsing).
+MAX_FILE_BYTES = 16 * 2**20
+MAX_NESTING = 64
+MAX_CSV_FIELD_CHARS = 1 << 16
+
+# Model shapes
+MAX_LAYERS = 4096
+MAX_HIDDEN = 1 << 18
+MAX_HEADS = 1 << 14
+MAX_VOCAB = 1 << 24
+MAX_SEQ_LENGTH = 1 << 24
+# Jobs and machines
+MAX_GPUS = 1 << 20
+MAX_GPUS_PER_NODE = 1 << 10
+MAX_BATCH = 1 << 24  # sequences per global batch
+MAX_DEGREE = MAX_GPUS
+MAX_TOKENS = 1e17
+MAX_MEMORY_GIB = 4096.0
+MAX_TFLOPS = 1e5  # dense peak per GPU, any precision
+MAX_HBM_GBYTES_PER_S = 1e5
+MAX_NVLINK_GBYTES_PER_S = 1e4  # per GPU, one direction
+MAX_NETWORK_GBITS_PER_S = 1e5  # per GPU
+MAX_LATENCY_US = 1e6
+MAX_WATTS = 1e5
+MAX_USD_PER_GPU_HOUR = 1e3
+MAX_USD = 1e13
+MAX_DAYS = 36500.0
+MAX_SECONDS = 1e9
+MAX_EFFICIENCY_SCALE = 2.0  # a measured matmul efficiency scale; above this GEMMs beat the peak
+MAX_NAME_CHARS = 128
+
+
+def count(upper: int, lower: int = 1):
+    """An integer (not a bool, not a float) in [lower, upper]."""
+    return Annotated[int, Field(strict=True, ge=lower, le=upper)]
+
+
+def quantity(upper: float, positive: bool = True):
+    """A finite number (int or float, not a bool or string) in (0, upper], or [0, upper]."""
+    bound = {"gt": 0} if positive else {"ge": 0}
+    return Annotated[float, Field(strict=True, allow_inf_nan=False, le=upper, **bound)]
+
+
+# A name: printable, one line, no shell or YAML metacharacters that could end a comment line.
+Name = Annotated[str, StringConstraints(strict=True, min_length=1, max_length=MAX_NAME_CHARS,
+                                        pattern=r"^[A-Za-z0-9][A-Za-z0-9 ._+:@()/-]*$")]
+# Free text (sources, notes): one or more lines of printable text, bounded.
+Text = Annotated[str, StringConstraints(strict=True, max_length=8192)]
+Flag = StrictBool

@@ -1,0 +1,85 @@
+"""Load models, GPUs and clusters from files or catalog names; every failure is one PlannerError line."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from costmodel import types as cm
+from planner.errors import PlannerError
+from planner.inputs import reading
+from planner.inputs.catalogs import cluster_catalog, model_catalog, resolve_gpu
+from planner.inputs.hf_config import hf_to_spec_dict, looks_like_hf_config
+from planner.inputs.reading import parse, read_data, unknown_name
+from planner.inputs.specs import ClusterSpec, ModelSpec
+
+
+def looks_like_path(ref: str) -> bool:
+    """A reference meant as a file (has a folder or a YAML/JSON suffix), not a catalog name."""
+    return "/" in ref or Path(ref).suffix in (".yaml", ".yml", ".json")
+
+
+def load_model_spec(ref: str, seq_length: int | None = None, global_batch_size: int | None = None) -> ModelSpec:
+    """A model from a YAML file, a Hugging Face config.json, or a catalog name."""
+    path = Path(ref)
+    if not path.exists():
+        models = model_catalog()
+        if ref in models:
+            path = models[ref]
+        elif not looks_like_path(ref):
+            raise unknown_name("model", ref, list(models))
+    data = read_data(path)
+    if looks_like_hf_config(data):
+        data = hf_to_spec_dict(data, path.parent.name if path.name == "config.json" else path.stem, seq_length)
+    elif isinstance(data, dict) and seq_length:
+        data = {**data, "seq_length": seq_length}
+    if isinstance(data, dict) and global_batch_size:
+        data = {**data, "global_batch_size": global_batch_size}
+    return parse(ModelSpec, data, str(path))
+
+
+def load_cluster_spec(ref: str) -> ClusterSpec:
+    """A cluster from a YAML file or a catalog name; its `gpu` may be a catalog name or inline."""
+    path = Path(ref)
+    if not path.exists():
+        table = cluster_catalog()
+        if ref in table:
+            return table[ref]
+        if not looks_like_path(ref):
+            raise unknown_name("cluster", ref, list(table))
+    return parse(ClusterSpec, read_data(path), str(path))
+
+
+def build_cluster(spec: ClusterSpec, num_gpus: int | None) -> cm.Cluster:
+    """Cost-model cluster with `num_gpus` (the --gpus flag), else the spec's own count."""
+    count = num_gpus or spec.num_gpus
+    if not count:
+        raise PlannerError(f"cluster '{spec.name}' has no num_gpus; pass --gpus N")
+    if count < 1:
+        raise PlannerError(f"--gpus must be >= 1 (got {count})")
+    return spec.to_cluster(resolve_gpu(spec.gpu), count)
+
+
+def load_estimate(ref: str, required: tuple[str, ...] = ("plan",)) -> dict:
+    """One estimate object (`planner estimate --json`) from a file or '-' (stdin); the output of
+    `suggest --json` gives its first plan. Anything else is one clear error."""
+    data = reading.parse_text(reading.read_text(ref), ref, as_json=True)
+    if isinstance(data, dict) and isinstance(data.get("plans"), list) and data["plans"]:
+        data = data["plans"][0]
+    if isinstance(data, list):
+        raise PlannerError(f"{ref}: holds a list of {len(data)} estimates; pass one (e.g. jq '.[0]')")
+    if not isinstance(data, dict) or any(k not in data for k in required):
+        raise PlannerError(f"{ref}: expected one estimate object from `planner estimate --json` "
+                           f"(with {', '.join(required)})")
+    return data
+
+
+def model_rows() -> list[dict]:
+    """One summary row per catalog model, with its parameter count."""
+    from costmodel.flops import total_parameters
+
+    out = []
+    for name in model_catalog():
+        m = load_model_spec(name)
+        out.append({"name": name, "parameters_b": round(total_parameters(m.to_model()) / 1e9, 2),
+                    "layers": m.num_layers, "hidden": m.hidden_size, "heads": m.num_attention_heads,
+                    "kv_heads": m.num_kv_heads or m.num_attention_heads, "seq_length": m.seq_length, "mlp": m.mlp})
+    return out

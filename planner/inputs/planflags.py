@@ -1,0 +1,64 @@
+"""A plan written as command-line flags (`--tp 8 --pp 4 --zero 1 ...`): the flags, and the PlanSpec
+they give. `planner estimate` takes them, and timed-step files (inputs/step_times.py) spell one
+plan per row with the same names."""
+from __future__ import annotations
+
+import argparse
+
+from planner.errors import PlannerError
+from planner.inputs.argtypes import positive_int
+
+
+def add_plan_flags(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("plan")
+    g.add_argument("--tp", type=positive_int, default=1, help="tensor-parallel degree (default 1)")
+    g.add_argument("--pp", type=positive_int, default=1, help="pipeline-parallel degree (default 1)")
+    g.add_argument("--dp", type=positive_int, help="data-parallel degree (default GPUs / (tp*pp))")
+    g.add_argument("--vpp", type=positive_int, default=1, help="virtual pipeline stages per GPU, interleaving (default 1)")
+    g.add_argument("--mbs", type=positive_int, default=1, help="micro-batch size in sequences (default 1)")
+    g.add_argument("--gbs", type=positive_int, help="global batch in sequences (default: the model's, else mbs*dp*gas)")
+    g.add_argument("--gas", type=positive_int, help="gradient accumulation steps (alternative to --gbs)")
+    g.add_argument("--zero", type=int, default=0, choices=[0, 1, 2, 3], help="ZeRO stage (default 0)")
+    g.add_argument("--recompute", default="none", choices=["none", "selective", "op", "full"],
+                   help="activation recompute: selective = Megatron (attention core), op = torchtitan per-op SAC")
+    g.add_argument("--sequence-parallel", action="store_true", help="Megatron sequence parallelism (needs tp > 1)")
+    g.add_argument("--precision", default="bf16", choices=["fp32", "bf16", "fp16", "fp8"])
+    g.add_argument("--grad-dtype", choices=["fp32", "bf16", "fp16", "int8"],
+                   help="dtype gradients are communicated in (default: the 16-bit training dtype; int8 = compression)")
+    g.add_argument("--no-overlap", action="store_true", help="DP/ZeRO sync does not overlap backward compute")
+    g.add_argument("--no-pp-overlap", action="store_true",
+                   help="pipeline p2p does not overlap compute (it does by default with --vpp > 1)")
+    g.add_argument("--eager", action="store_true",
+                   help="elementwise kernels run unfused, as eager PyTorch (torchtitan without torch.compile)")
+    g.add_argument("--eager-loss", action="store_true",
+                   help="loss is an eager F.cross_entropy on fp32-upcast logits (12 B per logit at the peak "
+                        "instead of 4)")
+    g.add_argument("--zero3-gather-unit", default="layer", choices=["layer", "tensor"],
+                   help="ZeRO-3 gathers weights per layer (FSDP2, default) or per weight tensor (DeepSpeed of 2021)")
+    g.add_argument("--grad-reduce", default="reduce_scatter", choices=["reduce_scatter", "allreduce"],
+                   help="ZeRO gradient reduction: reduce-scatter into shards (default) or a full all-reduce in "
+                        "5e8-element buckets (DeepSpeed's bf16 pipeline engine, ZeRO-3 of 2021)")
+    g.add_argument("--no-flash-attention", action="store_true", help="unfused attention (pre-FlashAttention stacks)")
+    g.add_argument("--stage-layers", help="comma-separated layers per model chunk (pp*vpp entries), uneven splits")
+
+
+def plan_spec_from_args(args: argparse.Namespace):
+    from planner.inputs.reading import parse
+    from planner.inputs.specs import PlanSpec
+
+    data = {
+        "tp": args.tp, "pp": args.pp, "dp": args.dp, "vpp": args.vpp, "micro_batch_size": args.mbs,
+        "global_batch_size": args.gbs, "grad_accum_steps": args.gas, "zero_stage": args.zero,
+        "recompute": args.recompute, "sequence_parallel": args.sequence_parallel, "precision": args.precision,
+        "grad_dtype": args.grad_dtype, "overlap_dp_comm": not args.no_overlap,
+        "overlap_pp_comm": not args.no_pp_overlap,
+        "flash_attention": not args.no_flash_attention, "fused_elementwise": not args.eager,
+        "fused_cross_entropy": not args.eager_loss, "zero3_gather_unit": args.zero3_gather_unit,
+        "grad_reduce": args.grad_reduce,
+    }
+    if args.stage_layers:
+        try:
+            data["stage_layers"] = [int(x) for x in args.stage_layers.split(",")]
+        except ValueError:
+            raise PlannerError(f"--stage-layers must be comma-separated integers (got {args.stage_layers})") from None
+    return parse(PlanSpec, data, "plan flags")

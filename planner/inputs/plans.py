@@ -1,0 +1,70 @@
+"""Turn user-given plan fields into a legal cost-model Plan, or one clear error line."""
+from __future__ import annotations
+
+from costmodel import types as cm
+from costmodel.rules import plan_violations
+from planner.errors import PlannerError
+from planner.inputs.specs import ModelSpec, PlanSpec
+
+
+def resolve_dp(spec: PlanSpec, num_gpus: int) -> int:
+    if spec.dp is not None:
+        return spec.dp
+    if num_gpus % (spec.tp * spec.pp):
+        raise PlannerError(f"tp*pp = {spec.tp}*{spec.pp} = {spec.tp * spec.pp} does not divide the GPU count {num_gpus}")
+    return num_gpus // (spec.tp * spec.pp)
+
+
+def resolve_global_batch(spec: PlanSpec, model: ModelSpec, dp: int) -> int:
+    """--gbs, else micro batch x dp x --gas, else the model's published global batch."""
+    per_step = spec.micro_batch_size * dp
+    if spec.global_batch_size is not None:
+        gbs = spec.global_batch_size
+        if spec.grad_accum_steps is not None and gbs != per_step * spec.grad_accum_steps:
+            raise PlannerError(f"global batch {gbs} != micro batch {spec.micro_batch_size} x dp {dp} x "
+                               f"grad accumulation {spec.grad_accum_steps}")
+        return gbs
+    if spec.grad_accum_steps is not None:
+        return per_step * spec.grad_accum_steps
+    if model.global_batch_size:
+        return model.global_batch_size
+    return per_step
+
+
+def build_plan(spec: PlanSpec, model: ModelSpec, num_gpus: int) -> cm.Plan:
+    """A cm.Plan from the spec; dp and the global batch are derived when not given."""
+    dp = resolve_dp(spec, num_gpus)
+    return cm.Plan(
+        tp=spec.tp, pp=spec.pp, dp=dp, vpp=spec.vpp, micro_batch_size=spec.micro_batch_size,
+        global_batch_size=resolve_global_batch(spec, model, dp), zero_stage=spec.zero_stage,
+        recompute=spec.recompute, sequence_parallel=spec.sequence_parallel, precision=spec.precision,
+        grad_dtype=spec.grad_dtype or "", overlap_dp_comm=spec.overlap_dp_comm,
+        overlap_pp_comm=spec.overlap_pp_comm,
+        flash_attention=spec.flash_attention, fused_elementwise=spec.fused_elementwise,
+        fused_cross_entropy=spec.fused_cross_entropy, zero3_gather_unit=spec.zero3_gather_unit,
+        grad_reduce=spec.grad_reduce,
+        stage_layers=tuple(spec.stage_layers or ()),
+    )
+
+
+def check_legal(model: cm.Model, cluster: cm.Cluster, plan: cm.Plan) -> None:
+    """Raise PlannerError naming every rule the plan breaks."""
+    broken = plan_violations(model, cluster, plan)
+    if broken:
+        raise PlannerError("illegal plan: " + "; ".join(broken))
+
+
+def plan_to_dict(plan: cm.Plan) -> dict:
+    """The `plan` object of the JSON output (stable keys; PlanSpec reads it back)."""
+    return {
+        "tp": plan.tp, "pp": plan.pp, "dp": plan.dp, "vpp": plan.vpp,
+        "zero_stage": plan.zero_stage, "micro_batch_size": plan.micro_batch_size,
+        "global_batch_size": plan.global_batch_size, "grad_accum_steps": plan.grad_accum_steps,
+        "recompute": plan.recompute, "sequence_parallel": plan.sequence_parallel,
+        "precision": plan.precision, "grad_dtype": plan.grad_comm_dtype,
+        "overlap_dp_comm": plan.overlap_dp_comm, "overlap_pp_comm": plan.overlap_pp_comm,
+        "flash_attention": plan.flash_attention, "fused_elementwise": plan.fused_elementwise,
+        "fused_cross_entropy": plan.fused_cross_entropy, "zero3_gather_unit": plan.zero3_gather_unit,
+        "grad_reduce": plan.grad_reduce,
+        "stage_layers": list(plan.stage_layers) or None,
+    }

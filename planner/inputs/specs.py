@@ -1,0 +1,185 @@
+"""Input specs at the YAML edge (human units in key names), validated with pydantic.
+
+Unknown keys are rejected; every error names the field. Counts are strict integers and quantities
+finite numbers, each within the bounds of planner/inputs/limits.py; names are one printable line.
+`to_*` methods convert to the cost model's SI dataclasses.
+"""
+from __future__ import annotations
+
+from typing import Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from costmodel import types as cm
+from costmodel.compute import power_capped_clock_fraction
+from planner.inputs import limits as L
+from planner.inputs.limits import Flag, Name, Text, count, quantity
+
+GIB = 2**30
+
+
+class Spec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ModelSpec(Spec):
+    name: Name
+    num_layers: count(L.MAX_LAYERS)
+    hidden_size: count(L.MAX_HIDDEN)
+    num_attention_heads: count(L.MAX_HEADS)
+    vocab_size: count(L.MAX_VOCAB)
+    seq_length: count(L.MAX_SEQ_LENGTH)
+    num_kv_heads: Optional[count(L.MAX_HEADS)] = None
+    ffn_hidden_size: Optional[count(4 * L.MAX_HIDDEN)] = None
+    mlp: Literal["gelu", "swiglu"] = "gelu"
+    tie_embeddings: Flag = False
+    dropout: Flag = False
+    global_batch_size: Optional[count(L.MAX_BATCH)] = None
+    training_tokens: Optional[quantity(L.MAX_TOKENS)] = None
+    source: Optional[Text] = None
+    notes: Optional[Text] = None
+
+    @model_validator(mode="after")
+    def _shapes(self) -> "ModelSpec":
+        if self.hidden_size % self.num_attention_heads:
+            raise ValueError(f"hidden_size ({self.hidden_size}) must be divisible by num_attention_heads "
+                             f"({self.num_attention_heads})")
+        kv = self.num_kv_heads or self.num_attention_heads
+        if self.num_attention_heads % kv:
+            raise ValueError(f"num_attention_heads ({self.num_attention_heads}) must be divisible by "
+                             f"num_kv_heads ({kv})")
+        return self
+
+    def to_model(self) -> cm.Model:
+        return cm.Model(
+            name=self.name, num_layers=self.num_layers, hidden_size=self.hidden_size,
+            num_attention_heads=self.num_attention_heads, vocab_size=self.vocab_size,
+            seq_length=self.seq_length, num_kv_heads=self.num_kv_heads or 0,
+            ffn_hidden_size=self.ffn_hidden_size or 0, mlp=self.mlp,
+            tie_embeddings=self.tie_embeddings, dropout=self.dropout,
+        )
+
+
+class GpuSpec(Spec):
+    name: Name
+    vendor: Literal["nvidia", "amd", "intel", "google", "other"] = "nvidia"
+    generation: Literal["volta", "ampere", "ada", "hopper", "blackwell", "cdna2", "cdna3", "cdna4", "other"]
+    memory_gib: quantity(L.MAX_MEMORY_GIB)
+    dense_tflops: dict[Literal["fp32", "tf32", "bf16", "fp16", "fp8", "fp4"], quantity(L.MAX_TFLOPS)]
+    hbm_bandwidth_gbytes_per_s: quantity(L.MAX_HBM_GBYTES_PER_S)
+    nvlink_bandwidth_gbytes_per_s: quantity(L.MAX_NVLINK_GBYTES_PER_S, positive=False) = 0.0
+    measured_matmul_bf16_tflops: Optional[quantity(L.MAX_TFLOPS)] = None
+    tdp_watts: Optional[quantity(L.MAX_WATTS)] = None  # rated board power the peaks hold at
+    power_limit_watts: Optional[quantity(L.MAX_WATTS)] = None  # a lower cap the GPU runs under
+    source: Optional[Text] = None
+    verified: Optional[Flag] = None
+    notes: Optional[Text] = None
+
+    @model_validator(mode="after")
+    def _peaks(self) -> "GpuSpec":
+        if "bf16" not in self.dense_tflops and "fp16" not in self.dense_tflops:
+            raise ValueError("dense_tflops needs at least a bf16 or fp16 entry")
+        if self.power_limit_watts is not None and self.tdp_watts is None:
+            raise ValueError("power_limit_watts needs tdp_watts (the board power the peaks are rated at)")
+        return self
+
+    def to_gpu(self) -> cm.Gpu:
+        table = {k: v * 1e12 for k, v in self.dense_tflops.items()}
+        table.setdefault("bf16", table.get("fp16", 0.0))
+        table.setdefault("fp16", table["bf16"])
+        return cm.Gpu(
+            name=self.name, memory_bytes=self.memory_gib * GIB, dense_flops_per_second=table,
+            hbm_bandwidth_bytes_per_second=self.hbm_bandwidth_gbytes_per_s * 1e9,
+            nvlink_bandwidth_bytes_per_second=self.nvlink_bandwidth_gbytes_per_s * 1e9,
+            generation=self.generation,
+            tensor_clock_fraction=power_capped_clock_fraction(self.power_limit_watts or 0.0, self.tdp_watts or 0.0),
+            tdp_watts=self.tdp_watts or 0.0,
+        )
+
+
+class CalibrationSpec(Spec):
+    """Where a cluster file's measured figures came from (written by `planner calibrate`)."""
+
+    date: Text
+    tool: Text = "planner calibrate"
+    base: Optional[Text] = None  # the cluster file or catalog name that was calibrated
+    nccl_logs: list[Text] = []
+    min_message_bytes: Optional[count(2**50)] = None
+    step_times: Optional[Text] = None
+    matmul_efficiency_scale_stderr: Optional[quantity(1e3, positive=False)] = None
+    notes: Optional[Text] = None
+
+
+class ClusterSpec(Spec):
+    name: Name
+    gpu: Name | GpuSpec
+    num_gpus: Optional[count(L.MAX_GPUS)] = None
+    gpus_per_node: count(L.MAX_GPUS_PER_NODE) = 8
+    nvlink_domain_size: Optional[count(L.MAX_GPUS_PER_NODE)] = None
+    nvlink_bandwidth_gbytes_per_s: Optional[quantity(L.MAX_NVLINK_GBYTES_PER_S, positive=False)] = None
+    network_bandwidth_gbits_per_s: quantity(L.MAX_NETWORK_GBITS_PER_S)
+    rdma: Flag = True
+    # Measured (e.g. nccl-tests busbw, see `planner calibrate`): used instead of nominal x efficiency.
+    nvlink_busbw_gbytes_per_s: Optional[quantity(L.MAX_NVLINK_GBYTES_PER_S)] = None
+    network_busbw_gbytes_per_s: Optional[quantity(L.MAX_NETWORK_GBITS_PER_S / 8)] = None
+    nvlink_latency_us: Optional[quantity(L.MAX_LATENCY_US, positive=False)] = None
+    network_latency_us: Optional[quantity(L.MAX_LATENCY_US, positive=False)] = None
+    # Measured (timed steps, `planner calibrate --step-times`): multiplies the achievable matmul efficiency.
+    matmul_efficiency_scale: Optional[quantity(L.MAX_EFFICIENCY_SCALE)] = None
+    calibrated_from: Optional[CalibrationSpec] = None
+    usd_per_gpu_hour: Optional[quantity(L.MAX_USD_PER_GPU_HOUR, positive=False)] = None
+    price_kind: Optional[Literal["on-demand", "reserved", "spot"]] = None
+    price_date: Optional[Text] = None
+    price_source: Optional[Text] = None
+    source: Optional[Text] = None
+    verified: Optional[Flag] = None
+    notes: Optional[Text] = None
+
+    @model_validator(mode="after")
+    def _links(self) -> "ClusterSpec":
+        if self.nvlink_bandwidth_gbytes_per_s == 0 and (self.nvlink_domain_size or 1) > 1:
+            raise ValueError(f"nvlink_domain_size {self.nvlink_domain_size} needs nvlink_bandwidth_gbytes_per_s > 0 "
+                             "(0 means the GPUs have no NVLink)")
+        return self
+
+    def to_cluster(self, gpu: GpuSpec, num_gpus: int) -> cm.Cluster:
+        nvlink = self.nvlink_bandwidth_gbytes_per_s
+        if nvlink is None:
+            nvlink = gpu.nvlink_bandwidth_gbytes_per_s
+        domain = self.nvlink_domain_size or (self.gpus_per_node if nvlink > 0 else 1)
+        return cm.Cluster(
+            name=self.name, gpu=gpu.to_gpu(), num_gpus=num_gpus, gpus_per_node=self.gpus_per_node,
+            nvlink_domain_size=domain, nvlink_bandwidth_bytes_per_second=nvlink * 1e9,
+            network_bandwidth_bytes_per_second=self.network_bandwidth_gbits_per_s * 1e9 / 8,
+            rdma=self.rdma, usd_per_gpu_hour=self.usd_per_gpu_hour or 0.0,
+            nvlink_busbw_bytes_per_second=(self.nvlink_busbw_gbytes_per_s or 0.0) * 1e9,
+            network_busbw_bytes_per_second=(self.network_busbw_gbytes_per_s or 0.0) * 1e9,
+            nvlink_latency_seconds=(self.nvlink_latency_us or 0.0) * 1e-6,
+            network_latency_seconds=(self.network_latency_us or 0.0) * 1e-6,
+            matmul_efficiency_scale=self.matmul_efficiency_scale or 1.0,
+        )
+
+
+class PlanSpec(Spec):
+    """A plan as users and `--json` write it."""
+
+    tp: count(L.MAX_DEGREE) = 1
+    pp: count(L.MAX_DEGREE) = 1
+    dp: Optional[count(L.MAX_DEGREE)] = None
+    vpp: count(L.MAX_LAYERS) = 1
+    micro_batch_size: count(L.MAX_BATCH) = 1
+    global_batch_size: Optional[count(L.MAX_BATCH)] = None
+    grad_accum_steps: Optional[count(L.MAX_BATCH)] = None
+    zero_stage: count(3, lower=0) = 0
+    recompute: Literal["none", "selective", "op", "full"] = "none"
+    sequence_parallel: Flag = False
+    precision: Literal["fp32", "bf16", "fp16", "fp8"] = "bf16"
+    grad_dtype: Optional[Literal["fp32", "bf16", "fp16", "int8"]] = None
+    overlap_dp_comm: Flag = True
+    overlap_pp_comm: Flag = True
+    flash_attention: Flag = True
+    fused_elementwise: Flag = True
+    fused_cross_entropy: Flag = True
+    zero3_gather_unit: Literal["layer", "tensor"] = "layer"
+    grad_reduce: Literal["reduce_scatter", "allreduce"] = "reduce_scatter"
+    stage_layers: Optional[list[count(L.MAX_LAYERS)]] = Field(default=None, max_length=L.MAX_LAYERS)

@@ -1,0 +1,64 @@
+"""Human-readable `planner size` output: the Pareto front, the two choices, why other GPUs lose."""
+from __future__ import annotations
+
+from rich.table import Table
+
+from planner.render.estimate import make_console
+from planner.sizing import scan as sizing
+
+
+def option_row(o: sizing.Option) -> list[str]:
+    p = o.best.plan
+    return [o.offering.name, o.offering.gpu.name, str(o.num_gpus), f"tp{p.tp} pp{p.pp} dp{p.dp} z{p.zero_stage}",
+            f"{o.best.est.step_time_seconds:.2f}", f"{100 * o.best.est.mfu:.0f}%", f"{o.days:.1f}", f"${o.usd:,.0f}",
+            f"${o.offering.usd_per_gpu_hour:.2f} {o.offering.spec.price_kind or ''} {o.offering.spec.price_date or ''}"]
+
+
+def options_table(title: str, options: list[sizing.Option]) -> Table:
+    table = Table(title=title, title_justify="left")
+    for col in ("offering", "GPU", "GPUs", "best plan", "step s", "MFU", "days", "total $", "price"):
+        table.add_column(col, justify="left" if col in ("offering", "GPU", "best plan", "price") else "right")
+    for o in options:
+        table.add_row(*option_row(o))
+    return table
+
+
+def print_size(r: dict, deadline_days: float | None) -> None:
+    console = make_console()
+    a = r["assumptions"]
+    console.print(f"[bold]{r['model']}[/bold], {r['tokens']:.3g} tokens, global batch {r['global_batch_size']}: "
+                  f"{len(r['options'])} options, {r['searched']} plan searches, {r['seconds']:.1f} s")
+    console.print(f"run overheads: {a['failures_per_1000_gpu_days']:g} interruptions per 1000 GPU-days "
+                  f"(Llama 3 405B run), {a['restart_minutes']:g} min per restart, checkpoints at "
+                  f"{a['checkpoint_gbytes_per_s_per_node']:g} GB/s per node every Young-optimal interval")
+    console.print(options_table("Pareto front: time to train vs total dollars", r["pareto"]))
+    for label, key in (("cheapest meeting the deadline and budget", "cheapest"),
+                       ("fastest within the deadline and budget", "fastest")):
+        o = r[key]
+        if o is not None:
+            console.print(f"[bold green]{label}[/bold green]: {o.offering.name}, {o.num_gpus} x {o.offering.gpu.name}, "
+                          f"{o.days:.1f} days, ${o.usd:,.0f} (plan {option_row(o)[3]}, "
+                          f"{100 * o.wall.overhead_fraction(o.step_seconds_total):.1f}% checkpoint/failure overhead, "
+                          f"{o.wall.expected_failures:.1f} expected interruptions)")
+    winner = r["cheapest"] or r["fastest"]
+    if winner is not None:
+        for gpu, o in sizing.best_by_gpu(r["options"], deadline_days).items():
+            if gpu != winner.offering.gpu.name:
+                console.print(f"  {gpu} ({o.offering.name}, {o.num_gpus} GPUs, {o.days:.1f} days, ${o.usd:,.0f}): "
+                              f"{sizing.why_loses(o, winner, deadline_days)}")
+    for note in r["notes"]:
+        console.print(f"[yellow]note:[/yellow] {note}")
+    if r["skipped_unpriced"]:
+        console.print(f"[dim]not sized: {', '.join(r['skipped_unpriced'])}[/dim]")
+
+
+def print_stability(rows: list[dict]) -> None:
+    table = Table(title="Do the choices stay best?", title_justify="left")
+    for col in ("assumption", "cheapest meeting the deadline", "same", "fastest within budget", "same"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(r["assumption"], r["cheapest"], "yes" if r["cheapest_stays"] else "[red]no[/red]",
+                      r["fastest"], "yes" if r["fastest_stays"] else "[red]no[/red]")
+    make_console().print(table)
+
+

@@ -1,0 +1,76 @@
+"""Human-readable `planner suggest` output: the ranked plans, why the best wins, its breakdowns."""
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from planner.render import estimate as render
+
+GIB = 2**30
+
+
+def plans_table(plans: list[dict]) -> Table:
+    training = any(d.get("training") for d in plans)
+    priced = any(d["usd_per_gpu_hour"] for d in plans)
+    table = Table(title="Best plans (distinct tp x pp x dp layouts)", title_justify="left")
+    heads = ["#", "tp", "pp", "dp", "vpp", "ZeRO", "mbs x gas", "recompute", "SP", "precision", "step",
+             "MFU", "mem/GPU"]
+    heads += ["$/step"] if priced else []
+    heads += ["time to train"] + (["$ to train"] if priced else []) if training else []
+    for h in heads:
+        table.add_column(h, justify="left" if h in ("recompute", "precision") else "right")
+    for i, d in enumerate(plans, 1):
+        p = d["plan"]
+        row = [str(i), str(p["tp"]), str(p["pp"]), str(p["dp"]), str(p["vpp"]), str(p["zero_stage"]),
+               f"{p['micro_batch_size']} x {p['grad_accum_steps']}", p["recompute"],
+               "yes" if p["sequence_parallel"] else "-", p["precision"], render.human_seconds(d["step_time_s"]),
+               f"{100 * d['mfu']:.1f}%", f"{d['memory_per_gpu_bytes'] / GIB:.1f} GiB"]
+        row += [f"${d['usd_per_step']:.2f}"] if priced else []
+        t = d.get("training")
+        if training:
+            row += [render.human_seconds(t["time_to_train_s"]) if t else "-"]
+            row += [f"${t['usd_to_train']:,.0f}" if t else "-"] if priced else []
+        table.add_row(*row)
+    return table
+
+
+def header(plans: list[dict], search: dict) -> str:
+    d = plans[0]
+    solver = search["solver"]
+    how = (f"CP-SAT {search['status'].lower()} over {search['literals']:,} candidates" if solver == "cpsat"
+           else f"enumerated {search['candidates']:,} plans")
+    return (f"[bold]{d['model']}[/bold] on {d['num_gpus']} x {d['gpu']} ({d['cluster']}): "
+            f"{search['space_size']:,} plans in {search['layouts']:,} layouts; {how}, "
+            f"{1e3 * sum(search['seconds'].values()):.0f} ms")
+
+
+def print_suggestions(plans: list[dict], why: str | None, search: dict, console: Console | None = None) -> None:
+    console = console or render.make_console()
+    console.print(header(plans, search))
+    console.print(plans_table(plans))
+    if why:
+        console.print(f"[bold]#1 vs #2:[/bold] {why}")
+    console.print(f"[bold]#1:[/bold] {render.plan_label(plans[0]['plan'])}")
+    for w in plans[0]["warnings"]:
+        console.print(f"[yellow]warning:[/yellow] {w}")
+    console.print(render.time_table(plans[0]))
+    console.print(render.memory_table(plans[0]))
+
+
+def print_stability(rows: list[dict], baseline: dict, console: Console | None = None) -> None:
+    """One row per assumption (search.stability.grid_dicts): the winning layout there, and how the
+    baseline winner fares."""
+    console = console or render.make_console()
+    base = baseline["plan"]
+    table = Table(title=f"Rank stability of the best plan (tp {base['tp']}, pp {base['pp']}, dp {base['dp']})",
+                  title_justify="left")
+    for col in ("assumption", "best there", "its step s", "baseline plan step s", "baseline rank", "stays best"):
+        table.add_column(col, justify="left" if col in ("assumption", "best there") else "right")
+    for r in rows:
+        p = r["best_plan"]
+        stays = r["baseline_rank"] == 1
+        table.add_row(r["assumption"], f"tp {p['tp']}, pp {p['pp']}, dp {p['dp']}, ZeRO {p['zero_stage']}",
+                      f"{r['best_step_time_s']:.2f}", f"{r['baseline_plan_step_time_s']:.2f}",
+                      "-" if r["baseline_rank"] is None else f"#{r['baseline_rank']}",
+                      "[green]yes[/green]" if stays else "[red]no[/red]")
+    console.print(table)

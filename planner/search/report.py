@@ -1,0 +1,53 @@
+"""`planner suggest` as a function: the search, each ranked plan scored by `planner estimate`'s own
+code, why the best beats the runner-up, its diagnosis, and optionally rank stability under what-ifs."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from costmodel import types as cm
+from planner.analysis import diagnose, explain, score, whatif
+from planner.inputs.specs import ModelSpec
+from planner.search import stability, suggest
+from planner.search.space import SearchSpec
+
+
+def agreement_warnings(ranked, dicts: list[dict]) -> list[str]:
+    """The search's tabled numbers must be the cost model's: a warning for each plan whose re-score differs."""
+    out = []
+    for i, (r, d) in enumerate(zip(ranked, dicts, strict=True), 1):
+        step_off = abs(d["step_time_s"] - r.step_seconds) > 1e-6 * max(1.0, r.step_seconds)
+        mem_off = abs(d["memory_per_gpu_bytes"] - r.peak_memory_bytes) > 2**20
+        if step_off or mem_off:
+            out.append(f"plan #{i}: search tables ({r.step_seconds:.6g} s, {r.peak_memory_bytes:.6g} B) disagree "
+                       f"with estimate ({d['step_time_s']:.6g} s, {d['memory_per_gpu_bytes']:.6g} B); please report")
+    return out
+
+
+def search_summary(result: suggest.Result, opts: suggest.Options) -> dict:
+    return {"solver": opts.solver, "objective": opts.objective, "max_memory_fraction": opts.max_memory_fraction,
+            "space_size": result.space_size, "layouts": result.layouts, "layouts_tabled": result.layouts_tabled,
+            "candidates": result.candidates, "literals": result.literals, "status": result.status,
+            "seconds": result.seconds, "notes": result.notes}
+
+
+def suggest_report(model: ModelSpec, spec: SearchSpec, opts: suggest.Options, wi: whatif.WhatIf | None = None,
+                   grid: list[whatif.WhatIf] | None = None, run=suggest.run) -> dict:
+    """The JSON object of `planner suggest`: plans (estimate objects, best first), why, search,
+    diagnosis, warnings, and with `grid` the stability rows. The search runs under `wi` (the plans
+    shown win there). Raises PlannerError when nothing is legal or fits. `run` may wrap
+    suggest.run (a progress display)."""
+    wi = wi or whatif.WhatIf()
+    spec = replace(spec, cluster=whatif.apply_cluster(spec.cluster, wi))
+    eff = whatif.apply_efficiency(cm.Efficiency(), wi)
+    result = run(spec, opts, eff)
+    scored = [score.score(model, spec.cluster, r.plan, eff) for r in result.ranked]
+    dicts = [score.to_dict(s) for s in scored]
+    out = {"plans": dicts, "why": explain.why_faster(dicts[0], dicts[1]) if len(dicts) > 1 else None,
+           "search": search_summary(result, opts),
+           "diagnosis": diagnose.diagnosis_dict(scored[0], 0.30, diagnose.try_levers(scored[0], eff)),
+           "warnings": agreement_warnings(result.ranked, dicts)}
+    if wi.label() != "as given":
+        out["what_if"] = wi.label()
+    if grid:
+        out["stability"] = stability.grid_dicts(stability.grid(model, spec, opts, scored[0].plan, grid))
+    return out

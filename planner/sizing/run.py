@@ -1,0 +1,163 @@
+"""`planner size` as a function: which GPU type and how many, for a token budget, deadline and budget.
+
+`size(request)` loads the priced offerings, scans them (sizing/scan.py) and picks the cheapest option
+meeting the deadline and the fastest within the budget; `size_dict` is the JSON object the command prints.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Optional
+
+from planner.analysis import score as report
+from planner.analysis import whatif
+from planner.errors import PlannerError
+from planner.inputs import catalogs, loading, reading
+from planner.inputs.specs import ClusterSpec
+from planner.sizing import scan as sizing
+
+
+@dataclass(frozen=True)
+class SizeRequest:
+    """What `planner size` is asked (the command's flags)."""
+
+    model: str
+    tokens: Optional[float] = None
+    gbs: Optional[int] = None
+    seq_length: Optional[int] = None
+    deadline_days: Optional[float] = None
+    budget_usd: Optional[float] = None
+    gpu_types: Optional[str] = None
+    max_gpus: int = 16384
+    catalog: Optional[str] = None
+    prices: Optional[str] = None
+    include_spot: bool = False
+    fine: bool = False
+    failures_per_1000_gpu_days: float = sizing.runtime.LLAMA3_INTERRUPTIONS_PER_GPU_HOUR * 24 * 1000
+    restart_minutes: float = 10.0
+    checkpoint_gbytes_per_s_per_node: float = 1.0
+    workers: int = 2
+
+
+def load_offerings(args: SizeRequest, extra_prices: dict[str, float] | None = None
+                   ) -> tuple[list[sizing.Offering], list[str]]:
+    table = catalogs.cluster_catalog()
+    if args.catalog:
+        rows = reading.read_data(Path(args.catalog)) or []
+        if not isinstance(rows, list):
+            raise PlannerError(f"{args.catalog}: expected a list of cluster offerings")
+        table = {r.get("name", str(i)): reading.parse(ClusterSpec, r, f"{args.catalog} [{r.get('name', i)}]")
+                 for i, r in enumerate(rows)}
+    prices = {**(load_prices(args.prices) if args.prices else {}), **(extra_prices or {})}
+    gpu_types = [g.strip() for g in args.gpu_types.split(",")] if args.gpu_types else None
+    for name in gpu_types or []:
+        catalogs.resolve_gpu(name)  # unknown names: one line with close matches
+    gpus = {name: catalogs.resolve_gpu(spec.gpu) for name, spec in table.items()}
+    offerings, skipped = sizing.priced_offerings(table, {g.name: g for g in gpus.values()}, gpu_types, prices,
+                                                 args.include_spot)
+    if not offerings:
+        raise PlannerError("no priced cluster offering matches (add usd_per_gpu_hour, or --prices FILE)")
+    return offerings, skipped
+
+
+def load_prices(path: str) -> dict[str, float]:
+    """A YAML/JSON mapping of cluster or GPU name to usd_per_gpu_hour, overriding the catalog."""
+    data = reading.read_data(Path(path))
+    if not isinstance(data, dict) or not all(isinstance(v, (int, float)) and v > 0 for v in data.values()):
+        raise PlannerError(f"{path}: expected a mapping of cluster or GPU name to a positive usd_per_gpu_hour")
+    return {str(k): float(v) for k, v in data.items()}
+
+
+def impossible_lines(options: list[sizing.Option], args: SizeRequest) -> list[str]:
+    """What the closest options would need when the deadline or budget cannot be met."""
+    feasible = [o for o in options if o.feasible]
+    lines = []
+    if args.deadline_days and not any(o.days <= args.deadline_days for o in feasible):
+        f = min(feasible, key=lambda o: (o.days, o.usd))
+        need = math.ceil(f.num_gpus * f.days / args.deadline_days)
+        lines.append(f"no offering meets {args.deadline_days:g} days: the fastest is {f.offering.name} with "
+                     f"{f.num_gpus} GPUs, {f.days:.1f} days (${f.usd:,.0f}); meeting the deadline needs about "
+                     f"{need} GPUs if scaling held (raise --max-gpus) or fewer tokens")
+    if args.budget_usd and not any(o.usd <= args.budget_usd for o in feasible):
+        c = min(feasible, key=lambda o: (o.usd, o.days))
+        scope = " sized for this deadline" if args.deadline_days else ""
+        lines.append(f"no option fits ${args.budget_usd:,.0f}: the cheapest{scope} is {c.offering.name} with "
+                     f"{c.num_gpus} GPUs, ${c.usd:,.0f} ({c.days:.1f} days); the budget would need "
+                     f"${c.usd - args.budget_usd:,.0f} more, or buys about {args.budget_usd / c.usd:.2%} of the tokens")
+    return lines
+
+
+def size(args: SizeRequest, wi: whatif.WhatIf | None = None) -> dict:
+    model = loading.load_model_spec(args.model, args.seq_length, args.gbs)
+    if not model.global_batch_size:
+        raise PlannerError(f"model '{model.name}' has no global_batch_size; pass --gbs SEQUENCES")
+    if not args.tokens:
+        if not model.training_tokens:
+            raise PlannerError(f"model '{model.name}' has no training_tokens; pass --tokens T")
+        args = replace(args, tokens=model.training_tokens)
+    offerings, skipped = load_offerings(args, wi.prices if wi else None)
+    assumptions = sizing.RunAssumptions(args.failures_per_1000_gpu_days / 1000 / 24, args.restart_minutes * 60,
+                                        args.checkpoint_gbytes_per_s_per_node * 1e9)
+    start = time.perf_counter()
+    scan = sizing.scan(model, offerings, args.max_gpus, args.tokens, sizing.search_best_plan, assumptions,
+                       fine=args.fine, deadline_days=args.deadline_days, workers=args.workers, wi=wi)
+    if not any(o.feasible for o in scan.options):
+        raise PlannerError(f"no offering fits {model.name} within --max-gpus {args.max_gpus} (try more GPUs)")
+    cheapest = sizing.choose(scan.options, "usd", args.deadline_days, args.budget_usd)
+    fastest = sizing.choose(scan.options, "days", args.deadline_days, args.budget_usd)
+    return {"model": model.name, "tokens": args.tokens, "global_batch_size": model.global_batch_size,
+            "deadline_days": args.deadline_days, "budget_usd": args.budget_usd,
+            "assumptions": {"failures_per_1000_gpu_days": args.failures_per_1000_gpu_days,
+                            "restart_minutes": args.restart_minutes,
+                            "checkpoint_gbytes_per_s_per_node": args.checkpoint_gbytes_per_s_per_node},
+            "searched": scan.searched, "seconds": time.perf_counter() - start,
+            "skipped_unpriced": skipped, "notes": scan.notes + impossible_lines(scan.options, args),
+            "options": scan.options, "pareto": sizing.pareto(scan.options), "cheapest": cheapest, "fastest": fastest,
+            "what_if": wi.label() if wi else None}
+
+
+def option_dict(o: sizing.Option) -> dict:
+    s = o.offering.spec
+    out = {"offering": o.offering.name, "gpu": o.offering.gpu.name, "num_gpus": o.num_gpus,
+           "usd_per_gpu_hour": o.offering.usd_per_gpu_hour, "price_kind": s.price_kind, "price_date": s.price_date,
+           "price_source": s.price_source, "fits": o.feasible}
+    if o.feasible:
+        out.update({"days": o.days, "usd": o.usd, "steps": o.steps, "step_time_s": o.best.est.step_time_seconds,
+                    "checkpoint_s": o.wall.checkpoint_seconds, "checkpoint_interval_s": o.wall.checkpoint_interval_seconds,
+                    "expected_failures": o.wall.expected_failures,
+                    "overhead_fraction": o.wall.overhead_fraction(o.step_seconds_total),
+                    "estimate": report.to_dict(o.best)})
+    return out
+
+
+def choice_label(o: sizing.Option | None) -> str:
+    return "-" if o is None else f"{o.offering.name} x {o.num_gpus}: {o.days:.1f} days, ${o.usd:,.0f}"
+
+
+def stability_rows(args: SizeRequest, base: dict, grid: str) -> list[dict]:
+    """The sizing again under each value of --what-if-grid: do the choices stay the same?"""
+    from planner.search.stability import parse_grid
+
+    same = lambda a, b: a is not None and b is not None and (a.offering.name, a.num_gpus) == (b.offering.name, b.num_gpus)  # noqa: E731
+    rows = []
+    for wi in parse_grid(grid)[1]:
+        r = size(args, wi)
+        rows.append({"assumption": wi.label(), "cheapest": choice_label(r["cheapest"]),
+                     "fastest": choice_label(r["fastest"]), "cheapest_stays": same(r["cheapest"], base["cheapest"]),
+                     "fastest_stays": same(r["fastest"], base["fastest"])})
+    return rows
+
+
+
+
+def size_dict(r: dict, stability: list[dict] | None = None) -> dict:
+    """The JSON object of `planner size`: the result of `size` with its options as plain dicts."""
+    out = dict(r)
+    for key in ("cheapest", "fastest"):
+        out[key] = option_dict(r[key]) if r[key] else None
+    out["pareto"] = [option_dict(o) for o in r["pareto"]]
+    out["options"] = [option_dict(o) for o in r["options"]]
+    out["stability"] = stability or []
+    return out
