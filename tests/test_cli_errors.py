@@ -110,10 +110,12 @@ def test_heads_not_divisible_by_tp(files, capsys):
     assert_one_line_error(code, err, "attention heads (4) must be divisible by tp (8)")
 
 
-def test_bad_flag_value_is_argparse_usage_error(files, capsys):
-    with pytest.raises(SystemExit) as exc:
-        main(["estimate", str(files / "m.yaml"), str(files / "c.yaml"), "--zero", "5"])
-    assert exc.value.code == 2
+def test_bad_flag_value_is_a_one_line_usage_error(files, capsys):
+    """A usage error returns 2 from main() (no SystemExit), with argparse's own reason on one line."""
+    code = main(["estimate", str(files / "m.yaml"), str(files / "c.yaml"), "--zero", "5"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1
+    assert "argument --zero: invalid choice: '5'" in err and err.startswith("planner: error: estimate: ")
 
 
 def test_inline_gpu_mapping_in_a_cluster(files, capsys):

@@ -14,8 +14,11 @@ from dataclasses import dataclass, field, replace
 from costmodel import types as cm
 from costmodel.compute import power_capped_clock_fraction, scale_matmul_efficiency
 from planner.errors import PlannerError
+from planner.inputs import limits as L
 
 SCALES = ("network", "nvlink", "hbm", "matmul_efficiency")
+# A scale multiplies a rate the cluster has: 1000x slower or faster is outside any real machine.
+BOUNDS = {"scale": (1e-3, 1e3), "price": (1e-3, L.MAX_USD_PER_GPU_HOUR), "power": (1.0, L.MAX_WATTS)}
 
 
 @dataclass(frozen=True)
@@ -41,8 +44,9 @@ def _number(key: str, text: str) -> float:
         raise PlannerError(f"--what-if {key}={text}: expected a number") from None
     if not math.isfinite(value):
         raise PlannerError(f"--what-if {key}={text}: expected a finite number")
-    if value <= 0:
-        raise PlannerError(f"--what-if {key}={text}: must be > 0")
+    low, high = BOUNDS.get(key.split(".")[0], BOUNDS["scale"])
+    if not low <= value <= high:
+        raise PlannerError(f"--what-if {key}={text}: must be between {low:g} and {high:g}")
     return value
 
 

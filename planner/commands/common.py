@@ -5,7 +5,7 @@ import argparse
 import json
 
 from planner.errors import PlannerError
-from planner.inputs.argtypes import positive_int
+from planner.inputs.argtypes import gpus_arg, seq_length_arg
 
 EPILOG = """MODEL is a YAML file, a Hugging Face config.json, or a catalog name (planner catalog models);
 CLUSTER is a YAML file or a catalog name (planner catalog clusters)."""
@@ -14,8 +14,8 @@ CLUSTER is a YAML file or a catalog name (planner catalog clusters)."""
 def add_inputs(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", metavar="MODEL", help="model YAML, HF config.json, or catalog name (e.g. llama3-70b)")
     p.add_argument("cluster", metavar="CLUSTER", help="cluster YAML or catalog name (e.g. dgx-h100)")
-    p.add_argument("--gpus", type=positive_int, help="number of GPUs (overrides the cluster's num_gpus)")
-    p.add_argument("--seq-length", type=positive_int, help="override the model's sequence length")
+    p.add_argument("--gpus", type=gpus_arg, help="number of GPUs (overrides the cluster's num_gpus)")
+    p.add_argument("--seq-length", type=seq_length_arg, help="override the model's sequence length")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
 
 

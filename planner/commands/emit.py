@@ -6,7 +6,8 @@ import sys
 
 from planner.errors import PlannerError
 from planner.inputs import catalogs
-from planner.inputs.argtypes import positive_int
+from planner.inputs import limits as L
+from planner.inputs.argtypes import bounded_int, seq_length_arg
 
 DESCRIPTION = """Write launch files for one plan: DeepSpeed (ds_config.json, hostfile, launch.sh) and/or
 Megatron-LM (launch.sh running pretrain_gpt.py under torchrun), plus README.txt. A plan the
@@ -50,8 +51,8 @@ def register(sub) -> None:
     p.add_argument("--force", action="store_true", help="overwrite existing files")
     p.add_argument("--model", help="model YAML, HF config.json or catalog name "
                                    "(default: PLAN.json's model, from the catalog)")
-    p.add_argument("--seq-length", type=positive_int, help="the --seq-length the estimate was made with, if any")
-    p.add_argument("--gpus-per-node", type=positive_int, help="GPUs per node (default: the catalog cluster's, else 8)")
+    p.add_argument("--seq-length", type=seq_length_arg, help="the --seq-length the estimate was made with, if any")
+    p.add_argument("--gpus-per-node", type=bounded_int(L.MAX_GPUS_PER_NODE), help="GPUs per node (default: the catalog cluster's, else 8)")
     g = p.add_argument_group("DeepSpeed offload (not in the cost model)")
     g.add_argument("--offload-optimizer", default="none", choices=["none", "cpu", "nvme"])
     g.add_argument("--offload-param", default="none", choices=["none", "cpu", "nvme"], help="ZeRO-3 only")

@@ -5,7 +5,7 @@ import argparse
 import sys
 
 from planner.commands.common import EPILOG, add_inputs, add_what_if, print_json
-from planner.inputs.argtypes import positive_float
+from planner.inputs.argtypes import fraction_arg
 from planner.inputs.planflags import add_plan_flags, plan_spec_from_args
 
 
@@ -36,6 +36,6 @@ def register(sub) -> None:
     add_inputs(p)
     add_plan_flags(p)
     add_what_if(p)
-    p.add_argument("--comm-threshold", type=positive_float, default=0.30,
+    p.add_argument("--comm-threshold", type=fraction_arg, default=0.30,
                    help="flag the plan when exposed communication exceeds this share of the step (default 0.30)")
     p.set_defaults(func=cmd_estimate)

@@ -37,12 +37,12 @@ def build_parser():
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
     try:
+        args = build_parser().parse_args(argv)
         return args.func(args)
     except PlannerError as err:
-        print(f"planner: error: {err}", file=sys.stderr)
+        one_line = " ".join(str(err).split("\n"))  # a value the user typed may hold a newline
+        print(f"planner: error: {one_line}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0

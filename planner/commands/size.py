@@ -8,7 +8,8 @@ from pathlib import Path
 
 from planner.commands.common import add_what_if, print_json
 from planner.errors import PlannerError
-from planner.inputs.argtypes import non_negative_float, positive_float, positive_int
+from planner.inputs import limits as L
+from planner.inputs.argtypes import batch_arg, bounded_float, bounded_int, gpus_arg, seq_length_arg
 from planner.sizing import scan as sizing
 
 
@@ -52,28 +53,28 @@ def register(sub) -> None:
                                    "with the best plan for each; report the time/dollar Pareto front, the cheapest "
                                    "option meeting the deadline and the fastest within the budget.")
     p.add_argument("model", metavar="MODEL")
-    p.add_argument("--tokens", type=positive_float, help="tokens to train on, e.g. 2e12 (default: the model's training_tokens)")
-    p.add_argument("--gbs", type=positive_int, help="global batch in sequences (default: the model's)")
-    p.add_argument("--seq-length", type=positive_int)
-    p.add_argument("--deadline-days", type=positive_float)
-    p.add_argument("--budget-usd", type=positive_float)
+    p.add_argument("--tokens", type=bounded_float(L.MAX_TOKENS), help="tokens to train on, e.g. 2e12 (default: the model's training_tokens)")
+    p.add_argument("--gbs", type=batch_arg, help="global batch in sequences (default: the model's)")
+    p.add_argument("--seq-length", type=seq_length_arg)
+    p.add_argument("--deadline-days", type=bounded_float(L.MAX_DAYS))
+    p.add_argument("--budget-usd", type=bounded_float(L.MAX_USD))
     p.add_argument("--gpu-types", help="comma-separated GPU names to consider (default: all priced)")
-    p.add_argument("--max-gpus", type=positive_int, default=16384, help="largest GPU count to consider (default 16384)")
+    p.add_argument("--max-gpus", type=gpus_arg, default=16384, help="largest GPU count to consider (default 16384)")
     p.add_argument("--catalog", help="cluster offerings YAML (default catalogs/clusters.yaml)")
     p.add_argument("--prices", help="YAML mapping cluster or GPU name -> usd_per_gpu_hour, overriding the catalog")
     p.add_argument("--include-spot", action="store_true",
                    help="also size spot (preemptible) offerings; preemptions are not modelled")
     p.add_argument("--fine", action="store_true", help="also try 1.5x node counts (3, 6, 12, ... nodes)")
-    p.add_argument("--failures-per-1000-gpu-days", type=non_negative_float,
+    p.add_argument("--failures-per-1000-gpu-days", type=bounded_float(1000.0, strict=False),
                    default=sizing.runtime.LLAMA3_INTERRUPTIONS_PER_GPU_HOUR * 24 * 1000,
                    help="job interruptions (default 0.53: Llama 3 405B, 466 in 54 days on 16,384 GPUs)")
-    p.add_argument("--restart-minutes", type=non_negative_float, default=10.0, help="time lost per restart (default 10)")
-    p.add_argument("--checkpoint-gbytes-per-s-per-node", type=positive_float, default=1.0,
+    p.add_argument("--restart-minutes", type=bounded_float(L.MAX_DAYS * 1440, strict=False), default=10.0, help="time lost per restart (default 10)")
+    p.add_argument("--checkpoint-gbytes-per-s-per-node", type=bounded_float(1e4), default=1.0,
                    help="checkpoint write bandwidth per node (default 1 GB/s)")
     add_what_if(p, "size")
     p.add_argument("--what-if-grid", metavar="KEY=V1,V2,...",
                    help="size again for each value and show whether the chosen options stay best")
-    p.add_argument("--workers", type=positive_int, default=2, help="processes for the scan (default 2)")
+    p.add_argument("--workers", type=bounded_int(64), default=2, help="processes for the scan (default 2)")
     p.add_argument("--plot", help="write the Pareto front as SVG (FILE.svg) or self-contained HTML (FILE.html)")
     p.add_argument("--force", action="store_true", help="overwrite --plot FILE")
     p.add_argument("--json", action="store_true")

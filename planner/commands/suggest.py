@@ -12,25 +12,27 @@ import sys
 from costmodel import types as cm
 from planner.commands.common import EPILOG, add_inputs, print_json
 from planner.errors import PlannerError
-from planner.inputs.argtypes import positive_float, positive_int
+from planner.inputs import limits as L
+from planner.inputs.argtypes import batch_arg, bounded_int, fraction_arg
 
 FIX_KEYS = {"tp": "tp", "pp": "pp", "dp": "dp", "vpp": "vpp", "mbs": "mbs", "micro_batch_size": "mbs",
             "zero": "zero", "zero_stage": "zero", "recompute": "recompute", "sp": "sp",
             "sequence_parallel": "sp", "precision": "precision", "grad": "grad", "grad_dtype": "grad"}
 TRUE, FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 FRAMEWORK_CHOICES = ("any", "megatron", "deepspeed", "torchtitan")
+FIX_BOUNDS = {"tp": (1, L.MAX_DEGREE), "pp": (1, L.MAX_DEGREE), "dp": (1, L.MAX_DEGREE), "vpp": (1, L.MAX_LAYERS),
+              "mbs": (1, L.MAX_BATCH), "zero": (0, 3)}
 
 
 def parse_fix_value(key: str, value: str) -> object:
-    if key in ("tp", "pp", "dp", "vpp", "mbs", "zero"):
+    if key in FIX_BOUNDS:
+        low, high = FIX_BOUNDS[key]
         try:
             number = int(value)
         except ValueError:
-            raise PlannerError(f"--fix {key}={value}: expected an integer") from None
-        if key == "zero" and number not in (0, 1, 2, 3):
-            raise PlannerError(f"--fix zero={value}: ZeRO stage must be 0-3")
-        if key != "zero" and number < 1:
-            raise PlannerError(f"--fix {key}={value}: must be >= 1")
+            raise PlannerError(f"--fix {key}={value[:40]}: expected an integer") from None
+        if not low <= number <= high:
+            raise PlannerError(f"--fix {key}={value}: must be between {low} and {high:,}")
         return number
     if key == "sp":
         if value.lower() not in TRUE + FALSE:
@@ -144,11 +146,11 @@ def register(sub) -> None:
                        description="Search every legal plan (CP-SAT over the cost model) and rank the best "
                                    "distinct (tp, pp, dp) layouts.", epilog=EPILOG)
     add_inputs(p)
-    p.add_argument("--gbs", type=positive_int, help="global batch in sequences (default: the model's global_batch_size)")
-    p.add_argument("--top", type=positive_int, default=5, help="how many distinct layouts to show (default 5)")
+    p.add_argument("--gbs", type=batch_arg, help="global batch in sequences (default: the model's global_batch_size)")
+    p.add_argument("--top", type=bounded_int(100), default=5, help="how many distinct layouts to show (default 5)")
     p.add_argument("--objective", default="time", choices=["time", "cost"],
                    help="minimise step time (then $/step) or $/step (then time); default time")
-    p.add_argument("--max-memory-fraction", type=positive_float, default=0.9,
+    p.add_argument("--max-memory-fraction", type=fraction_arg, default=0.9,
                    help="usable share of GPU memory, on top of the cost model's 2 GiB overhead (default 0.9)")
     p.add_argument("--fix", action="append", metavar="KEY=VALUE",
                    help="pin a choice (repeatable): tp, pp, dp, vpp, mbs, zero, recompute, sp, precision, grad")

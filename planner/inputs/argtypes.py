@@ -1,36 +1,58 @@
-"""Command-line value types and a parser whose usage errors are one line, like every other error."""
+"""Command-line value types and a parser whose usage errors are one line, like every other error.
+
+Every number flag is finite and bounded (planner/inputs/limits.py): nan, inf and values no real job
+could have are usage errors, not inputs.
+"""
 from __future__ import annotations
 
 import argparse
-import sys
+import math
+from typing import Callable
+
+from planner.errors import PlannerError
+
+from planner.inputs import limits as L
 
 
 class OneLineParser(argparse.ArgumentParser):
-    """argparse, but a usage error is 'planner: error: ...' on one line and exit code 2."""
+    """argparse, but a usage error is a PlannerError: 'planner: error: ...' on one line, exit code 2."""
 
     def error(self, message: str):  # noqa: D401 - argparse's hook
         where = self.prog.removeprefix("planner").strip()
-        print(f"planner: error: {where + ': ' if where else ''}{message} (see --help)", file=sys.stderr)
-        sys.exit(2)
+        raise PlannerError(f"{where + ': ' if where else ''}{message} (see --help)")
 
 
-def _number(kind, text: str, low: float, strict: bool):
-    try:
-        value = kind(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a{'n integer' if kind is int else ' number'}, got {text!r}") from None
-    if value < low or (strict and value == low):
-        raise argparse.ArgumentTypeError(f"must be {'>' if strict else '>='} {low:g}, got {text}")
-    return value
+def bounded_int(upper: int, lower: int = 1) -> Callable[[str], int]:
+    """An integer in [lower, upper] (written as digits: '8', not '8.0' or '1e3')."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text.strip())
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text[:40]!r}") from None
+        if not lower <= value <= upper:
+            raise argparse.ArgumentTypeError(f"must be between {lower} and {upper:,}, got {text[:40]}")
+        return value
+    return parse
 
 
-def positive_int(text: str) -> int:
-    return _number(int, text, 0, True)
+def bounded_float(upper: float, lower: float = 0.0, strict: bool = True) -> Callable[[str], float]:
+    """A finite number in (lower, upper] (or [lower, upper] when not `strict`)."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text[:40]!r}") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"expected a finite number, got {text[:40]}")
+        if value < lower or (strict and value == lower) or value > upper:
+            bound = ">" if strict else ">="
+            raise argparse.ArgumentTypeError(f"must be {bound} {lower:g} and <= {upper:g}, got {text[:40]}")
+        return value
+    return parse
 
 
-def positive_float(text: str) -> float:
-    return _number(float, text, 0.0, True)
-
-
-def non_negative_float(text: str) -> float:
-    return _number(float, text, 0.0, False)
+gpus_arg = bounded_int(L.MAX_GPUS)
+degree_arg = bounded_int(L.MAX_DEGREE)
+batch_arg = bounded_int(L.MAX_BATCH)
+seq_length_arg = bounded_int(L.MAX_SEQ_LENGTH)
+fraction_arg = bounded_float(1.0)

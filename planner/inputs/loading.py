@@ -9,7 +9,7 @@ from planner.inputs import reading
 from planner.inputs.catalogs import cluster_catalog, model_catalog, resolve_gpu
 from planner.inputs.hf_config import hf_to_spec_dict, looks_like_hf_config
 from planner.inputs.reading import parse, read_data, unknown_name
-from planner.inputs.specs import ClusterSpec, ModelSpec
+from planner.inputs.specs import ClusterSpec, EstimateRecord, ModelSpec
 
 
 def looks_like_path(ref: str) -> bool:
@@ -66,9 +66,10 @@ def load_estimate(ref: str, required: tuple[str, ...] = ("plan",)) -> dict:
         data = data["plans"][0]
     if isinstance(data, list):
         raise PlannerError(f"{ref}: holds a list of {len(data)} estimates; pass one (e.g. jq '.[0]')")
-    if not isinstance(data, dict) or any(k not in data for k in required):
+    if not isinstance(data, dict) or any(k not in data or data[k] is None for k in required):
         raise PlannerError(f"{ref}: expected one estimate object from `planner estimate --json` "
                            f"(with {', '.join(required)})")
+    parse(EstimateRecord, data, ref)  # every key compare and emit read: typed, finite, bounded
     return data
 
 

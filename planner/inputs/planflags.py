@@ -6,18 +6,19 @@ from __future__ import annotations
 import argparse
 
 from planner.errors import PlannerError
-from planner.inputs.argtypes import positive_int
+from planner.inputs import limits as L
+from planner.inputs.argtypes import batch_arg, bounded_int, degree_arg
 
 
 def add_plan_flags(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("plan")
-    g.add_argument("--tp", type=positive_int, default=1, help="tensor-parallel degree (default 1)")
-    g.add_argument("--pp", type=positive_int, default=1, help="pipeline-parallel degree (default 1)")
-    g.add_argument("--dp", type=positive_int, help="data-parallel degree (default GPUs / (tp*pp))")
-    g.add_argument("--vpp", type=positive_int, default=1, help="virtual pipeline stages per GPU, interleaving (default 1)")
-    g.add_argument("--mbs", type=positive_int, default=1, help="micro-batch size in sequences (default 1)")
-    g.add_argument("--gbs", type=positive_int, help="global batch in sequences (default: the model's, else mbs*dp*gas)")
-    g.add_argument("--gas", type=positive_int, help="gradient accumulation steps (alternative to --gbs)")
+    g.add_argument("--tp", type=degree_arg, default=1, help="tensor-parallel degree (default 1)")
+    g.add_argument("--pp", type=degree_arg, default=1, help="pipeline-parallel degree (default 1)")
+    g.add_argument("--dp", type=degree_arg, help="data-parallel degree (default GPUs / (tp*pp))")
+    g.add_argument("--vpp", type=bounded_int(L.MAX_LAYERS), default=1, help="virtual pipeline stages per GPU, interleaving (default 1)")
+    g.add_argument("--mbs", type=batch_arg, default=1, help="micro-batch size in sequences (default 1)")
+    g.add_argument("--gbs", type=batch_arg, help="global batch in sequences (default: the model's, else mbs*dp*gas)")
+    g.add_argument("--gas", type=batch_arg, help="gradient accumulation steps (alternative to --gbs)")
     g.add_argument("--zero", type=int, default=0, choices=[0, 1, 2, 3], help="ZeRO stage (default 0)")
     g.add_argument("--recompute", default="none", choices=["none", "selective", "op", "full"],
                    help="activation recompute: selective = Megatron (attention core), op = torchtitan per-op SAC")

@@ -183,3 +183,30 @@ class PlanSpec(Spec):
     zero3_gather_unit: Literal["layer", "tensor"] = "layer"
     grad_reduce: Literal["reduce_scatter", "allreduce"] = "reduce_scatter"
     stage_layers: Optional[list[count(L.MAX_LAYERS)]] = Field(default=None, max_length=L.MAX_LAYERS)
+
+
+class EstimateRecord(BaseModel):
+    """An estimate object read back (`planner estimate --json`, one plan of `suggest --json`), for
+    `compare` and `emit`. Its other keys are kept as they are; the ones these commands read are
+    checked like any input."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    model: Optional[Name] = None
+    cluster: Optional[Name] = None
+    gpu: Optional[Name] = None
+    num_gpus: Optional[count(L.MAX_GPUS)] = None
+    gpus_per_node: Optional[count(L.MAX_GPUS_PER_NODE)] = None
+    seq_length: Optional[count(L.MAX_SEQ_LENGTH)] = None
+    plan: PlanSpec
+    step_time_s: Optional[quantity(L.MAX_SECONDS)] = None
+    tokens_per_s: Optional[quantity(1e15)] = None
+    mfu: Optional[quantity(1.0)] = None
+    hfu: Optional[quantity(2.0)] = None
+    memory_per_gpu_bytes: Optional[quantity(L.MAX_MEMORY_GIB * GIB * 1e3)] = None
+    memory_capacity_bytes: Optional[quantity(L.MAX_MEMORY_GIB * GIB)] = None
+    fits: Optional[Flag] = None
+    time_breakdown_s: Optional[dict[Name, quantity(L.MAX_SECONDS, positive=False)]] = None
+    memory_breakdown_bytes: Optional[dict[Name, quantity(L.MAX_MEMORY_GIB * GIB * 1e3, positive=False)]] = None
+    usd_per_gpu_hour: Optional[quantity(L.MAX_USD_PER_GPU_HOUR, positive=False)] = None
+    usd_per_step: Optional[quantity(L.MAX_USD, positive=False)] = None
