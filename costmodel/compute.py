@@ -143,8 +143,8 @@ def eager_extra_bytes_per_token(model: Model) -> float:
     """
     h, f = model.hidden_size, model.ffn
     kv = model.kv_heads * model.head_dim
-    swiglu = 4.0 * f if model.mlp == "swiglu" else 0.0
-    return 2 * (36.0 - 4.0) * h + swiglu + (20.0 - 4.0) * (h + kv)
+    gated = 4.0 * f if model.gated_mlp else 0.0
+    return 2 * (36.0 - 4.0) * h + gated + (20.0 - 4.0) * (h + kv)
 
 
 def elementwise_bytes(model: Model, batch: int, tp: int, sequence_parallel: bool, flash: bool,
@@ -162,7 +162,7 @@ def elementwise_bytes(model: Model, batch: int, tp: int, sequence_parallel: bool
     h, f, s = model.hidden_size, model.ffn, model.seq_length
     tokens = batch * s
     replicated = 10 * h + (h if model.dropout else 0)
-    split = (3 if model.mlp == "swiglu" else 2) * f
+    split = (3 if model.gated_mlp else 2) * f
     divisor = tp if sequence_parallel else 1
     eager = 0.0 if fused else tokens * eager_extra_bytes_per_token(model) / tp
     return 2.0 * tokens * (replicated / divisor + split / tp) + attention_score_bytes(model, batch, tp, flash) + eager

@@ -18,8 +18,8 @@ def qkv_out_dim(model: Model) -> int:
 
 
 def mlp_matrices(model: Model) -> int:
-    """Number of h x f weight matrices in the MLP: 2 for GeLU, 3 for SwiGLU (gate, up, down)."""
-    return 3 if model.mlp == "swiglu" else 2
+    """Number of h x f weight matrices in the MLP: 2 for GeLU or squared ReLU, 3 gated (gate, up, down)."""
+    return 3 if model.gated_mlp else 2
 
 
 def layer_gemm_flops(model: Model, tokens: int) -> float:

@@ -14,6 +14,9 @@ PRECISIONS = ("fp32", "bf16", "fp16", "fp8")
 RECOMPUTE_MODES = ("none", "selective", "op", "full")
 GRAD_DTYPES = ("fp32", "bf16", "fp16", "int8")
 
+MLPS = ("gelu", "relu2", "swiglu", "geglu")
+GATED_MLPS = ("swiglu", "geglu")
+
 DTYPE_BYTES = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1}
 
 
@@ -29,9 +32,24 @@ class Model:
     seq_length: int
     num_kv_heads: int = 0  # 0 means "same as num_attention_heads" (multi-head attention)
     ffn_hidden_size: int = 0  # 0 means 4 * hidden_size
-    mlp: str = "gelu"  # "gelu" (2 matrices) or "swiglu" (3 matrices, gated)
+    # MLP activation: "gelu" or "relu2" (squared ReLU), 2 matrices; "swiglu" or "geglu", gated, 3 matrices
+    mlp: str = "gelu"
     tie_embeddings: bool = False
     dropout: bool = False
+    # Architecture details a launch script must state. The cost model does not read them: a norm's
+    # bias, linear biases (h to 4h values per layer) and position encodings change parameters and
+    # FLOPs by under 0.1% of a layer; RMSNorm and LayerNorm move the same bytes.
+    normalization: str = "layernorm"  # or "rmsnorm"
+    position_embedding: str = "learned"  # learned absolute, "rope", "alibi" or "none"
+    rope_theta: float = 0.0  # RoPE base frequency (0 without RoPE)
+    rotary_percent: float = 1.0  # share of a head's dimensions RoPE rotates
+    linear_bias: bool = True  # biases on every linear layer (GPT-2, Megatron's default)
+    qkv_bias: bool = False  # a bias on the QKV projection even without linear biases (Qwen2)
+
+    @property
+    def gated_mlp(self) -> bool:
+        """Gated linear unit (SwiGLU, GeGLU: gate and up projections, then down; Shazeer 2020)."""
+        return self.mlp in GATED_MLPS
 
     @property
     def kv_heads(self) -> int:

@@ -94,11 +94,16 @@ def test_catalog_model_by_name(capsys, tmp_path):
     (tmp_path / "plan.json").write_text(json.dumps(estimate(load_model_spec("llama3-8b"), tp=2, dp=4)))
     code, _, err = run(capsys, "emit", tmp_path / "plan.json", "--format", "megatron", "--out", tmp_path / "o")
     assert code == 0, err
+    # the catalog's Llama 3 8B (Llama 3 paper Table 3: 32 layers, 4096 wide, 14336 FFN, 32 heads, 8 KV heads)
+    script = (tmp_path / "o" / "megatron" / "launch.sh").read_text()
+    for flag in ("--num-layers 32", "--hidden-size 4096", "--ffn-hidden-size 14336", "--num-attention-heads 32",
+                 "--num-query-groups 8", "--tensor-model-parallel-size 2", "--seq-length 8192"):
+        assert f"  {flag}\n" in script, flag
 
 
 @pytest.mark.parametrize("content,needle", [
     ("[1, 2]", "list of 2 estimates"), ("{", "not valid JSON"), ('{"model": "tiny"}', "expected one estimate"),
-    ('{"model": "nope", "plan": {"dp": 1}}', "not in the catalog; pass --model")])
+    ('{"model": "nope", "plan": {"dp": 1}}', "not in the catalog and the file has no model_spec; pass --model")])
 def test_bad_plan_file(capsys, tmp_path, content, needle):
     (tmp_path / "p.json").write_text(content)
     code, _, err = run(capsys, "emit", tmp_path / "p.json", "--format", "all", "--out", tmp_path / "o")

@@ -15,14 +15,23 @@ framework would reject is refused, naming the rule. Existing files are kept unle
 
 
 def model_for(args: argparse.Namespace, estimate: dict):
-    """--model, else the estimate's model name looked up in the catalog."""
-    from planner.inputs import loading
+    """--model (with --seq-length), else the model PLAN.json was scored with: its `model_spec`, or
+    for older files its name looked up in the catalog."""
+    from planner.inputs import loading, reading
+    from planner.inputs.specs import ModelSpec
 
-    ref = args.model or estimate.get("model")
+    if args.model:
+        return loading.load_model_spec(args.model, args.seq_length)
+    if isinstance(estimate.get("model_spec"), dict):
+        data = dict(estimate["model_spec"])
+        if args.seq_length:
+            data["seq_length"] = args.seq_length
+        return reading.parse(ModelSpec, data, f"{args.plan} model_spec")
+    ref = estimate.get("model")
     if not ref:
         raise PlannerError("PLAN.json names no model; pass --model MODEL")
-    if not args.model and ref not in catalogs.model_catalog():
-        raise PlannerError(f"model '{ref}' of PLAN.json is not in the catalog; "
+    if ref not in catalogs.model_catalog():
+        raise PlannerError(f"model '{ref}' of PLAN.json is not in the catalog and the file has no model_spec; "
                            "pass --model with its YAML or config.json")
     return loading.load_model_spec(ref, args.seq_length)
 
@@ -49,9 +58,9 @@ def register(sub) -> None:
     p.add_argument("--format", required=True, choices=["deepspeed", "megatron", "all"])
     p.add_argument("--out", required=True, metavar="DIR", help="output folder (created if missing)")
     p.add_argument("--force", action="store_true", help="overwrite existing files")
-    p.add_argument("--model", help="model YAML, HF config.json or catalog name "
-                                   "(default: PLAN.json's model, from the catalog)")
-    p.add_argument("--seq-length", type=seq_length_arg, help="the --seq-length the estimate was made with, if any")
+    p.add_argument("--model", help="override: model YAML, HF config.json or catalog name (default: the model "
+                                   "PLAN.json records)")
+    p.add_argument("--seq-length", type=seq_length_arg, help="override the sequence length PLAN.json records")
     p.add_argument("--gpus-per-node", type=bounded_int(L.MAX_GPUS_PER_NODE), help="GPUs per node (default: the catalog cluster's, else 8)")
     g = p.add_argument_group("DeepSpeed offload (not in the cost model)")
     g.add_argument("--offload-optimizer", default="none", choices=["none", "cpu", "nvme"])

@@ -104,7 +104,7 @@ def launch_sh(job: Job) -> str:
               f"# get_data_parallel_world_size() is {p.dp} (e.g. Megatron-DeepSpeed:\n"
               f"#   --tensor-model-parallel-size {p.tp} --pipeline-model-parallel-size {p.pp}).\n")
     return f"""#!/usr/bin/env bash
-# DeepSpeed launch for {job.model.name}: {job.summary}.
+# DeepSpeed launch for {job.title}.
 # Written by `planner emit`; see ../README.txt.
 set -euo pipefail
 HERE="$(cd "$(dirname "${{BASH_SOURCE[0]}}")" && pwd)"

@@ -55,6 +55,13 @@ class Job:
         return {"fp16": "fp16", "bf16": "bf16", "fp8": "bf16"}.get(self.plan.precision)
 
     @property
+    def title(self) -> str:
+        """'<model>: <plan summary>' for a shell comment line: printable characters only, so no
+        name can end the comment and start a command (names are checked at the edge too)."""
+        text = f"{self.model.name}: {self.summary}"
+        return "".join(ch if ch.isprintable() else "?" for ch in text)
+
+    @property
     def cm_model(self) -> cm.Model:
         return self.model.to_model()
 

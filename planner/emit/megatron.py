@@ -7,6 +7,8 @@ with Megatron-LM's own parse_args/validate_args (see tests/data/emit/README.md).
 """
 from __future__ import annotations
 
+import shlex
+
 from planner.emit.job import Job, refuse_unless_runs
 from planner.frameworks.megatron import uneven_split
 
@@ -22,14 +24,34 @@ def model_flags(job: Job) -> Flags:
         # --num-query-groups alone is ignored (num_query_groups=None means MHA): both are needed.
         out += [("--group-query-attention", None), ("--num-query-groups", m.num_kv_heads)]
     out += [("--seq-length", m.seq_length), ("--max-position-embeddings", m.seq_length)]
-    if m.mlp == "swiglu":
-        out.append(("--swiglu", None))
+    if m.mlp in ("swiglu", "relu2"):
+        out.append(({"swiglu": "--swiglu", "relu2": "--squared-relu"}[m.mlp], None))
     if not m.tie_embeddings:
         out.append(("--untie-embeddings-and-output-weights", None))
     if not m.dropout:
         out += [("--attention-dropout", 0.0), ("--hidden-dropout", 0.0)]
     if not job.plan.flash_attention:
         out.append(("--attention-backend", "unfused"))
+    return out + architecture_flags(job)
+
+
+def architecture_flags(job: Job) -> Flags:
+    """Norm, position encoding and biases (arguments.py / TransformerConfig defaults: LayerNorm,
+    learned absolute positions, biases on every linear layer, RoPE base 10000). ALiBi is refused by
+    planner/frameworks/megatron.py before this runs."""
+    m, out = job.model, []
+    if m.normalization == "rmsnorm":
+        out.append(("--normalization", "RMSNorm"))
+    if m.position_embedding == "rope":
+        out += [("--position-embedding-type", "rope"), ("--rotary-base", round(m.rope_theta or 10000))]
+        if m.rotary_percent != 1.0:
+            out.append(("--rotary-percent", m.rotary_percent))
+    elif m.position_embedding == "none":
+        out.append(("--position-embedding-type", "none"))
+    if not m.linear_bias:
+        out.append(("--disable-bias-linear", None))
+        if m.qkv_bias:
+            out.append(("--add-qkv-bias", None))
     return out
 
 
@@ -105,7 +127,7 @@ def flat_args(job: Job) -> list[str]:
 
 
 def bash_array(name: str, flags: Flags) -> str:
-    lines = [f"  {f}" if v is None else f"  {f} {v}" for f, v in flags]
+    lines = [f"  {f}" if v is None else f"  {f} {shlex.quote(str(v))}" for f, v in flags]
     return f"{name}=(\n" + "\n".join(lines) + "\n)"
 
 
@@ -138,7 +160,7 @@ def launch_sh(job: Job) -> str:
     arrays = "\n".join(bash_array(name, flags) for name, flags in groups.items())
     names = " \\\n  ".join(f'"${{{n}[@]}}"' for n in [*groups, "TRAINING_ARGS", "DATA_ARGS", "LOGGING_ARGS"])
     return f"""#!/usr/bin/env bash
-# Megatron-LM launch for {job.model.name}: {job.summary}.
+# Megatron-LM launch for {job.title}.
 # Written by `planner emit`; see ../README.txt. Run it on every node with NODE_RANK=0..{job.nnodes - 1}.
 set -euo pipefail
 {env_lines(job)}MEGATRON_LM="${{MEGATRON_LM:?set MEGATRON_LM to your Megatron-LM checkout}}"
@@ -146,9 +168,7 @@ DISTRIBUTED_ARGS=(
   --nproc_per_node {job.gpus_per_node} --nnodes {job.nnodes} --node_rank "${{NODE_RANK:-0}}"
   --master_addr "${{MASTER_ADDR:-127.0.0.1}}" --master_port "${{MASTER_PORT:-29500}}"
 )
-# Not in the model spec, so Megatron's defaults apply (LayerNorm, learned absolute positions, biases);
-# for a Llama-style model append: --normalization RMSNorm --position-embedding-type rope --disable-bias-linear
-# (extra arguments to this script are passed on to pretrain_gpt.py).
+# Extra arguments to this script are passed on to pretrain_gpt.py.
 {arrays}
 {run_flags(job)}
 

@@ -70,6 +70,21 @@ def query_groups(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     return None
 
 
+def position_embedding(model: cm.Model, plan: cm.Plan) -> Optional[str]:
+    """arguments.py --position-embedding-type: learned_absolute, rope, yarn, mrope, relative or none;
+    no ALiBi (BLOOM's Megatron-DeepSpeed fork had it, Megatron-LM does not)."""
+    if model.position_embedding == "alibi":
+        return "Megatron-LM has no ALiBi position encoding (--position-embedding-type learned_absolute|rope|none|...)"
+    return None
+
+
+def activation(model: cm.Model, plan: cm.Plan) -> Optional[str]:
+    """arguments.py: GELU by default, --swiglu, --squared-relu, --quick-geglu; no plain GeGLU."""
+    if model.mlp == "geglu":
+        return "Megatron-LM's pretrain_gpt.py has no GeGLU MLP (--swiglu, --squared-relu, --quick-geglu only)"
+    return None
+
+
 def distributed_optimizer_reduce(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     """param_and_grad_buffer.py: with the distributed optimizer each bucket is reduce-scattered into
     its shard; a full gradient all-reduce is plain DDP (ZeRO 0)."""
@@ -104,7 +119,7 @@ def knobs(tp_split: bool, pp_split: bool) -> Knobs:
 
 FRAMEWORK = Framework(
     name="megatron", title="Megatron-LM", source="NVIDIA/Megatron-LM d98e8a64 (2026-08-22)",
-    layout_rules=(layer_split, interleaving, query_groups),
+    layout_rules=(layer_split, interleaving, query_groups, position_embedding, activation),
     knobs=knobs,
     plan_rules=(distributed_optimizer_reduce,),
 )

@@ -31,9 +31,15 @@ class ModelSpec(Spec):
     seq_length: count(L.MAX_SEQ_LENGTH)
     num_kv_heads: Optional[count(L.MAX_HEADS)] = None
     ffn_hidden_size: Optional[count(4 * L.MAX_HIDDEN)] = None
-    mlp: Literal["gelu", "swiglu"] = "gelu"
+    mlp: Literal["gelu", "relu2", "swiglu", "geglu"] = "gelu"
     tie_embeddings: Flag = False
     dropout: Flag = False
+    normalization: Literal["layernorm", "rmsnorm"] = "layernorm"
+    position_embedding: Literal["learned", "rope", "alibi", "none"] = "learned"
+    rope_theta: Optional[quantity(1e12)] = None  # RoPE base frequency, with position_embedding: rope
+    rotary_percent: quantity(1.0) = 1.0  # share of each head's dimensions RoPE rotates (Nemotron-4: 0.5)
+    linear_bias: Flag = True
+    qkv_bias: Flag = False
     global_batch_size: Optional[count(L.MAX_BATCH)] = None
     training_tokens: Optional[quantity(L.MAX_TOKENS)] = None
     source: Optional[Text] = None
@@ -45,6 +51,8 @@ class ModelSpec(Spec):
             raise ValueError(f"hidden_size ({self.hidden_size}) must be divisible by num_attention_heads "
                              f"({self.num_attention_heads})")
         kv = self.num_kv_heads or self.num_attention_heads
+        if (self.rope_theta is not None or self.rotary_percent != 1.0) and self.position_embedding != "rope":
+            raise ValueError("rope_theta and rotary_percent need position_embedding: rope")
         if self.num_attention_heads % kv:
             raise ValueError(f"num_attention_heads ({self.num_attention_heads}) must be divisible by "
                              f"num_kv_heads ({kv})")
@@ -56,7 +64,10 @@ class ModelSpec(Spec):
             num_attention_heads=self.num_attention_heads, vocab_size=self.vocab_size,
             seq_length=self.seq_length, num_kv_heads=self.num_kv_heads or 0,
             ffn_hidden_size=self.ffn_hidden_size or 0, mlp=self.mlp,
-            tie_embeddings=self.tie_embeddings, dropout=self.dropout,
+            tie_embeddings=self.tie_embeddings, dropout=self.dropout, normalization=self.normalization,
+            position_embedding=self.position_embedding, rope_theta=self.rope_theta or 0.0,
+            rotary_percent=self.rotary_percent,
+            linear_bias=self.linear_bias, qkv_bias=self.qkv_bias,
         )
 
 
