@@ -1,10 +1,10 @@
-"""`planner compare A.json B.json`: two scored plans side by side, and why the faster one wins."""
+"""`planner compare A.json B.json`: two scored plans side by side, and why the faster one wins; says when
+the plans are for different jobs or one does not fit."""
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-from planner.analysis import explain
 from planner.commands.common import print_json
 from planner.inputs.loading import load_estimate
 from planner.render import estimate as render
@@ -18,17 +18,19 @@ def load_scored(path: str) -> dict:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    a, b = load_scored(args.a), load_scored(args.b)
-    fast, slow = (a, b) if a["step_time_s"] <= b["step_time_s"] else (b, a)
-    tie = abs(a["step_time_s"] - b["step_time_s"]) <= 1e-9 * max(a["step_time_s"], b["step_time_s"])
-    sentence = "the same step time" if tie else explain.why_faster(fast, slow)
-    winner = "tie" if tie else ("A" if fast is a else "B")
+    """Over planner.analysis.compare.compare."""
+    from planner.analysis.compare import compare
+
+    result = compare(load_scored(args.a), load_scored(args.b))
     if args.json:
-        print_json({"faster": winner, "why": sentence, "a": a, "b": b})
+        print_json(result)
         return 0
-    render.print_side_by_side(a, b, f"A ({Path(args.a).name})", f"B ({Path(args.b).name})")
-    render.make_console().print("[bold]A and B tie[/bold]" if winner == "tie" else
-                                f"[bold]{winner} is faster[/bold]: {sentence}")
+    console = render.make_console()
+    for warning in result["warnings"]:
+        console.print(f"[yellow]warning:[/yellow] {warning}")
+    render.print_side_by_side(result["a"], result["b"], f"A ({Path(args.a).name})", f"B ({Path(args.b).name})")
+    winner = result["faster"]
+    console.print("[bold]A and B tie[/bold]" if winner == "tie" else f"[bold]{winner} is faster[/bold]: {result['why']}")
     return 0
 
 

@@ -124,9 +124,15 @@ def cmd_suggest(args: argparse.Namespace) -> int:
     for warning in out["warnings"]:
         print(f"planner: warning: {warning}", file=sys.stderr)
     if args.emit:
-        from planner.emit import emit_files
+        from planner.emit import emit_per_framework, formats
+        from planner.search.report import best_per_framework
 
-        for path in emit_files(model, out["plans"][0], args.emit, args.out, args.force):
+        chosen, notes = best_per_framework(model, spec, opts, out, formats(args.emit), whatif.parse(args.what_if))
+        for note in notes:
+            print(f"planner: note: {note}", file=sys.stderr)
+        if not chosen:
+            raise PlannerError(f"no plan for --emit {args.emit}: " + "; ".join(notes))
+        for path in emit_per_framework(model, chosen, args.out, args.force):
             print(f"planner: wrote {path}", file=sys.stderr)
     if args.json:
         print_json(out)

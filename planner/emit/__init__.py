@@ -18,26 +18,41 @@ FRAMEWORKS = {"deepspeed": deepspeed.files, "megatron": megatron.files}
 FORMATS = ("deepspeed", "megatron", "all")
 
 
-def render(job: Job, fmt: str) -> dict[str, tuple[str, bool]]:
-    """Every file of the format, {path relative to the output folder: (text, executable)}."""
+def formats(fmt: str) -> list[str]:
+    """The frameworks a format names: one, or every framework with an emitter for 'all'."""
     if fmt not in FORMATS:
         raise PlannerError(f"unknown format '{fmt}' (choose {', '.join(FORMATS)})")
-    frameworks = list(FRAMEWORKS) if fmt == "all" else [fmt]
-    offload = {job.options.offload_optimizer, job.options.offload_param} != {"none"}
-    if offload and "deepspeed" not in frameworks:
-        raise PlannerError("--offload-optimizer/--offload-param are DeepSpeed settings; Megatron-LM files ignore them")
+    return list(FRAMEWORKS) if fmt == "all" else [fmt]
+
+
+def render(job: Job, fmt: str) -> dict[str, tuple[str, bool]]:
+    """Every file of the format for one plan, {path relative to the output folder: (text, executable)}."""
+    return render_jobs({name: job for name in formats(fmt)})
+
+
+def render_jobs(jobs: dict[str, Job]) -> dict[str, tuple[str, bool]]:
+    """Each framework's files for its own plan (`jobs`: framework -> job), and one README.txt."""
+    offload = any({j.options.offload_optimizer, j.options.offload_param} != {"none"} for j in jobs.values())
+    if offload and "deepspeed" not in jobs:
+        raise PlannerError("--offload-optimizer/--offload-param are DeepSpeed settings; the other frameworks' "
+                           "files would ignore them")
     out: dict[str, tuple[str, bool]] = {}
     refused: dict[str, str] = {}
-    for name in frameworks:
+    for name, job in jobs.items():
         try:
             out.update({f"{name}/{rel}": body for rel, body in FRAMEWORKS[name](job).items()})
         except PlannerError as err:
             refused[name] = str(err)
     if refused:
-        ok = [f for f in frameworks if f not in refused]
+        ok = [f for f in jobs if f not in refused]
         hint = f" (--format {ok[0]} writes only its files)" if ok else ""
         raise PlannerError("; and ".join(refused.values()) + hint)
-    out["README.txt"] = (readme(job, frameworks, list(out)), False)
+    plans = {name: job.plan for name, job in jobs.items()}
+    if len(set(plans.values())) == 1:
+        text = readme(next(iter(jobs.values())), list(jobs), list(out))
+    else:  # each framework runs its own best plan: one README block each
+        text = "\n".join(readme(job, [name], [f for f in out if f.startswith(f"{name}/")]) for name, job in jobs.items())
+    out["README.txt"] = (text, False)
     return out
 
 
@@ -52,4 +67,12 @@ def emit_files(model_spec: ModelSpec, estimate_dict: dict, fmt: str, out_dir, fo
     return write_files(Path(out_dir), render(job, fmt), force)
 
 
-__all__ = ["EmitOptions", "FORMATS", "Job", "build_job", "emit_files", "render"]
+def emit_per_framework(model_spec: ModelSpec, estimates: dict[str, dict], out_dir, force: bool = False,
+                       options: EmitOptions | None = None) -> list[Path]:
+    """Like emit_files, with each framework's own plan (`estimates`: framework -> estimate object)."""
+    jobs = {name: build_job(model_spec, est, options) for name, est in estimates.items()}
+    return write_files(Path(out_dir), render_jobs(jobs), force)
+
+
+__all__ = ["EmitOptions", "FORMATS", "Job", "build_job", "emit_files", "emit_per_framework", "formats", "render",
+           "render_jobs"]

@@ -149,7 +149,7 @@ def print_side_by_side(a: dict, b: dict, name_a: str, name_b: str, console: Cons
     for col in ("part", name_a, name_b, "change"):
         table.add_column(col, justify="left" if col == "part" else "right")
     for key, label in TIME_LABELS.items():
-        va, vb = a["time_breakdown_s"][key], b["time_breakdown_s"][key]
+        va, vb = a["time_breakdown_s"].get(key, 0.0), b["time_breakdown_s"].get(key, 0.0)
         if va or vb:
             table.add_row(label, f"{va:.3f}", f"{vb:.3f}", f"{vb - va:+.3f}")
     rows = [("step s", a["step_time_s"], b["step_time_s"], "{:.3f}"),

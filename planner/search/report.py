@@ -30,6 +30,48 @@ def search_summary(result: suggest.Result, opts: suggest.Options) -> dict:
             "seconds": result.seconds, "notes": result.notes}
 
 
+def runs_on(framework: str, model: ModelSpec, plan) -> bool:
+    """Whether `framework` runs the plan (its rules in planner/frameworks, and the cost model's own)."""
+    from costmodel.rules import model_plan_violations
+
+    from planner import frameworks
+
+    m = model.to_model()
+    return not model_plan_violations(m, plan) and not frameworks.violations(frameworks.get(framework), m, plan)
+
+
+def best_per_framework(model: ModelSpec, spec: SearchSpec, opts: suggest.Options, report: dict,
+                       names: list[str], wi: whatif.WhatIf | None = None) -> tuple[dict[str, dict], list[str]]:
+    """For each framework, the best plan it runs: the overall best when it runs it, else the best of
+    a search restricted to that framework. Returns (framework -> estimate object, notes)."""
+    from planner.errors import PlannerError
+    from planner.inputs.plans import build_plan
+    from planner.inputs.specs import PlanSpec
+
+    best = report["plans"][0]
+    plan = build_plan(PlanSpec.model_validate({k: v for k, v in best["plan"].items() if k != "grad_accum_steps"}),
+                      model, best["num_gpus"])
+    chosen, notes = {}, []
+    for name in names:
+        if runs_on(name, model, plan):
+            chosen[name] = best
+            continue
+        try:
+            own = suggest_report(model, replace(spec, frameworks=(name,)), replace(opts, top_k=1), wi)["plans"][0]
+        except PlannerError as err:
+            notes.append(f"{name}: no plan it runs fits ({err}); no {name} files written")
+            continue
+        chosen[name] = own
+        notes.append(f"{name} does not run the best plan; its own best is {_label(own)}, "
+                     f"{own['step_time_s']:.3g} s per step against {best['step_time_s']:.3g} s")
+    return chosen, notes
+
+
+def _label(d: dict) -> str:
+    p = d["plan"]
+    return f"tp {p['tp']}, pp {p['pp']}, dp {p['dp']}, ZeRO {p['zero_stage']}, recompute {p['recompute']}"
+
+
 def suggest_report(model: ModelSpec, spec: SearchSpec, opts: suggest.Options, wi: whatif.WhatIf | None = None,
                    grid: list[whatif.WhatIf] | None = None, run=suggest.run) -> dict:
     """The JSON object of `planner suggest`: plans (estimate objects, best first), why, search,

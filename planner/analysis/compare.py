@@ -1,0 +1,60 @@
+"""Two scored plans side by side: which is faster and why, and what makes the comparison unfair.
+
+Step times compare only like with like: the same model, cluster, GPU count, global batch and
+sequence length. When the plans differ in any of them, `compare` says so and ranks them by
+tokens per second per GPU (throughput that does not depend on the batch or the job's size), and
+it names a plan that does not fit in its GPU's memory.
+"""
+from __future__ import annotations
+
+from planner.analysis import explain
+
+SAME = (("model", "model"), ("cluster", "cluster"), ("gpu", "GPU"), ("num_gpus", "GPU count"),
+        ("seq_length", "sequence length"))
+
+
+def differences(a: dict, b: dict) -> list[str]:
+    """'model llama3-70b vs llama3-8b'-style phrases for what the two jobs do not share."""
+    out = [f"{label} {a.get(key)} vs {b.get(key)}" for key, label in SAME
+           if a.get(key) is not None and b.get(key) is not None and a.get(key) != b.get(key)]
+    ga, gb = a["plan"].get("global_batch_size"), b["plan"].get("global_batch_size")
+    if ga != gb:
+        out.append(f"global batch {ga} vs {gb}")
+    return out
+
+
+def per_gpu_rate(d: dict) -> float | None:
+    """Tokens per second per GPU, when the estimate says how many of each."""
+    tokens, gpus = d.get("tokens_per_s"), d.get("num_gpus")
+    return tokens / gpus if tokens and gpus else None
+
+
+def compare(a: dict, b: dict) -> dict:
+    """The `planner compare --json` object: faster (A, B or tie), why, the caveats, and both plans."""
+    diffs = differences(a, b)
+    rates = per_gpu_rate(a), per_gpu_rate(b)
+    if diffs and None not in rates:
+        measure, ka, kb = "tokens/s per GPU", -rates[0], -rates[1]
+    else:
+        measure, ka, kb = "step time", a["step_time_s"], b["step_time_s"]
+    tie = abs(ka - kb) <= 1e-9 * max(abs(ka), abs(kb))
+    fast, slow = (a, b) if ka <= kb else (b, a)
+    if tie:
+        why = f"the same {measure}"
+    elif diffs:
+        ratio = max(rates) / min(rates) if measure != "step time" else slow["step_time_s"] / fast["step_time_s"]
+        why = f"{ratio:.2f}x the {measure}; the jobs differ ({'; '.join(diffs)}), so step times do not compare"
+    else:
+        why = explain.why_faster(fast, slow)
+    misfits = [name for name, d in (("A", a), ("B", b)) if d.get("fits") is False]
+    warnings = ([f"the plans are for different jobs: {'; '.join(diffs)}"] if diffs else [])
+    warnings += [f"{name} does not fit in GPU memory ({_gib(d['memory_per_gpu_bytes'])} of "
+                 f"{_gib(d.get('memory_capacity_bytes'))} per GPU)" for name, d in (("A", a), ("B", b))
+                 if name in misfits]
+    return {"faster": "tie" if tie else ("A" if fast is a else "B"), "measure": measure, "why": why,
+            "same_job": not diffs, "differences": diffs, "does_not_fit": misfits, "warnings": warnings,
+            "a": a, "b": b}
+
+
+def _gib(value) -> str:
+    return "?" if not value else f"{value / 2**30:.1f} GiB"

@@ -1,0 +1,46 @@
+"""`planner compare`: a fair comparison, or a warning that says why it is not."""
+from __future__ import annotations
+
+import json
+
+from planner.analysis.compare import compare, differences
+from planner.commands.main import main
+
+
+def est(model="m", gpus=16, gbs=64, step=10.0, tokens_per_s=None, fits=True, seq=4096, mem=60 * 2**30):
+    return {"model": model, "cluster": "c", "gpu": "g", "num_gpus": gpus, "seq_length": seq,
+            "plan": {"tp": 1, "pp": 1, "dp": gpus, "global_batch_size": gbs}, "step_time_s": step,
+            "tokens_per_s": tokens_per_s if tokens_per_s is not None else gbs * seq / step, "fits": fits,
+            "memory_per_gpu_bytes": mem, "memory_capacity_bytes": 80 * 2**30, "mfu": 0.4,
+            "time_breakdown_s": {"compute": step}, "usd_per_step": 1.0}
+
+
+def test_same_job_compares_step_times():
+    r = compare(est(step=10.0), est(step=12.5))
+    assert (r["faster"], r["measure"], r["same_job"], r["warnings"]) == ("A", "step time", True, [])
+
+
+def test_different_jobs_are_named_and_ranked_by_throughput_per_gpu():
+    # A: 70B-like job, 512 x 8192 tokens in 57 s on 64 GPUs = 1,150 tokens/s per GPU;
+    # B: 8B-like job, 128 x 8192 tokens in 3.3 s on 16 GPUs = 19,859 tokens/s per GPU: B is 17.3x.
+    a = est("llama3-70b", gpus=64, gbs=512, step=57.0, seq=8192)
+    b = est("llama3-8b", gpus=16, gbs=128, step=3.3, seq=8192)
+    r = compare(a, b)
+    assert differences(a, b) == ["model llama3-70b vs llama3-8b", "GPU count 64 vs 16", "global batch 512 vs 128"]
+    assert r["faster"] == "B" and r["measure"] == "tokens/s per GPU" and not r["same_job"]
+    assert r["why"].startswith("17.27x the tokens/s per GPU")
+    assert "step times do not compare" in r["why"]
+
+
+def test_a_plan_that_does_not_fit_is_named():
+    r = compare(est(fits=False, mem=int(83.5 * 2**30)), est(step=11.0))
+    assert r["does_not_fit"] == ["A"]
+    assert "A does not fit in GPU memory (83.5 GiB of 80.0 GiB per GPU)" in r["warnings"]
+
+
+def test_command_prints_the_warnings(tmp_path, capsys):
+    (tmp_path / "a.json").write_text(json.dumps(est("llama3-70b", gpus=64, gbs=512, step=57.0, fits=False)))
+    (tmp_path / "b.json").write_text(json.dumps(est("llama3-8b")))
+    assert main(["compare", str(tmp_path / "a.json"), str(tmp_path / "b.json")]) == 0
+    out = capsys.readouterr().out
+    assert "different jobs: model llama3-70b vs llama3-8b" in out and "A does not fit" in out
