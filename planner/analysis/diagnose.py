@@ -35,7 +35,7 @@ def exposed_comm_share(s: Scored) -> float:
 class Lever:
     name: str
     caveat: str
-    change: Callable[[cm.Plan, cm.Cluster], cm.Plan | None]  # None when it does not apply
+    change: Callable[[cm.Plan, cm.Cluster], cm.Plan | list[cm.Plan] | None]  # None (or []) when it does not apply
 
 
 def _if(cond: bool, plan: cm.Plan, **changes) -> cm.Plan | None:
@@ -67,16 +67,42 @@ LEVERS = (
           lambda p, c: _if(p.recompute == "full", p, recompute="selective")),
     Lever("2x interleaved pipeline stages", "more p2p messages; needs layers divisible by pp*vpp",
           lambda p, c: _if(p.pp > 1 and p.num_microbatches % p.pp == 0, p, vpp=2 * p.vpp, stage_layers=())),
+    Lever("lower tensor parallelism", "each GPU holds more of every layer's weights and activations; more "
+          "data-parallel ranks (less TP traffic per sample, more DP sync)",
+          lambda p, c: _lower_tp(p)),
+    Lever("sequence parallelism", "Megatron --sequence-parallel: norms and dropouts split over the TP group, "
+          "same TP traffic as reduce-scatter + all-gather, less activation memory",
+          lambda p, c: _if(p.tp > 1 and not p.sequence_parallel, p, sequence_parallel=True)),
     Lever("TP inside the NVLink domain", "more pipeline or data parallelism instead",
           lambda p, c: _if(p.tp > c.nvlink_domain_size and c.nvlink_domain_size > 1, p,
                            tp=c.nvlink_domain_size, pp=p.pp * p.tp // c.nvlink_domain_size)),
 )
 
 
+def _lower_tp(p: cm.Plan) -> list[cm.Plan]:
+    """Every smaller tp that divides it, with the data-parallel ranks grown to keep the GPUs; the
+    micro-batch shrinks (by halves) until the global batch divides over the new ranks."""
+    out = []
+    for tp in range(p.tp - 1, 0, -1):
+        if p.tp % tp:
+            continue
+        dp, mbs = p.dp * p.tp // tp, p.micro_batch_size
+        while mbs > 1 and p.global_batch_size % (mbs * dp):
+            mbs //= 2
+        if p.global_batch_size % (mbs * dp) == 0:
+            out.append(replace(p, tp=tp, dp=dp, micro_batch_size=mbs, sequence_parallel=p.sequence_parallel and tp > 1))
+    return out
+
+
 @dataclass(frozen=True)
 class LeverResult:
     lever: Lever
     scored: Scored
+
+    def label(self, base: cm.Plan) -> str:
+        """The lever's name, with the tp it settles on when that is what it changes."""
+        p = self.scored.plan
+        return f"{self.lever.name} (tp {p.tp}, dp {p.dp})" if p.tp != base.tp and "tensor" in self.lever.name else self.lever.name
 
     def per_sample_seconds(self) -> float:
         return self.scored.est.step_time_seconds / self.scored.plan.global_batch_size
@@ -88,12 +114,13 @@ def try_levers(base: Scored, eff: cm.Efficiency | None = None) -> list[LeverResu
     base_per_sample = base.est.step_time_seconds / base.plan.global_batch_size
     out = []
     for lever in LEVERS:
-        plan = lever.change(base.plan, base.cluster)
-        if plan is None or plan_violations(model, base.cluster, plan):
-            continue
-        result = LeverResult(lever, score(base.model, base.cluster, plan, eff))
-        if result.scored.est.fits and result.per_sample_seconds() < base_per_sample * (1 - MIN_GAIN):
-            out.append(result)
+        changed = lever.change(base.plan, base.cluster)
+        plans = changed if isinstance(changed, list) else [changed] if changed is not None else []
+        results = [LeverResult(lever, score(base.model, base.cluster, plan, eff)) for plan in plans
+                   if not plan_violations(model, base.cluster, plan)]
+        helps = [r for r in results if r.scored.est.fits and r.per_sample_seconds() < base_per_sample * (1 - MIN_GAIN)]
+        if helps:  # a lever with several settings shows its best
+            out.append(min(helps, key=LeverResult.per_sample_seconds))
     return sorted(out, key=LeverResult.per_sample_seconds)
 
 
@@ -106,7 +133,7 @@ def diagnosis_dict(base: Scored, threshold: float, levers: list[LeverResult]) ->
         "threshold": threshold,
         "comm_bound": exposed_comm_share(base) > threshold,
         "levers": [{
-            "lever": r.lever.name, "caveat": r.lever.caveat,
+            "lever": r.label(base.plan), "caveat": r.lever.caveat,
             "step_time_s": r.scored.est.step_time_seconds,
             "per_sample_speedup": base_per_sample / r.per_sample_seconds(),
             "exposed_comm_share": exposed_comm_share(r.scored),
