@@ -44,3 +44,17 @@ def test_command_prints_the_warnings(tmp_path, capsys):
     assert main(["compare", str(tmp_path / "a.json"), str(tmp_path / "b.json")]) == 0
     out = capsys.readouterr().out
     assert "different jobs: model llama3-70b vs llama3-8b" in out and "A does not fit" in out
+
+
+def test_a_per_node_network_figure_draws_a_warning(tmp_path, capsys):
+    """8 x 400 Gb/s NICs per DGX H100 node = 3200 Gb/s per node; typed as per-GPU it is 4x the fastest
+    shipped NIC (ConnectX-8, 800 Gb/s) and draws a warning naming the field."""
+    (tmp_path / "c.yaml").write_text("name: mine\ngpu: h100-sxm-80gb\nnetwork_bandwidth_gbits_per_s: 3200\n")
+    assert main(["estimate", "llama3-8b", str(tmp_path / "c.yaml"), "--gpus", "16", "--tp", "8", "--gbs", "64",
+                 "--json"]) == 0
+    err = capsys.readouterr().err
+    assert "planner: warning: mine: network_bandwidth_gbits_per_s 3200 is above twice the fastest shipped NIC" in err
+    (tmp_path / "d.yaml").write_text("name: ok\ngpu: h100-sxm-80gb\nnetwork_bandwidth_gbits_per_s: 400\n")
+    assert main(["estimate", "llama3-8b", str(tmp_path / "d.yaml"), "--gpus", "16", "--tp", "8", "--gbs", "64",
+                 "--json"]) == 0
+    assert "warning" not in capsys.readouterr().err

@@ -43,6 +43,20 @@ MAX_SECONDS = 1e9
 MAX_EFFICIENCY_SCALE = 2.0  # a measured matmul efficiency scale; above this GEMMs beat the peak
 MAX_NAME_CHARS = 128
 
+# The fastest shipped parts (2026): a value above these is legal but draws a warning, since it most
+# likely is a per-node figure typed where a per-GPU one belongs, or bits for bytes.
+# NIC per GPU: NVIDIA ConnectX-8 SuperNIC, 800 Gb/s (GB300 NVL72 / HGX B300 spec sheets).
+# NVLink 5 per GPU: 1.8 TB/s bidirectional = 900 GB/s per direction (NVIDIA Blackwell datasheet).
+# HBM: B300 / GB300 8 TB/s; memory: B300 288 GB HBM3e (NVIDIA HGX B300 / GB300 NVL72 spec sheets).
+PLAUSIBLE = {
+    "network_bandwidth_gbits_per_s": (1600.0, "above twice the fastest shipped NIC per GPU (800 Gb/s); "
+                                              "is it the node's total? the key is per GPU"),
+    "nvlink_bandwidth_gbytes_per_s": (1800.0, "above twice NVLink 5's 900 GB/s per GPU and direction; the key is "
+                                              "per GPU, one direction"),
+    "hbm_bandwidth_gbytes_per_s": (16000.0, "above twice the fastest shipped HBM (8 TB/s per GPU)"),
+    "memory_gib": (600.0, "above twice the largest shipped GPU memory (288 GB)"),
+}
+
 
 def count(upper: int, lower: int = 1):
     """An integer (not a bool, not a float) in [lower, upper]."""

@@ -1,6 +1,7 @@
 """Load models, GPUs and clusters from files or catalog names; every failure is one PlannerError line."""
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from costmodel import types as cm
@@ -55,7 +56,10 @@ def build_cluster(spec: ClusterSpec, num_gpus: int | None) -> cm.Cluster:
         raise PlannerError(f"cluster '{spec.name}' has no num_gpus; pass --gpus N")
     if count < 1:
         raise PlannerError(f"--gpus must be >= 1 (got {count})")
-    return spec.to_cluster(resolve_gpu(spec.gpu), count)
+    gpu = resolve_gpu(spec.gpu)
+    for warning in spec.implausible(gpu):
+        print(f"planner: warning: {warning}", file=sys.stderr)
+    return spec.to_cluster(gpu, count)
 
 
 def load_estimate(ref: str, required: tuple[str, ...] = ("plan",)) -> dict:

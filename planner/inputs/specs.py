@@ -153,6 +153,19 @@ class ClusterSpec(Spec):
                              "(0 means the GPUs have no NVLink)")
         return self
 
+    def implausible(self, gpu: GpuSpec) -> list[str]:
+        """Warnings for values far outside any shipped part (limits.PLAUSIBLE), naming the field."""
+        values = {"network_bandwidth_gbits_per_s": self.network_bandwidth_gbits_per_s,
+                  "nvlink_bandwidth_gbytes_per_s": self.nvlink_bandwidth_gbytes_per_s
+                  if self.nvlink_bandwidth_gbytes_per_s is not None else gpu.nvlink_bandwidth_gbytes_per_s,
+                  "hbm_bandwidth_gbytes_per_s": gpu.hbm_bandwidth_gbytes_per_s, "memory_gib": gpu.memory_gib}
+        out = []
+        for key, value in values.items():
+            limit, why = L.PLAUSIBLE[key]
+            if value > limit:
+                out.append(f"{self.name}: {key} {value:g} is {why}")
+        return out
+
     def to_cluster(self, gpu: GpuSpec, num_gpus: int) -> cm.Cluster:
         nvlink = self.nvlink_bandwidth_gbytes_per_s
         if nvlink is None:
