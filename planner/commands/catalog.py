@@ -5,20 +5,21 @@ from __future__ import annotations
 
 import argparse
 
-from rich.table import Table
-
 from planner.commands.common import print_json
-from planner.inputs import catalogs, loading
-from planner.render.estimate import make_console
 
-KINDS = {"gpus": catalogs.gpu_rows, "clusters": catalogs.cluster_rows, "models": loading.model_rows}
-
+KINDS = ("clusters", "gpus", "models")
 
 def cmd_catalog(args: argparse.Namespace) -> int:
-    rows = KINDS[args.kind]()
+    from planner.inputs import catalogs, loading
+
+    rows = {"gpus": catalogs.gpu_rows, "clusters": catalogs.cluster_rows, "models": loading.model_rows}[args.kind]()
     if args.json:
         print_json(rows)
         return 0
+    from rich.table import Table
+
+    from planner.render.estimate import make_console
+
     table = Table(title=f"catalogs: {args.kind} ({catalogs.catalog_dir()})", title_justify="left")
     for key in rows[0]:
         table.add_column(key, justify="left" if key in ("name", "gpu", "generation", "mlp", "price_kind", "price_date") else "right")
@@ -31,6 +32,6 @@ def cmd_catalog(args: argparse.Namespace) -> int:
 def register(sub) -> None:
     p = sub.add_parser("catalog", help="list the shipped GPUs, clusters (with dated prices) or models",
                        description="List catalog entries; sources are in the YAML files under catalogs/.")
-    p.add_argument("kind", choices=sorted(KINDS))
+    p.add_argument("kind", choices=KINDS)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_catalog)

@@ -6,14 +6,14 @@ import argparse
 from pathlib import Path
 
 from planner.commands.common import print_json
-from planner.inputs.loading import load_estimate
-from planner.render import estimate as render
 
 REQUIRED = ("plan", "step_time_s", "time_breakdown_s", "memory_per_gpu_bytes", "usd_per_step", "mfu")
 
 
 def load_scored(path: str) -> dict:
     """An estimate object (`planner estimate --json`), or the first plan of `suggest --json`."""
+    from planner.inputs.loading import load_estimate
+
     return load_estimate(path, REQUIRED)
 
 
@@ -25,6 +25,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.json:
         print_json(result)
         return 0
+    from planner.render import estimate as render
+
     console = render.make_console()
     for warning in result["warnings"]:
         console.print(f"[yellow]warning:[/yellow] {warning}")

@@ -5,7 +5,6 @@ import argparse
 import sys
 
 from planner.errors import PlannerError
-from planner.inputs import catalogs
 from planner.inputs import limits as L
 from planner.inputs.argtypes import bounded_int, seq_length_arg
 
@@ -17,7 +16,7 @@ framework would reject is refused, naming the rule. Existing files are kept unle
 def model_for(args: argparse.Namespace, estimate: dict):
     """--model (with --seq-length), else the model PLAN.json was scored with: its `model_spec`, or
     for older files its name looked up in the catalog."""
-    from planner.inputs import loading, reading
+    from planner.inputs import catalogs, loading, reading
     from planner.inputs.specs import ModelSpec
 
     if args.model:

@@ -12,7 +12,6 @@ from planner.inputs.planflags import add_plan_flags, plan_spec_from_args
 def cmd_estimate(args: argparse.Namespace) -> int:
     from planner.analysis.report import estimate_report
     from planner.inputs import loading
-    from planner.render import estimate as render
 
     model = loading.load_model_spec(args.model, args.seq_length)
     cluster = loading.build_cluster(loading.load_cluster_spec(args.cluster), args.gpus)
@@ -23,6 +22,8 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     if args.json:
         print_json(d)
         return 0
+    from planner.render import estimate as render
+
     render.print_estimate(d)
     render.print_diagnosis(d["diagnosis"])
     if "what_if" in d:

@@ -19,17 +19,13 @@ def command_registrars() -> list:
 
 
 def build_parser():
-    from importlib.metadata import PackageNotFoundError, version
-
+    from planner import __version__
     from planner.commands.common import EPILOG
     from planner.inputs.argtypes import OneLineParser
 
     parser = OneLineParser(
         prog="planner", description="Plan and score parallel layouts for distributed LLM training.", epilog=EPILOG)
-    try:
-        parser.add_argument("--version", action="version", version=f"planner {version('planner')}")
-    except PackageNotFoundError:
-        pass
+    parser.add_argument("--version", action="version", version=f"planner {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=OneLineParser)
     for register in command_registrars():
         register(sub)

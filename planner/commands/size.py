@@ -6,11 +6,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from costmodel import runtime
 from planner.commands.common import add_what_if, print_json
 from planner.errors import PlannerError
 from planner.inputs import limits as L
 from planner.inputs.argtypes import batch_arg, bounded_float, bounded_int, gpus_arg, seq_length_arg
-from planner.sizing import scan as sizing
 
 
 def request_of(args: argparse.Namespace):
@@ -66,7 +66,7 @@ def register(sub) -> None:
                    help="also size spot (preemptible) offerings; preemptions are not modelled")
     p.add_argument("--fine", action="store_true", help="also try 1.5x node counts (3, 6, 12, ... nodes)")
     p.add_argument("--failures-per-1000-gpu-days", type=bounded_float(1000.0, strict=False),
-                   default=sizing.runtime.LLAMA3_INTERRUPTIONS_PER_GPU_HOUR * 24 * 1000,
+                   default=runtime.LLAMA3_INTERRUPTIONS_PER_GPU_HOUR * 24 * 1000,
                    help="job interruptions (default 0.53: Llama 3 405B, 466 in 54 days on 16,384 GPUs)")
     p.add_argument("--restart-minutes", type=bounded_float(L.MAX_DAYS * 1440, strict=False), default=10.0, help="time lost per restart (default 10)")
     p.add_argument("--checkpoint-gbytes-per-s-per-node", type=bounded_float(1e4), default=1.0,

@@ -8,11 +8,11 @@ from pathlib import Path
 
 from planner.commands.common import print_json
 from planner.errors import PlannerError
-from planner.render.estimate import make_console
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from planner.render import validate as render
+    from planner.render.estimate import make_console
     from planner.validation import runs as validation
     from planner.validation.generalise import generalisation
 

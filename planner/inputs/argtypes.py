@@ -10,7 +10,6 @@ import math
 from typing import Callable
 
 from planner.errors import PlannerError
-
 from planner.inputs import limits as L
 
 

@@ -4,13 +4,10 @@ Every number a user types is checked here before the cost model sees it: counts 
 (a YAML `true` is not a count, nor is 8.0), quantities are finite numbers, and each is bounded by
 what any real training job or machine could have, with room to spare. The bounds keep the search
 finite (factoring a GPU count, listing micro-batch sizes) and every result representable in
-strict JSON. README.md lists them.
+strict JSON. README.md lists them. Standard library only: the command line reads these before
+anything heavy is imported; the pydantic field types built on them are in fields.py.
 """
 from __future__ import annotations
-
-from typing import Annotated
-
-from pydantic import Field, StrictBool, StringConstraints
 
 # Files: read at most this much, nested at most this deep (before parsing).
 MAX_FILE_BYTES = 16 * 2**20
@@ -56,22 +53,3 @@ PLAUSIBLE = {
     "hbm_bandwidth_gbytes_per_s": (16000.0, "above twice the fastest shipped HBM (8 TB/s per GPU)"),
     "memory_gib": (600.0, "above twice the largest shipped GPU memory (288 GB)"),
 }
-
-
-def count(upper: int, lower: int = 1):
-    """An integer (not a bool, not a float) in [lower, upper]."""
-    return Annotated[int, Field(strict=True, ge=lower, le=upper)]
-
-
-def quantity(upper: float, positive: bool = True):
-    """A finite number (int or float, not a bool or string) in (0, upper], or [0, upper]."""
-    bound = {"gt": 0} if positive else {"ge": 0}
-    return Annotated[float, Field(strict=True, allow_inf_nan=False, le=upper, **bound)]
-
-
-# A name: printable, one line, no shell or YAML metacharacters that could end a comment line.
-Name = Annotated[str, StringConstraints(strict=True, min_length=1, max_length=MAX_NAME_CHARS,
-                                        pattern=r"^[A-Za-z0-9][A-Za-z0-9 ._+:@()/-]*$")]
-# Free text (sources, notes): one or more lines of printable text, bounded.
-Text = Annotated[str, StringConstraints(strict=True, max_length=8192)]
-Flag = StrictBool

@@ -107,8 +107,9 @@ def _indent_levels(text: str) -> int:
     return deepest
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """SafeLoader that refuses a key given twice and reads YAML 1.2 floats (1e3, 2.0e12, .5)."""
+class _StrictLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+    """SafeLoader (LibYAML's parser where PyYAML has it) that refuses a key given twice and reads
+    YAML 1.2 floats (1e3, 2.0e12, .5)."""
 
     def construct_mapping(self, node, deep=False):
         seen = set()

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from costmodel import types as cm
 from costmodel.compute import power_capped_clock_fraction
 from planner.inputs import limits as L
-from planner.inputs.limits import Flag, Name, Text, count, quantity
+from planner.inputs.fields import Flag, Name, Text, count, quantity
 
 GIB = 2**30
 

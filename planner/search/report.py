@@ -33,7 +33,6 @@ def search_summary(result: suggest.Result, opts: suggest.Options) -> dict:
 def runs_on(framework: str, model: ModelSpec, plan) -> bool:
     """Whether `framework` runs the plan (its rules in planner/frameworks, and the cost model's own)."""
     from costmodel.rules import model_plan_violations
-
     from planner import frameworks
 
     m = model.to_model()
