@@ -121,8 +121,10 @@ def first_stage_extra_bytes(model: Model, batch: int, tp: int, inflight: float) 
     return inflight * model.seq_length * batch * model.hidden_size / tp
 
 
-def last_stage_extra_bytes(model: Model, batch: int, tp: int, fused_cross_entropy: bool = True) -> float:
-    """Final norm and output-layer inputs (4sbh/t) and the loss's logits buffers.
+def last_stage_extra_bytes(model: Model, batch: int, tp: int, fused_cross_entropy: bool = True,
+                           element_bytes: int = 2) -> float:
+    """Final norm and output-layer inputs (2 x element_bytes x sbh/t: 4sbh/t in 16-bit) and the loss's
+    logits buffers.
 
     Fused (vocab-parallel) cross entropy keeps one fp32 copy of the logits, 4sbV/t (Korthikanti
     Sec 4.3; Megatron-LM's vocab_parallel_cross_entropy works in place on it). An eager
@@ -133,4 +135,4 @@ def last_stage_extra_bytes(model: Model, batch: int, tp: int, fused_cross_entrop
     """
     sb = model.seq_length * batch
     logits_bytes = 4.0 if fused_cross_entropy else 12.0
-    return 4.0 * sb * model.hidden_size / tp + logits_bytes * sb * model.vocab_size / tp
+    return 2.0 * element_bytes * sb * model.hidden_size / tp + logits_bytes * sb * model.vocab_size / tp

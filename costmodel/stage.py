@@ -89,7 +89,7 @@ def stage_activation_bytes(model: Model, plan: Plan, layers: int, stage: int) ->
     if stage == 0:
         total += memory.first_stage_extra_bytes(model, b, t, inflight)
     if stage == plan.pp - 1:
-        total += memory.last_stage_extra_bytes(model, b, t, plan.fused_cross_entropy)
+        total += memory.last_stage_extra_bytes(model, b, t, plan.fused_cross_entropy, act)
     return total
 
 

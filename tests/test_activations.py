@@ -92,3 +92,47 @@ def test_eager_fp32_cross_entropy_holds_three_fp32_logit_tensors():
     fused = stage_activation_bytes(model, Plan(**base), 32, 0)
     eager = stage_activation_bytes(model, Plan(**base, fused_cross_entropy=False), 32, 0)
     assert eager - fused == 8 * 2 * 8192 * 128256  # 16.8 GB, 15.7 GiB
+
+
+LLAMA3_8B = dict(name="llama3-8b", num_layers=32, hidden_size=4096, num_attention_heads=32, vocab_size=128256,
+                 seq_length=8192, num_kv_heads=8, ffn_hidden_size=14336, mlp="swiglu")
+
+
+def llama_by_hand(flash: bool, element_bytes: int) -> float:
+    """Llama 3 8B, one sequence of s = 8192, tp 1, no recompute, no dropout: Korthikanti eq. 1 term by
+    term with GQA (K, V at kv/a = 8/32 of h) and SwiGLU (gate, up and their product, 3 x sbf), in 16-bit
+    (element_bytes 2) or fp32 (4) tensors; the fp32 logits are 4 B per element either way.
+      sbh = 8192 x 4096 = 33,554,432
+      norm inputs 2 x sbh, QKV input sbh, MLP input sbh          -> 4 sbh elements
+      Q sbh, K and V 2 x sbh/4, projection input sbh             -> 2.5 sbh elements
+      unfused softmax, no dropout: scores + probabilities        -> 2 a s^2 b / 2 = 2,147,483,648 elements
+        (FlashAttention instead: its fp32 log-sum-exp, 4 a s b = 1,048,576 bytes)
+      SwiGLU: 3 s b f = 3 x 8192 x 14336 = 352,321,536 elements
+      last stage: final norm input and output-layer input 2 sbh elements, fp32 logits 4 s b V bytes."""
+    sbh, s, a, f, V = 8192 * 4096, 8192, 32, 14336, 128256
+    elements = 4 * sbh + 2.5 * sbh + 3 * s * f + (0 if flash else a * s * s)
+    per_layer = elements * element_bytes + (4 * a * s if flash else 0)
+    return 32 * per_layer + 2 * sbh * element_bytes + 4 * s * V
+
+
+@pytest.mark.parametrize("flash", [False, True], ids=["unfused", "flash"])
+def test_llama3_8b_stage_activations_by_hand(flash):
+    # unfused: 32 x 5,435,817,984 + 134,217,728 + 4,202,692,608 = 178,283,085,824 bytes
+    from costmodel.types import Model
+
+    model = Model(**LLAMA3_8B)
+    plan = Plan(tp=1, dp=8, micro_batch_size=1, global_batch_size=8, flash_attention=flash)
+    assert stage_activation_bytes(model, plan, 32, 0) == pytest.approx(llama_by_hand(flash, 2), rel=1e-12)
+    if not flash:
+        assert llama_by_hand(False, 2) == 178_283_085_824
+
+
+def test_llama3_8b_fp32_stage_activations_by_hand():
+    # every activation tensor is 4 B in fp32 training; only the logits (fp32 in both) stay as they were:
+    # 2 x 173,946,175,488 + 8 sbh (268,435,456) + 4,202,692,608 = 352,363,479,040 bytes
+    from costmodel.types import Model
+
+    model = Model(**LLAMA3_8B)
+    plan = Plan(tp=1, dp=8, micro_batch_size=1, global_batch_size=8, flash_attention=False, precision="fp32")
+    assert llama_by_hand(False, 4) == 352_363_479_040
+    assert stage_activation_bytes(model, plan, 32, 0) == pytest.approx(llama_by_hand(False, 4), rel=1e-12)

@@ -42,8 +42,25 @@ def assert_one_line_error(code, err, *needles):
 
 
 def test_good_inputs_work(files, capsys):
+    import json
+
     code, out, err = run(capsys, "estimate", str(files / "m.yaml"), str(files / "c.yaml"), "--json")
     assert code == 0 and '"step_time_s"' in out and err == ""
+    d = json.loads(out)
+    p, step = d["plan"], d["step_time_s"]
+    # By hand: 8 GPUs of plain DP, 16 sequences -> micro-batch 1 and 2 accumulation steps.
+    assert (p["tp"], p["pp"], p["dp"], p["micro_batch_size"], p["grad_accum_steps"]) == (1, 1, 8, 1, 2)
+    # Korthikanti et al. 2022 eq. 7: 72 B L s h^2 (1 + s/6h + V/12hL) model FLOPs per step; A100 bf16 312 TFLOP/s.
+    flops = 72 * 16 * 4 * 1024 * 512**2 * (1 + 1024 / (6 * 512) + 32000 / (12 * 512 * 4))
+    assert d["model_tflops_per_gpu"] * 1e12 == pytest.approx(flops / step / 8)
+    assert d["mfu"] == pytest.approx(flops / step / (8 * 312e12))
+    assert d["tokens_per_s"] == pytest.approx(16 * 1024 / step)
+    # ZeRO paper Sec 3.1 (ZeRO 0): 2 B weights + 2 B gradients + 12 B Adam states per parameter, for
+    # N = 4 x (12 h^2 + 2 h norms) + 2 V h (untied) + h = 4 x 3,146,752 + 32,768,000 + 512 = 45,355,520.
+    n = 45_355_520
+    mem = d["memory_breakdown_bytes"]
+    assert (mem["parameters"], mem["gradients"], mem["optimizer_states"]) == (2 * n, 2 * n, 12 * n)
+    assert d["memory_capacity_bytes"] == 80 * 2**30 and d["fits"]
 
 
 def test_missing_file(files, capsys):

@@ -26,12 +26,14 @@ def test_hierarchical_allreduce_by_hand():
 
 
 def test_no_rdma_halves_network_bandwidth():
+    # 200 Gb/s HDR per GPU = 25 GB/s nominal; NCCL reaches 94% of a NIC's line rate (nccl-tests #290:
+    # 47 of 50 GB/s on 400G NDR): 23.5 GB/s. Without RDMA the seed article's cost "doubles": 11.75 GB/s.
     cluster = selene(16)
     eff = Efficiency()
     with_rdma = network_link(cluster, eff).bandwidth_bytes_per_second
     without = network_link(replace(cluster, rdma=False), eff).bandwidth_bytes_per_second
-    assert without == pytest.approx(with_rdma * eff.no_rdma_bandwidth_factor)
-    assert with_rdma == pytest.approx(25e9 * eff.network_efficiency)
+    assert with_rdma == pytest.approx(23.5e9)
+    assert without == pytest.approx(11.75e9)
 
 
 def test_llama31_405b_uneven_split():

@@ -47,15 +47,26 @@ def test_batch_identity_and_blocks(case):
     """train_batch_size == micro x gas x dp (runtime/config.py _batch_assertion), one precision block."""
     cfg = deepspeed.ds_config(matrix_job(case))
     dp = case["layout"][2]
-    assert cfg["train_batch_size"] == cfg["train_micro_batch_size_per_gpu"] * cfg["gradient_accumulation_steps"] * dp
-    assert cfg["gradient_accumulation_steps"] == case["gas"]
+    # The case's own numbers (micro-batch 2 per GPU, dp ranks, gas steps), not the emitter's arithmetic.
+    assert (cfg["train_batch_size"], cfg["train_micro_batch_size_per_gpu"], cfg["gradient_accumulation_steps"]) == \
+        (2 * dp * case["gas"], 2, case["gas"])
     assert (case["precision"] in cfg) and ({"bf16", "fp16"} - {case["precision"]}).isdisjoint(cfg)
+    assert cfg[case["precision"]]["enabled"] is True
+    if case["precision"] == "fp16":  # DeepSpeed config docs: loss_scale 0 = dynamic loss scaling from 2^16
+        assert (cfg["fp16"]["loss_scale"], cfg["fp16"]["initial_scale_power"]) == (0, 16)
     assert cfg["communication_data_type"] == case["precision"]
     assert cfg["gradient_clipping"] == 1.0
     z = cfg["zero_optimization"]
     assert z["stage"] == case["zero"]
-    assert ("offload_optimizer" in z) == (case["opts"].offload_optimizer != "none")
-    assert ("offload_param" in z) == (case["opts"].offload_param != "none")
+    opts = case["opts"]
+    for key, device in (("offload_optimizer", opts.offload_optimizer), ("offload_param", opts.offload_param)):
+        if device == "none":
+            assert key not in z
+        else:  # runtime/zero/offload_config.py: device cpu|nvme, nvme_path only for nvme
+            want = {"device": device, "pin_memory": True, **({"nvme_path": "/local_nvme"} if device == "nvme" else {})}
+            assert z[key] == want
+    if case["zero"] in (1, 2):  # DeepSpeed's ZeRO-1/2 default buckets (runtime/zero/config.py): 5e8 elements
+        assert (z["reduce_bucket_size"], z["allgather_bucket_size"]) == (500_000_000, 500_000_000)
     assert all(isinstance(v, int) for k, v in z.items() if k.endswith(("_size", "_threshold", "_parameters")))
 
 
@@ -120,6 +131,12 @@ def test_hostfile_lines():
                                                           "node-4 slots=8"]
 
 
+def test_launch_script_spans_the_nodes():
+    """tp 8 x dp 4 = 32 GPUs: the launcher runs 4 nodes of 8 (launcher/runner.py --num_nodes, --num_gpus)."""
+    text = deepspeed.launch_sh(job(tiny(), tp=8, dp=4))
+    assert "--num_nodes 4 --num_gpus 8" in text
+
+
 @pytest.mark.parametrize("case", MATRIX[::7], ids=case_id)
 def test_launch_script_is_valid_bash(tmp_path, case):
     j = matrix_job(case)
@@ -127,5 +144,7 @@ def test_launch_script_is_valid_bash(tmp_path, case):
     script.write_text(deepspeed.launch_sh(j))
     subprocess.run(["bash", "-n", str(script)], check=True)
     text = script.read_text()
-    assert f"--num_nodes {j.nnodes} --num_gpus {j.gpus_per_node}" in text
+    # Every matrix layout is tp x pp x dp = 8 GPUs: one node of 8 (clusters outside the catalog default to 8).
+    assert case["layout"][0] * case["layout"][1] * case["layout"][2] == 8
+    assert "--num_nodes 1 --num_gpus 8" in text
     assert '--deepspeed --deepspeed_config "$HERE/ds_config.json"' in text

@@ -80,16 +80,32 @@ def test_constructed_flags_obey_megatron(plan):
     """Rules the emitter meets by construction (megatron/training/arguments.py, transformer_config.py)."""
     j = job(tiny(num_kv_heads=4, mlp="swiglu", ffn_hidden_size=2816), **plan)
     a = args_of(j)
-    assert not ("--fp16" in a and "--bf16" in a)
-    if "--overlap-param-gather" in a:
-        assert "--use-distributed-optimizer" in a and "--overlap-grad-reduce" in a
-    full = value(a, "--recompute-granularity") == "full"
-    assert ("--recompute-method" in a) == full and ("--recompute-num-layers" in a) == full
-    assert ("--num-query-groups" in a) == ("--group-query-attention" in a)
+    # The plan's own numbers come back under Megatron's flag names.
+    assert (value(a, "--tensor-model-parallel-size"), value(a, "--pipeline-model-parallel-size")) == \
+        (str(plan["tp"]), str(plan["pp"]))
+    assert (value(a, "--micro-batch-size"), value(a, "--global-batch-size")) == ("1", "16")
+    assert (value(a, "--num-layers"), value(a, "--hidden-size"), value(a, "--ffn-hidden-size")) == ("24", "1024", "2816")
+    # GQA: 4 KV heads of 16 needs both flags (--num-query-groups alone is ignored, arguments.py).
+    assert "--group-query-attention" in a and value(a, "--num-query-groups") == "4" and "--swiglu" in a
+    # Precision: --bf16 / --fp16 exclusive; fp8 trains through Transformer Engine on top of bf16.
+    half = {"bf16": "--bf16", "fp16": "--fp16", "fp8": "--bf16"}[plan["precision"]]
+    assert half in a and ({"--bf16", "--fp16"} - {half}).isdisjoint(a)
+    assert ("--fp8-format" in a) == (plan["precision"] == "fp8")
+    # ZeRO-1 is Megatron's distributed optimizer; with dp 2 and overlap on (the plan default) the grad
+    # reduce overlaps, and the param gather too under the distributed optimizer (which it requires).
+    assert ("--use-distributed-optimizer" in a) == (plan["zero_stage"] == 1)
+    assert "--overlap-grad-reduce" in a
+    assert ("--overlap-param-gather" in a) == (plan["zero_stage"] == 1)
+    # transformer_config.py: full recompute needs a method and a layer count, selective neither.
+    want = {"none": None, "selective": "selective", "full": "full"}[plan["recompute"]]
+    assert value(a, "--recompute-granularity") == want
+    full = plan["recompute"] == "full"
+    assert (value(a, "--recompute-method"), value(a, "--recompute-num-layers")) == \
+        (("uniform", "1") if full else (None, None))
     assert ("--sequence-parallel" in a) == (plan["sequence_parallel"] and plan["tp"] > 1)
-    assert int(value(a, "--max-position-embeddings")) >= int(value(a, "--seq-length"))
-    if plan["vpp"] > 1:
-        assert int(value(a, "--num-layers-per-virtual-pipeline-stage")) * plan["pp"] * plan["vpp"] == 24
+    assert int(value(a, "--max-position-embeddings")) >= int(value(a, "--seq-length")) == 2048
+    # 24 layers over pp x vpp chunks: pp 4 x vpp 3 -> 2 layers per virtual stage; no flag without interleaving.
+    assert value(a, "--num-layers-per-virtual-pipeline-stage") == ({3: "2"}.get(plan["vpp"]))
     script = megatron.launch_sh(j)
     assert ("export CUDA_DEVICE_MAX_CONNECTIONS=1" in script) == (plan["tp"] > 1)
 

@@ -31,8 +31,13 @@ def test_memory_mape_does_not_regress(summary):
 
 
 def test_every_row_is_legal_and_cited():
+    import re
+
+    # a citation someone can follow: an arXiv id, a repository at a commit, or a URL
+    citation = re.compile(r"arXiv:\d{4}\.\d{4,5}|@[0-9a-f]{7,40}\b|https?://")
     for run in validation.load_runs():
-        assert run.source and run.measured.step_time_s > 0
+        assert citation.search(run.source), (run.id, run.source)
+        assert run.measured.step_time_s > 0
         if run.measured.step_time_kind == "derived":
             assert run.measured.derivation, run.id
 

@@ -49,3 +49,23 @@ def test_megatron_table1_parameter_counts(layers, h, a, published_b):
     ours = total_parameters(gpt(layers, h, a))
     assert ours + 11 * layers * h + s * h - h == pytest.approx(narayanan, rel=1e-12)
     assert narayanan / 1e9 == pytest.approx(published_b, abs=0.05 * max(1, published_b / 100))
+
+
+def test_gqa_swiglu_model_flops_palm_appendix_b():
+    """Chowdhery et al. 2022 (PaLM) Appendix B: model FLOPs per token = 6 N + 12 L h s, N the matmul
+    weights. Llama 3 8B (GQA 8 KV heads of 128, SwiGLU f = 14336, V = 128256, s = 8192):
+      per layer Q, O 2 x 4096^2 + K, V 2 x 4096 x 1024 + MLP 3 x 4096 x 14336 = 218,103,808
+      N = 32 x 218,103,808 + output 4096 x 128256 = 7,504,658,432
+      6 N + 12 x 32 x 4096 x 8192 = 57,912,852,480 FLOPs per token; x 8192 tokens per sequence."""
+    m = Model("llama3-8b", 32, 4096, 32, 128256, 8192, num_kv_heads=8, ffn_hidden_size=14336, mlp="swiglu")
+    assert model_flops_per_step(m, 1) == 57_912_852_480 * 8192
+    assert model_flops_per_step(m, 4) == 4 * 57_912_852_480 * 8192
+
+
+def test_op_recompute_reruns_every_second_matmul():
+    """torchtitan per-op SAC (activation_checkpoint.py) saves every odd-numbered matmul output in execution
+    order wq, wk, wv, wo, w1, w3, w2 and recomputes the others' forward: wk (4096 x 1024), wo (4096 x 4096)
+    and w3 (4096 x 14336): 2 x (4,194,304 + 16,777,216 + 58,720,256) = 159,383,552 FLOPs per token per layer."""
+    m = Model("llama3-8b", 32, 4096, 32, 128256, 8192, num_kv_heads=8, ffn_hidden_size=14336, mlp="swiglu")
+    extra = hardware_flops_per_step(m, 1, "op") - model_flops_per_step(m, 1)
+    assert extra == 32 * 159_383_552 * 8192

@@ -29,7 +29,14 @@ def test_seq_length_override():
 
 
 def test_estimate_accepts_a_config_json(capsys):
+    import json
+
     from planner.commands.main import main
 
     assert main(["estimate", f"{HF}/llama-3-8b/config.json", "dgx-h100", "--gpus", "8", "--gbs", "8", "--json"]) == 0
-    assert '"model": "llama-3-8b"' in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert '"model": "llama-3-8b"' in out
+    # the estimate is of that model: 8 GPUs of plain DP (ZeRO 0) each hold all 8,030,261,248 weights in bf16
+    d = json.loads(out)
+    assert (d["plan"]["tp"], d["plan"]["pp"], d["plan"]["dp"], d["plan"]["zero_stage"]) == (1, 1, 8, 0)
+    assert d["memory_breakdown_bytes"]["parameters"] == 2 * 8_030_261_248

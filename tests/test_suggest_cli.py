@@ -59,6 +59,10 @@ def test_enumerator_agrees(capsys):
 
 def test_framework_and_fixes(capsys):
     got = suggest_json(capsys, "--framework", "megatron", "--fix", "tp=2", "--fix", "recompute=selective")
+    # tp 2 on 16 GPUs leaves pp x dp = 8: pp 1, 2, 4, 8 (all divide Llama 3 8B's 32 layers), four layouts,
+    # all within the default top 5.
+    assert {(d["plan"]["tp"], d["plan"]["pp"], d["plan"]["dp"]) for d in got["plans"]} == \
+        {(2, 1, 8), (2, 2, 4), (2, 4, 2), (2, 8, 1)}
     for d in got["plans"]:
         p = d["plan"]
         assert p["tp"] == 2 and p["recompute"] == "selective" and p["zero_stage"] <= 1

@@ -1,6 +1,8 @@
 """suggest: what-if, rank stability, diagnosis of the best plan, and --emit."""
 import json
 
+import pytest
+
 from planner.commands.main import main
 
 BASE = ["suggest", "gpt3-175b", "dgx-a100", "--gpus", "128", "--gbs", "256", "--top", "3"]
@@ -33,6 +35,14 @@ def test_suggest_reports_a_diagnosis_of_the_best(capsys):
     d = run_json(capsys, *BASE)
     diag = d["diagnosis"]
     assert abs(sum(diag["shares"].values()) - 1) < 1e-9 and 0 <= diag["exposed_comm_share"] < 1
+    # It diagnoses the best plan (#1), not another: its shares are #1's parts over #1's step, and the
+    # exposed communication is TP + PP + exposed DP sync of that step.
+    best = d["plans"][0]
+    parts, step = best["time_breakdown_s"], best["step_time_s"]
+    assert diag["shares"] == pytest.approx({k: parts[k] / step for k in diag["shares"]}, rel=1e-9)
+    assert diag["exposed_comm_share"] == pytest.approx(
+        (parts["tp_comm"] + parts["pp_comm"] + parts["dp_comm_exposed"]) / step, rel=1e-9)
+    assert diag["comm_bound"] == (diag["exposed_comm_share"] > 0.30)  # the seed's 30% threshold
 
 
 def test_emit_writes_launch_files_for_the_best_plan(tmp_path, capsys):
@@ -42,6 +52,12 @@ def test_emit_writes_launch_files_for_the_best_plan(tmp_path, capsys):
     capsys.readouterr()
     script = (out / "megatron" / "launch.sh").read_text()
     assert "pretrain_gpt.py" in script and (out / "README.txt").exists()
+    # the files are the best plan's: its layout and batch appear as Megatron-LM flags
+    best = run_json(capsys, "suggest", "llama2-7b", "dgx-h100", "--gpus", "8", "--gbs", "64",
+                    "--framework", "megatron")["plans"][0]["plan"]
+    for flag, key in (("--tensor-model-parallel-size", "tp"), ("--pipeline-model-parallel-size", "pp"),
+                      ("--micro-batch-size", "micro_batch_size"), ("--global-batch-size", "global_batch_size")):
+        assert f"  {flag} {best[key]}\n" in script, flag
     # and never overwrites without --force
     assert main(["suggest", "llama2-7b", "dgx-h100", "--gpus", "8", "--gbs", "64", "--framework", "megatron",
                  "--emit", "megatron", "--out", str(out)]) == 2

@@ -89,6 +89,13 @@ def test_compare_names_the_winner_and_the_part(tmp_path, capsys):
     out = json.loads(capsys.readouterr().out)
     faster, slower = (a, b) if a["step_time_s"] < b["step_time_s"] else (b, a)
     assert out["faster"] == ("A" if faster is a else "B")
-    part, fast_s, slow_s = explain.biggest_part_gap(faster, slower)
-    assert slow_s > fast_s and explain.PART_WORDS[part] in out["why"]
-    assert "tp " in out["why"] and "pp " in out["why"]
+    # By hand: tp 8 x pp 4 puts 20 of the 80 layers on each GPU, tp 4 x pp 8 only 10, and each layer's
+    # TP all-reduces move 2 x 7/8 vs 2 x 3/4 of the activations through a ring of 8 vs 4 GPUs: a's TP
+    # traffic per GPU is (20 x 7/4) / (10 x 3/2) = 2.33x b's (more with ring latency), so B is faster and
+    # the part that decides is TP communication.
+    assert out["faster"] == "B"
+    gaps = {k: slower["time_breakdown_s"][k] - faster["time_breakdown_s"][k] for k in explain.PART_WORDS}
+    assert max(gaps, key=gaps.get) == "tp_comm"
+    assert a["time_breakdown_s"]["tp_comm"] > 2.33 * b["time_breakdown_s"]["tp_comm"]
+    assert "TP communication" in out["why"]
+    assert "tp 4 instead of 8" in out["why"] and "pp 8 instead of 4" in out["why"]
