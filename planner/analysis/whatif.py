@@ -53,11 +53,15 @@ def _number(key: str, text: str) -> float:
 def parse(items: list[str] | None) -> WhatIf:
     """Parse repeated KEY=VALUE assumptions; unknown keys are one clear error."""
     scales, prices, rdma, power = {}, {}, None, None
+    seen: dict[str, str] = {}
     for item in items or []:
         key, sep, value = item.partition("=")
         key = key.strip()
         if not sep:
             raise PlannerError(f"--what-if {item}: expected KEY=VALUE")
+        if key in seen and seen[key] != value.strip():
+            raise PlannerError(f"--what-if {key}: given twice ({seen[key]} and {value.strip()})")
+        seen[key] = value.strip()
         if key in SCALES:
             scales[key] = _number(key, value)
         elif key.startswith("price."):

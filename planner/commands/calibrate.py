@@ -34,6 +34,10 @@ def check_outputs(args) -> None:
     """Refuse before any work: a plot without logs, one path for two files, existing outputs without --force."""
     if args.plot and not args.nccl:
         raise PlannerError("--plot draws the nccl-tests fit; pass --nccl LOG")
+    if args.plot:
+        from planner.render.mpl import require
+
+        require("--plot")
     if args.out and args.plot and Path(args.out).resolve() == Path(args.plot).resolve():
         raise PlannerError(f"--out and --plot name the same file ({args.out}); give each its own")
     for path in (args.out, args.plot):
@@ -49,15 +53,16 @@ def write_outputs(args, result) -> None:
     from costmodel.types import Efficiency
     from planner.calibration import output
     from planner.files import write_files
-    from planner.render import calibrate as render
 
     if args.out:
         path = Path(args.out)
         write_files(path.parent, {path.name: (output.cluster_yaml(result.data), False)}, args.force)
     if args.plot:
+        from planner.render.calibrate_plot import plot_svg
+
         fast, slow = topology.nvlink_link(result.linked, Efficiency()), topology.network_link(result.linked, Efficiency())
         path = Path(args.plot)
-        write_files(path.parent, {path.name: (render.plot_svg(result.plotted, fast, slow, args.min_size), False)},
+        write_files(path.parent, {path.name: (plot_svg(result.plotted, fast, slow, args.min_size), False)},
                     args.force)
     for path in (args.out, args.plot) if not args.json else ():
         if path:
@@ -68,6 +73,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     from planner.calibration.run import calibrate
 
     check_outputs(args)
+    if args.collective is not None and not args.collective.strip():
+        raise PlannerError("--collective: expected a test name, e.g. all_reduce")
     result = calibrate(args.cluster, args.nccl, args.collective, args.min_size, args.step_times)
     report(args, result)
     write_outputs(args, result)
@@ -104,7 +111,9 @@ def register(sub) -> None:
                    help="measured steps (CSV or YAML rows: model, plan flags, gpus, step_time_s) "
                         "to fit the compute efficiency")
     p.add_argument("--out", metavar="FILE", help="write the calibrated cluster YAML here")
-    p.add_argument("--plot", metavar="FILE.svg", help="draw measured vs model time per message size (SVG)")
+    p.add_argument("--plot", metavar="FILE.svg",
+                   help="draw measured vs model time per message size and the residuals (SVG; needs matplotlib: "
+                        "pip install 'planner[plots]')")
     p.add_argument("--force", action="store_true", help="overwrite --out / --plot files")
     p.add_argument("--json", action="store_true", help="print one JSON object with the fitted figures and the table")
     p.set_defaults(func=cmd_calibrate)

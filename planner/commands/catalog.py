@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from planner.commands.common import print_json
+from planner.errors import PlannerError
 
 KINDS = ("clusters", "gpus", "models")
 
@@ -16,6 +17,8 @@ def cmd_catalog(args: argparse.Namespace) -> int:
     if args.json:
         print_json(rows)
         return 0
+    if not rows:
+        raise PlannerError(f"the catalog holds no {args.kind} ({catalogs.catalog_dir()})")
     from rich.table import Table
 
     from planner.render.estimate import make_console

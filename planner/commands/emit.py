@@ -39,6 +39,8 @@ def cmd_emit(args: argparse.Namespace) -> int:
     from planner.emit import EmitOptions, emit_files
     from planner.inputs.loading import load_estimate
 
+    if not args.out.strip():
+        raise PlannerError("--out: expected a folder name")
     estimate = load_estimate(args.plan)
     options = EmitOptions(gpus_per_node=args.gpus_per_node, offload_optimizer=args.offload_optimizer,
                           offload_param=args.offload_param, nvme_path=args.nvme_path)
@@ -54,7 +56,7 @@ def register(sub) -> None:
     p = sub.add_parser("emit", help="write DeepSpeed / Megatron-LM launch files for one plan",
                        description=DESCRIPTION)
     p.add_argument("plan", metavar="PLAN.json", help="one estimate object from `planner estimate --json` ('-' = stdin)")
-    p.add_argument("--format", required=True, choices=["deepspeed", "megatron", "all"])
+    p.add_argument("--format", required=True, choices=["deepspeed", "megatron", "torchtitan", "all"])
     p.add_argument("--out", required=True, metavar="DIR", help="output folder (created if missing)")
     p.add_argument("--force", action="store_true", help="overwrite existing files")
     p.add_argument("--model", help="override: model YAML, HF config.json or catalog name (default: the model "

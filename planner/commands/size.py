@@ -29,6 +29,12 @@ def cmd_size(args: argparse.Namespace) -> int:
 
     if args.plot and Path(args.plot).suffix.lower() not in (".svg", ".html", ".htm"):
         raise PlannerError(f"--plot {args.plot}: write .svg or .html (the picture is SVG)")
+    if args.plot:  # refuse before the scan: no matplotlib, a folder, or a file there without --force
+        from planner.files import check_targets
+        from planner.render.mpl import require
+
+        require("--plot")
+        check_targets(Path(args.plot).parent, {Path(args.plot).name: ("", False)}, args.force)
     request = request_of(args)
     r = size(request, whatif.parse(args.what_if) if args.what_if else None)
     rows = stability_rows(request, r, args.what_if_grid) if args.what_if_grid else []
@@ -53,7 +59,7 @@ def register(sub) -> None:
                                    "with the best plan for each; report the time/dollar Pareto front, the cheapest "
                                    "option meeting the deadline and the fastest within the budget.")
     p.add_argument("model", metavar="MODEL")
-    p.add_argument("--tokens", type=bounded_float(L.MAX_TOKENS), help="tokens to train on, e.g. 2e12 (default: the model's training_tokens)")
+    p.add_argument("--tokens", type=bounded_float(L.MAX_TOKENS, L.MIN_TOKENS, strict=False), help="tokens to train on, e.g. 2e12 (default: the model's training_tokens)")
     p.add_argument("--gbs", type=batch_arg, help="global batch in sequences (default: the model's)")
     p.add_argument("--seq-length", type=seq_length_arg)
     p.add_argument("--deadline-days", type=bounded_float(L.MAX_DAYS))
@@ -69,13 +75,14 @@ def register(sub) -> None:
                    default=runtime.LLAMA3_INTERRUPTIONS_PER_GPU_HOUR * 24 * 1000,
                    help="job interruptions (default 0.53: Llama 3 405B, 466 in 54 days on 16,384 GPUs)")
     p.add_argument("--restart-minutes", type=bounded_float(L.MAX_DAYS * 1440, strict=False), default=10.0, help="time lost per restart (default 10)")
-    p.add_argument("--checkpoint-gbytes-per-s-per-node", type=bounded_float(1e4), default=1.0,
+    p.add_argument("--checkpoint-gbytes-per-s-per-node", type=bounded_float(1e4, 1e-3, strict=False), default=1.0,
                    help="checkpoint write bandwidth per node (default 1 GB/s)")
     add_what_if(p, "size")
     p.add_argument("--what-if-grid", metavar="KEY=V1,V2,...",
                    help="size again for each value and show whether the chosen options stay best")
     p.add_argument("--workers", type=bounded_int(64), default=2, help="processes for the scan (default 2)")
-    p.add_argument("--plot", help="write the Pareto front as SVG (FILE.svg) or self-contained HTML (FILE.html)")
+    p.add_argument("--plot", help="draw every option, the Pareto front and the chosen options as SVG (FILE.svg) or "
+                                  "self-contained HTML (FILE.html); needs matplotlib: pip install 'planner[plots]'")
     p.add_argument("--force", action="store_true", help="overwrite --plot FILE")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_size)

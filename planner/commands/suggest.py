@@ -79,8 +79,11 @@ def search_spec(args: argparse.Namespace):
     fixed = parse_fixes(args.fix)
     fws = parse_list(args.framework, FRAMEWORK_CHOICES, "--framework")
     fws = NAMES if "any" in fws else fws
-    precisions = (fixed["precision"],) if "precision" in fixed else parse_list(args.precision, cm.PRECISIONS,
-                                                                                 "--precision")
+    precisions = parse_list(args.precision, cm.PRECISIONS, "--precision")
+    if "precision" in fixed:
+        if args.precision != "bf16" and fixed["precision"] not in precisions:
+            raise PlannerError(f"--fix precision={fixed['precision']} contradicts --precision {args.precision}")
+        precisions = (fixed["precision"],)
     grads = ("",) if args.grad_dtype is None else parse_list(args.grad_dtype, cm.GRAD_DTYPES, "--grad-dtype")
     grads = (fixed["grad"],) if "grad" in fixed else grads
     spec = SearchSpec(model.to_model(), cluster, model.global_batch_size, fws, precisions, grads, fixed,
@@ -113,8 +116,14 @@ def cmd_suggest(args: argparse.Namespace) -> int:
     from planner.search.report import suggest_report
     from planner.search.suggest import Options
 
+    if not args.out.strip():
+        raise PlannerError("--out: expected a folder name")
     if args.out != "launch" and not args.emit:
         raise PlannerError("--out is the folder for --emit; pass --emit deepspeed|megatron|all too")
+    if args.report:
+        from planner.render.report import check_target
+
+        check_target(args.report, args.force)
     model, spec = search_spec(args)
     opts = Options(args.top, args.objective, args.max_memory_fraction, args.solver)
     grid = stability.parse_grid(args.what_if_grid)[1] if args.what_if_grid else []
@@ -134,6 +143,10 @@ def cmd_suggest(args: argparse.Namespace) -> int:
             raise PlannerError(f"no plan for --emit {args.emit}: " + "; ".join(notes))
         for path in emit_per_framework(model, chosen, args.out, args.force):
             print(f"planner: wrote {path}", file=sys.stderr)
+    if args.report:
+        from planner.render.report import write_report
+
+        print(f"planner: wrote {write_report(args.report, out, args.force)}", file=sys.stderr)
     if args.json:
         print_json(out)
         return 0
@@ -174,10 +187,13 @@ def register(sub) -> None:
     p.add_argument("--what-if-grid", metavar="KEY=V1,V2,...",
                    help="rank stability: search again for each value (e.g. network=0.5,0.6,0.7,0.8,0.9,1.0) and "
                         "show whether the best plan stays best")
-    p.add_argument("--emit", choices=["deepspeed", "megatron", "all"],
+    p.add_argument("--emit", choices=["deepspeed", "megatron", "torchtitan", "all"],
                    help="write launch files for the best plan (see `planner emit`)")
     p.add_argument("--out", default="launch", help="folder for --emit (default ./launch)")
-    p.add_argument("--force", action="store_true", help="let --emit overwrite existing files")
+    p.add_argument("--report", metavar="FILE.html",
+                   help="also write the ranked plans, their time and memory charts and the diagnosis as one "
+                        "self-contained HTML page (needs matplotlib: pip install 'planner[plots]')")
+    p.add_argument("--force", action="store_true", help="let --emit and --report overwrite existing files")
     p.add_argument("--solver", default="cpsat", choices=["cpsat", "enumerate"],
                    help="cpsat (default), or score every plan with the cost model (slow; the test oracle)")
     p.set_defaults(func=cmd_suggest)

@@ -32,22 +32,39 @@ def catalog_rows(path: Path) -> list[dict]:
     return rows
 
 
+def parse_rows(spec_cls, path: Path) -> dict:
+    """A catalog file's rows as specs by name; a name given twice is an error."""
+    out: dict = {}
+    for row in catalog_rows(path):
+        spec = parse(spec_cls, row, f"{path} [{row['name'][:64]!r}]")
+        if spec.name in out:
+            raise PlannerError(f"{path}: '{spec.name}' appears twice")
+        out[spec.name] = spec
+    return out
+
+
 @lru_cache(maxsize=None)
 def gpu_catalog() -> dict[str, GpuSpec]:
-    path = catalog_dir() / "gpus.yaml"
-    rows = catalog_rows(path)
-    return {r["name"]: parse(GpuSpec, r, f"{path} [{r.get('name', i)}]") for i, r in enumerate(rows)}
+    return parse_rows(GpuSpec, catalog_dir() / "gpus.yaml")
 
 
 @lru_cache(maxsize=None)
 def cluster_catalog() -> dict[str, ClusterSpec]:
+    """Cluster offerings by name; each names a GPU of the GPU catalog (or carries its own)."""
     path = catalog_dir() / "clusters.yaml"
-    rows = catalog_rows(path)
-    return {r["name"]: parse(ClusterSpec, r, f"{path} [{r.get('name', i)}]") for i, r in enumerate(rows)}
+    table = parse_rows(ClusterSpec, path)
+    for spec in table.values():
+        if isinstance(spec.gpu, str) and spec.gpu not in gpu_catalog():
+            raise PlannerError(f"{path} ['{spec.name}']: {unknown_name('GPU', spec.gpu, list(gpu_catalog()))}")
+    return table
 
 
 def model_catalog() -> dict[str, Path]:
-    return {p.stem: p for p in sorted((catalog_dir() / "models").glob("*.yaml"))}
+    """Catalog model files by name (models/*.yaml)."""
+    folder = catalog_dir() / "models"
+    if not folder.is_dir():
+        raise PlannerError(f"{folder}: the catalog has no models folder")
+    return {p.stem: p for p in sorted(folder.glob("*.yaml"))}
 
 
 def resolve_gpu(gpu: str | GpuSpec) -> GpuSpec:

@@ -2,9 +2,12 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Annotated, Any, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
 
 from planner.errors import PlannerError
+from planner.inputs.reading import describe_validation_error
 
 # Each spec key: the HF keys that carry it, first match wins.
 KEY_ALIASES = {
@@ -39,8 +42,30 @@ def _label(name: str) -> str:
     return cleaned[:128]
 
 
+class HfKeys(BaseModel):
+    """The keys of a config.json this module reads besides the shape (which ModelSpec checks), typed
+    as the Transformers config classes define them; others are ignored."""
+
+    model_config = ConfigDict(extra="allow")
+
+    model_type: Optional[Annotated[str, Field(strict=True, max_length=64)]] = None
+    hidden_act: Optional[Annotated[str, Field(strict=True, max_length=64)]] = None
+    activation_function: Optional[Annotated[str, Field(strict=True, max_length=64)]] = None
+    tie_word_embeddings: Optional[StrictBool] = None
+    attention_dropout: Optional[Annotated[float, Field(strict=True, allow_inf_nan=False, ge=0, lt=1)]] = None
+    resid_pdrop: Optional[Annotated[float, Field(strict=True, allow_inf_nan=False, ge=0, lt=1)]] = None
+    hidden_dropout: Optional[Annotated[float, Field(strict=True, allow_inf_nan=False, ge=0, lt=1)]] = None
+    attention_bias: Optional[StrictBool] = None
+    mlp_bias: Optional[StrictBool] = None
+    alibi: Optional[StrictBool] = None
+
+
 def hf_to_spec_dict(data: dict, name: str, seq_length: int | None = None) -> dict:
     """Spec fields from an HF config; `seq_length` overrides the (often huge) max_position_embeddings."""
+    try:
+        HfKeys.model_validate(data)
+    except ValidationError as err:
+        raise PlannerError(describe_validation_error(err, f"{name} config.json")) from None
     spec = {"name": _label(name)}
     for field, keys in KEY_ALIASES.items():
         value = _pick(data, keys)
@@ -54,13 +79,9 @@ def hf_to_spec_dict(data: dict, name: str, seq_length: int | None = None) -> dic
     act = str(_pick(data, ("hidden_act", "activation_function")) or "gelu").lower()
     spec["mlp"] = "swiglu" if act in SWIGLU_ACTIVATIONS else "gelu"
     spec["tie_embeddings"] = bool(data.get("tie_word_embeddings", data.get("model_type") == "gpt2"))
-    spec["dropout"] = any(_number(data.get(k)) > 0 for k in ("attention_dropout", "resid_pdrop", "hidden_dropout"))
+    spec["dropout"] = any((data.get(k) or 0) > 0 for k in ("attention_dropout", "resid_pdrop", "hidden_dropout"))
     spec.update(architecture(data))
     return spec
-
-
-def _number(value: Any) -> float:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
 
 
 def architecture(data: dict) -> dict:

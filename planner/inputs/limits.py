@@ -39,6 +39,17 @@ MAX_DAYS = 36500.0
 MAX_SECONDS = 1e9
 MAX_EFFICIENCY_SCALE = 2.0  # a measured matmul efficiency scale; above this GEMMs beat the peak
 MAX_NAME_CHARS = 128
+# Lower bounds: smaller values describe no machine or job (and would overflow a step time).
+MIN_MEMORY_GIB = 0.25
+MIN_TFLOPS = 0.01
+MIN_HBM_GBYTES_PER_S = 1.0
+MIN_LINK_GBYTES_PER_S = 0.01  # NVLink or a measured bus bandwidth
+MIN_NETWORK_GBITS_PER_S = 0.1
+MIN_WATTS = 10.0
+MIN_EFFICIENCY_SCALE = 0.01
+MIN_TOKENS = 1.0
+MIN_SECONDS = 1e-6
+MIN_USD_PER_GPU_HOUR = 1e-4
 
 # The fastest shipped parts (2026): a value above these is legal but draws a warning, since it most
 # likely is a per-node figure typed where a per-GPU one belongs, or bits for bytes.

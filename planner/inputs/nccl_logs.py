@@ -420,11 +420,13 @@ def _json_section(result: dict, key: str, where: str) -> tuple:
         raise NcclParseError(f"{where}.{key}: expected an object")
     time = sec.get("time", sec.get("cpu_time"))
     nwrong = _json_float(sec.get("nwrong"), f"{where}.{key}.nwrong")
+    if nwrong is not None and math.isinf(nwrong):
+        raise NcclParseError(f"{where}.{key}.nwrong: a count of wrong elements, got {nwrong}")
     return (
         _json_float(time, f"{where}.{key}.time"),
         _json_float(sec.get("alg_bw"), f"{where}.{key}.alg_bw"),
         _json_float(sec.get("bus_bw"), f"{where}.{key}.bus_bw"),
-        None if nwrong is None or math.isnan(nwrong) else int(nwrong),
+        None if nwrong is None or not math.isfinite(nwrong) else int(nwrong),
     )
 
 
@@ -441,11 +443,22 @@ def _json_row(result: object, where: str) -> tuple[NcclRow, int | None]:
     return row, int(root) if re.fullmatch(r"-?\d+", root) else None
 
 
+def _no_constant(name: str):
+    raise ValueError(f"bare {name} is not JSON")
+
+
 def _load_json(text: str, name: str) -> dict:
     """Decode an nccl-tests ``-J`` file and check it has a ``results`` list."""
+    from planner.inputs.limits import MAX_NESTING
+    from planner.inputs.reading import nesting_depth
+
+    if nesting_depth(text) > MAX_NESTING:
+        raise NcclParseError(f"{name}: nested deeper than {MAX_NESTING}; not nccl-tests output")
     try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
+        doc = json.loads(text, parse_constant=_no_constant)
+    except ValueError as exc:
+        if not isinstance(exc, json.JSONDecodeError):
+            raise NcclParseError(f"{name}: {exc} (nccl-tests writes non-finite numbers as strings)") from None
         raise NcclParseError(
             f"{name}:{exc.lineno}: invalid JSON ({exc.msg} at column {exc.colno}); "
             "truncated nccl-tests JSON file?"

@@ -41,7 +41,7 @@ class ModelSpec(Spec):
     linear_bias: Flag = True
     qkv_bias: Flag = False
     global_batch_size: Optional[count(L.MAX_BATCH)] = None
-    training_tokens: Optional[quantity(L.MAX_TOKENS)] = None
+    training_tokens: Optional[quantity(L.MAX_TOKENS, L.MIN_TOKENS)] = None
     source: Optional[Text] = None
     notes: Optional[Text] = None
 
@@ -75,13 +75,13 @@ class GpuSpec(Spec):
     name: Name
     vendor: Literal["nvidia", "amd", "intel", "google", "other"] = "nvidia"
     generation: Literal["volta", "ampere", "ada", "hopper", "blackwell", "cdna2", "cdna3", "cdna4", "other"]
-    memory_gib: quantity(L.MAX_MEMORY_GIB)
-    dense_tflops: dict[Literal["fp32", "tf32", "bf16", "fp16", "fp8", "fp4"], quantity(L.MAX_TFLOPS)]
-    hbm_bandwidth_gbytes_per_s: quantity(L.MAX_HBM_GBYTES_PER_S)
-    nvlink_bandwidth_gbytes_per_s: quantity(L.MAX_NVLINK_GBYTES_PER_S, positive=False) = 0.0
-    measured_matmul_bf16_tflops: Optional[quantity(L.MAX_TFLOPS)] = None
-    tdp_watts: Optional[quantity(L.MAX_WATTS)] = None  # rated board power the peaks hold at
-    power_limit_watts: Optional[quantity(L.MAX_WATTS)] = None  # a lower cap the GPU runs under
+    memory_gib: quantity(L.MAX_MEMORY_GIB, L.MIN_MEMORY_GIB)
+    dense_tflops: dict[Literal["fp32", "tf32", "bf16", "fp16", "fp8", "fp4"], quantity(L.MAX_TFLOPS, L.MIN_TFLOPS)]
+    hbm_bandwidth_gbytes_per_s: quantity(L.MAX_HBM_GBYTES_PER_S, L.MIN_HBM_GBYTES_PER_S)
+    nvlink_bandwidth_gbytes_per_s: quantity(L.MAX_NVLINK_GBYTES_PER_S, L.MIN_LINK_GBYTES_PER_S, positive=False) = 0.0
+    measured_matmul_bf16_tflops: Optional[quantity(L.MAX_TFLOPS, L.MIN_TFLOPS)] = None
+    tdp_watts: Optional[quantity(L.MAX_WATTS, L.MIN_WATTS)] = None  # rated board power the peaks hold at
+    power_limit_watts: Optional[quantity(L.MAX_WATTS, L.MIN_WATTS)] = None  # a lower cap the GPU runs under
     source: Optional[Text] = None
     verified: Optional[Flag] = None
     notes: Optional[Text] = None
@@ -127,18 +127,18 @@ class ClusterSpec(Spec):
     num_gpus: Optional[count(L.MAX_GPUS)] = None
     gpus_per_node: count(L.MAX_GPUS_PER_NODE) = 8
     nvlink_domain_size: Optional[count(L.MAX_GPUS_PER_NODE)] = None
-    nvlink_bandwidth_gbytes_per_s: Optional[quantity(L.MAX_NVLINK_GBYTES_PER_S, positive=False)] = None
-    network_bandwidth_gbits_per_s: quantity(L.MAX_NETWORK_GBITS_PER_S)
+    nvlink_bandwidth_gbytes_per_s: Optional[quantity(L.MAX_NVLINK_GBYTES_PER_S, L.MIN_LINK_GBYTES_PER_S, positive=False)] = None
+    network_bandwidth_gbits_per_s: quantity(L.MAX_NETWORK_GBITS_PER_S, L.MIN_NETWORK_GBITS_PER_S)
     rdma: Flag = True
     # Measured (e.g. nccl-tests busbw, see `planner calibrate`): used instead of nominal x efficiency.
-    nvlink_busbw_gbytes_per_s: Optional[quantity(L.MAX_NVLINK_GBYTES_PER_S)] = None
-    network_busbw_gbytes_per_s: Optional[quantity(L.MAX_NETWORK_GBITS_PER_S / 8)] = None
+    nvlink_busbw_gbytes_per_s: Optional[quantity(L.MAX_NVLINK_GBYTES_PER_S, L.MIN_LINK_GBYTES_PER_S)] = None
+    network_busbw_gbytes_per_s: Optional[quantity(L.MAX_NETWORK_GBITS_PER_S / 8, L.MIN_LINK_GBYTES_PER_S)] = None
     nvlink_latency_us: Optional[quantity(L.MAX_LATENCY_US, positive=False)] = None
     network_latency_us: Optional[quantity(L.MAX_LATENCY_US, positive=False)] = None
     # Measured (timed steps, `planner calibrate --step-times`): multiplies the achievable matmul efficiency.
-    matmul_efficiency_scale: Optional[quantity(L.MAX_EFFICIENCY_SCALE)] = None
+    matmul_efficiency_scale: Optional[quantity(L.MAX_EFFICIENCY_SCALE, L.MIN_EFFICIENCY_SCALE)] = None
     calibrated_from: Optional[CalibrationSpec] = None
-    usd_per_gpu_hour: Optional[quantity(L.MAX_USD_PER_GPU_HOUR, positive=False)] = None
+    usd_per_gpu_hour: Optional[quantity(L.MAX_USD_PER_GPU_HOUR, L.MIN_USD_PER_GPU_HOUR, positive=False)] = None
     price_kind: Optional[Literal["on-demand", "reserved", "spot"]] = None
     price_date: Optional[Text] = None
     price_source: Optional[Text] = None
@@ -209,6 +209,17 @@ class PlanSpec(Spec):
     stage_layers: Optional[list[count(L.MAX_LAYERS)]] = Field(default=None, max_length=L.MAX_LAYERS)
 
 
+class TrainingRecord(BaseModel):
+    """The `training` object of an estimate (time and dollars to train the model's tokens)."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    training_tokens: Optional[quantity(L.MAX_TOKENS, L.MIN_TOKENS)] = None
+    steps: Optional[count(int(L.MAX_TOKENS))] = None
+    time_to_train_s: Optional[quantity(L.MAX_DAYS * 86400 * 1e3, positive=False)] = None
+    usd_to_train: Optional[quantity(L.MAX_USD * 1e3, positive=False)] = None
+
+
 class EstimateRecord(BaseModel):
     """An estimate object read back (`planner estimate --json`, one plan of `suggest --json`), for
     `compare` and `emit`. Its other keys are kept as they are; the ones these commands read are
@@ -234,3 +245,4 @@ class EstimateRecord(BaseModel):
     memory_breakdown_bytes: Optional[dict[Name, quantity(L.MAX_MEMORY_GIB * GIB * 1e3, positive=False)]] = None
     usd_per_gpu_hour: Optional[quantity(L.MAX_USD_PER_GPU_HOUR, positive=False)] = None
     usd_per_step: Optional[quantity(L.MAX_USD, positive=False)] = None
+    training: Optional[TrainingRecord] = None

@@ -53,10 +53,18 @@ def csv_rows(text: str, where: str = "CSV") -> list[dict]:
     """Rows of CSV text as {column: stripped text}; blank lines and '#' comment lines are skipped."""
     lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
     try:
-        rows = list(csv.DictReader(io.StringIO("\n".join(lines))))
+        reader = csv.DictReader(io.StringIO("\n".join(lines)))
+        rows = list(reader)
     except csv.Error as exc:
         raise PlannerError(f"{where}: not valid CSV ({exc})") from None
-    return [{k.strip(): (v or "").strip() for k, v in row.items() if isinstance(k, str)} for row in rows]
+    header = [h.strip() for h in reader.fieldnames or []]
+    twice = sorted({h for h in header if header.count(h) > 1})
+    if twice:
+        raise PlannerError(f"{where}: column {twice[0]!r} appears twice in the header")
+    for i, row in enumerate(rows, 2):
+        if None in row:
+            raise PlannerError(f"{where} row {i - 1}: more fields than the header has columns")
+    return [{k.strip(): (v or "").strip() for k, v in row.items()} for row in rows]
 
 
 def read_rows(path: Path) -> list[dict]:
@@ -113,10 +121,11 @@ def _int_or_none(row: dict, key: str) -> int | None:
     value = row.get(key)
     if value is None or value == "":
         return None
-    try:
+    if isinstance(value, str) and value.strip().isdigit() and len(value.strip()) <= 9:
         return int(value)
-    except (TypeError, ValueError):
-        raise PlannerError(f"{key} must be an integer (got {value!r})") from None
+    if isinstance(value, int) and not isinstance(value, bool) and 0 < value < 10**9:
+        return value
+    raise PlannerError(f"{key} must be a positive integer (got {str(value)[:40]!r})")
 
 
 def _to_step(row: dict, cluster_spec) -> TimedStep:

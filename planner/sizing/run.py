@@ -11,10 +11,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Optional
 
+from pydantic import RootModel, ValidationError
+
 from planner.analysis import score as report
 from planner.analysis import whatif
 from planner.errors import PlannerError
 from planner.inputs import catalogs, loading, reading
+from planner.inputs import limits as L
+from planner.inputs.fields import Name, quantity
 from planner.inputs.specs import ClusterSpec
 from planner.sizing import scan as sizing
 
@@ -43,15 +47,13 @@ class SizeRequest:
 
 def load_offerings(args: SizeRequest, extra_prices: dict[str, float] | None = None
                    ) -> tuple[list[sizing.Offering], list[str]]:
-    table = catalogs.cluster_catalog()
-    if args.catalog:
-        rows = reading.read_data(Path(args.catalog)) or []
-        if not isinstance(rows, list):
-            raise PlannerError(f"{args.catalog}: expected a list of cluster offerings")
-        table = {r.get("name", str(i)): reading.parse(ClusterSpec, r, f"{args.catalog} [{r.get('name', i)}]")
-                 for i, r in enumerate(rows)}
-    prices = {**(load_prices(args.prices) if args.prices else {}), **(extra_prices or {})}
-    gpu_types = [g.strip() for g in args.gpu_types.split(",")] if args.gpu_types else None
+    table = catalogs.parse_rows(ClusterSpec, Path(args.catalog)) if args.catalog else catalogs.cluster_catalog()
+    prices = {**(load_prices(args.prices, table) if args.prices else {}), **(extra_prices or {})}
+    gpu_types = None
+    if args.gpu_types is not None:
+        gpu_types = [g.strip() for g in args.gpu_types.split(",") if g.strip()]
+        if not gpu_types:
+            raise PlannerError("--gpu-types: expected comma-separated GPU names")
     for name in gpu_types or []:
         catalogs.resolve_gpu(name)  # unknown names: one line with close matches
     gpus = {name: catalogs.resolve_gpu(spec.gpu) for name, spec in table.items()}
@@ -62,12 +64,25 @@ def load_offerings(args: SizeRequest, extra_prices: dict[str, float] | None = No
     return offerings, skipped
 
 
-def load_prices(path: str) -> dict[str, float]:
-    """A YAML/JSON mapping of cluster or GPU name to usd_per_gpu_hour, overriding the catalog."""
+class PriceFile(RootModel[dict[Name, quantity(L.MAX_USD_PER_GPU_HOUR, L.MIN_USD_PER_GPU_HOUR)]]):
+    """--prices: cluster or GPU name -> usd_per_gpu_hour."""
+
+
+def load_prices(path: str, table: dict[str, ClusterSpec]) -> dict[str, float]:
+    """A YAML/JSON mapping of cluster or GPU name to usd_per_gpu_hour, overriding the catalog; every
+    name must be an offering of `table` or a catalog GPU."""
     data = reading.read_data(Path(path))
-    if not isinstance(data, dict) or not all(isinstance(v, (int, float)) and v > 0 for v in data.values()):
-        raise PlannerError(f"{path}: expected a mapping of cluster or GPU name to a positive usd_per_gpu_hour")
-    return {str(k): float(v) for k, v in data.items()}
+    if not isinstance(data, dict) or not data:
+        raise PlannerError(f"{path}: expected a mapping of cluster or GPU name to usd_per_gpu_hour")
+    try:
+        prices = PriceFile.model_validate(data).root
+    except ValidationError as err:
+        raise PlannerError(reading.describe_validation_error(err, path)) from None
+    known = set(table) | set(catalogs.gpu_catalog())
+    for name in prices:
+        if name not in known:
+            raise reading.unknown_name("cluster or GPU in --prices", name, sorted(known))
+    return prices
 
 
 def impossible_lines(options: list[sizing.Option], args: SizeRequest) -> list[str]:

@@ -11,12 +11,12 @@ from importlib import resources
 from pathlib import Path
 from typing import Literal, Optional
 
-from pydantic import Field
-
 from costmodel import types as cm
 from costmodel.step import estimate
 from planner.errors import PlannerError
+from planner.inputs import limits as L
 from planner.inputs.catalogs import resolve_gpu
+from planner.inputs.fields import Name, Text, quantity
 from planner.inputs.plans import build_plan, check_legal
 from planner.inputs.reading import parse, read_data
 from planner.inputs.specs import ClusterSpec, ModelSpec, PlanSpec, Spec
@@ -30,23 +30,23 @@ GIB = 2**30
 
 
 class Measured(Spec):
-    step_time_s: float = Field(gt=0)
+    step_time_s: quantity(L.MAX_SECONDS, L.MIN_SECONDS)
     step_time_kind: Literal["measured", "derived"]
-    derivation: Optional[str] = None
-    peak_memory_gib: Optional[float] = Field(default=None, gt=0)
+    derivation: Optional[Text] = None
+    peak_memory_gib: Optional[quantity(L.MAX_MEMORY_GIB, L.MIN_MEMORY_GIB)] = None
 
 
 class Run(Spec):
-    id: str
-    source: str
-    group: str
+    id: Name
+    source: Text
+    group: Name
     model: ModelSpec
     cluster: ClusterSpec
     plan: PlanSpec
-    assumed: list[str] = []
+    assumed: list[Text] = []
     measured: Measured
-    exclude: Optional[str] = None  # reason the row is kept for reference but not scored
-    notes: Optional[str] = None
+    exclude: Optional[Text] = None  # reason the row is kept for reference but not scored
+    notes: Optional[Text] = None
 
 
 @dataclass(frozen=True)
@@ -72,8 +72,14 @@ def load_runs(path: Path | None = None) -> list[Run]:
     rows = read_data(path)
     if not isinstance(rows, list) or not rows:
         raise PlannerError(f"{path}: expected a non-empty list of runs (see validation/README.md)")
-    return [parse(Run, row, f"{path} [{row.get('id', i) if isinstance(row, dict) else i}]")
+    runs = [parse(Run, row, f"{path} [{row.get('id', i) if isinstance(row, dict) else i}]")
             for i, row in enumerate(rows)]
+    seen: set[str] = set()
+    for run in runs:
+        if run.id in seen:
+            raise PlannerError(f"{path}: run id '{run.id}' appears twice")
+        seen.add(run.id)
+    return runs
 
 
 def generation_of(run: Run) -> str:
