@@ -1,18 +1,15 @@
-"""What `planner calibrate` shows: the fit tables and lines, and the measured-vs-model plot.
+"""What `planner calibrate` shows: the fit tables and lines (the plot: planner/render/calibrate_plot.py).
 
 Sizes print in binary units as nccl-tests takes them (-b 128M = 128 MiB); GB/s = 1e9 B/s.
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 from rich.table import Table
 
 from costmodel import comm
-from planner.calibration.comm import FitRow, TierFit, collective_seconds, max_abs_error, row_seconds
+from planner.calibration.comm import FitRow, TierFit, max_abs_error
 from planner.calibration.steps import ScaleFit, mape
 from planner.inputs.step_times import TimedStep
-from planner.render import svgplot
 
 TIER_NAMES = {"nvlink": "NVLink", "network": "network"}
 
@@ -91,32 +88,6 @@ def scale_line(steps: list[TimedStep], fit: ScaleFit, peak_fraction: float) -> s
     return (f"compute efficiency scale {fit.scale:.3f}{se} from {sum(fit.used)} step(s){skipped}; step-time MAPE "
             f"{100 * mape(fit.before_seconds, steps):.1f}% before, {100 * mape(fit.after_seconds, steps):.1f}% after"
             + above)
-
-
-def plot_svg(logs: list, fast: comm.Link, slow: comm.Link, min_size_bytes: int) -> str:
-    """Measured (fitted and not) and model time per message size, one colour per log, log-log."""
-    series = []
-    for i, pl in enumerate(logs):
-        color = svgplot.PALETTE[i % len(svgplot.PALETTE)]
-        n, k, coll = pl.log.num_ranks, pl.ranks_per_domain, pl.log.collective
-        timed = [(r.size_bytes, row_seconds(r)) for r in pl.log.rows if row_seconds(r)]
-        short = f"{Path(pl.name).name} ({n} ranks)"
-        series.append(svgplot.Series(f"{short} measured", [(s, t * 1e6) for s, t in timed if s >= min_size_bytes],
-                                     line=False, color=color))
-        below = [(s, t * 1e6) for s, t in timed if s < min_size_bytes]
-        if below:
-            series.append(svgplot.Series(f"{short} measured, not fitted", below, line=False, marker="cross",
-                                         color=color))
-        model = [(s, collective_seconds(coll, s, n, k, fast, slow) * 1e6) for s, _ in timed]
-        series.append(svgplot.Series(f"{short} model", model, marker="none", color=color, dashed=True))
-    return svgplot.render(svgplot.Plot(
-        title="nccl-tests: measured vs calibrated model",
-        series=series,
-        x=svgplot.Axis("message size (bytes)", log=True, tick_format=format_bytes, log_base=2),
-        y=svgplot.Axis("time (us)", log=True),
-        ref_lines=[svgplot.RefLine("x", min_size_bytes, f"fit from {format_bytes(min_size_bytes)}")],
-        width=760, height=480, legend="below",
-    ))
 
 
 def print_report(cluster, comm_fit, steps, scale_fit) -> None:

@@ -17,9 +17,9 @@ from html import escape
 from planner.errors import PlannerError
 
 INSTALL_HINT = "pip install 'planner[plots]'"
-RC = {"svg.fonttype": "none", "font.size": 9.5, "axes.titlesize": 11, "axes.titleweight": "bold",
-      "axes.spines.top": False, "axes.spines.right": False, "axes.grid": True, "grid.color": "#e4e4e4",
-      "grid.linewidth": 0.7, "legend.fontsize": 8.5, "legend.framealpha": 0.92}
+RC = {"svg.fonttype": "none", "text.parse_math": False, "font.size": 9.5, "axes.titlesize": 11,
+      "axes.titleweight": "bold", "axes.spines.top": False, "axes.spines.right": False, "axes.grid": True,
+      "grid.color": "#e4e4e4", "grid.linewidth": 0.7, "legend.fontsize": 8.5, "legend.framealpha": 0.92}
 # Mantissas per decade, coarse to fine: the first set that gives enough ticks inside the range is used.
 TICK_STEPS = ((1,), (1, 3), (1, 2, 5), (1, 2, 3, 5, 7), (1, 1.5, 2, 3, 4, 5, 6, 7, 8, 9))
 
@@ -66,7 +66,8 @@ def inline(svg: str) -> str:
 def html_page(title: str, body: str, css: str = "") -> str:
     """A self-contained page: inline CSS, no scripts, nothing fetched."""
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
-            f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>{escape(title)}</title>\n"
+            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+            f"<title>{escape(title)}</title>\n"
             f"<style>\nbody{{font-family:system-ui,'DejaVu Sans',sans-serif;margin:2em auto;max-width:72em;"
             f"padding:0 1em;color:#222}}\nsvg.chart{{max-width:100%;height:auto}}\n{css}</style>\n"
             f"</head><body>\n{body}\n</body></html>\n")
@@ -78,11 +79,32 @@ def log_ticks(lo: float, hi: float, at_least: int = 4, at_most: int = 10) -> tup
     def ticks(steps):
         return [m * 10.0**e for e in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)
                 for m in steps if lo <= m * 10.0**e <= hi]
-    major = next((t for t in map(ticks, TICK_STEPS) if len(t) >= at_least), ticks(TICK_STEPS[-1]))
+    major = next((t for t in map(ticks, TICK_STEPS) if len(t) >= at_least), None)
+    if major is None:  # well under a decade: evenly spaced round numbers
+        return linear_ticks(lo, hi), []
     if len(major) > at_most:  # a range of many decades: every k-th power of ten
         powers = ticks((1,))
         major = powers[::math.ceil(len(powers) / at_most)]
     return major, [t for t in ticks(TICK_STEPS[-1]) if t not in major]
+
+
+def linear_ticks(lo: float, hi: float, at_least: int = 4) -> list[float]:
+    """Multiples of 1, 2 or 5 x 10^k inside [lo, hi]: the widest step that gives `at_least` of them."""
+    k = math.floor(math.log10(hi - lo))
+    for step in sorted((m * 10.0**e for e in (k - 2, k - 1, k) for m in (1, 2, 5)), reverse=True):
+        ticks = [round(i * step, 12) for i in range(math.ceil(lo / step - 1e-9), math.floor(hi / step + 1e-9) + 1)]
+        if len(ticks) >= at_least:
+            return ticks
+    return [lo, hi]
+
+
+def distinct_labels(values: list[float], fmt) -> list[str]:
+    """fmt(v, digits) for each value with the fewest digits (3 or more) that tells them apart."""
+    for digits in range(3, 10):
+        texts = [fmt(v, digits) for v in values]
+        if len(set(texts)) == len(texts):
+            return texts
+    return texts
 
 
 def set_log_ticks(axis, lo: float, hi: float, fmt) -> None:
@@ -90,9 +112,10 @@ def set_log_ticks(axis, lo: float, hi: float, fmt) -> None:
     from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
 
     major, minor = log_ticks(lo, hi)
+    texts = dict(zip(major, distinct_labels(major, fmt)))
     axis.set_major_locator(FixedLocator(major))
     axis.set_minor_locator(FixedLocator(minor))
-    axis.set_major_formatter(FuncFormatter(lambda v, _pos: fmt(v)))
+    axis.set_major_formatter(FuncFormatter(lambda v, _pos: texts.get(v, fmt(v))))
     axis.set_minor_formatter(NullFormatter())
 
 
@@ -103,13 +126,14 @@ def padded(values: list[float], pad: float = 0.06) -> tuple[float, float]:
     return 10 ** (a - d), 10 ** (b + d)
 
 
-def money(v: float) -> str:
-    """$950, $12k, $300k, $1.5M, $2B."""
+def money(v: float, digits: int = 3) -> str:
+    """$950, $12k, $300k, $1.5M, $2B (`digits` significant digits at most)."""
     for scale, unit in ((1e9, "B"), (1e6, "M"), (1e3, "k")):
         if abs(v) >= scale:
-            return f"${v / scale:.3g}{unit}"
-    return f"${v:.3g}"
+            return f"${v / scale:.{digits}g}{unit}"
+    return f"${v:.{digits}g}"
 
 
-def number(v: float) -> str:
-    return f"{v:.3g}" if v < 1e4 else f"{v:,.0f}"
+def number(v: float, digits: int = 3) -> str:
+    """0.5, 3, 20, 1.25; whole numbers with thousands separators from 1,000 up."""
+    return f"{v:.{digits}g}" if v < 1e3 else f"{v:,.0f}"
