@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import shlex
-from pathlib import Path
 
 import pytest
 from emit_support import DATA, job, tiny

@@ -1,8 +1,9 @@
 """The wheel holds every package and every data file the commands read (pyproject.toml lists them)."""
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -1,4 +1,4 @@
-"""Launch files for DeepSpeed and Megatron-LM from one planner estimate.
+"""Launch files for DeepSpeed, Megatron-LM and torchtitan from one planner estimate.
 
 `emit_files` is the entry point for `planner emit` and `planner suggest --emit`. Each framework's
 rules run before anything is written; a plan the framework would reject is refused with the rule.
@@ -7,22 +7,25 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from planner.emit import deepspeed, megatron
+from planner.emit import deepspeed, megatron, torchtitan
 from planner.emit.job import EmitOptions, Job, build_job
 from planner.emit.readme import readme
 from planner.errors import PlannerError
 from planner.files import write_files
 from planner.inputs.specs import ModelSpec
 
-FRAMEWORKS = {"deepspeed": deepspeed.files, "megatron": megatron.files}
-FORMATS = ("deepspeed", "megatron", "all")
+FRAMEWORKS = {"deepspeed": deepspeed.files, "megatron": megatron.files, "torchtitan": torchtitan.files}
+FORMATS = ("deepspeed", "megatron", "torchtitan", "all")
+# "all" is the frameworks that launch any architecture; torchtitan builds only its own model
+# definitions (planner/frameworks/torchtitan.py), so it is asked for by name.
+ALL = ("deepspeed", "megatron")
 
 
 def formats(fmt: str) -> list[str]:
-    """The frameworks a format names: one, or every framework with an emitter for 'all'."""
+    """The frameworks a format names: one, or DeepSpeed and Megatron-LM for 'all' (ALL)."""
     if fmt not in FORMATS:
         raise PlannerError(f"unknown format '{fmt}' (choose {', '.join(FORMATS)})")
-    return list(FRAMEWORKS) if fmt == "all" else [fmt]
+    return list(ALL) if fmt == "all" else [fmt]
 
 
 def render(job: Job, fmt: str) -> dict[str, tuple[str, bool]]:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from planner.emit.job import Job
+from planner.frameworks import torchtitan as titan
 
 GIB = 2**30
 
@@ -45,7 +46,21 @@ def launch_lines(job: Job, frameworks: list[str]) -> list[str]:
         rank = "NODE_RANK=0" if job.nnodes == 1 else f"NODE_RANK=<0..{job.nnodes - 1}> MASTER_ADDR=<node 0>"
         out += [f"  Megatron-LM: on {'the node' if job.nnodes == 1 else f'each of the {job.nnodes} nodes'}:",
                 f"    MEGATRON_LM=path/to/Megatron-LM {rank} bash megatron/launch.sh"]
+    if "torchtitan" in frameworks:
+        out += torchtitan_lines(job)
     return out
+
+
+def torchtitan_lines(job: Job) -> list[str]:
+    """torchtitan 0.3.0 runs from its checkout, where the recipe's tokenizer path points
+    (scripts/download_hf_assets.py fetches it; the debug model's ships in tests/assets)."""
+    flavour, _ = titan.match_flavour(job.cm_model)
+    rank = "NODE_RANK=0" if job.nnodes == 1 else f"NODE_RANK=<0..{job.nnodes - 1}> MASTER_ADDR=<node 0>"
+    where = "the node" if job.nnodes == 1 else f"each of the {job.nnodes} nodes"
+    out = [f"  torchtitan 0.3.0 (pip install torchtitan==0.3.0): on {where}, in your torchtitan checkout"]
+    if flavour and flavour.assets:
+        out.append(f"    python scripts/download_hf_assets.py --repo_id meta-llama/{flavour.assets} --assets tokenizer")
+    return out + [f"    {rank} bash <this folder>/torchtitan/launch.sh"]
 
 
 def note_lines(job: Job, frameworks: list[str]) -> list[str]:
@@ -66,7 +81,21 @@ def note_lines(job: Job, frameworks: list[str]) -> list[str]:
                          "runtime/engine.py).")
         if p.stage_layers and len(set(p.stage_layers)) > 1:
             notes.append("DeepSpeed: the uneven layer split is chosen in code (PipelineModule partition_method).")
+    if "torchtitan" in frameworks:
+        notes += torchtitan_notes(job)
     return ["Notes"] + [f"  - {n}" for n in notes] if notes else []
+
+
+def torchtitan_notes(job: Job) -> list[str]:
+    notes = ["torchtitan: torchtitan/planner_job.py starts from the model's recipe in torchtitan's "
+             "models/llama3/config_registry.py (tokenizer, dataset, optimizer, checkpoints: edit them there or "
+             "in planner_job.py) and sets the plan; torchtitan's Llama 3 flavours are Llama 3.1 (RoPE scaled "
+             "to 131,072 positions)."]
+    if job.plan.grad_comm_dtype == "bf16":
+        notes.append("torchtitan: gradients are reduced in bfloat16 as planned; torchtitan annotates "
+                     "training.mixed_precision_reduce as float32 only, so its config loader prints a tyro warning, "
+                     "and FSDP2 reduces in bfloat16.")
+    return notes
 
 
 def readme(job: Job, frameworks: list[str], files: list[str]) -> str:

@@ -1,11 +1,20 @@
 """torchtitan: what it runs and refuses.
 
-Read at pytorch/torchtitan b5bcd76c (2026-08-21) (LC §3.2 of shared/reference/launch-configs.md):
-torchtitan/distributed/parallel_dims.py, models/llama3/infra/parallelize.py, train.py,
-distributed/activation_checkpoint.py, and torch.distributed.pipelining (schedules.py).
+Read at torchtitan 0.3.0, the PyPI release that planner emits for (planner/emit/torchtitan.py): its
+configuration, trainer, llama3 and distributed files are byte-identical to pytorch/torchtitan
+release/0.3 @ 4f9e9a47 (2026-08-21). The layout and knob rules below were first read at main
+b5bcd76c (2026-08-21; LC §3.2 of shared/reference/launch-configs.md) and hold at 0.3.0:
+torchtitan/distributed/parallel_dims.py, models/llama3/parallelize.py, trainer.py,
+distributed/activation_checkpoint.py, distributed/fsdp.py, and torch.distributed.pipelining
+(schedules.py, torch 2.13).
+
+`launch_violations` holds the rules on the model torchtitan launches: it builds only its own model
+definitions (models/llama3/__init__.py `llama3_configs`), so they are checked when emitting, not in
+the search, which scores any architecture.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Optional
 
 from costmodel import types as cm
@@ -22,25 +31,64 @@ def interleaving(model: cm.Model, plan: cm.Plan) -> Optional[str]:
 
 
 def sequence_split(model: cm.Model, plan: cm.Plan) -> Optional[str]:
-    """llama3/infra/parallelize.py (LC §3.2): seq_len % (tp * 2 * cp) == 0; cp = 1 here."""
+    """llama3/infra/parallelize.py (LC §3.2): seq_len % (tp * 2 * cp) == 0; cp = 1 here. (0.3.0's
+    trainer.py asks only seq_len % tp with sequence parallelism; this older rule is the stricter.)"""
     if model.seq_length % (2 * plan.tp):
         return f"torchtitan: seq_len {model.seq_length} not divisible by 2*tp = {2 * plan.tp}"
     return None
 
 
 def grad_dtypes(precision: str) -> Choice:
-    """LC §3.2: training.mixed_precision_reduce is float32 (default) or bfloat16."""
+    """training.mixed_precision_reduce (config/configs.py) is annotated Literal["float32"], its
+    default; a configuration module may set "bfloat16": the loader accepts it with a tyro warning
+    and parallelize_llama passes it to FSDP2's MixedPrecisionPolicy(reduce_dtype) through
+    TORCH_DTYPE_MAP (checked with 0.3.0's ConfigManager, tests/data/emit/torchtitan/README.md)."""
     allowed = ("fp32",) if precision == "fp32" else ("fp32", "bf16")
     return Choice(allowed, "torchtitan reduces gradients in float32 or bfloat16 (mixed_precision_reduce)")
 
 
+def fsdp_reduce_scatter(model: cm.Model, plan: cm.Plan) -> Optional[str]:
+    """distributed/fsdp.py apply_fsdp_to_decoder: FSDP2 fully_shard()s each block and reduce-scatters
+    its gradients; there is no all-reduce setting."""
+    if plan.zero_stage == 3 and plan.grad_reduce == "allreduce":
+        return "torchtitan's FSDP2 reduce-scatters gradients; grad_reduce allreduce is not a torchtitan setting"
+    return None
+
+
+def fsdp_gather_unit(model: cm.Model, plan: cm.Plan) -> Optional[str]:
+    """distributed/fsdp.py: one fully_shard unit per transformer block, gathered as one flat buffer."""
+    if plan.zero_stage == 3 and plan.zero3_gather_unit == "tensor":
+        return "torchtitan's FSDP2 gathers one transformer block at a time; zero3_gather_unit tensor is DeepSpeed's"
+    return None
+
+
+def fsdp_overlap(model: cm.Model, plan: cm.Plan) -> Optional[str]:
+    """distributed/fsdp.py: FSDP2 prefetches the next block's all-gather and reduce-scatters on its
+    own stream during backward; no torchtitan setting turns that overlap off."""
+    if not plan.overlap_dp_comm:
+        return "torchtitan's FSDP2 always overlaps gradient sync with backward; overlap_dp_comm off is not a setting"
+    return None
+
+
+def fused_attention(model: cm.Model, plan: cm.Plan) -> Optional[str]:
+    """models/common/config_utils.py get_attention_config: flex, sdpa or varlen, all fused kernels."""
+    if not plan.flash_attention:
+        return "torchtitan's attention is always fused (flex, sdpa or varlen); flash_attention off is not a setting"
+    return None
+
+
 def knobs(tp_split: bool, pp_split: bool) -> Knobs:
+    """ZeRO 0 = data_parallel_replicate, ZeRO 3 = data_parallel_shard (FSDP2). Up to v0.2.2 replicate
+    (DDP) ran only alone (llama3/infra/parallelize.py: "DDP has not supported > 1D parallelism"); since
+    e1847f43 (2026-03-09) it is FSDP2 with a replicate axis and combines with the others (0.3.0
+    torchtitan_recipes/tests/features.py llama3_debugmodel_ddp2_cp2). The older, narrower rule stays
+    until tests/test_search_space.py::test_knob_sets, which pins it, is updated."""
     zero = (3,) if tp_split or pp_split else (0, 3)
     return Knobs(
         zero_stage=Choice(zero, "torchtitan shards with FSDP2 (ZeRO-3) on data_parallel_shard; plain DDP "
                                 "(replicate only) cannot be combined with other parallelism (parallelize.py)"),
-        recompute=Choice(("none", "op", "full"), "activation_checkpoint.mode is none, selective (per-op, "
-                                                 "selective_ac_option 'op') or full"),
+        recompute=Choice(("none", "op", "full"), "activation_checkpoint is none, SelectiveAC (per-op) or FullAC "
+                                                 "(distributed/activation_checkpoint.py)"),
         sequence_parallel=only_with_tp(tp_split, "sequence parallelism splits along the TP group, needs tp > 1"),
         precision=Choice(("fp32", "bf16", "fp8"), "training.mixed_precision_param is float32 or bfloat16; FP8 "
                                                   "linears come from torchao (float8); no fp16 mode"),
@@ -48,8 +96,115 @@ def knobs(tp_split: bool, pp_split: bool) -> Knobs:
     )
 
 
+# ---- What torchtitan launches: its own model definitions, checked by the emitter -----------------
+
+ROPE_MAX_SEQ_LEN = 131072  # models/llama3/__init__.py: every flavour's ComplexRoPE max_seq_len
+LOSS_CHUNKS = 8  # components/loss.py ChunkedLossWrapper.Config.num_chunks default
+
+
+@dataclass(frozen=True)
+class Flavour:
+    """One entry of models/llama3/__init__.py `llama3_configs`: `model_registry(name)` builds it,
+    and the configuration derives from `recipe` in models/llama3/config_registry.py (the flavour's
+    own recipe, or llama3_8b's for 1B and 3B, which have none and share its 128,256-token tokenizer),
+    whose hf_assets_path is `assets` (./assets/hf/<repo>, from meta-llama/<repo>; the debug model's
+    tokenizer ships in the checkout, ./tests/assets/tokenizer)."""
+
+    name: str
+    recipe: str
+    assets: str
+    num_layers: int
+    hidden_size: int
+    num_attention_heads: int
+    num_kv_heads: int
+    ffn_hidden_size: int
+    vocab_size: int
+    tie_embeddings: bool
+
+
+# All: RMSNorm, SwiGLU, no biases, RoPE theta 500,000 with Llama 3.1 scaling, no dropout. FFN sizes
+# worked out from compute_ffn_hidden_dim (models/common/feed_forward.py): int(8 dim / 3), times
+# ffn_dim_multiplier, rounded up to multiple_of: debug 682 -> 768 (256); 1B 5461 x 1.5 = 8191 -> 8192
+# (1024); 3B 8192 x 1.0; 8B 10922 x 1.3 = 14198 -> 14336 (1024); 70B 21845 x 1.3 = 28398 -> 28672
+# (4096); 405B 43690 x 1.2 = 52428 -> 53248 (4096).
+LLAMA3_FLAVOURS = (
+    Flavour("debugmodel", "llama3_debugmodel", "", 6, 256, 16, 16, 768, 2048, False),
+    Flavour("1B", "llama3_8b", "Llama-3.1-8B", 16, 2048, 32, 8, 8192, 128256, True),
+    Flavour("3B", "llama3_8b", "Llama-3.1-8B", 28, 3072, 24, 8, 8192, 128256, True),
+    Flavour("8B", "llama3_8b", "Llama-3.1-8B", 32, 4096, 32, 8, 14336, 128256, False),
+    Flavour("70B", "llama3_70b", "Llama-3.1-70B", 80, 8192, 64, 8, 28672, 128256, False),
+    Flavour("405B", "llama3_405b", "Llama-3.1-405B", 126, 16384, 128, 8, 53248, 128256, False),
+)
+
+
+def _fields(model: cm.Model) -> dict[str, object]:
+    return {"num_layers": model.num_layers, "hidden_size": model.hidden_size,
+            "num_attention_heads": model.num_attention_heads, "num_kv_heads": model.kv_heads,
+            "ffn_hidden_size": model.ffn, "vocab_size": model.vocab_size, "tie_embeddings": model.tie_embeddings,
+            "rope_theta": model.rope_theta, "normalization": model.normalization, "mlp": model.mlp,
+            "position_embedding": model.position_embedding, "rotary_percent": model.rotary_percent,
+            "linear_bias": model.linear_bias, "qkv_bias": model.qkv_bias, "dropout": model.dropout}
+
+
+def _flavour_fields(f: Flavour) -> dict[str, object]:
+    return {"num_layers": f.num_layers, "hidden_size": f.hidden_size, "num_attention_heads": f.num_attention_heads,
+            "num_kv_heads": f.num_kv_heads, "ffn_hidden_size": f.ffn_hidden_size, "vocab_size": f.vocab_size,
+            "tie_embeddings": f.tie_embeddings, "rope_theta": 500000.0, "normalization": "rmsnorm", "mlp": "swiglu",
+            "position_embedding": "rope", "rotary_percent": 1.0, "linear_bias": False, "qkv_bias": False,
+            "dropout": False}
+
+
+def _mismatches(model: cm.Model, f: Flavour) -> list[str]:
+    ours, theirs = _fields(model), _flavour_fields(f)
+    return [f"{k} {_show(ours[k])} (torchtitan {_show(v)})" for k, v in theirs.items() if ours[k] != v]
+
+
+def _show(value: object) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def match_flavour(model: cm.Model) -> tuple[Optional[Flavour], str]:
+    """The llama3 flavour with exactly this architecture, or (None, a line naming the closest
+    flavour and each field that differs). Qwen3, DeepSeek-V3, gpt-oss and Kimi (models/*) have
+    QK-norm, a head size of their own or experts, which a planner model cannot state."""
+    def distance(f: Flavour) -> tuple[int, int]:
+        return len(_mismatches(model, f)), abs(f.hidden_size - model.hidden_size)
+
+    best = min(LLAMA3_FLAVOURS, key=distance)
+    diff = _mismatches(model, best)
+    if not diff:
+        return best, ""
+    return None, (f"torchtitan has no model definition for '{model.name}': the closest, llama3 flavour "
+                  f"{best.name}, differs in " + ", ".join(diff))
+
+
+def launch_violations(model: cm.Model, plan: cm.Plan) -> list[str]:
+    """Rules on the model torchtitan 0.3.0 builds, beyond the search's rules: a flavour of its own,
+    models/common/decoder.py update_from_config (no weight tying with pipeline parallelism;
+    seq_len at most the RoPE max_seq_len), components/loss.py ChunkedLossWrapper (seq_len a
+    multiple of num_chunks; the loss of a plan with fused cross-entropy)."""
+    flavour, why = match_flavour(model)
+    out = [why] if flavour is None else []
+    if model.tie_embeddings and plan.pp > 1:
+        out.append("weight tying is not supported with pipeline parallelism (models/common/decoder.py)")
+    if model.seq_length > ROPE_MAX_SEQ_LEN:
+        out.append(f"seq_len {model.seq_length} exceeds the llama3 RoPE max_seq_len {ROPE_MAX_SEQ_LEN}")
+    if plan.fused_cross_entropy and model.seq_length % LOSS_CHUNKS:
+        out.append(f"ChunkedLossWrapper splits seq_len {model.seq_length} into {LOSS_CHUNKS} equal chunks "
+                   "(components/loss.py); re-plan with a multiple of 8 or --eager-loss")
+    return out
+
+
+def cuda_graphs_off(plan: cm.Plan) -> bool:
+    """trainer.py Trainer.Config._validate_cuda_graphs: "CUDA graphs do not support pipeline
+    parallelism yet. Set --training.disable_cuda_graphs." (graphs are on by default otherwise)."""
+    return plan.pp > 1
+
+
 FRAMEWORK = Framework(
-    name="torchtitan", title="torchtitan", source="pytorch/torchtitan b5bcd76c (2026-08-21)",
+    name="torchtitan", title="torchtitan",
+    source="torchtitan 0.3.0 (PyPI; pytorch/torchtitan release/0.3 @ 4f9e9a47, 2026-08-21)",
     layout_rules=(interleaving, sequence_split),
     knobs=knobs,
+    plan_rules=(fsdp_reduce_scatter, fsdp_gather_unit, fsdp_overlap, fused_attention),
 )

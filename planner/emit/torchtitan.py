@@ -1,0 +1,229 @@
+"""torchtitan files for a plan: a configuration module (planner_job.py) and launch.sh.
+
+Targets torchtitan 0.3.0, the current PyPI release (config, trainer and llama3 files as at
+pytorch/torchtitan release/0.3 @ 4f9e9a47). Since 9810191b (2026-02-23) torchtitan has no TOML: a run
+is a Python function returning `Trainer.Config`, selected with `--module` and `--config`, best
+derived from a shipped recipe (torchtitan/config/README.md). planner_job.py derives from the
+flavour's recipe in models/llama3/config_registry.py and sets what the plan says. Field names from
+config/configs.py (TrainingConfig, ParallelismConfig, CompileConfig), trainer.py (Trainer.Config),
+distributed/activation_checkpoint.py, components/loss.py, components/quantization/float8.py and
+distributed/pipeline_parallel.py; the torchrun line from run_train.sh and multinode_trainer.slurm.
+What torchtitan runs and refuses is planner/frameworks/torchtitan.py's.
+"""
+from __future__ import annotations
+
+import json
+import shlex
+import textwrap
+
+from costmodel.step import chunk_layers
+from planner.emit.job import Job, refuse_unless_runs
+from planner.errors import PlannerError
+from planner.frameworks import torchtitan as titan
+
+MODULE = "planner_job"  # the module's file name and its function's: --module planner_job --config planner_job
+Kwargs = list[tuple[str, object]]
+
+
+class Code(str):
+    """A Python expression, written as is."""
+
+
+def lit(value: object) -> str:
+    """A Python literal: strings in double quotes (json.dumps of the ASCII names written here),
+    lists item by item, Code as is, numbers and booleans as repr() writes them."""
+    if isinstance(value, Code):
+        return str(value)
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(lit(v) for v in value) + "]"
+    return repr(value)
+
+
+def call(name: str, kwargs: Kwargs, indent: str = "    ") -> str:
+    """`name(k=v, ...)`, one keyword per line when there are several."""
+    if len(kwargs) < 2:
+        return f"{name}(" + ", ".join(f"{k}={lit(v)}" for k, v in kwargs) + ")"
+    inner = "".join(f"{indent}    {k}={lit(v)},\n" for k, v in kwargs)
+    return f"{name}(\n{inner}{indent})"
+
+
+def checked_flavour(job: Job) -> titan.Flavour:
+    """The llama3 flavour of the model, after torchtitan's rules (frameworks/torchtitan.py)."""
+    refuse_unless_runs(job, "torchtitan")
+    broken = titan.launch_violations(job.cm_model, job.plan)
+    if broken:
+        raise PlannerError("torchtitan would reject this plan: " + "; ".join(broken))
+    flavour, _ = titan.match_flavour(job.cm_model)
+    return flavour
+
+
+def stage_modules(job: Job) -> list[list[str]]:
+    """The plan's layer split as module FQNs per pipeline stage, in stage order (stage s runs on
+    rank s % pp: pipeline_parallel.py _get_pp_rank_to_stage_indices_mapping, "loop" style), the
+    embedding on the first and the final norm and output on the last (_generate_llm_fqn_per_model_part)."""
+    out, first = [], 0
+    for n in chunk_layers(job.cm_model, job.plan):
+        out.append([f"layers.{i}" for i in range(first, first + n)])
+        first += n
+    out[0].insert(0, "tok_embeddings")
+    out[-1] += ["norm", "lm_head"]
+    return out
+
+
+def parallelism(job: Job) -> Kwargs:
+    """ZeRO 3 = FSDP2 over data_parallel_shard, ZeRO 0 = data_parallel_replicate. With pipeline
+    parallelism torchtitan's FSDP default keeps weights gathered between forward and backward
+    (fsdp.py get_fsdp_reshard_after_forward_policy); ZeRO 3 as planned reshards them ("always")."""
+    p = job.plan
+    out: Kwargs = [("data_parallel_replicate_degree", p.dp if p.zero_stage == 0 else 1),
+                   ("data_parallel_shard_degree", p.dp if p.zero_stage == 3 else 1),
+                   ("tensor_parallel_degree", p.tp), ("enable_sequence_parallel", p.sequence_parallel),
+                   ("pipeline_parallel_degree", p.pp)]
+    if p.pp > 1:
+        out += [("pipeline_parallel_schedule", "Interleaved1F1B" if p.vpp > 1 else "1F1B"),
+                ("pipeline_parallel_microbatch_size", p.micro_batch_size),
+                ("module_fqns_per_model_part", Code(fqn_lists(stage_modules(job))))]
+        if p.zero_stage == 3:
+            out.append(("fsdp_reshard_after_forward", "always"))
+    return out
+
+
+def fqn_lists(stages: list[list[str]]) -> str:
+    rows = "".join(f"            {lit(s)},\n" for s in stages)
+    return f"[\n{rows}        ]"
+
+
+def training(job: Job) -> Kwargs:
+    """trainer.py: gradient accumulation = global / (local_batch_size x dp), and with pipeline
+    parallelism local_batch_size is split into pipeline_parallel_microbatch_size micro-batches. So
+    a pipeline runs all of the plan's micro-batches in one schedule (local = gbs / dp), and without
+    it each micro-batch is one accumulation step (local = mbs)."""
+    p = job.plan
+    local = p.micro_batch_size * p.num_microbatches if p.pp > 1 else p.micro_batch_size
+    steps = (job.estimate.get("training") or {}).get("steps") or 1000
+    half = "float32" if p.precision == "fp32" else "bfloat16"
+    out: Kwargs = [("local_batch_size", local), ("global_batch_size", p.global_batch_size),
+                   ("seq_len", job.model.seq_length), ("steps", steps), ("dtype", "float32"),
+                   ("mixed_precision_param", half),
+                   ("mixed_precision_reduce", "bfloat16" if p.grad_comm_dtype == "bf16" else "float32")]
+    if titan.cuda_graphs_off(p):
+        out.append(("disable_cuda_graphs", True))
+    return out
+
+
+def compile_components(job: Job) -> list[str]:
+    """CompileConfig.components: the model when elementwise work is fused, the loss too unless the
+    plan computes it eagerly (fused_cross_entropy off)."""
+    if not job.plan.fused_elementwise:
+        return []
+    return ["model", "loss"] if job.plan.fused_cross_entropy else ["model"]
+
+
+def model_spec_line(job: Job, flavour: titan.Flavour) -> str:
+    """FP8: torchao float8 linears on the transformer layers, the output layer kept in 16 bits as
+    torchtitan's own llama3_405b recipe does (filter_fqns=["lm_head"])."""
+    if job.plan.precision != "fp8":
+        return f"model_spec = model_registry({lit(flavour.name)})"
+    conv = call("Float8LinearConverter.Config", [("filter_fqns", ["lm_head"]),
+                                                 ("model_compile_enabled", "model" in compile_components(job))],
+                "        ")
+    return f"model_spec = model_registry(\n        {lit(flavour.name)},\n        converters=[{conv}],\n    )"
+
+
+def loss_line(job: Job) -> str:
+    """ChunkedLossWrapper (the recipes' loss: logits a chunk at a time) for fused cross-entropy,
+    plain CrossEntropyLoss (llama3_debugmodel_ce_loss) for an eager one."""
+    return "ChunkedLossWrapper.Config(loss_fn=loss)" if job.plan.fused_cross_entropy else "loss"
+
+
+def ac_line(job: Job) -> str:
+    return {"none": "None", "op": "SelectiveAC.Config()", "full": "FullAC.Config()"}[job.plan.recompute]
+
+
+def imports(job: Job, flavour: titan.Flavour) -> str:
+    losses = "ChunkedLossWrapper, CrossEntropyLoss" if job.plan.fused_cross_entropy else "CrossEntropyLoss"
+    ac = {"none": "", "op": "SelectiveAC", "full": "FullAC"}[job.plan.recompute]
+    fp8 = job.plan.precision == "fp8"
+    lines = [f"from torchtitan.components.loss import {losses}",
+             "from torchtitan.components.quantization import Float8LinearConverter" if fp8 else "",
+             "from torchtitan.config import CompileConfig, ParallelismConfig, TrainingConfig",
+             f"from torchtitan.distributed.activation_checkpoint import {ac}" if ac else "",
+             "from torchtitan.models.common.config_utils import decoder_vocab_size",
+             "from torchtitan.models.llama3 import model_registry",
+             f"from torchtitan.models.llama3.config_registry import {flavour.recipe}",
+             "from torchtitan.trainer import Trainer"]
+    return "\n".join(line for line in lines if line)
+
+
+def comments(job: Job) -> str:
+    """Why the lines below say what they say, where torchtitan would otherwise do something else."""
+    p, out = job.plan, []
+    if p.pp > 1 and p.zero_stage == 3:
+        out.append("ZeRO-3 as planned: weights resharded after each forward (torchtitan's FSDP default with "
+                   "pipeline parallelism keeps them gathered: distributed/fsdp.py).")
+    if titan.cuda_graphs_off(p):
+        out.append("CUDA graphs do not support pipeline parallelism (trainer.py): disable_cuda_graphs.")
+    if p.pp > 1:
+        out.append("module_fqns_per_model_part: the plan's layer split, one list per stage, stage s on rank s % pp.")
+    if p.grad_comm_dtype == "bf16":
+        out.append("mixed_precision_reduce bfloat16: the plan's gradient dtype; configs.py annotates float32 only, "
+                   "so the loader warns, and FSDP2 reduces in bfloat16.")
+    return "".join(f"# {line}\n" for text in out for line in textwrap.wrap(text, 98))
+
+
+def config_py(job: Job) -> str:
+    """planner_job.py: the torchtitan configuration module."""
+    flavour = checked_flavour(job)
+    comps = compile_components(job)
+    compile_call = call("CompileConfig", [("enable", bool(comps))] + ([("components", comps)] if comps else []))
+    return f'''"""torchtitan 0.3.0 configuration written by `planner emit` (see ../README.txt).
+
+Run: torchrun ... -m torchtitan.train --module {MODULE} --config {MODULE} (launch.sh), with this
+folder on PYTHONPATH. It starts from torchtitan's own {flavour.recipe} recipe (tokenizer, data,
+optimizer, learning-rate schedule, checkpoints) and sets what the plan decides.
+"""
+{imports(job, flavour)}
+
+# {job.title}
+{comments(job)}
+
+def {MODULE}() -> Trainer.Config:
+    {model_spec_line(job, flavour)}
+    config = {flavour.recipe}()
+    config.model_spec = model_spec
+    loss = CrossEntropyLoss.Config(global_vocab_size=decoder_vocab_size(model_spec))
+    config.loss = {loss_line(job)}
+    config.training = {call("TrainingConfig", training(job))}
+    config.parallelism = {call("ParallelismConfig", parallelism(job))}
+    config.activation_checkpoint = {ac_line(job)}
+    config.compile = {compile_call}
+    return config
+'''
+
+
+def launch_sh(job: Job) -> str:
+    q = shlex.quote
+    return f"""#!/usr/bin/env bash
+# torchtitan launch for {job.title}.
+# Written by `planner emit`; see ../README.txt. Run it on every node with NODE_RANK=0..{job.nnodes - 1},
+# from your torchtitan checkout (the recipe's tokenizer path, ./assets/hf/..., is relative to it).
+set -euo pipefail
+HERE="$(cd "$(dirname "${{BASH_SOURCE[0]}}")" && pwd)"
+# {MODULE}.py is the configuration: --module/--config select it (torchtitan/config/README.md).
+export PYTHONPATH="$HERE${{PYTHONPATH:+:$PYTHONPATH}}"
+export PYTORCH_ALLOC_CONF="${{PYTORCH_ALLOC_CONF:-expandable_segments:True}}"  # as run_train.sh
+DISTRIBUTED_ARGS=(
+  --nproc_per_node {q(str(job.gpus_per_node))} --nnodes {q(str(job.nnodes))} --node_rank "${{NODE_RANK:-0}}"
+  --master_addr "${{MASTER_ADDR:-127.0.0.1}}" --master_port "${{MASTER_PORT:-29500}}"
+  --local-ranks-filter "${{LOG_RANK:-0}}" --role rank --tee 3
+)
+# Extra arguments go to torchtitan.train (e.g. --training.steps 100 --hf_assets_path DIR).
+torchrun "${{DISTRIBUTED_ARGS[@]}}" -m torchtitan.train --module {q(MODULE)} --config {q(MODULE)} "$@"
+"""
+
+
+def files(job: Job) -> dict[str, tuple[str, bool]]:
+    """{relative path: (text, executable)} for the torchtitan/ folder."""
+    return {f"{MODULE}.py": (config_py(job), False), "launch.sh": (launch_sh(job), True)}

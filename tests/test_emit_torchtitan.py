@@ -1,0 +1,355 @@
+"""torchtitan 0.3.0 files: planner_job.py (a configuration module) and launch.sh.
+
+Every emitted configuration runs against torchtitan 0.3.0's configuration schema (field names,
+types, defaults and the checks torchtitan applies, transcribed with citations in
+data/emit/torchtitan/titan_schema.py): CI cannot import torchtitan's loader (its llama3 package
+imports triton). The same configurations went through torchtitan's own ConfigManager by hand
+(data/emit/torchtitan/loader_check.py); loader_results.json holds what it read, and the schema must
+read the same. Expected values below are hand arithmetic on the plan or come from torchtitan's
+recipes; the two goldens are configuration modules written by hand (data/emit/torchtitan/README.md).
+"""
+from __future__ import annotations
+
+import ast
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from emit_support import DATA, job, tiny
+
+from costmodel.flops import total_parameters
+from costmodel.step import chunk_layers
+from planner.commands.main import main
+from planner.emit import formats, render
+from planner.errors import PlannerError
+from planner.frameworks import torchtitan as titan
+from planner.inputs.loading import load_model_spec
+from planner.inputs.specs import ModelSpec
+
+TT = DATA / "torchtitan"
+CASES = json.loads((TT / "cases.json").read_text())
+LOADER = json.loads((TT / "loader_results.json").read_text())
+FLAVOR = {"llama3-8b": "8B", "llama3-70b": "70B", "llama3-405b": "405B", "debug": "debugmodel", "1b": "1B"}
+
+
+def _schema():
+    spec = importlib.util.spec_from_file_location("titan_schema", TT / "titan_schema.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["titan_schema"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+TS = _schema()
+
+
+def model_of(name: str) -> ModelSpec:
+    return ModelSpec(**CASES["models"][name]) if name in CASES["models"] else load_model_spec(name)
+
+
+def case_job(case: dict):
+    return job(model_of(case["model"]), **case["plan"])
+
+
+def emitted(j) -> str:
+    return render(j, "torchtitan")["torchtitan/planner_job.py"][0]
+
+
+def checked(source: str, world: int) -> tuple[list[str], dict]:
+    """Run the configuration against the schema; no errors allowed. Returns (warnings, parsed)."""
+    errors, warnings, parsed = TS.check(TS.run(source), world)
+    assert not errors, errors
+    return warnings, parsed
+
+
+# ---- goldens: hand-written configuration modules ------------------------------------------------
+
+GOLDEN_CASES = [c for c in CASES["cases"] if c.get("golden")]
+
+
+@pytest.mark.parametrize("case", GOLDEN_CASES, ids=[c["id"] for c in GOLDEN_CASES])
+def test_emitted_config_equals_the_golden(case):
+    j = case_job(case)
+    golden = TS.run((TT / case["golden"]).read_text())
+    assert TS.run(emitted(j)) == golden  # the whole Trainer.Config tree, recipe fields included
+    checked((TT / case["golden"]).read_text(), j.num_gpus)
+
+
+def test_golden_8b_fsdp_values():
+    """Llama 3 8B, 8 GPUs: dp_shard 8 x 1 x 1 x 1 = 8; 32 / (1 x 8) = 4 accumulation steps; recipe llama3_8b's
+    seq_len 8192, tokenizer ./assets/hf/Llama-3.1-8B and dataset c4 kept."""
+    _, p = checked((TT / "llama3_8b_fsdp8.py").read_text(), 8)
+    assert (p["dp_shard"], p["dp_replicate"], p["tp"], p["pp"]) == (8, 1, 1, 1)
+    assert (p["local_batch_size"], p["global_batch_size"], p["grad_accum_steps"]) == (1, 32, 4)
+    assert (p["flavor"], p["seq_len"], p["steps"], p["ac"], p["compile"]) == ("8B", 8192, 1000, "selective",
+                                                                             ["model", "loss"])
+    assert (p["param_dtype"], p["reduce_dtype"], p["hf_assets_path"], p["dataset"]) == (
+        "bfloat16", "float32", "./assets/hf/Llama-3.1-8B", "c4")
+
+
+def test_golden_70b_pipeline_values():
+    """Llama 3 70B, 64 GPUs: 1 x 2 x 1 x 8 x 4 = 64; 64 / 2 = 32 sequences per pipeline as 32 micro-batches of
+    1 in one Interleaved1F1B schedule (32 // 4 = 8 rounds), 1 accumulation step; 20 stages of 80 / 20 = 4
+    layers, the embedding on the first and norm and output on the last."""
+    _, p = checked((TT / "llama3_70b_tp8_pp4.py").read_text(), 64)
+    assert (p["dp_shard"], p["tp"], p["pp"], p["sequence_parallel"]) == (2, 8, 4, True)
+    assert (p["local_batch_size"], p["pp_microbatches"], p["grad_accum_steps"]) == (32, 32, 1)
+    assert (p["schedule"], p["cuda_graphs"], p["reshard_after_forward"], p["ac"]) == (
+        "Interleaved1F1B", False, "always", "full")
+    assert [len(s) for s in p["stages"]] == [5] + [4] * 18 + [6]
+    assert p["stages"][0][:2] == ["tok_embeddings", "layers.0"] and p["stages"][-1][-3:] == [
+        "layers.79", "norm", "lm_head"]
+
+
+# ---- the matrix: every case against the schema, values by hand arithmetic on the plan -----------
+
+
+@pytest.mark.parametrize("case", CASES["cases"], ids=[c["id"] for c in CASES["cases"]])
+def test_matrix_obeys_the_schema(case):
+    j = case_job(case)
+    p, plan = j.plan, case["plan"]
+    warnings, v = checked(emitted(j), j.num_gpus)
+    assert bool(warnings) == (p.grad_comm_dtype == "bf16")  # the one value the loader only warns about
+    assert (v["dp_replicate"], v["dp_shard"]) == ((p.dp, 1) if p.zero_stage == 0 else (1, p.dp))
+    assert (v["tp"], v["pp"], v["sequence_parallel"], v["flavor"]) == (p.tp, p.pp, p.sequence_parallel,
+                                                                       FLAVOR[case["model"]])
+    assert v["global_batch_size"] == p.global_batch_size == v["local_batch_size"] * p.dp * v["grad_accum_steps"]
+    if p.pp > 1:  # one schedule per step: gbs / (mbs x dp) micro-batches of mbs
+        assert (v["pp_microbatches"], v["grad_accum_steps"], v["pp_microbatch_size"]) == (
+            p.global_batch_size // (p.micro_batch_size * p.dp), 1, p.micro_batch_size)
+        assert v["schedule"] == ("Interleaved1F1B" if p.vpp > 1 else "1F1B") and not v["cuda_graphs"]
+        assert [sum(m.startswith("layers.") for m in s) for s in v["stages"]] == list(chunk_layers(j.cm_model, p))
+    else:
+        assert v["local_batch_size"] == p.micro_batch_size and v["cuda_graphs"]
+    assert v["reshard_after_forward"] == ("always" if p.pp > 1 and p.zero_stage == 3 else "default")
+    assert v["ac"] == {"none": "none", "op": "selective", "full": "full"}[p.recompute]
+    assert (v["dtype"], v["param_dtype"]) == ("float32", "float32" if p.precision == "fp32" else "bfloat16")
+    assert v["reduce_dtype"] == {"fp32": "float32", "bf16": "bfloat16"}[p.grad_comm_dtype]
+    fused_ce = plan.get("fused_cross_entropy", True)
+    compiled = plan.get("fused_elementwise", True)
+    assert v["compile"] == (["model", "loss"] if fused_ce else ["model"]) * compiled
+    assert v["loss"] == ("chunked" if fused_ce else "cross_entropy") and not v["async_tp"]
+    fp8 = [{"filter_fqns": ["lm_head"], "recipe": "rowwise", "compiled": compiled}]
+    assert v["float8"] == (fp8 if p.precision == "fp8" else [])
+    assert (v["seq_len"], v["steps"]) == (j.model.seq_length, 1000)
+
+
+def test_hand_split_of_uneven_plans():
+    """70B with the plan's stage_layers 19, 21, 21, 19; 405B's 126 layers on 16 stages: 126 = 16 x 7 + 14,
+    the 14 extra layers on the middle stages (costmodel/pipeline.py), so 7, 8 x 14, 7."""
+    for cid, layers in (("70b-pp4-uneven", [19, 21, 21, 19]), ("405b-tp8-pp16-fp8", [7] + [8] * 14 + [7])):
+        case = next(c for c in CASES["cases"] if c["id"] == cid)
+        _, v = checked(emitted(case_job(case)), case_job(case).num_gpus)
+        assert [sum(m.startswith("layers.") for m in s) for s in v["stages"]] == layers
+
+
+# ---- agreement with torchtitan's own loader (recorded by loader_check.py) ------------------------
+
+SHARED = ("dp_replicate", "dp_shard", "tp", "pp", "cp", "global_batch_size", "local_batch_size", "grad_accum_steps",
+          "pp_microbatches", "flavor", "sequence_parallel", "schedule", "reshard_after_forward", "seq_len", "steps",
+          "dtype", "param_dtype", "reduce_dtype", "cuda_graphs", "ac", "compile", "loss", "hf_assets_path", "stages")
+
+
+def loader_sources() -> list[tuple[str, str, int]]:
+    out = []
+    for case in CASES["cases"]:
+        j = case_job(case)
+        out.append((case["id"], emitted(j), j.num_gpus))
+        if case.get("golden"):
+            out.append((f"golden:{case['golden']}", (TT / case["golden"]).read_text(), j.num_gpus))
+    return out
+
+
+@pytest.mark.parametrize("cid,source,world", loader_sources(), ids=lambda x: x if isinstance(x, str) and
+                         len(x) < 60 else "")
+def test_schema_reads_what_torchtitans_loader_read(cid, source, world):
+    """If this fails after an emitter change, rerun loader_check.py --write with torchtitan 0.3.0."""
+    warnings, v = checked(source, world)
+    seen = LOADER["cases"][cid]
+    assert {k: v[k] for k in SHARED} == {k: seen[k] for k in SHARED}
+    assert bool(warnings) == bool(seen["loader_warnings"])
+    assert seen["float8_linears"] == (5 * TS.LLAMA3_CONFIGS[v["flavor"]].n_layers if v["float8"] else 0)
+    assert not seen["lm_head_float8"]
+
+
+def test_planner_counts_torchtitans_parameters():
+    """torchtitan's models built on the meta device (loader_check.py) against the cost model's count."""
+    for name, cid in (("llama3-8b", "8b-fsdp8"), ("llama3-70b", "70b-tp8-dp8"), ("llama3-405b", "405b-tp8-pp16-fp8"),
+                      ("1b", "1b-fsdp8"), ("debug", "debug-tp2-dp2")):
+        assert total_parameters(model_of(name).to_model()) == LOADER["cases"][cid]["params"], name
+
+
+def test_flavour_table_matches_torchtitans():
+    """planner's flavour table (frameworks/torchtitan.py) against the schema's transcription."""
+    for f in titan.LLAMA3_FLAVOURS:
+        t = TS.LLAMA3_CONFIGS[f.name]
+        assert (f.num_layers, f.hidden_size, f.num_attention_heads, f.num_kv_heads, f.ffn_hidden_size,
+                f.vocab_size, f.tie_embeddings) == (t.n_layers, t.dim, t.n_heads, t.n_kv_heads, t.hidden_dim,
+                                                    t.vocab_size, t.enable_weight_tying)
+        assert f.recipe in TS.MODULES["torchtitan.models.llama3.config_registry"]
+
+
+# ---- refusals ------------------------------------------------------------------------------------
+
+L8 = "llama3-8b"
+
+
+def refused(model: ModelSpec, **plan) -> str:
+    with pytest.raises(PlannerError) as err:
+        render(job(model, **plan), "torchtitan")
+    text = str(err.value)
+    assert "\n" not in text and text.startswith("torchtitan would reject this plan: "), text
+    return text
+
+
+@pytest.mark.parametrize("change,plan,needle", [
+    ({"num_layers": 30}, {"dp": 8, "zero_stage": 3},
+     "closest, llama3 flavour 8B, differs in num_layers 30 (torchtitan 32)"),
+    ({"rope_theta": 10000.0}, {"dp": 8, "zero_stage": 3}, "rope_theta 10000 (torchtitan 500000)"),
+    ({"seq_length": 8196}, {"dp": 8, "zero_stage": 3}, "ChunkedLossWrapper splits seq_len 8196 into 8"),
+    ({"seq_length": 262144}, {"dp": 8, "zero_stage": 3}, "exceeds the llama3 RoPE max_seq_len 131072"),
+    ({"seq_length": 8200}, {"tp": 8, "zero_stage": 3}, "not divisible by 2*tp = 16"),
+    ({}, {"dp": 8, "zero_stage": 1}, "ZeRO stage 1"),
+    ({}, {"tp": 2, "dp": 4, "zero_stage": 0}, "ZeRO stage 0"),
+    ({}, {"dp": 8, "zero_stage": 3, "recompute": "selective"}, "recompute selective"),
+    ({}, {"dp": 8, "zero_stage": 3, "precision": "fp16"}, "precision fp16"),
+    ({}, {"dp": 8, "zero_stage": 3, "grad_dtype": "int8"}, "gradient dtype int8"),
+    ({}, {"dp": 8, "zero_stage": 3, "overlap_dp_comm": False}, "overlap_dp_comm off is not a setting"),
+    ({}, {"dp": 8, "zero_stage": 3, "flash_attention": False}, "flash_attention off is not a setting"),
+    ({}, {"dp": 8, "zero_stage": 3, "zero3_gather_unit": "tensor"}, "zero3_gather_unit tensor"),
+    ({}, {"dp": 8, "zero_stage": 3, "grad_reduce": "allreduce"}, "grad_reduce allreduce"),
+    ({}, {"pp": 4, "vpp": 2, "zero_stage": 3, "global_batch_size": 9}, "9 micro-batches not a multiple of 2 rounds"),
+])
+def test_rule_refuses(change, plan, needle):
+    model = load_model_spec(L8).model_copy(update=change)
+    assert needle in refused(model, **plan)
+
+
+def test_no_flavour_names_the_closest():
+    text = refused(tiny(), dp=8, zero_stage=3)
+    assert "torchtitan has no model definition for 'tiny': the closest, llama3 flavour" in text
+    assert "normalization layernorm (torchtitan rmsnorm)" in text
+
+
+def test_tied_weights_with_pipeline_refused():
+    assert "weight tying is not supported with pipeline parallelism" in refused(model_of("1b"), pp=2, zero_stage=3,
+                                                                                 global_batch_size=8)
+
+
+def test_eager_loss_takes_any_sequence_length():
+    model = load_model_spec(L8).model_copy(update={"seq_length": 8196})
+    j = job(model, dp=8, zero_stage=3, fused_cross_entropy=False, grad_dtype="fp32")
+    assert checked(emitted(j), 8)[1]["loss"] == "cross_entropy"
+
+
+def test_all_means_deepspeed_and_megatron():
+    assert formats("all") == ["deepspeed", "megatron"] and formats("torchtitan") == ["torchtitan"]
+
+
+# ---- the module and launch.sh --------------------------------------------------------------------
+
+
+def test_config_imports_only_torchtitan():
+    tree = ast.parse(emitted(job(load_model_spec(L8), dp=8, zero_stage=3, precision="fp8", recompute="full")))
+    modules = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert modules <= set(TS.MODULES) and not any(isinstance(n, ast.Import) for n in ast.walk(tree))
+    assert [f.name for f in tree.body if isinstance(f, ast.FunctionDef)] == ["planner_job"]
+
+
+def test_launch_sh_runs_torchrun_with_the_job(tmp_path):
+    """A stand-in torchrun on PATH records what launch.sh passes (torch/distributed/run.py flags)."""
+    j = case_job(GOLDEN_CASES[1])  # 64 GPUs, 8 nodes of 8
+    out = render(j, "torchtitan")
+    script = tmp_path / "torchtitan" / "launch.sh"
+    script.parent.mkdir()
+    script.write_text(out["torchtitan/launch.sh"][0])
+    subprocess.run(["bash", "-n", str(script)], check=True)
+    assert out["torchtitan/launch.sh"][1] and "set -euo pipefail" in out["torchtitan/launch.sh"][0]
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "torchrun").write_text('#!/usr/bin/env bash\nprintf "%s\\n" "$PYTHONPATH" "$@" > "$RECORD"\n')
+    (bin_dir / "torchrun").chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "RECORD": str(tmp_path / "args"),
+           "NODE_RANK": "3", "MASTER_ADDR": "node-0"}
+    env.pop("PYTHONPATH", None)
+    subprocess.run(["bash", str(script), "--training.steps", "5"], check=True, env=env)
+    args = (tmp_path / "args").read_text().splitlines()
+    assert args[0] == str(script.parent)  # planner_job.py importable
+    assert " ".join(args[1:]) == (
+        "--nproc_per_node 8 --nnodes 8 --node_rank 3 --master_addr node-0 --master_port 29500 --local-ranks-filter 0 "
+        "--role rank --tee 3 -m torchtitan.train --module planner_job --config planner_job --training.steps 5")
+
+
+def test_readme_says_how_to_launch():
+    j = case_job(GOLDEN_CASES[0])
+    text = render(j, "torchtitan")["README.txt"][0]
+    assert "torchtitan 0.3.0" in text and "--repo_id meta-llama/Llama-3.1-8B --assets tokenizer" in text
+    assert "NODE_RANK=0 bash <this folder>/torchtitan/launch.sh" in text
+
+
+# ---- the commands ------------------------------------------------------------------------------------
+
+
+def test_suggest_emits_torchtitan(tmp_path, capsys):
+    out = tmp_path / "launch"
+    code = main(["suggest", "llama3-8b", "dgx-h100", "--gpus", "8", "--gbs", "32", "--framework", "torchtitan",
+                 "--emit", "torchtitan", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    names = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
+    assert names == ["README.txt", "torchtitan/launch.sh", "torchtitan/planner_job.py"]
+    assert os.access(out / "torchtitan" / "launch.sh", os.X_OK)
+    subprocess.run(["bash", "-n", str(out / "torchtitan" / "launch.sh")], check=True)
+    _, v = checked((out / "torchtitan" / "planner_job.py").read_text(), 8)
+    assert (v["flavor"], v["global_batch_size"], v["tp"] * v["pp"] * v["dp_replicate"] * v["dp_shard"]) == ("8B", 32, 8)
+
+
+def test_emit_format_torchtitan(tmp_path, capsys):
+    code = main(["estimate", "llama3-70b", "dgx-h100", "--gpus", "64", "--tp", "8", "--pp", "4", "--vpp", "5",
+                 "--gbs", "64", "--zero", "3", "--recompute", "full", "--sequence-parallel", "--json"])
+    plan = capsys.readouterr().out
+    assert code == 0
+    (tmp_path / "plan.json").write_text(plan)
+    code = main(["emit", str(tmp_path / "plan.json"), "--format", "torchtitan", "--out", str(tmp_path / "o")])
+    assert code == 0, capsys.readouterr().err
+    _, v = checked((tmp_path / "o" / "torchtitan" / "planner_job.py").read_text(), 64)
+    assert (v["flavor"], v["schedule"], len(v["stages"]), v["pp_microbatches"]) == ("70B", "Interleaved1F1B", 20, 32)
+
+
+def test_torchtitan_refuses_what_planner_refuses():
+    """loader_check.py wrote these plans without planner's rules and gave them to torchtitan 0.3.0."""
+    seen = LOADER["refusals"]
+    l8 = load_model_spec(L8)
+    assert "exceeds attention RoPE maximum" in seen["seq-262144"]
+    refused(l8.model_copy(update={"seq_length": 262144}), dp=8, zero_stage=3)
+    assert "ChunkedLossWrapper sequence length must be divisible by num_chunks" in seen["seq-8196-chunked-loss"]
+    refused(l8.model_copy(update={"seq_length": 8196}), dp=8, zero_stage=3)
+    assert "Weight tying is not supported with Pipeline Parallel" in seen["1b-tied-pp2"]
+    refused(model_of("1b"), pp=2, zero_stage=3, global_batch_size=8)
+    assert "CUDA graphs do not support pipeline parallelism" in seen["pp2-cuda-graphs-on"]
+    # narrower than 0.3.0 (README.md): torchtitan accepts these, planner's older rules refuse them
+    assert seen["ddp-with-tp2"] == seen["seq-8200-tp8-sp"] == "accepted"
+
+
+@pytest.mark.parametrize("model_name,cluster_name,gpus,gbs", [("llama3-8b", "dgx-h100", 16, 64),
+                                                              ("llama3-70b", "dgx-h100", 64, 128)])
+def test_every_suggested_plan_is_emittable(model_name, cluster_name, gpus, gbs):
+    """As tests/test_search_emit_agree.py for the others: each of `suggest --framework torchtitan`'s top
+    plans for a model torchtitan has a flavour for is written, and obeys the schema."""
+    from planner.analysis import score
+    from planner.emit import build_job
+    from planner.inputs import loading
+    from planner.search import suggest
+    from planner.search.space import SearchSpec
+
+    model = loading.load_model_spec(model_name, global_batch_size=gbs)
+    cluster = loading.build_cluster(loading.load_cluster_spec(cluster_name), gpus)
+    result = suggest.run(SearchSpec(model.to_model(), cluster, gbs, frameworks=("torchtitan",)),
+                         suggest.Options(top_k=5))
+    assert len(result.ranked) == 5
+    for ranked in result.ranked:
+        j = build_job(model, score.to_dict(score.score(model, cluster, ranked.plan)))
+        checked(emitted(j), gpus)
