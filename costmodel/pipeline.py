@@ -7,7 +7,10 @@ per GPU. Uneven splits follow Megatron-LM (--decoder-first/last-pipeline-num-lay
 """
 from __future__ import annotations
 
+from functools import lru_cache
 
+
+@lru_cache(maxsize=4096)
 def default_chunk_layers(num_layers: int, pp: int, vpp: int) -> tuple[int, ...]:
     """Layers per model chunk, in pipeline order, as even as possible.
 

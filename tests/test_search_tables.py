@@ -128,3 +128,35 @@ def test_memory_is_affine_in_activations():
     total = sum(step.memory_breakdown(spec.model, plan, stage, ctx.eff).values())
     states = sum(step.memory_breakdown(spec.model, plan, replace(stage, activation_bytes=0.0), ctx.eff).values())
     assert total == pytest.approx(states + ctx.slope * stage.activation_bytes, rel=1e-12)
+
+
+def test_memory_lower_bound_holds_for_every_plan_of_a_layout(setting):
+    """bounds.table_best_first leaves out a layout whose LayoutTables.min_memory exceeds the GPU: that
+    is only right if no plan of the layout needs less. Checked against step.estimate on every knob
+    combination of sampled layouts, and the bound is tight when one knob set minimises both terms."""
+    spec, space, ctx = setting
+    rng = random.Random(7)
+    layouts = rng.sample(list(space.knobs), min(25, len(space.knobs)))
+    for lay in layouts:
+        knobs = space.knobs[lay]
+        bound = LayoutTables(ctx, lay).min_memory(knobs)
+        peaks = [step.estimate(spec.model, spec.cluster, plan_for(spec, lay, k)).memory_per_gpu_bytes for k in knobs]
+        assert bound <= min(peaks) * (1 + 1e-12), (lay, bound, min(peaks))
+        assert bound > 0.5 * min(peaks)  # not vacuous: the states and activations it adds are real
+
+
+def test_memory_lower_bound_never_falls_as_the_micro_batch_grows(setting):
+    """bounds.fitting_tables skips larger micro-batches of a layout once a smaller one does not fit."""
+    spec, space, ctx = setting
+    families = {}
+    for lay in space.knobs:
+        families.setdefault((lay.tp, lay.pp, lay.dp, lay.vpp), []).append(lay)
+    checked = 0
+    for lays in list(families.values())[:40]:
+        lays = sorted(lays, key=lambda x: x.mbs)
+        for small, large in zip(lays, lays[1:]):
+            common = tuple(sorted(set(space.knobs[small]) & set(space.knobs[large])))
+            if common:
+                assert LayoutTables(ctx, small).min_memory(common) <= LayoutTables(ctx, large).min_memory(common)
+                checked += 1
+    assert checked >= 10

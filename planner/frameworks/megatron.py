@@ -10,9 +10,11 @@ Summarised with section numbers in the project's reference shared/reference/laun
 """
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Optional
 
 from costmodel import types as cm
+from costmodel.pipeline import default_chunk_layers
 from costmodel.step import chunk_layers
 from planner.frameworks.base import Choice, Framework, Knobs, only_with_tp
 
@@ -29,13 +31,18 @@ def uneven_split(model: cm.Model, plan: cm.Plan) -> Optional[tuple[Optional[int]
     return (None if first == mid else first, None if last == mid else last)
 
 
+@lru_cache(maxsize=4096)
+def _split(num_layers: int, pp: int, vpp: int, stage_layers: tuple[int, ...]) -> tuple[int, ...]:
+    return stage_layers or default_chunk_layers(num_layers, pp, vpp)
+
+
 def layer_split(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     """arguments.py: num_layers divisible by the pipeline size, unless --decoder-first/last-
     pipeline-num-layers make only the first and last stage different and the middle stages split
     the rest evenly (transformer_config.py, uneven PP). With interleaving, num_layers divisible by
     pp*vpp (--num-layers-per-virtual-pipeline-stage; get_num_layers_to_build); planner writes
     uneven splits only without interleaving."""
-    layers = chunk_layers(model, plan)
+    layers = _split(model.num_layers, plan.pp, plan.vpp, plan.stage_layers)
     if plan.vpp > 1:
         if len(set(layers)) > 1:
             return (f"Megatron-LM interleaving: {model.num_layers} layers must split evenly over pp x vpp = "

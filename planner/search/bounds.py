@@ -25,6 +25,7 @@ class Tabled:
     candidates: list[Candidate]
     layouts_tabled: int
     layouts_bounded: int
+    smallest_memory_bound: float = math.inf  # least LayoutTables.min_memory over the layouts left out for memory
 
 
 def lower_bound(tables: LayoutTables, knobs: tuple[Knobs, ...]) -> float:
@@ -44,10 +45,38 @@ def kth_best(best: dict[tuple, float], k: int) -> float:
     return sorted(best.values())[k - 1]
 
 
+def fitting_tables(space: Space, ctx: TableContext, capacity_bytes: float) -> tuple[dict, float]:
+    """LayoutTables of the layouts whose memory lower bound fits, and the least bound of those that do
+    not. The bound never falls as the micro-batch grows with the rest of the layout and the knob set
+    fixed (activations are b x min(in-flight, m) per sample with m = gbs / (b dp), states do not
+    depend on b; tests/test_search_tables.py checks it), so once a micro-batch size does not fit,
+    the larger ones with the same or fewer knobs are left out without computing their bound."""
+    families: dict[tuple, list] = {}
+    for lay in space.knobs:
+        families.setdefault((lay.tp, lay.pp, lay.dp, lay.vpp), []).append(lay)
+    tables, smallest = {}, math.inf
+    for lays in families.values():
+        failed: tuple | None = None  # knobs of the smallest micro-batch that did not fit
+        for lay in sorted(lays, key=lambda x: x.mbs):
+            knobs = space.knobs[lay]
+            if failed is not None and set(knobs) <= set(failed):
+                continue
+            t = LayoutTables(ctx, lay)
+            low = t.min_memory(knobs)
+            if low <= capacity_bytes:
+                tables[lay] = t
+            else:
+                smallest, failed = min(smallest, low), knobs
+    return tables, smallest
+
+
 def table_best_first(space: Space, ctx: TableContext, capacity_bytes: float, k: int) -> Tabled:
-    """Candidates of every layout that may hold one of the K best layout groups' best fitting plans."""
-    tables = {lay: LayoutTables(ctx, lay) for lay in space.knobs}
-    order = sorted((lower_bound(tables[lay], knobs), lay) for lay, knobs in space.knobs.items())
+    """Candidates of every layout that may hold one of the K best layout groups' best fitting plans.
+
+    A layout whose memory lower bound (LayoutTables.min_memory, no timing) exceeds the capacity has
+    no plan that fits, so it is left out before its time bound is computed (fitting_tables)."""
+    tables, smallest = fitting_tables(space, ctx, capacity_bytes)
+    order = sorted((lower_bound(tables[lay], space.knobs[lay]), lay) for lay in tables)
     best: dict[tuple, float] = {}
     out: list[Candidate] = []
     threshold, tabled = math.inf, 0
@@ -60,7 +89,7 @@ def table_best_first(space: Space, ctx: TableContext, capacity_bytes: float, k: 
             if c.peak_memory_bytes <= capacity_bytes and c.step_seconds < best.get(lay.group, math.inf):
                 best[lay.group] = c.step_seconds
                 threshold = kth_best(best, k)
-    return Tabled(out, tabled, len(order))
+    return Tabled(out, tabled, len(space.knobs), smallest)
 
 
 def table_all(space: Space, ctx: TableContext) -> list[Candidate]:

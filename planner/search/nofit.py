@@ -12,6 +12,7 @@ from dataclasses import replace
 from typing import Iterable
 
 from costmodel import types as cm
+from planner.inputs.limits import MAX_GPUS
 from planner.search.space import Knobs, Layout, SearchSpec, Space, build_space
 from planner.search.tables import LayoutTables, TableContext
 
@@ -45,23 +46,37 @@ def nothing_legal(space: Space) -> str:
             "try another GPU count, --gbs or --framework")
 
 
-def min_memory_bytes(spec: SearchSpec, eff: cm.Efficiency) -> float:
-    """Smallest peak memory of the space's plans with the smallest micro-batch and no interleaving."""
-    space = build_space(spec)
-    if not space.knobs:
-        return float("inf")
-    ctx = TableContext(spec, eff)
-    small = min(lay.mbs for lay in space.knobs)
-    return min((c.peak_memory_bytes for lay, knobs in space.knobs.items() if lay.mbs == small and lay.vpp == 1
-                for c in LayoutTables(ctx, lay).candidates(knobs)), default=float("inf"))
+def smallest_plan(space: Space, ctx: TableContext, tabled: Iterable = (), stop_below: float = 0.0):
+    """The candidate with the least peak memory over the whole space, found branch-and-bound: layouts
+    in increasing order of their memory lower bound (LayoutTables.min_memory), each tabled only while
+    its bound is below the least peak found so far (`tabled`: candidates already computed). With
+    `stop_below`, it stops at the first candidate at or under that many bytes. None if empty."""
+    best = min(tabled, key=lambda c: (c.peak_memory_bytes, c.layout, c.knobs), default=None)
+    seen = {c.layout for c in tabled} if best else set()
+    order = sorted((LayoutTables(ctx, lay).min_memory(knobs), lay) for lay, knobs in space.knobs.items()
+                   if lay not in seen)
+    for bound, lay in order:
+        if best is not None and (bound >= best.peak_memory_bytes or best.peak_memory_bytes <= stop_below):
+            break
+        for c in LayoutTables(ctx, lay).candidates(space.knobs[lay]):
+            if best is None or (c.peak_memory_bytes, c.layout, c.knobs) < (best.peak_memory_bytes, best.layout, best.knobs):
+                best = c
+    return best
 
 
 def gpus_that_fit(spec: SearchSpec, capacity: float, eff: cm.Efficiency) -> int | None:
+    """The first of 2x, 4x, ... the GPU count at which some plan fits (None within MAX_GPU_DOUBLINGS)."""
     fixed = {k: v for k, v in spec.fixed.items() if k != "dp"}
     for i in range(1, MAX_GPU_DOUBLINGS + 1):
         n = spec.cluster.num_gpus * 2**i
+        if n > MAX_GPUS:
+            return None
         bigger = replace(spec, cluster=replace(spec.cluster, num_gpus=n), fixed=fixed)
-        if min_memory_bytes(bigger, eff) <= capacity:
+        space = build_space(bigger)
+        if not space.knobs:
+            continue
+        found = smallest_plan(space, TableContext(bigger, eff), stop_below=capacity)
+        if found is not None and found.peak_memory_bytes <= capacity:
             return n
     return None
 
@@ -94,8 +109,9 @@ def _message(space: Space, lay: Layout, k: Knobs, need: float, capacity: float, 
 
 
 def nothing_fits(space: Space, candidates: Iterable, capacity: float, fraction: float, eff: cm.Efficiency) -> str:
-    """For tabled candidates (tables.Candidate)."""
-    c = min(candidates, key=lambda c: (c.peak_memory_bytes, c.layout, c.knobs))
+    """For tabled candidates (tables.Candidate); layouts the search left out for memory are searched
+    for the smallest plan too (smallest_plan)."""
+    c = smallest_plan(space, TableContext(space.spec, eff), list(candidates))
     return _message(space, c.layout, c.knobs, c.peak_memory_bytes, capacity, fraction, eff)
 
 

@@ -20,6 +20,7 @@ from costmodel.topology import domain_size, tp_crosses_network
 from planner.frameworks import NAMES, REGISTRY, base
 
 ZERO_STAGES = (0, 1, 2, 3)
+MAX_SEARCH_VPP = 16
 
 
 @dataclass(frozen=True, order=True)
@@ -116,11 +117,23 @@ def split_violations(spec: SearchSpec, tp: int, pp: int) -> list[str]:
     return broken
 
 
+def vpp_choices(spec: SearchSpec, pp: int) -> list[int]:
+    """Virtual stages per pipeline rank: 1 to MAX_SEARCH_VPP (and at most one layer per chunk), or
+    the --fix value. Past 16 chunks per rank the bubble is already under 1/16 of the 1F1B one, while
+    every chunk adds its p2p exchanges; published schedules use 2-8 (Llama 3 405B: 8)."""
+    if pp == 1:
+        return [1]
+    most = spec.model.num_layers // pp
+    fixed = spec.fixed.get("vpp")
+    if isinstance(fixed, int):
+        return [fixed] if fixed <= most else []
+    return list(range(1, min(most, MAX_SEARCH_VPP) + 1))
+
+
 def candidate_layouts(spec: SearchSpec, tp: int, pp: int) -> Iterator[Layout]:
     """Every (vpp, micro-batch) for a legal (tp, pp) split, before framework rules."""
     dp = spec.cluster.num_gpus // (tp * pp)
-    max_vpp = spec.model.num_layers // pp if pp > 1 else 1
-    for vpp in range(1, max_vpp + 1):
+    for vpp in vpp_choices(spec, pp):
         for mbs in divisors(spec.global_batch_size // dp):
             yield Layout(tp, pp, dp, vpp, mbs)
 

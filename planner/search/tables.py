@@ -26,10 +26,11 @@ step.estimate / step.stage_costs on random plans, so a cost-model change that br
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 from costmodel import dataparallel, pipeline, step
 from costmodel import types as cm
-from costmodel.stage import StageCost, StageKernels, stage_cost, stage_kernels
+from costmodel.stage import StageCost, StageKernels, stage_activation_bytes, stage_cost, stage_kernels, stage_params
 from planner.search.space import Knobs, Layout, SearchSpec, plan_for
 
 
@@ -79,12 +80,17 @@ class KernelCache:
 
 def rank_classes(model: cm.Model, plan: cm.Plan) -> tuple[tuple[int, ...], list[tuple[int, int]]]:
     """Per rank, the index of its (layers, first, last) class; per class, (layers, lowest rank)."""
-    per_rank = pipeline.stage_layer_counts(step.chunk_layers(model, plan), plan.pp, plan.vpp)
+    return _rank_classes(step.chunk_layers(model, plan), plan.pp, plan.vpp)
+
+
+@lru_cache(maxsize=4096)
+def _rank_classes(chunks: tuple[int, ...], pp: int, vpp: int) -> tuple[tuple[int, ...], list[tuple[int, int]]]:
+    per_rank = pipeline.stage_layer_counts(chunks, pp, vpp)
     index: dict[tuple, int] = {}
     reps: list[tuple[int, int]] = []
     of_rank = []
     for r, layers in enumerate(per_rank):
-        key = (layers, r == 0, r == plan.pp - 1)
+        key = (layers, r == 0, r == pp - 1)
         if key not in index:
             index[key] = len(reps)
             reps.append((layers, r))
@@ -111,12 +117,25 @@ def activation_slope(spec: SearchSpec, eff: cm.Efficiency) -> float:
 
 
 class TableContext:
-    """What all layouts of one search share: the spec, efficiencies, kernels and the memory slope."""
+    """What all layouts of one search share: the spec, efficiencies, kernels, the memory slope, and
+    model-state bytes per stage class (they do not depend on the micro-batch or interleaving)."""
 
     def __init__(self, spec: SearchSpec, eff: cm.Efficiency):
         self.spec, self.eff = spec, eff
         self.kernels = KernelCache(spec, eff)
         self.slope = activation_slope(spec, eff)
+        self._states: dict[tuple, float] = {}
+
+    def states_bytes(self, base: cm.Plan, layers: int, rank: int, knob: tuple[int, str, str]) -> float:
+        """step.memory_breakdown total of a stage with no activations, for (ZeRO, precision, grad)."""
+        zero, precision, grad = knob
+        first, last = rank == 0, rank == base.pp - 1
+        key = (base.tp, base.pp, base.dp, layers, first, last, zero, precision, grad)
+        if key not in self._states:
+            plan = replace(base, zero_stage=zero, precision=precision, grad_dtype=grad)
+            probe = StageCost(layers, 0.0, 0.0, 0.0, 0.0, stage_params(self.spec.model, plan, layers, rank), 0.0)
+            self._states[key] = sum(step.memory_breakdown(self.spec.model, plan, probe, self.eff).values())
+        return self._states[key]
 
 
 class LayoutTables:
@@ -129,6 +148,27 @@ class LayoutTables:
         self.totals: dict[tuple, tuple[float, float]] = {}  # (total, tail)
         self.tied: dict[tuple, float] = {}
         self.states: dict[tuple, tuple[float, ...]] = {}
+
+    def min_memory(self, knobs: tuple[Knobs, ...]) -> float:
+        """A peak memory no plan of this layout goes below (bytes), without timing anything.
+
+        The peak is max over stages of states(zero, precision, grad) + slope x activations(recompute,
+        SP, precision) (step.memory_breakdown, affine in the activations). For any plan,
+        max_s f(s) >= max_s min_k f(k, s), and min_k of a sum >= the sum of the two minima, so
+        max_s [min_k states + slope x min_k activations] bounds every plan of the layout from below.
+        The activations come straight from stage.stage_activation_bytes and the states from
+        step.memory_breakdown, per (layers, first, last) class of ranks."""
+        states = {(k.zero, k.precision, k.grad) for k in knobs}
+        acts = {(k.recompute, k.sp, k.precision) for k in knobs}
+        base = plan_for(self.ctx.spec, self.lay)
+        worst = 0.0
+        for layers, rank in self.classes[1]:
+            low_states = min(self.ctx.states_bytes(base, layers, rank, s) for s in states)
+            low_act = min(stage_activation_bytes(self.ctx.spec.model, replace(base, recompute=rc, sequence_parallel=sp,
+                                                                               precision=p), layers, rank)
+                          for rc, sp, p in acts)
+            worst = max(worst, low_states + self.ctx.slope * low_act)
+        return worst
 
     def pipe(self, rc: str, sp: bool, precision: str) -> PipeEntry:
         """Pipeline flush, DP-critical stage and memory-candidate stages for (recompute, SP, precision)."""
