@@ -25,7 +25,6 @@ class Tabled:
     candidates: list[Candidate]
     layouts_tabled: int
     layouts_bounded: int
-    smallest_memory_bound: float = math.inf  # least LayoutTables.min_memory over the layouts left out for memory
 
 
 def lower_bound(tables: LayoutTables, knobs: tuple[Knobs, ...]) -> float:
@@ -45,38 +44,35 @@ def kth_best(best: dict[tuple, float], k: int) -> float:
     return sorted(best.values())[k - 1]
 
 
-def fitting_tables(space: Space, ctx: TableContext, capacity_bytes: float) -> tuple[dict, float]:
-    """LayoutTables of the layouts whose memory lower bound fits, and the least bound of those that do
-    not. The bound never falls as the micro-batch grows with the rest of the layout and the knob set
-    fixed (activations are b x min(in-flight, m) per sample with m = gbs / (b dp), states do not
-    depend on b; tests/test_search_tables.py checks it), so once a micro-batch size does not fit,
-    the larger ones with the same or fewer knobs are left out without computing their bound."""
+def fitting_tables(space: Space, ctx: TableContext, capacity_bytes: float) -> dict:
+    """Per layout with a plan that fits, (its LayoutTables, the knob combinations that fit), from
+    peak memory alone (LayoutTables.peak_memory, no timing). A plan's peak never falls as the
+    micro-batch grows with the rest of the layout and the knobs fixed (activations are
+    b x min(in-flight, m) per sample with m = gbs / (b dp); states do not depend on b;
+    tests/test_search_tables.py checks it), so once a knob combination does not fit at one
+    micro-batch size, it is not tried at the larger ones."""
     families: dict[tuple, list] = {}
     for lay in space.knobs:
         families.setdefault((lay.tp, lay.pp, lay.dp, lay.vpp), []).append(lay)
-    tables, smallest = {}, math.inf
+    out = {}
     for lays in families.values():
-        failed: tuple | None = None  # knobs of the smallest micro-batch that did not fit
+        failed: set = set()  # knob combinations that did not fit at a smaller micro-batch
         for lay in sorted(lays, key=lambda x: x.mbs):
-            knobs = space.knobs[lay]
-            if failed is not None and set(knobs) <= set(failed):
-                continue
             t = LayoutTables(ctx, lay)
-            low = t.min_memory(knobs)
-            if low <= capacity_bytes:
-                tables[lay] = t
-            else:
-                smallest, failed = min(smallest, low), knobs
-    return tables, smallest
+            fits = t.fitting(tuple(k for k in space.knobs[lay] if k not in failed), capacity_bytes)
+            failed |= set(space.knobs[lay]) - set(fits)
+            if fits:
+                out[lay] = (t, fits)
+    return out
 
 
 def table_best_first(space: Space, ctx: TableContext, capacity_bytes: float, k: int) -> Tabled:
     """Candidates of every layout that may hold one of the K best layout groups' best fitting plans.
 
-    A layout whose memory lower bound (LayoutTables.min_memory, no timing) exceeds the capacity has
-    no plan that fits, so it is left out before its time bound is computed (fitting_tables)."""
-    tables, smallest = fitting_tables(space, ctx, capacity_bytes)
-    order = sorted((lower_bound(tables[lay], space.knobs[lay]), lay) for lay in tables)
+    Only plans that fit are timed (fitting_tables sorts them out from memory alone), and a layout's
+    time bound is over its fitting knob combinations."""
+    fitting = fitting_tables(space, ctx, capacity_bytes)
+    order = sorted((lower_bound(t, knobs), lay) for lay, (t, knobs) in fitting.items())
     best: dict[tuple, float] = {}
     out: list[Candidate] = []
     threshold, tabled = math.inf, 0
@@ -84,12 +80,13 @@ def table_best_first(space: Space, ctx: TableContext, capacity_bytes: float, k: 
         if bound > threshold:
             break
         tabled += 1
-        for c in tables[lay].candidates(space.knobs[lay]):
+        t, knobs = fitting[lay]
+        for c in t.candidates(knobs):
             out.append(c)
             if c.peak_memory_bytes <= capacity_bytes and c.step_seconds < best.get(lay.group, math.inf):
                 best[lay.group] = c.step_seconds
                 threshold = kth_best(best, k)
-    return Tabled(out, tabled, len(space.knobs), smallest)
+    return Tabled(out, tabled, len(space.knobs))
 
 
 def table_all(space: Space, ctx: TableContext) -> list[Candidate]:

@@ -46,21 +46,18 @@ def nothing_legal(space: Space) -> str:
             "try another GPU count, --gbs or --framework")
 
 
-def smallest_plan(space: Space, ctx: TableContext, tabled: Iterable = (), stop_below: float = 0.0):
-    """The candidate with the least peak memory over the whole space, found branch-and-bound: layouts
-    in increasing order of their memory lower bound (LayoutTables.min_memory), each tabled only while
-    its bound is below the least peak found so far (`tabled`: candidates already computed). With
-    `stop_below`, it stops at the first candidate at or under that many bytes. None if empty."""
-    best = min(tabled, key=lambda c: (c.peak_memory_bytes, c.layout, c.knobs), default=None)
-    seen = {c.layout for c in tabled} if best else set()
-    order = sorted((LayoutTables(ctx, lay).min_memory(knobs), lay) for lay, knobs in space.knobs.items()
-                   if lay not in seen)
-    for bound, lay in order:
-        if best is not None and (bound >= best.peak_memory_bytes or best.peak_memory_bytes <= stop_below):
-            break
-        for c in LayoutTables(ctx, lay).candidates(space.knobs[lay]):
-            if best is None or (c.peak_memory_bytes, c.layout, c.knobs) < (best.peak_memory_bytes, best.layout, best.knobs):
-                best = c
+def smallest_plan(space: Space, ctx: TableContext, stop_below: float = 0.0) -> tuple[float, Layout, Knobs] | None:
+    """(peak bytes, layout, knobs) of the plan with the least peak memory over the space, from memory
+    alone (LayoutTables.peak_memory); with `stop_below`, the first found at or under that many bytes."""
+    best = None
+    for lay, knobs in space.knobs.items():
+        t = LayoutTables(ctx, lay)
+        for k in knobs:
+            entry = (t.peak_memory(k), lay, k)
+            if best is None or entry < best:
+                best = entry
+                if best[0] <= stop_below:
+                    return best
     return best
 
 
@@ -76,7 +73,7 @@ def gpus_that_fit(spec: SearchSpec, capacity: float, eff: cm.Efficiency) -> int 
         if not space.knobs:
             continue
         found = smallest_plan(space, TableContext(bigger, eff), stop_below=capacity)
-        if found is not None and found.peak_memory_bytes <= capacity:
+        if found is not None and found[0] <= capacity:
             return n
     return None
 
@@ -108,11 +105,10 @@ def _message(space: Space, lay: Layout, k: Knobs, need: float, capacity: float, 
             f"it would fit with {fix}")
 
 
-def nothing_fits(space: Space, candidates: Iterable, capacity: float, fraction: float, eff: cm.Efficiency) -> str:
-    """For tabled candidates (tables.Candidate); layouts the search left out for memory are searched
-    for the smallest plan too (smallest_plan)."""
-    c = smallest_plan(space, TableContext(space.spec, eff), list(candidates))
-    return _message(space, c.layout, c.knobs, c.peak_memory_bytes, capacity, fraction, eff)
+def nothing_fits(space: Space, capacity: float, fraction: float, eff: cm.Efficiency) -> str:
+    """When no plan fits: the one with the least peak memory (smallest_plan) and the remedies."""
+    need, lay, k = smallest_plan(space, TableContext(space.spec, eff))
+    return _message(space, lay, k, need, capacity, fraction, eff)
 
 
 def nothing_fits_scored(space: Space, scored: Iterable, capacity: float, fraction: float, eff: cm.Efficiency) -> str:

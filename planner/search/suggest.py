@@ -82,7 +82,7 @@ def _with_cpsat(space: Space, eff: cm.Efficiency, capacity: float, opts: Options
     result.layouts_tabled, result.candidates = tabled.layouts_tabled, len(tabled.candidates)
     result.literals, result.status = solved.literals, solved.status
     if not solved.chosen:
-        raise PlannerError(nofit.nothing_fits(space, tabled.candidates, capacity, opts.max_memory_fraction, eff))
+        raise PlannerError(nofit.nothing_fits(space, capacity, opts.max_memory_fraction, eff))
     result.ranked = [Ranked(c.layout, c.knobs, plan_for(space.spec, c.layout, c.knobs), c.step_seconds,
                             c.peak_memory_bytes) for c in solved.chosen]
 

@@ -25,12 +25,21 @@ step.estimate / step.stage_costs on random plans, so a cost-model change that br
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from costmodel import dataparallel, pipeline, step
 from costmodel import types as cm
-from costmodel.stage import StageCost, StageKernels, stage_activation_bytes, stage_cost, stage_kernels, stage_params
+from costmodel.stage import (
+    ACTIVATION_BYTES,
+    StageCost,
+    StageKernels,
+    stage_activation_bytes,
+    stage_cost,
+    stage_kernels,
+    stage_params,
+)
 from planner.search.space import Knobs, Layout, SearchSpec, plan_for
 
 
@@ -148,27 +157,40 @@ class LayoutTables:
         self.totals: dict[tuple, tuple[float, float]] = {}  # (total, tail)
         self.tied: dict[tuple, float] = {}
         self.states: dict[tuple, tuple[float, ...]] = {}
+        self.acts: dict[tuple, tuple[float, ...]] = {}
+
+    def activations(self, rc: str, sp: bool, precision: str) -> tuple[float, ...]:
+        """stage.stage_activation_bytes of each (layers, first, last) class of ranks. The precision
+        enters only through its element size (stage.ACTIVATION_BYTES), which is the cache key."""
+        key = (rc, sp, ACTIVATION_BYTES[precision])
+        if key not in self.acts:
+            base = plan_for(self.ctx.spec, self.lay, Knobs(0, rc, sp, precision, ""))
+            self.acts[key] = tuple(stage_activation_bytes(self.ctx.spec.model, base, layers, rank)
+                                   for layers, rank in self.classes[1])
+        return self.acts[key]
+
+    def peak_memory(self, k: Knobs, stop_above: float = math.inf) -> float:
+        """The plan's peak memory per GPU without timing it: max over the classes of ranks of
+        states(ZeRO, precision, grad) + slope x activations, which is step.memory_breakdown at the
+        memory-candidate stages (they are the classes' lowest ranks). Returns early, with a value
+        above `stop_above`, once one class exceeds it."""
+        base = plan_for(self.ctx.spec, self.lay)
+        acts = self.activations(k.recompute, k.sp, k.precision)
+        worst = 0.0
+        for (layers, rank), act in zip(self.classes[1], acts, strict=True):
+            worst = max(worst, self.ctx.states_bytes(base, layers, rank, (k.zero, k.precision, k.grad))
+                        + self.ctx.slope * act)
+            if worst > stop_above:
+                break
+        return worst
+
+    def fitting(self, knobs: tuple[Knobs, ...], capacity_bytes: float) -> tuple[Knobs, ...]:
+        """The knob combinations whose plan fits in `capacity_bytes`."""
+        return tuple(k for k in knobs if self.peak_memory(k, capacity_bytes) <= capacity_bytes)
 
     def min_memory(self, knobs: tuple[Knobs, ...]) -> float:
-        """A peak memory no plan of this layout goes below (bytes), without timing anything.
-
-        The peak is max over stages of states(zero, precision, grad) + slope x activations(recompute,
-        SP, precision) (step.memory_breakdown, affine in the activations). For any plan,
-        max_s f(s) >= max_s min_k f(k, s), and min_k of a sum >= the sum of the two minima, so
-        max_s [min_k states + slope x min_k activations] bounds every plan of the layout from below.
-        The activations come straight from stage.stage_activation_bytes and the states from
-        step.memory_breakdown, per (layers, first, last) class of ranks."""
-        states = {(k.zero, k.precision, k.grad) for k in knobs}
-        acts = {(k.recompute, k.sp, k.precision) for k in knobs}
-        base = plan_for(self.ctx.spec, self.lay)
-        worst = 0.0
-        for layers, rank in self.classes[1]:
-            low_states = min(self.ctx.states_bytes(base, layers, rank, s) for s in states)
-            low_act = min(stage_activation_bytes(self.ctx.spec.model, replace(base, recompute=rc, sequence_parallel=sp,
-                                                                               precision=p), layers, rank)
-                          for rc, sp, p in acts)
-            worst = max(worst, low_states + self.ctx.slope * low_act)
-        return worst
+        """The least peak memory of the layout's plans."""
+        return min(self.peak_memory(k) for k in knobs)
 
     def pipe(self, rc: str, sp: bool, precision: str) -> PipeEntry:
         """Pipeline flush, DP-critical stage and memory-candidate stages for (recompute, SP, precision)."""
