@@ -2,8 +2,9 @@
 
     python benchmarks/bench_size.py [--reps 3]
 
-Cases (issue 5): the README example (Llama 3 70B, 2T tokens, 30-day deadline, global batch 512)
-and the same without a deadline (every count from the memory bound up to 16,384 GPUs is searched).
+Cases: the README example (Llama 3 70B, 2T tokens, 30-day deadline, global batch 512), the same
+without a deadline (every count from the memory bound up to 16,384 GPUs is searched), and Llama 3
+405B over the whole catalog (target: under 10 s).
 Prints wall-time medians, the number of (hardware, count) plan searches and of options sized.
 """
 from __future__ import annotations
@@ -23,7 +24,8 @@ from planner.commands.main import main  # noqa: E402
 
 BASE = ["size", "llama3-70b", "--tokens", "2e12", "--gbs", "512"]
 CASES = [("README example, 30-day deadline", BASE + ["--deadline-days", "30"]),
-         ("no deadline (full count range)", BASE)]
+         ("no deadline (full count range)", BASE),
+         ("Llama 3 405B, 15T tokens, catalog", ["size", "llama3-405b", "--tokens", "15e12", "--gbs", "2048"])]
 
 
 def run(argv: list[str]) -> tuple[float, dict]:

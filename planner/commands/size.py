@@ -4,6 +4,8 @@ Over planner.sizing.run.size."""
 from __future__ import annotations
 
 import argparse
+import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 from costmodel import runtime
@@ -22,6 +24,29 @@ def request_of(args: argparse.Namespace):
                        args.workers)
 
 
+@contextmanager
+def progress_bar(quiet: bool):
+    """A rich spinner on stderr counting the plan searches, only on a terminal and without --json;
+    yields the callback sizing.run.size reports each finished search to (or None)."""
+    if quiet or not sys.stderr.isatty():
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                  console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task("sizing: searching plans ...", total=None)
+        done = 0
+
+        def report(gpu: str, count: int) -> None:
+            nonlocal done
+            done += 1
+            bar.update(task, description=f"sizing: {done} plan searches, last {count} x {gpu}")
+
+        yield report
+
+
 def cmd_size(args: argparse.Namespace) -> int:
     from planner.analysis import whatif
     from planner.render import size as render
@@ -36,7 +61,8 @@ def cmd_size(args: argparse.Namespace) -> int:
         require("--plot")
         check_targets(Path(args.plot).parent, {Path(args.plot).name: ("", False)}, args.force)
     request = request_of(args)
-    r = size(request, whatif.parse(args.what_if) if args.what_if else None)
+    with progress_bar(args.json) as progress:
+        r = size(request, whatif.parse(args.what_if) if args.what_if else None, progress)
     rows = stability_rows(request, r, args.what_if_grid) if args.what_if_grid else []
     if args.plot:
         from planner.render.sizing_plot import write_plot

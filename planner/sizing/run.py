@@ -104,7 +104,8 @@ def impossible_lines(options: list[sizing.Option], args: SizeRequest) -> list[st
     return lines
 
 
-def size(args: SizeRequest, wi: whatif.WhatIf | None = None) -> dict:
+def size(args: SizeRequest, wi: whatif.WhatIf | None = None, progress=None) -> dict:
+    """The sizing result (see size_dict); `progress(gpu, count)` is called after each plan search."""
     model = loading.load_model_spec(args.model, args.seq_length, args.gbs)
     if not model.global_batch_size:
         raise PlannerError(f"model '{model.name}' has no global_batch_size; pass --gbs SEQUENCES")
@@ -117,7 +118,8 @@ def size(args: SizeRequest, wi: whatif.WhatIf | None = None) -> dict:
                                         args.checkpoint_gbytes_per_s_per_node * 1e9)
     start = time.perf_counter()
     scan = sizing.scan(model, offerings, args.max_gpus, args.tokens, sizing.search_best_plan, assumptions,
-                       fine=args.fine, deadline_days=args.deadline_days, workers=args.workers, wi=wi)
+                       fine=args.fine, deadline_days=args.deadline_days, workers=args.workers, wi=wi,
+                       progress=progress)
     if not any(o.feasible for o in scan.options):
         raise PlannerError(f"no offering fits {model.name} within --max-gpus {args.max_gpus} (try more GPUs)")
     cheapest = sizing.choose(scan.options, "usd", args.deadline_days, args.budget_usd)

@@ -237,6 +237,7 @@ def scan_hardware(model: ModelSpec, off: Offering, max_gpus: int, best_plan: Bes
     for count in counts:
         found = best_plan(model, *cluster_for(off, count, wi))
         plans[count] = found.plan if found else None
+        _report(off.gpu.name, count)
         if found is None:
             continue
         if found.est.step_time_seconds > last_step * (1 - min_gain):
@@ -244,6 +245,20 @@ def scan_hardware(model: ModelSpec, off: Offering, max_gpus: int, best_plan: Bes
                            f"(under {100 * min_gain:.0f}% faster than the previous count)"]
         last_step = found.est.step_time_seconds
     return plans, []
+
+
+# Where a scan reports each finished search (GPU name, count): None, or a callable in this process,
+# or a multiprocessing queue inherited by the forked workers.
+_PROGRESS = None
+
+
+def _report(gpu: str, count: int) -> None:
+    if _PROGRESS is None:
+        return
+    if callable(_PROGRESS):
+        _PROGRESS(gpu, count)
+    else:
+        _PROGRESS.put((gpu, count))
 
 
 def _scan_job(args):
@@ -280,17 +295,18 @@ def undominated(offerings: list[Offering]) -> tuple[list[Offering], list[str]]:
 
 def scan(model: ModelSpec, offerings: list[Offering], max_gpus: int, tokens: float, best_plan: BestPlan,
          assumptions: RunAssumptions, min_gain: float = 0.05, fine: bool = False, workers: int = 2,
-         deadline_days: float | None = None, wi: WhatIf | None = None) -> Scan:
+         deadline_days: float | None = None, wi: WhatIf | None = None, progress=None) -> Scan:
     """Every offering at every whole-node count. Each hardware shape is scanned once (in parallel
     over `workers` processes); offerings that differ only in price re-score its plans. With a
-    deadline, counts too small to meet it even at peak efficiency are not searched."""
+    deadline, counts too small to meet it even at peak efficiency are not searched. `progress`
+    (gpu name, count) is called after each search, in this process."""
     offerings, dominated = undominated(offerings)
     shapes: dict[tuple, list[Offering]] = {}
     for off in offerings:
         shapes.setdefault(hardware_key(off.spec.to_cluster(off.gpu, off.spec.gpus_per_node)), []).append(off)
     jobs = [(model, group[0], max_gpus, best_plan, min_gain, fine,
              min_gpus_for_deadline(model, group[0].gpu, tokens, deadline_days), wi) for group in shapes.values()]
-    results = _run_jobs(jobs, workers)
+    results = _run_jobs(jobs, workers, progress)
     options, notes, searched = [], dominated, 0
     for group, (plans, shape_notes) in zip(shapes.values(), results):
         notes += shape_notes
@@ -303,14 +319,31 @@ def scan(model: ModelSpec, offerings: list[Offering], max_gpus: int, tokens: flo
     return Scan(options, searched, notes)
 
 
-def _run_jobs(jobs: list, workers: int) -> list:
+def _run_jobs(jobs: list, workers: int, progress=None) -> list:
+    global _PROGRESS
     if workers <= 1 or len(jobs) <= 1:
-        return [_scan_job(j) for j in jobs]
+        _PROGRESS = progress
+        try:
+            return [_scan_job(j) for j in jobs]
+        finally:
+            _PROGRESS = None
     import multiprocessing
+    import queue
     from concurrent.futures import ProcessPoolExecutor
 
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-        return list(pool.map(_scan_job, jobs))
+    ctx = multiprocessing.get_context("fork")
+    _PROGRESS = ctx.Queue() if progress else None  # the forked workers inherit it
+    try:
+        with ProcessPoolExecutor(workers, mp_context=ctx) as pool:
+            futures = [pool.submit(_scan_job, j) for j in jobs]
+            while _PROGRESS is not None and not all(f.done() for f in futures):
+                try:
+                    progress(*_PROGRESS.get(timeout=0.1))
+                except queue.Empty:
+                    pass
+            return [f.result() for f in futures]
+    finally:
+        _PROGRESS = None
 
 
 def search_best_plan(model: ModelSpec, cluster: cm.Cluster, eff: cm.Efficiency | None = None) -> Optional[Scored]:
