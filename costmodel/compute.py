@@ -56,12 +56,23 @@ def sustained_flops_per_second(gpu: Gpu, precision: str) -> float:
     return gpu.peak_flops_per_second(precision) * gpu.tensor_clock_fraction
 
 
+def large_gemm_fraction(gpu: Gpu, precision: str, eff: Efficiency) -> float:
+    """Fraction of the dense peak the largest GEMMs reach: this GPU's measured maximum achievable
+    matmul (MAMF, Gpu.matmul_fraction) when the catalog has it, else its generation's value from the
+    measured parts of that generation (Efficiency tables). Low-precision formats share the 8-bit
+    measurement (MXFP8 and NVFP4 GEMMs run on the same tensor cores at their own peak)."""
+    key = "bf16" if precision in ("bf16", "fp16", "fp32") else "fp8"
+    if key in gpu.matmul_fraction:
+        return gpu.matmul_fraction[key]
+    table = eff.matmul_peak_fraction if key == "bf16" else eff.fp8_matmul_peak_fraction
+    return table.get(gpu.generation, 0.75)
+
+
 def gemm_seconds(m: int, n: int, k: int, gpu: Gpu, precision: str, eff: Efficiency) -> float:
     """Roofline time of one (m x k) @ (k x n) GEMM."""
     flops = 2.0 * m * n * k
     x = min(m, n)
-    table = eff.fp8_matmul_peak_fraction if precision == "fp8" else eff.matmul_peak_fraction
-    frac = min(1.0, table.get(gpu.generation, 0.75) * eff.matmul_efficiency_scale) * x / (x + eff.matmul_half_dim)
+    frac = min(1.0, large_gemm_fraction(gpu, precision, eff) * eff.matmul_efficiency_scale) * x / (x + eff.matmul_half_dim)
     compute = flops / (sustained_flops_per_second(gpu, precision) * frac)
     moved = DTYPE_BYTES[precision] * (m * k + k * n) + 2.0 * m * n
     return max(compute, moved / (gpu.hbm_bandwidth_bytes_per_second * eff.hbm_efficiency))

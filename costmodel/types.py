@@ -76,6 +76,10 @@ class Gpu:
     # power cap, see compute.power_capped_clock_fraction). Scales compute-bound kernels only.
     tensor_clock_fraction: float = 1.0
     tdp_watts: float = 0.0  # rated board power, 0 = unknown (what-if power caps need it)
+    # Measured large-GEMM fraction of the dense peak per precision (MAMF / peak); precisions without a
+    # measurement use Efficiency's per-generation value.
+    matmul_fraction: dict[str, float] = field(default_factory=dict)
+    exp_per_second: float = 0.0  # special-function exp throughput (softmax), 0 = not modelled
 
     def peak_flops_per_second(self, precision: str) -> float:
         """Dense peak for a GEMM precision; fp8 falls back to bf16 on GPUs without fp8 units."""

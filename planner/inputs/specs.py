@@ -76,10 +76,20 @@ class GpuSpec(Spec):
     vendor: Literal["nvidia", "amd", "intel", "google", "other"] = "nvidia"
     generation: Literal["volta", "ampere", "ada", "hopper", "blackwell", "cdna2", "cdna3", "cdna4", "other"]
     memory_gib: quantity(L.MAX_MEMORY_GIB, L.MIN_MEMORY_GIB)
-    dense_tflops: dict[Literal["fp32", "tf32", "bf16", "fp16", "fp8", "fp4"], quantity(L.MAX_TFLOPS, L.MIN_TFLOPS)]
+    # Dense peaks per tensor-core format; a precision the GPU has no entry for is one it cannot train in
+    # (mxfp8 and nvfp4: block-scaled formats with hardware scaling, Blackwell only).
+    dense_tflops: dict[Literal["fp32", "tf32", "bf16", "fp16", "fp8", "mxfp8", "fp4", "nvfp4"],
+                       quantity(L.MAX_TFLOPS, L.MIN_TFLOPS)]
     hbm_bandwidth_gbytes_per_s: quantity(L.MAX_HBM_GBYTES_PER_S, L.MIN_HBM_GBYTES_PER_S)
     nvlink_bandwidth_gbytes_per_s: quantity(L.MAX_NVLINK_GBYTES_PER_S, L.MIN_LINK_GBYTES_PER_S, positive=False) = 0.0
+    # Measured maximum achievable matmul throughput (MAMF: the best large GEMM), per format; the cost
+    # model's large-GEMM fraction of peak for this GPU. Without a measurement the generation's value
+    # from its measured parts applies (costmodel/types.py Efficiency).
     measured_matmul_bf16_tflops: Optional[quantity(L.MAX_TFLOPS, L.MIN_TFLOPS)] = None
+    measured_matmul_fp8_tflops: Optional[quantity(L.MAX_TFLOPS, L.MIN_TFLOPS)] = None
+    # Exponentials per second of the special-function units (SMs x exp2 results per clock per SM x
+    # boost clock): what softmax in attention runs on. 0/absent = not modelled for this GPU.
+    exp_tops: Optional[quantity(L.MAX_TFLOPS, L.MIN_TFLOPS)] = None
     tdp_watts: Optional[quantity(L.MAX_WATTS, L.MIN_WATTS)] = None  # rated board power the peaks hold at
     power_limit_watts: Optional[quantity(L.MAX_WATTS, L.MIN_WATTS)] = None  # a lower cap the GPU runs under
     source: Optional[Text] = None
@@ -105,7 +115,17 @@ class GpuSpec(Spec):
             generation=self.generation,
             tensor_clock_fraction=power_capped_clock_fraction(self.power_limit_watts or 0.0, self.tdp_watts or 0.0),
             tdp_watts=self.tdp_watts or 0.0,
+            matmul_fraction=self.measured_fractions(table),
+            exp_per_second=(self.exp_tops or 0.0) * 1e12,
         )
+
+    def measured_fractions(self, table: dict[str, float]) -> dict[str, float]:
+        """Measured large-GEMM fraction of the dense peak, per format with a measurement."""
+        out = {}
+        for precision, measured in (("bf16", self.measured_matmul_bf16_tflops), ("fp8", self.measured_matmul_fp8_tflops)):
+            if measured and table.get(precision):
+                out[precision] = min(1.0, measured * 1e12 / table[precision])
+        return out
 
 
 class CalibrationSpec(Spec):

@@ -93,6 +93,7 @@ def scale_line(steps: list[TimedStep], fit: ScaleFit, peak_fraction: float) -> s
 def print_report(cluster, comm_fit, steps, scale_fit) -> None:
     """The fit tables and one line per fitted tier and for the compute scale."""
     from costmodel import topology
+    from costmodel.compute import large_gemm_fraction
     from costmodel.types import Efficiency
     from planner.render.estimate import make_console
 
@@ -108,5 +109,5 @@ def print_report(cluster, comm_fit, steps, scale_fit) -> None:
                 print(tier_line(tier, before[tier.tier], comm_fit.rows))
     if scale_fit:
         console.print(steps_table(steps, scale_fit))
-        peak = Efficiency().matmul_peak_fraction.get(cluster.gpu.generation, 0.75)
+        peak = large_gemm_fraction(cluster.gpu, "bf16", Efficiency())
         print(scale_line(steps, scale_fit, peak))

@@ -14,6 +14,7 @@ from typing import Callable, Optional
 
 from costmodel import dollars, memory, runtime
 from costmodel import types as cm
+from costmodel.compute import large_gemm_fraction
 from costmodel.flops import total_parameters
 from planner.analysis import whatif
 from planner.analysis.score import Scored, score
@@ -204,7 +205,8 @@ def min_gpus_for_deadline(model: ModelSpec, gpu: GpuSpec, tokens: float, deadlin
         return 1
     eff = eff or cm.Efficiency()
     flops = 6.0 * total_parameters(model.to_model()) * tokens
-    rate = gpu.to_gpu().peak_flops_per_second("bf16") * eff.matmul_peak_fraction.get(gpu.generation, 1.0)
+    g = gpu.to_gpu()
+    rate = g.peak_flops_per_second("bf16") * large_gemm_fraction(g, "bf16", eff)
     return max(1, math.floor(flops / (deadline_days * DAY * rate)))
 
 
