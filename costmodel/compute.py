@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from .flops import mlp_matrices, projection_inputs, projection_widths, qkv_out_dim
+from . import lowp
+from .flops import mlp_matrices, parameters_per_layer, projection_inputs, projection_widths, qkv_out_dim
 from .types import DTYPE_BYTES, Efficiency, Gpu, Model
 
 
@@ -179,21 +180,48 @@ def elementwise_bytes(model: Model, batch: int, tp: int, sequence_parallel: bool
     return 2.0 * tokens * (replicated / divisor + split / tp) + attention_score_bytes(model, batch, tp, flash) + eager
 
 
+def gemm_input_widths(model: Model, tp: int, sequence_parallel: bool) -> tuple[list[float], list[float]]:
+    """Per token on one GPU: the widths of the forward GEMM inputs (QKV, output projection, MLP up,
+    MLP down) and of the output gradients their dgrad reads. Column-parallel inputs are the full h,
+    or h/tp under sequence parallelism (cast before the all-gather); row-parallel ones are split."""
+    h, f = model.hidden_size, model.ffn
+    full = h / tp if sequence_parallel else h
+    up = (mlp_matrices(model) - 1) * f
+    return [full, h / tp, full, f / tp], [qkv_out_dim(model) / tp, full, up / tp, full]
+
+
+def cast_bytes(model: Model, tokens: int, tp: int, sequence_parallel: bool, precision: str,
+               recipe: str) -> tuple[float, float]:
+    """(forward, backward) HBM bytes of one layer's casts to a low-precision format for `tokens`
+    tokens (costmodel/lowp.py: each input read and written in two layouts; NVFP4's Hadamard pass on
+    the wgrad inputs). 0 for 16- and 32-bit training."""
+    if not lowp.is_low(precision):
+        return 0.0, 0.0
+    inputs, grads = gemm_input_widths(model, tp, sequence_parallel)
+    per = lowp.cast_bytes_per_element(precision, recipe)
+    had = lowp.hadamard_bytes_per_element(precision)
+    return tokens * sum(inputs) * per, tokens * (sum(grads) * per + (sum(inputs) + sum(grads)) * had)
+
+
 def layer_times(
     model: Model, batch: int, tp: int, sequence_parallel: bool, flash: bool,
-    gpu: Gpu, precision: str, eff: Efficiency, fused: bool = True,
+    gpu: Gpu, precision: str, eff: Efficiency, fused: bool = True, recipe: str = "delayed", weight_casts: str = "step",
 ) -> LayerTimes:
-    """Forward/backward compute seconds of one layer for one micro-batch of `batch` sequences."""
+    """Forward/backward compute seconds of one layer for one micro-batch of `batch` sequences: the four
+    projections in `precision` (with its casts, costmodel/lowp.py), attention in 16-bit."""
     tokens = batch * model.seq_length
     gemms = sum(gemm_seconds(m, n, k, gpu, precision, eff) for m, n, k in weight_gemms(model, tokens, tp))
     attn = attention_core_seconds(model, batch, tp, gpu, precision, flash, eff)
     moved = elementwise_bytes(model, batch, tp, sequence_parallel, flash, fused)
-    if precision == "fp8":
-        moved += 3.0 * tokens * (model.hidden_size * 2 + model.ffn / tp)  # casts of GEMM inputs to fp8
+    cast_fwd, cast_bwd = cast_bytes(model, tokens, tp, sequence_parallel, precision, recipe)
+    if weight_casts == "use" and lowp.is_low(precision):  # the layer's weights cast for fprop, again for dgrad
+        weights = (parameters_per_layer(model) - 2 * model.hidden_size) / tp
+        per = lowp.weight_cast_bytes_per_param(precision, recipe) / 2.0  # one layout per use
+        cast_fwd, cast_bwd = cast_fwd + weights * per, cast_bwd + weights * per
     hbm = gpu.hbm_bandwidth_bytes_per_second * eff.hbm_efficiency
-    forward = gemms + attn + moved / hbm
+    forward = gemms + attn + (moved + cast_fwd) / hbm
     # FlashAttention's backward recomputes QK^T: 5 matmuls against the forward's 2 (Dao 2023 Alg. 2).
-    backward = 2.0 * (gemms + moved / hbm) + (2.5 if flash else 2.0) * attn
+    backward = 2.0 * (gemms + moved / hbm) + cast_bwd / hbm + (2.5 if flash else 2.0) * attn
     # Selective recompute replays the attention core: its GEMMs and, unfused, the softmax/dropout.
     replay = attn + attention_score_bytes(model, batch, tp, flash) / hbm
     op_gemms = projection_gemms(model, tokens, tp)[1::2]  # every second matmul
@@ -204,12 +232,11 @@ def layer_times(
 def logits_seconds(model: Model, batch: int, tp: int, gpu: Gpu, precision: str, eff: Efficiency) -> float:
     """Forward + backward of the vocabulary projection and cross-entropy on the last stage.
 
-    FP8 training keeps this GEMM in 16-bit: Megatron-core's output layer is a plain
+    Low-precision training keeps this GEMM in 16-bit (costmodel/lowp.py): Megatron-core's output layer is a plain
     tensor_parallel.ColumnParallelLinear, not a Transformer Engine module (gpt_model.py), and
     torchtitan's float8 conversion skips it (float8.py module_filter_fn: fqn != "output")."""
     tokens = batch * model.seq_length
-    head_precision = "bf16" if precision == "fp8" else precision
-    gemm = gemm_seconds(tokens, model.vocab_size // tp, model.hidden_size, gpu, head_precision, eff)
+    gemm = gemm_seconds(tokens, model.vocab_size // tp, model.hidden_size, gpu, lowp.sixteen_bit(precision), eff)
     loss_bytes = 4.0 * 3 * tokens * model.vocab_size / tp  # fp32 logits: write, softmax read+write
     return 3.0 * gemm + loss_bytes / (gpu.hbm_bandwidth_bytes_per_second * eff.hbm_efficiency)
 

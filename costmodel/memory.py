@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from . import lowp
 from .flops import mlp_matrices, projection_widths
 from .types import DTYPE_BYTES, Model
 
@@ -26,19 +27,20 @@ class StateBytesPerParam:
     optimizer_states: float
 
 
-def state_bytes_per_param(precision: str, grad_dtype: str) -> StateBytesPerParam:
+def state_bytes_per_param(precision: str, grad_dtype: str, recipe: str = "delayed",
+                          casts: str = "step") -> StateBytesPerParam:
     """Bytes per parameter before sharding (ZeRO Sec 3.1: 2 + 2 + K, K = 12 for mixed-precision Adam).
 
-    fp32 training keeps fp32 weights and gradients and Adam's two moments (4 + 4 + 8). FP8 training
-    (Transformer Engine) keeps 16-bit weights plus an fp8 copy, so 1 B more per parameter.
+    fp32 training keeps fp32 weights and gradients and Adam's two moments (4 + 4 + 8). Low-precision
+    training keeps the 16-bit weights plus their quantized copies in two layouts (costmodel/lowp.py
+    weight_copy_bytes_per_param: 2 B for per-tensor fp8, 2.06 B for MXFP8, 1.13 B for NVFP4).
     Gradients are held in their communication dtype; int8 compression happens on the wire only,
     so the buffer stays 16-bit.
     """
     if precision == "fp32":
         return StateBytesPerParam(4.0, 4.0, 8.0)
     grad = 2.0 if grad_dtype == "int8" else float(DTYPE_BYTES[grad_dtype])
-    weights = 3.0 if precision == "fp8" else 2.0
-    return StateBytesPerParam(weights, grad, 12.0)
+    return StateBytesPerParam(2.0 + lowp.weight_copy_bytes_per_param(precision, recipe, casts), grad, 12.0)
 
 
 def sharded_state_bytes(params: float, per_param: StateBytesPerParam, zero_stage: int, dp: int) -> StateBytesPerParam:

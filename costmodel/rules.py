@@ -6,6 +6,7 @@ m % pp == 0, ...) live in the planner's framework filter, not here.
 """
 from __future__ import annotations
 
+from .lowp import FP8_RECIPES, WEIGHT_CASTS
 from .types import GRAD_DTYPES, PRECISIONS, RECOMPUTE_MODES, Cluster, Model, Plan
 
 
@@ -43,7 +44,7 @@ def _pipeline_rules(model: Model, plan: Plan) -> list[str]:
     return out
 
 
-def _choice_rules(plan: Plan) -> list[str]:
+def _choice_rules(model: Model, plan: Plan) -> list[str]:
     out = []
     if plan.zero_stage not in (0, 1, 2, 3):
         out.append(f"zero stage must be 0-3 (got {plan.zero_stage})")
@@ -51,6 +52,14 @@ def _choice_rules(plan: Plan) -> list[str]:
         out.append(f"recompute must be one of {', '.join(RECOMPUTE_MODES)} (got {plan.recompute})")
     if plan.precision not in PRECISIONS:
         out.append(f"precision must be one of {', '.join(PRECISIONS)} (got {plan.precision})")
+    if plan.weight_casts not in WEIGHT_CASTS:
+        out.append(f"weight_casts must be one of {', '.join(WEIGHT_CASTS)} (got {plan.weight_casts})")
+    if plan.fp8_recipe not in FP8_RECIPES:
+        out.append(f"fp8 recipe must be one of {', '.join(FP8_RECIPES)} (got {plan.fp8_recipe})")
+    if plan.bf16_layers_start < 0 or plan.bf16_layers_end < 0:
+        out.append("bf16_layers_start/end must be >= 0")
+    elif plan.bf16_layers_start + plan.bf16_layers_end > model.num_layers:
+        out.append(f"bf16_layers_start + bf16_layers_end exceed num_layers ({model.num_layers})")
     if plan.grad_dtype and plan.grad_dtype not in GRAD_DTYPES:
         out.append(f"gradient dtype must be one of {', '.join(GRAD_DTYPES)} (got {plan.grad_dtype})")
     if plan.sequence_parallel and plan.tp == 1:
@@ -58,15 +67,19 @@ def _choice_rules(plan: Plan) -> list[str]:
     return out
 
 
-def _hardware_rules(cluster: Cluster, plan: Plan) -> list[str]:
-    if plan.precision == "fp8" and "fp8" not in cluster.gpu.dense_flops_per_second:
-        return [f"fp8 needs FP8 tensor cores, which {cluster.gpu.name} does not have"]
+def hardware_violations(cluster: Cluster, plan: Plan) -> list[str]:
+    """A low-precision format needs tensor cores for it: the GPU's spec lists a dense peak for it
+    (nvfp4 also under the plain fp4 name)."""
+    table = cluster.gpu.dense_flops_per_second
+    have = plan.precision in table or (plan.precision == "nvfp4" and "fp4" in table)
+    if plan.precision in ("fp8", "mxfp8", "nvfp4") and not have:
+        return [f"{plan.precision} needs {plan.precision.upper()} tensor cores, which {cluster.gpu.name} does not have"]
     return []
 
 
 def model_plan_violations(model: Model, plan: Plan) -> list[str]:
     """The rules that do not depend on the machine: degrees, divisibility, layer split, knob values."""
-    return _degree_rules(model, plan) + _pipeline_rules(model, plan) + _choice_rules(plan)
+    return _degree_rules(model, plan) + _pipeline_rules(model, plan) + _choice_rules(model, plan)
 
 
 def plan_violations(model: Model, cluster: Cluster, plan: Plan) -> list[str]:
@@ -75,4 +88,4 @@ def plan_violations(model: Model, cluster: Cluster, plan: Plan) -> list[str]:
     if plan.num_gpus != cluster.num_gpus and not any(">= 1" in m for m in out):
         out.insert(0, f"dp*tp*pp = {plan.dp}*{plan.tp}*{plan.pp} = {plan.num_gpus} must equal the GPU count "
                       f"{cluster.num_gpus}")
-    return out + _hardware_rules(cluster, plan)
+    return out + hardware_violations(cluster, plan)

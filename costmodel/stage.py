@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import compute, memory, topology
+from . import compute, lowp, memory, topology
 from .comm import hierarchical_allreduce_seconds, p2p_seconds
 from .flops import embedding_parameters, parameters_per_layer
 from .types import Cluster, Efficiency, Model, Plan
 
-ACTIVATION_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 2}
+ACTIVATION_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 2, "mxfp8": 2, "nvfp4": 2}  # low precision keeps bf16
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,14 @@ def exposed_p2p_seconds(model: Model, cluster: Cluster, plan: Plan, chunk_comput
     return p2p
 
 
+def sixteen_bit_layers(plan: Plan, layers: int, stage: int) -> int:
+    """Layers of `stage` kept 16-bit under a low precision: the first bf16_layers_start of the stack sit
+    on the first stage, the last bf16_layers_end on the last (they are in its first and last model
+    chunk, Megatron's layer order), at most the stage's layers."""
+    count = (plan.bf16_layers_start if stage == 0 else 0) + (plan.bf16_layers_end if stage == plan.pp - 1 else 0)
+    return min(layers, count)
+
+
 def stage_params(model: Model, plan: Plan, layers: int, stage: int) -> float:
     """Parameters on one GPU of `stage`: its layers, plus the embedding on the first stage and the
     output layer on the last (Megatron keeps a tied copy there too when pp > 1)."""
@@ -105,15 +113,21 @@ class StageKernels:
     layer: compute.LayerTimes
     logits_seconds: float
     tp_allreduce_seconds: float
+    layer_16bit: compute.LayerTimes | None = None  # layers kept 16-bit under a low precision
 
 
 def stage_kernels(model: Model, cluster: Cluster, plan: Plan, eff: Efficiency) -> StageKernels:
     gpu, b, t = cluster.gpu, plan.micro_batch_size, plan.tp
     eff = compute.scale_matmul_efficiency(eff, cluster.matmul_efficiency_scale)
-    lt = compute.layer_times(model, b, t, plan.sequence_parallel, plan.flash_attention, gpu, plan.precision, eff,
-                             plan.fused_elementwise)
-    return StageKernels(eff, lt, compute.logits_seconds(model, b, t, gpu, plan.precision, eff),
-                        tp_allreduce_seconds(model, cluster, plan, eff))
+    def times(precision: str) -> compute.LayerTimes:
+        return compute.layer_times(model, b, t, plan.sequence_parallel, plan.flash_attention, gpu, precision, eff,
+                                   plan.fused_elementwise, plan.fp8_recipe, plan.weight_casts)
+
+    sixteen = None
+    if lowp.is_low(plan.precision) and plan.bf16_layers_start + plan.bf16_layers_end > 0:
+        sixteen = times(lowp.sixteen_bit(plan.precision))
+    return StageKernels(eff, times(plan.precision), compute.logits_seconds(model, b, t, gpu, plan.precision, eff),
+                        tp_allreduce_seconds(model, cluster, plan, eff), sixteen)
 
 
 def stage_cost(model: Model, cluster: Cluster, plan: Plan, layers: int, stage: int, eff: Efficiency,
@@ -122,6 +136,10 @@ def stage_cost(model: Model, cluster: Cluster, plan: Plan, layers: int, stage: i
     k = kernels or stage_kernels(model, cluster, plan, eff)
     eff, lt = k.eff, k.layer
     compute_s = layers * (lt.forward_seconds + lt.backward_seconds + eff.layer_overhead_seconds)
+    sixteen = sixteen_bit_layers(plan, layers, stage)
+    if sixteen and k.layer_16bit:
+        delta = k.layer_16bit.forward_seconds + k.layer_16bit.backward_seconds - lt.forward_seconds - lt.backward_seconds
+        compute_s += sixteen * delta
     if stage == plan.pp - 1:
         compute_s += k.logits_seconds
     replay = {"full": lt.forward_seconds, "selective": lt.attention_forward_seconds,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import compute, dataparallel, dollars, memory, pipeline, topology
+from . import compute, dataparallel, dollars, lowp, memory, pipeline, topology
 from .flops import embedding_parameters, hardware_flops_per_step, model_flops_per_step, parameters_per_layer
 from .stage import StageCost, stage_cost, stage_kernels
 from .types import Cluster, Efficiency, Model, Plan
@@ -54,7 +54,7 @@ def stage_costs(model: Model, cluster: Cluster, plan: Plan, eff: Efficiency) -> 
 
 def memory_breakdown(model: Model, plan: Plan, stage: StageCost, eff: Efficiency) -> dict[str, float]:
     """Bytes on one GPU of `stage` by part (ZeRO Sec 3.1 states, Korthikanti activations)."""
-    per_param = memory.state_bytes_per_param(plan.precision, plan.grad_comm_dtype)
+    per_param = memory.state_bytes_per_param(plan.precision, plan.grad_comm_dtype, plan.fp8_recipe, plan.weight_casts)
     states = memory.sharded_state_bytes(stage.params, per_param, plan.zero_stage, plan.dp)
     gather = 0.0
     if plan.zero_stage == 3 and plan.dp > 1:  # current and prefetched layer, the non-local part
@@ -139,8 +139,13 @@ def dp_costs(model: Model, cluster: Cluster, plan: Plan, stage: StageCost, eff: 
 
 
 def optimizer_step_seconds(cluster: Cluster, plan: Plan, stage: StageCost, eff: Efficiency) -> float:
-    """Adam update of the parameters this GPU owns (its shard under ZeRO >= 1)."""
-    return compute.optimizer_seconds(stage.params / (plan.dp if plan.zero_stage >= 1 else 1), cluster.gpu, eff)
+    """Adam update of the parameters this GPU owns (its shard under ZeRO >= 1), and under a low
+    precision the once-per-step cast of this GPU's weights to it (costmodel/lowp.py)."""
+    owned = stage.params / (plan.dp if plan.zero_stage >= 1 else 1)
+    per_step = plan.weight_casts == "step"
+    cast = stage.params * lowp.weight_cast_bytes_per_param(plan.precision, plan.fp8_recipe) if per_step else 0.0
+    hbm = cluster.gpu.hbm_bandwidth_bytes_per_second * eff.hbm_efficiency
+    return compute.optimizer_seconds(owned, cluster.gpu, eff) + cast / hbm
 
 
 def pipeline_parts(plan: Plan, stages: list[StageCost]) -> dict[str, float]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-PRECISIONS = ("fp32", "bf16", "fp16", "fp8")
+PRECISIONS = ("fp32", "bf16", "fp16", "fp8", "mxfp8", "nvfp4")  # low-precision recipes: costmodel/lowp.py
 # selective = Megatron-LM's (attention core recomputed); op = torchtitan's per-op selective AC
 # (every second matmul output recomputed); full = whole layer recomputed from its input.
 RECOMPUTE_MODES = ("none", "selective", "op", "full")
@@ -17,7 +17,7 @@ GRAD_DTYPES = ("fp32", "bf16", "fp16", "int8")
 MLPS = ("gelu", "relu2", "swiglu", "geglu")
 GATED_MLPS = ("swiglu", "geglu")
 
-DTYPE_BYTES = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1}
+DTYPE_BYTES = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "mxfp8": 1, "nvfp4": 0.5, "int8": 1}
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,9 @@ class Gpu:
             return table.get("tf32", table.get("fp32", 0.0))
         if precision == "fp8" and "fp8" not in table:
             return table["bf16"]
-        return table[precision]
+        if precision == "nvfp4":
+            return table.get("nvfp4", table.get("fp4", 0.0))
+        return table.get(precision, 0.0)
 
 
 @dataclass(frozen=True)
@@ -142,6 +144,12 @@ class Plan:
     zero3_gather_unit: str = "layer"  # or "tensor": one AllGather per weight (DeepSpeed ZeRO-3 of 2021)
     grad_reduce: str = "reduce_scatter"  # or "allreduce": full gradient AllReduce under ZeRO (DeepSpeed)
     stage_layers: tuple[int, ...] = ()
+    fp8_recipe: str = "delayed"  # fp8 scaling: delayed, tensorwise (current) or blockwise (costmodel/lowp.py)
+    bf16_layers_start: int = 0  # transformer layers kept 16-bit at the start / end of the stack under
+    bf16_layers_end: int = 0  # fp8/mxfp8/nvfp4 (Megatron --first-last-layers-bf16)
+    # Low-precision weight casts: "step" = once per optimizer step, both layouts kept in memory
+    # (Transformer Engine's cached casts); "use" = at every use, nothing kept (torchao float8).
+    weight_casts: str = "step"
 
     @property
     def num_gpus(self) -> int:

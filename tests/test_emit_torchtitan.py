@@ -253,7 +253,8 @@ def test_all_means_deepspeed_and_megatron():
 
 
 def test_config_imports_only_torchtitan():
-    tree = ast.parse(emitted(job(load_model_spec(L8), dp=8, zero_stage=3, precision="fp8", recompute="full")))
+    tree = ast.parse(emitted(job(load_model_spec(L8), dp=8, zero_stage=3, precision="fp8", recompute="full",
+                                 weight_casts="use", fp8_recipe="rowwise")))
     modules = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
     assert modules <= set(TS.MODULES) and not any(isinstance(n, ast.Import) for n in ast.walk(tree))
     assert [f.name for f in tree.body if isinstance(f, ast.FunctionDef)] == ["planner_job"]

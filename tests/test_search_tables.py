@@ -68,7 +68,7 @@ def test_class_stage_costs_equal_stage_costs(setting):
 
 
 def test_kernels_depend_only_on_their_fields(setting):
-    """stage_kernels reads tp, micro-batch, SP, flash and precision only (tables.KernelCache's key)."""
+    """stage_kernels reads tp, micro-batch, SP, flash, precision and weight casts only (KernelCache's key)."""
     spec, space, ctx = setting
     rng = random.Random(3)
     pairs = sampled(space, rng, SAMPLES)
@@ -76,7 +76,7 @@ def test_kernels_depend_only_on_their_fields(setting):
     for (lay, k), (lay2, k2) in zip(pairs, pairs[1:], strict=False):
         plan = plan_for(spec, lay, k)
         other = plan_for(spec, replace(lay2, tp=lay.tp, mbs=lay.mbs),
-                         replace(k2, sp=k.sp, precision=k.precision))
+                         replace(k2, sp=k.sp, precision=k.precision, casts=k.casts))
         if other.num_gpus == plan.num_gpus:
             assert stage_kernels(spec.model, spec.cluster, plan, ctx.eff) == \
                 stage_kernels(spec.model, spec.cluster, other, ctx.eff)

@@ -40,6 +40,8 @@ class Knobs:
     sequence_parallel: Choice
     precision: Choice
     grad_dtype: Callable[[str], Choice]  # training precision -> gradient communication dtypes
+    # How the low-precision weight casts run (Plan.weight_casts: "step" cached per step, "use" per use).
+    weight_casts: Choice = Choice(("step",), "Transformer Engine caches the weight casts for the step")
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,8 @@ def knob_violations(fw: Framework, plan: cm.Plan) -> list[str]:
     checks = [("ZeRO stage", plan.zero_stage, ks.zero_stage), ("recompute", plan.recompute, ks.recompute),
               ("sequence parallel", plan.sequence_parallel, ks.sequence_parallel),
               ("precision", plan.precision, ks.precision), ("gradient dtype", plan.grad_comm_dtype, grad)]
+    if plan.precision in ("fp8", "mxfp8", "nvfp4"):
+        checks.append(("weight casts per", plan.weight_casts, ks.weight_casts))
     return [f"{label} {_word(value)}: {choice.why}" for label, value, choice in checks if value not in choice.values]
 
 

@@ -105,7 +105,7 @@ def grad_dtypes(precision: str) -> Choice:
     """arguments.py / distributed_data_parallel.py (LC §2.2 rule 9): gradients reduce in fp32, or in
     the 16-bit parameter dtype (--grad-reduce-in-bf16 for bf16 and fp8, whose parameters are bf16;
     --fp16 without --accumulate-allreduce-grads-in-fp32). No int8 gradient reduction exists."""
-    half = {"bf16": "bf16", "fp8": "bf16", "fp16": "fp16"}.get(precision)
+    half = {"bf16": "bf16", "fp8": "bf16", "mxfp8": "bf16", "nvfp4": "bf16", "fp16": "fp16"}.get(precision)
     allowed = ("fp32", half) if half else ("fp32",)
     return Choice(allowed, f"Megatron-LM reduces {precision} gradients in {' or '.join(allowed)} only")
 
@@ -118,8 +118,9 @@ def knobs(tp_split: bool, pp_split: bool) -> Knobs:
         recompute=Choice(("none", "selective", "full"), "Megatron-LM recomputes with --recompute-granularity "
                                                         "selective|full (torchtitan's per-op SAC is not one of them)"),
         sequence_parallel=only_with_tp(tp_split, "Megatron-LM turns --sequence-parallel off at tp 1 (arguments.py)"),
-        precision=Choice(("fp32", "bf16", "fp16", "fp8"), "Megatron-LM trains in fp32, --bf16, --fp16 or "
-                                                          "--fp8-format (Transformer Engine)"),
+        precision=Choice(("fp32", "bf16", "fp16", "fp8", "mxfp8", "nvfp4"),
+                         "Megatron-LM trains in fp32, --bf16, --fp16, --fp8-format with --fp8-recipe "
+                         "delayed|tensorwise|blockwise|mxfp8, or --fp4-format e2m1 (NVFP4), all through Transformer Engine"),
         grad_dtype=grad_dtypes,
     )
 

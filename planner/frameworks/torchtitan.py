@@ -21,6 +21,14 @@ from costmodel import types as cm
 from planner.frameworks.base import Choice, Framework, Knobs, only_with_tp
 
 
+def float8_recipe(model: cm.Model, plan: cm.Plan) -> Optional[str]:
+    """torchtitan's float8 converter (torchtitan/components/quantization/float8.py, torchao) scales
+    rowwise, dynamically; the emitter writes recipe "rowwise"."""
+    if plan.precision == "fp8" and plan.fp8_recipe != "rowwise":
+        return f"torchtitan's float8 linears scale rowwise (torchao), not {plan.fp8_recipe}"
+    return None
+
+
 def interleaving(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     """torch.distributed.pipelining schedules.py, ScheduleInterleaved1F1B: micro-batches run in
     rounds = max(1, m // pp), and m must be a multiple of the number of rounds."""
@@ -93,6 +101,8 @@ def knobs(tp_split: bool, pp_split: bool) -> Knobs:
         precision=Choice(("fp32", "bf16", "fp8"), "training.mixed_precision_param is float32 or bfloat16; FP8 "
                                                   "linears come from torchao (float8); no fp16 mode"),
         grad_dtype=grad_dtypes,
+        weight_casts=Choice(("use",), "torchtitan's Float8 linears (torchao) cast each weight at every use with "
+                                      "dynamic rowwise scales; nothing is cached"),
     )
 
 
@@ -206,5 +216,5 @@ FRAMEWORK = Framework(
     source="torchtitan 0.3.0 (PyPI; pytorch/torchtitan release/0.3 @ 4f9e9a47, 2026-08-21)",
     layout_rules=(interleaving, sequence_split),
     knobs=knobs,
-    plan_rules=(fsdp_reduce_scatter, fsdp_gather_unit, fsdp_overlap, fused_attention),
+    plan_rules=(fsdp_reduce_scatter, fsdp_gather_unit, fsdp_overlap, fused_attention, float8_recipe),
 )

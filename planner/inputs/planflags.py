@@ -23,7 +23,15 @@ def add_plan_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--recompute", default="none", choices=["none", "selective", "op", "full"],
                    help="activation recompute: selective = Megatron (attention core), op = torchtitan per-op SAC")
     g.add_argument("--sequence-parallel", action="store_true", help="Megatron sequence parallelism (needs tp > 1)")
-    g.add_argument("--precision", default="bf16", choices=["fp32", "bf16", "fp16", "fp8"])
+    g.add_argument("--precision", default="bf16", choices=["fp32", "bf16", "fp16", "fp8", "mxfp8", "nvfp4"],
+                   help="GEMM precision of the transformer layers (mxfp8, nvfp4: Blackwell block-scaled formats)")
+    g.add_argument("--fp8-recipe", default="delayed", choices=["delayed", "tensorwise", "rowwise", "blockwise"],
+                   help="fp8 scaling: delayed (amax history, default), tensorwise (current scaling), rowwise "
+                        "(torchao), blockwise")
+    g.add_argument("--bf16-layers", metavar="START,END", help="transformer layers kept 16-bit at the start and end "
+                                                              "of the stack under fp8/mxfp8/nvfp4 (e.g. 1,1)")
+    g.add_argument("--weight-casts", default="step", choices=["step", "use"],
+                   help="low-precision weight casts cached per step (Transformer Engine, default) or per use (torchao)")
     g.add_argument("--grad-dtype", choices=["fp32", "bf16", "fp16", "int8"],
                    help="dtype gradients are communicated in (default: the 16-bit training dtype; int8 = compression)")
     g.add_argument("--no-overlap", action="store_true", help="DP/ZeRO sync does not overlap backward compute")
@@ -55,8 +63,14 @@ def plan_spec_from_args(args: argparse.Namespace):
         "overlap_pp_comm": not args.no_pp_overlap,
         "flash_attention": not args.no_flash_attention, "fused_elementwise": not args.eager,
         "fused_cross_entropy": not args.eager_loss, "zero3_gather_unit": args.zero3_gather_unit,
-        "grad_reduce": args.grad_reduce,
+        "grad_reduce": args.grad_reduce, "fp8_recipe": args.fp8_recipe, "weight_casts": args.weight_casts,
     }
+    if args.bf16_layers:
+        start, _, end = args.bf16_layers.partition(",")
+        try:
+            data["bf16_layers_start"], data["bf16_layers_end"] = int(start), int(end or 0)
+        except ValueError:
+            raise PlannerError(f"--bf16-layers expects START,END integers (got {args.bf16_layers[:40]})") from None
     if args.stage_layers:
         try:
             data["stage_layers"] = [int(x) for x in args.stage_layers.split(",")]

@@ -44,6 +44,8 @@ def build_plan(spec: PlanSpec, model: ModelSpec, num_gpus: int) -> cm.Plan:
         fused_cross_entropy=spec.fused_cross_entropy, zero3_gather_unit=spec.zero3_gather_unit,
         grad_reduce=spec.grad_reduce,
         stage_layers=tuple(spec.stage_layers or ()),
+        fp8_recipe=spec.fp8_recipe, bf16_layers_start=spec.bf16_layers_start, bf16_layers_end=spec.bf16_layers_end,
+        weight_casts=spec.weight_casts,
     )
 
 
@@ -67,4 +69,6 @@ def plan_to_dict(plan: cm.Plan) -> dict:
         "fused_cross_entropy": plan.fused_cross_entropy, "zero3_gather_unit": plan.zero3_gather_unit,
         "grad_reduce": plan.grad_reduce,
         "stage_layers": list(plan.stage_layers) or None,
+        "fp8_recipe": plan.fp8_recipe, "bf16_layers_start": plan.bf16_layers_start,
+        "bf16_layers_end": plan.bf16_layers_end, "weight_casts": plan.weight_casts,
     }

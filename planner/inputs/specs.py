@@ -217,7 +217,11 @@ class PlanSpec(Spec):
     zero_stage: count(3, lower=0) = 0
     recompute: Literal["none", "selective", "op", "full"] = "none"
     sequence_parallel: Flag = False
-    precision: Literal["fp32", "bf16", "fp16", "fp8"] = "bf16"
+    precision: Literal["fp32", "bf16", "fp16", "fp8", "mxfp8", "nvfp4"] = "bf16"
+    fp8_recipe: Literal["delayed", "tensorwise", "rowwise", "blockwise"] = "delayed"
+    bf16_layers_start: count(L.MAX_LAYERS, lower=0) = 0
+    bf16_layers_end: count(L.MAX_LAYERS, lower=0) = 0
+    weight_casts: Literal["step", "use"] = "step"
     grad_dtype: Optional[Literal["fp32", "bf16", "fp16", "int8"]] = None
     overlap_dp_comm: Flag = True
     overlap_pp_comm: Flag = True

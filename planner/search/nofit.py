@@ -48,16 +48,26 @@ def nothing_legal(space: Space) -> str:
 
 def smallest_plan(space: Space, ctx: TableContext, stop_below: float = 0.0) -> tuple[float, Layout, Knobs] | None:
     """(peak bytes, layout, knobs) of the plan with the least peak memory over the space, from memory
-    alone (LayoutTables.peak_memory); with `stop_below`, the first found at or under that many bytes."""
+    alone (LayoutTables.peak_memory); with `stop_below`, the first found at or under that many bytes.
+    A knob combination is tried only at the smallest micro-batch of its layout family that offers it:
+    memory never falls as the micro-batch grows (bounds.fitting_tables)."""
+    families: dict[tuple, list] = {}
+    for lay in space.knobs:
+        families.setdefault((lay.tp, lay.pp, lay.dp, lay.vpp), []).append(lay)
     best = None
-    for lay, knobs in space.knobs.items():
-        t = LayoutTables(ctx, lay)
-        for k in knobs:
-            entry = (t.peak_memory(k), lay, k)
-            if best is None or entry < best:
-                best = entry
-                if best[0] <= stop_below:
-                    return best
+    for lays in families.values():
+        seen: set = set()
+        for lay in sorted(lays, key=lambda x: x.mbs):
+            t = LayoutTables(ctx, lay)
+            for k in space.knobs[lay]:
+                if k in seen:
+                    continue
+                seen.add(k)
+                entry = (t.peak_memory(k), lay, k)
+                if best is None or entry < best:
+                    best = entry
+                    if best[0] <= stop_below:
+                        return best
     return best
 
 

@@ -15,6 +15,8 @@ from itertools import product
 from typing import Iterator, Mapping
 
 from costmodel import types as cm
+from costmodel.lowp import LOW_PRECISIONS
+from costmodel.rules import hardware_violations as rules_hardware
 from costmodel.rules import plan_violations
 from costmodel.topology import domain_size, tp_crosses_network
 from planner.frameworks import NAMES, REGISTRY, base
@@ -44,6 +46,9 @@ class Knobs:
     sp: bool
     precision: str
     grad: str  # gradient communication dtype; "" = the precision's default (Plan.grad_comm_dtype)
+    # Low-precision weight casts (Plan.weight_casts), i.e. whose fp8 runs: "step" = Transformer Engine
+    # (cached casts, the plan's fp8 recipe), "use" = torchao float8 (per-use casts, dynamic tensorwise scaling).
+    casts: str = "step"
 
 
 @dataclass(frozen=True)
@@ -97,7 +102,8 @@ def plan_for(spec: SearchSpec, lay: Layout, knobs: Knobs | None = None) -> cm.Pl
     k = knobs or Knobs(0, "none", False, spec.precisions[0], "")
     return cm.Plan(tp=lay.tp, pp=lay.pp, dp=lay.dp, vpp=lay.vpp, micro_batch_size=lay.mbs,
                    global_batch_size=spec.global_batch_size, zero_stage=k.zero, recompute=k.recompute,
-                   sequence_parallel=k.sp, precision=k.precision, grad_dtype=k.grad,
+                   sequence_parallel=k.sp, precision=k.precision, grad_dtype=k.grad, weight_casts=k.casts,
+                   fp8_recipe="rowwise" if k.casts == "use" else "delayed",
                    flash_attention=spec.flash_attention, overlap_dp_comm=spec.overlap_dp_comm,
                    overlap_pp_comm=spec.overlap_pp_comm)
 
@@ -145,8 +151,9 @@ def layout_frameworks(spec: SearchSpec, lay: Layout) -> tuple[str, ...]:
 
 
 def gpu_runs(spec: SearchSpec, precision: str) -> bool:
-    """fp8 needs FP8 tensor cores (costmodel.rules); every GPU runs the others."""
-    return precision != "fp8" or "fp8" in spec.cluster.gpu.dense_flops_per_second
+    """A low-precision format needs tensor cores for it (costmodel.rules); every GPU runs the others."""
+    probe = cm.Plan(precision=precision)
+    return not rules_hardware(spec.cluster, probe)
 
 
 def knob_combinations(spec: SearchSpec, fws: tuple[str, ...], tp: int, pp: int) -> tuple[Knobs, ...]:
@@ -162,10 +169,11 @@ def knob_combinations(spec: SearchSpec, fws: tuple[str, ...], tp: int, pp: int) 
                                           ks.precision.values):
             if (sp and tp == 1) or prec not in spec.precisions or not gpu_runs(spec, prec):
                 continue
-            for grad in spec.grad_dtypes:  # "" = the precision's own default dtype
-                k = Knobs(zero, rc, sp, prec, grad)
+            casts = ks.weight_casts.values if prec in LOW_PRECISIONS else ("step",)
+            for grad, cast in product(spec.grad_dtypes, casts):  # grad "" = the precision's own default dtype
+                k = Knobs(zero, rc, sp, prec, grad, cast)
                 plan = replace(probe, zero_stage=zero, recompute=rc, sequence_parallel=sp, precision=prec,
-                               grad_dtype=grad)
+                               grad_dtype=grad, weight_casts=cast)
                 if plan.grad_comm_dtype in ks.grad_dtype(prec).values and not base.plan_violations(fw, spec.model, plan):
                     out.add(k)
     return tuple(sorted(k for k in out if _fixed_ok(spec, k)))

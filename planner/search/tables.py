@@ -1,15 +1,15 @@
 """Cost-model tables for the search: every number comes from a costmodel.step function.
 
 For one layout, each term is evaluated over the knobs it depends on (step.py's own split):
-  pipeline flush   step.pipeline_parts(stage costs)          layout x (recompute, SP, precision)
+  pipeline flush   step.pipeline_parts(stage costs)          layout x (recompute, SP, precision, casts)
   DP/ZeRO total    step.dp_sync_total_seconds(critical)      layout x (ZeRO, precision, grad, recompute)
   unhideable tail  step.dp_tail_seconds(critical, total)     the same key
   tied embedding   step.embedding_sync_seconds               layout x (precision, grad)
   overlap window   step.dp_overlap_window_seconds(critical, bubble)  layout x all knobs (cheap)
   exposed          dataparallel.dp_exposed_seconds(total, window, tail) + tied, as step.dp_costs composes it
-  optimizer        step.optimizer_step_seconds(critical)     layout x ZeRO (x the pipe key)
+  optimizer        step.optimizer_step_seconds(critical)     layout x knobs (cheap)
   memory           step.memory_breakdown per memory-candidate stage (step.memory_candidate_stages):
-                   model states + gather buffers over (ZeRO, precision, grad) with the stage's
+                   model states + gather buffers over (ZeRO, precision, grad, casts) with the stage's
                    activations set to 0, plus the activations x d(memory)/d(activations)
 and composed as step.estimate composes them (step = flush + exposed + optimizer + overhead).
 Facts of the cost model that make this fast; tests/test_search_tables.py checks each against
@@ -18,10 +18,10 @@ step.estimate / step.stage_costs on random plans, so a cost-model change that br
     whether it is the first or last stage (stage.stage_cost), so one stage_cost per such class
     stands for all ranks of the class, and the class's lowest rank is exactly the rank
     step.memory_candidate_stages picks for memory;
-  * stage.stage_kernels reads only tp, micro-batch, SP, flash and precision, so one per such
+  * stage.stage_kernels reads only tp, micro-batch, SP, flash, precision and its casts, so one per such
     combination serves every layout (KernelCache);
   * memory_breakdown's total is affine in the stage's activation bytes (the overhead term), and
-    its other parts read only ZeRO, precision and gradient dtype from the knobs.
+    its other parts read only ZeRO, precision, gradient dtype and the weight casts from the knobs.
 """
 from __future__ import annotations
 
@@ -66,7 +66,7 @@ class Candidate:
 
 @dataclass(frozen=True)
 class PipeEntry:
-    """Stage costs of one layout for one (recompute, SP, precision)."""
+    """Stage costs of one layout for one (recompute, SP, precision, weight casts)."""
 
     flush_seconds: float
     bubble_seconds: float  # step.pipeline_parts' pp_bubble, part of the DP overlap window
@@ -75,13 +75,14 @@ class PipeEntry:
 
 
 class KernelCache:
-    """stage.stage_kernels per (tp, micro-batch, SP, flash, precision): the only plan fields it reads."""
+    """stage.stage_kernels per (tp, micro-batch, SP, flash, precision, casts): the only plan fields it reads."""
 
     def __init__(self, spec: SearchSpec, eff: cm.Efficiency):
         self.spec, self.eff, self.table = spec, eff, {}
 
     def get(self, plan: cm.Plan) -> StageKernels:
-        key = (plan.tp, plan.micro_batch_size, plan.sequence_parallel, plan.flash_attention, plan.precision)
+        key = (plan.tp, plan.micro_batch_size, plan.sequence_parallel, plan.flash_attention, plan.precision,
+               plan.weight_casts)
         if key not in self.table:
             self.table[key] = stage_kernels(self.spec.model, self.spec.cluster, plan, self.eff)
         return self.table[key]
@@ -136,12 +137,12 @@ class TableContext:
         self._states: dict[tuple, float] = {}
 
     def states_bytes(self, base: cm.Plan, layers: int, rank: int, knob: tuple[int, str, str]) -> float:
-        """step.memory_breakdown total of a stage with no activations, for (ZeRO, precision, grad)."""
-        zero, precision, grad = knob
+        """step.memory_breakdown total of a stage with no activations, for (ZeRO, precision, grad, casts)."""
+        zero, precision, grad, casts = knob
         first, last = rank == 0, rank == base.pp - 1
-        key = (base.tp, base.pp, base.dp, layers, first, last, zero, precision, grad)
+        key = (base.tp, base.pp, base.dp, layers, first, last, zero, precision, grad, casts)
         if key not in self._states:
-            plan = replace(base, zero_stage=zero, precision=precision, grad_dtype=grad)
+            plan = replace(base, zero_stage=zero, precision=precision, grad_dtype=grad, weight_casts=casts)
             probe = StageCost(layers, 0.0, 0.0, 0.0, 0.0, stage_params(self.spec.model, plan, layers, rank), 0.0)
             self._states[key] = sum(step.memory_breakdown(self.spec.model, plan, probe, self.eff).values())
         return self._states[key]
@@ -178,7 +179,7 @@ class LayoutTables:
         acts = self.activations(k.recompute, k.sp, k.precision)
         worst = 0.0
         for (layers, rank), act in zip(self.classes[1], acts, strict=True):
-            worst = max(worst, self.ctx.states_bytes(base, layers, rank, (k.zero, k.precision, k.grad))
+            worst = max(worst, self.ctx.states_bytes(base, layers, rank, (k.zero, k.precision, k.grad, k.casts))
                         + self.ctx.slope * act)
             if worst > stop_above:
                 break
@@ -192,12 +193,12 @@ class LayoutTables:
         """The least peak memory of the layout's plans."""
         return min(self.peak_memory(k) for k in knobs)
 
-    def pipe(self, rc: str, sp: bool, precision: str) -> PipeEntry:
-        """Pipeline flush, DP-critical stage and memory-candidate stages for (recompute, SP, precision)."""
-        key = (rc, sp, precision)
+    def pipe(self, rc: str, sp: bool, precision: str, casts: str = "step") -> PipeEntry:
+        """Pipeline flush, DP-critical stage and memory-candidate stages for (recompute, SP, precision, casts)."""
+        key = (rc, sp, precision, casts)
         if key not in self.pipes:
             spec, eff = self.ctx.spec, self.ctx.eff
-            plan = plan_for(spec, self.lay, Knobs(0, rc, sp, precision, ""))
+            plan = plan_for(spec, self.lay, Knobs(0, rc, sp, precision, "", casts))
             stages = class_stage_costs(spec.model, spec.cluster, plan, eff, self.ctx.kernels.get(plan), self.classes)
             parts = step.pipeline_parts(plan, stages)
             flush = sum(parts.values())
@@ -221,7 +222,7 @@ class LayoutTables:
 
     def memory(self, k: Knobs, plan: cm.Plan, slots: tuple[StageCost, ...]) -> tuple[float, ...]:
         """memory_breakdown totals of the memory-candidate stages: states (activations 0) + slope x activations."""
-        key = (k.zero, k.precision, k.grad)
+        key = (k.zero, k.precision, k.grad, k.casts)
         if key not in self.states:
             spec, eff = self.ctx.spec, self.ctx.eff
             self.states[key] = tuple(
@@ -232,7 +233,7 @@ class LayoutTables:
     def candidate(self, k: Knobs) -> Candidate:
         spec, eff = self.ctx.spec, self.ctx.eff
         plan = plan_for(spec, self.lay, k)
-        pipe = self.pipe(k.recompute, k.sp, k.precision)
+        pipe = self.pipe(k.recompute, k.sp, k.precision, k.casts)
         opt = step.optimizer_step_seconds(spec.cluster, plan, pipe.critical, eff)
         return Candidate(self.lay, k, pipe.flush_seconds, self.exposed(k, plan, pipe.critical, pipe.bubble_seconds), opt,
                          eff.step_overhead_seconds, self.memory(k, plan, pipe.slots))

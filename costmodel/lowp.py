@@ -1,0 +1,88 @@
+"""Low-precision training recipes: which GEMMs run in 8 or 4 bits, what the casts cost, what stays in memory.
+
+Formats:
+  fp8 with per-tensor scales (E4M3 forward, E5M2 gradients in the hybrid format): the scale comes from an
+    amax history (delayed: Transformer Engine DelayedScaling, Megatron --fp8-recipe delayed) or from
+    the tensor itself, read once more before the cast (tensorwise, TE Float8CurrentScaling, NeMo
+    "FP8-CS"; rowwise, one scale per row, torchao float8's recipe in torchtitan); blockwise scales one fp32 per 1x128 activation block and 128x128 weight block
+    (TE Float8BlockScaling, the DeepSeek-V3 recipe, arXiv:2412.19437 Sec 3.3).
+  mxfp8: E4M3/E5M2 elements with one E8M0 (1-byte) scale per 32 elements (OCP Microscaling Formats
+    spec v1.0, 2023), scaled in hardware by Blackwell's tensor cores (TE MXFP8BlockScaling).
+  nvfp4: E2M1 (4-bit) elements with one E4M3 scale per 16 elements and one fp32 per tensor (NVIDIA
+    Blackwell NVFP4; TE NVFP4BlockScaling); the training recipe applies a 16x16 random Hadamard
+    transform to both wgrad inputs and rounds gradients stochastically (NVIDIA, "Pretraining Large
+    Language Models with NVFP4", arXiv:2509.25149, Sec 4).
+
+Which GEMMs: the four projections of every transformer layer (QKV, attention output, MLP up/gate and
+down), forward (fprop) and backward (dgrad and wgrad). Attention's QK^T and PV, the output layer and
+the loss stay 16-bit (Megatron-core's output layer is not a TE module; torchtitan's float8 skips it),
+and so do the layers a plan keeps in 16-bit at the start and end of the stack (Megatron
+--first-last-layers-bf16 with --num-layers-at-start/end-in-bf16, which NVFP4 recipes use).
+
+Casts: every GEMM input is quantized by one kernel that reads its 16-bit values (2 B each) and writes
+the quantized data twice, rowwise for the GEMM that reads it now and columnwise (transposed) for the
+backward GEMM that reads it later (TE Float8Tensor keeps the transpose; MXFP8 and NVFP4 tensors hold
+rowwise and columnwise data, since the scales run along the reduction dimension). Tensorwise scaling
+reads the input once more for its amax; nvfp4 reads and writes both wgrad inputs once more for the
+Hadamard transform. Weights are cast once per optimizer step (TE caches the casts across the
+micro-batches of a step) and kept in both layouts.
+"""
+from __future__ import annotations
+
+LOW_PRECISIONS = ("fp8", "mxfp8", "nvfp4")
+FP8_RECIPES = ("delayed", "tensorwise", "rowwise", "blockwise")
+
+ELEMENT_BYTES = {"fp8": 1.0, "mxfp8": 1.0, "nvfp4": 0.5}
+# Scale bytes per element: fp32 per 128 (blockwise), one E8M0 byte per 32 (mxfp8), one E4M3 byte per 16
+# (nvfp4; the per-tensor fp32 is negligible); per-tensor scales are negligible.
+SCALE_BYTES = {("fp8", "delayed"): 0.0, ("fp8", "tensorwise"): 0.0, ("fp8", "rowwise"): 0.0, ("fp8", "blockwise"): 4.0 / 128,
+               "mxfp8": 1.0 / 32, "nvfp4": 1.0 / 16}
+
+
+def is_low(precision: str) -> bool:
+    return precision in LOW_PRECISIONS
+
+
+def gemm_precision(precision: str) -> str:
+    """The format the peak and GEMM efficiency of a transformer-layer projection come from."""
+    return precision
+
+
+def sixteen_bit(precision: str) -> str:
+    """The 16-bit type the rest of a low-precision model runs in (attention, output layer): bf16."""
+    return "bf16" if is_low(precision) else precision
+
+
+def quantized_bytes_per_element(precision: str, recipe: str = "delayed") -> float:
+    """Element plus scale bytes of one quantized value."""
+    scale = SCALE_BYTES[(precision, recipe)] if precision == "fp8" else SCALE_BYTES[precision]
+    return ELEMENT_BYTES[precision] + scale
+
+
+def cast_bytes_per_element(precision: str, recipe: str = "delayed") -> float:
+    """HBM bytes to quantize one 16-bit GEMM input: read it (twice for tensorwise scaling) and write it
+    in two layouts (see the module docstring)."""
+    reads = 2.0 if precision == "fp8" and recipe in ("tensorwise", "rowwise") else 1.0
+    return 2.0 * reads + 2.0 * quantized_bytes_per_element(precision, recipe)
+
+
+def hadamard_bytes_per_element(precision: str) -> float:
+    """NVFP4's random Hadamard transform of a wgrad input: one more 16-bit read and write."""
+    return 4.0 if precision == "nvfp4" else 0.0
+
+
+WEIGHT_CASTS = ("step", "use")
+
+
+def weight_copy_bytes_per_param(precision: str, recipe: str = "delayed", casts: str = "step") -> float:
+    """Bytes per parameter of the quantized weight copies kept next to the 16-bit weights: both layouts
+    when the casts are cached for the step (Transformer Engine), none when cast at every use (torchao
+    Float8Linear, torchao/float8/float8_linear.py: the fp8 weight is a temporary of each matmul)."""
+    if not is_low(precision) or casts == "use":
+        return 0.0
+    return 2.0 * quantized_bytes_per_element(precision, recipe)
+
+
+def weight_cast_bytes_per_param(precision: str, recipe: str = "delayed") -> float:
+    """HBM bytes per parameter to cast the weights once per step: read 16-bit, write both layouts."""
+    return cast_bytes_per_element(precision, recipe) if is_low(precision) else 0.0
