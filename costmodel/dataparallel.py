@@ -105,7 +105,8 @@ def dp_sync_seconds(
         return reduce + (ag(param_bytes) if plan.zero_stage == 1 else 0.0)
     if plan.zero_stage == 2:
         return num_microbatches * reduce + ag(param_bytes)
-    gathers_per_microbatch = 3 if plan.recompute == "full" else 2
+    # forward, backward (unless the forward's gather is kept, zero3_reshard False), full recompute's replay
+    gathers_per_microbatch = (2 if plan.zero3_reshard else 1) + (1 if plan.recompute == "full" else 0)
     per_tensor = plan.zero3_gather_unit == "tensor"
     units = max(1, layers) * (TENSOR_GATHERS_PER_LAYER if per_tensor else 1)
     gather = _split_into(ag, param_bytes, units)

@@ -58,8 +58,9 @@ def memory_breakdown(model: Model, plan: Plan, stage: StageCost, eff: Efficiency
     states = memory.sharded_state_bytes(stage.params, per_param, plan.zero_stage, plan.dp)
     gather = 0.0
     if plan.zero_stage == 3 and plan.dp > 1:  # current and prefetched layer, the non-local part
-        layers = min(2, stage.layers)
-        gather = layers * parameters_per_layer(model) / plan.tp * per_param.parameters * (plan.dp - 1) / plan.dp
+        layers = min(2, stage.layers) if plan.zero3_reshard else stage.layers  # or the whole stage kept
+        gathered = dataparallel.param_gather_bytes_per_param(plan.precision)
+        gather = layers * parameters_per_layer(model) / plan.tp * gathered * (plan.dp - 1) / plan.dp
     parts = {
         "parameters": states.parameters,
         "gradients": states.gradients,

@@ -150,6 +150,10 @@ class Plan:
     # Low-precision weight casts: "step" = once per optimizer step, both layouts kept in memory
     # (Transformer Engine's cached casts); "use" = at every use, nothing kept (torchao float8).
     weight_casts: str = "step"
+    # ZeRO-3/FSDP: free the gathered weights after each layer's forward (True) or keep them until its
+    # backward (False: torchtitan with pipeline parallelism, reshard_after_forward=False), which saves
+    # the backward's gather and holds the whole stage's weights unsharded.
+    zero3_reshard: bool = True
 
     @property
     def num_gpus(self) -> int:

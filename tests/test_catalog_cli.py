@@ -20,12 +20,14 @@ EXPECTED_ROWS = {
 def test_catalog_lists_each_kind_as_json(capsys):
     for kind, (name, want) in EXPECTED_ROWS.items():
         assert main(["catalog", kind, "--json"]) == 0
-        rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
+        out = json.loads(capsys.readouterr().out)
+        assert out["kind"] == kind
+        rows = {r["name"]: r for r in out["rows"]}
         assert {k: rows[name][k] for k in want} == want, kind
 
 
 def test_catalog_model_sizes_match_published(capsys):
     assert main(["catalog", "models", "--json"]) == 0
-    rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
+    rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)["rows"]}
     assert rows["llama2-7b"]["parameters_b"] == 6.74   # Touvron et al. 2023: 6.74B (HF count 6,738,415,616)
     assert abs(rows["gpt3-175b"]["parameters_b"] - 175) < 1.0  # Brown et al. 2020: 175B

@@ -1,4 +1,5 @@
-"""`planner catalog gpus|clusters|models`: what the shipped catalogs hold, with sources and prices.
+"""`planner catalog gpus|clusters|models`: what the shipped catalogs hold, with sources and prices;
+`--json` prints {"schema_version", "kind", "rows": [one object per entry]}.
 
 Over planner.inputs.catalogs (gpu_rows, cluster_rows) and planner.inputs.loading.model_rows."""
 from __future__ import annotations
@@ -15,7 +16,7 @@ def cmd_catalog(args: argparse.Namespace) -> int:
 
     rows = {"gpus": catalogs.gpu_rows, "clusters": catalogs.cluster_rows, "models": loading.model_rows}[args.kind]()
     if args.json:
-        print_json(rows)
+        print_json({"kind": args.kind, "rows": rows})
         return 0
     if not rows:
         raise PlannerError(f"the catalog holds no {args.kind} ({catalogs.catalog_dir()})")

@@ -1,4 +1,4 @@
-"""What several commands share: the MODEL/CLUSTER arguments, --what-if, and printing JSON."""
+"""What several commands share: the MODEL/CLUSTER arguments, --what-if, and printing JSON (with its schema_version)."""
 from __future__ import annotations
 
 import argparse
@@ -6,6 +6,10 @@ import json
 
 from planner.errors import PlannerError
 from planner.inputs.argtypes import gpus_arg, seq_length_arg
+
+# Version of the --json contract, the models of planner/commands/contract.py (which re-exports it):
+# bump it with every change to them. It lives here so that printing JSON does not load the models.
+SCHEMA_VERSION = "2"
 
 EPILOG = """MODEL is a YAML file, a Hugging Face config.json, or a catalog name (planner catalog models);
 CLUSTER is a YAML file or a catalog name (planner catalog clusters)."""
@@ -25,10 +29,15 @@ def add_what_if(p: argparse.ArgumentParser, verb: str = "re-score") -> None:
                         "matmul_efficiency=0.9, price.GPU=2.10, rdma=false, power=500 (watts per GPU)")
 
 
-def print_json(obj: object) -> None:
-    """One JSON document on stdout that any strict parser reads: no NaN or Infinity."""
+def versioned(obj: dict) -> dict:
+    """`obj` with `schema_version` as its first key (the contract of planner/commands/contract.py)."""
+    return {"schema_version": SCHEMA_VERSION, **obj}
+
+
+def print_json(obj: dict) -> None:
+    """One JSON object on stdout, `schema_version` first, that any strict parser reads: no NaN or Infinity."""
     try:
-        text = json.dumps(obj, indent=2, allow_nan=False)
+        text = json.dumps(versioned(obj), indent=2, allow_nan=False)
     except ValueError:
         raise PlannerError("the result holds a non-finite number (an input far outside any real system?)") from None
     print(text)

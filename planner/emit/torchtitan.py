@@ -75,7 +75,8 @@ def stage_modules(job: Job) -> list[list[str]]:
 def parallelism(job: Job) -> Kwargs:
     """ZeRO 3 = FSDP2 over data_parallel_shard, ZeRO 0 = data_parallel_replicate. With pipeline
     parallelism torchtitan's FSDP default keeps weights gathered between forward and backward
-    (fsdp.py get_fsdp_reshard_after_forward_policy); ZeRO 3 as planned reshards them ("always")."""
+    (fsdp.py get_fsdp_reshard_after_forward_policy), without it frees them; the plan's
+    zero3_reshard says which it wants ("always" or "never" where that differs from the default)."""
     p = job.plan
     out: Kwargs = [("data_parallel_replicate_degree", p.dp if p.zero_stage == 0 else 1),
                    ("data_parallel_shard_degree", p.dp if p.zero_stage == 3 else 1),
@@ -85,8 +86,8 @@ def parallelism(job: Job) -> Kwargs:
         out += [("pipeline_parallel_schedule", "Interleaved1F1B" if p.vpp > 1 else "1F1B"),
                 ("pipeline_parallel_microbatch_size", p.micro_batch_size),
                 ("module_fqns_per_model_part", Code(fqn_lists(stage_modules(job))))]
-        if p.zero_stage == 3:
-            out.append(("fsdp_reshard_after_forward", "always"))
+    if p.zero_stage == 3 and p.zero3_reshard == (p.pp > 1):  # the plan differs from torchtitan's default
+        out.append(("fsdp_reshard_after_forward", "always" if p.zero3_reshard else "never"))
     return out
 
 
@@ -160,7 +161,7 @@ def imports(job: Job, flavour: titan.Flavour) -> str:
 def comments(job: Job) -> str:
     """Why the lines below say what they say, where torchtitan would otherwise do something else."""
     p, out = job.plan, []
-    if p.pp > 1 and p.zero_stage == 3:
+    if p.pp > 1 and p.zero_stage == 3 and p.zero3_reshard:
         out.append("ZeRO-3 as planned: weights resharded after each forward (torchtitan's FSDP default with "
                    "pipeline parallelism keeps them gathered: distributed/fsdp.py).")
     if titan.cuda_graphs_off(p):

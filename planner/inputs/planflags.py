@@ -30,6 +30,8 @@ def add_plan_flags(p: argparse.ArgumentParser) -> None:
                         "(torchao), blockwise")
     g.add_argument("--bf16-layers", metavar="START,END", help="transformer layers kept 16-bit at the start and end "
                                                               "of the stack under fp8/mxfp8/nvfp4 (e.g. 1,1)")
+    g.add_argument("--no-zero3-reshard", action="store_true",
+                   help="ZeRO-3 keeps each layer's gathered weights from forward to backward (torchtitan with PP)")
     g.add_argument("--weight-casts", default="step", choices=["step", "use"],
                    help="low-precision weight casts cached per step (Transformer Engine, default) or per use (torchao)")
     g.add_argument("--grad-dtype", choices=["fp32", "bf16", "fp16", "int8"],
@@ -64,6 +66,7 @@ def plan_spec_from_args(args: argparse.Namespace):
         "flash_attention": not args.no_flash_attention, "fused_elementwise": not args.eager,
         "fused_cross_entropy": not args.eager_loss, "zero3_gather_unit": args.zero3_gather_unit,
         "grad_reduce": args.grad_reduce, "fp8_recipe": args.fp8_recipe, "weight_casts": args.weight_casts,
+        "zero3_reshard": not args.no_zero3_reshard,
     }
     if args.bf16_layers:
         start, _, end = args.bf16_layers.partition(",")

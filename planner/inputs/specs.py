@@ -222,6 +222,7 @@ class PlanSpec(Spec):
     bf16_layers_start: count(L.MAX_LAYERS, lower=0) = 0
     bf16_layers_end: count(L.MAX_LAYERS, lower=0) = 0
     weight_casts: Literal["step", "use"] = "step"
+    zero3_reshard: Flag = True
     grad_dtype: Optional[Literal["fp32", "bf16", "fp16", "int8"]] = None
     overlap_dp_comm: Flag = True
     overlap_pp_comm: Flag = True

@@ -49,6 +49,7 @@ class Knobs:
     # Low-precision weight casts (Plan.weight_casts), i.e. whose fp8 runs: "step" = Transformer Engine
     # (cached casts, the plan's fp8 recipe), "use" = torchao float8 (per-use casts, dynamic tensorwise scaling).
     casts: str = "step"
+    reshard: bool = True  # ZeRO-3 weights freed after forward (Plan.zero3_reshard)
 
 
 @dataclass(frozen=True)
@@ -103,7 +104,7 @@ def plan_for(spec: SearchSpec, lay: Layout, knobs: Knobs | None = None) -> cm.Pl
     return cm.Plan(tp=lay.tp, pp=lay.pp, dp=lay.dp, vpp=lay.vpp, micro_batch_size=lay.mbs,
                    global_batch_size=spec.global_batch_size, zero_stage=k.zero, recompute=k.recompute,
                    sequence_parallel=k.sp, precision=k.precision, grad_dtype=k.grad, weight_casts=k.casts,
-                   fp8_recipe="rowwise" if k.casts == "use" else "delayed",
+                   fp8_recipe="rowwise" if k.casts == "use" else "delayed", zero3_reshard=k.reshard,
                    flash_attention=spec.flash_attention, overlap_dp_comm=spec.overlap_dp_comm,
                    overlap_pp_comm=spec.overlap_pp_comm)
 
@@ -170,10 +171,11 @@ def knob_combinations(spec: SearchSpec, fws: tuple[str, ...], tp: int, pp: int) 
             if (sp and tp == 1) or prec not in spec.precisions or not gpu_runs(spec, prec):
                 continue
             casts = ks.weight_casts.values if prec in LOW_PRECISIONS else ("step",)
-            for grad, cast in product(spec.grad_dtypes, casts):  # grad "" = the precision's own default dtype
-                k = Knobs(zero, rc, sp, prec, grad, cast)
+            reshards = ks.zero3_reshard.values if zero == 3 else (True,)
+            for grad, cast, reshard in product(spec.grad_dtypes, casts, reshards):  # grad "" = the precision's own
+                k = Knobs(zero, rc, sp, prec, grad, cast, reshard)
                 plan = replace(probe, zero_stage=zero, recompute=rc, sequence_parallel=sp, precision=prec,
-                               grad_dtype=grad, weight_casts=cast)
+                               grad_dtype=grad, weight_casts=cast, zero3_reshard=reshard)
                 if plan.grad_comm_dtype in ks.grad_dtype(prec).values and not base.plan_violations(fw, spec.model, plan):
                     out.add(k)
     return tuple(sorted(k for k in out if _fixed_ok(spec, k)))

@@ -137,12 +137,13 @@ class TableContext:
         self._states: dict[tuple, float] = {}
 
     def states_bytes(self, base: cm.Plan, layers: int, rank: int, knob: tuple[int, str, str]) -> float:
-        """step.memory_breakdown total of a stage with no activations, for (ZeRO, precision, grad, casts)."""
-        zero, precision, grad, casts = knob
+        """step.memory_breakdown total of a stage with no activations, for (ZeRO, precision, grad, casts, reshard)."""
+        zero, precision, grad, casts, reshard = knob
         first, last = rank == 0, rank == base.pp - 1
-        key = (base.tp, base.pp, base.dp, layers, first, last, zero, precision, grad, casts)
+        key = (base.tp, base.pp, base.dp, layers, first, last, zero, precision, grad, casts, reshard)
         if key not in self._states:
-            plan = replace(base, zero_stage=zero, precision=precision, grad_dtype=grad, weight_casts=casts)
+            plan = replace(base, zero_stage=zero, precision=precision, grad_dtype=grad, weight_casts=casts,
+                           zero3_reshard=reshard)
             probe = StageCost(layers, 0.0, 0.0, 0.0, 0.0, stage_params(self.spec.model, plan, layers, rank), 0.0)
             self._states[key] = sum(step.memory_breakdown(self.spec.model, plan, probe, self.eff).values())
         return self._states[key]
@@ -179,7 +180,7 @@ class LayoutTables:
         acts = self.activations(k.recompute, k.sp, k.precision)
         worst = 0.0
         for (layers, rank), act in zip(self.classes[1], acts, strict=True):
-            worst = max(worst, self.ctx.states_bytes(base, layers, rank, (k.zero, k.precision, k.grad, k.casts))
+            worst = max(worst, self.ctx.states_bytes(base, layers, rank, (k.zero, k.precision, k.grad, k.casts, k.reshard))
                         + self.ctx.slope * act)
             if worst > stop_above:
                 break
@@ -209,7 +210,7 @@ class LayoutTables:
     def exposed(self, k: Knobs, plan: cm.Plan, critical: StageCost, bubble_seconds: float) -> float:
         """step.dp_costs' exposed part, from tabled totals and the window."""
         spec, eff = self.ctx.spec, self.ctx.eff
-        tkey = (k.zero, k.precision, k.grad, k.recompute)
+        tkey = (k.zero, k.precision, k.grad, k.recompute, k.reshard)
         if tkey not in self.totals:
             total = step.dp_sync_total_seconds(spec.cluster, plan, critical, eff)
             self.totals[tkey] = total, step.dp_tail_seconds(spec.model, spec.cluster, plan, critical, eff, total)
@@ -222,7 +223,7 @@ class LayoutTables:
 
     def memory(self, k: Knobs, plan: cm.Plan, slots: tuple[StageCost, ...]) -> tuple[float, ...]:
         """memory_breakdown totals of the memory-candidate stages: states (activations 0) + slope x activations."""
-        key = (k.zero, k.precision, k.grad, k.casts)
+        key = (k.zero, k.precision, k.grad, k.casts, k.reshard)
         if key not in self.states:
             spec, eff = self.ctx.spec, self.ctx.eff
             self.states[key] = tuple(

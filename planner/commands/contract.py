@@ -1,0 +1,674 @@
+"""The JSON output contract: what every command prints with `--json`, as pydantic models.
+
+Each command prints one JSON object (`planner.commands.common.print_json`) with `schema_version`
+first; OUTPUTS maps the command to the model of that object, field by field, each with a one-line
+description (units are in the key names: *_s seconds, *_bytes bytes, *_usd and usd_* US dollars,
+*_gib GiB, *_gbytes_per_s 1e9 B/s, *_us microseconds). A key that may be null is typed `X | None`
+and always present; a key that is only present when it applies (and never null) is `omitted(...)`.
+
+The models are the source of a JSON Schema (2020-12) shipped in the package as
+planner/commands/contract.schema.json: one document with a definition per command under `$defs`,
+a top-level `oneOf` over them, and `x-commands` naming the definition of each command. After a
+change to the models (or to the costmodel/spec vocabularies they reuse: precisions, recompute
+modes, GPU generations, ...), regenerate it with
+
+    python -m planner.commands.contract --write
+
+`--check` exits 1 when the shipped file differs from the models (tests/test_contract.py checks this
+too); with neither flag the schema is printed.
+
+SCHEMA_VERSION is defined in planner/commands/common.py (print_json stamps it without loading these
+models) and re-exported here. Bump it with every change to the models: the schema is exact
+(no other keys allowed), so even an added key makes new output fail the old schema.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from importlib import resources
+from pathlib import Path
+from types import UnionType
+from typing import Any, Literal, Union, get_args, get_origin
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.json_schema import models_json_schema
+
+from costmodel import types as cm
+from planner.commands.common import SCHEMA_VERSION
+from planner.inputs import specs
+
+SCHEMA_FILE = "contract.schema.json"
+SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+
+
+def d(description: str) -> Any:
+    """A key that is always present (possibly null when typed `X | None`)."""
+    return Field(description=description)
+
+
+def _drop_default(schema: dict) -> None:
+    schema.pop("default", None)
+
+
+def omitted(description: str) -> Any:
+    """A key that is present only when it applies: absent otherwise, never null."""
+    return Field(default=None, description=description, json_schema_extra=_drop_default)
+
+
+def spec_type(spec: type[BaseModel], name: str) -> Any:
+    """The type of an input spec's field without its Optional, so that input and output share one
+    vocabulary (e.g. the GPU generations a catalog row may name)."""
+    annotation = spec.model_fields[name].annotation
+    if get_origin(annotation) in (Union, UnionType):
+        return next(a for a in get_args(annotation) if a is not type(None))
+    return annotation
+
+
+Recompute = Literal[cm.RECOMPUTE_MODES]
+Precision = Literal[cm.PRECISIONS]
+GradDtype = Literal[cm.GRAD_DTYPES]
+Mlp = Literal[cm.MLPS]
+Generation = spec_type(specs.GpuSpec, "generation")
+PriceKind = spec_type(specs.ClusterSpec, "price_kind")
+Normalization = spec_type(specs.ModelSpec, "normalization")
+PositionEmbedding = spec_type(specs.ModelSpec, "position_embedding")
+
+
+class Strict(BaseModel):
+    """An object of the output: exactly these keys, values of exactly these types."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class Output(Strict):
+    """A top-level object, as one command prints it."""
+
+    schema_version: Literal[SCHEMA_VERSION] = d("version of this JSON contract (planner/commands/contract.py)")
+
+
+# --- the estimate object (planner/analysis/score.py to_dict), shared by estimate, suggest, size ---
+
+
+class Plan(Strict):
+    """A parallel plan (planner/inputs/plans.py plan_to_dict); `planner emit` and PlanSpec read it back."""
+
+    tp: int = d("tensor-parallel degree")
+    pp: int = d("pipeline-parallel stages")
+    dp: int = d("data-parallel degree")
+    vpp: int = d("virtual pipeline stages per rank (interleaving; 1 = none)")
+    zero_stage: int = d("ZeRO stage, 0-3")
+    micro_batch_size: int = d("sequences per micro-batch")
+    global_batch_size: int = d("sequences per optimizer step")
+    grad_accum_steps: int = d("micro-batches per data-parallel rank per step")
+    recompute: Recompute = d("activation recomputation: none, Megatron selective, torchtitan per-op, or full")
+    sequence_parallel: bool = d("Megatron sequence parallelism over the TP group")
+    precision: Precision = d("training precision of the matmuls")
+    grad_dtype: GradDtype = d("dtype gradients are reduced in (resolved: never empty)")
+    overlap_dp_comm: bool = d("DP/ZeRO gradient sync overlaps backward compute")
+    overlap_pp_comm: bool = d("pipeline p2p overlaps compute")
+    flash_attention: bool = d("fused (FlashAttention) attention")
+    fused_elementwise: bool = d("fused elementwise kernels")
+    fused_cross_entropy: bool = d("fused (vocab-parallel) cross entropy")
+    zero3_gather_unit: Literal["layer", "tensor"] = d("ZeRO-3 all-gathers one layer at a time or one weight tensor")
+    grad_reduce: Literal["reduce_scatter", "allreduce"] = d("how gradients are reduced under ZeRO")
+    stage_layers: list[int] | None = d("layers per pipeline chunk as given; null: split evenly")
+    fp8_recipe: Literal["delayed", "tensorwise", "rowwise", "blockwise"] = d("fp8 scaling recipe (with precision fp8)")
+    bf16_layers_start: int = d("transformer layers kept 16-bit at the start of the stack under a low precision")
+    bf16_layers_end: int = d("transformer layers kept 16-bit at the end of the stack under a low precision")
+    weight_casts: Literal["step", "use"] = d("low-precision weight casts cached per step or made at every use")
+    zero3_reshard: bool = d("ZeRO-3 frees gathered weights after forward (false: kept until backward)")
+
+
+class ModelShape(Strict):
+    """The model an estimate was scored with (its ModelSpec; None values, batch and tokens left out)."""
+
+    name: str = d("model name")
+    num_layers: int = d("transformer layers")
+    hidden_size: int = d("hidden size")
+    num_attention_heads: int = d("attention heads")
+    vocab_size: int = d("vocabulary size")
+    seq_length: int = d("sequence length in tokens")
+    num_kv_heads: int = omitted("key/value heads (grouped-query attention); absent: as many as attention heads")
+    ffn_hidden_size: int = omitted("MLP hidden size; absent: the MLP's default (4h, or 8h/3 gated)")
+    mlp: Mlp = d("MLP activation")
+    tie_embeddings: bool = d("input and output embeddings share weights")
+    dropout: bool = d("dropout layers present")
+    normalization: Normalization = d("normalization layer")
+    position_embedding: PositionEmbedding = d("position embedding")
+    rope_theta: float = omitted("RoPE base frequency; absent when not given")
+    rotary_percent: float = d("share of each head's dimensions RoPE rotates")
+    linear_bias: bool = d("linear layers carry biases")
+    qkv_bias: bool = d("the QKV projection carries a bias")
+
+
+class TimeBreakdown(Strict):
+    """Seconds per step by part; all but dp_comm add up to step_time_s."""
+
+    compute: float = d("forward and backward matmuls and kernels of the slowest stage, all micro-batches")
+    recompute: float = d("activation recomputation")
+    tp_comm: float = d("tensor-parallel collectives")
+    pp_comm: float = d("exposed pipeline p2p")
+    pp_bubble: float = d("pipeline fill and drain")
+    dp_comm_exposed: float = d("DP/ZeRO sync on the critical path")
+    optimizer: float = d("optimizer update")
+    overhead: float = d("fixed per-step overhead")
+    dp_comm: float = d("whole DP/ZeRO sync, hidden or not (not part of the sum)")
+
+
+class MemoryBreakdown(Strict):
+    """Bytes on the fullest GPU by part; they add up to memory_per_gpu_bytes."""
+
+    parameters: float = d("weights held")
+    gradients: float = d("gradients held")
+    optimizer_states: float = d("optimizer states (master weights, moments) held")
+    activations: float = d("activations of the in-flight micro-batches")
+    zero3_gather_buffers: float = d("ZeRO-3 gathered (current and prefetched) layer weights")
+    overhead: float = d("framework, allocator and communication buffers")
+
+
+class Training(Strict):
+    """Time and dollars to train the model's training_tokens with this plan."""
+
+    training_tokens: float = d("tokens to train on")
+    steps: int = d("optimizer steps (the last partial batch counts)")
+    time_to_train_s: float = d("steps x step_time_s")
+    usd_to_train: float = d("steps x usd_per_step")
+
+
+class Estimate(Strict):
+    """One plan scored by the cost model (planner/analysis/score.py to_dict)."""
+
+    model: str = d("model name")
+    model_spec: ModelShape = d("the model's shape, so the file alone can be emitted")
+    cluster: str = d("cluster name")
+    gpu: str = d("GPU name")
+    num_gpus: int = d("GPUs the plan runs on")
+    gpus_per_node: int = d("GPUs per node")
+    seq_length: int = d("sequence length in tokens")
+    plan: Plan = d("the plan")
+    step_time_s: float = d("seconds per optimizer step")
+    tokens_per_s: float = d("training tokens per second, whole job")
+    model_tflops_per_gpu: float = d("model TFLOP/s per GPU (no recompute)")
+    mfu: float = d("model FLOPs utilisation against the precision's dense peak")
+    hfu: float = d("hardware FLOPs utilisation (recompute counted)")
+    memory_per_gpu_bytes: float = d("bytes on the fullest GPU")
+    memory_capacity_bytes: float = d("bytes of memory per GPU")
+    fits: bool = d("memory_per_gpu_bytes <= memory_capacity_bytes")
+    time_breakdown_s: TimeBreakdown = d("step time by part")
+    memory_breakdown_bytes: MemoryBreakdown = d("memory of the fullest GPU by part")
+    pp_bubble_fraction: float = d("pipeline bubble's share of the step")
+    stage_layers: list[int] = d("layers per pipeline chunk as scored")
+    usd_per_gpu_hour: float = d("price per GPU-hour (0: unpriced)")
+    usd_per_step: float = d("dollars per optimizer step")
+    training: Training | None = d("totals for the model's training_tokens; null when the model has none")
+    warnings: list[str] = d("cost-model warnings about the plan")
+
+
+class Shares(Strict):
+    """Each part's share of the step (they add up to 1)."""
+
+    compute: float = d("compute share")
+    recompute: float = d("recompute share")
+    tp_comm: float = d("TP communication share")
+    pp_comm: float = d("exposed PP p2p share")
+    dp_comm_exposed: float = d("exposed DP/ZeRO sync share")
+    pp_bubble: float = d("pipeline bubble share")
+    optimizer: float = d("optimizer share")
+    overhead: float = d("fixed overhead share")
+
+
+class Lever(Strict):
+    """A modified plan that helps, re-scored on the same cluster."""
+
+    lever: str = d("what changes")
+    caveat: str = d("what it costs")
+    step_time_s: float = d("step time with the lever")
+    per_sample_speedup: float = d("speed-up per sample against the plan")
+    exposed_comm_share: float = d("exposed communication share with the lever")
+    memory_per_gpu_bytes: float = d("bytes on the fullest GPU with the lever")
+    usd_per_step: float = d("dollars per step with the lever")
+    global_batch_size: int = d("sequences per step with the lever")
+
+
+class Diagnosis(Strict):
+    """Why the plan is slow and which levers help (planner/analysis/diagnose.py diagnosis_dict)."""
+
+    shares: Shares = d("each part's share of the step")
+    exposed_comm_share: float = d("exposed TP + PP + DP communication share of the step")
+    threshold: float = d("share above which the plan counts as communication-bound")
+    comm_bound: bool = d("exposed_comm_share > threshold")
+    levers: list[Lever] = d("levers that help, fastest per sample first")
+
+
+class EstimateWhatIf(Strict):
+    """The plan re-scored under --what-if assumptions."""
+
+    assumptions: str = d("the assumptions, e.g. 'network=0.5'")
+    estimate: Estimate = d("the estimate under them")
+
+
+class EstimateOutput(Estimate, Output):
+    """`planner estimate --json`: the estimate, its diagnosis, and the what-if re-score on request."""
+
+    diagnosis: Diagnosis = d("why the plan is slow and which levers help")
+    what_if: EstimateWhatIf = omitted("the re-score under --what-if; absent without it")
+
+
+# --- suggest (planner/search/report.py suggest_report) ---
+
+
+class SearchSeconds(Strict):
+    """Wall seconds of the search by phase."""
+
+    space: float = d("building the plan space")
+    tables: float = omitted("tabling the cost model (cpsat solver only)")
+    solver: float = d("CP-SAT solve, or scoring every plan (enumerate)")
+
+
+class Search(Strict):
+    """What the search did."""
+
+    solver: Literal["cpsat", "enumerate"] = d("search method")
+    objective: Literal["time", "cost"] = d("what was minimised first")
+    max_memory_fraction: float = d("usable share of GPU memory")
+    space_size: int = d("plans in the space")
+    layouts: int = d("(tp, pp, dp) layouts in the space")
+    layouts_tabled: int = d("layouts whose cost tables were built")
+    candidates: int = d("candidate plans given to the solver (scored plans for enumerate)")
+    literals: int = d("CP-SAT literals (0 for enumerate)")
+    status: str = d("CP-SAT status name (OPTIMAL, FEASIBLE) or ENUMERATED")
+    seconds: SearchSeconds = d("wall seconds by phase")
+    notes: list[str] = d("requested options no plan of the space uses")
+
+
+class StabilityRow(Strict):
+    """The search again under one --what-if-grid value."""
+
+    assumption: str = d("the assumption, e.g. 'network=0.5'")
+    best_plan: Plan = d("the best plan under it")
+    best_step_time_s: float = d("its step time under it")
+    baseline_plan_step_time_s: float = d("the baseline's best plan re-scored under it")
+    baseline_rank: int | None = d("rank of the baseline's layout in the new top K; null: not in it")
+
+
+class SuggestOutput(Output):
+    """`planner suggest --json`: the ranked plans, why the best wins, the search, the best plan's diagnosis."""
+
+    plans: list[Estimate] = d("best plan of each distinct (tp, pp, dp) layout, best first")
+    why: str | None = d("why #1 beats #2; null with one plan")
+    search: Search = d("what the search did")
+    diagnosis: Diagnosis = d("diagnosis of the best plan")
+    warnings: list[str] = d("plans whose re-score disagrees with the search tables")
+    what_if: str = omitted("the --what-if assumptions the search ran under; absent without them")
+    stability: list[StabilityRow] = omitted("one row per --what-if-grid value; absent without it")
+
+
+# --- size (planner/sizing/run.py size_dict, option_dict) ---
+
+
+class SizeAssumptions(Strict):
+    """Run assumptions behind time to train."""
+
+    failures_per_1000_gpu_days: float = d("job interruptions per 1000 GPU-days")
+    restart_minutes: float = d("time lost per restart")
+    checkpoint_gbytes_per_s_per_node: float = d("checkpoint write bandwidth per node")
+
+
+class SizeOption(Strict):
+    """One (offering, GPU count) with its best plan; the keys after `fits` only when it fits."""
+
+    offering: str = d("cluster offering name")
+    gpu: str = d("GPU name")
+    num_gpus: int = d("GPUs")
+    usd_per_gpu_hour: float = d("price per GPU-hour used")
+    price_kind: PriceKind | None = d("kind of price in the catalog")
+    price_date: str | None = d("date of the catalog price")
+    price_source: str | None = d("source of the catalog price")
+    fits: bool = d("some plan fits in memory on this many GPUs")
+    days: float = omitted("days to train, checkpoints and restarts included")
+    usd: float = omitted("dollars to train")
+    steps: int = omitted("optimizer steps to train")
+    step_time_s: float = omitted("seconds per step of the best plan")
+    checkpoint_s: float = omitted("seconds per checkpoint save")
+    checkpoint_interval_s: float = omitted("seconds between checkpoints (Young's interval)")
+    expected_failures: float = omitted("expected interruptions over the run")
+    overhead_fraction: float = omitted("share of the run spent on checkpoints and restarts")
+    estimate: Estimate = omitted("the best plan's estimate")
+
+
+class SizeStabilityRow(Strict):
+    """The sizing again under one --what-if-grid value."""
+
+    assumption: str = d("the assumption, e.g. 'network=0.5'")
+    cheapest: str = d("cheapest option there, as one line ('-': none)")
+    fastest: str = d("fastest option there, as one line ('-': none)")
+    cheapest_stays: bool = d("the same offering and count as without the assumption")
+    fastest_stays: bool = d("the same offering and count as without the assumption")
+
+
+class SizeOutput(Output):
+    """`planner size --json`: every option, the Pareto front, the cheapest and the fastest choice."""
+
+    model: str = d("model name")
+    tokens: float = d("tokens to train on")
+    global_batch_size: int = d("sequences per step")
+    deadline_days: float | None = d("--deadline-days, or null")
+    budget_usd: float | None = d("--budget-usd, or null")
+    assumptions: SizeAssumptions = d("run assumptions")
+    searched: int = d("plan searches run")
+    seconds: float = d("wall seconds of the scan")
+    skipped_unpriced: list[str] = d("offerings not sized (no price, or spot)")
+    notes: list[str] = d("where scans stopped, dominated offerings, what an unmet deadline or budget needs")
+    options: list[SizeOption] = d("every (offering, count) sized")
+    pareto: list[SizeOption] = d("options no other beats on both days and dollars, fastest first")
+    cheapest: SizeOption | None = d("cheapest option meeting the deadline and budget; null: none")
+    fastest: SizeOption | None = d("fastest option meeting the deadline and budget; null: none")
+    what_if: str | None = d("the --what-if assumptions, or null")
+    stability: list[SizeStabilityRow] = d("one row per --what-if-grid value (empty without it)")
+
+
+# --- compare (planner/analysis/compare.py) ---
+
+
+class EchoedEstimate(BaseModel):
+    """An estimate object as read from A.json or B.json and echoed unchanged: the output of
+    `estimate --json` (schema_version, diagnosis and what_if included) or one plan of
+    `suggest --json` when planner wrote it; a file written otherwise may hold other keys, so only
+    the keys compare requires are typed here."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    plan: dict[str, Any] = d("the plan as given")
+    step_time_s: float = d("seconds per step")
+    time_breakdown_s: dict[str, float] = d("step time by part")
+    memory_per_gpu_bytes: float = d("bytes on the fullest GPU")
+    usd_per_step: float = d("dollars per step")
+    mfu: float = d("model FLOPs utilisation")
+
+
+class CompareOutput(Output):
+    """`planner compare A.json B.json --json`: which is faster and why, with both plans."""
+
+    faster: Literal["A", "B", "tie"] = d("the faster plan")
+    measure: Literal["step time", "tokens/s per GPU"] = d("what was compared (tokens/s per GPU when the jobs differ)")
+    why: str = d("why it wins, in one sentence")
+    same_job: bool = d("same model, cluster, GPU, GPU count, sequence length and global batch")
+    differences: list[str] = d("what the two jobs do not share")
+    does_not_fit: list[Literal["A", "B"]] = d("plans that do not fit in GPU memory")
+    warnings: list[str] = d("caveats of the comparison")
+    a: EchoedEstimate = d("A as read")
+    b: EchoedEstimate = d("B as read")
+
+
+# --- validate (planner/validation/runs.py, generalise.py) ---
+
+
+class ValidationRow(Strict):
+    """One published run, predicted."""
+
+    id: str = d("run id in validation/runs.yaml")
+    group: str = d("source group")
+    generation: Generation = d("GPU generation")
+    source: str = d("where the measurement was published")
+    predicted_step_time_s: float = d("cost-model step time")
+    measured_step_time_s: float = d("published step time")
+    step_time_error: float = d("predicted / measured - 1 (+: the model is slower)")
+    predicted_memory_gib: float = d("cost-model peak memory per GPU")
+    measured_memory_gib: float | None = d("published peak memory per GPU; null: not published")
+    memory_error: float | None = d("predicted / measured - 1; null: no published memory")
+
+
+class ErrorStats(Strict):
+    """Signed relative errors summarised; the statistics are null when n is 0."""
+
+    n: int = d("rows")
+    mape: float | None = d("mean absolute relative error")
+    max_abs: float | None = d("largest absolute relative error")
+    mean_signed: float | None = d("mean signed relative error")
+
+
+class GroupErrors(Strict):
+    """Errors of one group of rows."""
+
+    step_time: ErrorStats = d("step-time errors")
+    memory: ErrorStats = d("memory errors (rows that publish a peak)")
+
+
+class ValidateOutput(Output):
+    """`planner validate --json`: every row and the errors per group."""
+
+    rows: list[ValidationRow] = d("one per scored run")
+    summary: dict[str, GroupErrors] = d("'overall' and one entry per source group")
+
+
+class FittedConstants(Strict):
+    """The shared efficiency constants as fitted (costmodel.types.Efficiency fields)."""
+
+    matmul_half_dim: float = d("GEMM dimension at half the large-GEMM efficiency")
+    hbm_efficiency: float = d("achievable share of HBM bandwidth for elementwise kernels")
+    layer_overhead_seconds: float = d("per-layer kernel and synchronisation overhead")
+    flash_attention_peak_fraction: float = d("FlashAttention's long-sequence fraction of peak")
+    flash_attention_half_seq: float = d("sequence length at half that fraction")
+    memory_fragmentation_fraction: float = d("caching-allocator slack over the analytic allocation")
+
+
+class ValidateFitOnOutput(Output):
+    """`planner validate --fit-on G --json`: constants fitted on one generation, judged on the rest."""
+
+    fit_on: Literal["ampere", "hopper", "all"] = d("generation fitted on")
+    fitted: FittedConstants = d("the fitted constants")
+    train_rows: int = d("rows fitted on")
+    train_mape: float = d("step-time MAPE on them")
+    train_memory_mape: float | None = d("memory MAPE on them; null: none publishes a peak")
+    heldout_rows: int = d("held-out rows")
+    heldout_mape: float | None = d("step-time MAPE on the held-out rows; null: none")
+    heldout_memory_mape: float | None = d("memory MAPE on the held-out rows; null: none with a peak")
+
+
+# --- calibrate (planner/commands/calibrate.py report, planner/calibration/output.py) ---
+
+
+class LinkTier(Strict):
+    """One link tier fitted to nccl-tests rows."""
+
+    busbw_gbytes_per_s: float = d("fitted bus bandwidth")
+    busbw_stderr_gbytes_per_s: float | None = d("its standard error; null with fewer than 3 rows")
+    latency_us: float = d("latency per ring step (the prior one when not fitted)")
+    latency_fitted: bool = d("false: the fit gave a negative latency and the prior is kept")
+    latency_stderr_us: float | None = d("its standard error; null with fewer than 3 rows")
+    rows: int = d("log rows fitted")
+
+
+class NcclRow(Strict):
+    """One large-message nccl-tests row against the fitted model."""
+
+    log: str = d("log file")
+    collective: Literal["all_reduce", "all_gather", "reduce_scatter", "sendrecv"] = d("nccl-tests test")
+    ranks: int = d("ranks in the run")
+    tier: Literal["nvlink", "network"] = d("tier the row calibrates")
+    size_bytes: int = d("message size")
+    measured_us: float = d("measured time")
+    model_us: float = d("time under the fitted links")
+    error: float = d("model / measured - 1")
+
+
+class TimedStepRow(Strict):
+    """One timed step against the model."""
+
+    step: str = d("the step's name")
+    measured_s: float = d("measured seconds per step")
+    before_s: float = d("predicted with the cluster as given")
+    after_s: float = d("predicted with the calibrated cluster and fitted scale")
+    implied_scale: float = d("scale at which the model predicts this step exactly")
+    used: bool = d("false: the step barely depends on compute, left out of the fit")
+
+
+class ComputeFit(Strict):
+    """The matmul efficiency scale fitted to timed steps."""
+
+    matmul_efficiency_scale: float = d("fitted scale of the achievable matmul efficiency")
+    stderr: float | None = d("its standard error; null with one step used")
+    mape_before: float = d("step-time MAPE with the cluster as given")
+    mape_after: float = d("step-time MAPE calibrated")
+    steps: list[TimedStepRow] = d("one per timed step")
+
+
+class CalibrateOutput(Output):
+    """`planner calibrate --json`: the fitted link tiers, the rows behind them, the compute fit."""
+
+    cluster: str = d("cluster calibrated")
+    out: str | None = d("--out file, or null")
+    plot: str | None = d("--plot file, or null")
+    nvlink: LinkTier | None = d("NVLink fit; null without single-node logs")
+    network: LinkTier | None = d("network fit; null without multi-node logs")
+    rows: list[NcclRow] = d("rows fitted (empty without --nccl)")
+    compute: ComputeFit | None = d("compute fit; null without --step-times")
+
+
+# --- catalog (planner/inputs/catalogs.py gpu_rows, cluster_rows; loading.py model_rows) ---
+
+
+class GpuRow(Strict):
+    """One catalog GPU."""
+
+    name: str = d("GPU name")
+    generation: Generation = d("GPU generation")
+    memory_gib: float = d("memory per GPU")
+    bf16_tflops: float | None = d("dense BF16 TFLOP/s; null: not listed")
+    fp8_tflops: float | None = d("dense FP8 TFLOP/s; null: not supported or not listed")
+    hbm_gbytes_per_s: float = d("HBM bandwidth")
+    nvlink_gbytes_per_s: float = d("NVLink bandwidth per direction (0: none)")
+    tdp_watts: float | None = d("rated board power; null: not listed")
+    power_limit_watts: float | None = d("lower power cap it runs under; null: none")
+
+
+class ClusterRow(Strict):
+    """One catalog cluster offering."""
+
+    name: str = d("cluster name")
+    gpu: str = d("GPU name")
+    gpus_per_node: int = d("GPUs per node")
+    nvlink_domain_size: int | None = d("GPUs per NVLink domain; null: the node (1 without NVLink)")
+    network_gbits_per_s: float = d("network bandwidth per GPU")
+    rdma: bool = d("RDMA (GPUDirect) networking")
+    usd_per_gpu_hour: float | None = d("price per GPU-hour; null: unpriced")
+    price_kind: PriceKind | None = d("kind of price")
+    price_date: str | None = d("date of the price")
+
+
+class ModelRow(Strict):
+    """One catalog model."""
+
+    name: str = d("model name")
+    parameters_b: float = d("parameters in billions, 2 decimals")
+    layers: int = d("transformer layers")
+    hidden: int = d("hidden size")
+    heads: int = d("attention heads")
+    kv_heads: int = d("key/value heads")
+    seq_length: int = d("sequence length")
+    mlp: Mlp = d("MLP activation")
+
+
+class CatalogGpusOutput(Output):
+    """`planner catalog gpus --json`."""
+
+    kind: Literal["gpus"] = d("what the rows are")
+    rows: list[GpuRow] = d("one per catalog GPU")
+
+
+class CatalogClustersOutput(Output):
+    """`planner catalog clusters --json`."""
+
+    kind: Literal["clusters"] = d("what the rows are")
+    rows: list[ClusterRow] = d("one per catalog cluster")
+
+
+class CatalogModelsOutput(Output):
+    """`planner catalog models --json`."""
+
+    kind: Literal["models"] = d("what the rows are")
+    rows: list[ModelRow] = d("one per catalog model")
+
+
+OUTPUTS: dict[str, type[Output]] = {
+    "estimate": EstimateOutput,
+    "suggest": SuggestOutput,
+    "size": SizeOutput,
+    "compare": CompareOutput,
+    "validate": ValidateOutput,
+    "validate --fit-on": ValidateFitOnOutput,
+    "calibrate": CalibrateOutput,
+    "catalog gpus": CatalogGpusOutput,
+    "catalog clusters": CatalogClustersOutput,
+    "catalog models": CatalogModelsOutput,
+}
+
+
+def parse_output(command: str, text: str) -> Output:
+    """The printed JSON of `command` read into its model; pydantic.ValidationError when it breaks the contract."""
+    return OUTPUTS[command].model_validate_json(text)
+
+
+# --- the JSON Schema document ---
+
+
+def schema_document() -> dict:
+    """One JSON Schema (2020-12) for every command's output: a definition per command in `$defs`,
+    a top-level `oneOf` over them, and `x-commands` mapping each command to its definition."""
+    refs, defs = models_json_schema([(model, "validation") for model in OUTPUTS.values()])
+    commands = {command: refs[(model, "validation")]["$ref"] for command, model in OUTPUTS.items()}
+    return {
+        "$schema": SCHEMA_DIALECT,
+        "title": "planner --json output",
+        "description": f"What each planner command prints with --json (schema_version {SCHEMA_VERSION}): one "
+                       "strict JSON object (no NaN or Infinity), generated from planner/commands/contract.py.",
+        "x-schema-version": SCHEMA_VERSION,
+        "x-commands": commands,
+        "oneOf": [{"$ref": ref} for ref in dict.fromkeys(commands.values())],
+        **defs,
+    }
+
+
+def schema_text() -> str:
+    """The schema document as the shipped file holds it."""
+    return json.dumps(schema_document(), indent=2, ensure_ascii=False) + "\n"
+
+
+def schema_path() -> Path:
+    """Where the shipped schema file is (in the installed package, or this source tree)."""
+    return Path(str(resources.files("planner.commands"))) / SCHEMA_FILE
+
+
+def shipped_schema() -> dict:
+    """The shipped schema file, parsed."""
+    return json.loads(schema_path().read_text(encoding="utf-8"))
+
+
+def command_schema(command: str, document: dict | None = None) -> dict:
+    """A schema for one command's output alone: its definition with the document's `$defs`."""
+    document = document or shipped_schema()
+    return {"$schema": SCHEMA_DIALECT, "$ref": document["x-commands"][command], "$defs": document["$defs"]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m planner.commands.contract",
+                                     description="Print, write or check the JSON Schema of planner's --json output.")
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--write", action="store_true", help=f"regenerate {SCHEMA_FILE} from the models")
+    group.add_argument("--check", action="store_true", help=f"exit 1 when {SCHEMA_FILE} differs from the models")
+    args = parser.parse_args(argv)
+    if args.write:
+        schema_path().write_text(schema_text(), encoding="utf-8")
+        print(f"wrote {schema_path()}")
+    elif args.check:
+        same = schema_path().is_file() and schema_path().read_text(encoding="utf-8") == schema_text()
+        print(f"{schema_path()}: {'up to date' if same else 'differs from the models; run with --write'}")
+        return 0 if same else 1
+    else:
+        sys.stdout.write(schema_text())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
