@@ -27,6 +27,7 @@ class LayerTimes:
     backward_seconds: float
     attention_forward_seconds: float  # the attention core, which selective recompute replays
     op_replay_seconds: float  # what per-op selective AC replays: every second matmul and the elementwise work
+    gemm_forward_seconds: float = 0.0  # the four projections' forward GEMMs (what TP collectives overlap)
 
 
 def scale_matmul_efficiency(eff: Efficiency, scale: float) -> Efficiency:
@@ -226,7 +227,7 @@ def layer_times(
     replay = attn + attention_score_bytes(model, batch, tp, flash) / hbm
     op_gemms = projection_gemms(model, tokens, tp)[1::2]  # every second matmul
     op_replay = sum(gemm_seconds(m, n, k, gpu, precision, eff) for m, n, k in op_gemms) + moved / hbm
-    return LayerTimes(forward, backward, replay, op_replay)
+    return LayerTimes(forward, backward, replay, op_replay, gemms)
 
 
 def logits_seconds(model: Model, batch: int, tp: int, gpu: Gpu, precision: str, eff: Efficiency) -> float:

@@ -17,12 +17,17 @@ from __future__ import annotations
 
 from math import ceil
 
+from . import lowp
 from .comm import Link, hierarchical_allgather_seconds, hierarchical_reduce_scatter_seconds, ring_allreduce_seconds
 from .types import DTYPE_BYTES, Plan
 
 
-def param_gather_bytes_per_param(precision: str) -> float:
-    """Bytes per parameter of a parameter AllGather (16-bit weights; fp32 when training in fp32)."""
+def param_gather_bytes_per_param(precision: str, lowp_params: bool = False) -> float:
+    """Bytes per parameter of a parameter AllGather: 16-bit weights (fp32 when training in fp32), or
+    the quantized ones when the parameters themselves are kept low-precision (Megatron
+    --fp8-param-gather / --fp4-param-gather: the all-gather moves fp8/fp4 data and its scales)."""
+    if lowp_params and lowp.is_low(precision):
+        return lowp.quantized_bytes_per_element(precision)
     return 4.0 if precision == "fp32" else 2.0
 
 
@@ -81,7 +86,7 @@ def zero3_edge_seconds(
     if plan.zero_stage != 3 or plan.dp <= 1 or edge_params <= 0:
         return 0.0
     rs, ag = _dp_collectives(plan.dp, ranks_per_domain, fast, slow)
-    gather = ag(edge_params * param_gather_bytes_per_param(plan.precision))
+    gather = ag(edge_params * param_gather_bytes_per_param(plan.precision))  # embedding/output stay 16-bit
     return num_microbatches * (gather + grad_reduce_seconds(edge_params, plan, 1, rs, ag))
 
 
@@ -98,7 +103,7 @@ def dp_sync_seconds(
     """
     if plan.dp <= 1:
         return 0.0
-    param_bytes = params * param_gather_bytes_per_param(plan.precision)
+    param_bytes = params * param_gather_bytes_per_param(plan.precision, plan.lowp_param_gather)
     rs, ag = _dp_collectives(plan.dp, ranks_per_domain, fast, slow)
     reduce = grad_reduce_seconds(params, plan, layers, rs, ag)
     if plan.zero_stage <= 1:

@@ -28,19 +28,23 @@ class StateBytesPerParam:
 
 
 def state_bytes_per_param(precision: str, grad_dtype: str, recipe: str = "delayed",
-                          casts: str = "step") -> StateBytesPerParam:
+                          casts: str = "step", lowp_params: bool = False) -> StateBytesPerParam:
     """Bytes per parameter before sharding (ZeRO Sec 3.1: 2 + 2 + K, K = 12 for mixed-precision Adam).
 
     fp32 training keeps fp32 weights and gradients and Adam's two moments (4 + 4 + 8). Low-precision
     training keeps the 16-bit weights plus their quantized copies in two layouts (costmodel/lowp.py
     weight_copy_bytes_per_param: 2 B for per-tensor fp8, 2.06 B for MXFP8, 1.13 B for NVFP4).
+    With low-precision parameters (Megatron --fp8/--fp4-param-gather) the 16-bit weights are not
+    kept: only the quantized copies (the fp32 master weights are in the optimizer states).
     Gradients are held in their communication dtype; int8 compression happens on the wire only,
     so the buffer stays 16-bit.
     """
     if precision == "fp32":
         return StateBytesPerParam(4.0, 4.0, 8.0)
     grad = 2.0 if grad_dtype == "int8" else float(DTYPE_BYTES[grad_dtype])
-    return StateBytesPerParam(2.0 + lowp.weight_copy_bytes_per_param(precision, recipe, casts), grad, 12.0)
+    copies = lowp.weight_copy_bytes_per_param(precision, recipe, casts)
+    weights = copies if lowp_params and lowp.is_low(precision) and copies else 2.0 + copies
+    return StateBytesPerParam(weights, grad, 12.0)
 
 
 def sharded_state_bytes(params: float, per_param: StateBytesPerParam, zero_stage: int, dp: int) -> StateBytesPerParam:

@@ -62,6 +62,13 @@ def _choice_rules(model: Model, plan: Plan) -> list[str]:
         out.append(f"bf16_layers_start + bf16_layers_end exceed num_layers ({model.num_layers})")
     if plan.grad_dtype and plan.grad_dtype not in GRAD_DTYPES:
         out.append(f"gradient dtype must be one of {', '.join(GRAD_DTYPES)} (got {plan.grad_dtype})")
+    if plan.tp_comm_overlap and not plan.sequence_parallel:
+        out.append("TP communication overlap splits the sequence-parallel all-gathers and reduce-scatters: it "
+                   "needs sequence parallel")
+    if plan.lowp_param_gather and plan.precision not in ("fp8", "mxfp8", "nvfp4"):
+        out.append("low-precision parameters need a low precision (fp8, mxfp8, nvfp4)")
+    if plan.offload_layers < 0:
+        out.append("offload_layers must be >= 0")
     if plan.sequence_parallel and plan.tp == 1:
         out.append("sequence parallel needs tp > 1 (with tp = 1 it does nothing)")
     return out
@@ -72,9 +79,13 @@ def hardware_violations(cluster: Cluster, plan: Plan) -> list[str]:
     (nvfp4 also under the plain fp4 name)."""
     table = cluster.gpu.dense_flops_per_second
     have = plan.precision in table or (plan.precision == "nvfp4" and "fp4" in table)
+    out = []
     if plan.precision in ("fp8", "mxfp8", "nvfp4") and not have:
-        return [f"{plan.precision} needs {plan.precision.upper()} tensor cores, which {cluster.gpu.name} does not have"]
-    return []
+        out.append(f"{plan.precision} needs {plan.precision.upper()} tensor cores, which {cluster.gpu.name} does not have")
+    if plan.offload_layers > 0 and cluster.host_link_bytes_per_second <= 0:
+        out.append(f"activation offload needs the host link's bandwidth, which cluster '{cluster.name}' does not give "
+                   "(host_link_gbytes_per_s)")
+    return out
 
 
 def model_plan_violations(model: Model, plan: Plan) -> list[str]:

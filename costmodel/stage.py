@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import compute, lowp, memory, topology
+from . import compute, lowp, memory, overlap, topology
 from .comm import hierarchical_allreduce_seconds, p2p_seconds
 from .flops import embedding_parameters, parameters_per_layer
 from .types import Cluster, Efficiency, Model, Plan
@@ -29,10 +29,12 @@ class StageCost:
     pp_comm_seconds: float
     params: float  # parameters on one GPU of this stage
     activation_bytes: float
+    offload_seconds: float = 0.0  # activation copies to and from host that compute does not hide
 
     @property
     def microbatch_seconds(self) -> float:
-        return self.compute_seconds + self.recompute_seconds + self.tp_comm_seconds + self.pp_comm_seconds
+        return (self.compute_seconds + self.recompute_seconds + self.tp_comm_seconds + self.pp_comm_seconds
+                + self.offload_seconds)
 
 
 def tp_allreduce_seconds(model: Model, cluster: Cluster, plan: Plan, eff: Efficiency) -> float:
@@ -91,7 +93,8 @@ def stage_activation_bytes(model: Model, plan: Plan, layers: int, stage: int) ->
     per_layer = memory.layer_activation_bytes(model, b, t, plan.sequence_parallel, plan.recompute, plan.flash_attention,
                                               act)
     inflight = memory.inflight_microbatches(plan.pp, plan.vpp, plan.num_microbatches, stage)
-    total = inflight * layers * per_layer
+    offloaded = offloaded_layers(plan, layers)
+    total = inflight * (layers - offloaded) * per_layer + (per_layer if offloaded else 0.0)  # one copy in flight
     if plan.recompute == "full":  # one layer re-materialised at a time during backward
         total += memory.layer_activation_bytes(model, b, t, plan.sequence_parallel, "none", plan.flash_attention, act)
     if stage == 0:
@@ -144,15 +147,48 @@ def stage_cost(model: Model, cluster: Cluster, plan: Plan, layers: int, stage: i
         compute_s += k.logits_seconds
     replay = {"full": lt.forward_seconds, "selective": lt.attention_forward_seconds,
               "op": lt.op_replay_seconds}.get(plan.recompute, 0.0)
-    ar = k.tp_allreduce_seconds
-    per_layer_ar = 4 + (2 if plan.recompute == "full" else 0)
     edge_ar = (stage == 0) + (stage == plan.pp - 1)  # vocab-parallel embedding / output layer
     return StageCost(
         layers=layers,
         compute_seconds=compute_s,
         recompute_seconds=layers * replay,
-        tp_comm_seconds=(layers * per_layer_ar + edge_ar) * ar,
+        tp_comm_seconds=layers * layer_tp_comm_seconds(plan, lt, k.tp_allreduce_seconds, eff)
+        + edge_ar * k.tp_allreduce_seconds,
         pp_comm_seconds=plan.vpp * exposed_p2p_seconds(model, cluster, plan, compute_s / plan.vpp, eff),
         params=stage_params(model, plan, layers, stage),
         activation_bytes=stage_activation_bytes(model, plan, layers, stage),
+        offload_seconds=offload_seconds(model, cluster, plan, lt, layers),
     )
+
+
+def layer_tp_comm_seconds(plan: Plan, lt: compute.LayerTimes, ar: float, eff: Efficiency) -> float:
+    """One layer's TP collectives per micro-batch, as they show: two all-reduce-sized exchanges in
+    forward, two in backward, two more in a full recompute's replay (Megatron, see the module
+    docstring). With tp_comm_overlap each is split into tp chunks and overlapped with the GEMMs beside
+    it (forward GEMMs; the backward's dgrad and wgrad, twice as long), at the SM cost of
+    overlap.decomposed_exposed_seconds."""
+    replays = 1 if plan.recompute == "full" else 0
+    if not plan.tp_comm_overlap or plan.tp <= 1:
+        return (4 + 2 * replays) * ar
+    share, g = eff.collective_sm_share, lt.gemm_forward_seconds
+    forward = overlap.decomposed_exposed_seconds(2 * ar, g, plan.tp, share)
+    backward = overlap.decomposed_exposed_seconds(2 * ar, 2 * g, plan.tp, share)
+    return (1 + replays) * forward + backward
+
+
+def offloaded_layers(plan: Plan, layers: int) -> int:
+    """Layers of a stage whose activations go to host: the plan's count, keeping at least one on GPU."""
+    return max(0, min(plan.offload_layers, layers - 1))
+
+
+def offload_seconds(model: Model, cluster: Cluster, plan: Plan, lt: compute.LayerTimes, layers: int) -> float:
+    """Per micro-batch, the part of the activation copies to host (forward) and back (backward) that
+    the layer computing beside them does not hide: copy engines move them on their own stream
+    (Megatron's CPU offload context), so a layer's copy overlaps the next layer's compute."""
+    n = offloaded_layers(plan, layers)
+    if n == 0:
+        return 0.0
+    per_layer = memory.layer_activation_bytes(model, plan.micro_batch_size, plan.tp, plan.sequence_parallel,
+                                              plan.recompute, plan.flash_attention, ACTIVATION_BYTES[plan.precision])
+    copy = per_layer / cluster.host_link_bytes_per_second
+    return n * (max(0.0, copy - lt.forward_seconds) + max(0.0, copy - lt.backward_seconds))

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from . import compute, dataparallel, dollars, lowp, memory, pipeline, topology
+from . import compute, dataparallel, dollars, lowp, memory, overlap, pipeline, topology
 from .flops import embedding_parameters, hardware_flops_per_step, model_flops_per_step, parameters_per_layer
 from .stage import StageCost, stage_cost, stage_kernels
 from .types import Cluster, Efficiency, Model, Plan
 
-TIME_PARTS = ("compute", "recompute", "tp_comm", "pp_comm", "pp_bubble", "dp_comm_exposed", "optimizer", "overhead")
+TIME_PARTS = ("compute", "recompute", "tp_comm", "pp_comm", "offload", "pp_bubble", "dp_comm_exposed", "optimizer",
+              "overhead")
 MEMORY_PARTS = ("parameters", "gradients", "optimizer_states", "activations", "zero3_gather_buffers", "overhead")
 
 
@@ -54,12 +55,13 @@ def stage_costs(model: Model, cluster: Cluster, plan: Plan, eff: Efficiency) -> 
 
 def memory_breakdown(model: Model, plan: Plan, stage: StageCost, eff: Efficiency) -> dict[str, float]:
     """Bytes on one GPU of `stage` by part (ZeRO Sec 3.1 states, Korthikanti activations)."""
-    per_param = memory.state_bytes_per_param(plan.precision, plan.grad_comm_dtype, plan.fp8_recipe, plan.weight_casts)
+    per_param = memory.state_bytes_per_param(plan.precision, plan.grad_comm_dtype, plan.fp8_recipe, plan.weight_casts,
+                                             plan.lowp_param_gather)
     states = memory.sharded_state_bytes(stage.params, per_param, plan.zero_stage, plan.dp)
     gather = 0.0
     if plan.zero_stage == 3 and plan.dp > 1:  # current and prefetched layer, the non-local part
         layers = min(2, stage.layers) if plan.zero3_reshard else stage.layers  # or the whole stage kept
-        gathered = dataparallel.param_gather_bytes_per_param(plan.precision)
+        gathered = dataparallel.param_gather_bytes_per_param(plan.precision, plan.lowp_param_gather)
         gather = layers * parameters_per_layer(model) / plan.tp * gathered * (plan.dp - 1) / plan.dp
     parts = {
         "parameters": states.parameters,
@@ -134,9 +136,16 @@ def dp_costs(model: Model, cluster: Cluster, plan: Plan, stage: StageCost, eff: 
     total = dp_sync_total_seconds(cluster, plan, stage, eff)
     window = dp_overlap_window_seconds(plan, stage, bubble_seconds)
     tail = dp_tail_seconds(model, cluster, plan, stage, eff, total)
-    exposed = dataparallel.dp_exposed_seconds(total, plan, window, tail, eff.dp_overlap_fraction)
     tied = embedding_sync_seconds(model, cluster, plan, eff)
-    return total + tied, exposed + tied
+    return total + tied, dp_exposed_with_contention(total, plan, window, tail, eff) + tied
+
+
+def dp_exposed_with_contention(total: float, plan: Plan, window: float, tail: float, eff: Efficiency) -> float:
+    """What the sync adds to the step: its exposed part (dataparallel.dp_exposed_seconds) or the
+    slowdown its hidden part causes the compute it ran beside, whichever ends later
+    (overlap.overlapped_cost_seconds)."""
+    exposed = dataparallel.dp_exposed_seconds(total, plan, window, tail, eff.dp_overlap_fraction)
+    return overlap.overlapped_cost_seconds(exposed, total - exposed, eff.collective_sm_share)
 
 
 def optimizer_step_seconds(cluster: Cluster, plan: Plan, stage: StageCost, eff: Efficiency) -> float:
@@ -159,6 +168,7 @@ def pipeline_parts(plan: Plan, stages: list[StageCost]) -> dict[str, float]:
         "recompute": m * slowest.recompute_seconds,
         "tp_comm": m * slowest.tp_comm_seconds,
         "pp_comm": m * slowest.pp_comm_seconds,
+        "offload": m * slowest.offload_seconds,
         "pp_bubble": bubble,
     }
 

@@ -114,6 +114,9 @@ class Cluster:
     # Measured (fitted from timed steps, `planner calibrate --step-times`): multiplies the
     # achievable matmul fraction of peak (Efficiency.matmul_peak_fraction / fp8_...); 1.0 = as published.
     matmul_efficiency_scale: float = 1.0
+    # GPU <-> host memory, per GPU, one direction (PCIe Gen5 x16 on x86 nodes, NVLink-C2C on Grace
+    # nodes); 0 = unknown (activation offload needs it).
+    host_link_bytes_per_second: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -154,6 +157,15 @@ class Plan:
     # backward (False: torchtitan with pipeline parallelism, reshard_after_forward=False), which saves
     # the backward's gather and holds the whole stage's weights unsharded.
     zero3_reshard: bool = True
+    # Tensor-parallel collectives decomposed and overlapped with the GEMMs next to them (Megatron
+    # --tp-comm-overlap with Transformer Engine userbuffers; torchtitan AsyncTP); needs sequence parallel.
+    tp_comm_overlap: bool = False
+    # Layers per pipeline stage whose activations go to host memory during forward and come back for
+    # backward (Megatron --cpu-offloading-num-layers); priced on the cluster's host link.
+    offload_layers: int = 0
+    # Parameters kept in the low-precision format (Megatron --fp8-param-gather, --fp4-param-gather): no
+    # 16-bit weight copy, and the parameter all-gathers move quantized data.
+    lowp_param_gather: bool = False
 
     @property
     def num_gpus(self) -> int:
@@ -227,6 +239,9 @@ class Efficiency:
     network_latency_seconds: float = 14e-6
     # Fraction of the DP/ZeRO sync that can hide behind backward compute when overlap is on.
     dp_overlap_fraction: float = 1.0
+    # Share of the SMs a collective running beside compute takes from it (costmodel/overlap.py): prior
+    # 16 NCCL channels (one block each) of an H100's 132 SMs, and 16-24 userbuffers SMs for TP overlap.
+    collective_sm_share: float = 0.12
     # Per layer and micro-batch (forward + backward): kernel launches and stream synchronisation
     # the roofline does not see (FITTED as above).
     layer_overhead_seconds: float = 0.0

@@ -64,6 +64,13 @@ JOBS = {
     "gpt-fp16-unfused": lambda: job(tiny(), pp=4, dp=2, global_batch_size=16, precision="fp16",
                                     grad_dtype="fp32", flash_attention=False, overlap_pp_comm=False),
     "uneven-split": lambda: job(tiny(num_layers=30), pp=4, dp=1, global_batch_size=8),
+    "mxfp8-tp-overlap": lambda: job(load_model_spec("llama3-70b"), tp=4, pp=2, dp=8, global_batch_size=64,
+                                    zero_stage=1, sequence_parallel=True, precision="mxfp8", tp_comm_overlap=True,
+                                    lowp_param_gather=True),
+    "nvfp4-bf16-ends": lambda: job(load_model_spec("llama3-8b"), tp=2, dp=4, global_batch_size=32, zero_stage=1,
+                                   precision="nvfp4", bf16_layers_start=1, bf16_layers_end=2),
+    "fp8-cs-offload": lambda: job(load_model_spec("llama3-8b"), dp=8, global_batch_size=32, zero_stage=1,
+                                  precision="fp8", fp8_recipe="tensorwise", offload_layers=8),
 }
 
 

@@ -27,7 +27,9 @@ def estimate_argv(plan: dict) -> list[str]:
     argv = ["estimate", *SMALL, "--json", "--tp", str(plan["tp"]), "--pp", str(plan["pp"]), "--dp", str(plan["dp"]),
             "--vpp", str(plan["vpp"]), "--mbs", str(plan["micro_batch_size"]), "--zero", str(plan["zero_stage"]),
             "--recompute", plan["recompute"], "--precision", plan["precision"], "--grad-dtype", plan["grad_dtype"]]
-    return argv + (["--sequence-parallel"] if plan["sequence_parallel"] else [])
+    flags = {"--sequence-parallel": plan["sequence_parallel"], "--tp-comm-overlap": plan["tp_comm_overlap"],
+             "--lowp-param-gather": plan["lowp_param_gather"], "--no-zero3-reshard": not plan["zero3_reshard"]}
+    return argv + [f for f, on in flags.items() if on] + ["--weight-casts", plan["weight_casts"]]
 
 
 def test_plans_are_estimate_objects(capsys):

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 PART_WORDS = {
-    "compute": "compute", "recompute": "recompute", "tp_comm": "TP communication", "pp_comm": "PP p2p",
+    "compute": "compute", "recompute": "recompute", "tp_comm": "TP communication", "pp_comm": "PP p2p", "offload": "activation offload",
     "pp_bubble": "pipeline bubble", "dp_comm_exposed": "exposed DP/ZeRO sync", "optimizer": "optimizer step",
     "overhead": "overhead",
 }

@@ -118,6 +118,9 @@ class Plan(Strict):
     bf16_layers_end: int = d("transformer layers kept 16-bit at the end of the stack under a low precision")
     weight_casts: Literal["step", "use"] = d("low-precision weight casts cached per step or made at every use")
     zero3_reshard: bool = d("ZeRO-3 frees gathered weights after forward (false: kept until backward)")
+    tp_comm_overlap: bool = d("TP collectives decomposed and overlapped with the GEMMs beside them")
+    offload_layers: int = d("layers per pipeline stage whose activations go to host memory")
+    lowp_param_gather: bool = d("parameters kept and all-gathered in the low-precision format")
 
 
 class ModelShape(Strict):
@@ -149,6 +152,7 @@ class TimeBreakdown(Strict):
     recompute: float = d("activation recomputation")
     tp_comm: float = d("tensor-parallel collectives")
     pp_comm: float = d("exposed pipeline p2p")
+    offload: float = d("activation copies to and from host memory that compute does not hide")
     pp_bubble: float = d("pipeline fill and drain")
     dp_comm_exposed: float = d("DP/ZeRO sync on the critical path")
     optimizer: float = d("optimizer update")
@@ -212,6 +216,7 @@ class Shares(Strict):
     recompute: float = d("recompute share")
     tp_comm: float = d("TP communication share")
     pp_comm: float = d("exposed PP p2p share")
+    offload: float = d("exposed activation offload share")
     dp_comm_exposed: float = d("exposed DP/ZeRO sync share")
     pp_bubble: float = d("pipeline bubble share")
     optimizer: float = d("optimizer share")

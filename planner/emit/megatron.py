@@ -77,6 +77,10 @@ def parallel_flags(job: Job) -> Flags:
     out += pipeline_flags(job)
     if p.sequence_parallel:
         out.append(("--sequence-parallel", None))
+    if p.tp_comm_overlap:
+        out.append(("--tp-comm-overlap", None))
+    if p.offload_layers:
+        out.append(("--cpu-offloading-num-layers", p.offload_layers))
     if p.zero_stage == 1:
         out.append(("--use-distributed-optimizer", None))
     if p.overlap_dp_comm and p.dp > 1:
@@ -86,13 +90,31 @@ def parallel_flags(job: Job) -> Flags:
     return out
 
 
+def low_precision_flags(p) -> Flags:
+    """Transformer Engine recipes (arguments.py --fp8-format/--fp8-recipe, --fp4-format/--fp4-recipe;
+    the formats Megatron-Bridge's mixed_precision.py pairs with each: hybrid E4M3/E5M2 for per-tensor
+    and blockwise fp8, E4M3 for MXFP8), the 16-bit first/last layers and low-precision parameters."""
+    out: Flags = []
+    if p.precision == "fp8":
+        out += [("--fp8-format", "hybrid"), ("--fp8-recipe", p.fp8_recipe)]
+    elif p.precision == "mxfp8":
+        out += [("--fp8-format", "e4m3"), ("--fp8-recipe", "mxfp8")]
+    elif p.precision == "nvfp4":
+        out += [("--fp4-format", "e2m1"), ("--fp4-recipe", "nvfp4")]
+    if p.bf16_layers_start + p.bf16_layers_end and p.precision in ("fp8", "mxfp8", "nvfp4"):
+        out += [("--first-last-layers-bf16", None), ("--num-layers-at-start-in-bf16", p.bf16_layers_start),
+                ("--num-layers-at-end-in-bf16", p.bf16_layers_end)]
+    if p.lowp_param_gather:
+        out.append(("--fp4-param-gather" if p.precision == "nvfp4" else "--fp8-param-gather", None))
+    return out
+
+
 def precision_flags(job: Job) -> Flags:
     """--bf16/--fp16 (exclusive), FP8 via Transformer Engine; gradient reduce dtype as planned."""
     p, out = job.plan, []
     if job.half_dtype:
         out.append((f"--{job.half_dtype}", None))
-    if p.precision == "fp8":
-        out.append(("--fp8-format", "hybrid"))
+    out += low_precision_flags(p)
     if job.half_dtype == "bf16" and p.grad_comm_dtype == "bf16":
         out.append(("--grad-reduce-in-bf16", None))
     elif job.half_dtype == "fp16" and p.grad_comm_dtype == "fp32":

@@ -42,6 +42,8 @@ class Knobs:
     grad_dtype: Callable[[str], Choice]  # training precision -> gradient communication dtypes
     # How the low-precision weight casts run (Plan.weight_casts: "step" cached per step, "use" per use).
     weight_casts: Choice = Choice(("step",), "Transformer Engine caches the weight casts for the step")
+    # TP collectives overlapped with the GEMMs beside them (Plan.tp_comm_overlap).
+    tp_comm_overlap: Choice = Choice((False,), "no tensor-parallel communication overlap")
     # ZeRO-3: whether gathered weights are freed after forward (Plan.zero3_reshard).
     zero3_reshard: Choice = Choice((True,), "ZeRO-3 frees each layer's gathered weights after its forward")
 
@@ -79,6 +81,8 @@ def knob_violations(fw: Framework, plan: cm.Plan) -> list[str]:
         checks.append(("weight casts per", plan.weight_casts, ks.weight_casts))
     if plan.zero_stage == 3:
         checks.append(("ZeRO-3 reshard after forward", plan.zero3_reshard, ks.zero3_reshard))
+    if plan.tp_comm_overlap:
+        checks.append(("TP communication overlap", plan.tp_comm_overlap, ks.tp_comm_overlap))
     return [f"{label} {_word(value)}: {choice.why}" for label, value, choice in checks if value not in choice.values]
 
 

@@ -92,6 +92,31 @@ def activation(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     return None
 
 
+def fp8_recipe(model: cm.Model, plan: cm.Plan) -> Optional[str]:
+    """arguments.py --fp8-recipe: tensorwise, delayed, mxfp8, blockwise (no rowwise)."""
+    if plan.precision == "fp8" and plan.fp8_recipe not in ("delayed", "tensorwise", "blockwise"):
+        return f"Megatron-LM has no {plan.fp8_recipe} fp8 recipe (--fp8-recipe delayed|tensorwise|blockwise|mxfp8)"
+    return None
+
+
+def cpu_offloading(model: cm.Model, plan: cm.Plan) -> Optional[str]:
+    """transformer_config.py: CPU offloading only for fewer layers than the model has, not with
+    pipeline parallelism, not with activation recomputation."""
+    if not plan.offload_layers:
+        return None
+    if plan.pp > 1 or plan.recompute != "none" or plan.offload_layers >= model.num_layers:
+        return ("Megatron-LM's CPU activation offloading needs pp 1, no recompute and fewer offloaded layers "
+                f"than the model's {model.num_layers} (transformer_config.py)")
+    return None
+
+
+def lowp_param_gather(model: cm.Model, plan: cm.Plan) -> Optional[str]:
+    """arguments.py: --fp8-param-gather only with the distributed optimizer or FSDP."""
+    if plan.lowp_param_gather and plan.zero_stage == 0:
+        return "Megatron-LM keeps fp8/fp4 parameters only with the distributed optimizer (--fp8-param-gather)"
+    return None
+
+
 def distributed_optimizer_reduce(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     """param_and_grad_buffer.py: with the distributed optimizer each bucket is reduce-scattered into
     its shard; a full gradient all-reduce is plain DDP (ZeRO 0)."""
@@ -122,6 +147,9 @@ def knobs(tp_split: bool, pp_split: bool) -> Knobs:
                          "Megatron-LM trains in fp32, --bf16, --fp16, --fp8-format with --fp8-recipe "
                          "delayed|tensorwise|blockwise|mxfp8, or --fp4-format e2m1 (NVFP4), all through Transformer Engine"),
         grad_dtype=grad_dtypes,
+        tp_comm_overlap=Choice((False, True) if tp_split else (False,),
+                               "Megatron-LM overlaps TP communication with --tp-comm-overlap (Transformer Engine "
+                               "userbuffers), with tensor and sequence parallelism (arguments.py)"),
     )
 
 
@@ -129,5 +157,5 @@ FRAMEWORK = Framework(
     name="megatron", title="Megatron-LM", source="NVIDIA/Megatron-LM d98e8a64 (2026-08-22)",
     layout_rules=(layer_split, interleaving, query_groups, position_embedding, activation),
     knobs=knobs,
-    plan_rules=(distributed_optimizer_reduce,),
+    plan_rules=(distributed_optimizer_reduce, fp8_recipe, cpu_offloading, lowp_param_gather),
 )

@@ -101,6 +101,9 @@ def knobs(tp_split: bool, pp_split: bool) -> Knobs:
         precision=Choice(("fp32", "bf16", "fp8"), "training.mixed_precision_param is float32 or bfloat16; FP8 "
                                                   "linears come from torchao (float8); no fp16 mode"),
         grad_dtype=grad_dtypes,
+        tp_comm_overlap=Choice((False, True) if tp_split else (False,),
+                               "torchtitan overlaps TP communication with AsyncTP (parallelism.enable_async_tensor_"
+                               "parallel, with torch.compile and sequence parallel)"),
         zero3_reshard=Choice((True, False), "torchtitan's parallelism.fsdp_reshard_after_forward is always, never "
                                             "or default (keep gathered under pipeline parallelism, free otherwise: "
                                             "distributed/fsdp.py get_fsdp_reshard_after_forward_policy)"),

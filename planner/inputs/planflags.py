@@ -30,6 +30,15 @@ def add_plan_flags(p: argparse.ArgumentParser) -> None:
                         "(torchao), blockwise")
     g.add_argument("--bf16-layers", metavar="START,END", help="transformer layers kept 16-bit at the start and end "
                                                               "of the stack under fp8/mxfp8/nvfp4 (e.g. 1,1)")
+    g.add_argument("--tp-comm-overlap", action="store_true",
+                   help="overlap TP collectives with the GEMMs beside them (Megatron userbuffers, torchtitan "
+                        "AsyncTP; needs --sequence-parallel)")
+    g.add_argument("--offload-layers", type=bounded_int(L.MAX_LAYERS, lower=0), default=0,
+                   help="layers per pipeline stage whose activations go to host memory (needs the cluster's "
+                        "host_link_gbytes_per_s)")
+    g.add_argument("--lowp-param-gather", action="store_true",
+                   help="keep parameters in the low-precision format and all-gather them so (Megatron "
+                        "--fp8-param-gather / --fp4-param-gather)")
     g.add_argument("--no-zero3-reshard", action="store_true",
                    help="ZeRO-3 keeps each layer's gathered weights from forward to backward (torchtitan with PP)")
     g.add_argument("--weight-casts", default="step", choices=["step", "use"],
@@ -66,7 +75,8 @@ def plan_spec_from_args(args: argparse.Namespace):
         "flash_attention": not args.no_flash_attention, "fused_elementwise": not args.eager,
         "fused_cross_entropy": not args.eager_loss, "zero3_gather_unit": args.zero3_gather_unit,
         "grad_reduce": args.grad_reduce, "fp8_recipe": args.fp8_recipe, "weight_casts": args.weight_casts,
-        "zero3_reshard": not args.no_zero3_reshard,
+        "zero3_reshard": not args.no_zero3_reshard, "tp_comm_overlap": args.tp_comm_overlap,
+        "offload_layers": args.offload_layers, "lowp_param_gather": args.lowp_param_gather,
     }
     if args.bf16_layers:
         start, _, end = args.bf16_layers.partition(",")

@@ -45,7 +45,8 @@ def build_plan(spec: PlanSpec, model: ModelSpec, num_gpus: int) -> cm.Plan:
         grad_reduce=spec.grad_reduce,
         stage_layers=tuple(spec.stage_layers or ()),
         fp8_recipe=spec.fp8_recipe, bf16_layers_start=spec.bf16_layers_start, bf16_layers_end=spec.bf16_layers_end,
-        weight_casts=spec.weight_casts, zero3_reshard=spec.zero3_reshard,
+        weight_casts=spec.weight_casts, zero3_reshard=spec.zero3_reshard, tp_comm_overlap=spec.tp_comm_overlap,
+        offload_layers=spec.offload_layers, lowp_param_gather=spec.lowp_param_gather,
     )
 
 
@@ -71,5 +72,6 @@ def plan_to_dict(plan: cm.Plan) -> dict:
         "stage_layers": list(plan.stage_layers) or None,
         "fp8_recipe": plan.fp8_recipe, "bf16_layers_start": plan.bf16_layers_start,
         "bf16_layers_end": plan.bf16_layers_end, "weight_casts": plan.weight_casts,
-        "zero3_reshard": plan.zero3_reshard,
+        "zero3_reshard": plan.zero3_reshard, "tp_comm_overlap": plan.tp_comm_overlap,
+        "offload_layers": plan.offload_layers, "lowp_param_gather": plan.lowp_param_gather,
     }

@@ -157,6 +157,8 @@ class ClusterSpec(Spec):
     network_latency_us: Optional[quantity(L.MAX_LATENCY_US, positive=False)] = None
     # Measured (timed steps, `planner calibrate --step-times`): multiplies the achievable matmul efficiency.
     matmul_efficiency_scale: Optional[quantity(L.MAX_EFFICIENCY_SCALE, L.MIN_EFFICIENCY_SCALE)] = None
+    # GPU <-> host memory per GPU, one direction (PCIe Gen5 x16: 64; Grace NVLink-C2C: more), for offload.
+    host_link_gbytes_per_s: Optional[quantity(L.MAX_NVLINK_GBYTES_PER_S, L.MIN_LINK_GBYTES_PER_S)] = None
     calibrated_from: Optional[CalibrationSpec] = None
     usd_per_gpu_hour: Optional[quantity(L.MAX_USD_PER_GPU_HOUR, L.MIN_USD_PER_GPU_HOUR, positive=False)] = None
     price_kind: Optional[Literal["on-demand", "reserved", "spot"]] = None
@@ -201,6 +203,7 @@ class ClusterSpec(Spec):
             nvlink_latency_seconds=(self.nvlink_latency_us or 0.0) * 1e-6,
             network_latency_seconds=(self.network_latency_us or 0.0) * 1e-6,
             matmul_efficiency_scale=self.matmul_efficiency_scale or 1.0,
+            host_link_bytes_per_second=(self.host_link_gbytes_per_s or 0.0) * 1e9,
         )
 
 
@@ -223,6 +226,9 @@ class PlanSpec(Spec):
     bf16_layers_end: count(L.MAX_LAYERS, lower=0) = 0
     weight_casts: Literal["step", "use"] = "step"
     zero3_reshard: Flag = True
+    tp_comm_overlap: Flag = False
+    offload_layers: count(L.MAX_LAYERS, lower=0) = 0
+    lowp_param_gather: Flag = False
     grad_dtype: Optional[Literal["fp32", "bf16", "fp16", "int8"]] = None
     overlap_dp_comm: Flag = True
     overlap_pp_comm: Flag = True

@@ -12,6 +12,7 @@ TIME_LABELS = {
     "recompute": "activation recompute",
     "tp_comm": "TP communication",
     "pp_comm": "PP point-to-point",
+    "offload": "activation offload (exposed)",
     "pp_bubble": "pipeline bubble",
     "dp_comm_exposed": "DP/ZeRO sync (exposed)",
     "optimizer": "optimizer step",

@@ -1,8 +1,8 @@
 """Best-first tabling: table only the layouts whose lower bound can still reach the top K.
 
 Lower bound of every plan of a layout: its pipeline flush with no recompute and with sequence
-parallel (when the layout allows them), plus the fixed overhead; the exposed DP sync and the
-optimizer step are >= 0. It holds because, in the cost model, for a fixed layout and precision:
+parallel (when the layout allows them), over the other pipe keys (precision, weight casts, TP
+overlap), plus the fixed overhead; the exposed DP sync and the optimizer step are >= 0. It holds because, in the cost model, for a fixed layout and precision:
   * recompute only adds time (stage.stage_cost: recompute_seconds >= 0, 6 instead of 4 TP
     collectives per layer under full recompute; compute and p2p do not depend on it);
   * sequence parallel never adds time (same TP ring cost, less elementwise HBM traffic), and the
@@ -33,7 +33,8 @@ def lower_bound(tables: LayoutTables, knobs: tuple[Knobs, ...]) -> float:
     sps = {k.sp for k in knobs}
     rc_options = {"none"} if "none" in rcs else rcs
     sp_options = {True} if True in sps else sps
-    keys = {(k.recompute, k.sp, k.precision, k.casts) for k in knobs if k.recompute in rc_options and k.sp in sp_options}
+    keys = {(k.recompute, k.sp, k.precision, k.casts, k.tpo) for k in knobs
+            if k.recompute in rc_options and k.sp in sp_options}
     flush = min(tables.pipe(*key).flush_seconds for key in keys)
     return flush + tables.ctx.eff.step_overhead_seconds
 

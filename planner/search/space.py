@@ -50,6 +50,7 @@ class Knobs:
     # (cached casts, the plan's fp8 recipe), "use" = torchao float8 (per-use casts, dynamic tensorwise scaling).
     casts: str = "step"
     reshard: bool = True  # ZeRO-3 weights freed after forward (Plan.zero3_reshard)
+    tpo: bool = False  # TP collectives overlapped with the GEMMs beside them (Plan.tp_comm_overlap)
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,7 @@ def plan_for(spec: SearchSpec, lay: Layout, knobs: Knobs | None = None) -> cm.Pl
                    global_batch_size=spec.global_batch_size, zero_stage=k.zero, recompute=k.recompute,
                    sequence_parallel=k.sp, precision=k.precision, grad_dtype=k.grad, weight_casts=k.casts,
                    fp8_recipe="rowwise" if k.casts == "use" else "delayed", zero3_reshard=k.reshard,
+                   tp_comm_overlap=k.tpo,
                    flash_attention=spec.flash_attention, overlap_dp_comm=spec.overlap_dp_comm,
                    overlap_pp_comm=spec.overlap_pp_comm)
 
@@ -172,10 +174,11 @@ def knob_combinations(spec: SearchSpec, fws: tuple[str, ...], tp: int, pp: int) 
                 continue
             casts = ks.weight_casts.values if prec in LOW_PRECISIONS else ("step",)
             reshards = ks.zero3_reshard.values if zero == 3 else (True,)
-            for grad, cast, reshard in product(spec.grad_dtypes, casts, reshards):  # grad "" = the precision's own
-                k = Knobs(zero, rc, sp, prec, grad, cast, reshard)
+            overlaps = ks.tp_comm_overlap.values if sp else (False,)  # TP overlap splits the SP collectives
+            for grad, cast, reshard, tpo in product(spec.grad_dtypes, casts, reshards, overlaps):
+                k = Knobs(zero, rc, sp, prec, grad, cast, reshard, tpo)  # grad "" = the precision's own dtype
                 plan = replace(probe, zero_stage=zero, recompute=rc, sequence_parallel=sp, precision=prec,
-                               grad_dtype=grad, weight_casts=cast, zero3_reshard=reshard)
+                               grad_dtype=grad, weight_casts=cast, zero3_reshard=reshard, tp_comm_overlap=tpo)
                 if plan.grad_comm_dtype in ks.grad_dtype(prec).values and not base.plan_violations(fw, spec.model, plan):
                     out.add(k)
     return tuple(sorted(k for k in out if _fixed_ok(spec, k)))

@@ -1,12 +1,12 @@
 """Cost-model tables for the search: every number comes from a costmodel.step function.
 
 For one layout, each term is evaluated over the knobs it depends on (step.py's own split):
-  pipeline flush   step.pipeline_parts(stage costs)          layout x (recompute, SP, precision, casts)
+  pipeline flush   step.pipeline_parts(stage costs)          layout x (recompute, SP, precision, casts, TP overlap)
   DP/ZeRO total    step.dp_sync_total_seconds(critical)      layout x (ZeRO, precision, grad, recompute)
   unhideable tail  step.dp_tail_seconds(critical, total)     the same key
   tied embedding   step.embedding_sync_seconds               layout x (precision, grad)
   overlap window   step.dp_overlap_window_seconds(critical, bubble)  layout x all knobs (cheap)
-  exposed          dataparallel.dp_exposed_seconds(total, window, tail) + tied, as step.dp_costs composes it
+  exposed          step.dp_exposed_with_contention(total, window, tail) + tied, as step.dp_costs composes it
   optimizer        step.optimizer_step_seconds(critical)     layout x knobs (cheap)
   memory           step.memory_breakdown per memory-candidate stage (step.memory_candidate_stages):
                    model states + gather buffers over (ZeRO, precision, grad, casts) with the stage's
@@ -29,7 +29,7 @@ import math
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from costmodel import dataparallel, pipeline, step
+from costmodel import pipeline, step
 from costmodel import types as cm
 from costmodel.stage import (
     ACTIVATION_BYTES,
@@ -194,12 +194,13 @@ class LayoutTables:
         """The least peak memory of the layout's plans."""
         return min(self.peak_memory(k) for k in knobs)
 
-    def pipe(self, rc: str, sp: bool, precision: str, casts: str = "step") -> PipeEntry:
-        """Pipeline flush, DP-critical stage and memory-candidate stages for (recompute, SP, precision, casts)."""
-        key = (rc, sp, precision, casts)
+    def pipe(self, rc: str, sp: bool, precision: str, casts: str = "step", tpo: bool = False) -> PipeEntry:
+        """Pipeline flush, DP-critical stage and memory-candidate stages for (recompute, SP, precision,
+        casts, TP overlap)."""
+        key = (rc, sp, precision, casts, tpo)
         if key not in self.pipes:
             spec, eff = self.ctx.spec, self.ctx.eff
-            plan = plan_for(spec, self.lay, Knobs(0, rc, sp, precision, "", casts))
+            plan = plan_for(spec, self.lay, Knobs(0, rc, sp, precision, "", casts, True, tpo))
             stages = class_stage_costs(spec.model, spec.cluster, plan, eff, self.ctx.kernels.get(plan), self.classes)
             parts = step.pipeline_parts(plan, stages)
             flush = sum(parts.values())
@@ -219,7 +220,7 @@ class LayoutTables:
             self.tied[gkey] = step.embedding_sync_seconds(spec.model, spec.cluster, plan, eff)
         window = step.dp_overlap_window_seconds(plan, critical, bubble_seconds)
         total, tail = self.totals[tkey]
-        return dataparallel.dp_exposed_seconds(total, plan, window, tail, eff.dp_overlap_fraction) + self.tied[gkey]
+        return step.dp_exposed_with_contention(total, plan, window, tail, eff) + self.tied[gkey]
 
     def memory(self, k: Knobs, plan: cm.Plan, slots: tuple[StageCost, ...]) -> tuple[float, ...]:
         """memory_breakdown totals of the memory-candidate stages: states (activations 0) + slope x activations."""
@@ -234,7 +235,7 @@ class LayoutTables:
     def candidate(self, k: Knobs) -> Candidate:
         spec, eff = self.ctx.spec, self.ctx.eff
         plan = plan_for(spec, self.lay, k)
-        pipe = self.pipe(k.recompute, k.sp, k.precision, k.casts)
+        pipe = self.pipe(k.recompute, k.sp, k.precision, k.casts, k.tpo)
         opt = step.optimizer_step_seconds(spec.cluster, plan, pipe.critical, eff)
         return Candidate(self.lay, k, pipe.flush_seconds, self.exposed(k, plan, pipe.critical, pipe.bubble_seconds), opt,
                          eff.step_overhead_seconds, self.memory(k, plan, pipe.slots))

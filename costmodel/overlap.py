@@ -1,0 +1,44 @@
+"""What overlapping communication (or host copies) with compute hides, and what it costs the compute.
+
+Hiding is not free: a collective kernel that runs beside a GEMM occupies SMs (NCCL runs one thread
+block per channel; Transformer Engine's userbuffers run the pipelined reduce-scatter on a set number
+of SMs) and HBM bandwidth, so the compute it hides behind slows down. The model: while a transfer of
+`t` seconds overlaps compute, the compute loses `sm_share` of its SMs (a GEMM that keeps the rest
+busy), so it falls t x sm_share behind; the step ends when the later of the two ends. Sources for
+the shares: NCCL runs collectives in up to 32 channels (one block each, NCCL_MAX_NCHANNELS;
+nccl-tests logs on 8-GPU NVSwitch nodes report 16-32), and the userbuffers configs NVIDIA ships for Megatron (NeMo tp_overlap configs: pipelined
+reduce-scatter on 16-24 SMs, ring-exchange all-gathers through copy engines on 1). Wang et al.,
+"Overlap Communication with Dependent Computation via Decomposition in Large Deep Learning Models"
+(ASPLOS 2023) decompose a collective into per-chunk transfers so that only the first chunk waits.
+"""
+from __future__ import annotations
+
+
+def hidden_and_exposed(transfer_seconds: float, window_seconds: float) -> tuple[float, float]:
+    """(hidden, exposed) seconds of a transfer that may overlap `window_seconds` of compute."""
+    hidden = max(0.0, min(transfer_seconds, window_seconds))
+    return hidden, transfer_seconds - hidden
+
+
+def overlapped_cost_seconds(exposed_seconds: float, hidden_seconds: float, sm_share: float) -> float:
+    """Seconds a transfer adds to the step when `hidden_seconds` of it run beside compute and
+    `exposed_seconds` after the compute ends.
+
+    While the transfer runs, the compute keeps 1 - sm_share of its speed, so `hidden_seconds` of
+    transfer cost the compute sm_share x hidden_seconds. Whichever ends last sets the step: the
+    compute (stretched by that slowdown) or the transfer (its exposed tail). Hence
+    max(exposed, sm_share x hidden): a transfer longer than the window costs exactly its tail, since
+    the slowed compute still finishes under it; a short one costs only the slowdown."""
+    slowdown = sm_share * hidden_seconds if hidden_seconds > 0 and sm_share > 0 else 0.0
+    return max(exposed_seconds, slowdown)
+
+
+def decomposed_exposed_seconds(comm_seconds: float, gemm_seconds: float, chunks: int, sm_share: float) -> float:
+    """Time a collective decomposed into `chunks` pieces and overlapped with the GEMM that consumes
+    (all-gather) or produces (reduce-scatter) it adds: the first (or last) piece cannot overlap, the
+    rest hide behind the GEMM up to its length (overlapped_cost_seconds)."""
+    if comm_seconds <= 0:
+        return 0.0
+    first = comm_seconds / max(1, chunks)
+    hidden, rest = hidden_and_exposed(comm_seconds - first, gemm_seconds)
+    return first + overlapped_cost_seconds(rest, hidden, sm_share)

@@ -1,0 +1,96 @@
+"""Communication overlap with its SM cost, activation offload to host, and low-precision parameters:
+hand arithmetic on the formulas, then the direction each knob moves a whole step."""
+from dataclasses import replace
+
+import pytest
+from conftest import gpt, selene
+
+from costmodel import memory, overlap, stage
+from costmodel import types as cm
+from costmodel.compute import layer_times
+from costmodel.step import estimate
+
+BASE = cm.Plan(tp=8, pp=2, dp=4, micro_batch_size=1, global_batch_size=64, sequence_parallel=True, zero_stage=1)
+
+
+def test_hidden_transfer_costs_only_the_compute_slowdown():
+    # 10 s of a collective beside compute that keeps 88% of its SMs: the compute falls 1.2 s behind.
+    assert overlap.overlapped_cost_seconds(0.0, 10.0, 0.12) == pytest.approx(1.2)
+
+
+def test_transfer_longer_than_its_window_costs_its_tail_only():
+    # 5 s shows after the compute; the 1.2 s slowdown of the compute ends under the transfer.
+    assert overlap.overlapped_cost_seconds(5.0, 10.0, 0.12) == pytest.approx(5.0)
+    assert overlap.overlapped_cost_seconds(0.5, 10.0, 0.12) == pytest.approx(1.2)
+
+
+def test_decomposed_collective():
+    # 8 s in 4 chunks beside a 10 s GEMM: the first 2 s wait, 6 s hide at 10% of the SMs (0.6 s).
+    assert overlap.decomposed_exposed_seconds(8.0, 10.0, 4, 0.1) == pytest.approx(2.6)
+    # beside a 3 s GEMM: 2 s first chunk + 3 s past the GEMM (the 0.3 s slowdown ends under it)
+    assert overlap.decomposed_exposed_seconds(8.0, 3.0, 4, 0.1) == pytest.approx(5.0)
+    assert overlap.decomposed_exposed_seconds(0.0, 3.0, 4, 0.1) == 0.0
+
+
+def test_tp_comm_overlap_hides_most_of_the_tp_exchanges():
+    model, cluster = gpt(48, 6144, 48), selene(64)
+    plain = estimate(model, cluster, BASE)
+    hidden = estimate(model, cluster, replace(BASE, tp_comm_overlap=True))
+    assert hidden.time_breakdown_seconds["tp_comm"] < 0.5 * plain.time_breakdown_seconds["tp_comm"]
+    assert hidden.time_breakdown_seconds["compute"] == pytest.approx(plain.time_breakdown_seconds["compute"])
+    assert hidden.step_time_seconds < plain.step_time_seconds
+
+
+def test_layer_tp_comm_by_hand():
+    # Forward GEMMs 1 s, all-reduce-sized exchange 0.1 s, tp 8, share 0.12: forward 0.2 s in 8 chunks
+    # (0.025 s waits, 0.175 s hides, costing 0.021 s), backward the same beside 2 s of GEMMs.
+    lt = layer_times(gpt(4, 1024, 8), 1, 8, True, True, a100_gpu(), "bf16", cm.Efficiency())
+    lt = replace(lt, gemm_forward_seconds=1.0)
+    plan = replace(BASE, tp_comm_overlap=True)
+    per_direction = 0.025 + 0.12 * 0.175
+    assert stage.layer_tp_comm_seconds(plan, lt, 0.1, cm.Efficiency()) == pytest.approx(2 * per_direction)
+    assert stage.layer_tp_comm_seconds(BASE, lt, 0.1, cm.Efficiency()) == pytest.approx(0.4)
+
+
+def a100_gpu() -> cm.Gpu:
+    return selene(8).gpu
+
+
+def test_offload_frees_all_but_one_layer_of_activations():
+    model = gpt(48, 6144, 48)
+    cluster = replace(selene(64), host_link_bytes_per_second=50e9)
+    plan = replace(BASE, offload_layers=10)
+    per_layer = memory.layer_activation_bytes(model, 1, 8, True, "none", True)
+    inflight = memory.inflight_microbatches(2, 1, plan.num_microbatches, 0)  # first stage: pp in flight
+    kept = stage.stage_activation_bytes(model, BASE, 24, 0) - stage.stage_activation_bytes(model, plan, 24, 0)
+    assert kept == pytest.approx(inflight * 10 * per_layer - per_layer)
+    assert estimate(model, cluster, plan).memory_per_gpu_bytes < estimate(model, cluster, BASE).memory_per_gpu_bytes
+
+
+def test_offload_time_is_the_copy_the_layer_does_not_hide():
+    model, gpu = gpt(48, 6144, 48), selene(8).gpu
+    per_layer = memory.layer_activation_bytes(model, 1, 8, True, "none", True)
+    lt = layer_times(model, 1, 8, True, True, gpu, "bf16", cm.Efficiency())
+    plan = replace(BASE, offload_layers=3)
+    slow = replace(selene(64), host_link_bytes_per_second=per_layer / (2 * lt.backward_seconds))  # copy = 2 x bwd
+    copy = 2 * lt.backward_seconds
+    want = 3 * ((copy - lt.forward_seconds) + (copy - lt.backward_seconds))
+    assert stage.offload_seconds(model, slow, plan, lt, 24) == pytest.approx(want)
+    fast = replace(selene(64), host_link_bytes_per_second=per_layer / (0.5 * lt.forward_seconds))
+    assert stage.offload_seconds(model, fast, plan, lt, 24) == 0.0
+
+
+def test_offload_needs_a_host_link():
+    from costmodel.rules import hardware_violations
+    assert any("host_link" in v for v in hardware_violations(selene(64), replace(BASE, offload_layers=2)))
+    assert not hardware_violations(replace(selene(64), host_link_bytes_per_second=50e9), BASE)
+
+
+def test_lowp_parameters_drop_the_16bit_weights():
+    # MXFP8 (1 B + 1/32 B of E8M0 scale per element, two layouts): 2.0625 B of copies, instead of
+    # 2 B of bf16 weights + those copies.
+    kept = memory.state_bytes_per_param("mxfp8", "bf16", casts="step")
+    lowp = memory.state_bytes_per_param("mxfp8", "bf16", casts="step", lowp_params=True)
+    assert kept.parameters == pytest.approx(2 + 2 * (1 + 1 / 32))
+    assert lowp.parameters == pytest.approx(2 * (1 + 1 / 32))
+    assert memory.state_bytes_per_param("bf16", "bf16", lowp_params=True).parameters == 2.0
