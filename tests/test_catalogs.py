@@ -7,8 +7,10 @@ from costmodel.flops import embedding_parameters, total_parameters
 from planner.inputs import catalogs, loading
 
 REQUIRED_GPUS = ["a100-sxm-40gb", "a100-sxm-80gb", "h100-sxm-80gb", "h100-pcie-80gb", "h200-sxm-141gb",
-                 "b200-sxm-180gb", "gb200", "mi300x-192gb", "l40s-48gb"]
-REQUIRED_CLUSTERS = ["dgx-a100", "dgx-h100", "hgx-h200", "dgx-b200", "gb200-nvl72"]
+                 "b200-sxm-180gb", "gb200", "mi300x-192gb", "l40s-48gb",
+                 "b300-sxm-270gb", "gb300", "mi325x-256gb", "mi355x-288gb"]
+REQUIRED_CLUSTERS = ["dgx-a100", "dgx-h100", "hgx-h200", "dgx-b200", "gb200-nvl72",
+                     "dgx-b300", "gb300-nvl72", "amd-mi325x-platform", "amd-mi355x-platform"]
 REQUIRED_MODELS = ["gpt3-175b", "megatron-1.7b", "megatron-1t", "bloom-176b", "llama2-7b", "llama2-13b",
                    "llama2-70b", "llama3-8b", "llama3-70b", "llama3-405b"]
 
@@ -43,6 +45,20 @@ DATASHEETS = {
     # NVIDIA L40S datasheet, dense column: BF16 362.05, FP8 733, TF32 183; 48GB GDDR6 864 GB/s, 350 W,
     # no NVLink.
     "l40s-48gb": (48, 362.05, 733, 183, 0.864, 0, 350),
+    # NVIDIA Blackwell Ultra datasheet (2025-10) p.5, HGX B300 column (sparse; dense = half): FP16/BF16 4.5
+    # PFLOPS*, FP8/FP6 9*, TF32 2.2*, 270 GB HBM3E | 7.7 TB/s, up to 1,100 W; NVLink 5 1.8 TB/s. (tf32 from
+    # the HGX B300 platform sheet, 18 PFLOPS* for 8 GPUs = 1125 dense each; the per-GPU column rounds.)
+    "b300-sxm-270gb": (270, 4500 / 2, 9000 / 2, 18000 / 8 / 2, 7.7, 1800 / 2, 1100),
+    # Same datasheet, GB300 column: FP16/BF16 5 PFLOPS*, FP8/FP6 10*, TF32 2.5*, 279 GB HBM3E | 8 TB/s,
+    # up to 1,400 W; NVLink 5 1.8 TB/s.
+    "gb300": (279, 5000 / 2, 10000 / 2, 2500 / 2, 8.0, 1800 / 2, 1400),
+    # AMD Instinct MI325X specifications, as tabulated by stas00/ml-engineering @ 744d01e (which cites them):
+    # "same compute as MI300X" (FP16/BF16 1307.4 = 2100 MHz x 1216 matrix cores x 512 FLOP, FP8 2614.9, TF32
+    # 653.7 TFLOPS dense), 256 GB HBM3E, 6 TB/s, 1000 W; Infinity Fabric 7 links x 64 GB/s per direction.
+    "mi325x-256gb": (256, 1307.4, 2614.9, 653.7, 6.0, 7 * 64, 1000),
+    # AMD Instinct MI355X specifications (same source): FP16/BF16 2.5 PFLOPS, OCP-FP8 5 PFLOPS dense
+    # (10.1* with sparsity), no TF32 figure, 288 GB HBM3E, 8 TB/s, 1400 W; Infinity Fabric 7 x 76.5 GB/s.
+    "mi355x-288gb": (288, 2500, 5000, None, 8.0, 7 * 76.5, 1400),
 }
 # The catalog keeps three significant figures of a datasheet peak (MI300X 1307.4 -> 1300, H100 989.5 -> 989):
 # one tolerance for every row.
@@ -64,6 +80,8 @@ def test_required_gpus_carry_their_datasheet_figures(name):
         assert gpu.peak_flops_per_second("fp8") == pytest.approx(fp8 * TERA, rel=ROUNDING)
     if tf32 is not None:
         assert gpu.dense_flops_per_second["tf32"] == pytest.approx(tf32 * TERA, rel=ROUNDING)
+    elif spec.vendor == "amd":  # no published TF32 matrix rate: "fp32" training uses the FP32 figure
+        assert "tf32" not in gpu.dense_flops_per_second
     assert gpu.hbm_bandwidth_bytes_per_second == pytest.approx(hbm_tb * TERA, rel=ROUNDING)
     if nvlink_gb is not None:
         assert gpu.nvlink_bandwidth_bytes_per_second == pytest.approx(nvlink_gb * GIGA, rel=ROUNDING)
@@ -84,6 +102,118 @@ def test_every_gpu_peak_rises_with_narrower_types():
             assert t["fp8"] == pytest.approx(2 * t["bf16"], rel=0.02), name
 
 
+# Block-scaled formats (dense TFLOP/s): mxfp8 at the 8-bit rate, nvfp4 at the 4-bit rate the sheets print
+# ("FP8/FP6", "FP4"; * = with sparsity, dense half unless the sheet prints both).
+BLOCK_SCALED = {
+    # HGX B200: FP8 72 PFLOPS*, FP4 144 PFLOPS* for 8 GPUs; Blackwell's FP4 sparsity is 2x.
+    "b200-sxm-180gb": (72000 / 8 / 2, 144000 / 8 / 2),
+    # GB200 NVL72: FP8 720 PFLOPS*, FP4 1,440 PFLOPS* for 72 GPUs.
+    "gb200": (720000 / 72 / 2, 1440000 / 72 / 2),
+    # HGX B300: FP8 72 PFLOPS*, FP4 144 | 108 PFLOPS (sparse | dense) for 8 GPUs.
+    "b300-sxm-270gb": (72000 / 8 / 2, 108000 / 8),
+    # Blackwell Ultra datasheet, GB300 column: FP8/FP6 10 PFLOPS*, FP4 20 | 15 PFLOPS; NVIDIA "Inside
+    # Blackwell Ultra" blog: "15 PetaFLOPS dense NVFP4".
+    "gb300": (10000 / 2, 15000),
+    # AMD lists MXFP8 for the MI350 series at its OCP-FP8 rate (MI350X 4.6 PF at 2200 MHz; MI355X is the
+    # same silicon at 2400 MHz: 5.0 PF). NVFP4 is NVIDIA's format: none.
+    "mi355x-288gb": (4600 * 2400 / 2200, None),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BLOCK_SCALED))
+def test_block_scaled_peaks(name):
+    mxfp8, nvfp4 = BLOCK_SCALED[name]
+    gpu = catalogs.gpu_catalog()[name].to_gpu()
+    assert gpu.dense_flops_per_second["mxfp8"] == pytest.approx(mxfp8 * TERA, rel=ROUNDING)
+    if nvfp4 is None:
+        assert "nvfp4" not in gpu.dense_flops_per_second
+    else:
+        assert gpu.dense_flops_per_second["nvfp4"] == pytest.approx(nvfp4 * TERA, rel=ROUNDING)
+        assert gpu.dense_flops_per_second["fp4"] == gpu.dense_flops_per_second["nvfp4"]
+
+
+def test_block_scaled_formats_only_where_the_hardware_has_them():
+    """mxfp8/nvfp4 keys mean hardware block scaling: Blackwell parts, and mxfp8 on MI355X (CDNA4)."""
+    for name, spec in catalogs.gpu_catalog().items():
+        keys = set(spec.dense_tflops) & {"mxfp8", "nvfp4"}
+        assert keys == ({"mxfp8", "nvfp4"} if name in BLOCK_SCALED and spec.vendor == "nvidia"
+                        else {"mxfp8"} if name in BLOCK_SCALED else set()), name
+
+
+# Special-function exponentials (exp2, the SFU's MUFU.EX2 that softmax runs on): SMs x results per clock per
+# SM x clock. Per-SM rate: CUDA C++ Programming Guide, throughput of native arithmetic instructions, 16 per
+# clock for exp2f up to compute capability 10.0; NVIDIA "Making Softmax More Efficient with NVIDIA
+# Blackwell Ultra" (2026-02-25): Blackwell Ultra doubles SFU throughput -> 32. Clock: the one each part's
+# dense bf16 peak is rated at (H100: 132 SMs x 4096 FLOP/clock x 1.830 GHz = 989 TFLOP/s; Blackwell: 148 SMs
+# x 8192 FLOP/clock, so 2250 TFLOP/s -> 1.856 GHz and 2500 -> 2.062 GHz, GB200's reported max SM clock).
+B200_GHZ = 2250e12 / (148 * 8192) / 1e9
+EXP = {
+    "h100-sxm-80gb": 132 * 16 * 1.830e9,
+    "h200-sxm-141gb": 132 * 16 * 1.830e9,
+    "b200-sxm-180gb": 148 * 16 * B200_GHZ * 1e9,
+    "gb200": 148 * 16 * 2.062e9,
+    "b300-sxm-270gb": 148 * 32 * B200_GHZ * 1e9,
+    "gb300": 148 * 32 * 2.062e9,
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXP))
+def test_exp_throughput(name):
+    gpu = catalogs.gpu_catalog()[name].to_gpu()
+    assert gpu.exp_per_second == pytest.approx(EXP[name], rel=0.002)
+
+
+def test_blackwell_ultra_doubles_the_exponential_rate_and_matches_nvidias_measurement():
+    """Same bf16 peak, twice the exponentials (B300 vs B200, GB300 vs GB200). NVIDIA's MUFU.EX2
+    microbenchmark (softmax blog above): 4,943 Gop/s on GB200, 10,024 on GB300; the rated-clock figures sit
+    at most 3% below those measurements."""
+    c = {n: g.to_gpu() for n, g in catalogs.gpu_catalog().items()}
+    for ultra, base in (("b300-sxm-270gb", "b200-sxm-180gb"), ("gb300", "gb200")):
+        assert c[ultra].dense_flops_per_second["bf16"] == c[base].dense_flops_per_second["bf16"]
+        assert c[ultra].exp_per_second == pytest.approx(2 * c[base].exp_per_second, rel=1e-3)
+    for name, measured in (("gb200", 4943e9), ("gb300", 10024e9)):
+        assert 0.97 <= c[name].exp_per_second / measured <= 1.0, name
+
+
+# Measured maximum achievable matmul (MAMF), stas00/ml-engineering compute/accelerator/README.md @
+# 744d01e: BF16 table (H100 SXM 794.5, B200 1745.0, GB200 1822.0, B300 SXM 1769.0, MI325X 784.9,
+# MI355X 1565.0, MI300X 668.4, A100 SXM 271.2, A100 PCIe 252.9) and FP8 table (H100 SXM 1402.6, H200 SXM
+# 1453.4, B200 3432.5, GB200 3615.6, B300 SXM 3353.3). None for GB300, H200 bf16, MI3xx fp8.
+MAMF = {
+    "a100-sxm-80gb": (271.2, None), "a100-pcie-80gb": (252.9, None),
+    "h100-sxm-80gb": (794.5, 1402.6), "h200-sxm-141gb": (None, 1453.4),
+    "b200-sxm-180gb": (1745.0, 3432.5), "gb200": (1822.0, 3615.6), "b300-sxm-270gb": (1769.0, 3353.3),
+    "mi300x-192gb": (668.4, None), "mi325x-256gb": (784.9, None), "mi355x-288gb": (1565.0, None),
+}
+
+
+def test_measured_matmul_is_each_parts_own():
+    """Every measurement in the catalog is the part's own published one; a part without one carries none
+    (never a sibling's) and says in its notes that the cost model falls back to its generation's value."""
+    for name, spec in catalogs.gpu_catalog().items():
+        bf16, fp8 = MAMF.get(name, (None, None))
+        assert (spec.measured_matmul_bf16_tflops, spec.measured_matmul_fp8_tflops) == (bf16, fp8), name
+        missing = [p for p, m in (("bf16", bf16), ("fp8", fp8)) if p in spec.dense_tflops and m is None]
+        if missing:
+            assert "MAMF" in spec.notes and "generation" in spec.notes, (name, missing)
+
+
+# GPUs allowed to share every figure below (one part under two names); none today.
+SAME_PART: set[frozenset[str]] = set()
+
+
+def test_no_two_gpus_share_all_figures():
+    """Catches a row copied from another part: no two catalog GPUs have identical peaks, HBM bandwidth,
+    memory, board power and exponential rate unless listed above as the same part."""
+    seen: dict[tuple, str] = {}
+    for name, spec in catalogs.gpu_catalog().items():
+        key = (tuple(sorted(spec.dense_tflops.items())), spec.hbm_bandwidth_gbytes_per_s, spec.memory_gib,
+               spec.tdp_watts, spec.exp_tops)
+        if key in seen:
+            assert frozenset({name, seen[key]}) in SAME_PART, (name, seen[key])
+        seen[key] = name
+
+
 # System datasheets: (GPU, GPUs per node, NVLink domain, network Gb/s per GPU).
 SYSTEMS = {
     "dgx-a100": ("a100-sxm-80gb", 8, 8, 200),  # DGX A100 datasheet: 8x ConnectX-6 HDR 200 Gb/s (compute)
@@ -94,6 +224,16 @@ SYSTEMS = {
     "aws-p4d-24xlarge": ("a100-sxm-40gb", 8, 8, 400 / 8),  # AWS P4d: 8x A100 40GB, 400 Gbps EFA per instance
     "aws-p5-48xlarge": ("h100-sxm-80gb", 8, 8, 3200 / 8),  # AWS P5: 8x H100, 3200 Gbps EFA per instance
     "azure-nd-h100-v5": ("h100-sxm-80gb", 8, 8, 400),  # Azure ND H100 v5: 8x 400 Gb/s NDR InfiniBand
+    # DGX B300: "8x OSFP ports serving 8x single-port NVIDIA ConnectX-8 VPI"; MLPerf Training v5.1 Nebius
+    # B300 node: "8x ConnectX-8 IB XDR 800Gb/s".
+    "dgx-b300": ("b300-sxm-270gb", 8, 8, 800),
+    # MLPerf Training v5.1 NVIDIA Theia (GB300 NVL72): 18 nodes x 4 GPUs, "4x ConnectX-8 IB XDR 800 Gb/s".
+    "gb300-nvl72": ("gb300", 4, 72, 800),
+    # AMD ROCm MI355X cluster recipe: 8 MI355X per node, 8x Pollara 400 (400 Gb/s) NICs mapped 1:1.
+    "amd-mi355x-platform": ("mi355x-288gb", 8, 8, 400),
+    # MI325X: 8 per node, fully connected Infinity Fabric (MLPerf v5.1 AMD node); NIC rate not on a sheet
+    # read here (the row assumes 400 Gb/s), so not checked.
+    "amd-mi325x-platform": ("mi325x-256gb", 8, 8, None),
 }
 
 

@@ -55,7 +55,7 @@ MIN_USD_PER_GPU_HOUR = 1e-4
 # likely is a per-node figure typed where a per-GPU one belongs, or bits for bytes.
 # NIC per GPU: NVIDIA ConnectX-8 SuperNIC, 800 Gb/s (GB300 NVL72 / HGX B300 spec sheets).
 # NVLink 5 per GPU: 1.8 TB/s bidirectional = 900 GB/s per direction (NVIDIA Blackwell datasheet).
-# HBM: B300 / GB300 8 TB/s; memory: B300 288 GB HBM3e (NVIDIA HGX B300 / GB300 NVL72 spec sheets).
+# HBM: B300 / GB300 8 TB/s; memory: 288 GB of HBM3e per B300/GB300 package (270 GB / 279 GB usable per NVIDIA's specs).
 PLAUSIBLE = {
     "network_bandwidth_gbits_per_s": (1600.0, "above twice the fastest shipped NIC per GPU (800 Gb/s); "
                                               "is it the node's total? the key is per GPU"),
