@@ -99,3 +99,19 @@ def hierarchical_allreduce_seconds(
 ) -> float:
     """AllReduce = hierarchical ReduceScatter + AllGather (2D ring, Jia et al. 2018)."""
     return 2.0 * hierarchical_reduce_scatter_seconds(size_bytes, ranks, ranks_per_domain, fast, slow)
+
+
+def alltoall_seconds(size_bytes: float, ranks: int, ranks_per_domain: int, fast: Link, slow: Link) -> float:
+    """All-to-all in which each of `ranks` GPUs holds a `size_bytes` buffer and sends 1/ranks of it to
+    every other rank (MoE token dispatch, Ulysses head exchange). NCCL runs it as concurrent
+    point-to-point sends to every peer (nccl-tests alltoall; its busbw counts (n-1)/n of the
+    buffer): the (r-1)/n share for peers in the GPU's own domain goes over `fast`, the (n-r)/n share
+    for the others over its own NIC on `slow`, both at once, so the slower of the two sets the time,
+    plus one step's latency on each tier it uses."""
+    if ranks <= 1 or size_bytes <= 0:
+        return 0.0
+    inner = max(1, min(ranks, ranks_per_domain))
+    near = size_bytes * (inner - 1) / ranks / fast.bandwidth_bytes_per_second
+    far = size_bytes * (ranks - inner) / ranks / slow.bandwidth_bytes_per_second
+    latency = (fast.latency_seconds if inner > 1 else 0.0) + (slow.latency_seconds if ranks > inner else 0.0)
+    return max(near, far) + latency

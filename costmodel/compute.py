@@ -15,19 +15,18 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from . import lowp
-from .flops import mlp_matrices, parameters_per_layer, projection_inputs, projection_widths, qkv_out_dim
+from .flops import (
+    attention_keys_per_query,
+    attention_parameters,
+    mla_projections,
+    mlp_matrices,
+    projection_inputs,
+    projection_widths,
+    q_width,
+    qkv_out_dim,
+    value_width,
+)
 from .types import DTYPE_BYTES, Efficiency, Gpu, Model
-
-
-@dataclass(frozen=True)
-class LayerTimes:
-    """Seconds for one layer and one micro-batch on one GPU."""
-
-    forward_seconds: float
-    backward_seconds: float
-    attention_forward_seconds: float  # the attention core, which selective recompute replays
-    op_replay_seconds: float  # what per-op selective AC replays: every second matmul and the elementwise work
-    gemm_forward_seconds: float = 0.0  # the four projections' forward GEMMs (what TP collectives overlap)
 
 
 def scale_matmul_efficiency(eff: Efficiency, scale: float) -> Efficiency:
@@ -80,16 +79,43 @@ def gemm_seconds(m: int, n: int, k: int, gpu: Gpu, precision: str, eff: Efficien
     return max(compute, moved / (gpu.hbm_bandwidth_bytes_per_second * eff.hbm_efficiency))
 
 
-def weight_gemms(model: Model, tokens: int, tp: int) -> list[tuple[int, int, int]]:
-    """(m, n, k) of the forward weight GEMMs of one layer under Megatron TP (column then row parallel)."""
-    h, f = model.hidden_size, model.ffn
-    up_width = (mlp_matrices(model) - 1) * f  # GeLU: f; SwiGLU: fused gate+up, 2f
-    return [
-        (tokens, qkv_out_dim(model) // tp, h),  # QKV, column parallel
-        (tokens, h, h // tp),  # attention output projection, row parallel
-        (tokens, up_width // tp, h),  # MLP up (and gate), column parallel
-        (tokens, h, f // tp),  # MLP down, row parallel
-    ]
+Gemm = tuple  # (m, n, k, count): `count` GEMMs of (m x k) @ (k x n)
+
+
+def attention_gemms(model: Model, tokens: int, tp: int) -> list[Gemm]:
+    """Forward GEMMs of one layer's attention projections under Megatron TP: fused QKV column
+    parallel, output projection row parallel. MLA (Megatron-core multi_latent_attention.py): the
+    down projections to the latents are replicated on every TP rank, the up projections column
+    parallel."""
+    h = model.hidden_size
+    out = (tokens, h, value_width(model) // tp, 1)
+    if not model.mla:
+        return [(tokens, qkv_out_dim(model) // tp, h, 1), out]
+    (q_in, q_out), *rest = mla_projections(model)
+    if model.mla.q_lora_rank:
+        q_up, kv_down, kv_up = rest
+        gemms = [(tokens, q_out, q_in, 1), (tokens, q_up[1] // tp, q_up[0], 1)]
+    else:
+        kv_down, kv_up = rest
+        gemms = [(tokens, q_out // tp, q_in, 1)]
+    return gemms + [(tokens, kv_down[1], kv_down[0], 1), (tokens, kv_up[1] // tp, kv_up[0], 1), out]
+
+
+def mlp_gemms(model: Model, tokens: int, tp: int, width: int) -> list[Gemm]:
+    """Forward GEMMs of a TP-split MLP of intermediate width `width`: up (fused gate and up when gated)
+    column parallel, down row parallel."""
+    h = model.hidden_size
+    up = (mlp_matrices(model) - 1) * width
+    return [(tokens, up // tp, h, 1), (tokens, h, width // tp, 1)]
+
+
+def weight_gemms(model: Model, tokens: int, tp: int) -> list[Gemm]:
+    """(m, n, k, count) of the forward weight GEMMs of one dense layer under Megatron TP."""
+    return attention_gemms(model, tokens, tp) + mlp_gemms(model, tokens, tp, model.ffn)
+
+
+def gemms_seconds(gemms: list[Gemm], gpu: Gpu, precision: str, eff: Efficiency) -> float:
+    return sum(count * gemm_seconds(m, n, k, gpu, precision, eff) for m, n, k, count in gemms if count and m and n)
 
 
 def projection_gemms(model: Model, tokens: int, tp: int) -> list[tuple[int, int, int]]:
@@ -102,26 +128,35 @@ def projection_gemms(model: Model, tokens: int, tp: int) -> list[tuple[int, int,
 
 
 def attention_core_seconds(
-    model: Model, batch: int, tp: int, gpu: Gpu, precision: str, flash: bool, eff: Efficiency
+    model: Model, batch: int, tp: int, gpu: Gpu, precision: str, flash: bool, eff: Efficiency,
+    index: int = -1, cp: int = 1,
 ) -> float:
     """QK^T and softmax(.)V for `batch` sequences, heads split over TP, in 16-bit (fp32 if training fp32).
 
     Unfused (pre-FlashAttention Megatron): two batched GEMMs with inner dimension head_dim or s,
     over the whole s x s square (the causal mask is applied, not skipped).
     FlashAttention (Dao et al. 2022; FlashAttention-2, Dao 2023 Sec 3.1.1): one fused kernel that
-    skips the blocks above the causal diagonal, so it does half the 4 b s^2 h FLOPs, at its own
-    achieved fraction of the 16-bit peak, which grows with the sequence (`flash_attention_fraction`).
-    FLOP counts for MFU still count the full square, as the papers do.
+    skips the blocks above the causal diagonal (and outside a local layer's window), so it does the
+    causal FLOPs only (flops.attention_keys_per_query), at its own achieved fraction of the 16-bit
+    peak, which grows with the length of the blocks it works on (`flash_attention_fraction`).
+    Context parallelism gives each GPU s/cp queries in 2 x cp load-balanced chunks (Megatron-core
+    context_parallel; Llama 3 paper Sec 3.3.2), so each rank does 1/cp of the causal work, in blocks
+    of s/cp. FLOP counts for MFU are flops.py's, not these.
     """
-    s, d = model.seq_length, model.head_dim
+    s = model.seq_length
     heads = max(1, model.num_attention_heads // tp)
+    per_head = (q_width(model) + value_width(model)) / model.num_attention_heads  # qk + v dims
     attn_precision = "fp32" if precision == "fp32" else "bf16"
     if flash:
-        flops = 0.5 * 4.0 * s * s * d
+        keys = attention_keys_per_query(model, index, causal=True)
+        flops = 2.0 * (s / cp) * keys * per_head
+        span = s / cp if keys >= s / 2 else min(s / cp, model.attention_window)
         return batch * heads * flops / (sustained_flops_per_second(gpu, attn_precision)
-                                        * flash_attention_fraction(s, eff))
-    scores = gemm_seconds(s, s, d, gpu, attn_precision, eff)
-    values = gemm_seconds(s, d, s, gpu, attn_precision, eff)
+                                        * flash_attention_fraction(span, eff))
+    qk = q_width(model) // model.num_attention_heads
+    d_v = value_width(model) // model.num_attention_heads
+    scores = gemm_seconds(s // cp, s, qk, gpu, attn_precision, eff)
+    values = gemm_seconds(s // cp, d_v, s, gpu, attn_precision, eff)
     return batch * heads * (scores + values)
 
 
@@ -144,7 +179,7 @@ def attention_score_bytes(model: Model, batch: int, tp: int, flash: bool) -> flo
     return 2.0 * batch * model.seq_length * heads * model.seq_length * passes
 
 
-def eager_extra_bytes_per_token(model: Model) -> float:
+def eager_extra_bytes_per_token(model: Model, mlp_width: int) -> float:
     """Extra forward HBM bytes per token and layer when elementwise work runs as separate eager
     PyTorch kernels (as torchtitan runs without torch.compile), over the fused kernels above.
 
@@ -154,80 +189,78 @@ def eager_extra_bytes_per_token(model: Model) -> float:
     (10 B per f element against 6 B); rotary embeddings on q and k go through fp32 complex
     arithmetic (about 20 B per element against 4 B when compiled).
     """
-    h, f = model.hidden_size, model.ffn
+    h = model.hidden_size
     kv = model.kv_heads * model.head_dim
-    gated = 4.0 * f if model.gated_mlp else 0.0
+    gated = 4.0 * mlp_width if model.gated_mlp else 0.0
     return 2 * (36.0 - 4.0) * h + gated + (20.0 - 4.0) * (h + kv)
 
 
-def elementwise_bytes(model: Model, batch: int, tp: int, sequence_parallel: bool, flash: bool,
-                      fused: bool = True) -> float:
-    """HBM bytes read+written by one layer's forward non-GEMM kernels (16-bit activations).
+@dataclass(frozen=True)
+class Work:
+    """One block's forward work on one GPU for one micro-batch (the backward runs its GEMMs twice and
+    moves its elementwise bytes twice)."""
 
-    Per token, in units of 16-bit h-element rows: two norms (read+write 4h), two residual adds
-    (6h), the MLP activation (GeLU: read+write f each; SwiGLU: read 2f, write f). Dropout on the
-    two block outputs is fused with the residual add (Megatron-LM's bias_dropout_add), so it only
-    adds its 1-byte masks (2 x h/2). Without sequence parallel the
-    norms, residuals and dropouts are replicated on every TP rank (Korthikanti Sec 4.2.2).
-    Plus the attention scores of unfused attention (`attention_score_bytes`), and with
-    `fused=False` the extra traffic of eager kernels (`eager_extra_bytes_per_token`).
-    """
-    h, f, s = model.hidden_size, model.ffn, model.seq_length
-    tokens = batch * s
+    gemms: list  # (m, n, k, count)
+    moved_bytes: float  # HBM bytes of the non-GEMM kernels
+    cast_inputs: float  # elements of GEMM inputs cast to a low precision in forward
+    cast_grads: float  # elements of output gradients cast in backward
+    weights: float  # weights on this GPU (per-use casts)
+
+
+def attention_work(model: Model, batch: int, tp: int, sequence_parallel: bool, flash: bool, fused: bool) -> Work:
+    """The attention half of a layer, plus the layer's norms and residuals.
+
+    Elementwise bytes per token, in 16-bit h-element rows: two norms (read+write 4h), two residual
+    adds (6h); dropout on the two block outputs is fused with the residual add (Megatron-LM's
+    bias_dropout_add), so it only adds its 1-byte masks (2 x h/2). Without sequence parallel these
+    are replicated on every TP rank (Korthikanti Sec 4.2.2). Plus the attention scores of unfused
+    attention (`attention_score_bytes`) and, with `fused=False`, eager kernels' extra traffic.
+    GEMM inputs cast under a low precision: column-parallel inputs are the full h, or h/tp under
+    sequence parallelism (cast before the all-gather); row-parallel ones are split."""
+    h, tokens = model.hidden_size, batch * model.seq_length
     replicated = 10 * h + (h if model.dropout else 0)
-    split = (3 if model.gated_mlp else 2) * f
     divisor = tp if sequence_parallel else 1
-    eager = 0.0 if fused else tokens * eager_extra_bytes_per_token(model) / tp
-    return 2.0 * tokens * (replicated / divisor + split / tp) + attention_score_bytes(model, batch, tp, flash) + eager
-
-
-def gemm_input_widths(model: Model, tp: int, sequence_parallel: bool) -> tuple[list[float], list[float]]:
-    """Per token on one GPU: the widths of the forward GEMM inputs (QKV, output projection, MLP up,
-    MLP down) and of the output gradients their dgrad reads. Column-parallel inputs are the full h,
-    or h/tp under sequence parallelism (cast before the all-gather); row-parallel ones are split."""
-    h, f = model.hidden_size, model.ffn
+    eager = 0.0 if fused else tokens * eager_extra_bytes_per_token(model, 0) / tp
+    moved = 2.0 * tokens * replicated / divisor + attention_score_bytes(model, batch, tp, flash) + eager
     full = h / tp if sequence_parallel else h
-    up = (mlp_matrices(model) - 1) * f
-    return [full, h / tp, full, f / tp], [qkv_out_dim(model) / tp, full, up / tp, full]
+    if model.mla:
+        latents = model.mla.q_lora_rank + model.mla.kv_lora_rank
+        inputs = [full, latents, value_width(model) / tp]
+        grads = [latents + model.mla.qk_rope_head_dim, (qkv_out_dim(model) - latents) / tp, full]
+    else:
+        inputs, grads = [full, value_width(model) / tp], [qkv_out_dim(model) / tp, full]
+    weights = attention_parameters(model) / tp
+    return Work(attention_gemms(model, tokens, tp), moved, tokens * sum(inputs), tokens * sum(grads), weights)
 
 
-def cast_bytes(model: Model, tokens: int, tp: int, sequence_parallel: bool, precision: str,
-               recipe: str) -> tuple[float, float]:
-    """(forward, backward) HBM bytes of one layer's casts to a low-precision format for `tokens`
-    tokens (costmodel/lowp.py: each input read and written in two layouts; NVFP4's Hadamard pass on
-    the wgrad inputs). 0 for 16- and 32-bit training."""
+def dense_mlp_work(model: Model, tokens: int, tp: int, sequence_parallel: bool, width: int, fused: bool) -> Work:
+    """A TP-split MLP of intermediate width `width`: its activation reads and writes (GeLU: f each;
+    gated: read 2f, write f), its GEMMs, and its cast inputs (up: h or h/tp; down: f/tp)."""
+    h = model.hidden_size
+    moved = 2.0 * tokens * (3 if model.gated_mlp else 2) * width / tp
+    if not fused and model.gated_mlp:
+        moved += tokens * 4.0 * width / tp
+    full = h / tp if sequence_parallel else h
+    up = (mlp_matrices(model) - 1) * width
+    weights = mlp_matrices(model) * h * width / tp
+    return Work(mlp_gemms(model, tokens, tp, width), moved, tokens * (full + width / tp), tokens * (up / tp + full),
+                weights)
+
+
+def block_cast_bytes(works: list[Work], precision: str, recipe: str, weight_casts: str) -> tuple[float, float]:
+    """(forward, backward) HBM bytes of the casts to a low-precision format (costmodel/lowp.py: each
+    input read and written in two layouts; NVFP4's Hadamard pass on the wgrad inputs), and with
+    per-use weight casts the weights cast for fprop and again for dgrad (one layout each). 0 for 16-
+    and 32-bit training."""
     if not lowp.is_low(precision):
         return 0.0, 0.0
-    inputs, grads = gemm_input_widths(model, tp, sequence_parallel)
-    per = lowp.cast_bytes_per_element(precision, recipe)
-    had = lowp.hadamard_bytes_per_element(precision)
-    return tokens * sum(inputs) * per, tokens * (sum(grads) * per + (sum(inputs) + sum(grads)) * had)
-
-
-def layer_times(
-    model: Model, batch: int, tp: int, sequence_parallel: bool, flash: bool,
-    gpu: Gpu, precision: str, eff: Efficiency, fused: bool = True, recipe: str = "delayed", weight_casts: str = "step",
-) -> LayerTimes:
-    """Forward/backward compute seconds of one layer for one micro-batch of `batch` sequences: the four
-    projections in `precision` (with its casts, costmodel/lowp.py), attention in 16-bit."""
-    tokens = batch * model.seq_length
-    gemms = sum(gemm_seconds(m, n, k, gpu, precision, eff) for m, n, k in weight_gemms(model, tokens, tp))
-    attn = attention_core_seconds(model, batch, tp, gpu, precision, flash, eff)
-    moved = elementwise_bytes(model, batch, tp, sequence_parallel, flash, fused)
-    cast_fwd, cast_bwd = cast_bytes(model, tokens, tp, sequence_parallel, precision, recipe)
-    if weight_casts == "use" and lowp.is_low(precision):  # the layer's weights cast for fprop, again for dgrad
-        weights = (parameters_per_layer(model) - 2 * model.hidden_size) / tp
-        per = lowp.weight_cast_bytes_per_param(precision, recipe) / 2.0  # one layout per use
-        cast_fwd, cast_bwd = cast_fwd + weights * per, cast_bwd + weights * per
-    hbm = gpu.hbm_bandwidth_bytes_per_second * eff.hbm_efficiency
-    forward = gemms + attn + (moved + cast_fwd) / hbm
-    # FlashAttention's backward recomputes QK^T: 5 matmuls against the forward's 2 (Dao 2023 Alg. 2).
-    backward = 2.0 * (gemms + moved / hbm) + cast_bwd / hbm + (2.5 if flash else 2.0) * attn
-    # Selective recompute replays the attention core: its GEMMs and, unfused, the softmax/dropout.
-    replay = attn + attention_score_bytes(model, batch, tp, flash) / hbm
-    op_gemms = projection_gemms(model, tokens, tp)[1::2]  # every second matmul
-    op_replay = sum(gemm_seconds(m, n, k, gpu, precision, eff) for m, n, k in op_gemms) + moved / hbm
-    return LayerTimes(forward, backward, replay, op_replay, gemms)
+    inputs, grads = sum(w.cast_inputs for w in works), sum(w.cast_grads for w in works)
+    per, had = lowp.cast_bytes_per_element(precision, recipe), lowp.hadamard_bytes_per_element(precision)
+    fwd, bwd = inputs * per, grads * per + (inputs + grads) * had
+    if weight_casts == "use":
+        weights = sum(w.weights for w in works) * lowp.weight_cast_bytes_per_param(precision, recipe) / 2.0
+        fwd, bwd = fwd + weights, bwd + weights
+    return fwd, bwd
 
 
 def logits_seconds(model: Model, batch: int, tp: int, gpu: Gpu, precision: str, eff: Efficiency) -> float:

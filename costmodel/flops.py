@@ -1,20 +1,62 @@
-"""FLOP counts of a dense decoder-only transformer.
+"""Parameter and FLOP counts of a decoder-only transformer, dense or mixture-of-experts.
 
 Source: Narayanan et al. 2021 (arXiv:2104.04473) Sec 5.1 / Appendix and Korthikanti et al. 2022
 (arXiv:2205.05198) Sec 6: a GEMM of (m x k) @ (k x n) costs 2mkn FLOPs; per layer forward with
 MHA and a 4h GeLU MLP this gives 24 b s h^2 + 4 b s^2 h. Generalised here to grouped-query
-attention (K/V projections of width kv_heads*head_dim) and gated SwiGLU MLPs (3 matrices h x f).
-Attention scores count the full s x s product (causal masking not subtracted), as the papers do.
-Backward = 2 x forward (gradients w.r.t. inputs and weights).
+attention (K/V projections of width kv_heads*head_dim, an explicit head_dim), multi-head latent
+attention (DeepSeek-V2 Sec 2.1: low-rank query and key/value latents), gated MLPs (3 matrices
+h x f), and routed experts (Fedus et al., Switch Transformer, Sec 2: a token's FLOPs are those of the
+experts it is routed to, so FLOPs follow the *active* parameters: router, top-k experts, shared
+experts). Attention scores count the full s x s product (causal masking not subtracted) as the
+papers do, unless `causal=True` (newer Megatron-Bridge tables count the causal half); local
+(sliding / chunked) layers count the keys each query sees. Backward = 2 x forward.
 """
 from __future__ import annotations
 
 from .types import Model
 
 
+def q_width(model: Model) -> int:
+    """Width of the queries (and of the attention output): heads x per-head query dimension."""
+    if model.mla:
+        return model.num_attention_heads * (model.mla.qk_nope_head_dim + model.mla.qk_rope_head_dim)
+    return model.num_attention_heads * model.head_dim
+
+
+def value_width(model: Model) -> int:
+    """Width of the attention output before the output projection: heads x value head dimension."""
+    if model.mla:
+        return model.num_attention_heads * model.mla.v_head_dim
+    return model.num_attention_heads * model.head_dim
+
+
 def qkv_out_dim(model: Model) -> int:
-    """Output width of the fused QKV projection: h for Q plus 2 * kv_heads * head_dim for K, V."""
-    return model.hidden_size + 2 * model.kv_heads * model.head_dim
+    """Output width of the fused QKV projection (heads x head_dim for Q, kv_heads x head_dim for K
+    and V); under MLA the total output width of its down and up projections."""
+    if model.mla:
+        return sum(n for _, n in mla_projections(model))
+    return q_width(model) + 2 * model.kv_heads * model.head_dim
+
+
+def mla_projections(model: Model) -> list[tuple[int, int]]:
+    """(input, output) widths of the MLA projections before attention (DeepSeek-V2 eq. 9-10, 12-14):
+    query down to q_lora_rank and up to heads x (nope + rope) (or straight from h without a query
+    latent); keys/values down to kv_lora_rank plus the shared RoPE key, then up to heads x (nope + v)."""
+    m, h, heads = model.mla, model.hidden_size, model.num_attention_heads
+    q = [(h, m.q_lora_rank), (m.q_lora_rank, q_width(model))] if m.q_lora_rank else [(h, q_width(model))]
+    kv = [(h, m.kv_lora_rank + m.qk_rope_head_dim), (m.kv_lora_rank, heads * (m.qk_nope_head_dim + m.v_head_dim))]
+    return q + kv
+
+
+def attention_parameters(model: Model) -> int:
+    """Weights of one layer's attention: Q/K/V (or MLA) projections and the output projection,
+    plus MLA's latent norms."""
+    h = model.hidden_size
+    out = value_width(model) * h
+    if model.mla:
+        norms = model.mla.kv_lora_rank + model.mla.q_lora_rank
+        return sum(i * o for i, o in mla_projections(model)) + out + norms
+    return h * qkv_out_dim(model) + out
 
 
 def mlp_matrices(model: Model) -> int:
@@ -22,22 +64,95 @@ def mlp_matrices(model: Model) -> int:
     return 3 if model.gated_mlp else 2
 
 
-def layer_gemm_flops(model: Model, tokens: int) -> float:
-    """Forward FLOPs of the weight GEMMs of one layer (QKV, projection, MLP) for `tokens` tokens."""
+def dense_mlp_parameters(model: Model) -> int:
+    return mlp_matrices(model) * model.hidden_size * model.ffn
+
+
+def expert_parameters(model: Model) -> int:
+    """Weights of one routed expert."""
+    return mlp_matrices(model) * model.hidden_size * model.moe.ffn_hidden_size
+
+
+def moe_mlp_parameters(model: Model, active: bool = False) -> int:
+    """Weights of one MoE MLP: router (h x E), routed experts (all, or the top-k a token uses), shared
+    experts."""
+    moe, h = model.moe, model.hidden_size
+    routed = (moe.experts_per_token if active else moe.num_experts) * expert_parameters(model)
+    return h * moe.num_experts + routed + mlp_matrices(model) * h * moe.shared_ffn_hidden_size
+
+
+def parameters_per_layer(model: Model, moe: bool = False, active: bool = False) -> int:
+    """Weights of one layer: attention, MLP (dense, or MoE: all experts or the active ones), two norms
+    (biases ignored)."""
+    mlp = moe_mlp_parameters(model, active) if moe else dense_mlp_parameters(model)
+    return attention_parameters(model) + mlp + 2 * model.hidden_size
+
+
+def embedding_parameters(model: Model) -> int:
+    """Input embedding V x h (position embeddings ignored: learned ones are s x h, small)."""
+    return model.vocab_size * model.hidden_size
+
+
+def layer_parameters_sum(model: Model, active: bool = False) -> int:
+    """All transformer layers' weights (MoE layers counted with all experts, or the active ones)."""
+    moe_layers = model.moe_layers
+    dense = (model.num_layers - moe_layers) * parameters_per_layer(model)
+    return dense + (moe_layers * parameters_per_layer(model, True, active) if moe_layers else 0)
+
+
+def total_parameters(model: Model, active: bool = False) -> int:
+    """All weights of the main model (multi-token prediction modules apart, mtp_parameters); an untied
+    output layer adds another V x h. With `active`, the weights one token uses (top-k experts)."""
+    output = 0 if model.tie_embeddings else embedding_parameters(model)
+    return layer_parameters_sum(model, active) + embedding_parameters(model) + output + model.hidden_size
+
+
+def mtp_parameters(model: Model) -> int:
+    """Weights of the multi-token prediction modules as checkpoints store them (DeepSeek-V3 Sec 2.2:
+    each a transformer layer, the 2h x h projection of [hidden; next-token embedding], three norms,
+    and its own copy of the embedding and output layer, shared with the main model in training)."""
+    if not model.mtp_layers:
+        return 0
     h = model.hidden_size
-    per_token = 2 * h * qkv_out_dim(model) + 2 * h * h + 2 * mlp_matrices(model) * h * model.ffn
-    return float(per_token) * tokens
+    layer = parameters_per_layer(model, model.moe is not None)
+    return model.mtp_layers * (layer + 2 * h * h + 3 * h + 2 * embedding_parameters(model))
 
 
-def layer_attention_flops(model: Model, batch: int) -> float:
-    """Forward FLOPs of QK^T and attention-times-V for `batch` sequences: 4 b s^2 h."""
+def layer_gemm_flops(model: Model, tokens: int, moe: bool = False) -> float:
+    """Forward FLOPs of the weight GEMMs of one layer (attention projections, MLP or the router and the
+    experts each token is routed to) for `tokens` tokens: 2 x active weights per token."""
+    active = parameters_per_layer(model, moe, active=True) - 2 * model.hidden_size
+    if model.mla:
+        active -= model.mla.kv_lora_rank + model.mla.q_lora_rank  # latent norms, not GEMMs
+    return 2.0 * active * tokens
+
+
+def attention_keys_per_query(model: Model, index: int = -1, causal: bool = False) -> float:
+    """Keys each query attends to on average in layer `index` (< 0: a global layer): s for full
+    attention counted as the papers do (full square), s/2 causal (as the newer Megatron-Bridge tables
+    count). A local layer's queries see the keys inside their window: sliding w, minus the ramp at the
+    sequence start, sum_i min(i + 1, w) / s = w - w(w - 1)/2s; chunked (w + 1)/2 on average within a
+    w-token chunk; doubled under the full-square convention, as for global layers."""
     s = model.seq_length
-    return 4.0 * batch * s * s * model.hidden_size
+    if index < 0 or not model.is_local_attention_layer(index):
+        return s / 2 if causal else float(s)
+    w = model.attention_window
+    keys = w - w * (w - 1) / (2 * s) if model.window_kind == "sliding" else (w + 1) / 2
+    return keys if causal else 2 * keys
 
 
-def layer_forward_flops(model: Model, batch: int) -> float:
-    """Forward FLOPs of one transformer layer for `batch` sequences (Korthikanti Sec 6)."""
-    return layer_gemm_flops(model, batch * model.seq_length) + layer_attention_flops(model, batch)
+def layer_attention_flops(model: Model, batch: int, index: int = -1, causal: bool = False) -> float:
+    """Forward FLOPs of QK^T and attention-times-V for `batch` sequences: 2 b s x keys per query x
+    (query + value widths), which for full multi-head attention is 4 b s^2 h."""
+    keys = attention_keys_per_query(model, index, causal)
+    return 2.0 * batch * model.seq_length * keys * (q_width(model) + value_width(model))
+
+
+def layer_forward_flops(model: Model, batch: int, index: int = -1, causal: bool = False) -> float:
+    """Forward FLOPs of transformer layer `index` for `batch` sequences (Korthikanti Sec 6).
+    `index` < 0: a dense, global-attention layer."""
+    moe = index >= 0 and model.is_moe_layer(index)
+    return layer_gemm_flops(model, batch * model.seq_length, moe) + layer_attention_flops(model, batch, index, causal)
 
 
 def logits_forward_flops(model: Model, batch: int) -> float:
@@ -45,29 +160,41 @@ def logits_forward_flops(model: Model, batch: int) -> float:
     return 2.0 * batch * model.seq_length * model.hidden_size * model.vocab_size
 
 
-def model_flops_per_step(model: Model, global_batch_size: int) -> float:
+def mtp_forward_flops(model: Model, batch: int, causal: bool = False) -> float:
+    """Forward FLOPs of the multi-token prediction modules: a layer (MoE when the model is), the 2h x h
+    projection and the output layer, each (DeepSeek-V3 Sec 2.2)."""
+    if not model.mtp_layers:
+        return 0.0
+    tokens = batch * model.seq_length
+    layer = layer_gemm_flops(model, tokens, model.moe is not None) + layer_attention_flops(model, batch, -1, causal)
+    proj = 2.0 * tokens * 2 * model.hidden_size * model.hidden_size
+    return model.mtp_layers * (layer + proj + logits_forward_flops(model, batch))
+
+
+def model_flops_per_step(model: Model, global_batch_size: int, causal: bool = False) -> float:
     """Model FLOPs of one optimizer step (forward + backward, no recompute).
 
     Korthikanti eq. 7 for GPT: 72 B L s h^2 (1 + s/6h + V/12hL); this function is its
-    generalisation: 3 x (L x layer forward + logits forward).
+    generalisation: 3 x (sum of the layers' forward + logits forward + MTP modules).
     """
-    forward = model.num_layers * layer_forward_flops(model, global_batch_size)
-    return 3.0 * (forward + logits_forward_flops(model, global_batch_size))
+    forward = sum(layer_forward_flops(model, global_batch_size, i, causal) for i in range(model.num_layers))
+    return 3.0 * (forward + logits_forward_flops(model, global_batch_size)
+                  + mtp_forward_flops(model, global_batch_size, causal))
 
 
 def projection_widths(model: Model) -> list[int]:
-    """Output widths of a layer's matmuls in execution order, unfused as torchtitan's Llama runs
+    """Output widths of a dense layer's matmuls in execution order, unfused as torchtitan's Llama runs
     them: wq, wk, wv, wo, then w1, w3, w2 (SwiGLU) or fc1, fc2 (GeLU)."""
     h, kv, f = model.hidden_size, model.kv_heads * model.head_dim, model.ffn
     mlp = [f, f, h] if mlp_matrices(model) == 3 else [f, h]
-    return [h, kv, kv, h] + mlp
+    return [q_width(model), kv, kv, h] + mlp
 
 
 def projection_inputs(model: Model) -> list[int]:
-    """Input widths of the same matmuls (wo's input is h, w2's is f)."""
+    """Input widths of the same matmuls (wo's input is heads x head_dim, w2's is f)."""
     h, f = model.hidden_size, model.ffn
     mlp = [h, h, f] if mlp_matrices(model) == 3 else [h, f]
-    return [h, h, h, h] + mlp
+    return [h, h, h, value_width(model)] + mlp
 
 
 def op_recomputed_gemm_flops(model: Model, tokens: int) -> float:
@@ -77,17 +204,17 @@ def op_recomputed_gemm_flops(model: Model, tokens: int) -> float:
     return float(sum(2 * tokens * k * n for i, (k, n) in enumerate(pairs) if i % 2 == 1))
 
 
-def recompute_flops_per_layer(model: Model, batch: int, recompute: str) -> float:
+def recompute_flops_per_layer(model: Model, batch: int, recompute: str, index: int = -1) -> float:
     """Extra forward FLOPs one layer spends re-materialising activations in backward.
 
     full: the whole layer forward again (Narayanan eq. 3 counts 4 passes instead of 3).
     selective: only the attention core, QK^T and softmax-times-V (Korthikanti eq. 8).
-    op: every second matmul (torchtitan per-op selective AC).
+    op: every second matmul (torchtitan per-op selective AC; dense layers).
     """
     if recompute == "full":
-        return layer_forward_flops(model, batch)
+        return layer_forward_flops(model, batch, index)
     if recompute == "selective":
-        return layer_attention_flops(model, batch)
+        return layer_attention_flops(model, batch, index)
     if recompute == "op":
         return op_recomputed_gemm_flops(model, batch * model.seq_length)
     return 0.0
@@ -95,22 +222,5 @@ def recompute_flops_per_layer(model: Model, batch: int, recompute: str) -> float
 
 def hardware_flops_per_step(model: Model, global_batch_size: int, recompute: str) -> float:
     """FLOPs the hardware executes per step, including recomputation (HFU numerator)."""
-    extra = model.num_layers * recompute_flops_per_layer(model, global_batch_size, recompute)
+    extra = sum(recompute_flops_per_layer(model, global_batch_size, recompute, i) for i in range(model.num_layers))
     return model_flops_per_step(model, global_batch_size) + extra
-
-
-def parameters_per_layer(model: Model) -> int:
-    """Weights of one layer: QKV, projection, MLP matrices, two norms (biases ignored)."""
-    h = model.hidden_size
-    return h * qkv_out_dim(model) + h * h + mlp_matrices(model) * h * model.ffn + 2 * h
-
-
-def embedding_parameters(model: Model) -> int:
-    """Input embedding V x h (position embeddings ignored: learned ones are s x h, small)."""
-    return model.vocab_size * model.hidden_size
-
-
-def total_parameters(model: Model) -> int:
-    """All weights; an untied output layer adds another V x h."""
-    output = 0 if model.tie_embeddings else embedding_parameters(model)
-    return model.num_layers * parameters_per_layer(model) + embedding_parameters(model) + output + model.hidden_size

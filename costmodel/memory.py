@@ -13,10 +13,10 @@ FlashAttention and models without dropout by summing the same per-tensor terms (
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from . import lowp
-from .flops import mlp_matrices, projection_widths
+from . import lowp, moe
+from .flops import mlp_matrices, projection_widths, q_width, value_width
 from .types import DTYPE_BYTES, Model
 
 
@@ -57,42 +57,56 @@ def sharded_state_bytes(params: float, per_param: StateBytesPerParam, zero_stage
 
 def layer_activation_bytes(
     model: Model, batch: int, tp: int, sequence_parallel: bool, recompute: str, flash: bool,
-    element_bytes: int = 2,
+    element_bytes: int = 2, index: int = -1, cp: int = 1, experts: moe.ExpertLayout | None = None,
 ) -> float:
-    """Activation bytes one layer keeps for backward, per micro-batch of `batch` sequences.
+    """Activation bytes layer `index` (< 0: a dense one) keeps for backward, per micro-batch of `batch`
+    sequences, on one GPU.
 
     Korthikanti eq. 1 term by term (16-bit tensors, 1-byte dropout masks), for s, b, h:
-      attention: norm output 2sbh (QKV input), Q 2sbh, K and V 2sbh*kv/a each, output projection
-        input 2sbh, dropout mask sbh; unfused softmax keeps 2as^2b scores, as^2b mask and 2as^2b
-        dropped-out probabilities (5as^2b); FlashAttention keeps only its output (counted as the
-        projection input) and fp32 log-sum-exp (4asb).
+      attention: norm output 2sbh (QKV input), Q 2sb x query width, K and V 2sb x kv_heads x head_dim
+        each, output projection input 2sb x value width, dropout mask sbh; unfused softmax keeps
+        2as^2b scores, as^2b mask and 2as^2b dropped-out probabilities (5as^2b); FlashAttention
+        keeps only its output (counted as the projection input) and fp32 log-sum-exp (4asb). MLA
+        also keeps its query and key/value latents, replicated over TP.
       MLP: input 2sbh, GeLU keeps up-projection output and activation (2sbf + 2sbf); SwiGLU keeps
-        gate and up outputs and the product (6sbf); dropout mask sbh.
+        gate and up outputs and the product (6sbf); dropout mask sbh. An MoE layer's routed MLP
+        instead keeps moe.activation_bytes.
       norms: two inputs, 4sbh.
     With f = 4h, MHA, dropout and no flash this is sbh(34 + 5as/h), eq. 1. TP splits all but the
     norm inputs, the QKV and MLP inputs and the dropout masks (10sbh, eq. 2); sequence parallel
     splits those too (eq. 4). Selective recompute drops the s^2 terms (eq. 6); full recompute keeps
-    only the layer input, 2sbh (2sbh/t when sequence parallel already shards it). fp32 training
-    (`element_bytes` 4) doubles every term.
+    only the layer input, 2sbh (2sbh/t when sequence parallel already shards it). Context parallel
+    keeps s/cp of each sequence on a GPU. fp32 training (`element_bytes` 4) doubles every term.
     """
     if element_bytes != 2:  # fp32 training keeps 4-byte activations: every tensor term scales
-        return layer_activation_bytes(model, batch, tp, sequence_parallel, recompute, flash) * element_bytes / 2
+        return layer_activation_bytes(model, batch, tp, sequence_parallel, recompute, flash, 2, index, cp,
+                                      experts) * element_bytes / 2
+    if cp > 1:
+        model = replace(model, seq_length=model.seq_length // cp)
     s, h, a = model.seq_length, model.hidden_size, model.num_attention_heads
-    sbh = float(s * batch * h)
+    sb = float(s * batch)
+    sbh = sb * h
     if recompute == "full":
         return 2.0 * sbh / (tp if sequence_parallel else 1)
     if recompute == "op":
         return op_sac_activation_bytes(model, batch, tp, sequence_parallel)
     masks = 2.0 * sbh if model.dropout else 0.0
     replicated = 4.0 * sbh + 2.0 * sbh + 2.0 * sbh + masks  # norm inputs, QKV input, MLP input, masks
-    kv = 2.0 * sbh * model.kv_heads / a
-    attention = 2.0 * sbh + 2.0 * kv + 2.0 * sbh  # Q, K, V, projection input
+    kv = 2.0 * sb * model.kv_heads * model.head_dim
+    attention = 2.0 * sb * q_width(model) + 2.0 * kv + 2.0 * sb * value_width(model)  # Q, K, V, projection input
+    whole = 0.0  # kept in full on every TP rank
+    if model.mla:  # K has the query's width; the latents are replicated over TP
+        attention = 2.0 * sb * (2 * q_width(model) + 2 * value_width(model))
+        whole = 2.0 * sb * (model.mla.q_lora_rank + model.mla.kv_lora_rank + model.mla.qk_rope_head_dim)
     if flash:
         attention += 4.0 * a * s * batch
     elif recompute != "selective":
         attention += (5.0 if model.dropout else 2.0) * a * s * s * batch
-    mlp = (3.0 if mlp_matrices(model) == 3 else 2.0) * 2.0 * s * batch * model.ffn
-    return replicated / (tp if sequence_parallel else 1) + (attention + mlp) / tp
+    if index >= 0 and model.is_moe_layer(index):
+        routed = moe.activation_bytes(model, s * batch, tp, experts or moe.ExpertLayout())
+        return whole + replicated / (tp if sequence_parallel else 1) + attention / tp + routed
+    mlp = (3.0 if mlp_matrices(model) == 3 else 2.0) * 2.0 * sb * model.ffn
+    return whole + replicated / (tp if sequence_parallel else 1) + (attention + mlp) / tp
 
 
 def op_sac_activation_bytes(model: Model, batch: int, tp: int, sequence_parallel: bool) -> float:

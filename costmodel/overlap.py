@@ -6,7 +6,8 @@ of SMs) and HBM bandwidth, so the compute it hides behind slows down. The model:
 `t` seconds overlaps compute, the compute loses `sm_share` of its SMs (a GEMM that keeps the rest
 busy), so it falls t x sm_share behind; the step ends when the later of the two ends. Sources for
 the shares: NCCL runs collectives in up to 32 channels (one block each, NCCL_MAX_NCHANNELS;
-nccl-tests logs on 8-GPU NVSwitch nodes report 16-32), and the userbuffers configs NVIDIA ships for Megatron (NeMo tp_overlap configs: pipelined
+nccl-tests logs on 8-GPU NVSwitch nodes report 16-32), and the userbuffers configs NVIDIA ships for
+Megatron (NeMo tp_overlap configs: pipelined
 reduce-scatter on 16-24 SMs, ring-exchange all-gathers through copy engines on 1). Wang et al.,
 "Overlap Communication with Dependent Computation via Decomposition in Large Deep Learning Models"
 (ASPLOS 2023) decompose a collective into per-chunk transfers so that only the first chunk waits.

@@ -32,6 +32,16 @@ def stage_layer_counts(chunk_layers: tuple[int, ...], pp: int, vpp: int) -> tupl
     return tuple(sum(chunk_layers[j * pp + r] for j in range(vpp)) for r in range(pp))
 
 
+def stage_layer_indices(chunk_layers: tuple[int, ...], pp: int, vpp: int) -> tuple[tuple[int, ...], ...]:
+    """The transformer layers (0-based) each pipeline rank holds: chunk c covers the next
+    chunk_layers[c] layers of the stack, and chunk j*pp + r lives on rank r."""
+    starts = [sum(chunk_layers[:c]) for c in range(len(chunk_layers))]
+    def chunk(c: int) -> range:
+        return range(starts[c], starts[c] + chunk_layers[c])
+
+    return tuple(tuple(i for j in range(vpp) for i in chunk(j * pp + r)) for r in range(pp))
+
+
 def effective_vpp(pp: int, vpp: int, num_microbatches: int) -> int:
     """Interleaving helps only with at least pp micro-batches (see `pipeline_seconds`)."""
     return vpp if num_microbatches >= pp else 1

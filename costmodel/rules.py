@@ -7,12 +7,12 @@ m % pp == 0, ...) live in the planner's framework filter, not here.
 from __future__ import annotations
 
 from .lowp import FP8_RECIPES, WEIGHT_CASTS
-from .types import GRAD_DTYPES, PRECISIONS, RECOMPUTE_MODES, Cluster, Model, Plan
+from .types import CP_COMMS, GRAD_DTYPES, PRECISIONS, RECOMPUTE_MODES, Cluster, Model, Plan
 
 
 def _degree_rules(model: Model, plan: Plan) -> list[str]:
     out = []
-    for name in ("tp", "pp", "dp", "vpp", "micro_batch_size", "global_batch_size"):
+    for name in ("tp", "cp", "pp", "dp", "ep", "etp", "vpp", "micro_batch_size", "global_batch_size"):
         if getattr(plan, name) < 1:
             out.append(f"{name} must be >= 1 (got {getattr(plan, name)})")
     if out:
@@ -26,6 +26,40 @@ def _degree_rules(model: Model, plan: Plan) -> list[str]:
     if plan.global_batch_size % (plan.micro_batch_size * plan.dp):
         out.append(f"global batch ({plan.global_batch_size}) must be divisible by micro batch x dp "
                    f"({plan.micro_batch_size}x{plan.dp})")
+    return out + _context_rules(model, plan) + _expert_rules(model, plan)
+
+
+def _context_rules(model: Model, plan: Plan) -> list[str]:
+    """Context parallelism splits each sequence into 2 x cp equal chunks (causal load balancing) and
+    runs blockwise FlashAttention on them; Ulysses (a2a) splits the TP-local KV heads over cp."""
+    if plan.cp == 1:
+        return []
+    out = []
+    if model.seq_length % (2 * plan.cp):
+        out.append(f"sequence length ({model.seq_length}) must split into 2 x cp = {2 * plan.cp} equal chunks")
+    if not plan.flash_attention:
+        out.append("context parallelism runs blockwise (flash) attention: it needs flash attention")
+    if plan.cp_comm not in CP_COMMS:
+        out.append(f"cp_comm must be one of {', '.join(CP_COMMS)} (got {plan.cp_comm})")
+    elif plan.cp_comm == "a2a" and (model.kv_heads // plan.tp) % plan.cp:
+        out.append(f"Ulysses (cp_comm a2a) splits the KV heads over cp: {model.kv_heads // plan.tp} KV heads per TP "
+                   f"rank must be divisible by cp ({plan.cp})")
+    return out
+
+
+def _expert_rules(model: Model, plan: Plan) -> list[str]:
+    """Expert parallelism: only for MoE models; ep divides the experts, and the experts fold over
+    the stage's tp x cp x dp ranks as etp x ep x expert-DP."""
+    if model.moe is None:
+        return [] if plan.ep == plan.etp == 1 else ["ep and etp apply only to mixture-of-experts models (this one is dense)"]
+    out = []
+    if model.moe.num_experts % plan.ep:
+        out.append(f"experts ({model.moe.num_experts}) must be divisible by ep ({plan.ep})")
+    if (plan.tp * plan.cp * plan.dp) % (plan.ep * plan.etp):
+        out.append(f"ep x etp ({plan.ep}x{plan.etp}) must divide the tp x cp x dp ranks they fold over "
+                   f"({plan.tp}x{plan.cp}x{plan.dp})")
+    if model.moe.ffn_hidden_size % plan.etp:
+        out.append(f"expert ffn size ({model.moe.ffn_hidden_size}) must be divisible by etp ({plan.etp})")
     return out
 
 
@@ -97,6 +131,7 @@ def plan_violations(model: Model, cluster: Cluster, plan: Plan) -> list[str]:
     """All structural rules the plan breaks on `cluster`; empty when it is legal."""
     out = model_plan_violations(model, plan)
     if plan.num_gpus != cluster.num_gpus and not any(">= 1" in m for m in out):
-        out.insert(0, f"dp*tp*pp = {plan.dp}*{plan.tp}*{plan.pp} = {plan.num_gpus} must equal the GPU count "
-                      f"{cluster.num_gpus}")
+        cp = f"*{plan.cp}" if plan.cp > 1 else ""
+        out.insert(0, f"dp*tp{'*cp' if cp else ''}*pp = {plan.dp}*{plan.tp}{cp}*{plan.pp} = {plan.num_gpus} must equal "
+                      f"the GPU count {cluster.num_gpus}")
     return out + hardware_violations(cluster, plan)

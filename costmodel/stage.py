@@ -7,17 +7,29 @@ parallel each becomes a ReduceScatter + AllGather pair of the same ring cost (Ko
 Sec 4.2.2); a full-recompute forward replay repeats the forward two. Pipeline p2p uses the
 scatter/gather optimisation (Narayanan et al. 2021 Sec 4.1): each TP rank sends 1/t of the
 boundary activation, so every micro-batch and model chunk costs one send forward and one back.
+An MoE layer's routed MLP does no TP collective (its tokens stay sequence-parallel; Megatron-core
+MoE with the alltoall dispatcher), only its shared experts do; its expert-parallel exchanges are
+`ep_layer_seconds`. Context parallelism keeps s/cp of each sequence on a GPU, so every
+activation-sized transfer shrinks by cp; its K/V exchange is costmodel/context.py.
+
+Layers differ by kind (dense or MoE MLP, global or local attention); a stage is costed as a
+LayerMix, (representative layer index, count) per kind, the representative being the model's first
+layer of that kind.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from . import compute, lowp, memory, overlap, topology
-from .comm import hierarchical_allreduce_seconds, p2p_seconds
-from .flops import embedding_parameters, parameters_per_layer
+from . import compute, context, lowp, memory, moe, overlap, topology
+from .comm import alltoall_seconds, hierarchical_allgather_seconds, hierarchical_allreduce_seconds, p2p_seconds
+from .flops import embedding_parameters, expert_parameters, parameters_per_layer
+from .layer import LayerTimes, layer_times
 from .types import Cluster, Efficiency, Model, Plan
 
 ACTIVATION_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 2, "mxfp8": 2, "nvfp4": 2}  # low precision keeps bf16
+
+
+LayerMix = tuple  # ((representative layer index, count), ...)
 
 
 @dataclass(frozen=True)
@@ -30,18 +42,61 @@ class StageCost:
     params: float  # parameters on one GPU of this stage
     activation_bytes: float
     offload_seconds: float = 0.0  # activation copies to and from host that compute does not hide
+    ep_comm_seconds: float = 0.0  # expert-parallel token exchanges
+    cp_comm_seconds: float = 0.0  # context-parallel K/V exchanges that attention does not hide
+    expert_params: float = 0.0  # of `params`, the routed experts' (synced over expert-DP)
+    layer_params: float = 0.0  # of `params`, the transformer layers'
+    mix: LayerMix = ()
 
     @property
     def microbatch_seconds(self) -> float:
         return (self.compute_seconds + self.recompute_seconds + self.tp_comm_seconds + self.pp_comm_seconds
-                + self.offload_seconds)
+                + self.offload_seconds + self.ep_comm_seconds + self.cp_comm_seconds)
+
+
+def local_model(model: Model, plan: Plan) -> Model:
+    """The model as one GPU sees its sequences under context parallelism: s/cp tokens each."""
+    return replace(model, seq_length=model.seq_length // plan.cp) if plan.cp > 1 else model
+
+
+def layer_representatives(model: Model) -> tuple[int, ...]:
+    """For each layer, the model's first layer of the same kind (MoE or dense MLP, local or global
+    attention): layers of one kind cost the same."""
+    first: dict[tuple[bool, bool], int] = {}
+    out = []
+    for i in range(model.num_layers):
+        kind = (model.is_moe_layer(i), model.is_local_attention_layer(i))
+        out.append(first.setdefault(kind, i))
+    return tuple(out)
+
+
+def layer_mix(model: Model, indices) -> LayerMix:
+    """The LayerMix of the layers `indices`."""
+    reps = layer_representatives(model)
+    counts: dict[int, int] = {}
+    for i in indices:
+        counts[reps[i]] = counts.get(reps[i], 0) + 1
+    return tuple(sorted(counts.items()))
+
+
+def as_mix(model: Model, layers) -> LayerMix:
+    """A LayerMix as given, or `layers` layers of a model whose layers are all alike."""
+    if isinstance(layers, tuple):
+        return layers
+    assert len(set(layer_representatives(model))) <= 1, "a model with several layer kinds needs a LayerMix"
+    return ((0, layers),) if layers else ()
+
+
+def mix_layers(mix: LayerMix) -> int:
+    return sum(n for _, n in mix)
 
 
 def tp_allreduce_seconds(model: Model, cluster: Cluster, plan: Plan, eff: Efficiency) -> float:
     """One TP AllReduce (or RS+AG pair) of a micro-batch's b*s*h activations."""
     if plan.tp <= 1:
         return 0.0
-    size = plan.micro_batch_size * model.seq_length * model.hidden_size * ACTIVATION_BYTES[plan.precision]
+    tokens = plan.micro_batch_size * local_model(model, plan).seq_length
+    size = tokens * model.hidden_size * ACTIVATION_BYTES[plan.precision]
     per_domain = topology.tp_ranks_per_domain(plan, cluster)
     fast, slow = topology.nvlink_link(cluster, eff), topology.network_link(cluster, eff)
     return hierarchical_allreduce_seconds(size, plan.tp, per_domain, fast, slow)
@@ -51,7 +106,8 @@ def pp_p2p_seconds(model: Model, cluster: Cluster, plan: Plan, eff: Efficiency) 
     """Send + receive-gradient of one boundary activation for one micro-batch and chunk."""
     if plan.pp <= 1:
         return 0.0
-    size = plan.micro_batch_size * model.seq_length * model.hidden_size * ACTIVATION_BYTES[plan.precision] / plan.tp
+    tokens = plan.micro_batch_size * local_model(model, plan).seq_length
+    size = tokens * model.hidden_size * ACTIVATION_BYTES[plan.precision] / plan.tp
     same = topology.pp_neighbours_share_domain(plan, cluster)
     link = topology.nvlink_link(cluster, eff) if same else topology.network_link(cluster, eff)
     return 2.0 * p2p_seconds(size, link)
@@ -67,112 +123,252 @@ def exposed_p2p_seconds(model: Model, cluster: Cluster, plan: Plan, chunk_comput
     return p2p
 
 
-def sixteen_bit_layers(plan: Plan, layers: int, stage: int) -> int:
-    """Layers of `stage` kept 16-bit under a low precision: the first bf16_layers_start of the stack sit
-    on the first stage, the last bf16_layers_end on the last (they are in its first and last model
-    chunk, Megatron's layer order), at most the stage's layers."""
-    count = (plan.bf16_layers_start if stage == 0 else 0) + (plan.bf16_layers_end if stage == plan.pp - 1 else 0)
-    return min(layers, count)
+def sixteen_bit_layers(plan: Plan, layers: int, stage: int) -> tuple[int, int]:
+    """(from the stack's start, from its end) layers of `stage` kept 16-bit under a low precision: the
+    first bf16_layers_start of the stack sit on the first stage, the last bf16_layers_end on the last
+    (they are in its first and last model chunk, Megatron's layer order), at most the stage's layers."""
+    start = min(layers, plan.bf16_layers_start) if stage == 0 else 0
+    end = min(layers - start, plan.bf16_layers_end) if stage == plan.pp - 1 else 0
+    return start, end
 
 
-def stage_params(model: Model, plan: Plan, layers: int, stage: int) -> float:
-    """Parameters on one GPU of `stage`: its layers, plus the embedding on the first stage and the
-    output layer on the last (Megatron keeps a tied copy there too when pp > 1)."""
-    params = layers * parameters_per_layer(model)
-    if stage == 0:
-        params += embedding_parameters(model)
-    if stage == plan.pp - 1 and not (model.tie_embeddings and plan.pp == 1):
-        params += embedding_parameters(model) + model.hidden_size
-    return params / plan.tp
+def layer_params_split(model: Model, plan: Plan, index: int) -> tuple[float, float]:
+    """(all, routed-expert) parameters of layer `index` on one GPU: attention, dense MLP, router and
+    shared experts split over TP; routed experts over ep x etp."""
+    if not model.is_moe_layer(index):
+        return parameters_per_layer(model) / plan.tp, 0.0
+    routed = model.moe.num_experts * expert_parameters(model)
+    experts = routed / (plan.ep * plan.etp)
+    return (parameters_per_layer(model, True) - routed) / plan.tp + experts, experts
 
 
-def stage_activation_bytes(model: Model, plan: Plan, layers: int, stage: int) -> float:
-    """Activation bytes held at the stage's peak (in-flight micro-batches times its layers)."""
-    b, t = plan.micro_batch_size, plan.tp
-    act = ACTIVATION_BYTES[plan.precision]
-    per_layer = memory.layer_activation_bytes(model, b, t, plan.sequence_parallel, plan.recompute, plan.flash_attention,
-                                              act)
-    inflight = memory.inflight_microbatches(plan.pp, plan.vpp, plan.num_microbatches, stage)
-    offloaded = offloaded_layers(plan, layers)
-    total = inflight * (layers - offloaded) * per_layer + (per_layer if offloaded else 0.0)  # one copy in flight
-    if plan.recompute == "full":  # one layer re-materialised at a time during backward
-        total += memory.layer_activation_bytes(model, b, t, plan.sequence_parallel, "none", plan.flash_attention, act)
-    if stage == 0:
-        total += memory.first_stage_extra_bytes(model, b, t, inflight)
+def mtp_params_split(model: Model, plan: Plan) -> tuple[float, float]:
+    """The multi-token prediction modules on the last stage: (all, routed-expert) parameters on one GPU,
+    their layers plus the 2h x h projection (embedding and output layer are shared)."""
+    if not model.mtp_layers:
+        return 0.0, 0.0
+    total, experts = layer_params_split(model, plan, mtp_representative(model))
+    proj = 2 * model.hidden_size * model.hidden_size / plan.tp
+    return model.mtp_layers * (total + proj), model.mtp_layers * experts
+
+
+def mtp_representative(model: Model) -> int:
+    """The layer an MTP module's transformer layer costs like: an MoE layer when the model has them."""
+    if model.moe is not None:
+        return next(i for i in range(model.num_layers) if model.is_moe_layer(i))
+    return 0
+
+
+def stage_params(model: Model, plan: Plan, layers, stage: int) -> tuple[float, float, float]:
+    """(all, routed-expert, transformer-layer) parameters on one GPU of `stage`: its layers, plus the
+    embedding on the first stage and the output layer on the last (Megatron keeps a tied copy there
+    too when pp > 1, and an embedding copy for the MTP modules there), plus the MTP modules."""
+    mix = as_mix(model, layers)
+    total = experts = 0.0
+    for rep, n in mix:
+        t, e = layer_params_split(model, plan, rep)
+        total, experts = total + n * t, experts + n * e
+    in_layers = total
+    edges = embedding_parameters(model) if stage == 0 else 0.0
     if stage == plan.pp - 1:
-        total += memory.last_stage_extra_bytes(model, b, t, plan.fused_cross_entropy, act)
+        if not (model.tie_embeddings and plan.pp == 1):
+            edges += embedding_parameters(model) + model.hidden_size
+        if model.mtp_layers and plan.pp > 1:
+            edges += embedding_parameters(model)
+        t, e = mtp_params_split(model, plan)
+        total, experts = total + t, experts + e
+    return total + edges / plan.tp, experts, in_layers
+
+
+def layer_activations(model: Model, plan: Plan, rep: int, recompute: str) -> float:
+    return memory.layer_activation_bytes(model, plan.micro_batch_size, plan.tp, plan.sequence_parallel, recompute,
+                                         plan.flash_attention, ACTIVATION_BYTES[plan.precision], rep, plan.cp,
+                                         expert_layout(plan))
+
+
+def stage_activation_bytes(model: Model, plan: Plan, layers, stage: int) -> float:
+    """Activation bytes held at the stage's peak (in-flight micro-batches times its layers)."""
+    mix = as_mix(model, layers)
+    if not mix:
+        return 0.0
+    local, b, t = local_model(model, plan), plan.micro_batch_size, plan.tp
+    per_layer = {rep: layer_activations(model, plan, rep, plan.recompute) for rep, _ in mix}
+    inflight = memory.inflight_microbatches(plan.pp, plan.vpp, plan.num_microbatches, stage)
+    held = sum(n * per_layer[rep] for rep, n in mix)
+    count = mix_layers(mix)
+    offloaded = offloaded_layers(plan, count)
+    total = inflight * held * (count - offloaded) / count + (held / count if offloaded else 0.0)  # one copy in flight
+    if plan.recompute == "full":  # one layer re-materialised at a time during backward
+        total += max(layer_activations(model, plan, rep, "none") for rep, _ in mix)
+    if stage == 0:
+        total += memory.first_stage_extra_bytes(local, b, t, inflight)
+    if stage == plan.pp - 1:
+        total += memory.last_stage_extra_bytes(local, b, t, plan.fused_cross_entropy, ACTIVATION_BYTES[plan.precision])
+        if model.mtp_layers:
+            total += model.mtp_layers * (layer_activations(model, plan, mtp_representative(model), plan.recompute)
+                                         + memory.last_stage_extra_bytes(local, b, t, plan.fused_cross_entropy,
+                                                                         ACTIVATION_BYTES[plan.precision]))
     return total
+
+
+def expert_layout(plan: Plan, imbalance: float = 1.0) -> moe.ExpertLayout:
+    return moe.ExpertLayout(plan.ep, plan.etp, imbalance)
 
 
 @dataclass(frozen=True)
 class StageKernels:
     """What every stage of one plan shares; step.stage_costs computes it once per plan.
 
-    Reads only plan.tp, micro_batch_size, sequence_parallel, flash_attention, fused_elementwise and
-    precision (and the
-    cluster), so the plan search (planner/search/tables.py) reuses one per such combination."""
+    Reads only plan.tp, cp, ep, etp, cp_comm, micro_batch_size, sequence_parallel, flash_attention,
+    fused_elementwise, precision and its recipe and casts (and the cluster), so the plan search
+    (planner/search/tables.py) reuses one per such combination."""
 
     eff: Efficiency  # with the cluster's matmul_efficiency_scale applied
-    layer: compute.LayerTimes
+    layers: dict  # representative layer index -> LayerTimes
     logits_seconds: float
     tp_allreduce_seconds: float
-    layer_16bit: compute.LayerTimes | None = None  # layers kept 16-bit under a low precision
+    layers_16bit: dict  # representative index -> LayerTimes in 16-bit, for layers kept 16-bit
+    ep_pass_seconds: float = 0.0  # one MoE layer's expert-parallel exchanges in one pass (forward or backward)
+    cp_seconds: dict | None = None  # representative index -> (forward, backward) exposed CP exchanges
+
+    @property
+    def layer(self) -> LayerTimes:
+        """The first layer's times (a dense model's only kind)."""
+        return self.layers[min(self.layers)]
 
 
 def stage_kernels(model: Model, cluster: Cluster, plan: Plan, eff: Efficiency) -> StageKernels:
     gpu, b, t = cluster.gpu, plan.micro_batch_size, plan.tp
     eff = compute.scale_matmul_efficiency(eff, cluster.matmul_efficiency_scale)
-    def times(precision: str) -> compute.LayerTimes:
-        return compute.layer_times(model, b, t, plan.sequence_parallel, plan.flash_attention, gpu, precision, eff,
-                                   plan.fused_elementwise, plan.fp8_recipe, plan.weight_casts)
+    layout = expert_layout(plan, eff.moe_routing_imbalance)
 
-    sixteen = None
+    def times(precision: str, rep: int) -> LayerTimes:
+        return layer_times(model, b, t, plan.sequence_parallel, plan.flash_attention, gpu, precision, eff,
+                           plan.fused_elementwise, plan.fp8_recipe, plan.weight_casts, rep, plan.cp, layout)
+
+    reps = sorted(set(layer_representatives(model)) | ({mtp_representative(model)} if model.mtp_layers else set()))
+    layers = {rep: times(plan.precision, rep) for rep in reps}
+    sixteen = {}
     if lowp.is_low(plan.precision) and plan.bf16_layers_start + plan.bf16_layers_end > 0:
-        sixteen = times(lowp.sixteen_bit(plan.precision))
-    return StageKernels(eff, times(plan.precision), compute.logits_seconds(model, b, t, gpu, plan.precision, eff),
-                        tp_allreduce_seconds(model, cluster, plan, eff), sixteen)
+        edge_reps = layer_representatives(model)
+        sixteen = {rep: times(lowp.sixteen_bit(plan.precision), rep) for rep in {edge_reps[0], edge_reps[-1]}}
+    local = local_model(model, plan)
+    logits = compute.logits_seconds(local, b, t, gpu, plan.precision, eff)
+    cp = {rep: context.layer_exposed_seconds(model, cluster, plan, layers[rep], eff) for rep in reps}
+    return StageKernels(eff, layers, logits, tp_allreduce_seconds(model, cluster, plan, eff), sixteen,
+                        ep_pass_seconds(model, cluster, plan, eff, layout), cp)
 
 
-def stage_cost(model: Model, cluster: Cluster, plan: Plan, layers: int, stage: int, eff: Efficiency,
+def ep_pass_seconds(model: Model, cluster: Cluster, plan: Plan, eff: Efficiency, layout: moe.ExpertLayout) -> float:
+    """One MoE layer's expert-parallel exchanges in one pass of one micro-batch: the dispatch and
+    combine all-to-alls (forward; their mirror in backward, again in a full recompute's replay), and
+    with etp > 1 the routed rows' all-gather over the etp ranks before the experts and reduce-scatter
+    after. Priced on the links the EP group spans (topology.ep_ranks_per_domain); not overlapped."""
+    if model.moe is None or plan.ep * plan.etp <= 1:
+        return 0.0
+    tokens = plan.micro_batch_size * local_model(model, plan).seq_length
+    fast, slow = topology.nvlink_link(cluster, eff), topology.network_link(cluster, eff)
+    a2a = alltoall_seconds(moe.dispatch_bytes(model, tokens, plan.tp, layout), plan.ep,
+                           topology.ep_ranks_per_domain(plan, cluster), fast, slow)
+    gather = hierarchical_allgather_seconds(moe.etp_gather_bytes(model, tokens, plan.tp, layout), plan.etp,
+                                            topology.ranks_per_domain(plan.etp, 1, cluster), fast, slow)
+    return 2 * (a2a + gather)
+
+
+def tp_exchanges(model: Model, rep: int) -> int:
+    """All-reduce-sized TP exchanges of layer `rep` per forward: attention's and the MLP's (an MoE
+    layer's routed experts do none; its shared experts do)."""
+    if model.is_moe_layer(rep) and not model.moe.shared_ffn_hidden_size:
+        return 1
+    return 2
+
+
+def stage_cost(model: Model, cluster: Cluster, plan: Plan, layers, stage: int, eff: Efficiency,
                kernels: StageKernels | None = None) -> StageCost:
-    """Seconds per micro-batch and bytes for one GPU of pipeline stage `stage` holding `layers` layers."""
+    """Seconds per micro-batch and bytes for one GPU of pipeline stage `stage` holding `layers` (a
+    count for a model whose layers are alike, else a LayerMix)."""
     k = kernels or stage_kernels(model, cluster, plan, eff)
-    eff, lt = k.eff, k.layer
-    compute_s = layers * (lt.forward_seconds + lt.backward_seconds + eff.layer_overhead_seconds)
-    sixteen = sixteen_bit_layers(plan, layers, stage)
-    if sixteen and k.layer_16bit:
-        delta = k.layer_16bit.forward_seconds + k.layer_16bit.backward_seconds - lt.forward_seconds - lt.backward_seconds
-        compute_s += sixteen * delta
+    eff, mix = k.eff, as_mix(model, layers)
+    count = mix_layers(mix)
+    compute_s = sum(n * (k.layers[r].forward_seconds + k.layers[r].backward_seconds + eff.layer_overhead_seconds)
+                    for r, n in mix)
+    compute_s += sixteen_bit_delta(model, plan, k, count, stage)
     if stage == plan.pp - 1:
-        compute_s += k.logits_seconds
-    replay = {"full": lt.forward_seconds, "selective": lt.attention_forward_seconds,
-              "op": lt.op_replay_seconds}.get(plan.recompute, 0.0)
+        compute_s += k.logits_seconds * (1 + model.mtp_layers)
+        compute_s += mtp_layer_seconds(model, plan, k, eff)
+    replay = sum(n * replay_seconds(plan, k.layers[r]) for r, n in mix)
+    tp = sum(n * layer_tp_comm_seconds(plan, k.layers[r], k.tp_allreduce_seconds, eff, tp_exchanges(model, r))
+             for r, n in mix)
     edge_ar = (stage == 0) + (stage == plan.pp - 1)  # vocab-parallel embedding / output layer
+    moe_layers = sum(n for r, n in mix if model.is_moe_layer(r))
+    if stage == plan.pp - 1 and model.moe is not None:
+        moe_layers += model.mtp_layers
+    params, experts, in_layers = stage_params(model, plan, mix, stage)
     return StageCost(
-        layers=layers,
+        layers=count,
         compute_seconds=compute_s,
-        recompute_seconds=layers * replay,
-        tp_comm_seconds=layers * layer_tp_comm_seconds(plan, lt, k.tp_allreduce_seconds, eff)
-        + edge_ar * k.tp_allreduce_seconds,
+        recompute_seconds=replay,
+        tp_comm_seconds=tp + edge_ar * k.tp_allreduce_seconds,
         pp_comm_seconds=plan.vpp * exposed_p2p_seconds(model, cluster, plan, compute_s / plan.vpp, eff),
-        params=stage_params(model, plan, layers, stage),
-        activation_bytes=stage_activation_bytes(model, plan, layers, stage),
-        offload_seconds=offload_seconds(model, cluster, plan, lt, layers),
+        params=params,
+        activation_bytes=stage_activation_bytes(model, plan, mix, stage),
+        offload_seconds=offload_seconds(model, cluster, plan, k, mix),
+        ep_comm_seconds=moe_layers * (context.passes(plan) + 1) * k.ep_pass_seconds,
+        cp_comm_seconds=sum(n * cp_layer_seconds(plan, k, r) for r, n in mix),
+        expert_params=experts,
+        layer_params=in_layers,
+        mix=mix,
     )
 
 
-def layer_tp_comm_seconds(plan: Plan, lt: compute.LayerTimes, ar: float, eff: Efficiency) -> float:
-    """One layer's TP collectives per micro-batch, as they show: two all-reduce-sized exchanges in
-    forward, two in backward, two more in a full recompute's replay (Megatron, see the module
-    docstring). With tp_comm_overlap each is split into tp chunks and overlapped with the GEMMs beside
-    it (forward GEMMs; the backward's dgrad and wgrad, twice as long), at the SM cost of
-    overlap.decomposed_exposed_seconds."""
+def cp_layer_seconds(plan: Plan, k: StageKernels, rep: int) -> float:
+    """One layer's exposed CP exchanges per micro-batch: forward (twice under full recompute) and backward."""
+    forward, backward = (k.cp_seconds or {}).get(rep, (0.0, 0.0))
+    return context.passes(plan) * forward + backward
+
+
+def replay_seconds(plan: Plan, lt: LayerTimes) -> float:
+    return {"full": lt.forward_seconds, "selective": lt.attention_forward_seconds,
+            "op": lt.op_replay_seconds}.get(plan.recompute, 0.0)
+
+
+def sixteen_bit_delta(model: Model, plan: Plan, k: StageKernels, layers: int, stage: int) -> float:
+    """Extra seconds of the stage's layers kept 16-bit under a low precision (the stack's first
+    layers on the first stage, its last on the last)."""
+    if not k.layers_16bit:
+        return 0.0
+    reps = layer_representatives(model)
+    start, end = sixteen_bit_layers(plan, layers, stage)
+    out = 0.0
+    for n, rep in ((start, reps[0]), (end, reps[-1])):
+        if n:
+            low, high = k.layers[rep], k.layers_16bit[rep]
+            out += n * (high.forward_seconds + high.backward_seconds - low.forward_seconds - low.backward_seconds)
+    return out
+
+
+def mtp_layer_seconds(model: Model, plan: Plan, k: StageKernels, eff: Efficiency) -> float:
+    """The MTP modules' transformer layers on the last stage (their output-layer passes are counted
+    with the logits), plus the 2h x h projection's GEMM, small against them and left out."""
+    if not model.mtp_layers:
+        return 0.0
+    lt = k.layers[mtp_representative(model)]
+    return model.mtp_layers * (lt.forward_seconds + lt.backward_seconds + eff.layer_overhead_seconds
+                               + replay_seconds(plan, lt))
+
+
+def layer_tp_comm_seconds(plan: Plan, lt: LayerTimes, ar: float, eff: Efficiency, exchanges: int = 2) -> float:
+    """One layer's TP collectives per micro-batch, as they show: `exchanges` all-reduce-sized ones in
+    forward (2: attention and MLP), as many in backward, again in a full recompute's replay
+    (Megatron, see the module docstring). With tp_comm_overlap each is split into tp chunks and
+    overlapped with the GEMMs beside it (forward GEMMs; the backward's dgrad and wgrad, twice as
+    long), at the SM cost of overlap.decomposed_exposed_seconds."""
     replays = 1 if plan.recompute == "full" else 0
     if not plan.tp_comm_overlap or plan.tp <= 1:
-        return (4 + 2 * replays) * ar
+        return (2 + replays) * exchanges * ar
     share, g = eff.collective_sm_share, lt.gemm_forward_seconds
-    forward = overlap.decomposed_exposed_seconds(2 * ar, g, plan.tp, share)
-    backward = overlap.decomposed_exposed_seconds(2 * ar, 2 * g, plan.tp, share)
+    forward = overlap.decomposed_exposed_seconds(exchanges * ar, g, plan.tp, share)
+    backward = overlap.decomposed_exposed_seconds(exchanges * ar, 2 * g, plan.tp, share)
     return (1 + replays) * forward + backward
 
 
@@ -181,14 +377,15 @@ def offloaded_layers(plan: Plan, layers: int) -> int:
     return max(0, min(plan.offload_layers, layers - 1))
 
 
-def offload_seconds(model: Model, cluster: Cluster, plan: Plan, lt: compute.LayerTimes, layers: int) -> float:
+def offload_seconds(model: Model, cluster: Cluster, plan: Plan, k: StageKernels, mix: LayerMix) -> float:
     """Per micro-batch, the part of the activation copies to host (forward) and back (backward) that
     the layer computing beside them does not hide: copy engines move them on their own stream
-    (Megatron's CPU offload context), so a layer's copy overlaps the next layer's compute."""
-    n = offloaded_layers(plan, layers)
+    (Megatron's CPU offload context), so a layer's copy overlaps the next layer's compute. The
+    stage's most common layer kind stands for the offloaded layers."""
+    n = offloaded_layers(plan, mix_layers(mix))
     if n == 0:
         return 0.0
-    per_layer = memory.layer_activation_bytes(model, plan.micro_batch_size, plan.tp, plan.sequence_parallel,
-                                              plan.recompute, plan.flash_attention, ACTIVATION_BYTES[plan.precision])
-    copy = per_layer / cluster.host_link_bytes_per_second
+    rep = max(mix, key=lambda rn: rn[1])[0]
+    lt = k.layers[rep]
+    copy = layer_activations(model, plan, rep, plan.recompute) / cluster.host_link_bytes_per_second
     return n * (max(0.0, copy - lt.forward_seconds) + max(0.0, copy - lt.backward_seconds))

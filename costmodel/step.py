@@ -7,15 +7,15 @@ precision (Chowdhery et al., PaLM, 2022, Appendix B); HFU counts recompute too.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from . import compute, dataparallel, dollars, lowp, memory, overlap, pipeline, topology
-from .flops import embedding_parameters, hardware_flops_per_step, model_flops_per_step, parameters_per_layer
-from .stage import StageCost, stage_cost, stage_kernels
+from .flops import embedding_parameters, hardware_flops_per_step, model_flops_per_step
+from .stage import StageCost, layer_mix, stage_cost, stage_kernels
 from .types import Cluster, Efficiency, Model, Plan
 
-TIME_PARTS = ("compute", "recompute", "tp_comm", "pp_comm", "offload", "pp_bubble", "dp_comm_exposed", "optimizer",
-              "overhead")
+TIME_PARTS = ("compute", "recompute", "tp_comm", "cp_comm", "ep_comm", "pp_comm", "offload", "pp_bubble",
+              "dp_comm_exposed", "optimizer", "overhead")
 MEMORY_PARTS = ("parameters", "gradients", "optimizer_states", "activations", "zero3_gather_buffers", "overhead")
 
 
@@ -31,12 +31,14 @@ class Estimate:
     model_flops_per_step: float
     hardware_flops_per_step: float
     model_flops_per_gpu_per_second: float
-    mfu: float
+    mfu: float  # model FLOPs counting the full s x s attention square, as the papers do
     hfu: float
     bubble_fraction: float
     usd_per_step: float
     stage_layers: tuple[int, ...]
     warnings: tuple[str, ...] = field(default_factory=tuple)
+    mfu_causal: float = 0.0  # model FLOPs counting causal attention only (newer Megatron-Bridge tables)
+    model_flops_per_step_causal: float = 0.0
 
     @property
     def fits(self) -> bool:
@@ -47,22 +49,39 @@ def chunk_layers(model: Model, plan: Plan) -> tuple[int, ...]:
     return plan.stage_layers or pipeline.default_chunk_layers(model.num_layers, plan.pp, plan.vpp)
 
 
+def stage_mixes(model: Model, plan: Plan) -> tuple:
+    """Each pipeline rank's layers as a stage.LayerMix."""
+    indices = pipeline.stage_layer_indices(chunk_layers(model, plan), plan.pp, plan.vpp)
+    return tuple(layer_mix(model, rank) for rank in indices)
+
+
 def stage_costs(model: Model, cluster: Cluster, plan: Plan, eff: Efficiency) -> list[StageCost]:
-    per_rank = pipeline.stage_layer_counts(chunk_layers(model, plan), plan.pp, plan.vpp)
     kernels = stage_kernels(model, cluster, plan, eff)
-    return [stage_cost(model, cluster, plan, layers, r, eff, kernels) for r, layers in enumerate(per_rank)]
+    return [stage_cost(model, cluster, plan, mix, r, eff, kernels) for r, mix in enumerate(stage_mixes(model, plan))]
+
+
+def model_states(plan: Plan, stage: StageCost, per_param: memory.StateBytesPerParam) -> memory.StateBytesPerParam:
+    """Model-state bytes on one GPU of `stage`: the dense weights sharded over the dp x cp ranks that
+    hold them (Megatron's distributed optimizer uses the data-parallel group with context parallel),
+    the routed experts' over expert-DP."""
+    dense = memory.sharded_state_bytes(stage.params - stage.expert_params, per_param, plan.zero_stage,
+                                       plan.dp * plan.cp)
+    experts = memory.sharded_state_bytes(stage.expert_params, per_param, plan.zero_stage, plan.expert_dp)
+    return memory.StateBytesPerParam(dense.parameters + experts.parameters, dense.gradients + experts.gradients,
+                                     dense.optimizer_states + experts.optimizer_states)
 
 
 def memory_breakdown(model: Model, plan: Plan, stage: StageCost, eff: Efficiency) -> dict[str, float]:
     """Bytes on one GPU of `stage` by part (ZeRO Sec 3.1 states, Korthikanti activations)."""
     per_param = memory.state_bytes_per_param(plan.precision, plan.grad_comm_dtype, plan.fp8_recipe, plan.weight_casts,
                                              plan.lowp_param_gather)
-    states = memory.sharded_state_bytes(stage.params, per_param, plan.zero_stage, plan.dp)
+    states = model_states(plan, stage, per_param)
     gather = 0.0
-    if plan.zero_stage == 3 and plan.dp > 1:  # current and prefetched layer, the non-local part
+    group = plan.dp * plan.cp
+    if plan.zero_stage == 3 and group > 1 and stage.layers:  # current and prefetched layer, the non-local part
         layers = min(2, stage.layers) if plan.zero3_reshard else stage.layers  # or the whole stage kept
         gathered = dataparallel.param_gather_bytes_per_param(plan.precision, plan.lowp_param_gather)
-        gather = layers * parameters_per_layer(model) / plan.tp * gathered * (plan.dp - 1) / plan.dp
+        gather = layers * stage.layer_params / stage.layers * gathered * (group - 1) / group
     parts = {
         "parameters": states.parameters,
         "gradients": states.gradients,
@@ -90,11 +109,25 @@ def dp_group_links(cluster: Cluster, plan: Plan, eff: Efficiency):
 
 
 def dp_sync_total_seconds(cluster: Cluster, plan: Plan, stage: StageCost, eff: Efficiency) -> float:
-    """Whole DP/ZeRO sync per step for one GPU of `stage` (depends on layout, ZeRO, dtypes, recompute)."""
+    """Whole DP/ZeRO sync per step for one GPU of `stage` (depends on layout, ZeRO, dtypes, recompute):
+    the dense weights over the dp x cp ranks holding them, then the routed experts over expert-DP
+    (Megatron-core syncs the two buffers in turn)."""
     per_domain, fast, slow = dp_group_links(cluster, plan, eff)
     hbm = cluster.gpu.hbm_bandwidth_bytes_per_second * eff.hbm_efficiency
-    return dataparallel.dp_sync_seconds(stage.params, plan, per_domain, fast, slow, plan.num_microbatches,
-                                        stage.layers, hbm)
+    dense = dataparallel.dp_sync_seconds(stage.params - stage.expert_params, with_sync_group(plan, plan.dp * plan.cp),
+                                         per_domain, fast, slow, plan.num_microbatches, stage.layers, hbm)
+    if not stage.expert_params:
+        return dense
+    experts = dataparallel.dp_sync_seconds(stage.expert_params, with_sync_group(plan, plan.expert_dp),
+                                           topology.expert_dp_ranks_per_domain(plan, cluster), fast, slow,
+                                           plan.num_microbatches, stage.layers, hbm)
+    return dense + experts
+
+
+def with_sync_group(plan: Plan, ranks: int) -> Plan:
+    """The plan as dataparallel.py sees one gradient-sync group: `ranks` ranks in place of dp (it reads
+    the group size from plan.dp)."""
+    return plan if ranks == plan.dp else replace(plan, dp=ranks)
 
 
 def dp_overlap_window_seconds(plan: Plan, stage: StageCost, bubble_seconds: float = 0.0) -> float:
@@ -123,9 +156,10 @@ def dp_tail_seconds(model: Model, cluster: Cluster, plan: Plan, stage: StageCost
     """The part of the sync no compute can hide: the last layer's share, ready only when backward
     ends, or under ZeRO-3 the gather and reduction of the weights outside the layers (the
     embedding and output on this stage), whichever is larger."""
-    edge = stage.params - stage.layers * parameters_per_layer(model) / plan.tp
+    edge = stage.params - stage.layer_params
     per_domain, fast, slow = dp_group_links(cluster, plan, eff)
-    edge_seconds = dataparallel.zero3_edge_seconds(edge, plan, per_domain, fast, slow, plan.num_microbatches)
+    edge_seconds = dataparallel.zero3_edge_seconds(edge, with_sync_group(plan, plan.dp * plan.cp), per_domain, fast,
+                                                   slow, plan.num_microbatches)
     return max(total_seconds / max(1, stage.layers), edge_seconds)
 
 
@@ -151,7 +185,9 @@ def dp_exposed_with_contention(total: float, plan: Plan, window: float, tail: fl
 def optimizer_step_seconds(cluster: Cluster, plan: Plan, stage: StageCost, eff: Efficiency) -> float:
     """Adam update of the parameters this GPU owns (its shard under ZeRO >= 1), and under a low
     precision the once-per-step cast of this GPU's weights to it (costmodel/lowp.py)."""
-    owned = stage.params / (plan.dp if plan.zero_stage >= 1 else 1)
+    sharded = plan.zero_stage >= 1
+    owned = (stage.params - stage.expert_params) / (plan.dp * plan.cp if sharded else 1)
+    owned += stage.expert_params / (plan.expert_dp if sharded else 1)
     per_step = plan.weight_casts == "step"
     cast = stage.params * lowp.weight_cast_bytes_per_param(plan.precision, plan.fp8_recipe) if per_step else 0.0
     hbm = cluster.gpu.hbm_bandwidth_bytes_per_second * eff.hbm_efficiency
@@ -167,6 +203,8 @@ def pipeline_parts(plan: Plan, stages: list[StageCost]) -> dict[str, float]:
         "compute": m * slowest.compute_seconds,
         "recompute": m * slowest.recompute_seconds,
         "tp_comm": m * slowest.tp_comm_seconds,
+        "cp_comm": m * slowest.cp_comm_seconds,
+        "ep_comm": m * slowest.ep_comm_seconds,
         "pp_comm": m * slowest.pp_comm_seconds,
         "offload": m * slowest.offload_seconds,
         "pp_bubble": bubble,
@@ -174,13 +212,13 @@ def pipeline_parts(plan: Plan, stages: list[StageCost]) -> dict[str, float]:
 
 
 def memory_candidate_stages(stages: list[StageCost]) -> list[int]:
-    """Stages that can hold the most memory: first, last, and for each distinct layer count among
-    the middle stages its lowest rank (in-flight micro-batches only fall with the rank, and middle
-    stages with equal layers hold equal weights). Exact: no other stage can exceed these."""
+    """Stages that can hold the most memory: first, last, and for each distinct layer mix among the
+    middle stages its lowest rank (in-flight micro-batches only fall with the rank, and middle stages
+    with equal layers hold equal weights). Exact: no other stage can exceed these."""
     picked, seen = {0, len(stages) - 1}, set()
     for r in range(1, len(stages) - 1):
-        if stages[r].layers not in seen:
-            seen.add(stages[r].layers)
+        if stages[r].mix not in seen:
+            seen.add(stages[r].mix)
             picked.add(r)
     return sorted(picked)
 
@@ -207,6 +245,7 @@ def estimate(model: Model, cluster: Cluster, plan: Plan, eff: Efficiency | None 
     mems = [memory_breakdown(model, plan, stages[r], eff) for r in memory_candidate_stages(stages)]
     worst = max(mems, key=lambda d: sum(d.values()))
     mflops = model_flops_per_step(model, plan.global_batch_size)
+    causal = model_flops_per_step(model, plan.global_batch_size, causal=True)
     hflops = hardware_flops_per_step(model, plan.global_batch_size, plan.recompute)
     peak = cluster.gpu.peak_flops_per_second(plan.precision) * plan.num_gpus
     return Estimate(
@@ -226,4 +265,6 @@ def estimate(model: Model, cluster: Cluster, plan: Plan, eff: Efficiency | None 
         usd_per_step=dollars.usd_per_step(step, plan.num_gpus, cluster.usd_per_gpu_hour),
         stage_layers=chunk_layers(model, plan),
         warnings=warnings_for(cluster, plan),
+        mfu_causal=causal / step / peak,
+        model_flops_per_step_causal=causal,
     )

@@ -1,8 +1,10 @@
 """Where each parallel group's traffic runs: NVLink domain or network, and how many ranks per domain.
 
-Rank order is Megatron-LM's default (TP innermost, then DP, then PP; `RankGenerator` order
-"tp-cp-ep-dp-pp"): a TP group is `tp` consecutive GPUs, a DP group has stride `tp`, a PP group
-stride `tp*dp`. An NVLink domain is `nvlink_domain_size` consecutive GPUs (8 on DGX/HGX,
+Rank order is Megatron-LM's default (`RankGenerator` order "tp-cp-ep-dp-pp"): a TP group is `tp`
+consecutive GPUs, a CP group has stride `tp`, a DP group stride `tp*cp`, a PP group stride
+`tp*cp*dp`. The experts fold over the same tp*cp*dp ranks of a stage as etp, ep, expert-DP (etp
+innermost; megatron/core/parallel_state.py, expert RankGenerator "tp-ep-dp-pp" with tp = etp).
+An NVLink domain is `nvlink_domain_size` consecutive GPUs (8 on DGX/HGX,
 72 on GB200 NVL72, 2 for PCIe NVLink-bridge pairs, 1 with no NVLink at all).
 """
 from __future__ import annotations
@@ -51,14 +53,40 @@ def tp_crosses_network(plan: Plan, cluster: Cluster) -> bool:
     return tp_ranks_per_domain(plan, cluster) < plan.tp
 
 
-def dp_ranks_per_domain(plan: Plan, cluster: Cluster) -> int:
-    """DP ranks (stride tp) that land in the same NVLink domain."""
-    d = domain_size(cluster)
-    if plan.tp >= d:
+def ranks_per_domain(size: int, stride: int, cluster: Cluster) -> int:
+    """Ranks of a group of `size` GPUs spaced `stride` apart that share an NVLink domain (all of them
+    when the group's span divides the domain; 1 when the stride already reaches across it)."""
+    return ranks_in_domain(size, stride, domain_size(cluster))
+
+
+def ranks_in_domain(size: int, stride: int, domain: int) -> int:
+    """ranks_per_domain for a domain of `domain` consecutive GPUs."""
+    if stride >= domain:
         return 1
-    return gcd(plan.dp, d // plan.tp)
+    return gcd(size, domain // stride)
+
+
+def dp_ranks_per_domain(plan: Plan, cluster: Cluster) -> int:
+    """Ranks of the gradient-sync group of the dense weights, dp x cp (stride tp; the CP ranks of a
+    sequence hold the same weights), that land in one NVLink domain."""
+    return ranks_per_domain(plan.dp * plan.cp, plan.tp, cluster)
+
+
+def cp_ranks_per_domain(plan: Plan, cluster: Cluster) -> int:
+    """CP ranks (stride tp) in one NVLink domain."""
+    return ranks_per_domain(plan.cp, plan.tp, cluster)
+
+
+def ep_ranks_per_domain(plan: Plan, cluster: Cluster) -> int:
+    """EP ranks (stride etp) in one NVLink domain."""
+    return ranks_per_domain(plan.ep, plan.etp, cluster)
+
+
+def expert_dp_ranks_per_domain(plan: Plan, cluster: Cluster) -> int:
+    """Expert-DP ranks (stride etp x ep) in one NVLink domain: the experts' gradient-sync group."""
+    return ranks_per_domain(plan.expert_dp, plan.etp * plan.ep, cluster)
 
 
 def pp_neighbours_share_domain(plan: Plan, cluster: Cluster) -> bool:
     """True when every pipeline boundary stays inside an NVLink domain (whole pipeline in one domain)."""
-    return plan.tp * plan.dp * plan.pp <= domain_size(cluster)
+    return plan.tp * plan.cp * plan.dp * plan.pp <= domain_size(cluster)

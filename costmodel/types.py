@@ -15,14 +15,47 @@ RECOMPUTE_MODES = ("none", "selective", "op", "full")
 GRAD_DTYPES = ("fp32", "bf16", "fp16", "int8")
 
 MLPS = ("gelu", "relu2", "swiglu", "geglu")
+# How the context-parallel ranks exchange keys and values (Megatron-core --cp-comm-type): ring
+# point-to-point overlapped with blockwise attention, all-gather of K/V, all-to-all over heads
+# (DeepSpeed-Ulysses), and all-to-all inside a group then ring across groups.
+CP_COMMS = ("p2p", "all_gather", "a2a", "a2a+p2p")
+WINDOW_KINDS = ("sliding", "chunked")
 GATED_MLPS = ("swiglu", "geglu")
 
 DTYPE_BYTES = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "mxfp8": 1, "nvfp4": 0.5, "int8": 1}
 
 
 @dataclass(frozen=True)
+class Moe:
+    """A routed mixture-of-experts MLP (Shazeer et al. 2017; GShard; Switch; DeepSeekMoE): a router
+    picks `experts_per_token` of `num_experts` expert MLPs for each token; shared experts see every
+    token. Expert MLPs use the model's `mlp` activation."""
+
+    num_experts: int
+    experts_per_token: int  # top-k
+    ffn_hidden_size: int  # one routed expert's intermediate width
+    shared_ffn_hidden_size: int = 0  # all shared experts together (DeepSeek-V3: 1 x 2048), 0 = none
+    first_dense_layers: int = 0  # leading layers with the dense MLP (DeepSeek-V3 first_k_dense_replace 3)
+    layer_freq: int = 1  # after those, layer i (0-based) is MoE when (i + 1) % layer_freq == 0
+    capacity_factor: float = 0.0  # expert capacity over the balanced share; 0 = dropless
+
+
+@dataclass(frozen=True)
+class Mla:
+    """Multi-head latent attention (DeepSeek-V2, arXiv:2405.04434 Sec 2.1): queries (optionally) and
+    keys/values go through low-rank latents; each head's query/key has a no-position part and a
+    shared RoPE part."""
+
+    q_lora_rank: int  # 0 = queries projected directly from the hidden state
+    kv_lora_rank: int
+    qk_nope_head_dim: int
+    qk_rope_head_dim: int
+    v_head_dim: int
+
+
+@dataclass(frozen=True)
 class Model:
-    """A dense decoder-only transformer (GPT / Llama family)."""
+    """A decoder-only transformer (GPT / Llama family), dense or mixture-of-experts."""
 
     name: str
     num_layers: int
@@ -45,6 +78,34 @@ class Model:
     rotary_percent: float = 1.0  # share of a head's dimensions RoPE rotates
     linear_bias: bool = True  # biases on every linear layer (GPT-2, Megatron's default)
     qkv_bias: bool = False  # a bias on the QKV projection even without linear biases (Qwen2)
+    attention_head_dim: int = 0  # 0 means hidden_size / num_attention_heads (Gemma, Qwen3: explicit)
+    moe: Moe | None = None
+    mla: Mla | None = None
+    # Multi-token prediction modules (DeepSeek-V3 Sec 2.2): each one more transformer layer, a 2h x h
+    # projection and another pass through the shared output layer, on the last pipeline stage.
+    mtp_layers: int = 0
+    # Local attention: each token sees at most `attention_window` keys ("sliding": the previous w;
+    # "chunked": those in its own w-token chunk, Llama 4). 0 = full causal attention everywhere.
+    # With global_attention_every n > 0, layer i (0-based) is global when (i + 1) % n == 0 (Gemma 3:
+    # 6; Gemma 2, gpt-oss: 2; Llama 4: 4), the others local; 0 = every layer local.
+    attention_window: int = 0
+    global_attention_every: int = 0
+    window_kind: str = "sliding"
+
+    def is_moe_layer(self, index: int) -> bool:
+        """True when transformer layer `index` (0-based) has the routed-expert MLP."""
+        moe = self.moe
+        return moe is not None and index >= moe.first_dense_layers and (index + 1) % moe.layer_freq == 0
+
+    def is_local_attention_layer(self, index: int) -> bool:
+        """True when layer `index` attends within the window only."""
+        if not self.attention_window or self.attention_window >= self.seq_length:
+            return False
+        return not (self.global_attention_every and (index + 1) % self.global_attention_every == 0)
+
+    @property
+    def moe_layers(self) -> int:
+        return sum(self.is_moe_layer(i) for i in range(self.num_layers))
 
     @property
     def gated_mlp(self) -> bool:
@@ -61,7 +122,7 @@ class Model:
 
     @property
     def head_dim(self) -> int:
-        return self.hidden_size // self.num_attention_heads
+        return self.attention_head_dim or self.hidden_size // self.num_attention_heads
 
 
 @dataclass(frozen=True)
@@ -123,8 +184,10 @@ class Cluster:
 class Plan:
     """One parallel execution of one training step.
 
-    Ranks are laid out Megatron-style: TP innermost (consecutive GPUs), then DP, then PP outermost.
-    `stage_layers` optionally gives the number of transformer layers on each of the pp*vpp model
+    Ranks are laid out Megatron-style ("tp-cp-ep-dp-pp"): TP innermost (consecutive GPUs), then CP,
+    then DP, then PP outermost; a pipeline stage's tp x cp x dp ranks also hold the experts, folded
+    as etp x ep x expert-DP (Megatron-core MoE parallel folding, etp innermost). `stage_layers`
+    optionally gives the number of transformer layers on each of the pp*vpp model
     chunks in pipeline order (uneven splits); empty means as even as possible.
     """
 
@@ -166,10 +229,19 @@ class Plan:
     # Parameters kept in the low-precision format (Megatron --fp8-param-gather, --fp4-param-gather): no
     # 16-bit weight copy, and the parameter all-gathers move quantized data.
     lowp_param_gather: bool = False
+    cp: int = 1  # context parallel: the sequence split over cp ranks (2 x cp load-balanced chunks)
+    cp_comm: str = "p2p"  # how CP ranks exchange K/V (CP_COMMS)
+    ep: int = 1  # expert parallel: routed experts split over ep ranks
+    etp: int = 1  # expert tensor parallel: each expert's matrices split over etp ranks
 
     @property
     def num_gpus(self) -> int:
-        return self.tp * self.pp * self.dp
+        return self.tp * self.cp * self.pp * self.dp
+
+    @property
+    def expert_dp(self) -> int:
+        """Expert data parallel: the ranks holding the same experts, tp x cp x dp / (etp x ep)."""
+        return max(1, self.tp * self.cp * self.dp // (self.etp * self.ep))
 
     @property
     def grad_accum_steps(self) -> int:
@@ -242,6 +314,9 @@ class Efficiency:
     # Share of the SMs a collective running beside compute takes from it (costmodel/overlap.py): prior
     # 16 NCCL channels (one block each) of an H100's 132 SMs, and 16-24 userbuffers SMs for TP overlap.
     collective_sm_share: float = 0.12
+    # Routed rows on the busiest expert-parallel rank over the balanced share (costmodel/moe.py): 1.0
+    # as NVIDIA's benchmarks force balanced routing; a what-if for real routers, not fitted.
+    moe_routing_imbalance: float = 1.0
     # Per layer and micro-batch (forward + backward): kernel launches and stream synchronisation
     # the roofline does not see (FITTED as above).
     layer_overhead_seconds: float = 0.0

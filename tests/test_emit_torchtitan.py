@@ -211,7 +211,7 @@ def refused(model: ModelSpec, **plan) -> str:
     ({"rope_theta": 10000.0}, {"dp": 8, "zero_stage": 3}, "rope_theta 10000 (torchtitan 500000)"),
     ({"seq_length": 8196}, {"dp": 8, "zero_stage": 3}, "ChunkedLossWrapper splits seq_len 8196 into 8"),
     ({"seq_length": 262144}, {"dp": 8, "zero_stage": 3}, "exceeds the llama3 RoPE max_seq_len 131072"),
-    ({"seq_length": 8200}, {"tp": 8, "zero_stage": 3}, "not divisible by 2*tp = 16"),
+    ({"seq_length": 8200}, {"tp": 8, "zero_stage": 3}, "not divisible by 2*tp*cp = 16"),
     ({}, {"dp": 8, "zero_stage": 1}, "ZeRO stage 1"),
     ({}, {"tp": 2, "dp": 4, "zero_stage": 0}, "ZeRO stage 0"),
     ({}, {"dp": 8, "zero_stage": 3, "recompute": "selective"}, "recompute selective"),

@@ -7,7 +7,7 @@ from conftest import gpt, selene
 
 from costmodel import memory, overlap, stage
 from costmodel import types as cm
-from costmodel.compute import layer_times
+from costmodel.layer import layer_times
 from costmodel.step import estimate
 
 BASE = cm.Plan(tp=8, pp=2, dp=4, micro_batch_size=1, global_batch_size=64, sequence_parallel=True, zero_stage=1)
@@ -68,16 +68,17 @@ def test_offload_frees_all_but_one_layer_of_activations():
 
 
 def test_offload_time_is_the_copy_the_layer_does_not_hide():
-    model, gpu = gpt(48, 6144, 48), selene(8).gpu
+    model = gpt(48, 6144, 48)
     per_layer = memory.layer_activation_bytes(model, 1, 8, True, "none", True)
-    lt = layer_times(model, 1, 8, True, True, gpu, "bf16", cm.Efficiency())
     plan = replace(BASE, offload_layers=3)
+    kernels = stage.stage_kernels(model, selene(64), plan, cm.Efficiency())
+    lt = kernels.layer
     slow = replace(selene(64), host_link_bytes_per_second=per_layer / (2 * lt.backward_seconds))  # copy = 2 x bwd
     copy = 2 * lt.backward_seconds
     want = 3 * ((copy - lt.forward_seconds) + (copy - lt.backward_seconds))
-    assert stage.offload_seconds(model, slow, plan, lt, 24) == pytest.approx(want)
+    assert stage.offload_seconds(model, slow, plan, kernels, ((0, 24),)) == pytest.approx(want)
     fast = replace(selene(64), host_link_bytes_per_second=per_layer / (0.5 * lt.forward_seconds))
-    assert stage.offload_seconds(model, fast, plan, lt, 24) == 0.0
+    assert stage.offload_seconds(model, fast, plan, kernels, ((0, 24),)) == 0.0
 
 
 def test_offload_needs_a_host_link():

@@ -95,5 +95,7 @@ def test_tp_stays_in_the_nvlink_domain():
     assert any("NVLink domain" in reason for reason in space.rejected)
 
 
-def test_layout_group_is_tp_pp_dp():
-    assert Layout(2, 4, 8, 3, 1).group == (2, 4, 8)
+def test_layout_group_is_the_degrees():
+    # vpp and the micro-batch do not make a distinct layout; the parallel degrees do
+    assert Layout(2, 4, 8, 3, 1).group == (2, 1, 4, 8, 1, 1)
+    assert Layout(2, 4, 8, 3, 1, cp=2, ep=4).group == (2, 2, 4, 8, 4, 1)

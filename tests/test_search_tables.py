@@ -68,15 +68,17 @@ def test_class_stage_costs_equal_stage_costs(setting):
 
 
 def test_kernels_depend_only_on_their_fields(setting):
-    """stage_kernels reads tp, micro-batch, SP, flash, precision and weight casts only (KernelCache's key)."""
+    """stage_kernels reads tp, cp, ep, etp, the CP exchange, micro-batch, SP, flash, precision and weight casts
+    only (KernelCache's key)."""
     spec, space, ctx = setting
     rng = random.Random(3)
     pairs = sampled(space, rng, SAMPLES)
     compared = 0
     for (lay, k), (lay2, k2) in zip(pairs, pairs[1:], strict=False):
         plan = plan_for(spec, lay, k)
-        other = plan_for(spec, replace(lay2, tp=lay.tp, mbs=lay.mbs),
-                         replace(k2, sp=k.sp, precision=k.precision, casts=k.casts))
+        dp = plan.num_gpus // (lay.tp * lay.cp * lay2.pp)  # lay2's pipeline, the GPU count kept where it divides
+        other = plan_for(spec, replace(lay2, tp=lay.tp, mbs=lay.mbs, cp=lay.cp, ep=lay.ep, etp=lay.etp, dp=dp),
+                         replace(k2, sp=k.sp, precision=k.precision, casts=k.casts, cpc=k.cpc))
         if other.num_gpus == plan.num_gpus:
             assert stage_kernels(spec.model, spec.cluster, plan, ctx.eff) == \
                 stage_kernels(spec.model, spec.cluster, other, ctx.eff)

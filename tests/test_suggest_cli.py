@@ -25,6 +25,7 @@ def suggest_json(capsys, *extra):
 
 def estimate_argv(plan: dict) -> list[str]:
     argv = ["estimate", *SMALL, "--json", "--tp", str(plan["tp"]), "--pp", str(plan["pp"]), "--dp", str(plan["dp"]),
+            "--cp", str(plan["cp"]), "--cp-comm", plan["cp_comm"], "--ep", str(plan["ep"]), "--etp", str(plan["etp"]),
             "--vpp", str(plan["vpp"]), "--mbs", str(plan["micro_batch_size"]), "--zero", str(plan["zero_stage"]),
             "--recompute", plan["recompute"], "--precision", plan["precision"], "--grad-dtype", plan["grad_dtype"]]
     flags = {"--sequence-parallel": plan["sequence_parallel"], "--tp-comm-overlap": plan["tp_comm_overlap"],
@@ -60,14 +61,15 @@ def test_enumerator_agrees(capsys):
 
 
 def test_framework_and_fixes(capsys):
-    got = suggest_json(capsys, "--framework", "megatron", "--fix", "tp=2", "--fix", "recompute=selective")
-    # tp 2 on 16 GPUs leaves pp x dp = 8: pp 1, 2, 4, 8 (all divide Llama 3 8B's 32 layers), four layouts,
-    # all within the default top 5.
+    got = suggest_json(capsys, "--framework", "megatron", "--fix", "tp=2", "--fix", "recompute=selective",
+                       "--fix", "cp=1")
+    # tp 2 (cp 1) on 16 GPUs leaves pp x dp = 8: pp 1, 2, 4, 8 (all divide Llama 3 8B's 32 layers), four
+    # layouts, all within the default top 5.
     assert {(d["plan"]["tp"], d["plan"]["pp"], d["plan"]["dp"]) for d in got["plans"]} == \
         {(2, 1, 8), (2, 2, 4), (2, 4, 2), (2, 8, 1)}
     for d in got["plans"]:
         p = d["plan"]
-        assert p["tp"] == 2 and p["recompute"] == "selective" and p["zero_stage"] <= 1
+        assert p["tp"] == 2 and p["cp"] == 1 and p["recompute"] == "selective" and p["zero_stage"] <= 1
         assert p["vpp"] == 1 or (32 % (p["pp"] * p["vpp"]) == 0 and p["grad_accum_steps"] % p["pp"] == 0)
 
 

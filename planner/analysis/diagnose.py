@@ -15,10 +15,10 @@ from costmodel import types as cm
 from costmodel.rules import plan_violations
 from planner.analysis.score import Scored, score
 
-COMM_PARTS = ("tp_comm", "pp_comm", "dp_comm_exposed")
+COMM_PARTS = ("tp_comm", "cp_comm", "ep_comm", "pp_comm", "dp_comm_exposed")
 MIN_GAIN = 0.01  # a lever is shown when it saves at least 1% per sample
-SHARE_PARTS = ("compute", "recompute", "tp_comm", "pp_comm", "offload", "dp_comm_exposed", "pp_bubble", "optimizer",
-               "overhead")
+SHARE_PARTS = ("compute", "recompute", "tp_comm", "cp_comm", "ep_comm", "pp_comm", "offload", "dp_comm_exposed",
+               "pp_bubble", "optimizer", "overhead")
 
 
 def shares(s: Scored) -> dict[str, float]:

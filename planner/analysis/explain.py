@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 PART_WORDS = {
-    "compute": "compute", "recompute": "recompute", "tp_comm": "TP communication", "pp_comm": "PP p2p", "offload": "activation offload",
+    "compute": "compute", "recompute": "recompute", "tp_comm": "TP communication",
+    "cp_comm": "CP key/value exchange", "ep_comm": "EP dispatch/combine", "pp_comm": "PP p2p",
+    "offload": "activation offload",
     "pp_bubble": "pipeline bubble", "dp_comm_exposed": "exposed DP/ZeRO sync", "optimizer": "optimizer step",
     "overhead": "overhead",
 }
-LAYOUT_KEYS = ("tp", "pp", "dp", "vpp", "zero_stage", "micro_batch_size", "recompute", "precision", "grad_dtype")
+LAYOUT_KEYS = ("tp", "cp", "pp", "dp", "ep", "etp", "vpp", "zero_stage", "micro_batch_size", "recompute", "precision", "grad_dtype")
 
 
 def plan_differences(a: dict, b: dict) -> list[str]:

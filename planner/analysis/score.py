@@ -9,7 +9,9 @@ from dataclasses import dataclass
 
 from costmodel import dollars
 from costmodel import types as cm
+from costmodel.flops import total_parameters
 from costmodel.step import Estimate, estimate
+from costmodel.topology import domain_size
 from planner.inputs.plans import plan_to_dict
 from planner.inputs.specs import ModelSpec
 
@@ -42,7 +44,7 @@ def training_totals(s: Scored) -> dict | None:
 
 
 def to_dict(s: Scored) -> dict:
-    e = s.est
+    e, model = s.est, s.model.to_model()
     times = dict(e.time_breakdown_seconds)
     times["dp_comm"] = e.dp_comm_seconds
     return {
@@ -52,12 +54,16 @@ def to_dict(s: Scored) -> dict:
         "gpu": s.cluster.gpu.name,
         "num_gpus": s.cluster.num_gpus,
         "gpus_per_node": s.cluster.gpus_per_node,
+        "nvlink_domain_size": domain_size(s.cluster),
         "seq_length": s.model.seq_length,
         "plan": plan_to_dict(s.plan),
         "step_time_s": e.step_time_seconds,
         "tokens_per_s": e.tokens_per_second,
+        "parameters": total_parameters(model),
+        "active_parameters": total_parameters(model, active=True),
         "model_tflops_per_gpu": e.model_flops_per_gpu_per_second / 1e12,
         "mfu": e.mfu,
+        "mfu_causal": e.mfu_causal,
         "hfu": e.hfu,
         "memory_per_gpu_bytes": e.memory_per_gpu_bytes,
         "memory_capacity_bytes": e.memory_capacity_bytes,

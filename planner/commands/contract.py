@@ -66,6 +66,8 @@ def spec_type(spec: type[BaseModel], name: str) -> Any:
 
 
 Recompute = Literal[cm.RECOMPUTE_MODES]
+CpComm = Literal[cm.CP_COMMS]
+WindowKind = Literal[cm.WINDOW_KINDS]
 Precision = Literal[cm.PRECISIONS]
 GradDtype = Literal[cm.GRAD_DTYPES]
 Mlp = Literal[cm.MLPS]
@@ -96,6 +98,10 @@ class Plan(Strict):
     tp: int = d("tensor-parallel degree")
     pp: int = d("pipeline-parallel stages")
     dp: int = d("data-parallel degree")
+    cp: int = d("context-parallel degree: each sequence split over cp GPUs (1 = none)")
+    cp_comm: CpComm = d("how context-parallel ranks exchange keys and values")
+    ep: int = d("expert-parallel degree (1 for dense models)")
+    etp: int = d("expert tensor-parallel degree (1 for dense models)")
     vpp: int = d("virtual pipeline stages per rank (interleaving; 1 = none)")
     zero_stage: int = d("ZeRO stage, 0-3")
     micro_batch_size: int = d("sequences per micro-batch")
@@ -123,6 +129,28 @@ class Plan(Strict):
     lowp_param_gather: bool = d("parameters kept and all-gathered in the low-precision format")
 
 
+class MoeShape(Strict):
+    """A routed mixture-of-experts MLP (ModelSpec.moe)."""
+
+    num_experts: int = d("routed experts per MoE layer")
+    experts_per_token: int = d("experts each token is routed to (top-k)")
+    ffn_hidden_size: int = d("one routed expert's intermediate size")
+    shared_ffn_hidden_size: int = d("all shared experts' intermediate size together (0: none)")
+    first_dense_layers: int = d("leading layers with a dense MLP")
+    layer_freq: int = d("every layer_freq-th layer after those is MoE")
+    capacity_factor: float = omitted("expert capacity over the balanced share; absent: dropless")
+
+
+class MlaShape(Strict):
+    """Multi-head latent attention (ModelSpec.mla)."""
+
+    q_lora_rank: int = d("query latent rank (0: no query latent)")
+    kv_lora_rank: int = d("key/value latent rank")
+    qk_nope_head_dim: int = d("per-head query/key dimensions without position encoding")
+    qk_rope_head_dim: int = d("per-head query/key dimensions with RoPE")
+    v_head_dim: int = d("per-head value dimensions")
+
+
 class ModelShape(Strict):
     """The model an estimate was scored with (its ModelSpec; None values, batch and tokens left out)."""
 
@@ -143,6 +171,13 @@ class ModelShape(Strict):
     rotary_percent: float = d("share of each head's dimensions RoPE rotates")
     linear_bias: bool = d("linear layers carry biases")
     qkv_bias: bool = d("the QKV projection carries a bias")
+    head_dim: int = omitted("per-head dimension when not hidden_size / heads")
+    moe: MoeShape = omitted("the routed experts; absent for a dense model")
+    mla: MlaShape = omitted("multi-head latent attention; absent for standard attention")
+    mtp_layers: int = d("multi-token prediction modules")
+    attention_window: int = omitted("local attention span in tokens; absent: full attention")
+    global_attention_every: int = d("every n-th layer attends globally when windowed (0: all local)")
+    window_kind: WindowKind = d("local attention as a sliding window or fixed chunks")
 
 
 class TimeBreakdown(Strict):
@@ -151,6 +186,8 @@ class TimeBreakdown(Strict):
     compute: float = d("forward and backward matmuls and kernels of the slowest stage, all micro-batches")
     recompute: float = d("activation recomputation")
     tp_comm: float = d("tensor-parallel collectives")
+    cp_comm: float = d("context-parallel key/value exchanges attention does not hide")
+    ep_comm: float = d("expert-parallel token dispatch and combine")
     pp_comm: float = d("exposed pipeline p2p")
     offload: float = d("activation copies to and from host memory that compute does not hide")
     pp_bubble: float = d("pipeline fill and drain")
@@ -189,12 +226,17 @@ class Estimate(Strict):
     gpu: str = d("GPU name")
     num_gpus: int = d("GPUs the plan runs on")
     gpus_per_node: int = d("GPUs per node")
+    nvlink_domain_size: int = d("GPUs sharing one NVLink domain (1: no NVLink)")
     seq_length: int = d("sequence length in tokens")
     plan: Plan = d("the plan")
     step_time_s: float = d("seconds per optimizer step")
     tokens_per_s: float = d("training tokens per second, whole job")
-    model_tflops_per_gpu: float = d("model TFLOP/s per GPU (no recompute)")
-    mfu: float = d("model FLOPs utilisation against the precision's dense peak")
+    parameters: int = d("weights of the model (all experts; multi-token prediction modules apart)")
+    active_parameters: int = d("weights one token uses (its top-k experts)")
+    model_tflops_per_gpu: float = d("model TFLOP/s per GPU (no recompute; attention counted as the full s x s square)")
+    mfu: float = d("model FLOPs utilisation against the precision's dense peak, attention counted as the full "
+                   "s x s square (the papers' convention)")
+    mfu_causal: float = d("MFU with attention counted causally (half the square; newer Megatron-Bridge tables)")
     hfu: float = d("hardware FLOPs utilisation (recompute counted)")
     memory_per_gpu_bytes: float = d("bytes on the fullest GPU")
     memory_capacity_bytes: float = d("bytes of memory per GPU")
@@ -215,6 +257,8 @@ class Shares(Strict):
     compute: float = d("compute share")
     recompute: float = d("recompute share")
     tp_comm: float = d("TP communication share")
+    cp_comm: float = d("exposed CP exchange share")
+    ep_comm: float = d("EP dispatch and combine share")
     pp_comm: float = d("exposed PP p2p share")
     offload: float = d("exposed activation offload share")
     dp_comm_exposed: float = d("exposed DP/ZeRO sync share")

@@ -17,11 +17,13 @@ from planner.inputs.argtypes import batch_arg, bounded_int, fraction_arg
 
 FIX_KEYS = {"tp": "tp", "pp": "pp", "dp": "dp", "vpp": "vpp", "mbs": "mbs", "micro_batch_size": "mbs",
             "zero": "zero", "zero_stage": "zero", "recompute": "recompute", "sp": "sp",
-            "sequence_parallel": "sp", "precision": "precision", "grad": "grad", "grad_dtype": "grad"}
+            "sequence_parallel": "sp", "precision": "precision", "grad": "grad", "grad_dtype": "grad",
+            "cp": "cp", "ep": "ep", "etp": "etp", "cp_comm": "cpc"}
 TRUE, FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 FRAMEWORK_CHOICES = ("any", "megatron", "deepspeed", "torchtitan")
 FIX_BOUNDS = {"tp": (1, L.MAX_DEGREE), "pp": (1, L.MAX_DEGREE), "dp": (1, L.MAX_DEGREE), "vpp": (1, L.MAX_LAYERS),
-              "mbs": (1, L.MAX_BATCH), "zero": (0, 3)}
+              "mbs": (1, L.MAX_BATCH), "zero": (0, 3), "cp": (1, L.MAX_DEGREE), "ep": (1, L.MAX_DEGREE),
+              "etp": (1, L.MAX_DEGREE)}
 
 
 def parse_fix_value(key: str, value: str) -> object:
@@ -38,7 +40,8 @@ def parse_fix_value(key: str, value: str) -> object:
         if value.lower() not in TRUE + FALSE:
             raise PlannerError(f"--fix sp={value}: expected true or false")
         return value.lower() in TRUE
-    allowed = {"recompute": cm.RECOMPUTE_MODES, "precision": cm.PRECISIONS, "grad": cm.GRAD_DTYPES}[key]
+    allowed = {"recompute": cm.RECOMPUTE_MODES, "precision": cm.PRECISIONS, "grad": cm.GRAD_DTYPES,
+               "cpc": cm.CP_COMMS}[key]
     if value not in allowed:
         raise PlannerError(f"--fix {key}={value}: expected one of {', '.join(allowed)}")
     return value

@@ -65,6 +65,12 @@ class Job:
     def cm_model(self) -> cm.Model:
         return self.model.to_model()
 
+    @property
+    def nvlink_domain_size(self) -> int:
+        """GPUs sharing one NVLink domain on the plan's cluster (estimate `nvlink_domain_size`), else a node."""
+        size = self.estimate.get("nvlink_domain_size")
+        return size if isinstance(size, int) and not isinstance(size, bool) and size >= 1 else self.gpus_per_node
+
 
 def refuse_unless_runs(job: Job, name: str) -> None:
     """Raise one PlannerError line naming every rule the plan breaks, the cost model's structural ones
@@ -84,10 +90,10 @@ def plan_from_estimate(estimate: dict, model: ModelSpec) -> tuple[cm.Plan, int]:
     if raw.get("dp") is None:
         raise PlannerError("PLAN.json: plan.dp is missing")
     spec = reading.parse(PlanSpec, raw, "PLAN.json plan")
-    plan = plans.build_plan(spec, model, spec.tp * spec.pp * spec.dp)
+    plan = plans.build_plan(spec, model, spec.tp * spec.cp * spec.pp * spec.dp)
     num_gpus = estimate.get("num_gpus", plan.num_gpus)
     if num_gpus != plan.num_gpus:
-        raise PlannerError(f"PLAN.json: num_gpus {num_gpus} != tp*pp*dp = {plan.tp}*{plan.pp}*{plan.dp}")
+        raise PlannerError(f"PLAN.json: num_gpus {num_gpus} != tp*cp*pp*dp = {plan.tp}*{plan.cp}*{plan.pp}*{plan.dp}")
     return plan, num_gpus
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shlex
 
+from costmodel.topology import ranks_in_domain
 from planner.emit.job import Job, refuse_unless_runs
 from planner.frameworks.megatron import uneven_split
 
@@ -32,7 +33,63 @@ def model_flags(job: Job) -> Flags:
         out += [("--attention-dropout", 0.0), ("--hidden-dropout", 0.0)]
     if not job.plan.flash_attention:
         out.append(("--attention-backend", "unfused"))
-    return out + architecture_flags(job)
+    elif job.plan.cp > 1:  # TE's context parallelism runs on cuDNN fused attention with Megatron's sbhd layout
+        out.append(("--attention-backend", "fused"))
+    return out + architecture_flags(job) + attention_flags(job) + moe_flags(job)
+
+
+def attention_flags(job: Job) -> Flags:
+    """Explicit head size (--kv-channels), multi-latent attention (arguments.py _add_mla_args: its CLI
+    defaults differ from MLATransformerConfig's, so every size is written), sliding windows
+    (TransformerConfig.window_size as "left,right", window_attn_skip_freq: every N-th layer full),
+    multi-token prediction (--mtp-num-layers)."""
+    m, model, out = job.model, job.cm_model, []
+    if m.head_dim and not m.mla:
+        out.append(("--kv-channels", m.head_dim))
+    if m.mla:
+        out.append(("--multi-latent-attention", None))
+        if m.mla.q_lora_rank:
+            out.append(("--q-lora-rank", m.mla.q_lora_rank))
+        out += [("--kv-lora-rank", m.mla.kv_lora_rank), ("--qk-head-dim", m.mla.qk_nope_head_dim),
+                ("--qk-pos-emb-head-dim", m.mla.qk_rope_head_dim), ("--v-head-dim", m.mla.v_head_dim)]
+    if model.attention_window and model.attention_window < model.seq_length:
+        out.append(("--window-size", f"{model.attention_window},0"))
+        if model.global_attention_every:
+            out.append(("--window-attn-skip-freq", model.global_attention_every))
+    if m.mtp_layers:
+        out.append(("--mtp-num-layers", m.mtp_layers))
+    return out
+
+
+def moe_layer_pattern(model) -> str:
+    """--moe-layer-freq as the Python list expression arguments.py's moe_freq_type evaluates: one 0
+    (dense) or 1 (MoE) per layer, written as runs, e.g. ([0]*3+[1]*58)."""
+    flags = [int(model.is_moe_layer(i)) for i in range(model.num_layers)]
+    runs: list[list[int]] = []
+    for f in flags:
+        if runs and runs[-1][0] == f:
+            runs[-1][1] += 1
+        else:
+            runs.append([f, 1])
+    return "(" + "+".join(f"[{f}]*{n}" for f, n in runs) + ")"
+
+
+def moe_flags(job: Job) -> Flags:
+    """Routed experts (arguments.py --num-experts, the MoE fields of TransformerConfig): top-k,
+    expert and shared-expert sizes, which layers are MoE, grouped GEMMs and the all-to-all token
+    dispatcher (what the cost model prices), dropless unless a capacity factor is given (then padded
+    to capacity, as planner prices it)."""
+    moe = job.cm_model.moe
+    if moe is None:
+        return []
+    out: Flags = [("--num-experts", moe.num_experts), ("--moe-router-topk", moe.experts_per_token),
+                  ("--moe-ffn-hidden-size", moe.ffn_hidden_size), ("--moe-layer-freq", moe_layer_pattern(job.cm_model)),
+                  ("--moe-grouped-gemm", None), ("--moe-token-dispatcher-type", "alltoall")]
+    if moe.shared_ffn_hidden_size:
+        out.append(("--moe-shared-expert-intermediate-size", moe.shared_ffn_hidden_size))
+    if moe.capacity_factor:
+        out += [("--moe-expert-capacity-factor", moe.capacity_factor), ("--moe-pad-expert-input-to-capacity", None)]
+    return out
 
 
 def architecture_flags(job: Job) -> Flags:
@@ -74,7 +131,9 @@ def parallel_flags(job: Job) -> Flags:
     (arguments.py); overlap flags only when there is a data-parallel sync to overlap."""
     p = job.plan
     out: Flags = [("--tensor-model-parallel-size", p.tp), ("--pipeline-model-parallel-size", p.pp)]
-    out += pipeline_flags(job)
+    out += pipeline_flags(job) + context_flags(job)
+    if job.cm_model.moe is not None:
+        out += [("--expert-model-parallel-size", p.ep), ("--expert-tensor-parallel-size", p.etp)]
     if p.sequence_parallel:
         out.append(("--sequence-parallel", None))
     if p.tp_comm_overlap:
@@ -87,6 +146,21 @@ def parallel_flags(job: Job) -> Flags:
         out.append(("--overlap-grad-reduce", None))
         if p.zero_stage == 1:
             out.append(("--overlap-param-gather", None))
+    return out
+
+
+def context_flags(job: Job) -> Flags:
+    """--context-parallel-size and --cp-comm-type (spelled as Transformer Engine takes it: p2p,
+    all_gather, a2a, a2a+p2p; Megatron passes the string on unchecked); a2a+p2p needs
+    --hierarchical-context-parallel-sizes, the a2a group first: the CP ranks of one NVLink domain,
+    as the cost model prices it (costmodel/context.py)."""
+    p = job.plan
+    if p.cp == 1:
+        return []
+    out: Flags = [("--context-parallel-size", p.cp), ("--cp-comm-type", p.cp_comm)]
+    if p.cp_comm == "a2a+p2p":
+        inner = ranks_in_domain(p.cp, p.tp, job.nvlink_domain_size)
+        out.append(("--hierarchical-context-parallel-sizes", f"{inner} {p.cp // inner}"))
     return out
 
 
@@ -154,10 +228,10 @@ def bash_array(name: str, flags: Flags) -> str:
 
 
 def env_lines(job: Job) -> str:
-    """arguments.py: tp > 1 (or cp > 1) before Blackwell asserts CUDA_DEVICE_MAX_CONNECTIONS == "1"."""
-    if job.plan.tp == 1:
+    """arguments.py: tp > 1 or cp > 1 before Blackwell asserts CUDA_DEVICE_MAX_CONNECTIONS == "1"."""
+    if job.plan.tp == 1 and job.plan.cp == 1:
         return ""
-    return ("# Megatron-LM asserts this with tensor parallelism (megatron/training/arguments.py).\n"
+    return ("# Megatron-LM asserts this with tensor or context parallelism (megatron/training/arguments.py).\n"
             "export CUDA_DEVICE_MAX_CONNECTIONS=1\n")
 
 

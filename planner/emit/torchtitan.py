@@ -82,6 +82,8 @@ def parallelism(job: Job) -> Kwargs:
                    ("data_parallel_shard_degree", p.dp if p.zero_stage == 3 else 1),
                    ("tensor_parallel_degree", p.tp), ("enable_sequence_parallel", p.sequence_parallel),
                    ("pipeline_parallel_degree", p.pp)]
+    if p.cp > 1:
+        out.append(("context_parallel_degree", p.cp))
     if p.pp > 1:
         out += [("pipeline_parallel_schedule", "Interleaved1F1B" if p.vpp > 1 else "1F1B"),
                 ("pipeline_parallel_microbatch_size", p.micro_batch_size),

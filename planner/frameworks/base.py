@@ -2,7 +2,8 @@
 
 A framework module (megatron.py, deepspeed.py, torchtitan.py) states, each rule cited to the
 framework's source at a named version:
-  * `layout_rules`: rules on the layout (tp, pp, dp, vpp, micro-batch, global batch, layer split);
+  * `layout_rules`: rules on the layout (tp, cp, pp, dp, ep, etp, vpp, micro-batch, global batch,
+    layer split);
   * `knobs(tp_split, pp_split)`: the values it accepts for each knob the search varies (ZeRO stage,
     recompute, sequence parallel, precision, gradient dtype per precision), each with the sentence
     that says why any other value is refused; they depend on the layout only through tp > 1, pp > 1;
@@ -46,6 +47,8 @@ class Knobs:
     tp_comm_overlap: Choice = Choice((False,), "no tensor-parallel communication overlap")
     # ZeRO-3: whether gathered weights are freed after forward (Plan.zero3_reshard).
     zero3_reshard: Choice = Choice((True,), "ZeRO-3 frees each layer's gathered weights after its forward")
+    # How context-parallel ranks exchange keys and values (Plan.cp_comm), when cp > 1.
+    cp_comm: Choice = Choice(("p2p",), "ring exchange of keys and values only")
 
 
 @dataclass(frozen=True)
@@ -83,6 +86,8 @@ def knob_violations(fw: Framework, plan: cm.Plan) -> list[str]:
         checks.append(("ZeRO-3 reshard after forward", plan.zero3_reshard, ks.zero3_reshard))
     if plan.tp_comm_overlap:
         checks.append(("TP communication overlap", plan.tp_comm_overlap, ks.tp_comm_overlap))
+    if plan.cp > 1:
+        checks.append(("context-parallel exchange", plan.cp_comm, ks.cp_comm))
     return [f"{label} {_word(value)}: {choice.why}" for label, value, choice in checks if value not in choice.values]
 
 

@@ -25,6 +25,28 @@ def no_interleaving(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     return None
 
 
+def no_context_parallel(model: cm.Model, plan: cm.Plan) -> Optional[str]:
+    """DeepSpeed's sequence parallelism is Ulysses (deepspeed/sequence/layer.py DistributedAttention,
+    runtime/sequence_parallel/ulysses_sp.py for Hugging Face models): the training script wraps the
+    attention and passes its process groups; `sequence_parallel_size` in ds_config alone only changes
+    the batch arithmetic (deepspeed/__init__.py, runtime/config.py)."""
+    if plan.cp > 1:
+        return ("DeepSpeed's sequence parallelism (Ulysses) is a change to the training script, which ds_config "
+                "cannot make; re-plan with cp 1 or use Megatron-LM")
+    return None
+
+
+def no_experts(model: cm.Model, plan: cm.Plan) -> Optional[str]:
+    """Experts in DeepSpeed are model code (deepspeed/moe/layer.py MoE(ep_size=...) with 'moe' parameter
+    groups) or AutoEP's swap of a Hugging Face model's MoE blocks (module_inject/auto_ep_*.py, ds_config
+    "expert_parallel"); planner's DeepSpeed launch trains its model through Megatron-DeepSpeed-style
+    scripts, which carry neither."""
+    if model.moe is not None:
+        return ("planner's DeepSpeed launch files do not carry mixture-of-experts layers (deepspeed.moe model code, "
+                "or AutoEP on a Hugging Face model); use Megatron-LM for MoE models")
+    return None
+
+
 def zero3_reduce_scatter(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     """runtime/zero/stage3.py (__reduce_and_partition_ipg_grads): both bucket paths scatter the
     averaged gradients into partitions; the `reduce_scatter: false` all-reduce exists only in
@@ -77,7 +99,7 @@ def offload_violations(zero_stage: int, offload_optimizer: str, offload_param: s
 
 FRAMEWORK = Framework(
     name="deepspeed", title="DeepSpeed", source="deepspeedai/DeepSpeed edaa7221 (2026-08-22), PyPI 0.19.8",
-    layout_rules=(no_interleaving,),
+    layout_rules=(no_interleaving, no_context_parallel, no_experts),
     knobs=knobs,
     plan_rules=(zero3_reduce_scatter,),
 )

@@ -126,6 +126,41 @@ def distributed_optimizer_reduce(model: cm.Model, plan: cm.Plan) -> Optional[str
     return None
 
 
+def moe_sequence_parallel(model: cm.Model, plan: cm.Plan) -> Optional[str]:
+    """core/transformer/moe/moe_layer.py (ValueError at the first forward): an MoE layer with an
+    attention TP group > 1 needs --sequence-parallel (model_parallel_config.py only warns)."""
+    if model.moe is not None and plan.tp > 1 and not plan.sequence_parallel:
+        return "Megatron-LM's MoE layers with tp > 1 need --sequence-parallel (core/transformer/moe/moe_layer.py)"
+    return None
+
+
+def moe_expert_bias(model: cm.Model, plan: cm.Plan) -> Optional[str]:
+    """transformer_config.py: "Bias in Moe is only supported when ETP==1"."""
+    if model.moe is not None and plan.etp > 1 and model.linear_bias:
+        return "Megatron-LM supports MoE biases only with expert tensor parallel 1 (transformer_config.py)"
+    return None
+
+
+def mtp_position(model: cm.Model, plan: cm.Plan) -> Optional[str]:
+    """arguments.py: --mtp-num-layers needs --position-embedding-type rope or none."""
+    if model.mtp_layers and model.position_embedding not in ("rope", "none"):
+        return "Megatron-LM's multi-token prediction needs RoPE or no position embedding (arguments.py)"
+    return None
+
+
+def local_attention(model: cm.Model, plan: cm.Plan) -> Optional[str]:
+    """TransformerConfig.window_size is a sliding window (Transformer Engine); there is no chunked
+    local attention. Transformer Engine (context_parallel.py, v2.18) runs a sliding window under
+    context parallelism only with the all_gather or a2a exchange."""
+    windowed = model.attention_window and model.attention_window < model.seq_length
+    if windowed and model.window_kind == "chunked":
+        return "Megatron-LM has no chunked local attention (only sliding windows, --window-size)"
+    if windowed and plan.cp > 1 and plan.cp_comm not in ("all_gather", "a2a"):
+        return (f"Transformer Engine runs sliding-window attention under context parallelism only with cp_comm "
+                f"all_gather or a2a (got {plan.cp_comm})")
+    return None
+
+
 def grad_dtypes(precision: str) -> Choice:
     """arguments.py / distributed_data_parallel.py (LC §2.2 rule 9): gradients reduce in fp32, or in
     the 16-bit parameter dtype (--grad-reduce-in-bf16 for bf16 and fp8, whose parameters are bf16;
@@ -150,6 +185,9 @@ def knobs(tp_split: bool, pp_split: bool) -> Knobs:
         tp_comm_overlap=Choice((False, True) if tp_split else (False,),
                                "Megatron-LM overlaps TP communication with --tp-comm-overlap (Transformer Engine "
                                "userbuffers), with tensor and sequence parallelism (arguments.py)"),
+        cp_comm=Choice(("p2p", "all_gather", "a2a", "a2a+p2p"),
+                       "--cp-comm-type is one of p2p, all_gather, a2a, a2a+p2p (Transformer Engine's "
+                       "attn_forward_func_with_cp)"),
     )
 
 
@@ -157,5 +195,6 @@ FRAMEWORK = Framework(
     name="megatron", title="Megatron-LM", source="NVIDIA/Megatron-LM d98e8a64 (2026-08-22)",
     layout_rules=(layer_split, interleaving, query_groups, position_embedding, activation),
     knobs=knobs,
-    plan_rules=(distributed_optimizer_reduce, fp8_recipe, cpu_offloading, lowp_param_gather),
+    plan_rules=(distributed_optimizer_reduce, fp8_recipe, cpu_offloading, lowp_param_gather, moe_sequence_parallel,
+                moe_expert_bias, mtp_position, local_attention),
 )

@@ -39,10 +39,28 @@ def interleaving(model: cm.Model, plan: cm.Plan) -> Optional[str]:
 
 
 def sequence_split(model: cm.Model, plan: cm.Plan) -> Optional[str]:
-    """llama3/infra/parallelize.py (LC §3.2): seq_len % (tp * 2 * cp) == 0; cp = 1 here. (0.3.0's
-    trainer.py asks only seq_len % tp with sequence parallelism; this older rule is the stricter.)"""
-    if model.seq_length % (2 * plan.tp):
-        return f"torchtitan: seq_len {model.seq_length} not divisible by 2*tp = {2 * plan.tp}"
+    """llama3/infra/parallelize.py (LC §3.2): seq_len % (tp * 2 * cp) == 0. (0.3.0's trainer.py asks
+    seq_len % (tp with sequence parallelism x 2cp with cp > 1); this older rule is the stricter.)"""
+    if model.seq_length % (2 * plan.tp * plan.cp):
+        return f"torchtitan: seq_len {model.seq_length} not divisible by 2*tp*cp = {2 * plan.tp * plan.cp}"
+    return None
+
+
+def context_parallel_fsdp(model: cm.Model, plan: cm.Plan) -> Optional[str]:
+    """distributed/parallel_dims.py (0.3.0): the CP ranks fold into FSDP's shard axis (dp_shard x cp),
+    and FSDP is applied even at dp_shard 1 when cp > 1, so weights are sharded as under ZeRO-3."""
+    if plan.cp > 1 and plan.zero_stage != 3:
+        return "torchtitan shards weights over dp_shard x cp with FSDP2 whenever cp > 1: the plan needs ZeRO-3"
+    return None
+
+
+def no_experts(model: cm.Model, plan: cm.Plan) -> Optional[str]:
+    """torchtitan 0.3.0 runs MoE models of its own (models/deepseek_v3, qwen3, gpt_oss, kimi_k2_7;
+    parallelism.expert_parallel_degree, no expert tensor parallel), but planner's torchtitan launch
+    files build the llama3 model only (planner/emit/torchtitan.py)."""
+    if model.moe is not None:
+        return ("planner's torchtitan launch files cover its llama3 model only, not torchtitan's MoE models; "
+                "use Megatron-LM for MoE models")
     return None
 
 
@@ -109,6 +127,8 @@ def knobs(tp_split: bool, pp_split: bool) -> Knobs:
                                             "distributed/fsdp.py get_fsdp_reshard_after_forward_policy)"),
         weight_casts=Choice(("use",), "torchtitan's Float8 linears (torchao) cast each weight at every use with "
                                       "dynamic rowwise scales; nothing is cached"),
+        cp_comm=Choice(("all_gather",), "torchtitan 0.3.0's context parallelism all-gathers keys and values "
+                                        "(FlexAttention; context_parallel_rotate_method was removed in 8e555444)"),
     )
 
 
@@ -220,7 +240,8 @@ def cuda_graphs_off(plan: cm.Plan) -> bool:
 FRAMEWORK = Framework(
     name="torchtitan", title="torchtitan",
     source="torchtitan 0.3.0 (PyPI; pytorch/torchtitan release/0.3 @ 4f9e9a47, 2026-08-21)",
-    layout_rules=(interleaving, sequence_split),
+    layout_rules=(interleaving, sequence_split, no_experts),
     knobs=knobs,
-    plan_rules=(fsdp_reduce_scatter, fsdp_gather_unit, fsdp_overlap, fused_attention, float8_recipe),
+    plan_rules=(fsdp_reduce_scatter, fsdp_gather_unit, fsdp_overlap, fused_attention, float8_recipe,
+                context_parallel_fsdp),
 )

@@ -14,7 +14,14 @@ def add_plan_flags(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("plan")
     g.add_argument("--tp", type=degree_arg, default=1, help="tensor-parallel degree (default 1)")
     g.add_argument("--pp", type=degree_arg, default=1, help="pipeline-parallel degree (default 1)")
-    g.add_argument("--dp", type=degree_arg, help="data-parallel degree (default GPUs / (tp*pp))")
+    g.add_argument("--dp", type=degree_arg, help="data-parallel degree (default GPUs / (tp*cp*pp))")
+    g.add_argument("--cp", type=degree_arg, default=1, help="context-parallel degree: each sequence split over cp "
+                                                          "GPUs (default 1)")
+    g.add_argument("--cp-comm", default="p2p", choices=["p2p", "all_gather", "a2a", "a2a+p2p"],
+                   help="how context-parallel ranks exchange keys and values: ring (p2p, default), all-gather, "
+                        "Ulysses all-to-all (a2a), or a2a inside a node and ring across")
+    g.add_argument("--ep", type=degree_arg, default=1, help="expert-parallel degree for MoE models (default 1)")
+    g.add_argument("--etp", type=degree_arg, default=1, help="expert tensor-parallel degree for MoE models (default 1)")
     g.add_argument("--vpp", type=bounded_int(L.MAX_LAYERS), default=1, help="virtual pipeline stages per GPU, interleaving (default 1)")
     g.add_argument("--mbs", type=batch_arg, default=1, help="micro-batch size in sequences (default 1)")
     g.add_argument("--gbs", type=batch_arg, help="global batch in sequences (default: the model's, else mbs*dp*gas)")
@@ -77,6 +84,7 @@ def plan_spec_from_args(args: argparse.Namespace):
         "grad_reduce": args.grad_reduce, "fp8_recipe": args.fp8_recipe, "weight_casts": args.weight_casts,
         "zero3_reshard": not args.no_zero3_reshard, "tp_comm_overlap": args.tp_comm_overlap,
         "offload_layers": args.offload_layers, "lowp_param_gather": args.lowp_param_gather,
+        "cp": args.cp, "cp_comm": args.cp_comm, "ep": args.ep, "etp": args.etp,
     }
     if args.bf16_layers:
         start, _, end = args.bf16_layers.partition(",")

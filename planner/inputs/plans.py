@@ -10,9 +10,11 @@ from planner.inputs.specs import ModelSpec, PlanSpec
 def resolve_dp(spec: PlanSpec, num_gpus: int) -> int:
     if spec.dp is not None:
         return spec.dp
-    if num_gpus % (spec.tp * spec.pp):
-        raise PlannerError(f"tp*pp = {spec.tp}*{spec.pp} = {spec.tp * spec.pp} does not divide the GPU count {num_gpus}")
-    return num_gpus // (spec.tp * spec.pp)
+    split = spec.tp * spec.cp * spec.pp
+    if num_gpus % split:
+        what = f"tp*cp*pp = {spec.tp}*{spec.cp}*{spec.pp}" if spec.cp > 1 else f"tp*pp = {spec.tp}*{spec.pp}"
+        raise PlannerError(f"{what} = {split} does not divide the GPU count {num_gpus}")
+    return num_gpus // split
 
 
 def resolve_global_batch(spec: PlanSpec, model: ModelSpec, dp: int) -> int:
@@ -47,6 +49,7 @@ def build_plan(spec: PlanSpec, model: ModelSpec, num_gpus: int) -> cm.Plan:
         fp8_recipe=spec.fp8_recipe, bf16_layers_start=spec.bf16_layers_start, bf16_layers_end=spec.bf16_layers_end,
         weight_casts=spec.weight_casts, zero3_reshard=spec.zero3_reshard, tp_comm_overlap=spec.tp_comm_overlap,
         offload_layers=spec.offload_layers, lowp_param_gather=spec.lowp_param_gather,
+        cp=spec.cp, cp_comm=spec.cp_comm, ep=spec.ep, etp=spec.etp,
     )
 
 
@@ -60,7 +63,8 @@ def check_legal(model: cm.Model, cluster: cm.Cluster, plan: cm.Plan) -> None:
 def plan_to_dict(plan: cm.Plan) -> dict:
     """The `plan` object of the JSON output (stable keys; PlanSpec reads it back)."""
     return {
-        "tp": plan.tp, "pp": plan.pp, "dp": plan.dp, "vpp": plan.vpp,
+        "tp": plan.tp, "pp": plan.pp, "dp": plan.dp, "cp": plan.cp, "cp_comm": plan.cp_comm, "ep": plan.ep,
+        "etp": plan.etp, "vpp": plan.vpp,
         "zero_stage": plan.zero_stage, "micro_batch_size": plan.micro_batch_size,
         "global_batch_size": plan.global_batch_size, "grad_accum_steps": plan.grad_accum_steps,
         "recompute": plan.recompute, "sequence_parallel": plan.sequence_parallel,

@@ -22,6 +22,44 @@ class Spec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class MoeSpec(Spec):
+    """A routed mixture-of-experts MLP (costmodel/types.py Moe); expert MLPs use the model's `mlp`."""
+
+    num_experts: count(L.MAX_EXPERTS)
+    experts_per_token: count(L.MAX_EXPERTS)  # top-k
+    ffn_hidden_size: count(4 * L.MAX_HIDDEN)  # one routed expert's intermediate width
+    shared_ffn_hidden_size: count(16 * L.MAX_HIDDEN, lower=0) = 0  # all shared experts together
+    first_dense_layers: count(L.MAX_LAYERS, lower=0) = 0
+    layer_freq: count(L.MAX_LAYERS) = 1
+    capacity_factor: Optional[quantity(L.MAX_CAPACITY_FACTOR)] = None  # absent: dropless
+
+    @model_validator(mode="after")
+    def _routing(self) -> "MoeSpec":
+        if self.num_experts < 2:
+            raise ValueError(f"num_experts must be >= 2 for a mixture of experts (got {self.num_experts})")
+        if self.experts_per_token > self.num_experts:
+            raise ValueError(f"experts_per_token ({self.experts_per_token}) exceeds num_experts ({self.num_experts})")
+        return self
+
+    def to_moe(self) -> cm.Moe:
+        return cm.Moe(self.num_experts, self.experts_per_token, self.ffn_hidden_size, self.shared_ffn_hidden_size,
+                      self.first_dense_layers, self.layer_freq, self.capacity_factor or 0.0)
+
+
+class MlaSpec(Spec):
+    """Multi-head latent attention (costmodel/types.py Mla)."""
+
+    q_lora_rank: count(L.MAX_HIDDEN, lower=0) = 0  # 0: queries projected straight from the hidden state
+    kv_lora_rank: count(L.MAX_HIDDEN)
+    qk_nope_head_dim: count(L.MAX_HIDDEN)
+    qk_rope_head_dim: count(L.MAX_HIDDEN)
+    v_head_dim: count(L.MAX_HIDDEN)
+
+    def to_mla(self) -> cm.Mla:
+        return cm.Mla(self.q_lora_rank, self.kv_lora_rank, self.qk_nope_head_dim, self.qk_rope_head_dim,
+                      self.v_head_dim)
+
+
 class ModelSpec(Spec):
     name: Name
     num_layers: count(L.MAX_LAYERS)
@@ -40,6 +78,13 @@ class ModelSpec(Spec):
     rotary_percent: quantity(1.0) = 1.0  # share of each head's dimensions RoPE rotates (Nemotron-4: 0.5)
     linear_bias: Flag = True
     qkv_bias: Flag = False
+    head_dim: Optional[count(L.MAX_HIDDEN)] = None  # absent: hidden_size / num_attention_heads
+    moe: Optional[MoeSpec] = None
+    mla: Optional[MlaSpec] = None
+    mtp_layers: count(L.MAX_MTP_LAYERS, lower=0) = 0  # multi-token prediction modules (DeepSeek-V3)
+    attention_window: Optional[count(L.MAX_SEQ_LENGTH)] = None  # local attention span; absent: full
+    global_attention_every: count(L.MAX_LAYERS, lower=0) = 0  # every n-th layer global; 0: all local
+    window_kind: Literal["sliding", "chunked"] = "sliding"
     global_batch_size: Optional[count(L.MAX_BATCH)] = None
     training_tokens: Optional[quantity(L.MAX_TOKENS, L.MIN_TOKENS)] = None
     source: Optional[Text] = None
@@ -47,9 +92,18 @@ class ModelSpec(Spec):
 
     @model_validator(mode="after")
     def _shapes(self) -> "ModelSpec":
-        if self.hidden_size % self.num_attention_heads:
+        if self.hidden_size % self.num_attention_heads and not self.head_dim and not self.mla:
             raise ValueError(f"hidden_size ({self.hidden_size}) must be divisible by num_attention_heads "
-                             f"({self.num_attention_heads})")
+                             f"({self.num_attention_heads}), or head_dim given")
+        if self.moe and self.moe.first_dense_layers >= self.num_layers:
+            raise ValueError(f"moe.first_dense_layers ({self.moe.first_dense_layers}) leaves no MoE layer of "
+                             f"{self.num_layers}")
+        if self.moe and self.moe.layer_freq > self.num_layers:
+            raise ValueError(f"moe.layer_freq ({self.moe.layer_freq}) exceeds num_layers ({self.num_layers})")
+        if self.global_attention_every and not self.attention_window:
+            raise ValueError("global_attention_every needs attention_window")
+        if self.window_kind != "sliding" and not self.attention_window:
+            raise ValueError("window_kind needs attention_window")
         kv = self.num_kv_heads or self.num_attention_heads
         if (self.rope_theta is not None or self.rotary_percent != 1.0) and self.position_embedding != "rope":
             raise ValueError("rope_theta and rotary_percent need position_embedding: rope")
@@ -67,7 +121,10 @@ class ModelSpec(Spec):
             tie_embeddings=self.tie_embeddings, dropout=self.dropout, normalization=self.normalization,
             position_embedding=self.position_embedding, rope_theta=self.rope_theta or 0.0,
             rotary_percent=self.rotary_percent,
-            linear_bias=self.linear_bias, qkv_bias=self.qkv_bias,
+            linear_bias=self.linear_bias, qkv_bias=self.qkv_bias, attention_head_dim=self.head_dim or 0,
+            moe=self.moe.to_moe() if self.moe else None, mla=self.mla.to_mla() if self.mla else None,
+            mtp_layers=self.mtp_layers, attention_window=self.attention_window or 0,
+            global_attention_every=self.global_attention_every, window_kind=self.window_kind,
         )
 
 
@@ -213,6 +270,10 @@ class PlanSpec(Spec):
     tp: count(L.MAX_DEGREE) = 1
     pp: count(L.MAX_DEGREE) = 1
     dp: Optional[count(L.MAX_DEGREE)] = None
+    cp: count(L.MAX_DEGREE) = 1
+    cp_comm: Literal["p2p", "all_gather", "a2a", "a2a+p2p"] = "p2p"
+    ep: count(L.MAX_DEGREE) = 1
+    etp: count(L.MAX_DEGREE) = 1
     vpp: count(L.MAX_LAYERS) = 1
     micro_batch_size: count(L.MAX_BATCH) = 1
     global_batch_size: Optional[count(L.MAX_BATCH)] = None

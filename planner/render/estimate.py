@@ -11,6 +11,8 @@ TIME_LABELS = {
     "compute": "compute (fwd+bwd)",
     "recompute": "activation recompute",
     "tp_comm": "TP communication",
+    "cp_comm": "CP K/V exchange (exposed)",
+    "ep_comm": "EP dispatch/combine",
     "pp_comm": "PP point-to-point",
     "offload": "activation offload (exposed)",
     "pp_bubble": "pipeline bubble",

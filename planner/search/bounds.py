@@ -33,7 +33,7 @@ def lower_bound(tables: LayoutTables, knobs: tuple[Knobs, ...]) -> float:
     sps = {k.sp for k in knobs}
     rc_options = {"none"} if "none" in rcs else rcs
     sp_options = {True} if True in sps else sps
-    keys = {(k.recompute, k.sp, k.precision, k.casts, k.tpo) for k in knobs
+    keys = {(k.recompute, k.sp, k.precision, k.casts, k.tpo, k.cpc) for k in knobs
             if k.recompute in rc_options and k.sp in sp_options}
     flush = min(tables.pipe(*key).flush_seconds for key in keys)
     return flush + tables.ctx.eff.step_overhead_seconds
@@ -54,7 +54,7 @@ def fitting_tables(space: Space, ctx: TableContext, capacity_bytes: float) -> di
     micro-batch size, it is not tried at the larger ones."""
     families: dict[tuple, list] = {}
     for lay in space.knobs:
-        families.setdefault((lay.tp, lay.pp, lay.dp, lay.vpp), []).append(lay)
+        families.setdefault((lay.tp, lay.cp, lay.ep, lay.etp, lay.pp, lay.dp, lay.vpp), []).append(lay)
     out = {}
     for lays in families.values():
         failed: set = set()  # knob combinations that did not fit at a smaller micro-batch

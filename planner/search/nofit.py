@@ -22,7 +22,9 @@ MAX_GPU_DOUBLINGS = 12
 
 def label(lay: Layout, k: Knobs) -> str:
     vpp = f", vpp {lay.vpp}" if lay.vpp > 1 else ""
-    return (f"tp {lay.tp}, pp {lay.pp}, dp {lay.dp}{vpp}, mbs {lay.mbs}, ZeRO {k.zero}, "
+    cp = f", cp {lay.cp}" if lay.cp > 1 else ""
+    ep = f", ep {lay.ep}" + (f", etp {lay.etp}" if lay.etp > 1 else "") if lay.ep > 1 or lay.etp > 1 else ""
+    return (f"tp {lay.tp}{cp}, pp {lay.pp}, dp {lay.dp}{ep}{vpp}, mbs {lay.mbs}, ZeRO {k.zero}, "
             f"recompute {k.recompute}{', SP' if k.sp else ''}")
 
 
@@ -53,7 +55,7 @@ def smallest_plan(space: Space, ctx: TableContext, stop_below: float = 0.0) -> t
     memory never falls as the micro-batch grows (bounds.fitting_tables)."""
     families: dict[tuple, list] = {}
     for lay in space.knobs:
-        families.setdefault((lay.tp, lay.pp, lay.dp, lay.vpp), []).append(lay)
+        families.setdefault((lay.tp, lay.cp, lay.ep, lay.etp, lay.pp, lay.dp, lay.vpp), []).append(lay)
     best = None
     for lays in families.values():
         seen: set = set()

@@ -1,11 +1,15 @@
-"""The search space: every legal layout (tp, pp, dp, vpp, micro-batch) and, per layout, every knob
-combination (ZeRO stage, recompute, sequence parallel, precision, gradient dtype) some framework runs.
+"""The search space: every legal layout (tp, cp, pp, dp, ep, etp, vpp, micro-batch) and, per layout,
+every knob combination (ZeRO stage, recompute, sequence parallel, precision, gradient dtype, ...) some
+framework runs.
 
-Legal = the cost model's structural rules (costmodel/rules.plan_violations), TP inside one NVLink
-domain (costmodel/topology.tp_crosses_network), the framework modules (planner/frameworks: layout rules, knob values, plan rules) and the user's
---fix values. dp follows from tp*pp*dp = GPUs; the global batch is fixed, so the micro-batch size
-also fixes gradient accumulation (gas = gbs / (mbs*dp)). Layer splits are the cost model's default
-(pipeline.default_chunk_layers: first/last chunk lighter when the layers do not divide).
+Legal = the cost model's structural rules (costmodel/rules.plan_violations), TP and expert TP inside
+one NVLink domain (costmodel/topology), the framework modules (planner/frameworks: layout rules, knob
+values, plan rules) and the user's --fix values. dp follows from tp*cp*pp*dp = GPUs; the global batch
+is fixed, so the micro-batch size also fixes gradient accumulation (gas = gbs / (mbs*dp)). Layer
+splits are the cost model's default (pipeline.default_chunk_layers: first/last chunk lighter when
+the layers do not divide). Context parallelism is searched down to MIN_CP_TOKENS tokens per rank;
+expert parallelism over the divisors of the expert count that the stage's ranks hold, with etp 1 or
+tp (Megatron-core's folding allows others; --fix etp=N asks for one).
 """
 from __future__ import annotations
 
@@ -18,11 +22,14 @@ from costmodel import types as cm
 from costmodel.lowp import LOW_PRECISIONS
 from costmodel.rules import hardware_violations as rules_hardware
 from costmodel.rules import plan_violations
-from costmodel.topology import domain_size, tp_crosses_network
+from costmodel.topology import domain_size, ranks_per_domain, tp_crosses_network
 from planner.frameworks import NAMES, REGISTRY, base
 
 ZERO_STAGES = (0, 1, 2, 3)
 MAX_SEARCH_VPP = 16
+# Below about 1k tokens per rank ring attention's blocks are too short to hide their K/V transfer and
+# FlashAttention runs far from its peak (Megatron-Bridge recipes keep s/cp >= 2k); --fix cp=N goes lower.
+MIN_CP_TOKENS = 1024
 
 
 @dataclass(frozen=True, order=True)
@@ -32,11 +39,14 @@ class Layout:
     dp: int
     vpp: int
     mbs: int
+    cp: int = 1
+    ep: int = 1
+    etp: int = 1
 
     @property
-    def group(self) -> tuple[int, int, int]:
-        """What makes two plans 'distinct layouts' in the top K: (tp, pp, dp)."""
-        return (self.tp, self.pp, self.dp)
+    def group(self) -> tuple[int, ...]:
+        """What makes two plans 'distinct layouts' in the top K: (tp, cp, pp, dp, ep, etp)."""
+        return (self.tp, self.cp, self.pp, self.dp, self.ep, self.etp)
 
 
 @dataclass(frozen=True, order=True)
@@ -51,6 +61,7 @@ class Knobs:
     casts: str = "step"
     reshard: bool = True  # ZeRO-3 weights freed after forward (Plan.zero3_reshard)
     tpo: bool = False  # TP collectives overlapped with the GEMMs beside them (Plan.tp_comm_overlap)
+    cpc: str = "p2p"  # how CP ranks exchange K/V (Plan.cp_comm; only p2p when cp = 1)
 
 
 @dataclass(frozen=True)
@@ -102,7 +113,8 @@ def divisors(n: int) -> list[int]:
 def plan_for(spec: SearchSpec, lay: Layout, knobs: Knobs | None = None) -> cm.Plan:
     """The cost-model plan of a layout and knob combination (default knobs: ZeRO 0, no recompute)."""
     k = knobs or Knobs(0, "none", False, spec.precisions[0], "")
-    return cm.Plan(tp=lay.tp, pp=lay.pp, dp=lay.dp, vpp=lay.vpp, micro_batch_size=lay.mbs,
+    return cm.Plan(tp=lay.tp, pp=lay.pp, dp=lay.dp, vpp=lay.vpp, micro_batch_size=lay.mbs, cp=lay.cp, ep=lay.ep,
+                   etp=lay.etp, cp_comm=k.cpc,
                    global_batch_size=spec.global_batch_size, zero_stage=k.zero, recompute=k.recompute,
                    sequence_parallel=k.sp, precision=k.precision, grad_dtype=k.grad, weight_casts=k.casts,
                    fp8_recipe="rowwise" if k.casts == "use" else "delayed", zero3_reshard=k.reshard,
@@ -115,15 +127,41 @@ def _fixed_ok(spec: SearchSpec, obj: object) -> bool:
     return all(getattr(obj, name) == value for name, value in spec.fixed.items() if hasattr(obj, name))
 
 
-def split_violations(spec: SearchSpec, tp: int, pp: int) -> list[str]:
-    """Why the (tp, pp) split cannot run at all (checked on vpp 1, micro-batch 1), empty if it can."""
+def split_violations(spec: SearchSpec, tp: int, pp: int, cp: int = 1, ep: int = 1, etp: int = 1) -> list[str]:
+    """Why the (tp, cp, pp, ep, etp) split cannot run at all (checked on vpp 1, micro-batch 1), empty if it can."""
     n = spec.cluster.num_gpus
-    lay = Layout(tp, pp, n // (tp * pp), 1, 1)
+    lay = Layout(tp, pp, n // (tp * cp * pp), 1, 1, cp, ep, etp)
     plan = plan_for(spec, lay)
     broken = plan_violations(spec.model, spec.cluster, plan)
     if tp_crosses_network(plan, spec.cluster):
         broken.append(f"tp ({tp}) must stay inside one NVLink domain ({domain_size(spec.cluster)} GPUs)")
+    if etp > 1 and ranks_per_domain(etp, 1, spec.cluster) < etp:
+        broken.append(f"etp ({etp}) must stay inside one NVLink domain ({domain_size(spec.cluster)} GPUs)")
     return broken
+
+
+def cp_choices(spec: SearchSpec, ranks: int) -> list[int]:
+    """Context-parallel sizes for `ranks` GPUs per tensor-parallel group: 1, and divisors of `ranks`
+    that split each sequence into 2 x cp equal chunks of at least MIN_CP_TOKENS / 2 tokens; or the
+    --fix value."""
+    fixed = spec.fixed.get("cp")
+    if isinstance(fixed, int):
+        return [fixed] if ranks % fixed == 0 else []
+    s = spec.model.seq_length
+    return [c for c in divisors(ranks) if c == 1 or (s % (2 * c) == 0 and s // c >= MIN_CP_TOKENS)]
+
+
+def expert_choices(spec: SearchSpec, tp: int, cp: int, dp: int) -> list[tuple[int, int]]:
+    """(ep, etp) for a stage of tp x cp x dp ranks: (1, 1) for a dense model; for an MoE model every
+    ep dividing the expert count with ep x etp dividing the stage's ranks, etp 1 or tp; or the --fix
+    values."""
+    moe = spec.model.moe
+    if moe is None:
+        return [(1, 1)]
+    ranks = tp * cp * dp
+    etps = sorted({1, tp})
+    out = [(e, t) for t in etps for e in divisors(moe.num_experts) if ranks % (e * t) == 0]
+    return [(e, t) for e, t in out if spec.fixed.get("ep", e) == e and spec.fixed.get("etp", t) == t]
 
 
 def vpp_choices(spec: SearchSpec, pp: int) -> list[int]:
@@ -139,12 +177,12 @@ def vpp_choices(spec: SearchSpec, pp: int) -> list[int]:
     return list(range(1, min(most, MAX_SEARCH_VPP) + 1))
 
 
-def candidate_layouts(spec: SearchSpec, tp: int, pp: int) -> Iterator[Layout]:
-    """Every (vpp, micro-batch) for a legal (tp, pp) split, before framework rules."""
-    dp = spec.cluster.num_gpus // (tp * pp)
+def candidate_layouts(spec: SearchSpec, tp: int, pp: int, cp: int = 1, ep: int = 1, etp: int = 1) -> Iterator[Layout]:
+    """Every (vpp, micro-batch) for a legal (tp, cp, pp, ep, etp) split, before framework rules."""
+    dp = spec.cluster.num_gpus // (tp * cp * pp)
     for vpp in vpp_choices(spec, pp):
         for mbs in divisors(spec.global_batch_size // dp):
-            yield Layout(tp, pp, dp, vpp, mbs)
+            yield Layout(tp, pp, dp, vpp, mbs, cp, ep, etp)
 
 
 def layout_frameworks(spec: SearchSpec, lay: Layout) -> tuple[str, ...]:
@@ -159,12 +197,12 @@ def gpu_runs(spec: SearchSpec, precision: str) -> bool:
     return not rules_hardware(spec.cluster, probe)
 
 
-def knob_combinations(spec: SearchSpec, fws: tuple[str, ...], tp: int, pp: int) -> tuple[Knobs, ...]:
+def knob_combinations(spec: SearchSpec, fws: tuple[str, ...], tp: int, pp: int, cp: int = 1) -> tuple[Knobs, ...]:
     """Union over `fws` of the knob combinations each runs (its knob values and plan rules), within
-    the user's options and fixes. Knob values and plan rules read the layout only through tp > 1
-    and pp > 1 (planner/frameworks/base.py), so one probe plan of this (tp, pp) stands for all."""
+    the user's options and fixes. Knob values and plan rules read the layout only through tp > 1,
+    pp > 1 and cp > 1 (planner/frameworks/base.py), so one probe plan of this (tp, pp, cp) stands for all."""
     out: set[Knobs] = set()
-    probe = plan_for(spec, Layout(tp, pp, spec.cluster.num_gpus // (tp * pp), 1, 1))
+    probe = plan_for(spec, Layout(tp, pp, spec.cluster.num_gpus // (tp * cp * pp), 1, 1, cp))
     for name in fws:
         fw = REGISTRY[name]
         ks = fw.knobs(tp > 1, pp > 1)
@@ -175,45 +213,57 @@ def knob_combinations(spec: SearchSpec, fws: tuple[str, ...], tp: int, pp: int) 
             casts = ks.weight_casts.values if prec in LOW_PRECISIONS else ("step",)
             reshards = ks.zero3_reshard.values if zero == 3 else (True,)
             overlaps = ks.tp_comm_overlap.values if sp else (False,)  # TP overlap splits the SP collectives
-            for grad, cast, reshard, tpo in product(spec.grad_dtypes, casts, reshards, overlaps):
-                k = Knobs(zero, rc, sp, prec, grad, cast, reshard, tpo)  # grad "" = the precision's own dtype
+            cpcs = ks.cp_comm.values if cp > 1 else ("p2p",)
+            for grad, cast, reshard, tpo, cpc in product(spec.grad_dtypes, casts, reshards, overlaps, cpcs):
+                k = Knobs(zero, rc, sp, prec, grad, cast, reshard, tpo, cpc)  # grad "" = the precision's own dtype
                 plan = replace(probe, zero_stage=zero, recompute=rc, sequence_parallel=sp, precision=prec,
-                               grad_dtype=grad, weight_casts=cast, zero3_reshard=reshard, tp_comm_overlap=tpo)
-                if plan.grad_comm_dtype in ks.grad_dtype(prec).values and not base.plan_violations(fw, spec.model, plan):
+                               grad_dtype=grad, weight_casts=cast, zero3_reshard=reshard, tp_comm_overlap=tpo,
+                               cp_comm=cpc)
+                runs = plan.grad_comm_dtype in ks.grad_dtype(prec).values
+                if runs and not base.plan_violations(fw, spec.model, plan):
                     out.add(k)
     return tuple(sorted(k for k in out if _fixed_ok(spec, k)))
 
 
-def _split_fixed_ok(spec: SearchSpec, tp: int, pp: int) -> bool:
-    dp = spec.cluster.num_gpus // (tp * pp)
-    return all(spec.fixed.get(name, value) == value for name, value in (("tp", tp), ("pp", pp), ("dp", dp)))
+def _split_fixed_ok(spec: SearchSpec, tp: int, cp: int, pp: int) -> bool:
+    dp = spec.cluster.num_gpus // (tp * cp * pp)
+    return all(spec.fixed.get(name, value) == value for name, value in (("tp", tp), ("cp", cp), ("pp", pp), ("dp", dp)))
+
+
+def splits(spec: SearchSpec) -> Iterator[tuple[int, int, int, int, int]]:
+    """Every (tp, cp, pp, ep, etp) whose degrees fit the GPU count and the user's fixes."""
+    n = spec.cluster.num_gpus
+    for tp in divisors(n):
+        for cp in cp_choices(spec, n // tp):
+            for pp in divisors(n // (tp * cp)):
+                if not _split_fixed_ok(spec, tp, cp, pp):
+                    continue
+                for ep, etp in expert_choices(spec, tp, cp, n // (tp * cp * pp)):
+                    yield tp, cp, pp, ep, etp
 
 
 def build_space(spec: SearchSpec) -> Space:
-    """All legal layouts with their knob combinations; `rejected` counts why (tp, pp) splits fell out."""
-    n = spec.cluster.num_gpus
+    """All legal layouts with their knob combinations; `rejected` counts why splits fell out."""
     knobs: dict[Layout, tuple[Knobs, ...]] = {}
     rejected: Counter = Counter()
     combos: dict[tuple, tuple[Knobs, ...]] = {}
-    for tp in divisors(n):
-        for pp in divisors(n // tp):
-            if not _split_fixed_ok(spec, tp, pp):
+    for tp, cp, pp, ep, etp in splits(spec):
+        broken = split_violations(spec, tp, pp, cp, ep, etp)
+        if broken:
+            rejected[broken[0]] += 1
+            continue
+        before = len(knobs)
+        for lay in candidate_layouts(spec, tp, pp, cp, ep, etp):
+            if not _fixed_ok(spec, lay):
                 continue
-            broken = split_violations(spec, tp, pp)
-            if broken:
-                rejected[broken[0]] += 1
-                continue
-            before = len(knobs)
-            for lay in candidate_layouts(spec, tp, pp):
-                if not _fixed_ok(spec, lay):
-                    continue
-                fws = layout_frameworks(spec, lay)
-                key = (fws, tp > 1, pp > 1)
-                if key not in combos:
-                    combos[key] = knob_combinations(spec, fws, tp, pp)
-                if combos[key]:
-                    knobs[lay] = combos[key]
-            if len(knobs) == before:
-                rejected[f"no selected framework ({', '.join(spec.frameworks)}) runs tp {tp} x pp {pp} "
-                         "with the allowed knobs"] += 1
+            fws = layout_frameworks(spec, lay)
+            key = (fws, tp > 1, pp > 1, cp > 1)
+            if key not in combos:
+                combos[key] = knob_combinations(spec, fws, tp, pp, cp)
+            if combos[key]:
+                knobs[lay] = combos[key]
+        if len(knobs) == before:
+            split = f"tp {tp}" + (f" x cp {cp}" if cp > 1 else "") + f" x pp {pp}"
+            split += f" with ep {ep}" + (f", etp {etp}" if etp > 1 else "") if ep * etp > 1 else ""
+            rejected[f"no selected framework ({', '.join(spec.frameworks)}) runs {split} with the allowed knobs"] += 1
     return Space(spec, knobs, rejected)

@@ -14,12 +14,13 @@ For one layout, each term is evaluated over the knobs it depends on (step.py's o
 and composed as step.estimate composes them (step = flush + exposed + optimizer + overhead).
 Facts of the cost model that make this fast; tests/test_search_tables.py checks each against
 step.estimate / step.stage_costs on random plans, so a cost-model change that breaks one fails there:
-  * a stage's time parts, parameters and layers depend on its rank only through its layer count and
-    whether it is the first or last stage (stage.stage_cost), so one stage_cost per such class
+  * a stage's time parts, parameters and layers depend on its rank only through its layer mix (how
+    many layers of each kind) and whether it is the first or last stage (stage.stage_cost), so one
+    stage_cost per such class
     stands for all ranks of the class, and the class's lowest rank is exactly the rank
     step.memory_candidate_stages picks for memory;
-  * stage.stage_kernels reads only tp, micro-batch, SP, flash, precision and its casts, so one per such
-    combination serves every layout (KernelCache);
+  * stage.stage_kernels reads only tp, cp, ep, etp, the CP exchange, micro-batch, SP, flash,
+    precision and its casts, so one per such combination serves every layout (KernelCache);
   * memory_breakdown's total is affine in the stage's activation bytes (the overhead term), and
     its other parts read only ZeRO, precision, gradient dtype and the weight casts from the knobs.
 """
@@ -29,7 +30,7 @@ import math
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from costmodel import pipeline, step
+from costmodel import step
 from costmodel import types as cm
 from costmodel.stage import (
     ACTIVATION_BYTES,
@@ -75,45 +76,45 @@ class PipeEntry:
 
 
 class KernelCache:
-    """stage.stage_kernels per (tp, micro-batch, SP, flash, precision, casts): the only plan fields it reads."""
+    """stage.stage_kernels per (tp, cp, ep, etp, cp_comm, micro-batch, SP, flash, precision, casts): the
+    only plan fields it reads."""
 
     def __init__(self, spec: SearchSpec, eff: cm.Efficiency):
         self.spec, self.eff, self.table = spec, eff, {}
 
     def get(self, plan: cm.Plan) -> StageKernels:
-        key = (plan.tp, plan.micro_batch_size, plan.sequence_parallel, plan.flash_attention, plan.precision,
-               plan.weight_casts)
+        key = (plan.tp, plan.cp, plan.ep, plan.etp, plan.cp_comm, plan.micro_batch_size, plan.sequence_parallel,
+               plan.flash_attention, plan.precision, plan.weight_casts)
         if key not in self.table:
             self.table[key] = stage_kernels(self.spec.model, self.spec.cluster, plan, self.eff)
         return self.table[key]
 
 
-def rank_classes(model: cm.Model, plan: cm.Plan) -> tuple[tuple[int, ...], list[tuple[int, int]]]:
-    """Per rank, the index of its (layers, first, last) class; per class, (layers, lowest rank)."""
-    return _rank_classes(step.chunk_layers(model, plan), plan.pp, plan.vpp)
+def rank_classes(model: cm.Model, plan: cm.Plan) -> tuple[tuple[int, ...], list[tuple[tuple, int]]]:
+    """Per rank, the index of its (layer mix, first, last) class; per class, (layer mix, lowest rank)."""
+    return _rank_classes(step.stage_mixes(model, plan), plan.pp)
 
 
 @lru_cache(maxsize=4096)
-def _rank_classes(chunks: tuple[int, ...], pp: int, vpp: int) -> tuple[tuple[int, ...], list[tuple[int, int]]]:
-    per_rank = pipeline.stage_layer_counts(chunks, pp, vpp)
+def _rank_classes(mixes: tuple, pp: int) -> tuple[tuple[int, ...], list[tuple[tuple, int]]]:
     index: dict[tuple, int] = {}
-    reps: list[tuple[int, int]] = []
+    reps: list[tuple[tuple, int]] = []
     of_rank = []
-    for r, layers in enumerate(per_rank):
-        key = (layers, r == 0, r == pp - 1)
+    for r, mix in enumerate(mixes):
+        key = (mix, r == 0, r == pp - 1)
         if key not in index:
             index[key] = len(reps)
-            reps.append((layers, r))
+            reps.append((mix, r))
         of_rank.append(index[key])
     return tuple(of_rank), reps
 
 
 def class_stage_costs(model: cm.Model, cluster: cm.Cluster, plan: cm.Plan, eff: cm.Efficiency,
                       kernels: StageKernels | None = None, classes: tuple | None = None) -> list[StageCost]:
-    """step.stage_costs, with one stage_cost call per (layers, first, last) class of ranks (its lowest rank)."""
+    """step.stage_costs, with one stage_cost call per (layer mix, first, last) class of ranks (its lowest rank)."""
     of_rank, reps = classes or rank_classes(model, plan)
     kernels = kernels or stage_kernels(model, cluster, plan, eff)
-    costs = [stage_cost(model, cluster, plan, layers, r, eff, kernels) for layers, r in reps]
+    costs = [stage_cost(model, cluster, plan, mix, r, eff, kernels) for mix, r in reps]
     return [costs[i] for i in of_rank]
 
 
@@ -136,15 +137,18 @@ class TableContext:
         self.slope = activation_slope(spec, eff)
         self._states: dict[tuple, float] = {}
 
-    def states_bytes(self, base: cm.Plan, layers: int, rank: int, knob: tuple[int, str, str]) -> float:
+    def states_bytes(self, base: cm.Plan, mix: tuple, rank: int, knob: tuple[int, str, str]) -> float:
         """step.memory_breakdown total of a stage with no activations, for (ZeRO, precision, grad, casts, reshard)."""
         zero, precision, grad, casts, reshard = knob
         first, last = rank == 0, rank == base.pp - 1
-        key = (base.tp, base.pp, base.dp, layers, first, last, zero, precision, grad, casts, reshard)
+        key = (base.tp, base.cp, base.ep, base.etp, base.pp, base.dp, mix, first, last, zero, precision, grad, casts,
+               reshard)
         if key not in self._states:
             plan = replace(base, zero_stage=zero, precision=precision, grad_dtype=grad, weight_casts=casts,
                            zero3_reshard=reshard)
-            probe = StageCost(layers, 0.0, 0.0, 0.0, 0.0, stage_params(self.spec.model, plan, layers, rank), 0.0)
+            params, experts, in_layers = stage_params(self.spec.model, plan, mix, rank)
+            probe = StageCost(sum(n for _, n in mix), 0.0, 0.0, 0.0, 0.0, params, 0.0, expert_params=experts,
+                              layer_params=in_layers, mix=mix)
             self._states[key] = sum(step.memory_breakdown(self.spec.model, plan, probe, self.eff).values())
         return self._states[key]
 
@@ -162,13 +166,13 @@ class LayoutTables:
         self.acts: dict[tuple, tuple[float, ...]] = {}
 
     def activations(self, rc: str, sp: bool, precision: str) -> tuple[float, ...]:
-        """stage.stage_activation_bytes of each (layers, first, last) class of ranks. The precision
+        """stage.stage_activation_bytes of each (layer mix, first, last) class of ranks. The precision
         enters only through its element size (stage.ACTIVATION_BYTES), which is the cache key."""
         key = (rc, sp, ACTIVATION_BYTES[precision])
         if key not in self.acts:
             base = plan_for(self.ctx.spec, self.lay, Knobs(0, rc, sp, precision, ""))
-            self.acts[key] = tuple(stage_activation_bytes(self.ctx.spec.model, base, layers, rank)
-                                   for layers, rank in self.classes[1])
+            self.acts[key] = tuple(stage_activation_bytes(self.ctx.spec.model, base, mix, rank)
+                                   for mix, rank in self.classes[1])
         return self.acts[key]
 
     def peak_memory(self, k: Knobs, stop_above: float = math.inf) -> float:
@@ -179,8 +183,8 @@ class LayoutTables:
         base = plan_for(self.ctx.spec, self.lay)
         acts = self.activations(k.recompute, k.sp, k.precision)
         worst = 0.0
-        for (layers, rank), act in zip(self.classes[1], acts, strict=True):
-            worst = max(worst, self.ctx.states_bytes(base, layers, rank, (k.zero, k.precision, k.grad, k.casts, k.reshard))
+        for (mix, rank), act in zip(self.classes[1], acts, strict=True):
+            worst = max(worst, self.ctx.states_bytes(base, mix, rank, (k.zero, k.precision, k.grad, k.casts, k.reshard))
                         + self.ctx.slope * act)
             if worst > stop_above:
                 break
@@ -194,13 +198,14 @@ class LayoutTables:
         """The least peak memory of the layout's plans."""
         return min(self.peak_memory(k) for k in knobs)
 
-    def pipe(self, rc: str, sp: bool, precision: str, casts: str = "step", tpo: bool = False) -> PipeEntry:
+    def pipe(self, rc: str, sp: bool, precision: str, casts: str = "step", tpo: bool = False,
+             cpc: str = "p2p") -> PipeEntry:
         """Pipeline flush, DP-critical stage and memory-candidate stages for (recompute, SP, precision,
-        casts, TP overlap)."""
-        key = (rc, sp, precision, casts, tpo)
+        casts, TP overlap, CP exchange)."""
+        key = (rc, sp, precision, casts, tpo, cpc)
         if key not in self.pipes:
             spec, eff = self.ctx.spec, self.ctx.eff
-            plan = plan_for(spec, self.lay, Knobs(0, rc, sp, precision, "", casts, True, tpo))
+            plan = plan_for(spec, self.lay, Knobs(0, rc, sp, precision, "", casts, True, tpo, cpc))
             stages = class_stage_costs(spec.model, spec.cluster, plan, eff, self.ctx.kernels.get(plan), self.classes)
             parts = step.pipeline_parts(plan, stages)
             flush = sum(parts.values())
@@ -235,7 +240,7 @@ class LayoutTables:
     def candidate(self, k: Knobs) -> Candidate:
         spec, eff = self.ctx.spec, self.ctx.eff
         plan = plan_for(spec, self.lay, k)
-        pipe = self.pipe(k.recompute, k.sp, k.precision, k.casts, k.tpo)
+        pipe = self.pipe(k.recompute, k.sp, k.precision, k.casts, k.tpo, k.cpc)
         opt = step.optimizer_step_seconds(spec.cluster, plan, pipe.critical, eff)
         return Candidate(self.lay, k, pipe.flush_seconds, self.exposed(k, plan, pipe.critical, pipe.bubble_seconds), opt,
                          eff.step_overhead_seconds, self.memory(k, plan, pipe.slots))

@@ -1,0 +1,103 @@
+"""Context parallelism: how the cp ranks that share a sequence exchange keys and values.
+
+Each GPU holds s/cp tokens of every sequence, in 2 x cp chunks so that causal work balances (rank i
+takes chunks i and 2cp - 1 - i; Megatron-core, Transformer Engine's context-parallel attention;
+Llama 3 paper, arXiv:2407.21783, Sec 3.3.2). Its queries still need every earlier key, so:
+  p2p        ring attention (Liu et al., arXiv:2310.01889): cp - 1 steps, each passing the K/V block
+             on to the next rank while attention runs on the block in hand; backward passes K/V and
+             their gradients (twice the bytes) beside 2.5x the compute (FlashAttention backward).
+  all_gather K/V all-gathered before attention, their gradients reduce-scattered after it (Llama 3);
+             not overlapped.
+  a2a        DeepSpeed-Ulysses (Jacobs et al., arXiv:2309.14509): all-to-all of Q, K, V from
+             sequence-split to head-split before attention and of the output back after it, the
+             mirror in backward; not overlapped; cp must divide the (TP-split) KV heads.
+  a2a+p2p    a2a inside the ranks of one NVLink domain, p2p ring across domains (Megatron-core
+             hierarchical_context_parallel_sizes).
+A transfer that attention hides still costs its SM share (costmodel/overlap.py).
+"""
+from __future__ import annotations
+
+from . import overlap, topology
+from .comm import (
+    Link,
+    alltoall_seconds,
+    hierarchical_allgather_seconds,
+    hierarchical_reduce_scatter_seconds,
+    p2p_seconds,
+)
+from .flops import q_width, value_width
+from .layer import LayerTimes
+from .types import Cluster, Efficiency, Model, Plan
+
+Pair = tuple  # (forward, backward) seconds
+ELEMENT_BYTES = 2.0  # K/V and attention outputs stay 16-bit under every recipe
+
+
+def kv_widths(model: Model) -> tuple[float, float]:
+    """(K, V) widths per token before TP: kv_heads x head_dim each, or under MLA the per-head keys
+    (nope + rope dims) and values expanded from the latent (Megatron-core's MLA with CP)."""
+    if model.mla:
+        return float(q_width(model)), float(value_width(model))
+    kv = float(model.kv_heads * model.head_dim)
+    return kv, kv
+
+
+def kv_chunk_bytes(model: Model, plan: Plan) -> float:
+    """K and V of one GPU's s/cp tokens (per micro-batch, TP-split)."""
+    k, v = kv_widths(model)
+    return plan.micro_batch_size * model.seq_length / plan.cp * (k + v) / plan.tp * ELEMENT_BYTES
+
+
+def ring_exposed_seconds(step_seconds: float, steps: int, block_seconds: float, sm_share: float) -> float:
+    """A ring of `steps` transfers of `step_seconds`, each beside one block of attention of
+    `block_seconds`: what shows (overlap.overlapped_cost_seconds per step)."""
+    exposed = steps * max(0.0, step_seconds - block_seconds)
+    hidden = steps * min(step_seconds, block_seconds)
+    return overlap.overlapped_cost_seconds(exposed, hidden, sm_share)
+
+
+def ring_seconds(model: Model, plan: Plan, lt: LayerTimes, ring: int, link: Link, eff: Efficiency) -> Pair:
+    """(forward, backward) of a p2p ring over `ring` ranks."""
+    if ring <= 1:
+        return 0.0, 0.0
+    step = p2p_seconds(kv_chunk_bytes(model, plan), link)
+    block = lt.attention_forward_seconds / plan.cp
+    forward = ring_exposed_seconds(step, ring - 1, block, eff.collective_sm_share)
+    backward = ring_exposed_seconds(2 * step, ring - 1, 2.5 * block, eff.collective_sm_share)
+    return forward, backward
+
+
+def passes(plan: Plan) -> int:
+    """Forward passes per micro-batch: 1, 2 with full recompute."""
+    return 2 if plan.recompute == "full" else 1
+
+
+def ulysses_seconds(model: Model, plan: Plan, ranks: int, per_domain: int, fast: Link, slow: Link) -> Pair:
+    """(forward, backward): all-to-alls of Q, K, V in and of the output out over `ranks` ranks."""
+    k, v = kv_widths(model)
+    tokens = plan.micro_batch_size * model.seq_length / plan.cp
+    qkv = tokens * (q_width(model) + k + v) / plan.tp * ELEMENT_BYTES
+    out = tokens * value_width(model) / plan.tp * ELEMENT_BYTES
+    one = alltoall_seconds(qkv, ranks, per_domain, fast, slow) + alltoall_seconds(out, ranks, per_domain, fast, slow)
+    return one, one
+
+
+def layer_exposed_seconds(model: Model, cluster: Cluster, plan: Plan, lt: LayerTimes, eff: Efficiency) -> Pair:
+    """(forward pass, backward) of one layer's CP exchanges per micro-batch that show on the critical
+    path (a full recompute repeats the forward's)."""
+    if plan.cp <= 1:
+        return 0.0, 0.0
+    fast, slow = topology.nvlink_link(cluster, eff), topology.network_link(cluster, eff)
+    inner = topology.cp_ranks_per_domain(plan, cluster)
+    if plan.cp_comm == "p2p":
+        return ring_seconds(model, plan, lt, plan.cp, fast if inner == plan.cp else slow, eff)
+    if plan.cp_comm == "all_gather":
+        size = kv_chunk_bytes(model, plan) * plan.cp
+        gather = hierarchical_allgather_seconds(size, plan.cp, inner, fast, slow)
+        return gather, gather + hierarchical_reduce_scatter_seconds(size, plan.cp, inner, fast, slow)
+    if plan.cp_comm == "a2a":
+        return ulysses_seconds(model, plan, plan.cp, inner, fast, slow)
+    # a2a+p2p: Ulysses inside the domain, ring across domains
+    (a_f, a_b), (r_f, r_b) = (ulysses_seconds(model, plan, inner, inner, fast, slow),
+                              ring_seconds(model, plan, lt, plan.cp // inner, slow, eff))
+    return a_f + r_f, a_b + r_b

@@ -1,0 +1,69 @@
+"""One transformer layer's compute on one GPU for one micro-batch: attention and its projections,
+and the MLP, dense or routed (costmodel/moe.py), assembled from compute.py's kernels.
+
+Backward costs twice the forward's GEMMs and elementwise traffic; FlashAttention's backward
+recomputes QK^T (5 matmuls against the forward's 2, Dao 2023 Alg. 2). What each recompute mode
+replays: Megatron's selective recompute the attention core (Korthikanti Sec 5), torchtitan's per-op
+AC every second matmul (torchtitan/distributed/activation_checkpoint.py).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from . import moe
+from .compute import (
+    attention_core_seconds,
+    attention_score_bytes,
+    attention_work,
+    block_cast_bytes,
+    dense_mlp_work,
+    gemms_seconds,
+    projection_gemms,
+)
+from .types import Efficiency, Gpu, Model
+
+
+@dataclass(frozen=True)
+class LayerTimes:
+    """Seconds for one layer and one micro-batch on one GPU."""
+
+    forward_seconds: float
+    backward_seconds: float
+    attention_forward_seconds: float  # the attention core, which selective recompute replays
+    op_replay_seconds: float  # what per-op selective AC replays: every second matmul and the elementwise work
+    gemm_forward_seconds: float = 0.0  # the four projections' forward GEMMs (what TP collectives overlap)
+
+
+def layer_times(
+    model: Model, batch: int, tp: int, sequence_parallel: bool, flash: bool,
+    gpu: Gpu, precision: str, eff: Efficiency, fused: bool = True, recipe: str = "delayed", weight_casts: str = "step",
+    index: int = -1, cp: int = 1, experts: moe.ExpertLayout | None = None,
+) -> LayerTimes:
+    """Forward/backward compute seconds of transformer layer `index` (< 0: a dense global one) for one
+    micro-batch of `batch` sequences on one GPU: the projections in `precision` (with its casts,
+    costmodel/lowp.py), attention in 16-bit, the MLP dense or, on an MoE layer with `experts`, routed
+    (costmodel/moe.py). Under context parallelism the GPU holds s/cp of each sequence."""
+    local = replace(model, seq_length=model.seq_length // cp) if cp > 1 else model
+    tokens = batch * local.seq_length
+    attn_work = attention_work(local, batch, tp, sequence_parallel, flash, fused)
+    dense = index < 0 or not model.is_moe_layer(index)
+    if dense:
+        mlp_work = dense_mlp_work(local, tokens, tp, sequence_parallel, model.ffn, fused)
+    else:
+        mlp_work = moe.mlp_work(local, tokens, tp, experts or moe.ExpertLayout())
+    gemms = gemms_seconds(attn_work.gemms + mlp_work.gemms, gpu, precision, eff)
+    attn = attention_core_seconds(model, batch, tp, gpu, precision, flash, eff, index, cp)
+    moved = attn_work.moved_bytes + mlp_work.moved_bytes
+    cast_fwd, cast_bwd = block_cast_bytes([attn_work, mlp_work], precision, recipe, weight_casts)
+    hbm = gpu.hbm_bandwidth_bytes_per_second * eff.hbm_efficiency
+    forward = gemms + attn + (moved + cast_fwd) / hbm
+    # FlashAttention's backward recomputes QK^T: 5 matmuls against the forward's 2 (Dao 2023 Alg. 2).
+    backward = 2.0 * (gemms + moved / hbm) + cast_bwd / hbm + (2.5 if flash else 2.0) * attn
+    # Selective recompute replays the attention core: its GEMMs and, unfused, the softmax/dropout.
+    replay = attn + attention_score_bytes(local, batch, tp, flash) / hbm
+    if dense:  # torchtitan's per-op AC replays every second of the unfused matmuls
+        op_gemms = [(m, n, k, 1) for m, n, k in projection_gemms(local, tokens, tp)[1::2]]
+    else:
+        op_gemms = (attn_work.gemms + mlp_work.gemms)[1::2]
+    op_replay = gemms_seconds(op_gemms, gpu, precision, eff) + moved / hbm
+    return LayerTimes(forward, backward, replay, op_replay, gemms)

@@ -1,0 +1,110 @@
+"""A routed mixture-of-experts MLP on one GPU: router, token permutation, the local experts' grouped
+GEMMs, shared experts, and the expert-parallel token exchange.
+
+Layout (Megatron-core MoE parallel folding, Liu et al. "MoE Parallel Folding", arXiv:2504.14960,
+Sec 3): attention runs over tp x cp x dp ranks of a pipeline stage, the experts over the same ranks
+folded as etp x ep x expert-DP. Under TP the MoE layer's input is sequence parallel, so each GPU
+routes its own tokens/tp. Each token goes to k experts: the alltoall dispatcher sends each routed copy
+to the EP rank holding that expert and brings the result back (dispatch and combine in forward, their
+mirror in backward), and with etp > 1 the expert's matrices are split like TP, its tokens gathered
+over the etp ranks. With balanced routing (what NVIDIA's benchmarks force) every GPU's experts see
+tokens x k rows; `imbalance` scales the busiest rank's rows (what-if: real routers are not
+balanced), a capacity factor caps and pads them (GShard Sec 2.2; Megatron's
+--moe-pad-expert-input-to-capacity).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .compute import Work, mlp_gemms
+from .flops import expert_parameters, mlp_matrices
+
+
+@dataclass(frozen=True)
+class ExpertLayout:
+    ep: int = 1
+    etp: int = 1
+    imbalance: float = 1.0  # busiest rank's routed rows over the balanced share
+
+
+def row_factor(model, layout: ExpertLayout) -> float:
+    """Routed rows on the busiest GPU over the balanced share: the capacity factor when experts are
+    padded to capacity, else the routing imbalance."""
+    cf = model.moe.capacity_factor
+    return cf if cf > 0 else layout.imbalance
+
+
+def routed_rows(model, tokens: int, tp: int, layout: ExpertLayout) -> float:
+    """Token copies this GPU's experts process per micro-batch: its tokens/tp times k, gathered over
+    the etp ranks, times the row factor."""
+    return tokens / tp * model.moe.experts_per_token * layout.etp * row_factor(model, layout)
+
+
+def expert_gemms(model, tokens: int, tp: int, layout: ExpertLayout) -> list:
+    """(m, n, k, count) of the grouped expert GEMMs: E/ep local experts, each with rows/(E/ep) tokens,
+    up (and gate) then down, their width split over etp."""
+    moe, h = model.moe, model.hidden_size
+    local = max(1, moe.num_experts // layout.ep)
+    m = max(1, round(routed_rows(model, tokens, tp, layout) / local))
+    f = moe.ffn_hidden_size // layout.etp
+    up = (mlp_matrices(model) - 1) * f
+    return [(m, up, h, local), (m, h, f, local)]
+
+
+def mlp_work(model, tokens: int, tp: int, layout: ExpertLayout) -> Work:
+    """Forward work of one MoE MLP on one GPU for `tokens` tokens of its micro-batch (all TP ranks').
+
+    GEMMs: the router (tokens/tp x E, replicated weights), the local experts (expert_gemms), the
+    shared experts as a TP-split dense MLP. Elementwise bytes: router logits in fp32 (write, then
+    softmax/top-k read and write, 12 B per logit), the permutation (read h, write k copies) and its
+    inverse (read k copies, write h) in 16-bit, the expert activation (gated: read 2f, write f) on the
+    routed rows, the shared experts' activation. Casts: the routed rows' inputs to up and down."""
+    moe, h = model.moe, model.hidden_size
+    own = tokens / tp
+    rows = routed_rows(model, tokens, tp, layout)
+    f = moe.ffn_hidden_size / layout.etp
+    acts = (3 if model.gated_mlp else 2) * f
+    moved = 12.0 * own * moe.num_experts + 2.0 * 2.0 * own * h * (1 + moe.experts_per_token) + 2.0 * rows * acts
+    gemms = [(max(1, round(own)), moe.num_experts, h, 1)] + expert_gemms(model, tokens, tp, layout)
+    up = (mlp_matrices(model) - 1) * f
+    cast_in, cast_grad = rows * (h + f), rows * (up + h)
+    weights = moe.num_experts // layout.ep * expert_parameters(model) / layout.etp
+    shared = moe.shared_ffn_hidden_size
+    if shared:
+        gemms += mlp_gemms(model, tokens, tp, shared)
+        moved += 2.0 * tokens * (3 if model.gated_mlp else 2) * shared / tp
+        cast_in += tokens * (h / tp + shared / tp)
+        cast_grad += tokens * ((mlp_matrices(model) - 1) * shared / tp + h / tp)
+        weights += mlp_matrices(model) * h * shared / tp
+    return Work(gemms, moved, cast_in, cast_grad, weights)
+
+
+def dispatch_bytes(model, tokens: int, tp: int, layout: ExpertLayout, element_bytes: float = 2.0) -> float:
+    """Bytes of one GPU's buffer in one all-to-all (dispatch, or combine) per micro-batch: its routed
+    copies, tokens/tp x k x h (comm.alltoall_seconds sends the (ep - 1)/ep for other ranks)."""
+    if layout.ep <= 1:
+        return 0.0
+    return tokens / tp * model.moe.experts_per_token * row_factor(model, layout) * model.hidden_size * element_bytes
+
+
+def activation_bytes(model, tokens: int, tp: int, layout: ExpertLayout) -> float:
+    """16-bit bytes one MoE MLP keeps for backward on one GPU (besides its input, which the layer's
+    norm keeps): the router's fp32 probabilities (tokens/tp x E), the routed rows' inputs (gathered
+    over etp), their intermediate activations (gated: gate, up, product), the experts' outputs before
+    the weighted combine (tokens/tp x k x h), and the shared experts' intermediates, TP-split.
+    Counted like Korthikanti eq. 1's MLP term, per routed row instead of per token."""
+    moe, h = model.moe, model.hidden_size
+    own = tokens / tp
+    rows = routed_rows(model, tokens, tp, layout)
+    width = (3 if model.gated_mlp else 2) * moe.ffn_hidden_size / layout.etp
+    shared = (3 if model.gated_mlp else 2) * 2.0 * tokens * moe.shared_ffn_hidden_size / tp
+    outputs = 2.0 * own * moe.experts_per_token * row_factor(model, layout) * h
+    return 4.0 * own * moe.num_experts + 2.0 * rows * (h + width) + outputs + shared
+
+
+def etp_gather_bytes(model, tokens: int, tp: int, layout: ExpertLayout, element_bytes: float = 2.0) -> float:
+    """Total bytes of the routed rows gathered over the etp ranks before the experts (and
+    reduce-scattered after them): all etp ranks' copies, x h."""
+    if layout.etp <= 1:
+        return 0.0
+    return routed_rows(model, tokens, tp, layout) * model.hidden_size * element_bytes
