@@ -286,15 +286,15 @@ class Efficiency:
     # FlashAttention's achieved fraction of the 16-bit dense peak on the FLOPs it does (causal half)
     # at long sequences: prior Azure AI-benchmarking-guide ND H100 v5, FlashAttention-2 327.9 TFLOP/s
     # (hd 128, seq 8192) = 0.33 of 989; FITTED with the others below ...
-    flash_attention_peak_fraction: float = 0.2462
+    flash_attention_peak_fraction: float = 0.2645
     # ... and the sequence length at which it reaches half of that (compute.flash_attention_fraction;
-    # prior one 128-row tile). Fitted values give 0.216 of peak at s = 8192, 0.230 at 16384.
-    flash_attention_half_seq: float = 1134.0
+    # prior one 128-row tile). Fitted values give 0.214 of peak at s = 8192, 0.237 at 16384.
+    flash_attention_half_seq: float = 1938.0
     # FITTED (planner/fit.py, `planner validate --fit-on all`, all rows of validation/runs.yaml):
     # GEMM output dimension at which efficiency is half its large-shape value (saturation) ...
-    matmul_half_dim: float = 335.7
+    matmul_half_dim: float = 374.7
     # ... fraction of HBM bandwidth reached by elementwise / normalisation kernels ...
-    hbm_efficiency: float = 0.6309
+    hbm_efficiency: float = 0.6238
     # NCCL bus bandwidth / nominal, measured (shared/validation nccl_bandwidth): NVLink rings reach
     # 231.6/300 on 8 A100 (Azure ND A100 v4) and 370/450 on H100 (nccl-tests #212); a 400G NDR NIC
     # gives 46-48 of 50 GB/s (nccl-tests #290). The seed article's 70-80% is the cautious bound.
@@ -326,5 +326,5 @@ class Efficiency:
     memory_overhead_bytes: float = 2.0 * 2**30
     # Caching-allocator slack: reserved bytes (what published peaks such as torchtitan's
     # reserved_bytes.all.peak measure) over the analytic allocation. FITTED (planner/fit.py
-    # fit_memory) on the 9 validation rows that publish a peak; memory MAPE 5.4% -> 2.5%.
-    memory_fragmentation_fraction: float = 0.0475
+    # fit_memory) on the 9 validation rows that publish a peak; memory MAPE 5.4% -> 2.2%.
+    memory_fragmentation_fraction: float = 0.06

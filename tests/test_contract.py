@@ -45,6 +45,8 @@ CASES = {
     "validate": ("validate", ["validate", "--group", "mlperf", "--json"]),
     "validate-fit-on": ("validate --fit-on", ["validate", "--group", "mlperf", "--group", "megatron-2021",
                                               "--fit-on", "hopper", "--json"]),
+    "validate-leave-one-out": ("validate --leave-one-source-out", ["validate", "--group", "mlperf", "--group", "bloom",
+                                                                   "--leave-one-source-out", "--json"]),
     "calibrate": ("calibrate", ["calibrate", H100_64, "--nccl", str(EXAMPLES / "nccl" / "all_reduce_8gpu.txt"),
                                 "--nccl", str(EXAMPLES / "nccl" / "all_reduce_2node16gpu.txt"),
                                 "--step-times", str(EXAMPLES / "step_times_llama3-70b.csv"), "--json"]),

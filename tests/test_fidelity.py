@@ -2,44 +2,154 @@
 
 Bounds are the figures reached when this test was last tightened (see README "Accuracy"), plus
 a hair for float noise. Lower them when the model improves; never raise them to land a change.
+
+The in-sample bounds score the shipped constants on the rows they were fitted on. The
+out-of-sample bounds (`planner validate --leave-one-source-out`) score each source group with
+constants fitted on the other groups only, so a mechanism or constant tuned on one source's rows
+cannot hide there; every row must be scored, none left out.
 """
 import pytest
 
 from planner.validation import runs as validation
 
-STEP_MAPE_BOUND = 0.0576     # reached 0.0574 over 60 rows
-STEP_MAX_BOUND = 0.150       # reached 0.149 (torchtitan 128 GPUs, compile); the issue's bound
-MEMORY_MAPE_BOUND = 0.026    # reached 0.025 over 9 rows with a published peak
-MEMORY_MAX_BOUND = 0.085     # reached 0.084 (torchtitan 128-GPU FSDP eager row)
+# Re-based 2026-11-30 after the audit's corrections to the rows themselves (each now runs the
+# mechanisms its cited code runs: DDP overlap on Megatron Table 1 1.7B-18B, torchao's tensorwise
+# per-use casts on the float8 rows, TP comm overlap where the configs turn it on, cp 2 on the two
+# NeMo context-parallel rows) and the refit of the shared constants on them.
+STEP_MAPE_BOUND = 0.0526     # reached 0.0525 over 60 rows
+STEP_MAX_BOUND = 0.137       # reached 0.136 (torchtitan 128 GPUs, compile)
+MEMORY_MAPE_BOUND = 0.022    # reached 0.0218 over 9 rows with a published peak
+MEMORY_MAX_BOUND = 0.074     # reached 0.0738 (torchtitan 128-GPU FSDP eager row)
+
+# Out of sample: each source predicted by constants fitted on the other sources (the measured
+# figures rounded up to 0.1%). Reached when set: 8.32% over 60 rows.
+LOO_STEP_MAPE_BOUND = 0.084
+LOO_GROUP_STEP_MAPE_BOUNDS = {
+    "bloom": 0.073, "korthikanti-2022": 0.084, "megatron-2021": 0.064,
+    "mlperf": 0.014, "nemo": 0.094, "torchtitan": 0.141,
+}
+# Leave one GPU generation out (fit on the other generation): reached 9.34% over 60 rows.
+LOGO_STEP_MAPE_BOUND = 0.094
+LOGO_GENERATION_STEP_MAPE_BOUNDS = {"ampere": 0.074, "hopper": 0.118}
 
 
 @pytest.fixture(scope="module")
-def summary():
-    return validation.summarise(validation.evaluate(validation.load_runs()))
+def runs():
+    return validation.load_runs()
 
 
-def test_step_time_mape_does_not_regress(summary):
-    assert summary["overall"]["step_time"]["n"] >= 58
+@pytest.fixture(scope="module")
+def scored(runs):
+    return [r for r in runs if not r.exclude]
+
+
+@pytest.fixture(scope="module")
+def summary(runs):
+    return validation.summarise(validation.evaluate(runs))
+
+
+@pytest.fixture(scope="module")
+def out_of_sample(runs):
+    """One `validate --leave-one-source-out` computation (9 fits: all rows, each source group left
+    out, each generation left out), shared by the tests below. About 140-150 CPU seconds with the
+    cost model of 2026-11-30 07:45 (100-150 s on this shared 2-core machine); it scales with the
+    cost of one `costmodel.step.estimate` call, which was 10x smaller a few hours earlier."""
+    from planner.validation.generalise import leave_one_out
+
+    return leave_one_out(runs)
+
+
+def test_step_time_mape_does_not_regress(summary, scored):
+    assert summary["overall"]["step_time"]["n"] == len(scored)  # every row is scored
     assert summary["overall"]["step_time"]["mape"] <= STEP_MAPE_BOUND
     assert summary["overall"]["step_time"]["max_abs"] <= STEP_MAX_BOUND
 
 
-def test_memory_mape_does_not_regress(summary):
-    assert summary["overall"]["memory"]["n"] >= 9
+def test_memory_mape_does_not_regress(summary, scored):
+    assert summary["overall"]["memory"]["n"] == len([r for r in scored if r.measured.peak_memory_gib is not None])
     assert summary["overall"]["memory"]["mape"] <= MEMORY_MAPE_BOUND
     assert summary["overall"]["memory"]["max_abs"] <= MEMORY_MAX_BOUND
 
 
-def test_every_row_is_legal_and_cited():
+def test_out_of_sample_mape_does_not_regress(out_of_sample, scored):
+    loo = out_of_sample["leave_one_source_out"]
+    assert loo["overall"]["step_time"]["n"] == len(scored)
+    assert sorted(r["id"] for r in loo["rows"]) == sorted(r.id for r in scored)  # each row once
+    assert set(loo["held_out"]) == set(LOO_GROUP_STEP_MAPE_BOUNDS), "a source group was added: bound it"
+    assert loo["overall"]["step_time"]["mape"] <= LOO_STEP_MAPE_BOUND
+    for group, bound in LOO_GROUP_STEP_MAPE_BOUNDS.items():
+        assert loo["held_out"][group]["step_time"]["mape"] <= bound, group
+
+
+def test_generation_split_mape_does_not_regress(out_of_sample, scored):
+    logo = out_of_sample["leave_one_generation_out"]
+    assert logo["overall"]["step_time"]["n"] == len(scored)
+    assert set(logo["held_out"]) == set(LOGO_GENERATION_STEP_MAPE_BOUNDS), "a GPU generation was added: bound it"
+    assert logo["overall"]["step_time"]["mape"] <= LOGO_STEP_MAPE_BOUND
+    for generation, bound in LOGO_GENERATION_STEP_MAPE_BOUNDS.items():
+        assert logo["held_out"][generation]["step_time"]["mape"] <= bound, generation
+
+
+def test_held_out_constants_never_saw_the_held_out_rows(out_of_sample, scored):
+    groups = {r.group for r in scored}
+    for group, s in out_of_sample["leave_one_source_out"]["held_out"].items():
+        assert s["train_rows"] == len([r for r in scored if r.group != group]), group
+    assert len(out_of_sample["leave_one_source_out"]["held_out"]) == len(groups)
+
+
+def test_every_row_is_legal_and_cited(runs):
     import re
 
     # a citation someone can follow: an arXiv id, a repository at a commit, or a URL
     citation = re.compile(r"arXiv:\d{4}\.\d{4,5}|@[0-9a-f]{7,40}\b|https?://")
-    for run in validation.load_runs():
+    for run in runs:
         assert citation.search(run.source), (run.id, run.source)
         assert run.measured.step_time_s > 0
         if run.measured.step_time_kind == "derived":
             assert run.measured.derivation, run.id
+
+
+# Plan and cluster settings that select a mechanism of the cost model for a row: when a row sets one,
+# its notes say where it was read or `assumed` lists it.
+MECHANISMS = ("overlap_dp_comm", "overlap_pp_comm", "fused_elementwise", "fused_cross_entropy", "zero3_gather_unit",
+              "grad_reduce", "grad_dtype", "zero3_reshard", "fp8_recipe", "weight_casts", "bf16_layers_start",
+              "bf16_layers_end", "tp_comm_overlap", "offload_layers", "lowp_param_gather")
+# Under a low-precision format these select how it runs whether or not the row sets them; so does
+# tp_comm_overlap under tensor parallelism.
+LOW_PRECISION = {"fp8", "mxfp8", "nvfp4"}
+LOW_PRECISION_SETTINGS = ("fp8_recipe", "weight_casts", "lowp_param_gather")
+
+
+def test_every_assumed_entry_names_a_setting(runs):
+    """`assumed` entries are a plan or cluster field, or 'gpu' (the catalog GPU's unprinted figures),
+    optionally followed by ': why'."""
+    from planner.inputs.specs import ClusterSpec, PlanSpec
+
+    known = set(PlanSpec.model_fields) | set(ClusterSpec.model_fields) | {"gpu"}
+    for run in runs:
+        for entry in run.assumed:
+            assert entry.split(":", 1)[0] in known, (run.id, entry)
+
+
+def test_every_mechanism_setting_is_cited_or_assumed(runs):
+    from planner.inputs.catalogs import resolve_gpu
+
+    for run in runs:
+        text = (run.notes or "") + " " + " ".join(run.assumed)
+        for field in MECHANISMS:
+            if field in run.plan.model_fields_set:
+                assert field in text, (run.id, field)
+        if run.plan.precision in LOW_PRECISION:
+            for field in LOW_PRECISION_SETTINGS:
+                assert field in text, (run.id, field)
+        if run.plan.tp > 1:
+            assert "tp_comm_overlap" in text, run.id
+        for field in ("network_busbw_gbytes_per_s", "nvlink_busbw_gbytes_per_s"):
+            if getattr(run.cluster, field) is not None:
+                assert field in text, (run.id, field)
+        gpu = resolve_gpu(run.cluster.gpu)
+        if gpu.power_limit_watts is not None:  # the power-cap law is a model, not a measurement
+            assert any(e.startswith("gpu") and "power" in e for e in run.assumed), run.id
 
 
 def test_memory_fit_recovers_a_known_allocator_slack():
@@ -59,13 +169,28 @@ def test_memory_fit_recovers_a_known_allocator_slack():
     assert mape < 0.003
 
 
-def test_shipped_constants_are_what_the_fit_reaches():
-    """costmodel.types.Efficiency's FITTED defaults are the output of `planner validate --fit-on
-    all` (from the unfitted priors), so anyone can reproduce them."""
-    from costmodel.types import Efficiency
-    from planner.validation.generalise import generalisation
+def test_parallel_fits_reach_what_fit_reaches(runs):
+    """fit_many (the processes of --leave-one-source-out and --fit-on) gives each set of rows the
+    constants fit + fit_memory give it, with any number of workers."""
+    from planner.validation import fit
 
-    fitted = generalisation(validation.load_runs(), "all")["fitted"]
+    sets = [[r for r in runs if r.group in ("mlperf", "bloom")], [r for r in runs if r.group == "torchtitan"][:3]]
+    expected = []
+    for rows in sets:
+        eff, mape = fit.fit(rows, rounds=2)
+        eff, memory = fit.fit_memory(rows, eff)
+        expected.append((eff, mape, memory))
+    assert fit.fit_many(sets, workers=2, rounds=2) == expected
+    assert fit.fit_many(sets, workers=1, rounds=2) == expected
+
+
+def test_shipped_constants_are_what_the_fit_reaches(out_of_sample):
+    """costmodel.types.Efficiency's FITTED defaults are the output of `planner validate --fit-on
+    all` (from the unfitted priors), so anyone can reproduce them; --leave-one-source-out's
+    in-sample fit is that same fit."""
+    from costmodel.types import Efficiency
+
+    fitted = out_of_sample["in_sample"]["fitted"]
     shipped = Efficiency()
     for name, value in fitted.items():
         assert getattr(shipped, name) == pytest.approx(value, rel=0.005, abs=1e-9), name

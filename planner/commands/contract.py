@@ -485,10 +485,12 @@ class GroupErrors(Strict):
 
 
 class ValidateOutput(Output):
-    """`planner validate --json`: every row and the errors per group."""
+    """`planner validate --json`: every row and the errors per group, GPU generation and precision."""
 
     rows: list[ValidationRow] = d("one per scored run")
     summary: dict[str, GroupErrors] = d("'overall' and one entry per source group")
+    by_generation: dict[str, GroupErrors] = d("one entry per GPU generation of the rows, oldest first")
+    by_precision: dict[str, GroupErrors] = d("one entry per plan precision of the rows")
 
 
 class FittedConstants(Strict):
@@ -502,10 +504,36 @@ class FittedConstants(Strict):
     memory_fragmentation_fraction: float = d("caching-allocator slack over the analytic allocation")
 
 
+class SplitErrors(Strict):
+    """Errors of a set of predicted rows: overall and per source group, GPU generation and precision."""
+
+    overall: GroupErrors = d("all the rows")
+    by_group: dict[str, GroupErrors] = d("one entry per source group")
+    by_generation: dict[str, GroupErrors] = d("one entry per GPU generation, oldest first")
+    by_precision: dict[str, GroupErrors] = d("one entry per plan precision")
+
+
+class HeldOutRow(Strict):
+    """One row predicted by constants fitted without it."""
+
+    id: str = d("run id in validation/runs.yaml")
+    group: str = d("source group")
+    generation: Generation = d("GPU generation")
+    precision: Precision = d("plan precision")
+    held_out: str = d("the source group or generation left out of the fit that predicted it")
+    predicted_step_time_s: float = d("cost-model step time, out of sample")
+    measured_step_time_s: float = d("published step time")
+    step_time_error: float = d("predicted / measured - 1, out of sample (+: the model is slower)")
+    in_sample_step_time_error: float | None = d("the same with constants fitted on all rows; null under --fit-on")
+    predicted_memory_gib: float = d("cost-model peak memory per GPU, out of sample")
+    measured_memory_gib: float | None = d("published peak memory per GPU; null: not published")
+    memory_error: float | None = d("predicted / measured - 1; null: no published memory")
+
+
 class ValidateFitOnOutput(Output):
     """`planner validate --fit-on G --json`: constants fitted on one generation, judged on the rest."""
 
-    fit_on: Literal["ampere", "hopper", "all"] = d("generation fitted on")
+    fit_on: str = d("GPU generation fitted on (one the rows hold), or 'all'")
     fitted: FittedConstants = d("the fitted constants")
     train_rows: int = d("rows fitted on")
     train_mape: float = d("step-time MAPE on them")
@@ -513,6 +541,46 @@ class ValidateFitOnOutput(Output):
     heldout_rows: int = d("held-out rows")
     heldout_mape: float | None = d("step-time MAPE on the held-out rows; null: none")
     heldout_memory_mape: float | None = d("memory MAPE on the held-out rows; null: none with a peak")
+    held_out: SplitErrors = d("errors of the held-out rows")
+    rows: list[HeldOutRow] = d("one per held-out row")
+
+
+class HeldOutFit(Strict):
+    """One source group (or generation) left out: the fit on the other rows and its error on this one."""
+
+    train_rows: int = d("rows fitted on (every other group's)")
+    fitted: FittedConstants = d("the constants fitted on them")
+    train_mape: float = d("step-time MAPE on the rows fitted on")
+    train_memory_mape: float | None = d("memory MAPE on them; null: none publishes a peak")
+    step_time: ErrorStats = d("step-time errors of the held-out rows, out of sample")
+    memory: ErrorStats = d("memory errors of the held-out rows with a peak, out of sample")
+    in_sample: GroupErrors = d("the same rows' errors with constants fitted on all rows")
+
+
+class LeaveOneOut(SplitErrors):
+    """Every row predicted once, by constants fitted without its source group (or generation)."""
+
+    held_out: dict[str, HeldOutFit] = d("one entry per group (or generation) left out")
+    rows: list[HeldOutRow] = d("one per scored row")
+
+
+class InSampleFit(SplitErrors):
+    """Constants fitted on all rows and scored on the same rows."""
+
+    fitted: FittedConstants = d("the constants fitted on all rows")
+    train_mape: float = d("step-time MAPE reached by the fit")
+    train_memory_mape: float | None = d("memory MAPE reached; null: no row publishes a peak")
+
+
+class ValidateLeaveOneOutOutput(Output):
+    """`planner validate --leave-one-source-out --json`: out-of-sample errors."""
+
+    rows: int = d("scored rows")
+    fits: int = d("fits run: all rows, then one per group and one per generation left out")
+    fit_seconds: float = d("wall time of the fits")
+    in_sample: InSampleFit = d("fitted on all rows, for contrast")
+    leave_one_source_out: LeaveOneOut = d("each source group predicted by constants fitted on the others")
+    leave_one_generation_out: LeaveOneOut = d("each GPU generation predicted by constants fitted on the others")
 
 
 # --- calibrate (planner/commands/calibrate.py report, planner/calibration/output.py) ---
@@ -647,6 +715,7 @@ OUTPUTS: dict[str, type[Output]] = {
     "compare": CompareOutput,
     "validate": ValidateOutput,
     "validate --fit-on": ValidateFitOnOutput,
+    "validate --leave-one-source-out": ValidateLeaveOneOutOutput,
     "calibrate": CalibrateOutput,
     "catalog gpus": CatalogGpusOutput,
     "catalog clusters": CatalogClustersOutput,

@@ -1,6 +1,7 @@
 """`planner validate`: predicted vs published step time and memory, per row and summarised.
 
-Over planner.validation.runs (evaluate, summarise) and planner.validation.generalise."""
+Over planner.validation.runs (evaluate, summarise) and planner.validation.generalise (the
+out-of-sample checks: --fit-on, --leave-one-source-out)."""
 from __future__ import annotations
 
 import argparse
@@ -8,13 +9,14 @@ from pathlib import Path
 
 from planner.commands.common import print_json
 from planner.errors import PlannerError
+from planner.inputs.argtypes import bounded_int
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from planner.render import validate as render
     from planner.render.estimate import make_console
     from planner.validation import runs as validation
-    from planner.validation.generalise import generalisation
+    from planner.validation.generalise import generalisation, leave_one_out
 
     runs = validation.load_runs(Path(args.runs)) if args.runs else validation.load_runs()
     if args.group:
@@ -23,32 +25,57 @@ def cmd_validate(args: argparse.Namespace) -> int:
         if unknown:
             raise PlannerError(f"--group {unknown[0]}: unknown; the runs have {', '.join(known)}")
         runs = [r for r in runs if r.group in args.group]
-    if args.fit_on:
-        out = generalisation(runs, args.fit_on)
+    if args.fit_on and args.leave_one_source_out:
+        raise PlannerError("--fit-on and --leave-one-source-out: give one of them")
+    if args.leave_one_source_out:
+        out = leave_one_out(runs, args.workers)
         if args.json:
             print_json(out)
         else:
-            render.print_generalisation(out)
+            render.print_leave_one_out(out, make_console())
+        return 0
+    if args.fit_on:
+        out = generalisation(runs, args.fit_on, args.workers)
+        if args.json:
+            print_json(out)
+        else:
+            render.print_generalisation(out, make_console())
         return 0
     results = validation.evaluate(runs)
     summary = validation.summarise(results)
+    by_generation = validation.summarise_by_generation(results)
+    by_precision = validation.summarise_by_precision(results)
     if args.json:
-        print_json({"rows": [validation.result_to_dict(r) for r in results], "summary": summary})
+        print_json({"rows": [validation.result_to_dict(r) for r in results], "summary": summary,
+                    "by_generation": by_generation, "by_precision": by_precision})
         return 0
     console = make_console()
     console.print(render.rows_table(results))
-    console.print(render.summary_table(summary))
+    console.print(render.summary_table(summary, by_generation, by_precision))
     return 0
+
+
+def _generation(text: str) -> str:
+    """A GPU generation name or 'all' (which generations the rows hold is checked once they are read)."""
+    if not text or not text.isascii() or not text.replace("-", "").isalnum() or len(text) > 32:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a GPU generation (e.g. ampere, hopper) or all")
+    return text
 
 
 def register(sub) -> None:
     p = sub.add_parser("validate", help="compare predictions with published training runs (MAPE, max error)",
                        description="Run the cost model on every published run in validation/runs.yaml and report "
-                                   "signed errors per row and MAPE / max error per source and overall.")
+                                   "signed errors per row and MAPE / max error per source, GPU generation, "
+                                   "precision and overall. --leave-one-source-out gives the out-of-sample error.")
     p.add_argument("--runs", help="validation YAML (default: validation/runs.yaml)")
     p.add_argument("--group", action="append", help="only this source group (repeatable), e.g. megatron-2021")
-    p.add_argument("--fit-on", choices=["ampere", "hopper", "all"],
-                   help="fit the shared efficiency constants on this GPU generation's rows and report the "
-                        "error on the held-out rows (generalisation check)")
+    p.add_argument("--fit-on", type=_generation, metavar="GENERATION|all",
+                   help="fit the shared efficiency constants on this GPU generation's rows (one the rows hold, "
+                        "e.g. ampere, hopper) or on all rows, and report the error on the held-out rows")
+    p.add_argument("--leave-one-source-out", action="store_true",
+                   help="out-of-sample error: for each source group, fit the constants on the other groups and "
+                        "predict its rows; the same per GPU generation; with the in-sample fit for contrast")
+    p.add_argument("--workers", type=bounded_int(64), default=None,
+                   help="processes for the fits (default: the CPU count, at most 8); the result does not depend on it")
     p.add_argument("--json", action="store_true", help="print rows and summary as JSON")
     p.set_defaults(func=cmd_validate)

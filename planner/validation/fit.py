@@ -8,14 +8,18 @@ the rows that publish a memory peak. Measured figures are data, not fitted: larg
 per generation and NCCL bus-bandwidth fractions (types.Efficiency).
 
 Method: cyclic coordinate descent on a bounded grid that refines around the best value
-(derivative-free; the objective, step-time MAPE, is piecewise smooth with max() kinks).
+(derivative-free; the objective, step-time MAPE, is piecewise smooth with max() kinks), from three
+starts. `fit` is the reference. `fit_many` reaches the same result for several sets of rows at
+once (e.g. one per held-out source), faster: its descents skip predictions they already made
+(Memo: the same row at the same values of the constants it reads) and run in parallel processes.
 """
 from __future__ import annotations
 
-from dataclasses import replace
+import os
+from dataclasses import fields, replace
 
 from costmodel import types as cm
-from planner.validation.runs import Run, evaluate
+from planner.validation.runs import Prepared, Run, evaluate, predict_prepared, prepare
 
 # name: (low, high) bounds, each physically plausible
 FIT_BOUNDS = {
@@ -43,6 +47,87 @@ def step_mape(runs: list[Run], eff: cm.Efficiency) -> float:
     return sum(abs(r.step_error) for r in results) / max(1, len(results))
 
 
+class Memo:
+    """Absolute step errors already computed, per row, by the values of the fitted constants that
+    the row's prediction read.
+
+    A prediction reads the constants through a _Tracked copy of the efficiency, which records which
+    fitted constants it touched. The cost model is a pure function of its inputs, so another point
+    that gives those constants the same values runs the same code on the same values and returns
+    the same error, bit for bit: e.g. a row without FlashAttention never reads the FlashAttention
+    constants, and the descent's sweeps over them reuse its error. Valid for descents that share
+    every other Efficiency field (they start from the same prior and change only FIT_BOUNDS), over
+    rows of one runs file (ids are unique there). The descents of several fits from one start (one
+    per held-out source) also walk many of the same points and share one Memo."""
+
+    def __init__(self) -> None:
+        self.base: cm.Efficiency | None = None
+        self.tables: dict[str, list[tuple[tuple[str, ...], dict[tuple, float]]]] = {}
+
+    def admits(self, eff: cm.Efficiency) -> bool:
+        """Whether `eff` differs from the Memo's base only in fitted constants (the first caller sets it)."""
+        base = replace(eff, **{name: 0.0 for name in FIT_BOUNDS})
+        if self.base is None:
+            self.base = base
+        return base == self.base
+
+    def error(self, p: Prepared, eff: cm.Efficiency) -> float:
+        tables = self.tables.setdefault(p.run.id, [])
+        for names, table in tables:
+            err = table.get(tuple(getattr(eff, n) for n in names))
+            if err is not None:
+                return err
+        global _READS
+        _READS = set()
+        try:
+            err = abs(predict_prepared(p, _tracked(eff)).step_error)
+            names = tuple(sorted(_READS))
+        finally:
+            _READS = None
+        key = tuple(getattr(eff, n) for n in names)
+        for known, table in tables:
+            if known == names:
+                table[key] = err
+                break
+        else:
+            tables.append((names, {key: err}))
+        return err
+
+
+# The fitted constants read while a Memo computes a prediction (None otherwise).
+_READS: set[str] | None = None
+
+
+def _recorded(name: str) -> property:
+    slot = "_fit_" + name
+
+    def get(self):
+        if _READS is not None:
+            _READS.add(name)
+        return self.__dict__[slot]
+
+    def put(self, value):
+        self.__dict__[slot] = value
+    return property(get, put)
+
+
+# An Efficiency whose fitted constants record their reads (dataclasses.replace keeps the class).
+_Tracked = type("_Tracked", (cm.Efficiency,), {name: _recorded(name) for name in FIT_BOUNDS})
+
+
+def _tracked(eff: cm.Efficiency) -> cm.Efficiency:
+    return _Tracked(**{f.name: getattr(eff, f.name) for f in fields(eff)})
+
+
+def _prepared_mape(rows: list[Prepared], eff: cm.Efficiency, memo: Memo | None = None) -> float:
+    """step_mape over rows whose inputs are already built (the same arithmetic, in the same order)."""
+    if memo is None:
+        results = [predict_prepared(p, eff) for p in rows]
+        return sum(abs(r.step_error) for r in results) / max(1, len(results))
+    errors = [memo.error(p, eff) for p in rows]
+    return sum(errors) / max(1, len(errors))
+
+
 def _candidates(value: float, low: float, high: float, span: float, points: int = 7) -> list[float]:
     step = (high - low) * span
     return sorted({min(high, max(low, value + step * (i - points // 2) / (points // 2))) for i in range(points)})
@@ -61,19 +146,76 @@ def fit(runs: list[Run], start: cm.Efficiency | None = None, rounds: int = 6) ->
     return descend(runs, start, rounds)
 
 
-def descend(runs: list[Run], eff: cm.Efficiency, rounds: int) -> tuple[cm.Efficiency, float]:
-    """Cyclic coordinate descent from `eff` (see the module docstring)."""
-    best = step_mape(runs, eff)
+def descend(runs: list[Run], eff: cm.Efficiency, rounds: int, memo: Memo | None = None) -> tuple[cm.Efficiency, float]:
+    """Cyclic coordinate descent from `eff` (see the module docstring); `memo` shares predictions
+    with other descents (see Memo), which changes no result."""
+    rows = [prepare(r) for r in runs if not r.exclude]
+    if memo is not None and not memo.admits(eff):
+        memo = None
+    best = _prepared_mape(rows, eff, memo)
     span = 0.5
     for _ in range(rounds):
         for name, (low, high) in FIT_BOUNDS.items():
             for value in _candidates(getattr(eff, name), low, high, span):
+                if value == getattr(eff, name):
+                    continue  # the current point: its error is `best`, which it cannot beat
                 trial = replace(eff, **{name: value})
-                err = step_mape(runs, trial)
+                err = _prepared_mape(rows, trial, memo)
                 if err < best - 1e-12:
                     eff, best = trial, err
         span /= 3
     return eff, best
+
+
+def _chunk_job(job: tuple[float, list[list[Run]], int]) -> list[tuple[cm.Efficiency, float]]:
+    """The descents from one start over several sets of rows, sharing one Memo."""
+    half_seq, sets, rounds = job
+    memo = Memo()
+    return [descend(runs, replace(prior(), flash_attention_half_seq=half_seq), rounds, memo) for runs in sets]
+
+
+def default_workers() -> int:
+    return max(1, min(8, os.cpu_count() or 1))
+
+
+def fit_many(train_sets: list[list[Run]], workers: int | None = None,
+             rounds: int = 6) -> list[tuple[cm.Efficiency, float, float | None]]:
+    """`fit` then `fit_memory` on each set of rows (subsets of one runs file): (efficiency, step
+    MAPE, memory MAPE) per set. Each set's result is the one `fit` reaches: the same descents from
+    the same three starts, the best taken in the same order. The descents run in `workers` forked
+    processes, those from one start over similar sets together, sharing their predictions (Memo)."""
+    if not train_sets:
+        return []
+    ids: dict[str, Run] = {}
+    for train in train_sets:
+        for r in train:
+            if ids.setdefault(r.id, r) is not r and ids[r.id] != r:
+                raise ValueError(f"fit_many: row id {r.id} names two different rows")
+    workers = default_workers() if workers is None else workers
+    # Sets by size, largest first: neighbours differ by few rows, so their descents meet most often.
+    order = sorted(range(len(train_sets)), key=lambda k: -len(train_sets[k]))
+    # One chunk per start (its descents share a Memo); split further only when workers outnumber starts.
+    groups = max(1, min(len(order), workers // len(HALF_SEQ_STARTS)))
+    size = -(-len(order) // groups)
+    chunks = [(s, order[i:i + size]) for s in HALF_SEQ_STARTS for i in range(0, len(order), size)]
+    jobs = [(s, [train_sets[k] for k in ks], rounds) for s, ks in chunks]
+    if workers <= 1 or len(jobs) <= 1:
+        results = [_chunk_job(j) for j in jobs]
+    else:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(min(workers, len(jobs)), mp_context=multiprocessing.get_context("fork")) as pool:
+            results = list(pool.map(_chunk_job, jobs))
+    done: dict[tuple[int, float], tuple[cm.Efficiency, float]] = {}
+    for (s, ks), fits in zip(chunks, results):
+        done.update({(k, s): f for k, f in zip(ks, fits)})
+    out = []
+    for k, train in enumerate(train_sets):
+        eff, mape = min((done[(k, s)] for s in HALF_SEQ_STARTS), key=lambda pair: pair[1])
+        eff, memory = fit_memory(train, eff)
+        out.append((eff, mape, memory))
+    return out
 
 
 def memory_mape(runs: list[Run], eff: cm.Efficiency) -> float | None:

@@ -2,7 +2,8 @@
 
 Each row holds a model, a cluster and a plan as published, and the measured step time (and peak
 memory where published). `evaluate` predicts every row; `summarise` reports signed errors and
-MAPE / max error per group and overall.
+MAPE / max error per group and overall, `summarise_by_generation` and `summarise_by_precision` the
+same per GPU generation and per plan precision.
 """
 from __future__ import annotations
 
@@ -86,7 +87,18 @@ def generation_of(run: Run) -> str:
     return resolve_gpu(run.cluster.gpu).generation
 
 
-def predict(run: Run, eff: cm.Efficiency) -> Result:
+@dataclass(frozen=True)
+class Prepared:
+    """A row's cost-model inputs, built and checked once (they do not depend on the efficiency
+    constants, so a fit that predicts the same rows hundreds of times builds them once)."""
+    run: Run
+    generation: str
+    model: cm.Model
+    cluster: cm.Cluster
+    plan: cm.Plan
+
+
+def prepare(run: Run) -> Prepared:
     gpu = resolve_gpu(run.cluster.gpu)
     cluster = run.cluster.to_cluster(gpu, run.cluster.num_gpus or 0)
     plan = build_plan(run.plan, run.model, cluster.num_gpus)
@@ -95,8 +107,16 @@ def predict(run: Run, eff: cm.Efficiency) -> Result:
         check_legal(model, cluster, plan)
     except PlannerError as err:
         raise PlannerError(f"validation row {run.id}: {err}") from None
-    e = estimate(model, cluster, plan, eff)
-    return Result(run, gpu.generation, e.step_time_seconds, e.memory_per_gpu_bytes / GIB)
+    return Prepared(run, gpu.generation, model, cluster, plan)
+
+
+def predict_prepared(p: Prepared, eff: cm.Efficiency) -> Result:
+    e = estimate(p.model, p.cluster, p.plan, eff)
+    return Result(p.run, p.generation, e.step_time_seconds, e.memory_per_gpu_bytes / GIB)
+
+
+def predict(run: Run, eff: cm.Efficiency) -> Result:
+    return predict_prepared(prepare(run), eff)
 
 
 def evaluate(runs: list[Run], eff: cm.Efficiency | None = None) -> list[Result]:
@@ -115,16 +135,39 @@ def error_stats(errors: list[float]) -> dict:
     }
 
 
+def group_errors(results: list[Result]) -> dict:
+    """Step-time and memory error statistics of some rows."""
+    return {"step_time": error_stats([r.step_error for r in results]),
+            "memory": error_stats([r.memory_error for r in results if r.memory_error is not None])}
+
+
 def summarise(results: list[Result]) -> dict:
     """Step-time and memory error statistics per group and overall."""
-    groups = sorted({r.run.group for r in results})
-    out = {"overall": {"step_time": error_stats([r.step_error for r in results]),
-                       "memory": error_stats([r.memory_error for r in results if r.memory_error is not None])}}
-    for g in groups:
-        rows = [r for r in results if r.run.group == g]
-        out[g] = {"step_time": error_stats([r.step_error for r in rows]),
-                  "memory": error_stats([r.memory_error for r in rows if r.memory_error is not None])}
+    out = {"overall": group_errors(results)}
+    for g in sorted({r.run.group for r in results}):
+        out[g] = group_errors([r for r in results if r.run.group == g])
     return out
+
+
+# GPU generations in release order (NVIDIA, then AMD), so that tables list them oldest first.
+GENERATION_ORDER = ("volta", "ampere", "ada", "hopper", "blackwell", "cdna2", "cdna3", "cdna4", "other")
+PRECISION_ORDER = ("fp32", "fp16", "bf16", "fp8")
+
+
+def _ordered(keys: set[str], order: tuple[str, ...]) -> list[str]:
+    return sorted(keys, key=lambda k: (order.index(k) if k in order else len(order), k))
+
+
+def summarise_by_generation(results: list[Result]) -> dict:
+    """Step-time and memory error statistics per GPU generation (ampere, hopper, ...)."""
+    return {g: group_errors([r for r in results if r.generation == g])
+            for g in _ordered({r.generation for r in results}, GENERATION_ORDER)}
+
+
+def summarise_by_precision(results: list[Result]) -> dict:
+    """Step-time and memory error statistics per plan precision (the GEMMs' number format)."""
+    return {p: group_errors([r for r in results if r.run.plan.precision == p])
+            for p in _ordered({r.run.plan.precision for r in results}, PRECISION_ORDER)}
 
 
 def result_to_dict(r: Result) -> dict:
