@@ -287,6 +287,13 @@ PUBLISHED_B = {
     "llama3-8b": (8.030261248, 9, "weights", "HF meta-llama/Meta-Llama-3-8B: 8,030,261,248"),
     "llama3-70b": (70.553706496, 9, "weights", "HF meta-llama/Meta-Llama-3-70B: 70,553,706,496"),
     "llama3-405b": (405.853388800, 9, "weights", "HF meta-llama/Llama-3.1-405B: 405,853,388,800"),
+    "mixtral-8x7b": (46.7, 1, "weights", "Mistral AI blog: 46.7B total"),
+    "mixtral-8x22b": (141, 0, "weights", "Mistral AI blog: 141B total"),
+    "qwen3-30b-a3b": (30.5, 1, "weights", "HF Qwen/Qwen3-30B-A3B card: 30.5B"),
+    "qwen3-235b-a22b": (235, 0, "weights", "HF Qwen/Qwen3-235B-A22B card: 235B"),
+    "deepseek-v3": (671, 0, "weights", "DeepSeek-V3 report: 671B main model"),
+    "gpt-oss-120b": (116.8, 1, "weights", "gpt-oss model card Table 1: 116.83B"),
+    "llama4-maverick": (400, -1, "weights", "Llama 4 model card: 400B incl. 0.87B vision tower; LM 400.7B"),
     "nemotron-4-15b": (15.6, 1, "weights", "Parmar et al. 2024 (arXiv:2402.16819): 15.6B"),
     "nemotron-4-340b": (341.0, 1, "weights", "Nemotron-4 340B report: 9.4B embedding + 331.6B non-embedding"),
     "mpt-7b": (6.65, 2, "weights", "Hugging Face Hub mosaicml/mpt-7b, safetensors metadata: 6.65B params "

@@ -40,3 +40,18 @@ def test_estimate_accepts_a_config_json(capsys):
     d = json.loads(out)
     assert (d["plan"]["tp"], d["plan"]["pp"], d["plan"]["dp"], d["plan"]["zero_stage"]) == (1, 1, 8, 0)
     assert d["memory_breakdown_bytes"]["parameters"] == 2 * 8_030_261_248
+
+
+def test_dense_configs_import_as_before():
+    """A dense Llama or GPT-2 config gains none of the mixture-of-experts, latent-attention or
+    local-attention fields, and no notes."""
+    for path in (f"{HF}/llama-3-8b/config.json", f"{HF}/gpt2/config.json"):
+        spec = load_model_spec(path)
+        assert spec.moe is None and spec.mla is None and spec.mtp_layers == 0, path
+        assert spec.attention_window is None and spec.head_dim is None and spec.notes is None, path
+
+
+def test_gemma_2_27b_is_no_longer_read_as_20_9b():
+    """The issue: Gemma 2's GeGLU MLP, head_dim 128 and tied embeddings were ignored (20.9B)."""
+    spec = load_model_spec("tests/data/hf_configs/gemma-2-27b.json")
+    assert round(total_parameters(spec.to_model()) / 1e9, 1) == 27.2

@@ -1,12 +1,32 @@
-"""Map a Hugging Face `config.json` (Llama, Mistral, Qwen2, GPT-2, GPT-NeoX style) to a ModelSpec."""
+"""Map a Hugging Face `config.json` to a ModelSpec.
+
+Dense models (Llama, Mistral, Qwen2, Qwen3, Gemma 1/2/3, GPT-2, GPT-NeoX style), mixtures of experts
+(Mixtral, Qwen2-MoE, Qwen3-MoE, DeepSeek-V2/V3, Kimi K2, Llama 4, gpt-oss), multi-head latent
+attention and multi-token prediction (DeepSeek-V2/V3, Kimi K2) and local attention (Mistral's sliding
+window, Gemma 2/3 and gpt-oss sliding layers, Llama 4 chunked layers). A wrapper config that holds the
+language model under `text_config` (Llama 4, Gemma 3, Kimi K2.5) is read from there; its vision
+tower is not modelled (said in the spec's `notes`).
+
+Any key that changes the arithmetic and that the cost model cannot represent is refused in one line
+naming the key (PlannerError): state-space / linear-attention hybrids, MoE layer layouts other than
+"the first k layers dense, then every f-th layer MoE", experts on a model type this module does not
+map. A config with an expert count is never read as dense.
+
+Defaults and semantics are those of the Transformers configuration and modeling classes, read at
+transformers v4.57.1 (PyPI wheel; src/transformers/models/<name>/configuration_<name>.py and
+modeling_<name>.py for mixtral, mistral, qwen2, qwen2_moe, qwen3, qwen3_moe, deepseek_v2, deepseek_v3,
+llama4, gpt_oss, gemma, gemma2, gemma3). Where a config.json omits a key, the class default applies
+(`CLASS_DEFAULTS`); a key given as null is None, as the classes read it.
+"""
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
 
 from planner.errors import PlannerError
+from planner.inputs import limits as L
 from planner.inputs.reading import describe_validation_error
 
 # Each spec key: the HF keys that carry it, first match wins.
@@ -20,9 +40,90 @@ KEY_ALIASES = {
     "ffn_hidden_size": ("intermediate_size", "n_inner", "ffn_hidden_size"),
 }
 SWIGLU_ACTIVATIONS = {"silu", "swish", "swiglu"}
+GELU_ACTIVATIONS = {"gelu", "gelu_new", "gelu_fast", "gelu_pytorch_tanh", "gelu_python", "gelu_accurate"}
 ALIBI_MODELS = {"bloom", "mpt"}
 QKV_BIAS_MODELS = {"qwen2", "qwen2_moe"}
 BIAS_FREE_MODELS = {"llama", "mistral", "mixtral", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3_text"}
+# Gemma's MLP is gated (GemmaMLP / Gemma2MLP / Gemma3MLP: gate_proj, up_proj, down_proj) with a GeLU
+# activation (`hidden_activation` "gelu_pytorch_tanh"): GeGLU, 3 matrices (Gemma report, arXiv:2403.08295).
+GEGLU_MODELS = {"gemma", "gemma2", "gemma3_text"}
+
+# Transformers v4.57.1 class defaults of the keys read here, for config.json files that omit them
+# (Gemma 3's nested text_config omits vocab_size, rope_theta, rms_norm_eps; Mistral's sliding_window
+# defaults to 4096, Mixtral's to None). Kimi K2 ships DeepSeek-V3's configuration class (its config.json
+# auto_map: configuration_deepseek.DeepseekV3Config), so it takes DeepSeek-V3's.
+CLASS_DEFAULTS: dict[str, dict[str, Any]] = {
+    "mistral": {"tie_word_embeddings": False, "sliding_window": 4096, "hidden_act": "silu", "rms_norm_eps": 1e-6},
+    "mixtral": {"tie_word_embeddings": False, "sliding_window": None, "hidden_act": "silu", "rms_norm_eps": 1e-5,
+                "num_local_experts": 8, "num_experts_per_tok": 2, "intermediate_size": 14336},
+    "qwen2": {"tie_word_embeddings": False, "use_sliding_window": False, "sliding_window": 4096,
+              "max_window_layers": 28},
+    "qwen3": {"tie_word_embeddings": False, "head_dim": 128, "use_sliding_window": False, "sliding_window": 4096,
+              "max_window_layers": 28, "attention_bias": False},
+    "qwen2_moe": {"tie_word_embeddings": False, "use_sliding_window": False, "sliding_window": 4096,
+                  "max_window_layers": 28, "decoder_sparse_step": 1, "moe_intermediate_size": 1408,
+                  "shared_expert_intermediate_size": 5632, "num_experts_per_tok": 4, "num_experts": 60,
+                  "mlp_only_layers": None, "intermediate_size": 5632},
+    "qwen3_moe": {"tie_word_embeddings": False, "use_sliding_window": False, "sliding_window": 4096,
+                  "decoder_sparse_step": 1, "moe_intermediate_size": 768, "num_experts_per_tok": 8,
+                  "num_experts": 128, "mlp_only_layers": None, "intermediate_size": 6144, "attention_bias": False},
+    "deepseek_v2": {"tie_word_embeddings": False, "first_k_dense_replace": 0, "kv_lora_rank": 512,
+                    "q_lora_rank": 1536, "n_routed_experts": 64, "n_shared_experts": 2, "qk_nope_head_dim": 128,
+                    "qk_rope_head_dim": 64, "v_head_dim": 128, "num_experts_per_tok": None,
+                    "moe_intermediate_size": 1407, "attention_bias": False, "mlp_bias": False},
+    "deepseek_v3": {"tie_word_embeddings": False, "first_k_dense_replace": 3, "kv_lora_rank": 512,
+                    "q_lora_rank": 1536, "n_routed_experts": 256, "n_shared_experts": 1, "qk_nope_head_dim": 128,
+                    "qk_rope_head_dim": 64, "v_head_dim": 128, "num_experts_per_tok": 8,
+                    "moe_intermediate_size": 2048, "attention_bias": False},
+    "llama4_text": {"tie_word_embeddings": False, "vocab_size": 202048, "hidden_size": 5120, "intermediate_size": 8192,
+                    "intermediate_size_mlp": 16384, "num_hidden_layers": 48, "num_attention_heads": 40,
+                    "num_key_value_heads": 8, "head_dim": 128, "hidden_act": "silu",
+                    "max_position_embeddings": 131072, "rms_norm_eps": 1e-5, "rope_theta": 500000.0,
+                    "num_experts_per_tok": 1, "num_local_experts": 16, "moe_layers": None,
+                    "interleave_moe_layer_step": 1, "no_rope_layers": None, "no_rope_layer_interval": 4,
+                    "attention_chunk_size": 8192, "attention_bias": False},
+    "gpt_oss": {"tie_word_embeddings": False, "num_local_experts": 128, "num_experts_per_tok": 4,
+                "intermediate_size": 2880, "head_dim": 64, "sliding_window": 128, "hidden_act": "silu",
+                "rms_norm_eps": 1e-5, "rope_theta": 150000.0},
+    "gemma": {"tie_word_embeddings": True, "head_dim": 256, "hidden_act": "gelu_pytorch_tanh", "rms_norm_eps": 1e-6,
+              "rope_theta": 10000.0, "attention_bias": False},
+    "gemma2": {"tie_word_embeddings": True, "head_dim": 256, "hidden_activation": "gelu_pytorch_tanh",
+               "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "attention_bias": False, "sliding_window": 4096,
+               "max_position_embeddings": 8192, "vocab_size": 256000},
+    "gemma3_text": {"tie_word_embeddings": True, "vocab_size": 262208, "head_dim": 256,
+                    "hidden_activation": "gelu_pytorch_tanh", "max_position_embeddings": 131072,
+                    "rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "attention_bias": False, "sliding_window": 4096,
+                    "sliding_window_pattern": 6, "use_bidirectional_attention": False},
+}
+CLASS_DEFAULTS["kimi_k2"] = CLASS_DEFAULTS["deepseek_v3"]
+# Wrapper configs whose language model sits under `text_config`, and that part's model_type when the
+# nested dict does not say (Llama4Config -> Llama4TextConfig, Gemma3Config -> Gemma3TextConfig).
+TEXT_CONFIG_TYPES = {"llama4": "llama4_text", "gemma3": "gemma3_text", "kimi_k25": "kimi_k2"}
+
+MOE_FAMILIES = {"mixtral": "mixtral", "qwen2_moe": "qwen_moe", "qwen3_moe": "qwen_moe", "deepseek_v2": "deepseek",
+                "deepseek_v3": "deepseek", "kimi_k2": "deepseek", "llama4_text": "llama4", "gpt_oss": "gpt_oss"}
+# Keys that count routed experts, in any model family (and DBRX's nested ffn_config.moe_num_experts).
+EXPERT_COUNT_KEYS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts", "num_moe_experts",
+                     "n_experts", "num_routed_experts", "expert_num")
+# Keys of state-space, linear-attention and other hybrid layer stacks, which the cost model (attention +
+# MLP layers only) cannot represent: Nemotron-H, Jamba, Zamba, Bamba, Falcon-H1, Granite-4 hybrid,
+# Qwen3-Next, MiniMax-01, Mamba/Mamba-2, RWKV, xLSTM, RecurrentGemma, LFM2.
+HYBRID_KEYS = ("hybrid_override_pattern", "layers_block_type", "layer_block_types", "block_types",
+               "attn_layer_period", "attn_layer_offset", "expert_layer_period", "expert_layer_offset",
+               "full_attention_interval", "attn_type_list", "mamba_d_state", "mamba_d_conv", "mamba_expand",
+               "state_size", "time_step_rank", "conv_kernel", "ssm_cfg", "lru_width", "slstm_block_map",
+               "full_attn_idxs")
+HYBRID_PREFIXES = ("ssm_", "mamba_", "linear_", "lightning_")
+HYBRID_MODEL_TYPES = {"mamba", "mamba2", "falcon_mamba", "jamba", "zamba", "zamba2", "bamba", "nemotron_h",
+                      "falcon_h1", "granitemoehybrid", "qwen3_next", "minimax", "rwkv", "recurrent_gemma", "xlstm",
+                      "lfm2", "plamo2"}
+ATTENTION_LAYER_TYPES = {"full_attention": "full", "sliding_attention": "sliding", "chunked_attention": "chunked"}
+# Families whose sliding_window (when not null) applies to every layer: MistralAttention and
+# MixtralAttention pass config.sliding_window to every layer; Qwen3MoeModel builds one sliding-window
+# mask for all layers when use_sliding_window is set.
+ALL_LAYERS_SLIDE = {"mistral", "mixtral", "qwen3_moe"}
+# Qwen2 / Qwen3 / Qwen2-MoE: with use_sliding_window, layers i >= max_window_layers slide.
+MAX_WINDOW_LAYERS_SLIDE = {"qwen2", "qwen3", "qwen2_moe"}
 
 
 def looks_like_hf_config(data: Any) -> bool:
@@ -42,33 +143,120 @@ def _label(name: str) -> str:
     return cleaned[:128]
 
 
+def _show(value: Any) -> str:
+    """A value for a one-line message: repr, newlines escaped by repr, at most 60 characters."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 class HfKeys(BaseModel):
     """The keys of a config.json this module reads besides the shape (which ModelSpec checks), typed
     as the Transformers config classes define them; others are ignored."""
 
     model_config = ConfigDict(extra="allow")
 
-    model_type: Optional[Annotated[str, Field(strict=True, max_length=64)]] = None
-    hidden_act: Optional[Annotated[str, Field(strict=True, max_length=64)]] = None
-    activation_function: Optional[Annotated[str, Field(strict=True, max_length=64)]] = None
-    tie_word_embeddings: Optional[StrictBool] = None
-    attention_dropout: Optional[Annotated[float, Field(strict=True, allow_inf_nan=False, ge=0, lt=1)]] = None
-    resid_pdrop: Optional[Annotated[float, Field(strict=True, allow_inf_nan=False, ge=0, lt=1)]] = None
-    hidden_dropout: Optional[Annotated[float, Field(strict=True, allow_inf_nan=False, ge=0, lt=1)]] = None
-    attention_bias: Optional[StrictBool] = None
-    mlp_bias: Optional[StrictBool] = None
-    alibi: Optional[StrictBool] = None
+    model_type: Annotated[str, Field(strict=True, max_length=64)] | None = None
+    hidden_act: Annotated[str, Field(strict=True, max_length=64)] | None = None
+    hidden_activation: Annotated[str, Field(strict=True, max_length=64)] | None = None
+    activation_function: Annotated[str, Field(strict=True, max_length=64)] | None = None
+    tie_word_embeddings: StrictBool | None = None
+    attention_dropout: Annotated[float, Field(strict=True, allow_inf_nan=False, ge=0, lt=1)] | None = None
+    resid_pdrop: Annotated[float, Field(strict=True, allow_inf_nan=False, ge=0, lt=1)] | None = None
+    hidden_dropout: Annotated[float, Field(strict=True, allow_inf_nan=False, ge=0, lt=1)] | None = None
+    attention_bias: StrictBool | None = None
+    mlp_bias: StrictBool | None = None
+    alibi: StrictBool | None = None
+    use_sliding_window: StrictBool | None = None
+
+
+class _Reader:
+    """Typed reads of one config dict; every failure is one PlannerError line naming the key."""
+
+    def __init__(self, data: dict, name: str, prefix: str = ""):
+        self.data, self.name, self.prefix = data, name, prefix
+
+    def fail(self, key: str, why: str) -> PlannerError:
+        return PlannerError(f"{self.name} config.json: {self.prefix}{key}: {why}")
+
+    def has(self, key: str) -> bool:
+        return self.data.get(key) is not None
+
+    def integer(self, key: str, lower: int = 0) -> int | None:
+        value = self.data.get(key)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.fail(key, f"must be an integer (got {_show(value)})")
+        if value < lower:
+            raise self.fail(key, f"must be >= {lower} (got {value})")
+        return value
+
+    def need_int(self, key: str, lower: int = 0, why: str = "") -> int:
+        value = self.integer(key, lower)
+        if value is None:
+            raise self.fail(key, f"is missing or null{why}")
+        return value
+
+    def int_list(self, key: str) -> list[int] | None:
+        value = self.data.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, list) or any(isinstance(v, bool) or not isinstance(v, int) for v in value):
+            raise self.fail(key, f"must be a list of integers (got {_show(value)})")
+        return value
+
+
+def _layers(text: dict) -> int | None:
+    """The layer count when it is one the spec accepts; else None (ModelSpec then refuses it)."""
+    value = _pick(text, KEY_ALIASES["num_layers"])
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= L.MAX_LAYERS:
+        return None
+    return value
+
+
+def _text_config(data: dict, name: str) -> tuple[dict, str, list[str]]:
+    """The dict holding the language model (the config itself, or its `text_config`), with the class
+    defaults of its model type filled in for absent keys, and notes on what is not modelled."""
+    notes: list[str] = []
+    model_type = data.get("model_type")
+    text, prefix = data, ""
+    nested = data.get("text_config")
+    if nested is not None:
+        if not isinstance(nested, dict):
+            raise PlannerError(f"{name} config.json: text_config: must be an object (got {_show(nested)})")
+        text, prefix = dict(nested), "text_config."
+        inner = text.get("model_type") or TEXT_CONFIG_TYPES.get(str(model_type))
+        # some Llama 4 checkpoints repeat the wrapper's type ("llama4") inside text_config
+        inner = TEXT_CONFIG_TYPES.get(str(inner), inner)
+        # Llama4Config, Gemma3Config: the wrapper's tie_word_embeddings decides the output layer when the
+        # text config does not say.
+        if "tie_word_embeddings" not in text and "tie_word_embeddings" in data:
+            text["tie_word_embeddings"] = data["tie_word_embeddings"]
+        text["model_type"] = inner
+        if data.get("vision_config") is not None:
+            notes.append("the vision tower (vision_config) and its projector are not modelled: this is the "
+                         "language model alone")
+    kind = text.get("model_type")
+    defaults = CLASS_DEFAULTS.get(str(kind), {})
+    text = {**{k: v for k, v in defaults.items() if k not in text}, **text}
+    return text, prefix, notes
 
 
 def hf_to_spec_dict(data: dict, name: str, seq_length: int | None = None) -> dict:
     """Spec fields from an HF config; `seq_length` overrides the (often huge) max_position_embeddings."""
     try:
         HfKeys.model_validate(data)
+        if isinstance(data.get("text_config"), dict):
+            HfKeys.model_validate(data["text_config"])
     except ValidationError as err:
         raise PlannerError(describe_validation_error(err, f"{name} config.json")) from None
-    spec = {"name": _label(name)}
+    text, prefix, notes = _text_config(data, name)
+    model_type = str(text.get("model_type") or "")
+    reader = _Reader(text, name, prefix)
+    refuse_unrepresentable(data, text, reader)
+    spec: dict = {"name": _label(name)}
     for field, keys in KEY_ALIASES.items():
-        value = _pick(data, keys)
+        value = _pick(text, keys)
         if value is not None:
             spec[field] = value
     if seq_length:
@@ -76,12 +264,48 @@ def hf_to_spec_dict(data: dict, name: str, seq_length: int | None = None) -> dic
     missing = [k for k in ("num_layers", "hidden_size", "num_attention_heads", "vocab_size", "seq_length") if k not in spec]
     if missing:
         raise PlannerError(f"{name}: Hugging Face config lacks {', '.join(missing)}")
-    act = str(_pick(data, ("hidden_act", "activation_function")) or "gelu").lower()
-    spec["mlp"] = "swiglu" if act in SWIGLU_ACTIVATIONS else "gelu"
-    spec["tie_embeddings"] = bool(data.get("tie_word_embeddings", data.get("model_type") == "gpt2"))
-    spec["dropout"] = any((data.get(k) or 0) > 0 for k in ("attention_dropout", "resid_pdrop", "hidden_dropout"))
-    spec.update(architecture(data))
+    spec["mlp"] = mlp_kind(text)
+    spec["tie_embeddings"] = bool(text.get("tie_word_embeddings", model_type == "gpt2"))
+    spec["dropout"] = any((text.get(k) or 0) > 0 for k in ("attention_dropout", "resid_pdrop", "hidden_dropout"))
+    spec.update(architecture(text))
+    layers = _layers(text)
+    head_dim = reader.integer("head_dim", 1)
+    mla = mla_fields(reader, model_type)
+    if mla:
+        spec["mla"] = mla
+    elif head_dim:
+        hidden, heads = spec.get("hidden_size"), spec.get("num_attention_heads")
+        if not (isinstance(hidden, int) and isinstance(heads, int) and hidden == head_dim * heads):
+            spec["head_dim"] = head_dim
+    moe, ffn, moe_notes = moe_fields(reader, model_type, layers)
+    notes += moe_notes
+    if moe:
+        spec["moe"] = moe
+    if ffn is not None:
+        spec["ffn_hidden_size"] = ffn
+    mtp = mtp_layers(reader, model_type)
+    if mtp:
+        spec["mtp_layers"] = mtp
+    window, window_notes = local_attention(reader, model_type, layers)
+    spec.update(window)
+    notes += window_notes
+    notes += ignored_details(text, model_type)
+    if notes:
+        spec["notes"] = (f"Imported from a Hugging Face config.json (model_type {model_type or 'unknown'}) by "
+                         "planner/inputs/hf_config.py; " + "; ".join(notes) + ".")
     return spec
+
+
+def mlp_kind(text: dict) -> str:
+    """Gated or not, from the activation the class reads: Gemma's `hidden_activation` (GeGLU), SiLU
+    (SwiGLU: Llama, Mistral, Qwen, DeepSeek, Llama 4, gpt-oss), else a 2-matrix GeLU MLP."""
+    model_type = str(text.get("model_type") or "")
+    if model_type in GEGLU_MODELS:
+        act = str(_pick(text, ("hidden_activation", "hidden_act")) or "gelu_pytorch_tanh").lower()
+        if act in GELU_ACTIVATIONS:
+            return "geglu"
+    act = str(_pick(text, ("hidden_act", "activation_function")) or "gelu").lower()
+    return "swiglu" if act in SWIGLU_ACTIVATIONS else "gelu"
 
 
 def architecture(data: dict) -> dict:
@@ -108,3 +332,312 @@ def architecture(data: dict) -> dict:
     elif model_type in BIAS_FREE_MODELS:
         out["linear_bias"] = False
     return out
+
+
+def _dicts(node: Any, path: str = ""):
+    """Every dict in a parsed config, with its dotted path ('' for the top level)."""
+    if isinstance(node, dict):
+        yield path, node
+        for key, value in node.items():
+            yield from _dicts(value, f"{path}{key}.")
+    elif isinstance(node, list):
+        for value in node:
+            yield from _dicts(value, path)
+
+
+def refuse_unrepresentable(data: dict, text: dict, reader: _Reader) -> None:
+    """One PlannerError line for the first key that changes the arithmetic in a way the cost model
+    cannot represent: hybrid (state-space, linear-attention) layer stacks, experts on a model type this
+    module does not map (or anywhere but the language model), MLA or MTP outside DeepSeek's layout."""
+    name = reader.name
+    model_type = str(text.get("model_type") or "")
+    for path, node in _dicts(data):
+        for key, value in node.items():
+            if value is None or value is False or value == [] or value == {}:
+                continue
+            if key in HYBRID_KEYS or key.startswith(HYBRID_PREFIXES):
+                raise PlannerError(f"{name} config.json: {path}{key}: a state-space / linear-attention hybrid "
+                                   "layer stack, which planner's cost model (attention + MLP layers) cannot represent")
+    if model_type in HYBRID_MODEL_TYPES or str(data.get("model_type") or "") in HYBRID_MODEL_TYPES:
+        raise PlannerError(f"{name} config.json: model_type {model_type!r}: a state-space / recurrent hybrid, "
+                           "which planner's cost model (attention + MLP layers) cannot represent")
+    if reader.has("use_bidirectional_attention") and text["use_bidirectional_attention"] is not False:
+        raise reader.fail("use_bidirectional_attention", "an encoder (bidirectional attention), not the causal "
+                          "decoder planner models")
+    own = MOE_FAMILIES.get(model_type)
+    for path, node in _dicts(data):
+        is_text = node is data if reader.prefix == "" else path == reader.prefix
+        for key in EXPERT_COUNT_KEYS:
+            value = node.get(key)
+            if value is None or value == 0:
+                continue
+            if is_text and own and key == expert_count_key(model_type):
+                continue
+            shown = reader.prefix + key if is_text else path + key
+            if not own:
+                raise PlannerError(f"{name} config.json: {shown} {_show(value)}: a mixture of experts on model_type "
+                                   f"{model_type or '(none)'!r}, which planner does not map (it maps mixtral, qwen2_moe, "
+                                   "qwen3_moe, deepseek_v2, deepseek_v3, kimi_k2, llama4, gpt_oss); it will not be "
+                                   "read as dense")
+            raise PlannerError(f"{name} config.json: {shown} {_show(value)}: experts outside the language model's "
+                               f"{expert_count_key(model_type) or 'expert count'}, which planner does not model")
+    if MOE_FAMILIES.get(model_type) != "deepseek":
+        for key in ("kv_lora_rank", "q_lora_rank"):
+            if reader.has(key):
+                raise reader.fail(key, f"multi-head latent attention on model_type {model_type!r}, whose layout "
+                                       "planner does not map (it maps DeepSeek-V2/V3 and Kimi K2)")
+        for key in ("num_nextn_predict_layers", "num_mtp_modules", "mtp_num_layers"):
+            if reader.has(key) and text[key] != 0:
+                raise reader.fail(key, f"multi-token prediction modules on model_type {model_type!r}, whose "
+                                       "layout planner does not map (it maps DeepSeek-V3's)")
+
+
+def expert_count_key(model_type: str) -> str | None:
+    return {"mixtral": "num_local_experts", "qwen_moe": "num_experts", "deepseek": "n_routed_experts",
+            "llama4": "num_local_experts", "gpt_oss": "num_local_experts"}.get(MOE_FAMILIES.get(model_type, ""))
+
+
+def fit_moe_layout(moe_layers: list[int], num_layers: int) -> tuple[int, int] | None:
+    """(first_dense_layers k, layer_freq f) such that layer i is MoE exactly when i >= k and
+    (i + 1) % f == 0 (costmodel/types.py Model.is_moe_layer), or None when no such pair gives the set."""
+    wanted = sorted(set(moe_layers))
+    if not wanted:
+        return None
+    first = wanted[0]
+    candidates = [wanted[1] - wanted[0]] if len(wanted) > 1 else range(1, num_layers + 1)
+    for freq in candidates:
+        if freq < 1 or (first + 1) % freq:
+            continue
+        if [i for i in range(first, num_layers) if (i + 1) % freq == 0] == wanted:
+            return max(0, first - freq + 1), freq
+    return None
+
+
+def moe_fields(reader: _Reader, model_type: str, layers: int | None) -> tuple[dict | None, int | None, list[str]]:
+    """The `moe` spec (or None for a dense family), the dense MLP width when it is not
+    `intermediate_size`, and notes. Per family, from the Transformers classes (v4.57.1):
+
+    - mixtral (MixtralConfig, modeling_mixtral.py MixtralSparseMoeBlock): every layer MoE;
+      num_local_experts experts of intermediate_size, top num_experts_per_tok; no shared expert.
+    - qwen2_moe / qwen3_moe (Qwen2MoeDecoderLayer, Qwen3MoeDecoderLayer): layer i is MoE when i is not in
+      mlp_only_layers and (i + 1) % decoder_sparse_step == 0; experts of moe_intermediate_size, dense
+      layers of intermediate_size; Qwen2-MoE adds one shared expert of shared_expert_intermediate_size
+      (its sigmoid gate, h weights, is not counted); Qwen3-MoE has none.
+    - deepseek_v2 / deepseek_v3 / kimi_k2 (DeepseekV2/V3DecoderLayer): layer i is MoE when
+      i >= first_k_dense_replace; n_routed_experts of moe_intermediate_size plus n_shared_experts shared
+      ones of the same width (DeepseekV3MoE: shared_experts = MLP(intermediate_size = moe_intermediate_size
+      x n_shared_experts)); dense layers of intermediate_size. DeepSeek's own modeling_deepseek.py also
+      reads moe_layer_freq (MoE when i % moe_layer_freq == 0), which Transformers ignores: only 1 maps.
+    - llama4_text (Llama4TextConfig.__init__: moe_layers defaults to range(interleave_moe_layer_step - 1,
+      num_hidden_layers, interleave_moe_layer_step); Llama4TextMoe: num_local_experts experts of
+      intermediate_size, top num_experts_per_tok, and one shared_expert of intermediate_size; dense
+      layers Llama4TextMLP(intermediate_size_mlp)).
+    - gpt_oss (GptOssMLP): every layer MoE; num_local_experts experts of intermediate_size, top
+      num_experts_per_tok (config.json also carries experts_per_token, the same number); no shared
+      expert. Expert and router biases are not counted.
+    """
+    family = MOE_FAMILIES.get(model_type)
+    if family is None:
+        return None, None, []
+    r = reader
+    key = expert_count_key(model_type)
+    experts = r.integer(key, 0)
+    if not experts:
+        if family in ("qwen_moe", "deepseek"):  # num_experts 0 / n_routed_experts null: dense by the class
+            return None, None, []
+        raise r.fail(key, "is 0 or null: a mixture-of-experts class without experts")
+    if experts == 1:
+        raise r.fail(key, "is 1: a one-expert layer is not a mixture planner represents")
+    top_k = r.integer("num_experts_per_tok", 1)
+    notes: list[str] = []
+    if family == "gpt_oss":
+        alt = r.integer("experts_per_token", 1)
+        if top_k is not None and alt is not None and alt != top_k:
+            raise r.fail("experts_per_token", f"{alt} disagrees with num_experts_per_tok {top_k}")
+        top_k = top_k or alt
+    if top_k is None:
+        raise r.fail("num_experts_per_tok", "is missing or null: how many experts each token uses is unknown")
+    moe: dict = {"num_experts": experts, "experts_per_token": top_k}
+    dense_ffn = None
+    moe_layers: list[int] | None = None
+    layout_key = key
+    if family in ("mixtral", "gpt_oss"):
+        moe["ffn_hidden_size"] = r.need_int("intermediate_size", 1)
+    elif family == "qwen_moe":
+        moe["ffn_hidden_size"] = r.need_int("moe_intermediate_size", 1)
+        shared = r.integer("shared_expert_intermediate_size", 0) or 0
+        if shared and model_type == "qwen3_moe":
+            raise r.fail("shared_expert_intermediate_size", "Qwen3-MoE has no shared expert (Qwen3MoeSparseMoeBlock); "
+                         "the key would be ignored by Transformers")
+        if shared:
+            moe["shared_ffn_hidden_size"] = shared
+            notes.append("the shared expert's sigmoid gate (h weights a layer) is not counted")
+        step = r.need_int("decoder_sparse_step", 1)
+        dense = r.int_list("mlp_only_layers") or []
+        layout_key = "mlp_only_layers" if dense else "decoder_sparse_step"
+        if layers:
+            moe_layers = [i for i in range(layers) if i not in dense and (i + 1) % step == 0]
+    elif family == "deepseek":
+        moe["ffn_hidden_size"] = r.need_int("moe_intermediate_size", 1)
+        shared = r.integer("n_shared_experts", 0) or 0
+        if shared:
+            moe["shared_ffn_hidden_size"] = shared * moe["ffn_hidden_size"]
+        freq = r.data.get("moe_layer_freq", 1)
+        if isinstance(freq, bool) or not isinstance(freq, int):
+            raise r.fail("moe_layer_freq", f"must be an integer (got {_show(freq)}); a per-layer MoE pattern "
+                         "is not one planner represents")
+        if freq != 1:
+            raise r.fail("moe_layer_freq", f"{freq}: DeepSeek's modeling code puts experts on layers with "
+                         "i % moe_layer_freq == 0 while Transformers' DeepseekV2/V3 classes ignore the key; "
+                         "planner represents only 1")
+        first = r.integer("first_k_dense_replace", 0) or 0
+        layout_key = "first_k_dense_replace"
+        if layers:
+            moe_layers = list(range(first, layers))
+    elif family == "llama4":
+        moe["ffn_hidden_size"] = r.need_int("intermediate_size", 1)
+        moe["shared_ffn_hidden_size"] = moe["ffn_hidden_size"]  # Llama4TextMoe.shared_expert
+        dense_ffn = r.integer("intermediate_size_mlp", 1)
+        explicit = r.int_list("moe_layers")
+        step = r.need_int("interleave_moe_layer_step", 1)
+        layout_key = "moe_layers" if explicit is not None else "interleave_moe_layer_step"
+        if layers:
+            moe_layers = explicit if explicit is not None else list(range(step - 1, layers, step))
+            if any(not 0 <= i < layers for i in moe_layers):
+                raise r.fail("moe_layers", f"holds a layer index outside 0..{layers - 1}")
+    if moe_layers is not None:
+        fit = fit_moe_layout(moe_layers, layers)
+        if fit is None:
+            if not moe_layers:
+                raise r.fail(layout_key, "leaves no MoE layer in a mixture-of-experts model")
+            raise r.fail(layout_key, f"puts experts on layers {_show(sorted(moe_layers))}: not 'the first k dense, "
+                         "then every f-th layer', the only layouts planner represents")
+        first, freq = fit
+        if first:
+            moe["first_dense_layers"] = first
+        if freq != 1:
+            moe["layer_freq"] = freq
+    if family in ("mixtral", "gpt_oss"):
+        dense_ffn = moe["ffn_hidden_size"]  # no dense layer; keeps ffn_hidden_size the expert width
+    return moe, dense_ffn, notes
+
+
+def mla_fields(reader: _Reader, model_type: str) -> dict | None:
+    """Multi-head latent attention (DeepseekV2/V3Attention): q_lora_rank null means queries projected
+    straight from the hidden state (DeepSeek-V2-Lite), which the spec writes as 0."""
+    if MOE_FAMILIES.get(model_type) != "deepseek":
+        return None
+    r = reader
+    return {"q_lora_rank": r.integer("q_lora_rank", 0) or 0, "kv_lora_rank": r.need_int("kv_lora_rank", 1),
+            "qk_nope_head_dim": r.need_int("qk_nope_head_dim", 1), "qk_rope_head_dim": r.need_int("qk_rope_head_dim", 1),
+            "v_head_dim": r.need_int("v_head_dim", 1)}
+
+
+def mtp_layers(reader: _Reader, model_type: str) -> int:
+    """DeepSeek-V3's multi-token prediction modules (num_nextn_predict_layers; README_WEIGHTS.md of
+    deepseek-ai/DeepSeek-V3: layer 61 holds the one MTP module). Transformers drops them at load; a
+    training run trains them, so the spec keeps them (mtp_layers)."""
+    if MOE_FAMILIES.get(model_type) != "deepseek":
+        return 0
+    return reader.integer("num_nextn_predict_layers", 0) or 0
+
+
+def _layer_kinds(reader: _Reader, model_type: str, layers: int) -> tuple[list[str], str] | None:
+    """Per layer 'full', 'sliding' or 'chunked', and the key the pattern came from; None when every
+    layer is full attention."""
+    r, text = reader, reader.data
+    types = text.get("layer_types")
+    if types is not None:
+        if not isinstance(types, list) or len(types) != layers:
+            raise r.fail("layer_types", f"must be a list of {layers} layer types (got {_show(types)})")
+        unknown = [t for t in types if t not in ATTENTION_LAYER_TYPES]
+        if unknown:
+            raise r.fail("layer_types", f"holds {_show(unknown[0])}: only full, sliding and chunked attention "
+                         "layers are represented (not linear attention, state-space or convolution layers)")
+        return [ATTENTION_LAYER_TYPES[t] for t in types], "layer_types"
+    if model_type == "llama4_text":
+        # Llama4TextConfig: no_rope_layers[i] == 1 (RoPE) -> chunked_attention, 0 (NoPE) -> full_attention;
+        # by default a NoPE layer every no_rope_layer_interval (4) layers.
+        nope = r.int_list("no_rope_layers")
+        if not nope:  # Transformers treats [] like None
+            interval = r.need_int("no_rope_layer_interval", 1)
+            nope = [int((i + 1) % interval != 0) for i in range(layers)]
+        elif len(nope) < layers:
+            raise r.fail("no_rope_layers", f"has {len(nope)} entries for {layers} layers")
+        if not r.has("attention_chunk_size"):
+            return None
+        return ["chunked" if nope[i] else "full" for i in range(layers)], "no_rope_layers"
+    if model_type == "gemma2" or model_type == "gpt_oss":
+        # Gemma2Config / GptOssConfig: layer i slides when (i + 1) % 2 != 0.
+        return ["sliding" if (i + 1) % 2 else "full" for i in range(layers)], "sliding_window"
+    if model_type == "gemma3_text":
+        # Gemma3TextConfig: sliding_window_pattern (the older int form, default 6): layer i is global when
+        # (i + 1) % pattern == 0.
+        pattern = r.need_int("sliding_window_pattern", 1)
+        return ["sliding" if (i + 1) % pattern else "full" for i in range(layers)], "sliding_window_pattern"
+    if not r.has("sliding_window"):
+        return None
+    if text.get("use_sliding_window") is False:
+        return None  # Qwen2/Qwen3 family: sliding_window only takes effect with use_sliding_window
+    if model_type in ALL_LAYERS_SLIDE:
+        if model_type == "qwen3_moe" and not text.get("use_sliding_window"):
+            return None
+        return ["sliding"] * layers, "sliding_window"
+    if model_type in MAX_WINDOW_LAYERS_SLIDE:
+        if not text.get("use_sliding_window"):
+            return None
+        start = r.need_int("max_window_layers", 0)
+        return ["sliding" if i >= start else "full" for i in range(layers)], "max_window_layers"
+    raise r.fail("sliding_window", f"{_show(text['sliding_window'])} on model_type {model_type!r}: which layers "
+                 "use it is not known to planner (it maps Mistral, Mixtral, Qwen2/3, Gemma 2/3, gpt-oss, Llama 4)")
+
+
+def local_attention(reader: _Reader, model_type: str, layers: int | None) -> tuple[dict, list[str]]:
+    """attention_window, global_attention_every and window_kind (costmodel/types.py Model) from the
+    per-layer attention kinds: layer i global exactly when (i + 1) % n == 0 (n = 0: every layer local)."""
+    r = reader
+    if model_type != "llama4_text" and r.has("attention_chunk_size"):
+        raise r.fail("attention_chunk_size", f"chunked attention on model_type {model_type!r}, whose layer "
+                     "pattern planner does not map (it maps Llama 4's)")
+    if not layers:
+        return {}, []
+    found = _layer_kinds(r, model_type, layers)
+    if found is None or all(k == "full" for k in found[0]):
+        return {}, []
+    kinds, source = found
+    local = {k for k in kinds if k != "full"}
+    if len(local) > 1:
+        raise r.fail(source, "mixes sliding and chunked layers, which planner does not represent")
+    kind = local.pop()
+    window_key = "attention_chunk_size" if kind == "chunked" else "sliding_window"
+    window = r.integer(window_key, 1)
+    if window is None:
+        raise r.fail(window_key, f"is missing or null while {source} makes layers {kind}")
+    if all(k != "full" for k in kinds):
+        every = 0
+    else:
+        every = kinds.index("full") + 1
+        if any((k == "full") != ((i + 1) % every == 0) for i, k in enumerate(kinds)):
+            raise r.fail(source, "places global layers other than every n-th layer, the only pattern "
+                         "planner represents")
+    out = {"attention_window": window, "window_kind": kind}
+    if every:
+        out["global_attention_every"] = every
+    notes = []
+    if model_type == "llama4_text":
+        notes.append("Llama 4's global layers are its NoPE layers (no RoPE, attention temperature tuning)")
+    return out, notes
+
+
+def ignored_details(text: dict, model_type: str) -> list[str]:
+    """What the config holds that the cost model leaves out, by design (under 0.1% of weights/FLOPs)."""
+    notes = []
+    if model_type == "gpt_oss":
+        notes.append("attention sinks (one learned logit per head per layer) and the attention, router and "
+                     "expert biases are not counted (about 0.04% of the weights)")
+    if model_type in ("qwen3", "qwen3_moe", "gemma3_text"):
+        notes.append("query/key norms are not counted")
+    if model_type in ("gemma2", "gemma3_text"):
+        notes.append("Gemma's extra post-attention / post-MLP norms, logit soft-capping and embedding "
+                     "scaling are not counted (no weights beyond the norms)")
+    return notes
