@@ -13,7 +13,27 @@ papers do, unless `causal=True` (newer Megatron-Bridge tables count the causal h
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 from .types import Model
+
+
+@lru_cache(maxsize=1024)
+def layer_representatives(model: Model) -> tuple[int, ...]:
+    """For each layer, the model's first layer of the same kind (MoE or dense MLP, local or global
+    attention): layers of one kind have the same parameters, FLOPs and costs."""
+    first: dict[tuple[bool, bool], int] = {}
+    return tuple(first.setdefault((model.is_moe_layer(i), model.is_local_attention_layer(i)), i)
+                 for i in range(model.num_layers))
+
+
+@lru_cache(maxsize=1024)
+def layer_kind_counts(model: Model) -> tuple[tuple[int, int], ...]:
+    """(representative layer, how many layers of its kind) for the whole stack."""
+    counts: dict[int, int] = {}
+    for rep in layer_representatives(model):
+        counts[rep] = counts.get(rep, 0) + 1
+    return tuple(sorted(counts.items()))
 
 
 def q_width(model: Model) -> int:
@@ -177,7 +197,7 @@ def model_flops_per_step(model: Model, global_batch_size: int, causal: bool = Fa
     Korthikanti eq. 7 for GPT: 72 B L s h^2 (1 + s/6h + V/12hL); this function is its
     generalisation: 3 x (sum of the layers' forward + logits forward + MTP modules).
     """
-    forward = sum(layer_forward_flops(model, global_batch_size, i, causal) for i in range(model.num_layers))
+    forward = sum(n * layer_forward_flops(model, global_batch_size, rep, causal) for rep, n in layer_kind_counts(model))
     return 3.0 * (forward + logits_forward_flops(model, global_batch_size)
                   + mtp_forward_flops(model, global_batch_size, causal))
 
@@ -222,5 +242,6 @@ def recompute_flops_per_layer(model: Model, batch: int, recompute: str, index: i
 
 def hardware_flops_per_step(model: Model, global_batch_size: int, recompute: str) -> float:
     """FLOPs the hardware executes per step, including recomputation (HFU numerator)."""
-    extra = sum(recompute_flops_per_layer(model, global_batch_size, recompute, i) for i in range(model.num_layers))
+    extra = sum(n * recompute_flops_per_layer(model, global_batch_size, recompute, rep)
+                for rep, n in layer_kind_counts(model))
     return model_flops_per_step(model, global_batch_size) + extra

@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 
 from . import compute, context, lowp, memory, moe, overlap, topology
 from .comm import alltoall_seconds, hierarchical_allgather_seconds, hierarchical_allreduce_seconds, p2p_seconds
-from .flops import embedding_parameters, expert_parameters, parameters_per_layer
+from .flops import embedding_parameters, expert_parameters, layer_representatives, parameters_per_layer
 from .layer import LayerTimes, layer_times
 from .types import Cluster, Efficiency, Model, Plan
 
@@ -57,17 +57,6 @@ class StageCost:
 def local_model(model: Model, plan: Plan) -> Model:
     """The model as one GPU sees its sequences under context parallelism: s/cp tokens each."""
     return replace(model, seq_length=model.seq_length // plan.cp) if plan.cp > 1 else model
-
-
-def layer_representatives(model: Model) -> tuple[int, ...]:
-    """For each layer, the model's first layer of the same kind (MoE or dense MLP, local or global
-    attention): layers of one kind cost the same."""
-    first: dict[tuple[bool, bool], int] = {}
-    out = []
-    for i in range(model.num_layers):
-        kind = (model.is_moe_layer(i), model.is_local_attention_layer(i))
-        out.append(first.setdefault(kind, i))
-    return tuple(out)
 
 
 def layer_mix(model: Model, indices) -> LayerMix:

@@ -8,6 +8,7 @@ precision (Chowdhery et al., PaLM, 2022, Appendix B); HFU counts recompute too.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 
 from . import compute, dataparallel, dollars, lowp, memory, overlap, pipeline, topology
 from .flops import embedding_parameters, hardware_flops_per_step, model_flops_per_step
@@ -51,8 +52,12 @@ def chunk_layers(model: Model, plan: Plan) -> tuple[int, ...]:
 
 def stage_mixes(model: Model, plan: Plan) -> tuple:
     """Each pipeline rank's layers as a stage.LayerMix."""
-    indices = pipeline.stage_layer_indices(chunk_layers(model, plan), plan.pp, plan.vpp)
-    return tuple(layer_mix(model, rank) for rank in indices)
+    return _stage_mixes(model, chunk_layers(model, plan), plan.pp, plan.vpp)
+
+
+@lru_cache(maxsize=4096)
+def _stage_mixes(model: Model, chunks: tuple[int, ...], pp: int, vpp: int) -> tuple:
+    return tuple(layer_mix(model, rank) for rank in pipeline.stage_layer_indices(chunks, pp, vpp))
 
 
 def stage_costs(model: Model, cluster: Cluster, plan: Plan, eff: Efficiency) -> list[StageCost]:
