@@ -32,6 +32,13 @@ class LayerTimes:
     attention_forward_seconds: float  # the attention core, which selective recompute replays
     op_replay_seconds: float  # what per-op selective AC replays: every second matmul and the elementwise work
     gemm_forward_seconds: float = 0.0  # the four projections' forward GEMMs (what TP collectives overlap)
+    # Forward seconds each selective-recompute module replays (types.RECOMPUTE_MODULES), as pairs.
+    module_replay: tuple[tuple[str, float], ...] = ()
+
+    def replay_seconds(self, modules: tuple[str, ...]) -> float:
+        """What selective recompute of `modules` replays in backward."""
+        table = dict(self.module_replay)
+        return sum(table.get(m, 0.0) for m in modules)
 
 
 def layer_times(
@@ -66,4 +73,25 @@ def layer_times(
     else:
         op_gemms = (attn_work.gemms + mlp_work.gemms)[1::2]
     op_replay = gemms_seconds(op_gemms, gpu, precision, eff) + moved / hbm
-    return LayerTimes(forward, backward, replay, op_replay, gemms)
+    modules = module_replays(local, tokens, tp, sequence_parallel, dense, attn_work, mlp_work, experts, gpu, precision,
+                             eff, hbm)
+    return LayerTimes(forward, backward, replay, op_replay, gemms, (("core_attn", replay),) + modules)
+
+
+def module_replays(model: Model, tokens: int, tp: int, sequence_parallel: bool, dense: bool, attn_work, mlp_work,
+                   experts, gpu: Gpu, precision: str, eff: Efficiency, hbm: float) -> tuple[tuple[str, float], ...]:
+    """Forward seconds of the other modules Megatron's selective recompute can replay
+    (transformer_config.py recompute_modules): MLA's up projections (their GEMMs), the dense MLP (its
+    GEMMs and activation), the experts' activation function (its HBM traffic, moe.py), the two norms
+    (read and write h per token each, 16-bit; split over TP under sequence parallelism)."""
+    out = []
+    if model.mla:
+        ups = (1, 3) if model.mla.q_lora_rank else (0, 2)
+        out.append(("mla_up_proj", gemms_seconds([attn_work.gemms[i] for i in ups], gpu, precision, eff)))
+    if dense:
+        out.append(("mlp", gemms_seconds(mlp_work.gemms, gpu, precision, eff) + mlp_work.moved_bytes / hbm))
+    else:
+        out.append(("moe_act", moe.activation_function_bytes(model, tokens, tp, experts or moe.ExpertLayout()) / hbm))
+    norms = 2 * 2.0 * 2 * tokens * model.hidden_size / (tp if sequence_parallel else 1)
+    out.append(("layernorm", norms / hbm))
+    return tuple(out)

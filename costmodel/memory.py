@@ -58,6 +58,7 @@ def sharded_state_bytes(params: float, per_param: StateBytesPerParam, zero_stage
 def layer_activation_bytes(
     model: Model, batch: int, tp: int, sequence_parallel: bool, recompute: str, flash: bool,
     element_bytes: int = 2, index: int = -1, cp: int = 1, experts: moe.ExpertLayout | None = None,
+    modules: tuple[str, ...] = ("core_attn",),
 ) -> float:
     """Activation bytes layer `index` (< 0: a dense one) keeps for backward, per micro-batch of `batch`
     sequences, on one GPU.
@@ -74,13 +75,15 @@ def layer_activation_bytes(
       norms: two inputs, 4sbh.
     With f = 4h, MHA, dropout and no flash this is sbh(34 + 5as/h), eq. 1. TP splits all but the
     norm inputs, the QKV and MLP inputs and the dropout masks (10sbh, eq. 2); sequence parallel
-    splits those too (eq. 4). Selective recompute drops the s^2 terms (eq. 6); full recompute keeps
+    splits those too (eq. 4). Selective recompute of the attention core drops the s^2 terms (eq. 6);
+    of MLA's up projections, Q, K and V (the latents stay); of the dense MLP, its intermediates; of
+    the experts' activation, their product; of the norms, their outputs (QKV and MLP inputs). Full recompute keeps
     only the layer input, 2sbh (2sbh/t when sequence parallel already shards it). Context parallel
     keeps s/cp of each sequence on a GPU. fp32 training (`element_bytes` 4) doubles every term.
     """
     if element_bytes != 2:  # fp32 training keeps 4-byte activations: every tensor term scales
         return layer_activation_bytes(model, batch, tp, sequence_parallel, recompute, flash, 2, index, cp,
-                                      experts) * element_bytes / 2
+                                      experts, modules) * element_bytes / 2
     if cp > 1:
         model = replace(model, seq_length=model.seq_length // cp)
     s, h, a = model.seq_length, model.hidden_size, model.num_attention_heads
@@ -90,22 +93,25 @@ def layer_activation_bytes(
         return 2.0 * sbh / (tp if sequence_parallel else 1)
     if recompute == "op":
         return op_sac_activation_bytes(model, batch, tp, sequence_parallel)
+    replayed = set(modules) if recompute == "selective" else set()
     masks = 2.0 * sbh if model.dropout else 0.0
-    replicated = 4.0 * sbh + 2.0 * sbh + 2.0 * sbh + masks  # norm inputs, QKV input, MLP input, masks
+    norm_outputs = 0.0 if "layernorm" in replayed else 4.0 * sbh  # QKV input, MLP input
+    replicated = 4.0 * sbh + norm_outputs + masks  # norm inputs, norm outputs, masks
     kv = 2.0 * sb * model.kv_heads * model.head_dim
     attention = 2.0 * sb * q_width(model) + 2.0 * kv + 2.0 * sb * value_width(model)  # Q, K, V, projection input
     whole = 0.0  # kept in full on every TP rank
     if model.mla:  # K has the query's width; the latents are replicated over TP
-        attention = 2.0 * sb * (2 * q_width(model) + 2 * value_width(model))
+        qkv = 0.0 if "mla_up_proj" in replayed else 2.0 * sb * (2 * q_width(model) + value_width(model))
+        attention = qkv + 2.0 * sb * value_width(model)
         whole = 2.0 * sb * (model.mla.q_lora_rank + model.mla.kv_lora_rank + model.mla.qk_rope_head_dim)
     if flash:
         attention += 4.0 * a * s * batch
-    elif recompute != "selective":
+    elif "core_attn" not in replayed:
         attention += (5.0 if model.dropout else 2.0) * a * s * s * batch
     if index >= 0 and model.is_moe_layer(index):
-        routed = moe.activation_bytes(model, s * batch, tp, experts or moe.ExpertLayout())
+        routed = moe.activation_bytes(model, s * batch, tp, experts or moe.ExpertLayout(), "moe_act" in replayed)
         return whole + replicated / (tp if sequence_parallel else 1) + attention / tp + routed
-    mlp = (3.0 if mlp_matrices(model) == 3 else 2.0) * 2.0 * sb * model.ffn
+    mlp = 0.0 if "mlp" in replayed else (3.0 if mlp_matrices(model) == 3 else 2.0) * 2.0 * sb * model.ffn
     return whole + replicated / (tp if sequence_parallel else 1) + (attention + mlp) / tp
 
 

@@ -79,6 +79,13 @@ def mlp_work(model, tokens: int, tp: int, layout: ExpertLayout) -> Work:
     return Work(gemms, moved, cast_in, cast_grad, weights)
 
 
+def activation_function_bytes(model, tokens: int, tp: int, layout: ExpertLayout) -> float:
+    """16-bit HBM bytes of the experts' activation function on this GPU's routed rows (gated: read
+    gate and up, write the product; else read and write)."""
+    f = model.moe.ffn_hidden_size / layout.etp
+    return 2.0 * routed_rows(model, tokens, tp, layout) * (3 if model.gated_mlp else 2) * f
+
+
 def dispatch_bytes(model, tokens: int, tp: int, layout: ExpertLayout, element_bytes: float = 2.0) -> float:
     """Bytes of one GPU's buffer in one all-to-all (dispatch, or combine) per micro-batch: its routed
     copies, tokens/tp x k x h (comm.alltoall_seconds sends the (ep - 1)/ep for other ranks)."""
@@ -87,16 +94,17 @@ def dispatch_bytes(model, tokens: int, tp: int, layout: ExpertLayout, element_by
     return tokens / tp * model.moe.experts_per_token * row_factor(model, layout) * model.hidden_size * element_bytes
 
 
-def activation_bytes(model, tokens: int, tp: int, layout: ExpertLayout) -> float:
+def activation_bytes(model, tokens: int, tp: int, layout: ExpertLayout, recompute_act: bool = False) -> float:
     """16-bit bytes one MoE MLP keeps for backward on one GPU (besides its input, which the layer's
     norm keeps): the router's fp32 probabilities (tokens/tp x E), the routed rows' inputs (gathered
-    over etp), their intermediate activations (gated: gate, up, product), the experts' outputs before
-    the weighted combine (tokens/tp x k x h), and the shared experts' intermediates, TP-split.
-    Counted like Korthikanti eq. 1's MLP term, per routed row instead of per token."""
+    over etp), their intermediate activations (gated: gate, up, product; the product is replayed
+    instead under `recompute_act`, Megatron's moe_act module), the experts' outputs before the
+    weighted combine (tokens/tp x k x h), and the shared experts' intermediates, TP-split. Counted
+    like Korthikanti eq. 1's MLP term, per routed row instead of per token."""
     moe, h = model.moe, model.hidden_size
     own = tokens / tp
     rows = routed_rows(model, tokens, tp, layout)
-    width = (3 if model.gated_mlp else 2) * moe.ffn_hidden_size / layout.etp
+    width = ((3 if model.gated_mlp else 2) - (1 if recompute_act else 0)) * moe.ffn_hidden_size / layout.etp
     shared = (3 if model.gated_mlp else 2) * 2.0 * tokens * moe.shared_ffn_hidden_size / tp
     outputs = 2.0 * own * moe.experts_per_token * row_factor(model, layout) * h
     return 4.0 * own * moe.num_experts + 2.0 * rows * (h + width) + outputs + shared

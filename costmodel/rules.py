@@ -7,7 +7,7 @@ m % pp == 0, ...) live in the planner's framework filter, not here.
 from __future__ import annotations
 
 from .lowp import FP8_RECIPES, WEIGHT_CASTS
-from .types import CP_COMMS, GRAD_DTYPES, PRECISIONS, RECOMPUTE_MODES, Cluster, Model, Plan
+from .types import CP_COMMS, GRAD_DTYPES, PRECISIONS, RECOMPUTE_MODES, RECOMPUTE_MODULES, Cluster, Model, Plan
 
 
 def _degree_rules(model: Model, plan: Plan) -> list[str]:
@@ -101,6 +101,10 @@ def _choice_rules(model: Model, plan: Plan) -> list[str]:
                    "needs sequence parallel")
     if plan.lowp_param_gather and plan.precision not in ("fp8", "mxfp8", "nvfp4"):
         out.append("low-precision parameters need a low precision (fp8, mxfp8, nvfp4)")
+    if any(m not in RECOMPUTE_MODULES for m in plan.recompute_modules) or not plan.recompute_modules:
+        out.append(f"recompute modules must be among {', '.join(RECOMPUTE_MODULES)}")
+    elif plan.recompute_modules != ("core_attn",) and plan.recompute != "selective":
+        out.append("recompute modules choose what selective recompute replays: they need recompute selective")
     if plan.offload_layers < 0:
         out.append("offload_layers must be >= 0")
     if plan.sequence_parallel and plan.tp == 1:

@@ -172,7 +172,7 @@ def stage_params(model: Model, plan: Plan, layers, stage: int) -> tuple[float, f
 def layer_activations(model: Model, plan: Plan, rep: int, recompute: str) -> float:
     return memory.layer_activation_bytes(model, plan.micro_batch_size, plan.tp, plan.sequence_parallel, recompute,
                                          plan.flash_attention, ACTIVATION_BYTES[plan.precision], rep, plan.cp,
-                                         expert_layout(plan))
+                                         expert_layout(plan), plan.recompute_modules)
 
 
 def stage_activation_bytes(model: Model, plan: Plan, layers, stage: int) -> float:
@@ -302,12 +302,27 @@ def stage_cost(model: Model, cluster: Cluster, plan: Plan, layers, stage: int, e
         params=params,
         activation_bytes=stage_activation_bytes(model, plan, mix, stage),
         offload_seconds=offload_seconds(model, cluster, plan, k, mix),
-        ep_comm_seconds=moe_layers * (context.passes(plan) + 1) * k.ep_pass_seconds,
+        ep_comm_seconds=ep_exposed_seconds(model, plan, k, eff, mix, moe_layers),
         cp_comm_seconds=sum(n * cp_layer_seconds(plan, k, r) for r, n in mix),
         expert_params=experts,
         layer_params=in_layers,
         mix=mix,
     )
+
+
+def ep_exposed_seconds(model: Model, plan: Plan, k: StageKernels, eff: Efficiency, mix: LayerMix,
+                       moe_layers: int) -> float:
+    """The stage's expert-parallel exchanges per micro-batch that show: all of them, or with ep_overlap
+    (Megatron's 1F1B A2A overlap, which runs one micro-batch's dispatch and combine beside another's
+    forward and backward; a_to_a_overlap in megatron/core/pipeline_parallel) only what the MoE layers'
+    compute (forward, backward and replay) cannot cover, plus its SM cost (overlap.py)."""
+    total = moe_layers * (context.passes(plan) + 1) * k.ep_pass_seconds
+    if not plan.ep_overlap or total <= 0:
+        return total
+    window = sum(n * (k.layers[r].forward_seconds + k.layers[r].backward_seconds + replay_seconds(plan, k.layers[r]))
+                 for r, n in mix if model.is_moe_layer(r))
+    hidden, exposed = overlap.hidden_and_exposed(total, window)
+    return overlap.overlapped_cost_seconds(exposed, hidden, eff.collective_sm_share)
 
 
 def cp_layer_seconds(plan: Plan, k: StageKernels, rep: int) -> float:
@@ -317,8 +332,11 @@ def cp_layer_seconds(plan: Plan, k: StageKernels, rep: int) -> float:
 
 
 def replay_seconds(plan: Plan, lt: LayerTimes) -> float:
-    return {"full": lt.forward_seconds, "selective": lt.attention_forward_seconds,
-            "op": lt.op_replay_seconds}.get(plan.recompute, 0.0)
+    """Forward seconds one layer replays in backward: the whole forward (full), the selective modules,
+    or torchtitan's per-op choice."""
+    if plan.recompute == "selective":
+        return lt.replay_seconds(plan.recompute_modules)
+    return {"full": lt.forward_seconds, "op": lt.op_replay_seconds}.get(plan.recompute, 0.0)
 
 
 def sixteen_bit_delta(model: Model, plan: Plan, k: StageKernels, layers: int, stage: int) -> float:

@@ -12,6 +12,10 @@ PRECISIONS = ("fp32", "bf16", "fp16", "fp8", "mxfp8", "nvfp4")  # low-precision 
 # selective = Megatron-LM's (attention core recomputed); op = torchtitan's per-op selective AC
 # (every second matmul output recomputed); full = whole layer recomputed from its input.
 RECOMPUTE_MODES = ("none", "selective", "op", "full")
+# What selective recompute replays (Megatron --recompute-modules): the attention core (Korthikanti's
+# selective recompute, the default), MLA's up projections, the dense MLP, the experts' activation
+# function, the norms.
+RECOMPUTE_MODULES = ("core_attn", "mla_up_proj", "mlp", "moe_act", "layernorm")
 GRAD_DTYPES = ("fp32", "bf16", "fp16", "int8")
 
 MLPS = ("gelu", "relu2", "swiglu", "geglu")
@@ -229,6 +233,11 @@ class Plan:
     # Parameters kept in the low-precision format (Megatron --fp8-param-gather, --fp4-param-gather): no
     # 16-bit weight copy, and the parameter all-gathers move quantized data.
     lowp_param_gather: bool = False
+    # Under recompute "selective", the modules replayed in backward (RECOMPUTE_MODULES).
+    recompute_modules: tuple[str, ...] = ("core_attn",)
+    # Expert-parallel all-to-alls of one micro-batch overlapped with another's compute (Megatron
+    # --overlap-moe-expert-parallel-comm, the 1F1B A2A overlap).
+    ep_overlap: bool = False
     cp: int = 1  # context parallel: the sequence split over cp ranks (2 x cp load-balanced chunks)
     cp_comm: str = "p2p"  # how CP ranks exchange K/V (CP_COMMS)
     ep: int = 1  # expert parallel: routed experts split over ep ranks

@@ -67,6 +67,7 @@ def spec_type(spec: type[BaseModel], name: str) -> Any:
 
 Recompute = Literal[cm.RECOMPUTE_MODES]
 CpComm = Literal[cm.CP_COMMS]
+RecomputeModule = Literal[cm.RECOMPUTE_MODULES]
 WindowKind = Literal[cm.WINDOW_KINDS]
 Precision = Literal[cm.PRECISIONS]
 GradDtype = Literal[cm.GRAD_DTYPES]
@@ -108,6 +109,8 @@ class Plan(Strict):
     global_batch_size: int = d("sequences per optimizer step")
     grad_accum_steps: int = d("micro-batches per data-parallel rank per step")
     recompute: Recompute = d("activation recomputation: none, Megatron selective, torchtitan per-op, or full")
+    recompute_modules: list[RecomputeModule] = d("what selective recompute replays (Megatron --recompute-modules)")
+    ep_overlap: bool = d("expert-parallel all-to-alls overlapped with another micro-batch's compute")
     sequence_parallel: bool = d("Megatron sequence parallelism over the TP group")
     precision: Precision = d("training precision of the matmuls")
     grad_dtype: GradDtype = d("dtype gradients are reduced in (resolved: never empty)")

@@ -13,7 +13,7 @@ from costmodel.topology import ranks_in_domain
 from planner.emit.job import Job, refuse_unless_runs
 from planner.frameworks.megatron import uneven_split
 
-Flags = list[tuple[str, object]]  # (flag, value) with value None for store_true flags
+Flags = list[tuple[str, object]]  # (flag, value): None for store_true flags, a tuple for nargs='+' flags
 
 
 def model_flags(job: Job) -> Flags:
@@ -134,6 +134,8 @@ def parallel_flags(job: Job) -> Flags:
     out += pipeline_flags(job) + context_flags(job)
     if job.cm_model.moe is not None:
         out += [("--expert-model-parallel-size", p.ep), ("--expert-tensor-parallel-size", p.etp)]
+        if p.ep_overlap and p.ep > 1:
+            out.append(("--overlap-moe-expert-parallel-comm", None))
     if p.sequence_parallel:
         out.append(("--sequence-parallel", None))
     if p.tp_comm_overlap:
@@ -160,7 +162,7 @@ def context_flags(job: Job) -> Flags:
     out: Flags = [("--context-parallel-size", p.cp), ("--cp-comm-type", p.cp_comm)]
     if p.cp_comm == "a2a+p2p":
         inner = ranks_in_domain(p.cp, p.tp, job.nvlink_domain_size)
-        out.append(("--hierarchical-context-parallel-sizes", f"{inner} {p.cp // inner}"))
+        out.append(("--hierarchical-context-parallel-sizes", (inner, p.cp // inner)))
     return out
 
 
@@ -201,7 +203,9 @@ def recompute_flags(job: Job) -> Flags:
     Full = every layer's input kept, each layer recomputed (uniform, 1 layer per unit)."""
     mode = job.plan.recompute
     if mode == "selective":
-        return [("--recompute-granularity", "selective")]
+        modules = job.plan.recompute_modules
+        return [("--recompute-granularity", "selective")] + (
+            [] if modules == ("core_attn",) else [("--recompute-modules", tuple(modules))])
     if mode == "full":
         return [("--recompute-granularity", "full"), ("--recompute-method", "uniform"),
                 ("--recompute-num-layers", 1)]
@@ -219,11 +223,18 @@ def plan_flags(job: Job) -> dict[str, Flags]:
 
 def flat_args(job: Job) -> list[str]:
     """The plan-derived arguments as argv words (what the golden files hold)."""
-    return [w for group in plan_flags(job).values() for f, v in group for w in ((f,) if v is None else (f, str(v)))]
+    return [w for group in plan_flags(job).values() for f, v in group for w in (f, *values(v))]
+
+
+def values(v: object) -> tuple[str, ...]:
+    """The argv words of a flag's value: none, one, or one per item of a tuple."""
+    if v is None:
+        return ()
+    return tuple(str(x) for x in v) if isinstance(v, tuple) else (str(v),)
 
 
 def bash_array(name: str, flags: Flags) -> str:
-    lines = [f"  {f}" if v is None else f"  {f} {shlex.quote(str(v))}" for f, v in flags]
+    lines = [" ".join(["  " + f, *(shlex.quote(w) for w in values(v))]) for f, v in flags]
     return f"{name}=(\n" + "\n".join(lines) + "\n)"
 
 

@@ -8,7 +8,8 @@ framework's source at a named version:
     recompute, sequence parallel, precision, gradient dtype per precision), each with the sentence
     that says why any other value is refused; they depend on the layout only through tp > 1, pp > 1;
   * `plan_rules`: rules across knobs and on plan fields the search leaves at their defaults
-    (gradient reduction, ZeRO-3 gather unit). They too read the layout only through tp > 1, pp > 1.
+    (gradient reduction, ZeRO-3 gather unit). They too read the layout only through tp > 1, pp > 1,
+    cp > 1 and vpp > 1 (the search probes one plan per such class).
 The search builds its space from all three (planner/search/space.py) and the emitters refuse with
 `violations` (planner/emit), so what an emitter refuses is exactly what the search leaves out.
 
@@ -47,6 +48,8 @@ class Knobs:
     tp_comm_overlap: Choice = Choice((False,), "no tensor-parallel communication overlap")
     # ZeRO-3: whether gathered weights are freed after forward (Plan.zero3_reshard).
     zero3_reshard: Choice = Choice((True,), "ZeRO-3 frees each layer's gathered weights after its forward")
+    # Expert-parallel all-to-alls overlapped with another micro-batch's compute (Plan.ep_overlap).
+    ep_overlap: Choice = Choice((False,), "no expert-parallel communication overlap")
     # How context-parallel ranks exchange keys and values (Plan.cp_comm), when cp > 1.
     cp_comm: Choice = Choice(("p2p",), "ring exchange of keys and values only")
 
@@ -88,6 +91,8 @@ def knob_violations(fw: Framework, plan: cm.Plan) -> list[str]:
         checks.append(("TP communication overlap", plan.tp_comm_overlap, ks.tp_comm_overlap))
     if plan.cp > 1:
         checks.append(("context-parallel exchange", plan.cp_comm, ks.cp_comm))
+    if plan.ep_overlap:
+        checks.append(("expert-parallel overlap", plan.ep_overlap, ks.ep_overlap))
     return [f"{label} {_word(value)}: {choice.why}" for label, value, choice in checks if value not in choice.values]
 
 

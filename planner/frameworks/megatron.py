@@ -161,6 +161,35 @@ def local_attention(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     return None
 
 
+def recompute_modules(model: cm.Model, plan: cm.Plan) -> Optional[str]:
+    """transformer_config.py: --recompute-modules only with --recompute-granularity selective;
+    mla_up_proj needs --multi-latent-attention, moe_act needs MoE grouped GEMMs (the emitter writes
+    --moe-grouped-gemm for every MoE model)."""
+    if plan.recompute_modules == ("core_attn",):
+        return None
+    if "mla_up_proj" in plan.recompute_modules and model.mla is None:
+        return "Megatron-LM's mla_up_proj recompute needs multi-latent attention"
+    if "moe_act" in plan.recompute_modules and model.moe is None:
+        return "Megatron-LM's moe_act recompute needs MoE layers"
+    return None
+
+
+def ep_overlap(model: cm.Model, plan: cm.Plan) -> Optional[str]:
+    """transformer_config.py (--overlap-moe-expert-parallel-comm): pp 1 or a virtual pipeline; no full
+    recompute; at most one MTP layer; MoE only."""
+    if not plan.ep_overlap:
+        return None
+    if model.moe is None:
+        return "Megatron-LM's expert-parallel A2A overlap needs MoE layers"
+    if plan.pp > 1 and plan.vpp == 1:
+        return "Megatron-LM's expert-parallel A2A overlap needs pp 1 or a virtual pipeline (vpp > 1)"
+    if plan.recompute == "full":
+        return "Megatron-LM's expert-parallel A2A overlap does not run with full recompute"
+    if model.mtp_layers > 1:
+        return "Megatron-LM's expert-parallel A2A overlap allows at most one MTP layer"
+    return None
+
+
 def grad_dtypes(precision: str) -> Choice:
     """arguments.py / distributed_data_parallel.py (LC §2.2 rule 9): gradients reduce in fp32, or in
     the 16-bit parameter dtype (--grad-reduce-in-bf16 for bf16 and fp8, whose parameters are bf16;
@@ -185,6 +214,8 @@ def knobs(tp_split: bool, pp_split: bool) -> Knobs:
         tp_comm_overlap=Choice((False, True) if tp_split else (False,),
                                "Megatron-LM overlaps TP communication with --tp-comm-overlap (Transformer Engine "
                                "userbuffers), with tensor and sequence parallelism (arguments.py)"),
+        ep_overlap=Choice((False, True), "Megatron-LM overlaps expert-parallel all-to-alls with "
+                                         "--overlap-moe-expert-parallel-comm"),
         cp_comm=Choice(("p2p", "all_gather", "a2a", "a2a+p2p"),
                        "--cp-comm-type is one of p2p, all_gather, a2a, a2a+p2p (Transformer Engine's "
                        "attn_forward_func_with_cp)"),
@@ -196,5 +227,5 @@ FRAMEWORK = Framework(
     layout_rules=(layer_split, interleaving, query_groups, position_embedding, activation),
     knobs=knobs,
     plan_rules=(distributed_optimizer_reduce, fp8_recipe, cpu_offloading, lowp_param_gather, moe_sequence_parallel,
-                moe_expert_bias, mtp_position, local_attention),
+                moe_expert_bias, mtp_position, local_attention, recompute_modules, ep_overlap),
 )

@@ -29,6 +29,12 @@ def add_plan_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--zero", type=int, default=0, choices=[0, 1, 2, 3], help="ZeRO stage (default 0)")
     g.add_argument("--recompute", default="none", choices=["none", "selective", "op", "full"],
                    help="activation recompute: selective = Megatron (attention core), op = torchtitan per-op SAC")
+    g.add_argument("--recompute-modules", metavar="M,M", default="core_attn",
+                   help="what --recompute selective replays: comma-separated core_attn (default), mla_up_proj, mlp, "
+                        "moe_act, layernorm (Megatron --recompute-modules)")
+    g.add_argument("--ep-overlap", action="store_true",
+                   help="overlap expert-parallel all-to-alls with another micro-batch's compute (Megatron "
+                        "--overlap-moe-expert-parallel-comm)")
     g.add_argument("--sequence-parallel", action="store_true", help="Megatron sequence parallelism (needs tp > 1)")
     g.add_argument("--precision", default="bf16", choices=["fp32", "bf16", "fp16", "fp8", "mxfp8", "nvfp4"],
                    help="GEMM precision of the transformer layers (mxfp8, nvfp4: Blackwell block-scaled formats)")
@@ -85,6 +91,8 @@ def plan_spec_from_args(args: argparse.Namespace):
         "zero3_reshard": not args.no_zero3_reshard, "tp_comm_overlap": args.tp_comm_overlap,
         "offload_layers": args.offload_layers, "lowp_param_gather": args.lowp_param_gather,
         "cp": args.cp, "cp_comm": args.cp_comm, "ep": args.ep, "etp": args.etp,
+        "recompute_modules": [m.strip() for m in args.recompute_modules.split(",") if m.strip()],
+        "ep_overlap": args.ep_overlap,
     }
     if args.bf16_layers:
         start, _, end = args.bf16_layers.partition(",")

@@ -50,6 +50,7 @@ def build_plan(spec: PlanSpec, model: ModelSpec, num_gpus: int) -> cm.Plan:
         weight_casts=spec.weight_casts, zero3_reshard=spec.zero3_reshard, tp_comm_overlap=spec.tp_comm_overlap,
         offload_layers=spec.offload_layers, lowp_param_gather=spec.lowp_param_gather,
         cp=spec.cp, cp_comm=spec.cp_comm, ep=spec.ep, etp=spec.etp,
+        recompute_modules=tuple(dict.fromkeys(spec.recompute_modules)), ep_overlap=spec.ep_overlap,
     )
 
 
@@ -67,7 +68,8 @@ def plan_to_dict(plan: cm.Plan) -> dict:
         "etp": plan.etp, "vpp": plan.vpp,
         "zero_stage": plan.zero_stage, "micro_batch_size": plan.micro_batch_size,
         "global_batch_size": plan.global_batch_size, "grad_accum_steps": plan.grad_accum_steps,
-        "recompute": plan.recompute, "sequence_parallel": plan.sequence_parallel,
+        "recompute": plan.recompute, "recompute_modules": list(plan.recompute_modules),
+        "ep_overlap": plan.ep_overlap, "sequence_parallel": plan.sequence_parallel,
         "precision": plan.precision, "grad_dtype": plan.grad_comm_dtype,
         "overlap_dp_comm": plan.overlap_dp_comm, "overlap_pp_comm": plan.overlap_pp_comm,
         "flash_attention": plan.flash_attention, "fused_elementwise": plan.fused_elementwise,

@@ -280,6 +280,10 @@ class PlanSpec(Spec):
     grad_accum_steps: Optional[count(L.MAX_BATCH)] = None
     zero_stage: count(3, lower=0) = 0
     recompute: Literal["none", "selective", "op", "full"] = "none"
+    # what selective recompute replays (Megatron --recompute-modules)
+    recompute_modules: list[Literal["core_attn", "mla_up_proj", "mlp", "moe_act", "layernorm"]] = Field(
+        default=["core_attn"], min_length=1, max_length=5)
+    ep_overlap: Flag = False  # expert-parallel all-to-alls overlapped with another micro-batch's compute
     sequence_parallel: Flag = False
     precision: Literal["fp32", "bf16", "fp16", "fp8", "mxfp8", "nvfp4"] = "bf16"
     fp8_recipe: Literal["delayed", "tensorwise", "rowwise", "blockwise"] = "delayed"

@@ -33,7 +33,7 @@ def lower_bound(tables: LayoutTables, knobs: tuple[Knobs, ...]) -> float:
     sps = {k.sp for k in knobs}
     rc_options = {"none"} if "none" in rcs else rcs
     sp_options = {True} if True in sps else sps
-    keys = {(k.recompute, k.sp, k.precision, k.casts, k.tpo, k.cpc) for k in knobs
+    keys = {(k.recompute, k.sp, k.precision, k.casts, k.tpo, k.cpc, k.epo) for k in knobs
             if k.recompute in rc_options and k.sp in sp_options}
     flush = min(tables.pipe(*key).flush_seconds for key in keys)
     return flush + tables.ctx.eff.step_overhead_seconds

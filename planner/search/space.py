@@ -62,6 +62,7 @@ class Knobs:
     reshard: bool = True  # ZeRO-3 weights freed after forward (Plan.zero3_reshard)
     tpo: bool = False  # TP collectives overlapped with the GEMMs beside them (Plan.tp_comm_overlap)
     cpc: str = "p2p"  # how CP ranks exchange K/V (Plan.cp_comm; only p2p when cp = 1)
+    epo: bool = False  # expert-parallel all-to-alls overlapped with compute (Plan.ep_overlap; MoE only)
 
 
 @dataclass(frozen=True)
@@ -114,7 +115,7 @@ def plan_for(spec: SearchSpec, lay: Layout, knobs: Knobs | None = None) -> cm.Pl
     """The cost-model plan of a layout and knob combination (default knobs: ZeRO 0, no recompute)."""
     k = knobs or Knobs(0, "none", False, spec.precisions[0], "")
     return cm.Plan(tp=lay.tp, pp=lay.pp, dp=lay.dp, vpp=lay.vpp, micro_batch_size=lay.mbs, cp=lay.cp, ep=lay.ep,
-                   etp=lay.etp, cp_comm=k.cpc,
+                   etp=lay.etp, cp_comm=k.cpc, ep_overlap=k.epo,
                    global_batch_size=spec.global_batch_size, zero_stage=k.zero, recompute=k.recompute,
                    sequence_parallel=k.sp, precision=k.precision, grad_dtype=k.grad, weight_casts=k.casts,
                    fp8_recipe="rowwise" if k.casts == "use" else "delayed", zero3_reshard=k.reshard,
@@ -197,12 +198,14 @@ def gpu_runs(spec: SearchSpec, precision: str) -> bool:
     return not rules_hardware(spec.cluster, probe)
 
 
-def knob_combinations(spec: SearchSpec, fws: tuple[str, ...], tp: int, pp: int, cp: int = 1) -> tuple[Knobs, ...]:
+def knob_combinations(spec: SearchSpec, fws: tuple[str, ...], tp: int, pp: int, cp: int = 1,
+                      vpp: int = 1) -> tuple[Knobs, ...]:
     """Union over `fws` of the knob combinations each runs (its knob values and plan rules), within
     the user's options and fixes. Knob values and plan rules read the layout only through tp > 1,
-    pp > 1 and cp > 1 (planner/frameworks/base.py), so one probe plan of this (tp, pp, cp) stands for all."""
+    pp > 1, cp > 1 and vpp > 1 (planner/frameworks/base.py), so one probe plan of this (tp, pp, cp,
+    vpp) stands for all."""
     out: set[Knobs] = set()
-    probe = plan_for(spec, Layout(tp, pp, spec.cluster.num_gpus // (tp * cp * pp), 1, 1, cp))
+    probe = plan_for(spec, Layout(tp, pp, spec.cluster.num_gpus // (tp * cp * pp), vpp, 1, cp))
     for name in fws:
         fw = REGISTRY[name]
         ks = fw.knobs(tp > 1, pp > 1)
@@ -214,11 +217,12 @@ def knob_combinations(spec: SearchSpec, fws: tuple[str, ...], tp: int, pp: int, 
             reshards = ks.zero3_reshard.values if zero == 3 else (True,)
             overlaps = ks.tp_comm_overlap.values if sp else (False,)  # TP overlap splits the SP collectives
             cpcs = ks.cp_comm.values if cp > 1 else ("p2p",)
-            for grad, cast, reshard, tpo, cpc in product(spec.grad_dtypes, casts, reshards, overlaps, cpcs):
-                k = Knobs(zero, rc, sp, prec, grad, cast, reshard, tpo, cpc)  # grad "" = the precision's own dtype
+            epos = ks.ep_overlap.values if spec.model.moe is not None else (False,)
+            for grad, cast, reshard, tpo, cpc, epo in product(spec.grad_dtypes, casts, reshards, overlaps, cpcs, epos):
+                k = Knobs(zero, rc, sp, prec, grad, cast, reshard, tpo, cpc, epo)  # grad "": the precision's own
                 plan = replace(probe, zero_stage=zero, recompute=rc, sequence_parallel=sp, precision=prec,
                                grad_dtype=grad, weight_casts=cast, zero3_reshard=reshard, tp_comm_overlap=tpo,
-                               cp_comm=cpc)
+                               cp_comm=cpc, ep_overlap=epo)
                 runs = plan.grad_comm_dtype in ks.grad_dtype(prec).values
                 if runs and not base.plan_violations(fw, spec.model, plan):
                     out.add(k)
@@ -257,9 +261,9 @@ def build_space(spec: SearchSpec) -> Space:
             if not _fixed_ok(spec, lay):
                 continue
             fws = layout_frameworks(spec, lay)
-            key = (fws, tp > 1, pp > 1, cp > 1)
+            key = (fws, tp > 1, pp > 1, cp > 1, lay.vpp > 1)
             if key not in combos:
-                combos[key] = knob_combinations(spec, fws, tp, pp, cp)
+                combos[key] = knob_combinations(spec, fws, tp, pp, cp, min(lay.vpp, 2))
             if combos[key]:
                 knobs[lay] = combos[key]
         if len(knobs) == before:

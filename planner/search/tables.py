@@ -199,13 +199,13 @@ class LayoutTables:
         return min(self.peak_memory(k) for k in knobs)
 
     def pipe(self, rc: str, sp: bool, precision: str, casts: str = "step", tpo: bool = False,
-             cpc: str = "p2p") -> PipeEntry:
+             cpc: str = "p2p", epo: bool = False) -> PipeEntry:
         """Pipeline flush, DP-critical stage and memory-candidate stages for (recompute, SP, precision,
-        casts, TP overlap, CP exchange)."""
-        key = (rc, sp, precision, casts, tpo, cpc)
+        casts, TP overlap, CP exchange, EP overlap)."""
+        key = (rc, sp, precision, casts, tpo, cpc, epo)
         if key not in self.pipes:
             spec, eff = self.ctx.spec, self.ctx.eff
-            plan = plan_for(spec, self.lay, Knobs(0, rc, sp, precision, "", casts, True, tpo, cpc))
+            plan = plan_for(spec, self.lay, Knobs(0, rc, sp, precision, "", casts, True, tpo, cpc, epo))
             stages = class_stage_costs(spec.model, spec.cluster, plan, eff, self.ctx.kernels.get(plan), self.classes)
             parts = step.pipeline_parts(plan, stages)
             flush = sum(parts.values())
@@ -240,7 +240,7 @@ class LayoutTables:
     def candidate(self, k: Knobs) -> Candidate:
         spec, eff = self.ctx.spec, self.ctx.eff
         plan = plan_for(spec, self.lay, k)
-        pipe = self.pipe(k.recompute, k.sp, k.precision, k.casts, k.tpo, k.cpc)
+        pipe = self.pipe(k.recompute, k.sp, k.precision, k.casts, k.tpo, k.cpc, k.epo)
         opt = step.optimizer_step_seconds(spec.cluster, plan, pipe.critical, eff)
         return Candidate(self.lay, k, pipe.flush_seconds, self.exposed(k, plan, pipe.critical, pipe.bubble_seconds), opt,
                          eff.step_overhead_seconds, self.memory(k, plan, pipe.slots))
