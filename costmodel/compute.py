@@ -129,7 +129,7 @@ def projection_gemms(model: Model, tokens: int, tp: int) -> list[tuple[int, int,
 
 def attention_core_seconds(
     model: Model, batch: int, tp: int, gpu: Gpu, precision: str, flash: bool, eff: Efficiency,
-    index: int = -1, cp: int = 1,
+    index: int = -1, cp: int = 1, fp8: bool = False,
 ) -> float:
     """QK^T and softmax(.)V for `batch` sequences, heads split over TP, in 16-bit (fp32 if training fp32).
 
@@ -141,18 +141,19 @@ def attention_core_seconds(
     peak, which grows with the length of the blocks it works on (`flash_attention_fraction`).
     Context parallelism gives each GPU s/cp queries in 2 x cp load-balanced chunks (Megatron-core
     context_parallel; Llama 3 paper Sec 3.3.2), so each rank does 1/cp of the causal work, in blocks
-    of s/cp. FLOP counts for MFU are flops.py's, not these.
+    of s/cp. With `fp8` (Transformer Engine's FP8 dot-product attention) its matmuls run at the FP8
+    peak. FLOP counts for MFU are flops.py's, not these.
     """
     s = model.seq_length
     heads = max(1, model.num_attention_heads // tp)
     per_head = (q_width(model) + value_width(model)) / model.num_attention_heads  # qk + v dims
-    attn_precision = "fp32" if precision == "fp32" else "bf16"
+    attn_precision = "fp32" if precision == "fp32" else "fp8" if fp8 else "bf16"
     if flash:
         keys = attention_keys_per_query(model, index, causal=True)
         flops = 2.0 * (s / cp) * keys * per_head
         span = s / cp if keys >= s / 2 else min(s / cp, model.attention_window)
         return batch * heads * flops / (sustained_flops_per_second(gpu, attn_precision)
-                                        * flash_attention_fraction(span, eff))
+                                        * flash_attention_fraction(span, eff, gpu.generation))
     qk = q_width(model) // model.num_attention_heads
     d_v = value_width(model) // model.num_attention_heads
     scores = gemm_seconds(s // cp, s, qk, gpu, attn_precision, eff)
@@ -160,12 +161,28 @@ def attention_core_seconds(
     return batch * heads * (scores + values)
 
 
-def flash_attention_fraction(seq_length: int, eff: Efficiency) -> float:
-    """FlashAttention's achieved fraction of the 16-bit peak at sequence length s:
-    f_max * s / (s + s_half). Each (batch, head) runs a fixed prologue/epilogue and the causal
-    diagonal tiles are half masked, costs that shrink against the s^2 work as s grows (the
-    FlashAttention-2 paper's throughput rises with sequence length, Dao 2023 Fig. 4-7)."""
-    return eff.flash_attention_peak_fraction * seq_length / (seq_length + eff.flash_attention_half_seq)
+def flash_attention_fraction(seq_length: int, eff: Efficiency, generation: str = "") -> float:
+    """FlashAttention's achieved fraction of the peak at sequence length s: f_max * s / (s + s_half).
+    Each (batch, head) runs a fixed prologue/epilogue and the causal diagonal tiles are half masked,
+    costs that shrink against the s^2 work as s grows (the FlashAttention-2 paper's throughput rises
+    with sequence length, Dao 2023 Fig. 4-7). f_max is the kernels' own on Blackwell where fitted."""
+    peak = eff.flash_attention_peak_fraction
+    if generation == "blackwell" and eff.flash_attention_peak_fraction_blackwell:
+        peak = eff.flash_attention_peak_fraction_blackwell
+    return peak * seq_length / (seq_length + eff.flash_attention_half_seq)
+
+
+def attention_exp_seconds(model: Model, batch: int, tp: int, gpu: Gpu, index: int = -1, cp: int = 1) -> float:
+    """Seconds of the softmax exponentials of one fused-attention pass: one per attention score the
+    kernel computes (the causal ones, flops.attention_keys_per_query), on the special-function units
+    (Gpu.exp_per_second; 0 = not modelled). A fused attention kernel overlaps them with its matmuls,
+    so the slower of the two sets its time (FlashAttention-4 on Blackwell is exp-bound at head size
+    128: NVIDIA "Making Softmax More Efficient", the reason Blackwell Ultra doubled the SFU rate)."""
+    if gpu.exp_per_second <= 0:
+        return 0.0
+    heads = max(1, model.num_attention_heads // tp)
+    scores = batch * heads * (model.seq_length / cp) * attention_keys_per_query(model, index, causal=True)
+    return scores / (gpu.exp_per_second * gpu.tensor_clock_fraction)
 
 
 def attention_score_bytes(model: Model, batch: int, tp: int, flash: bool) -> float:
@@ -275,7 +292,8 @@ def logits_seconds(model: Model, batch: int, tp: int, gpu: Gpu, precision: str, 
     return 3.0 * gemm + loss_bytes / (gpu.hbm_bandwidth_bytes_per_second * eff.hbm_efficiency)
 
 
-def optimizer_seconds(params_owned: float, gpu: Gpu, eff: Efficiency) -> float:
-    """Mixed-precision Adam update, memory bound: per owned parameter read fp32 param, grad, m, v
-    (16 B) and write param, m, v and the 16-bit copy (14 B)."""
-    return 30.0 * params_owned / (gpu.hbm_bandwidth_bytes_per_second * eff.hbm_efficiency)
+def optimizer_seconds(params_owned: float, gpu: Gpu, eff: Efficiency, state_bytes: float = 12.0) -> float:
+    """Mixed-precision Adam update, memory bound: per owned parameter read the optimizer states
+    (`state_bytes`: fp32 master, m, v: 12 B) and a 4-byte gradient, write the states back and the
+    16-bit copy: 30 B with fp32 states."""
+    return (2.0 * state_bytes + 6.0) * params_owned / (gpu.hbm_bandwidth_bytes_per_second * eff.hbm_efficiency)

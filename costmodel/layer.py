@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from . import moe
 from .compute import (
     attention_core_seconds,
+    attention_exp_seconds,
     attention_score_bytes,
     attention_work,
     block_cast_bytes,
@@ -44,7 +45,7 @@ class LayerTimes:
 def layer_times(
     model: Model, batch: int, tp: int, sequence_parallel: bool, flash: bool,
     gpu: Gpu, precision: str, eff: Efficiency, fused: bool = True, recipe: str = "delayed", weight_casts: str = "step",
-    index: int = -1, cp: int = 1, experts: moe.ExpertLayout | None = None,
+    index: int = -1, cp: int = 1, experts: moe.ExpertLayout | None = None, fp8_attention: bool = False,
 ) -> LayerTimes:
     """Forward/backward compute seconds of transformer layer `index` (< 0: a dense global one) for one
     micro-batch of `batch` sequences on one GPU: the projections in `precision` (with its casts,
@@ -59,13 +60,17 @@ def layer_times(
     else:
         mlp_work = moe.mlp_work(local, tokens, tp, experts or moe.ExpertLayout())
     gemms = gemms_seconds(attn_work.gemms + mlp_work.gemms, gpu, precision, eff)
-    attn = attention_core_seconds(model, batch, tp, gpu, precision, flash, eff, index, cp)
+    attn = attention_core_seconds(model, batch, tp, gpu, precision, flash, eff, index, cp, fp8_attention)
+    exps = attention_exp_seconds(model, batch, tp, gpu, index, cp) if flash else 0.0
     moved = attn_work.moved_bytes + mlp_work.moved_bytes
     cast_fwd, cast_bwd = block_cast_bytes([attn_work, mlp_work], precision, recipe, weight_casts)
     hbm = gpu.hbm_bandwidth_bytes_per_second * eff.hbm_efficiency
+    # FlashAttention's backward recomputes QK^T: 5 matmuls against the forward's 2 (Dao 2023 Alg. 2),
+    # and the softmax's exponentials once more; each pass is as slow as the slower of the two.
+    attn_bwd = max((2.5 if flash else 2.0) * attn, exps)
+    attn = max(attn, exps)
     forward = gemms + attn + (moved + cast_fwd) / hbm
-    # FlashAttention's backward recomputes QK^T: 5 matmuls against the forward's 2 (Dao 2023 Alg. 2).
-    backward = 2.0 * (gemms + moved / hbm) + cast_bwd / hbm + (2.5 if flash else 2.0) * attn
+    backward = 2.0 * (gemms + moved / hbm) + cast_bwd / hbm + attn_bwd
     # Selective recompute replays the attention core: its GEMMs and, unfused, the softmax/dropout.
     replay = attn + attention_score_bytes(local, batch, tp, flash) / hbm
     if dense:  # torchtitan's per-op AC replays every second of the unfused matmuls

@@ -28,7 +28,8 @@ class StateBytesPerParam:
 
 
 def state_bytes_per_param(precision: str, grad_dtype: str, recipe: str = "delayed",
-                          casts: str = "step", lowp_params: bool = False) -> StateBytesPerParam:
+                          casts: str = "step", lowp_params: bool = False,
+                          optimizer_states: str = "fp32") -> StateBytesPerParam:
     """Bytes per parameter before sharding (ZeRO Sec 3.1: 2 + 2 + K, K = 12 for mixed-precision Adam).
 
     fp32 training keeps fp32 weights and gradients and Adam's two moments (4 + 4 + 8). Low-precision
@@ -37,14 +38,19 @@ def state_bytes_per_param(precision: str, grad_dtype: str, recipe: str = "delaye
     With low-precision parameters (Megatron --fp8/--fp4-param-gather) the 16-bit weights are not
     kept: only the quantized copies (the fp32 master weights are in the optimizer states).
     Gradients are held in their communication dtype; int8 compression happens on the wire only,
-    so the buffer stays 16-bit.
+    so the buffer stays 16-bit. Megatron's precision-aware optimizer (`optimizer_states` "bf16",
+    megatron/core/optimizer/optimizer_config.py) keeps bf16 moments (2 + 2 B) and the fp32 master
+    weights as the 16-bit remainder beside the bf16 weights (store_param_remainders), or in full when
+    there are no 16-bit weights (low-precision parameters).
     """
     if precision == "fp32":
         return StateBytesPerParam(4.0, 4.0, 8.0)
     grad = 2.0 if grad_dtype == "int8" else float(DTYPE_BYTES[grad_dtype])
     copies = lowp.weight_copy_bytes_per_param(precision, recipe, casts)
-    weights = copies if lowp_params and lowp.is_low(precision) and copies else 2.0 + copies
-    return StateBytesPerParam(weights, grad, 12.0)
+    no_16bit = lowp_params and lowp.is_low(precision) and copies
+    weights = copies if no_16bit else 2.0 + copies
+    optimizer = 12.0 if optimizer_states == "fp32" else 4.0 + (4.0 if no_16bit else 2.0)
+    return StateBytesPerParam(weights, grad, optimizer)
 
 
 def sharded_state_bytes(params: float, per_param: StateBytesPerParam, zero_stage: int, dp: int) -> StateBytesPerParam:
@@ -58,7 +64,7 @@ def sharded_state_bytes(params: float, per_param: StateBytesPerParam, zero_stage
 def layer_activation_bytes(
     model: Model, batch: int, tp: int, sequence_parallel: bool, recompute: str, flash: bool,
     element_bytes: int = 2, index: int = -1, cp: int = 1, experts: moe.ExpertLayout | None = None,
-    modules: tuple[str, ...] = ("core_attn",),
+    modules: tuple[str, ...] = ("core_attn",), gemm_input_bytes: float = 2.0,
 ) -> float:
     """Activation bytes layer `index` (< 0: a dense one) keeps for backward, per micro-batch of `batch`
     sequences, on one GPU.
@@ -80,6 +86,10 @@ def layer_activation_bytes(
     the experts' activation, their product; of the norms, their outputs (QKV and MLP inputs). Full recompute keeps
     only the layer input, 2sbh (2sbh/t when sequence parallel already shards it). Context parallel
     keeps s/cp of each sequence on a GPU. fp32 training (`element_bytes` 4) doubles every term.
+    The inputs of the weight GEMMs (norm outputs, attention output, MLP activation output, MLA
+    latents, the routed rows) are kept as `gemm_input_bytes` per element: 2 in 16-bit, the quantized
+    copy under Transformer Engine's low precision (its Linear saves the cast input for the weight
+    gradient, costmodel/lowp.py quantized_bytes_per_element).
     """
     if element_bytes != 2:  # fp32 training keeps 4-byte activations: every tensor term scales
         return layer_activation_bytes(model, batch, tp, sequence_parallel, recompute, flash, 2, index, cp,
@@ -95,23 +105,25 @@ def layer_activation_bytes(
         return op_sac_activation_bytes(model, batch, tp, sequence_parallel)
     replayed = set(modules) if recompute == "selective" else set()
     masks = 2.0 * sbh if model.dropout else 0.0
-    norm_outputs = 0.0 if "layernorm" in replayed else 4.0 * sbh  # QKV input, MLP input
+    g = gemm_input_bytes
+    norm_outputs = 0.0 if "layernorm" in replayed else 2.0 * g * sbh  # QKV input, MLP input
     replicated = 4.0 * sbh + norm_outputs + masks  # norm inputs, norm outputs, masks
     kv = 2.0 * sb * model.kv_heads * model.head_dim
-    attention = 2.0 * sb * q_width(model) + 2.0 * kv + 2.0 * sb * value_width(model)  # Q, K, V, projection input
+    attention = 2.0 * sb * q_width(model) + 2.0 * kv + g * sb * value_width(model)  # Q, K, V, projection input
     whole = 0.0  # kept in full on every TP rank
     if model.mla:  # K has the query's width; the latents are replicated over TP
         qkv = 0.0 if "mla_up_proj" in replayed else 2.0 * sb * (2 * q_width(model) + value_width(model))
-        attention = qkv + 2.0 * sb * value_width(model)
-        whole = 2.0 * sb * (model.mla.q_lora_rank + model.mla.kv_lora_rank + model.mla.qk_rope_head_dim)
+        attention = qkv + g * sb * value_width(model)
+        whole = sb * (g * (model.mla.q_lora_rank + model.mla.kv_lora_rank) + 2.0 * model.mla.qk_rope_head_dim)
     if flash:
         attention += 4.0 * a * s * batch
     elif "core_attn" not in replayed:
         attention += (5.0 if model.dropout else 2.0) * a * s * s * batch
     if index >= 0 and model.is_moe_layer(index):
-        routed = moe.activation_bytes(model, s * batch, tp, experts or moe.ExpertLayout(), "moe_act" in replayed)
+        routed = moe.activation_bytes(model, s * batch, tp, experts or moe.ExpertLayout(), "moe_act" in replayed, g)
         return whole + replicated / (tp if sequence_parallel else 1) + attention / tp + routed
-    mlp = 0.0 if "mlp" in replayed else (3.0 if mlp_matrices(model) == 3 else 2.0) * 2.0 * sb * model.ffn
+    # gated: gate and up outputs (16-bit), their product (the down GEMM's input); else fc1 output and activation
+    mlp = 0.0 if "mlp" in replayed else ((4.0 if mlp_matrices(model) == 3 else 2.0) + g) * sb * model.ffn
     return whole + replicated / (tp if sequence_parallel else 1) + (attention + mlp) / tp
 
 

@@ -94,7 +94,8 @@ def dispatch_bytes(model, tokens: int, tp: int, layout: ExpertLayout, element_by
     return tokens / tp * model.moe.experts_per_token * row_factor(model, layout) * model.hidden_size * element_bytes
 
 
-def activation_bytes(model, tokens: int, tp: int, layout: ExpertLayout, recompute_act: bool = False) -> float:
+def activation_bytes(model, tokens: int, tp: int, layout: ExpertLayout, recompute_act: bool = False,
+                     gemm_input_bytes: float = 2.0) -> float:
     """16-bit bytes one MoE MLP keeps for backward on one GPU (besides its input, which the layer's
     norm keeps): the router's fp32 probabilities (tokens/tp x E), the routed rows' inputs (gathered
     over etp), their intermediate activations (gated: gate, up, product; the product is replayed
@@ -104,10 +105,42 @@ def activation_bytes(model, tokens: int, tp: int, layout: ExpertLayout, recomput
     moe, h = model.moe, model.hidden_size
     own = tokens / tp
     rows = routed_rows(model, tokens, tp, layout)
-    width = ((3 if model.gated_mlp else 2) - (1 if recompute_act else 0)) * moe.ffn_hidden_size / layout.etp
-    shared = (3 if model.gated_mlp else 2) * 2.0 * tokens * moe.shared_ffn_hidden_size / tp
+    g = gemm_input_bytes
+    f = moe.ffn_hidden_size / layout.etp
+    # up outputs (gate and up: 16-bit inputs of the activation), the product (the down GEMM's input)
+    acts = 2.0 * (2 if model.gated_mlp else 1) * f + (0.0 if recompute_act else g * f)
+    shared = ((4.0 if model.gated_mlp else 2.0) + g) * tokens * moe.shared_ffn_hidden_size / tp
     outputs = 2.0 * own * moe.experts_per_token * row_factor(model, layout) * h
-    return 4.0 * own * moe.num_experts + 2.0 * rows * (h + width) + outputs + shared
+    return 4.0 * own * moe.num_experts + rows * (g * h + acts) + outputs + shared
+
+
+def remote_domains_per_token(model, ep: int, per_domain: int) -> float:
+    """Expected number of other NVLink domains of the EP group that hold at least one of a token's k
+    experts, with the experts spread evenly over the group's ep / per_domain domains and the k chosen
+    uniformly (balanced routing): (D - 1) (1 - C(E - E/D, k) / C(E, k))."""
+    domains = max(1, ep // max(1, per_domain))
+    if domains <= 1:
+        return 0.0
+    e, k = model.moe.num_experts, model.moe.experts_per_token
+    outside = e - e // domains
+    miss = 1.0
+    for i in range(k):  # probability that none of the k distinct experts is in a given domain
+        miss *= max(0.0, (outside - i) / (e - i))
+    return (domains - 1) * (1.0 - miss)
+
+
+def deduplicated_dispatch_seconds(model, tokens: int, tp: int, layout: ExpertLayout, per_domain: int,
+                                  nvlink_bytes_per_second: float, network_bytes_per_second: float,
+                                  latency_seconds: float, element_bytes: float = 2.0) -> float:
+    """One dispatch (or combine) by DeepEP / HybridEP (Zhao et al., DeepEP, 2025; DeepSeek-V3 report
+    Sec 3.2.2): each token crosses the network once per remote domain that holds one of its experts
+    (remote_domains_per_token) and is forwarded inside the domain over NVLink; every routed copy but
+    the one to this GPU moves over NVLink once. Both run at once; the slower sets the time."""
+    own = tokens / tp * row_factor(model, layout)
+    h = model.hidden_size * element_bytes
+    far = own * remote_domains_per_token(model, layout.ep, per_domain) * h / network_bytes_per_second
+    near = own * model.moe.experts_per_token * h * (1 - 1 / layout.ep) / nvlink_bytes_per_second
+    return max(far, near) + latency_seconds
 
 
 def etp_gather_bytes(model, tokens: int, tp: int, layout: ExpertLayout, element_bytes: float = 2.0) -> float:

@@ -71,8 +71,10 @@ def _pipeline_rules(model: Model, plan: Plan) -> list[str]:
     if plan.stage_layers:
         if len(plan.stage_layers) != chunks:
             out.append(f"stage_layers has {len(plan.stage_layers)} entries, expected pp*vpp = {chunks}")
-        elif sum(plan.stage_layers) != model.num_layers or min(plan.stage_layers) < 1:
-            out.append(f"stage_layers must be >= 1 each and sum to num_layers ({model.num_layers})")
+        elif sum(plan.stage_layers) != model.num_layers or min(plan.stage_layers) < 0:
+            out.append(f"stage_layers must be >= 0 each and sum to num_layers ({model.num_layers})")
+        elif min(sum(plan.stage_layers[j * plan.pp + r] for j in range(plan.vpp)) for r in range(plan.pp)) < 1:
+            out.append("stage_layers must give every pipeline rank at least one layer")
     elif model.num_layers < chunks:
         out.append(f"num_layers ({model.num_layers}) must be >= pp*vpp ({chunks}): every model chunk needs a layer")
     return out
@@ -105,6 +107,12 @@ def _choice_rules(model: Model, plan: Plan) -> list[str]:
         out.append(f"recompute modules must be among {', '.join(RECOMPUTE_MODULES)}")
     elif plan.recompute_modules != ("core_attn",) and plan.recompute != "selective":
         out.append("recompute modules choose what selective recompute replays: they need recompute selective")
+    if plan.ep_dispatch not in ("alltoall", "deepep"):
+        out.append(f"ep_dispatch must be alltoall or deepep (got {plan.ep_dispatch})")
+    if plan.fp8_attention and (plan.precision not in ("fp8", "mxfp8", "nvfp4") or not plan.flash_attention):
+        out.append("FP8 attention needs a low precision (fp8, mxfp8, nvfp4) and fused (flash) attention")
+    if plan.optimizer_states not in ("fp32", "bf16"):
+        out.append(f"optimizer_states must be fp32 or bf16 (got {plan.optimizer_states})")
     if plan.offload_layers < 0:
         out.append("offload_layers must be >= 0")
     if plan.sequence_parallel and plan.tp == 1:

@@ -172,7 +172,16 @@ def stage_params(model: Model, plan: Plan, layers, stage: int) -> tuple[float, f
 def layer_activations(model: Model, plan: Plan, rep: int, recompute: str) -> float:
     return memory.layer_activation_bytes(model, plan.micro_batch_size, plan.tp, plan.sequence_parallel, recompute,
                                          plan.flash_attention, ACTIVATION_BYTES[plan.precision], rep, plan.cp,
-                                         expert_layout(plan), plan.recompute_modules)
+                                         expert_layout(plan), plan.recompute_modules, saved_gemm_input_bytes(plan))
+
+
+def saved_gemm_input_bytes(plan: Plan) -> float:
+    """Bytes per element of the GEMM inputs a layer keeps for backward: the quantized copy under a
+    low precision with Transformer Engine (cached casts), 16-bit otherwise (torchao's Float8Linear
+    keeps its high-precision input)."""
+    if lowp.is_low(plan.precision) and plan.weight_casts == "step":
+        return lowp.quantized_bytes_per_element(plan.precision, plan.fp8_recipe)
+    return 2.0
 
 
 def stage_activation_bytes(model: Model, plan: Plan, layers, stage: int) -> float:
@@ -209,7 +218,7 @@ class StageKernels:
     """What every stage of one plan shares; step.stage_costs computes it once per plan.
 
     Reads only plan.tp, cp, ep, etp, cp_comm, micro_batch_size, sequence_parallel, flash_attention,
-    fused_elementwise, precision and its recipe and casts (and the cluster), so the plan search
+    fused_elementwise, precision and its recipe and casts, fp8_attention (and the cluster), so the plan search
     (planner/search/tables.py) reuses one per such combination."""
 
     eff: Efficiency  # with the cluster's matmul_efficiency_scale applied
@@ -233,7 +242,8 @@ def stage_kernels(model: Model, cluster: Cluster, plan: Plan, eff: Efficiency) -
 
     def times(precision: str, rep: int) -> LayerTimes:
         return layer_times(model, b, t, plan.sequence_parallel, plan.flash_attention, gpu, precision, eff,
-                           plan.fused_elementwise, plan.fp8_recipe, plan.weight_casts, rep, plan.cp, layout)
+                           plan.fused_elementwise, plan.fp8_recipe, plan.weight_casts, rep, plan.cp, layout,
+                           plan.fp8_attention and lowp.is_low(precision))
 
     reps = sorted(set(layer_representatives(model)) | ({mtp_representative(model)} if model.mtp_layers else set()))
     layers = {rep: times(plan.precision, rep) for rep in reps}
@@ -257,8 +267,13 @@ def ep_pass_seconds(model: Model, cluster: Cluster, plan: Plan, eff: Efficiency,
         return 0.0
     tokens = plan.micro_batch_size * local_model(model, plan).seq_length
     fast, slow = topology.nvlink_link(cluster, eff), topology.network_link(cluster, eff)
-    a2a = alltoall_seconds(moe.dispatch_bytes(model, tokens, plan.tp, layout), plan.ep,
-                           topology.ep_ranks_per_domain(plan, cluster), fast, slow)
+    per_domain = topology.ep_ranks_per_domain(plan, cluster)
+    if plan.ep_dispatch == "deepep" and plan.ep > 1:
+        a2a = moe.deduplicated_dispatch_seconds(model, tokens, plan.tp, layout, per_domain, fast.bandwidth_bytes_per_second,
+                                                slow.bandwidth_bytes_per_second,
+                                                fast.latency_seconds + (slow.latency_seconds if per_domain < plan.ep else 0))
+    else:
+        a2a = alltoall_seconds(moe.dispatch_bytes(model, tokens, plan.tp, layout), plan.ep, per_domain, fast, slow)
     gather = hierarchical_allgather_seconds(moe.etp_gather_bytes(model, tokens, plan.tp, layout), plan.etp,
                                             topology.ranks_per_domain(plan.etp, 1, cluster), fast, slow)
     return 2 * (a2a + gather)
@@ -312,17 +327,19 @@ def stage_cost(model: Model, cluster: Cluster, plan: Plan, layers, stage: int, e
 
 def ep_exposed_seconds(model: Model, plan: Plan, k: StageKernels, eff: Efficiency, mix: LayerMix,
                        moe_layers: int) -> float:
-    """The stage's expert-parallel exchanges per micro-batch that show: all of them, or with ep_overlap
+    """The stage's expert-parallel exchanges per micro-batch that show, plus each MoE layer's host
+    synchronisation when its dispatch is not CUDA-graphed: all of them, or with ep_overlap
     (Megatron's 1F1B A2A overlap, which runs one micro-batch's dispatch and combine beside another's
     forward and backward; a_to_a_overlap in megatron/core/pipeline_parallel) only what the MoE layers'
     compute (forward, backward and replay) cannot cover, plus its SM cost (overlap.py)."""
     total = moe_layers * (context.passes(plan) + 1) * k.ep_pass_seconds
+    host = 0.0 if plan.moe_cuda_graphs else moe_layers * eff.moe_host_sync_seconds
     if not plan.ep_overlap or total <= 0:
-        return total
+        return total + host
     window = sum(n * (k.layers[r].forward_seconds + k.layers[r].backward_seconds + replay_seconds(plan, k.layers[r]))
                  for r, n in mix if model.is_moe_layer(r))
     hidden, exposed = overlap.hidden_and_exposed(total, window)
-    return overlap.overlapped_cost_seconds(exposed, hidden, eff.collective_sm_share)
+    return overlap.overlapped_cost_seconds(exposed, hidden, eff.collective_sm_share) + host
 
 
 def cp_layer_seconds(plan: Plan, k: StageKernels, rep: int) -> float:

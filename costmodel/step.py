@@ -79,7 +79,7 @@ def model_states(plan: Plan, stage: StageCost, per_param: memory.StateBytesPerPa
 def memory_breakdown(model: Model, plan: Plan, stage: StageCost, eff: Efficiency) -> dict[str, float]:
     """Bytes on one GPU of `stage` by part (ZeRO Sec 3.1 states, Korthikanti activations)."""
     per_param = memory.state_bytes_per_param(plan.precision, plan.grad_comm_dtype, plan.fp8_recipe, plan.weight_casts,
-                                             plan.lowp_param_gather)
+                                             plan.lowp_param_gather, plan.optimizer_states)
     states = model_states(plan, stage, per_param)
     gather = 0.0
     group = plan.dp * plan.cp
@@ -196,7 +196,8 @@ def optimizer_step_seconds(cluster: Cluster, plan: Plan, stage: StageCost, eff: 
     per_step = plan.weight_casts == "step"
     cast = stage.params * lowp.weight_cast_bytes_per_param(plan.precision, plan.fp8_recipe) if per_step else 0.0
     hbm = cluster.gpu.hbm_bandwidth_bytes_per_second * eff.hbm_efficiency
-    return compute.optimizer_seconds(owned, cluster.gpu, eff) + cast / hbm
+    states = 12.0 if plan.optimizer_states == "fp32" else 6.0
+    return compute.optimizer_seconds(owned, cluster.gpu, eff, states) + cast / hbm
 
 
 def pipeline_parts(plan: Plan, stages: list[StageCost]) -> dict[str, float]:

@@ -54,8 +54,11 @@ def tp_crosses_network(plan: Plan, cluster: Cluster) -> bool:
 
 
 def ranks_per_domain(size: int, stride: int, cluster: Cluster) -> int:
-    """Ranks of a group of `size` GPUs spaced `stride` apart that share an NVLink domain (all of them
-    when the group's span divides the domain; 1 when the stride already reaches across it)."""
+    """Ranks of a group of `size` GPUs spaced `stride` apart that share an NVLink domain: all of them
+    when the whole job fits in one domain or the group's span divides the domain; 1 when the stride
+    already reaches across it; else the share every group keeps whatever its alignment."""
+    if cluster.num_gpus <= domain_size(cluster):
+        return size
     return ranks_in_domain(size, stride, domain_size(cluster))
 
 

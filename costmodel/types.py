@@ -233,11 +233,27 @@ class Plan:
     # Parameters kept in the low-precision format (Megatron --fp8-param-gather, --fp4-param-gather): no
     # 16-bit weight copy, and the parameter all-gathers move quantized data.
     lowp_param_gather: bool = False
+    # The attention core's matmuls in FP8 too (Transformer Engine's fp8_dot_product_attention, which
+    # Megatron-Bridge sets from its config; Megatron-LM's CLI has no flag for it).
+    fp8_attention: bool = False
+    # Adam's states: "fp32" (master weights, momentum, variance: 12 B per parameter), or "bf16" as
+    # Megatron's precision-aware optimizer keeps them (--use-precision-aware-optimizer, --exp-avg-dtype
+    # and --exp-avg-sq-dtype bf16: bf16 moments, and the fp32 master weights stored as the 16 bits the
+    # bf16 weights lack, store_param_remainders; 6 B).
+    optimizer_states: str = "fp32"
     # Under recompute "selective", the modules replayed in backward (RECOMPUTE_MODULES).
     recompute_modules: tuple[str, ...] = ("core_attn",)
     # Expert-parallel all-to-alls of one micro-batch overlapped with another's compute (Megatron
     # --overlap-moe-expert-parallel-comm, the 1F1B A2A overlap).
     ep_overlap: bool = False
+    # Token dispatch: "alltoall" (NCCL all-to-all, one message per routed copy) or "deepep" (DeepEP /
+    # HybridEP through Megatron's flex dispatcher: a token crosses the network once per remote NVLink
+    # domain that holds one of its experts, and is forwarded to them inside it; costmodel/moe.py).
+    ep_dispatch: str = "alltoall"
+    # The MoE layers' router and dispatch preprocessing captured in CUDA graphs (Megatron
+    # --cuda-graph-impl transformer_engine with the moe_router and moe_preprocess scopes, or the whole
+    # iteration): no host synchronisation per MoE layer (Efficiency.moe_host_sync_seconds).
+    moe_cuda_graphs: bool = False
     cp: int = 1  # context parallel: the sequence split over cp ranks (2 x cp load-balanced chunks)
     cp_comm: str = "p2p"  # how CP ranks exchange K/V (CP_COMMS)
     ep: int = 1  # expert parallel: routed experts split over ep ranks
@@ -275,19 +291,25 @@ class Efficiency:
     """Physical efficiency figures: achievable fraction of nominal rates, latencies, overheads.
 
     Defaults are measurements from the literature (sources in each comment), except those
-    marked FITTED: planner/fit.py fits them on all rows of validation/runs.yaml at once
-    (`planner validate --fit-on all`), starting from measured priors.
+    marked FITTED: planner/validation/fit.py fits them on all rows of validation/runs.yaml at once
+    (`planner validate --fit-on all`; the objective weighs every source group the same), starting
+    from measured priors. Constants only some rows inform are fitted on those: FlashAttention's
+    Blackwell fraction on the Blackwell rows, the MoE host sync on the MoE rows (the others do not
+    read them).
     """
 
-    # Large-GEMM efficiency per generation: measured max achievable bf16 matmul / dense peak
-    # (stas00/ml-engineering accelerator table: A100 271.2/312, H100 794.5/989).
+    # Large-GEMM efficiency per generation, for GPUs whose catalog row has no measurement of its own
+    # (compute.large_gemm_fraction): measured max achievable bf16 matmul / dense peak (stas00/
+    # ml-engineering accelerator table: A100 271.2/312, H100 794.5/989; Blackwell: the mean of the
+    # measured parts, B200 0.776, GB200 0.729, B300 0.786).
     matmul_peak_fraction: dict[str, float] = field(
-        default_factory=lambda: {"ampere": 0.87, "hopper": 0.80, "blackwell": 0.80, "ada": 0.80, "cdna3": 0.60}
+        default_factory=lambda: {"ampere": 0.87, "hopper": 0.80, "blackwell": 0.764, "ada": 0.80, "cdna3": 0.60}
     )
     # FP8 GEMMs reach a smaller fraction of their (2x) peak: Azure AI-benchmarking-guide cuBLASLt FP8
-    # GEMM, ND H100 v5 1382 of 1979 TFLOP/s (32768^3); ND GB200 v6 2907 of 5000 (16384^3).
+    # GEMM, ND H100 v5 1382 of 1979 TFLOP/s (32768^3); Blackwell: the mean of the measured fp8 MAMF of
+    # B200 0.763, GB200 0.723, B300 0.745 (catalogs/gpus.yaml, stas00 table).
     fp8_matmul_peak_fraction: dict[str, float] = field(
-        default_factory=lambda: {"hopper": 0.70, "blackwell": 0.58, "ada": 0.70, "cdna3": 0.50}
+        default_factory=lambda: {"hopper": 0.70, "blackwell": 0.744, "ada": 0.70, "cdna3": 0.50}
     )
     # Multiplies both tables above; 1.0 = the published figures. Set per cluster from timed steps
     # (Cluster.matmul_efficiency_scale, `planner calibrate --step-times`), applied in stage.stage_cost.
@@ -295,15 +317,18 @@ class Efficiency:
     # FlashAttention's achieved fraction of the 16-bit dense peak on the FLOPs it does (causal half)
     # at long sequences: prior Azure AI-benchmarking-guide ND H100 v5, FlashAttention-2 327.9 TFLOP/s
     # (hd 128, seq 8192) = 0.33 of 989; FITTED with the others below ...
-    flash_attention_peak_fraction: float = 0.2645
+    flash_attention_peak_fraction: float = 0.2774
     # ... and the sequence length at which it reaches half of that (compute.flash_attention_fraction;
-    # prior one 128-row tile). Fitted values give 0.214 of peak at s = 8192, 0.237 at 16384.
-    flash_attention_half_seq: float = 1938.0
+    # prior one 128-row tile). Fitted values give 0.218 of peak at s = 8192, 0.244 at 16384.
+    flash_attention_half_seq: float = 2242.0
+    # Blackwell's attention kernels (cuDNN / Transformer Engine fused attention built for its tensor
+    # cores) reach their own fraction; FITTED on the Blackwell rows only (0 = as flash_attention_peak_fraction).
+    flash_attention_peak_fraction_blackwell: float = 0.3004
     # FITTED (planner/fit.py, `planner validate --fit-on all`, all rows of validation/runs.yaml):
     # GEMM output dimension at which efficiency is half its large-shape value (saturation) ...
-    matmul_half_dim: float = 374.7
+    matmul_half_dim: float = 271.6
     # ... fraction of HBM bandwidth reached by elementwise / normalisation kernels ...
-    hbm_efficiency: float = 0.6238
+    hbm_efficiency: float = 0.5037
     # NCCL bus bandwidth / nominal, measured (shared/validation nccl_bandwidth): NVLink rings reach
     # 231.6/300 on 8 A100 (Azure ND A100 v4) and 370/450 on H100 (nccl-tests #212); a 400G NDR NIC
     # gives 46-48 of 50 GB/s (nccl-tests #290). The seed article's 70-80% is the cautious bound.
@@ -326,9 +351,14 @@ class Efficiency:
     # Routed rows on the busiest expert-parallel rank over the balanced share (costmodel/moe.py): 1.0
     # as NVIDIA's benchmarks force balanced routing; a what-if for real routers, not fitted.
     moe_routing_imbalance: float = 1.0
+    # Per MoE layer and micro-batch when its dispatch is not CUDA-graphed: the router's token counts
+    # copied to the host (Megatron's dispatchers size the all-to-all from them, a stream sync) drain the
+    # GPU's queue, which then waits for the host to launch the layer's remaining kernels. FITTED on the
+    # MoE rows (planner/validation/fit.py); prior 0.
+    moe_host_sync_seconds: float = 0.00249
     # Per layer and micro-batch (forward + backward): kernel launches and stream synchronisation
     # the roofline does not see (FITTED as above).
-    layer_overhead_seconds: float = 0.0
+    layer_overhead_seconds: float = 0.0001372
     # Fixed per-step cost outside the model: optimizer launch, logging, data loading.
     step_overhead_seconds: float = 0.0
     # Framework memory not in the analytic terms: CUDA context, NCCL buffers, allocator slack.

@@ -12,25 +12,30 @@ import pytest
 
 from planner.validation import runs as validation
 
-# Re-based 2026-11-30 after the audit's corrections to the rows themselves (each now runs the
-# mechanisms its cited code runs: DDP overlap on Megatron Table 1 1.7B-18B, torchao's tensorwise
-# per-use casts on the float8 rows, TP comm overlap where the configs turn it on, cp 2 on the two
-# NeMo context-parallel rows) and the refit of the shared constants on them.
-STEP_MAPE_BOUND = 0.0526     # reached 0.0525 over 60 rows
-STEP_MAX_BOUND = 0.137       # reached 0.136 (torchtitan 128 GPUs, compile)
+# Re-based 2026-11-30 twice: after the audit's corrections to the rows themselves (each now runs the
+# mechanisms its cited code runs), and after 100 Megatron-Bridge MoE rows joined (group mbridge-moe)
+# and the fit's objective became the mean of the groups' MAPEs (each source weighs the same).
+STEP_MAPE_BOUND = 0.087      # reached 0.0863 over 160 rows
+GROUP_STEP_BOUNDS = {        # (MAPE, max) per source group, reached + a hair
+    "bloom": (0.072, 0.087), "korthikanti-2022": (0.055, 0.150), "megatron-2021": (0.058, 0.167),
+    "mlperf": (0.004, 0.004), "nemo": (0.077, 0.176), "torchtitan": (0.033, 0.122),
+    # MoE: 10.5% over 100 rows; the worst are B200/B300 rows whose releases halved the throughput of
+    # an identical earlier layout (validation/README.md, "MoE rows")
+    "mbridge-moe": (0.105, 0.639),
+}
 MEMORY_MAPE_BOUND = 0.022    # reached 0.0218 over 9 rows with a published peak
 MEMORY_MAX_BOUND = 0.074     # reached 0.0738 (torchtitan 128-GPU FSDP eager row)
 
 # Out of sample: each source predicted by constants fitted on the other sources (the measured
-# figures rounded up to 0.1%). Reached when set: 8.32% over 60 rows.
-LOO_STEP_MAPE_BOUND = 0.084
+# figures rounded up to 0.1%). Reached when set: 9.97% over 160 rows.
+LOO_STEP_MAPE_BOUND = 0.100
 LOO_GROUP_STEP_MAPE_BOUNDS = {
-    "bloom": 0.073, "korthikanti-2022": 0.084, "megatron-2021": 0.064,
-    "mlperf": 0.014, "nemo": 0.094, "torchtitan": 0.141,
+    "bloom": 0.074, "korthikanti-2022": 0.097, "megatron-2021": 0.058, "mlperf": 0.015, "nemo": 0.084,
+    "torchtitan": 0.132, "mbridge-moe": 0.113,
 }
-# Leave one GPU generation out (fit on the other generation): reached 9.34% over 60 rows.
-LOGO_STEP_MAPE_BOUND = 0.094
-LOGO_GENERATION_STEP_MAPE_BOUNDS = {"ampere": 0.074, "hopper": 0.118}
+# Leave one GPU generation out (fit on the other generations): reached 10.05% over 160 rows.
+LOGO_STEP_MAPE_BOUND = 0.101
+LOGO_GENERATION_STEP_MAPE_BOUNDS = {"ampere": 0.073, "hopper": 0.084, "blackwell": 0.119}
 
 
 @pytest.fixture(scope="module")
@@ -50,10 +55,9 @@ def summary(runs):
 
 @pytest.fixture(scope="module")
 def out_of_sample(runs):
-    """One `validate --leave-one-source-out` computation (9 fits: all rows, each source group left
-    out, each generation left out), shared by the tests below. About 140-150 CPU seconds with the
-    cost model of 2026-11-30 07:45 (100-150 s on this shared 2-core machine); it scales with the
-    cost of one `costmodel.step.estimate` call, which was 10x smaller a few hours earlier."""
+    """One `validate --leave-one-source-out` computation (11 fits: all rows, each source group left
+    out, each generation left out), shared by the tests below. About 340 CPU seconds over the 160
+    rows of 2026-11-30 (230 s wall on this 2-core machine)."""
     from planner.validation.generalise import leave_one_out
 
     return leave_one_out(runs)
@@ -62,7 +66,10 @@ def out_of_sample(runs):
 def test_step_time_mape_does_not_regress(summary, scored):
     assert summary["overall"]["step_time"]["n"] == len(scored)  # every row is scored
     assert summary["overall"]["step_time"]["mape"] <= STEP_MAPE_BOUND
-    assert summary["overall"]["step_time"]["max_abs"] <= STEP_MAX_BOUND
+    assert {g for g in summary if g != "overall"} == set(GROUP_STEP_BOUNDS), "a source group was added: bound it"
+    for group, (mape, worst) in GROUP_STEP_BOUNDS.items():
+        assert summary[group]["step_time"]["mape"] <= mape, group
+        assert summary[group]["step_time"]["max_abs"] <= worst, group
 
 
 def test_memory_mape_does_not_regress(summary, scored):
@@ -113,7 +120,8 @@ def test_every_row_is_legal_and_cited(runs):
 # its notes say where it was read or `assumed` lists it.
 MECHANISMS = ("overlap_dp_comm", "overlap_pp_comm", "fused_elementwise", "fused_cross_entropy", "zero3_gather_unit",
               "grad_reduce", "grad_dtype", "zero3_reshard", "fp8_recipe", "weight_casts", "bf16_layers_start",
-              "bf16_layers_end", "tp_comm_overlap", "offload_layers", "lowp_param_gather")
+              "bf16_layers_end", "tp_comm_overlap", "offload_layers", "lowp_param_gather", "recompute_modules",
+              "ep_overlap", "ep_dispatch", "moe_cuda_graphs", "optimizer_states", "fp8_attention", "cp_comm")
 # Under a low-precision format these select how it runs whether or not the row sets them; so does
 # tp_comm_overlap under tensor parallelism.
 LOW_PRECISION = {"fp8", "mxfp8", "nvfp4"}

@@ -84,7 +84,13 @@ def moe_flags(job: Job) -> Flags:
         return []
     out: Flags = [("--num-experts", moe.num_experts), ("--moe-router-topk", moe.experts_per_token),
                   ("--moe-ffn-hidden-size", moe.ffn_hidden_size), ("--moe-layer-freq", moe_layer_pattern(job.cm_model)),
-                  ("--moe-grouped-gemm", None), ("--moe-token-dispatcher-type", "alltoall")]
+                  ("--moe-grouped-gemm", None)]
+    if job.plan.moe_cuda_graphs:
+        out += [("--cuda-graph-impl", "transformer_engine"), ("--cuda-graph-scope", ("moe_router", "moe_preprocess"))]
+    if job.plan.ep_dispatch == "deepep":  # needs the DeepEP library installed next to Megatron-LM
+        out += [("--moe-token-dispatcher-type", "flex"), ("--moe-flex-dispatcher-backend", "deepep")]
+    else:
+        out.append(("--moe-token-dispatcher-type", "alltoall"))
     if moe.shared_ffn_hidden_size:
         out.append(("--moe-shared-expert-intermediate-size", moe.shared_ffn_hidden_size))
     if moe.capacity_factor:
@@ -144,6 +150,8 @@ def parallel_flags(job: Job) -> Flags:
         out.append(("--cpu-offloading-num-layers", p.offload_layers))
     if p.zero_stage == 1:
         out.append(("--use-distributed-optimizer", None))
+    if p.optimizer_states == "bf16":
+        out += [("--use-precision-aware-optimizer", None), ("--exp-avg-dtype", "bf16"), ("--exp-avg-sq-dtype", "bf16")]
     if p.overlap_dp_comm and p.dp > 1:
         out.append(("--overlap-grad-reduce", None))
         if p.zero_stage == 1:

@@ -48,6 +48,12 @@ class Knobs:
     tp_comm_overlap: Choice = Choice((False,), "no tensor-parallel communication overlap")
     # ZeRO-3: whether gathered weights are freed after forward (Plan.zero3_reshard).
     zero3_reshard: Choice = Choice((True,), "ZeRO-3 frees each layer's gathered weights after its forward")
+    # MoE token dispatch (Plan.ep_dispatch).
+    ep_dispatch: Choice = Choice(("alltoall",), "all-to-all token dispatch only")
+    # MoE router/dispatch in CUDA graphs (Plan.moe_cuda_graphs).
+    moe_cuda_graphs: Choice = Choice((False,), "no CUDA graphs for the MoE layers")
+    # Adam states (Plan.optimizer_states).
+    optimizer_states: Choice = Choice(("fp32",), "fp32 optimizer states only")
     # Expert-parallel all-to-alls overlapped with another micro-batch's compute (Plan.ep_overlap).
     ep_overlap: Choice = Choice((False,), "no expert-parallel communication overlap")
     # How context-parallel ranks exchange keys and values (Plan.cp_comm), when cp > 1.
@@ -93,11 +99,26 @@ def knob_violations(fw: Framework, plan: cm.Plan) -> list[str]:
         checks.append(("context-parallel exchange", plan.cp_comm, ks.cp_comm))
     if plan.ep_overlap:
         checks.append(("expert-parallel overlap", plan.ep_overlap, ks.ep_overlap))
+    if plan.ep_dispatch != "alltoall":
+        checks.append(("token dispatch", plan.ep_dispatch, ks.ep_dispatch))
+    if plan.moe_cuda_graphs:
+        checks.append(("MoE CUDA graphs", plan.moe_cuda_graphs, ks.moe_cuda_graphs))
+    if plan.optimizer_states != "fp32":
+        checks.append(("optimizer states", plan.optimizer_states, ks.optimizer_states))
     return [f"{label} {_word(value)}: {choice.why}" for label, value, choice in checks if value not in choice.values]
 
 
+def no_fp8_attention(model: cm.Model, plan: cm.Plan) -> Optional[str]:
+    """No launch setting of the three frameworks turns on FP8 attention: Megatron-LM's arguments.py
+    leaves TransformerConfig.fp8_dot_product_attention out of its flags (Megatron-Bridge sets it in
+    Python), DeepSpeed and torchtitan have none."""
+    if plan.fp8_attention:
+        return "no launch flag turns on FP8 attention (Megatron-LM's CLI excludes fp8_dot_product_attention)"
+    return None
+
+
 def plan_violations(fw: Framework, model: cm.Model, plan: cm.Plan) -> list[str]:
-    return [msg for rule in fw.plan_rules if (msg := rule(model, plan))]
+    return [msg for rule in (*fw.plan_rules, no_fp8_attention) if (msg := rule(model, plan))]
 
 
 def violations(fw: Framework, model: cm.Model, plan: cm.Plan) -> list[str]:

@@ -174,6 +174,14 @@ def recompute_modules(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     return None
 
 
+def precision_aware_optimizer(model: cm.Model, plan: cm.Plan) -> Optional[str]:
+    """optimizer/distrib_optimizer.py: the precision-aware optimizer's low-precision states live in
+    the distributed optimizer (TE FusedAdam)."""
+    if plan.optimizer_states == "bf16" and plan.zero_stage == 0:
+        return "Megatron-LM's precision-aware optimizer (bf16 states) needs the distributed optimizer (ZeRO 1)"
+    return None
+
+
 def ep_overlap(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     """transformer_config.py (--overlap-moe-expert-parallel-comm): pp 1 or a virtual pipeline; no full
     recompute; at most one MTP layer; MoE only."""
@@ -214,6 +222,12 @@ def knobs(tp_split: bool, pp_split: bool) -> Knobs:
         tp_comm_overlap=Choice((False, True) if tp_split else (False,),
                                "Megatron-LM overlaps TP communication with --tp-comm-overlap (Transformer Engine "
                                "userbuffers), with tensor and sequence parallelism (arguments.py)"),
+        ep_dispatch=Choice(("alltoall", "deepep"), "Megatron-LM dispatches tokens with --moe-token-dispatcher-type "
+                                                   "alltoall, or flex with the DeepEP/HybridEP library"),
+        moe_cuda_graphs=Choice((False, True), "Megatron-LM graphs the MoE router and dispatch with --cuda-graph-impl "
+                                              "transformer_engine --cuda-graph-scope moe_router moe_preprocess"),
+        optimizer_states=Choice(("fp32", "bf16"), "Megatron-LM keeps Adam states in fp32, or bf16 with "
+                                                  "--use-precision-aware-optimizer"),
         ep_overlap=Choice((False, True), "Megatron-LM overlaps expert-parallel all-to-alls with "
                                          "--overlap-moe-expert-parallel-comm"),
         cp_comm=Choice(("p2p", "all_gather", "a2a", "a2a+p2p"),
@@ -227,5 +241,6 @@ FRAMEWORK = Framework(
     layout_rules=(layer_split, interleaving, query_groups, position_embedding, activation),
     knobs=knobs,
     plan_rules=(distributed_optimizer_reduce, fp8_recipe, cpu_offloading, lowp_param_gather, moe_sequence_parallel,
-                moe_expert_bias, mtp_position, local_attention, recompute_modules, ep_overlap),
+                moe_expert_bias, mtp_position, local_attention, recompute_modules, ep_overlap,
+                precision_aware_optimizer),
 )

@@ -35,6 +35,18 @@ def add_plan_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--ep-overlap", action="store_true",
                    help="overlap expert-parallel all-to-alls with another micro-batch's compute (Megatron "
                         "--overlap-moe-expert-parallel-comm)")
+    g.add_argument("--optimizer-states", default="fp32", choices=["fp32", "bf16"],
+                   help="Adam states in fp32 (default) or bf16 moments with 16-bit master remainders (Megatron "
+                        "--use-precision-aware-optimizer)")
+    g.add_argument("--ep-dispatch", default="alltoall", choices=["alltoall", "deepep"],
+                   help="MoE token dispatch: NCCL all-to-all (default) or DeepEP/HybridEP, which sends a token once "
+                        "per remote NVLink domain (Megatron --moe-token-dispatcher-type flex)")
+    g.add_argument("--moe-cuda-graphs", action="store_true",
+                   help="MoE router and dispatch preprocessing captured in CUDA graphs (Megatron --cuda-graph-impl "
+                        "transformer_engine --cuda-graph-scope moe_router moe_preprocess): no host sync per MoE layer")
+    g.add_argument("--fp8-attention", action="store_true",
+                   help="the attention core's matmuls in FP8 too (Transformer Engine fp8_dot_product_attention; "
+                        "needs a low --precision)")
     g.add_argument("--sequence-parallel", action="store_true", help="Megatron sequence parallelism (needs tp > 1)")
     g.add_argument("--precision", default="bf16", choices=["fp32", "bf16", "fp16", "fp8", "mxfp8", "nvfp4"],
                    help="GEMM precision of the transformer layers (mxfp8, nvfp4: Blackwell block-scaled formats)")
@@ -92,7 +104,9 @@ def plan_spec_from_args(args: argparse.Namespace):
         "offload_layers": args.offload_layers, "lowp_param_gather": args.lowp_param_gather,
         "cp": args.cp, "cp_comm": args.cp_comm, "ep": args.ep, "etp": args.etp,
         "recompute_modules": [m.strip() for m in args.recompute_modules.split(",") if m.strip()],
-        "ep_overlap": args.ep_overlap,
+        "ep_overlap": args.ep_overlap, "optimizer_states": args.optimizer_states,
+        "fp8_attention": args.fp8_attention, "ep_dispatch": args.ep_dispatch,
+        "moe_cuda_graphs": args.moe_cuda_graphs,
     }
     if args.bf16_layers:
         start, _, end = args.bf16_layers.partition(",")

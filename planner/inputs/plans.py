@@ -51,6 +51,8 @@ def build_plan(spec: PlanSpec, model: ModelSpec, num_gpus: int) -> cm.Plan:
         offload_layers=spec.offload_layers, lowp_param_gather=spec.lowp_param_gather,
         cp=spec.cp, cp_comm=spec.cp_comm, ep=spec.ep, etp=spec.etp,
         recompute_modules=tuple(dict.fromkeys(spec.recompute_modules)), ep_overlap=spec.ep_overlap,
+        optimizer_states=spec.optimizer_states, fp8_attention=spec.fp8_attention, ep_dispatch=spec.ep_dispatch,
+        moe_cuda_graphs=spec.moe_cuda_graphs,
     )
 
 
@@ -69,7 +71,9 @@ def plan_to_dict(plan: cm.Plan) -> dict:
         "zero_stage": plan.zero_stage, "micro_batch_size": plan.micro_batch_size,
         "global_batch_size": plan.global_batch_size, "grad_accum_steps": plan.grad_accum_steps,
         "recompute": plan.recompute, "recompute_modules": list(plan.recompute_modules),
-        "ep_overlap": plan.ep_overlap, "sequence_parallel": plan.sequence_parallel,
+        "ep_overlap": plan.ep_overlap, "ep_dispatch": plan.ep_dispatch, "moe_cuda_graphs": plan.moe_cuda_graphs,
+        "optimizer_states": plan.optimizer_states, "fp8_attention": plan.fp8_attention,
+        "sequence_parallel": plan.sequence_parallel,
         "precision": plan.precision, "grad_dtype": plan.grad_comm_dtype,
         "overlap_dp_comm": plan.overlap_dp_comm, "overlap_pp_comm": plan.overlap_pp_comm,
         "flash_attention": plan.flash_attention, "fused_elementwise": plan.fused_elementwise,

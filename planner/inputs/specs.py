@@ -284,6 +284,10 @@ class PlanSpec(Spec):
     recompute_modules: list[Literal["core_attn", "mla_up_proj", "mlp", "moe_act", "layernorm"]] = Field(
         default=["core_attn"], min_length=1, max_length=5)
     ep_overlap: Flag = False  # expert-parallel all-to-alls overlapped with another micro-batch's compute
+    ep_dispatch: Literal["alltoall", "deepep"] = "alltoall"  # deepep: DeepEP/HybridEP (Megatron flex)
+    moe_cuda_graphs: Flag = False  # MoE router and dispatch preprocessing in CUDA graphs
+    optimizer_states: Literal["fp32", "bf16"] = "fp32"  # bf16: Megatron's precision-aware optimizer
+    fp8_attention: Flag = False  # the attention core in FP8 (Transformer Engine fp8_dot_product_attention)
     sequence_parallel: Flag = False
     precision: Literal["fp32", "bf16", "fp16", "fp8", "mxfp8", "nvfp4"] = "bf16"
     fp8_recipe: Literal["delayed", "tensorwise", "rowwise", "blockwise"] = "delayed"
@@ -302,7 +306,9 @@ class PlanSpec(Spec):
     fused_cross_entropy: Flag = True
     zero3_gather_unit: Literal["layer", "tensor"] = "layer"
     grad_reduce: Literal["reduce_scatter", "allreduce"] = "reduce_scatter"
-    stage_layers: Optional[list[count(L.MAX_LAYERS)]] = Field(default=None, max_length=L.MAX_LAYERS)
+    # layers per model chunk; a chunk may hold none (Megatron's pipeline layouts: "...|mL" holds only
+    # the MTP block and the loss) as long as every pipeline rank holds one
+    stage_layers: Optional[list[count(L.MAX_LAYERS, lower=0)]] = Field(default=None, max_length=L.MAX_LAYERS)
 
 
 class TrainingRecord(BaseModel):

@@ -84,7 +84,7 @@ class KernelCache:
 
     def get(self, plan: cm.Plan) -> StageKernels:
         key = (plan.tp, plan.cp, plan.ep, plan.etp, plan.cp_comm, plan.micro_batch_size, plan.sequence_parallel,
-               plan.flash_attention, plan.precision, plan.weight_casts)
+               plan.flash_attention, plan.precision, plan.weight_casts, plan.fp8_attention)
         if key not in self.table:
             self.table[key] = stage_kernels(self.spec.model, self.spec.cluster, plan, self.eff)
         return self.table[key]
