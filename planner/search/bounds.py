@@ -28,13 +28,18 @@ class Tabled:
 
 
 def lower_bound(tables: LayoutTables, knobs: tuple[Knobs, ...]) -> float:
-    """A step time no plan of the layout beats (seconds)."""
-    rcs = {k.recompute for k in knobs}
-    sps = {k.sp for k in knobs}
-    rc_options = {"none"} if "none" in rcs else rcs
-    sp_options = {True} if True in sps else sps
+    """A step time no plan of the layout beats (seconds). Only the fastest value of the knobs with
+    one is tried: no recompute, sequence parallel, and TP and EP overlap on (an overlapped collective
+    costs at most its whole length: overlap.decomposed_exposed_seconds, overlapped_cost_seconds)."""
+    def best(values: set, fastest) -> set:
+        return {fastest} if fastest in values else values
+
+    rc_options = best({k.recompute for k in knobs}, "none")
+    sp_options = best({k.sp for k in knobs}, True)
+    tpo_options = best({k.tpo for k in knobs}, True)
+    epo_options = best({k.epo for k in knobs}, True)
     keys = {(k.recompute, k.sp, k.precision, k.casts, k.tpo, k.cpc, k.epo) for k in knobs
-            if k.recompute in rc_options and k.sp in sp_options}
+            if k.recompute in rc_options and k.sp in sp_options and k.tpo in tpo_options and k.epo in epo_options}
     flush = min(tables.pipe(*key).flush_seconds for key in keys)
     return flush + tables.ctx.eff.step_overhead_seconds
 
