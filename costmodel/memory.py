@@ -14,6 +14,7 @@ FlashAttention and models without dropout by summing the same per-tensor terms (
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 from . import lowp, moe
 from .flops import mlp_matrices, projection_widths, q_width, value_width
@@ -61,6 +62,7 @@ def sharded_state_bytes(params: float, per_param: StateBytesPerParam, zero_stage
     return StateBytesPerParam(weights, grad, opt)
 
 
+@lru_cache(maxsize=65536)  # a pure function of hashable inputs that the search asks for many times over
 def layer_activation_bytes(
     model: Model, batch: int, tp: int, sequence_parallel: bool, recompute: str, flash: bool,
     element_bytes: int = 2, index: int = -1, cp: int = 1, experts: moe.ExpertLayout | None = None,

@@ -5,7 +5,7 @@ working directory, with stdout, stderr and stdin swapped for buffers, its enviro
 set and restored, and a wall-clock limit. Outcomes:
 
 - traceback: an exception escaped main() (SystemExit only with a code other than 0 or 2)
-- hang: the case ran past TIMEOUT_S
+- hang: the case ran past TIMEOUT_S (EXTREME_TIMEOUT_S for the inputs at every limit)
 - nonsense accepted: a malformed case exited 0 (the `either` extremes may exit 0)
 - invalid JSON: --json, exit 0, and stdout is not one strict JSON document (NaN/Infinity refused)
 - multi-line error: an error exit whose stderr is not one `planner: error:` line (optionally after
@@ -117,20 +117,22 @@ def cli_warnings():
         yield
 
 
-def invoke(argv: list[str], env: dict[str, str], stdin: bytes) -> tuple[int | None, str, str, str | None, bool]:
+def invoke(argv: list[str], env: dict[str, str], stdin: bytes, timeout_s: float | None = None
+           ) -> tuple[int | None, str, str, str | None, bool]:
     """(exit code, stdout, stderr, escaped exception or None, timed out) of main(argv)."""
+    timeout_s = timeout_s or TIMEOUT_S
     out, err = io.StringIO(), io.StringIO()
     state = {"active": True, "fired": False}
 
     def on_alarm(signum, frame):
         if state["active"]:
             state["fired"] = True
-            raise CaseTimeout(f"no result after {TIMEOUT_S} s")
+            raise CaseTimeout(f"no result after {timeout_s} s")
 
     previous = signal.signal(signal.SIGALRM, on_alarm)
     code, escaped = None, None
     try:
-        signal.setitimer(signal.ITIMER_REAL, TIMEOUT_S, 1.0)  # and again every second if swallowed
+        signal.setitimer(signal.ITIMER_REAL, timeout_s, 1.0)  # and again every second if swallowed
         with environment(env), stdin_from(stdin), cli_warnings(), \
                 contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             try:
@@ -162,7 +164,7 @@ def one_error_line(stderr: str) -> bool:
 
 def classify(case: Case, argv: list[str], code, out: str, err: str, escaped: str | None, hung: bool) -> tuple[str, str]:
     if hung:
-        return "hang", f"no result after {TIMEOUT_S} s"
+        return "hang", f"no result after {case.timeout_s or TIMEOUT_S} s"
     if escaped is not None:
         return "traceback", escaped
     if code not in (0, 2):
@@ -200,7 +202,7 @@ def run_case(case: Case, folder: Path) -> Outcome:
             inv = case.setup(folder)
         except Exception as exc:  # noqa: BLE001
             return Outcome(case, "setup error", f"{type(exc).__name__}: {_first_line(str(exc))}", 0.0)
-        code, out, err, escaped, hung = invoke(inv.argv, inv.env, inv.stdin)
+        code, out, err, escaped, hung = invoke(inv.argv, inv.env, inv.stdin, case.timeout_s)
         category, detail = classify(case, inv.argv, code, out, err, escaped, hung)
         if (folder / "pwned").exists():
             category, detail = "code executed", f"a 'touch pwned' in the input ran; {detail}"

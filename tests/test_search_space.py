@@ -33,7 +33,8 @@ def test_megatron_uneven_split_only_first_and_last():
 
 def test_megatron_interleaving_rules():
     assert megatron.interleaving(model(32), plan(pp=4, vpp=2, m=8)) is None
-    assert "multiple of pp" in megatron.interleaving(model(32), plan(pp=4, vpp=2, m=6))
+    assert megatron.interleaving_groups(model(32), plan(pp=4, vpp=2, m=8)) is None
+    assert "multiple of pp" in megatron.interleaving_groups(model(32), plan(pp=4, vpp=2, m=6))
     assert "split evenly" in megatron.layer_split(model(30), plan(pp=4, vpp=2, m=8))  # 30 % 8
     assert "pipeline size >= 3" in megatron.interleaving(model(32), cm.Plan(pp=2, vpp=2, global_batch_size=4,
                                                                              overlap_pp_comm=False))
@@ -99,3 +100,24 @@ def test_layout_group_is_the_degrees():
     # vpp and the micro-batch do not make a distinct layout; the parallel degrees do
     assert Layout(2, 4, 8, 3, 1).group == (2, 1, 4, 8, 1, 1)
     assert Layout(2, 4, 8, 3, 1, cp=2, ep=4).group == (2, 2, 4, 8, 4, 1)
+
+
+def test_layout_rules_do_not_read_the_micro_batches():
+    """The search checks a framework's layout rules once per split and vpp (space.vpp_frameworks):
+    on every plan below, each layout rule gives the same answer at every micro-batch size and count;
+    what reads the micro-batch count is an interleaving rule, and those pass every vpp-1 plan."""
+    import itertools
+
+    from planner.frameworks import REGISTRY
+    checked = 0
+    for layers, pp, vpp, tp, gbs in itertools.product((30, 32, 61), (1, 2, 4, 8), (1, 2, 3), (1, 2), (8, 24, 96)):
+        base_plan = cm.Plan(tp=tp, pp=pp, vpp=vpp, global_batch_size=gbs)
+        for fw in REGISTRY.values():
+            answers = {tuple(rule(model(layers, seq=256), cm.Plan(tp=tp, pp=pp, vpp=vpp, global_batch_size=gbs,
+                                                                  micro_batch_size=b)) for rule in fw.layout_rules)
+                       for b in (1, 2, 4, 8) if gbs % b == 0}
+            assert len(answers) == 1, (fw.name, layers, pp, vpp, tp, gbs)
+            if vpp == 1:
+                assert all(rule(model(layers), base_plan) is None for rule in fw.interleaving_rules)
+            checked += 1
+    assert checked == 3 * 4 * 3 * 2 * 3 * len(REGISTRY)

@@ -170,3 +170,41 @@ def test_peak_memory_without_timing_equals_the_candidates(setting):
     for lay, k in sampled(space, rng, SAMPLES):
         t = LayoutTables(ctx, lay)
         assert t.peak_memory(k) == pytest.approx(t.candidate(k).peak_memory_bytes, rel=1e-12)
+
+
+NEW_DIMENSIONS = [("llama3-8b", "dgx-h100", 64, 64), ("mixtral-8x7b", "dgx-h100", 64, 256)]  # cp; ep
+
+
+@pytest.mark.parametrize("case", CASES + NEW_DIMENSIONS, ids=[c[0] for c in CASES + NEW_DIMENSIONS])
+def test_activation_floor_is_below_every_peak(case):
+    """bounds.memory_walk skips a (tp, cp, pp, dp) family whose slope x activation_floor_bytes is over
+    the capacity: no plan of the family may peak under it."""
+    spec = make_spec(*case)
+    space, ctx = build_space(spec), TableContext(spec, cm.Efficiency())
+    rng = random.Random(5)
+    for lay, k in sampled(space, rng, SAMPLES):
+        floor = ctx.slope * bounds.activation_floor_bytes(spec, lay.tp, lay.cp, lay.pp, lay.dp)
+        peak = step.estimate(spec.model, spec.cluster, plan_for(spec, lay, k)).memory_per_gpu_bytes
+        assert 0 < floor <= peak * (1 + 1e-12), (lay, k)
+
+
+@pytest.mark.parametrize("case", NEW_DIMENSIONS + CASES[1:2], ids=[c[0] for c in NEW_DIMENSIONS + CASES[1:2]])
+def test_overlap_on_is_never_slower_nor_larger(case):
+    """space.undominated drops TP- or EP-overlap-off combinations when the same one with it on is
+    offered: on sampled plans, turning the overlap on never lengthens the step nor changes memory."""
+    spec = make_spec(*case)
+    space = build_space(spec)
+    rng = random.Random(9)
+    compared = 0
+    for lay, k in sampled(space, rng, SAMPLES):
+        plan = plan_for(spec, lay, k)
+        for field, applies in (("tp_comm_overlap", plan.sequence_parallel and plan.tp > 1),
+                               ("ep_overlap", spec.model.moe is not None)):
+            if not applies:
+                continue
+            off = step.estimate(spec.model, spec.cluster, replace(plan, **{field: False}))
+            on = step.estimate(spec.model, spec.cluster, replace(plan, **{field: True}))
+            assert on.step_time_seconds <= off.step_time_seconds * (1 + 1e-12), (lay, k, field)
+            assert on.memory_per_gpu_bytes == pytest.approx(off.memory_per_gpu_bytes, rel=1e-12)
+            compared += 1
+    assert compared >= 10

@@ -2,8 +2,10 @@
 
 A framework module (megatron.py, deepspeed.py, torchtitan.py) states, each rule cited to the
 framework's source at a named version:
-  * `layout_rules`: rules on the layout (tp, cp, pp, dp, ep, etp, vpp, micro-batch, global batch,
-    layer split);
+  * `layout_rules`: rules on the split (tp, cp, pp, dp, ep, etp, vpp, layer split), which must not
+    read the micro-batch size or count (the search checks them once per split and vpp), and
+    `interleaving_rules`: what an interleaved schedule (vpp > 1) asks of the micro-batch count
+    (the search checks them per micro-batch size, for vpp > 1 only);
   * `knobs(tp_split, pp_split)`: the values it accepts for each knob the search varies (ZeRO stage,
     recompute, sequence parallel, precision, gradient dtype per precision), each with the sentence
     that says why any other value is refused; they depend on the layout only through tp > 1, pp > 1;
@@ -68,18 +70,35 @@ class Framework:
     layout_rules: tuple[Rule, ...]
     knobs: Callable[[bool, bool], Knobs]
     plan_rules: tuple[Rule, ...] = ()
+    interleaving_rules: tuple[Rule, ...] = ()
 
     def knobs_for(self, plan: cm.Plan) -> Knobs:
         return self.knobs(plan.tp > 1, plan.pp > 1)
 
 
-def layout_violation(fw: Framework, model: cm.Model, plan: cm.Plan) -> Optional[str]:
-    """The first layout rule of `fw` that `plan` breaks, or None."""
-    for rule in fw.layout_rules:
+def first_violation(rules: tuple[Rule, ...], model: cm.Model, plan: cm.Plan) -> Optional[str]:
+    for rule in rules:
         msg = rule(model, plan)
         if msg:
             return msg
     return None
+
+
+def layout_violation(fw: Framework, model: cm.Model, plan: cm.Plan) -> Optional[str]:
+    """The first layout or micro-batch rule of `fw` that `plan` breaks, or None."""
+    return first_violation((*fw.layout_rules, *fw.interleaving_rules), model, plan)
+
+
+def split_violation(fw: Framework, model: cm.Model, plan: cm.Plan) -> Optional[str]:
+    """The first layout rule (not reading the micro-batches) of `fw` that `plan` breaks, or None."""
+    return first_violation(fw.layout_rules, model, plan)
+
+
+def interleaving_violation(fw: Framework, model: cm.Model, plan: cm.Plan) -> Optional[str]:
+    """The first interleaving rule of `fw` that `plan` breaks, or None (always None for vpp 1)."""
+    if plan.vpp == 1:
+        return None
+    return first_violation(fw.interleaving_rules, model, plan)
 
 
 def knob_violations(fw: Framework, plan: cm.Plan) -> list[str]:
@@ -123,7 +142,7 @@ def plan_violations(fw: Framework, model: cm.Model, plan: cm.Plan) -> list[str]:
 
 def violations(fw: Framework, model: cm.Model, plan: cm.Plan) -> list[str]:
     """Every rule of `fw` that `plan` breaks: layout, knob values, knob combinations."""
-    layout = [msg for rule in fw.layout_rules if (msg := rule(model, plan))]
+    layout = [msg for rule in (*fw.layout_rules, *fw.interleaving_rules) if (msg := rule(model, plan))]
     return layout + knob_violations(fw, plan) + plan_violations(fw, model, plan)
 
 

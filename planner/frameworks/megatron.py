@@ -42,11 +42,16 @@ def layer_split(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     the rest evenly (transformer_config.py, uneven PP). With interleaving, num_layers divisible by
     pp*vpp (--num-layers-per-virtual-pipeline-stage; get_num_layers_to_build); planner writes
     uneven splits only without interleaving."""
-    layers = _split(model.num_layers, plan.pp, plan.vpp, plan.stage_layers)
-    if plan.vpp > 1:
+    return _split_violation(model.num_layers, plan.pp, plan.vpp, plan.stage_layers)
+
+
+@lru_cache(maxsize=4096)
+def _split_violation(num_layers: int, pp: int, vpp: int, stage_layers: tuple[int, ...]) -> Optional[str]:
+    layers = _split(num_layers, pp, vpp, stage_layers)
+    if vpp > 1:
         if len(set(layers)) > 1:
-            return (f"Megatron-LM interleaving: {model.num_layers} layers must split evenly over pp x vpp = "
-                    f"{plan.pp}x{plan.vpp} (uneven splits are written only for vpp 1)")
+            return (f"Megatron-LM interleaving: {num_layers} layers must split evenly over pp x vpp = "
+                    f"{pp}x{vpp} (uneven splits are written only for vpp 1)")
         return None
     if len(set(layers[1:-1])) > 1:
         return (f"Megatron-LM: layer split {list(layers)} has uneven middle stages; only the first and last "
@@ -55,15 +60,20 @@ def layer_split(model: cm.Model, plan: cm.Plan) -> Optional[str]:
 
 
 def interleaving(model: cm.Model, plan: cm.Plan) -> Optional[str]:
-    """arguments.py: the interleaved schedule needs pp > 1 (pp > 2 without p2p overlap);
-    schedules.py runs micro-batches in groups of pp, so their number must be a multiple of pp."""
+    """arguments.py: the interleaved schedule needs pp > 1 (pp > 2 without p2p overlap)."""
     if plan.vpp == 1:
         return None
     least = 2 if plan.overlap_pp_comm else 3
     if plan.pp < least:
         why = "" if plan.overlap_pp_comm else " with --no-overlap-p2p-communication"
         return f"Megatron-LM interleaving (vpp {plan.vpp}) needs pipeline size >= {least}{why} (got {plan.pp})"
-    if plan.num_microbatches % plan.pp:
+    return None
+
+
+def interleaving_groups(model: cm.Model, plan: cm.Plan) -> Optional[str]:
+    """schedules.py: the interleaved schedule runs micro-batches in groups of pp, so their number
+    must be a multiple of pp."""
+    if plan.vpp > 1 and plan.num_microbatches % plan.pp:
         return (f"Megatron-LM interleaving: {plan.num_microbatches} micro-batches are not a multiple of "
                 f"pp {plan.pp}")
     return None
@@ -239,6 +249,7 @@ def knobs(tp_split: bool, pp_split: bool) -> Knobs:
 FRAMEWORK = Framework(
     name="megatron", title="Megatron-LM", source="NVIDIA/Megatron-LM d98e8a64 (2026-08-22)",
     layout_rules=(layer_split, interleaving, query_groups, position_embedding, activation),
+    interleaving_rules=(interleaving_groups,),
     knobs=knobs,
     plan_rules=(distributed_optimizer_reduce, fp8_recipe, cpu_offloading, lowp_param_gather, moe_sequence_parallel,
                 moe_expert_bias, mtp_position, local_attention, recompute_modules, ep_overlap,

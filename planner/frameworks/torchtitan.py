@@ -240,7 +240,8 @@ def cuda_graphs_off(plan: cm.Plan) -> bool:
 FRAMEWORK = Framework(
     name="torchtitan", title="torchtitan",
     source="torchtitan 0.3.0 (PyPI; pytorch/torchtitan release/0.3 @ 4f9e9a47, 2026-08-21)",
-    layout_rules=(interleaving, sequence_split, no_experts),
+    layout_rules=(sequence_split, no_experts),
+    interleaving_rules=(interleaving,),
     knobs=knobs,
     plan_rules=(fsdp_reduce_scatter, fsdp_gather_unit, fsdp_overlap, fused_attention, float8_recipe,
                 context_parallel_fsdp),

@@ -1,22 +1,31 @@
 """Best-first tabling: table only the layouts whose lower bound can still reach the top K.
 
-Lower bound of every plan of a layout: its pipeline flush with no recompute and with sequence
-parallel (when the layout allows them), over the other pipe keys (precision, weight casts, TP
-overlap), plus the fixed overhead; the exposed DP sync and the optimizer step are >= 0. It holds because, in the cost model, for a fixed layout and precision:
+Memory first: layout families (a split and vpp, over its micro-batch sizes) whose activation floor
+(activation_floor_bytes: what the first stage must hold under any micro-batch size and knobs) is
+over the capacity are skipped whole; the rest are sorted into what fits by LayoutTables.peak_memory.
+
+Then time. Lower bound of every plan of a layout: its pipeline flush with no recompute, sequence
+parallel and TP/EP overlap on, over the other pipe keys (precision, weight casts, CP exchange),
+plus the fixed overhead; the exposed DP sync and the optimizer step are >= 0. It holds because, in
+the cost model, for a fixed layout and precision:
   * recompute only adds time (stage.stage_cost: recompute_seconds >= 0, 6 instead of 4 TP
     collectives per layer under full recompute; compute and p2p do not depend on it);
-  * sequence parallel never adds time (same TP ring cost, less elementwise HBM traffic), and the
-    flush (pipeline.pipeline_seconds) grows with every stage's time.
-tests/test_search_tables.py checks both facts on random plans. Layouts are tabled in increasing
-bound order until the next bound exceeds the K-th best layout group's best fitting step time;
-no layout left out can then enter the top K (its plans are all slower than K other groups' best).
+  * sequence parallel never adds time (same TP ring cost, less elementwise HBM traffic), an
+    overlapped collective never costs more than the collective, and the flush
+    (pipeline.pipeline_seconds) grows with every stage's time.
+tests/test_search_tables.py checks these facts on random plans. Layouts are tabled in increasing
+bound order (the loose bound first, then the tight one over the knobs that fit) until the next
+bound exceeds the K-th best layout group's best fitting step time; no layout left out can then
+enter the top K (its plans are all slower than K other groups' best).
 """
 from __future__ import annotations
 
+import heapq
 import math
 from dataclasses import dataclass
+from typing import Iterator
 
-from planner.search.space import Knobs, Space
+from planner.search.space import Knobs, Layout, SearchSpec, Space, vpp_choices
 from planner.search.tables import Candidate, LayoutTables, TableContext
 
 
@@ -27,19 +36,24 @@ class Tabled:
     layouts_bounded: int
 
 
-def lower_bound(tables: LayoutTables, knobs: tuple[Knobs, ...]) -> float:
-    """A step time no plan of the layout beats (seconds). Only the fastest value of the knobs with
-    one is tried: no recompute, sequence parallel, and TP and EP overlap on (an overlapped collective
-    costs at most its whole length: overlap.decomposed_exposed_seconds, overlapped_cost_seconds)."""
-    def best(values: set, fastest) -> set:
-        return {fastest} if fastest in values else values
+def lower_bound(tables: LayoutTables, knobs: tuple[Knobs, ...], tight: bool = False) -> float:
+    """A step time no plan of the layout with these knobs beats (seconds): the pipeline flush with
+    the fastest value of each knob that has one (no recompute, sequence parallel, TP and EP overlap
+    on: an overlapped collective costs at most its whole length, overlap.decomposed_exposed_seconds
+    and overlapped_cost_seconds), over the knobs' precisions, weight casts and CP exchanges, plus the
+    fixed overhead. Loose (the default): those fastest values whether the knobs offer them or not,
+    one pipe per (precision, casts, CP exchange); `tight`: only the values the knobs offer (e.g. full
+    recompute when nothing else fits), a few more pipes."""
+    def fastest(values: set, best) -> set:
+        return {best} if best in values or not tight else values
 
-    rc_options = best({k.recompute for k in knobs}, "none")
-    sp_options = best({k.sp for k in knobs}, True)
-    tpo_options = best({k.tpo for k in knobs}, True)
-    epo_options = best({k.epo for k in knobs}, True)
-    keys = {(k.recompute, k.sp, k.precision, k.casts, k.tpo, k.cpc, k.epo) for k in knobs
-            if k.recompute in rc_options and k.sp in sp_options and k.tpo in tpo_options and k.epo in epo_options}
+    rcs = fastest({k.recompute for k in knobs}, "none")
+    sps = fastest({k.sp for k in knobs}, tables.lay.tp > 1)
+    tpos = fastest({k.tpo for k in knobs}, tables.lay.tp > 1)
+    epos = fastest({k.epo for k in knobs}, tables.ctx.spec.model.moe is not None)
+    keys = {(rc, sp, k.precision, k.casts, tpo, k.cpc, epo) for k in knobs for rc in rcs for sp in sps
+            for tpo in tpos for epo in epos
+            if not tight or (k.recompute, k.sp, k.tpo, k.epo) == (rc, sp, tpo, epo)}
     flush = min(tables.pipe(*key).flush_seconds for key in keys)
     return flush + tables.ctx.eff.step_overhead_seconds
 
@@ -50,43 +64,87 @@ def kth_best(best: dict[tuple, float], k: int) -> float:
     return sorted(best.values())[k - 1]
 
 
-def fitting_tables(space: Space, ctx: TableContext, capacity_bytes: float) -> dict:
-    """Per layout with a plan that fits, (its LayoutTables, the knob combinations that fit), from
-    peak memory alone (LayoutTables.peak_memory, no timing). A plan's peak never falls as the
-    micro-batch grows with the rest of the layout and the knobs fixed (activations are
-    b x min(in-flight, m) per sample with m = gbs / (b dp); states do not depend on b;
-    tests/test_search_tables.py checks it), so once a knob combination does not fit at one
-    micro-batch size, it is not tried at the larger ones."""
-    families: dict[tuple, list] = {}
+def activation_floor_bytes(spec: SearchSpec, tp: int, cp: int, pp: int, dp: int) -> float:
+    """Activation bytes the first pipeline stage holds at least under every vpp, micro-batch size and
+    knob combination of a (tp, cp, pp, dp) split.
+
+    In flight: b x min(pp, gbs / (b dp)) >= min(pp, gbs / dp) sequences for any micro-batch size b
+    (memory.inflight_microbatches; interleaving only adds to the first stage's). Layers: at least
+    vpp x floor(L / (pp vpp)) (pipeline.default_chunk_layers), the least over the searched vpp. Per
+    layer and sequence: full recompute's layer input, 2 (s / cp) h / tp bytes, the least any
+    recompute mode keeps (memory.layer_activation_bytes; sequence parallel shards it over tp).
+    The search adds no activation offload, so nothing leaves the GPU."""
+    model = spec.model
+    layers = min(v * (model.num_layers // (pp * v)) for v in vpp_choices(spec, pp) or [1])
+    sequences = min(pp, spec.global_batch_size / dp)
+    return sequences * layers * 2.0 * (model.seq_length // cp) * model.hidden_size / tp
+
+
+def families(space: Space) -> list[tuple[float, list[Layout]]]:
+    """The space's layouts grouped by all but the micro-batch size, each group by increasing
+    micro-batch, with its split's activation floor (bytes); groups by increasing floor."""
+    out: dict[tuple, list[Layout]] = {}
     for lay in space.knobs:
-        families.setdefault((lay.tp, lay.cp, lay.ep, lay.etp, lay.pp, lay.dp, lay.vpp), []).append(lay)
-    out = {}
-    for lays in families.values():
-        failed: set = set()  # knob combinations that did not fit at a smaller micro-batch
-        for lay in sorted(lays, key=lambda x: x.mbs):
+        out.setdefault((lay.tp, lay.cp, lay.ep, lay.etp, lay.pp, lay.dp, lay.vpp), []).append(lay)
+    floors = {key: activation_floor_bytes(space.spec, key[0], key[1], key[4], key[5]) for key in out}
+    return [(floors[key], sorted(lays, key=lambda x: x.mbs)) for key, lays in sorted(out.items(), key=lambda e: floors[e[0]])]
+
+
+def memory_walk(space: Space, ctx: TableContext, capacity_bytes: float = math.inf) -> Iterator[tuple]:
+    """(memory floor, layout, its LayoutTables, [(knobs, peak bytes)]) for every layout with a knob
+    combination still to try, from memory alone (LayoutTables.peak_memory, no timing), layout
+    families by increasing floor (the slope x activation_floor_bytes of their split, below every
+    plan's peak). A family whose floor exceeds `capacity_bytes` is skipped whole. A plan's peak
+    never falls as the micro-batch grows with the rest of the layout and the knobs fixed
+    (activations are b x min(in-flight, m) per sample with m = gbs / (b dp); states do not depend on
+    b; tests/test_search_tables.py checks it), so a knob combination is not tried at larger
+    micro-batches once it does not fit in `capacity_bytes` (with the default, once it has been tried
+    at all), and a layout with nothing left to try is skipped without building its tables."""
+    for floor_bytes, lays in families(space):
+        floor = ctx.slope * floor_bytes
+        if floor > capacity_bytes:
+            continue
+        done: set[int] = set()  # ids: build_space interns its Knobs
+        for lay in lays:
+            todo = [k for k in space.knobs[lay] if id(k) not in done]
+            if not todo:
+                continue
             t = LayoutTables(ctx, lay)
-            fits = t.fitting(tuple(k for k in space.knobs[lay] if k not in failed), capacity_bytes)
-            failed |= set(space.knobs[lay]) - set(fits)
-            if fits:
-                out[lay] = (t, fits)
+            peaks = [(k, t.peak_memory(k)) for k in todo]
+            done |= {id(k) for k, peak in peaks if peak > capacity_bytes or capacity_bytes == math.inf}
+            yield floor, lay, t, peaks
+
+
+def fitting_tables(space: Space, ctx: TableContext, capacity_bytes: float) -> dict:
+    """Per layout with a plan that fits, (its LayoutTables, the knob combinations that fit)."""
+    out = {}
+    for _, lay, t, peaks in memory_walk(space, ctx, capacity_bytes):
+        fits = tuple(k for k, peak in peaks if peak <= capacity_bytes)
+        if fits:
+            out[lay] = (t, fits)
     return out
 
 
 def table_best_first(space: Space, ctx: TableContext, capacity_bytes: float, k: int) -> Tabled:
     """Candidates of every layout that may hold one of the K best layout groups' best fitting plans.
 
-    Only plans that fit are timed (fitting_tables sorts them out from memory alone), and a layout's
-    time bound is over its fitting knob combinations."""
+    Only plans that fit are timed (fitting_tables sorts them out from memory alone). Layouts leave a
+    heap in increasing bound order: first by the loose bound (cheap), then, re-queued, by the tight
+    one over their fitting knobs; a layout is tabled when its tight bound is the least in the heap,
+    and the search ends when the least bound exceeds the K-th best group's best step time."""
     fitting = fitting_tables(space, ctx, capacity_bytes)
-    order = sorted((lower_bound(t, knobs), lay) for lay, (t, knobs) in fitting.items())
+    heap = [(lower_bound(t, knobs), False, lay) for lay, (t, knobs) in fitting.items()]
+    heapq.heapify(heap)
     best: dict[tuple, float] = {}
     out: list[Candidate] = []
     threshold, tabled = math.inf, 0
-    for bound, lay in order:
-        if bound > threshold:
-            break
-        tabled += 1
+    while heap and heap[0][0] <= threshold:
+        _, tight, lay = heapq.heappop(heap)
         t, knobs = fitting[lay]
+        if not tight:
+            heapq.heappush(heap, (lower_bound(t, knobs, tight=True), True, lay))
+            continue
+        tabled += 1
         for c in t.candidates(knobs):
             out.append(c)
             if c.peak_memory_bytes <= capacity_bytes and c.step_seconds < best.get(lay.group, math.inf):

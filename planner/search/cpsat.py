@@ -2,13 +2,14 @@
 
 Model (OR-Tools CP-SAT): a Boolean y per candidate plan; at most one per layout group (tp, pp, dp);
 for every group and memory-candidate stage, sum(memory_bytes * y) <= capacity; at most K chosen;
-minimise sum((objective - M) * y). Each chosen y lowers the objective by more than any plan costs
-(M > every coefficient), so the solver picks min(K, groups that fit) groups, and among those the
-set with the smallest total, which is the K groups whose best fitting plans are best: the same
-answer as K solves that each forbid the previous winner's group, in one solve. A candidate's
-coefficient is its objective in integer microseconds (or micro-dollars) times the number of
-candidates plus its rank in the exact (objective, other measure, layout, knobs) order: rounding
-never reorders plans, and ties break the same way every run.
+minimise sum((rank - M) * y), where a candidate's rank is its place in the exact (objective, other
+measure, layout, knobs) order. Each chosen y lowers the objective by more than any plan costs
+(M > every rank), so the solver picks min(K, groups that fit) groups, and among those the set with
+the smallest total rank, which is the K groups whose best fitting plans are best: at most one plan
+per group and a fit that is each plan's own make the answer depend only on the order, so the rank
+stands for the objective exactly (no rounding, no overflow however long a step), ties break the
+same way every run, and it is the same answer as K solves that each forbid the previous winner's
+group, in one solve.
 
 Presolve: within a group a candidate that is no faster and no smaller in peak memory than another
 can never be chosen, so only each group's (objective, peak memory) Pareto front enters the model.
@@ -21,7 +22,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from costmodel import types as cm
-from planner.search.objective import scaled, usd_per_step
+from planner.search.objective import usd_per_step
 from planner.search.tables import Candidate
 
 SOLVER_SEED = 20240601
@@ -59,13 +60,13 @@ def pareto_front(cands: list[Candidate], key) -> list[Candidate]:
     return kept
 
 
-def build_model(kept: list[Candidate], cluster: cm.Cluster, objective: str, capacity_bytes: float, k: int):
+def build_model(kept: list[Candidate], capacity_bytes: float, k: int):
     from ortools.sat.python import cp_model
 
     model = cp_model.CpModel()
     n = len(kept)
-    weights = [scaled(cluster, c.step_seconds, objective) * n + rank for rank, c in enumerate(kept)]
-    big = max(weights) + 1
+    weights = list(range(n))  # kept is in the exact order (solve_top_k)
+    big = n
     ys = [model.new_bool_var(f"y{i}") for i in range(n)]
     groups: dict[tuple, list[int]] = defaultdict(list)
     for i, c in enumerate(kept):
@@ -90,7 +91,7 @@ def solve_top_k(cands: list[Candidate], cluster: cm.Cluster, objective: str, cap
     kept = sorted(pareto_front(cands, sort_key(cluster, objective)), key=sort_key(cluster, objective))
     if not kept:
         return SolveResult([], "EMPTY", 0, time.perf_counter() - start)
-    model, ys, weights = build_model(kept, cluster, objective, capacity_bytes, k)
+    model, ys, weights = build_model(kept, capacity_bytes, k)
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1
     solver.parameters.random_seed = SOLVER_SEED

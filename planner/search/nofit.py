@@ -13,8 +13,9 @@ from typing import Iterable
 
 from costmodel import types as cm
 from planner.inputs.limits import MAX_GPUS
+from planner.search.bounds import memory_walk
 from planner.search.space import Knobs, Layout, SearchSpec, Space, build_space
-from planner.search.tables import LayoutTables, TableContext
+from planner.search.tables import TableContext
 
 GIB = 2**30
 MAX_GPU_DOUBLINGS = 12
@@ -50,26 +51,18 @@ def nothing_legal(space: Space) -> str:
 
 def smallest_plan(space: Space, ctx: TableContext, stop_below: float = 0.0) -> tuple[float, Layout, Knobs] | None:
     """(peak bytes, layout, knobs) of the plan with the least peak memory over the space, from memory
-    alone (LayoutTables.peak_memory); with `stop_below`, the first found at or under that many bytes.
-    A knob combination is tried only at the smallest micro-batch of its layout family that offers it:
-    memory never falls as the micro-batch grows (bounds.fitting_tables)."""
-    families: dict[tuple, list] = {}
-    for lay in space.knobs:
-        families.setdefault((lay.tp, lay.cp, lay.ep, lay.etp, lay.pp, lay.dp, lay.vpp), []).append(lay)
+    alone (bounds.memory_walk: families by increasing memory floor, each knob combination at the
+    smallest micro-batch that offers it), stopping at the first family whose floor is above the best
+    found; with `stop_below`, the first found at or under that many bytes."""
     best = None
-    for lays in families.values():
-        seen: set = set()
-        for lay in sorted(lays, key=lambda x: x.mbs):
-            t = LayoutTables(ctx, lay)
-            for k in space.knobs[lay]:
-                if k in seen:
-                    continue
-                seen.add(k)
-                entry = (t.peak_memory(k), lay, k)
-                if best is None or entry < best:
-                    best = entry
-                    if best[0] <= stop_below:
-                        return best
+    for floor, lay, _, peaks in memory_walk(space, ctx):
+        if best is not None and floor > best[0]:
+            break
+        for k, peak in peaks:
+            if best is None or (peak, lay, k) < best:
+                best = (peak, lay, k)
+                if peak <= stop_below:
+                    return best
     return best
 
 
@@ -98,7 +91,7 @@ def remedies(space: Space, best: Knobs, need: float, capacity: float, fraction: 
     if n:
         out.append(f"{n} GPUs")
     out.append(f"a GPU with >= {need / fraction / GIB:.0f} GiB")
-    knobs = {k for ks in space.knobs.values() for k in ks}
+    knobs = space.all_knobs()
     if best.zero < 3 and not any(k.zero == 3 for k in knobs):
         out.append("ZeRO-3 (--framework/--fix exclude it)")
     if best.recompute != "full" and not any(k.recompute == "full" for k in knobs):

@@ -1,9 +1,8 @@
 """What the search minimises: step time (then dollars per step), or dollars per step (then time).
 
 With a fixed GPU count dollars per step are step time x GPUs x price (costmodel/dollars.py), so the
-two orders agree; `cost` differs only in needing a price. CP-SAT's integer objective is in
-microseconds or micro-dollars (cpsat.py breaks ties by the exact float order, so the scale only
-sets how the objective reads, not which plans win).
+two orders agree; `cost` differs only in needing a price. CP-SAT's integer objective is each
+plan's rank in the exact float order (cpsat.py).
 """
 from __future__ import annotations
 
@@ -11,7 +10,6 @@ from costmodel import dollars
 from costmodel import types as cm
 
 OBJECTIVES = ("time", "cost")
-SCALE = {"time": 1e6, "cost": 1e6}  # seconds -> microseconds, dollars -> micro-dollars
 
 
 def usd_per_step(cluster: cm.Cluster, step_seconds: float) -> float:
@@ -26,7 +24,3 @@ def primary_key(step_seconds: float, usd: float, objective: str) -> tuple[float,
 def primary_value(cluster: cm.Cluster, step_seconds: float, objective: str) -> float:
     return step_seconds if objective == "time" else usd_per_step(cluster, step_seconds)
 
-
-def scaled(cluster: cm.Cluster, step_seconds: float, objective: str) -> int:
-    """The objective as CP-SAT's integer (microseconds or micro-dollars)."""
-    return round(primary_value(cluster, step_seconds, objective) * SCALE[objective])

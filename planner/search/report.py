@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from costmodel import types as cm
-from planner.analysis import diagnose, explain, score, whatif
+from planner.analysis import cpnote, diagnose, explain, score, whatif
 from planner.inputs.specs import ModelSpec
 from planner.search import stability, suggest
 from planner.search.space import SearchSpec
@@ -84,7 +84,8 @@ def suggest_report(model: ModelSpec, spec: SearchSpec, opts: suggest.Options, wi
     scored = [score.score(model, spec.cluster, r.plan, eff) for r in result.ranked]
     dicts = [score.to_dict(s) for s in scored]
     out = {"plans": dicts, "why": explain.why_faster(dicts[0], dicts[1]) if len(dicts) > 1 else None,
-           "search": search_summary(result, opts),
+           "search": {**search_summary(result, opts), "context_parallel": cpnote.context_parallel_note(
+               scored[0], spec.cluster.gpu.memory_bytes * opts.max_memory_fraction, eff)},
            "diagnosis": diagnose.diagnosis_dict(scored[0], 0.30, diagnose.try_levers(scored[0], eff)),
            "warnings": agreement_warnings(result.ranked, dicts)}
     if wi.label() != "as given":

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from itertools import product
 from typing import Iterator, Mapping
 
@@ -91,13 +92,18 @@ class Space:
     def layouts(self) -> list[Layout]:
         return list(self.knobs)
 
+    def all_knobs(self) -> set[Knobs]:
+        """Every knob combination some layout offers (layouts share their tuples: each is read once)."""
+        return {k for ks in {id(ks): ks for ks in self.knobs.values()}.values() for k in ks}
+
     @property
     def size(self) -> int:
         """Number of plans in the space (layouts x their knob combinations)."""
         return sum(len(k) for k in self.knobs.values())
 
 
-def divisors(n: int) -> list[int]:
+@lru_cache(maxsize=4096)
+def divisors(n: int) -> tuple[int, ...]:
     """Divisors of n in increasing order, by trial division up to sqrt(n) (n is bounded by the input
     limits, so at most a few thousand steps)."""
     small, large = [], []
@@ -108,7 +114,7 @@ def divisors(n: int) -> list[int]:
             if d * d != n:
                 large.append(n // d)
         d += 1
-    return small + large[::-1]
+    return tuple(small + large[::-1])
 
 
 def plan_for(spec: SearchSpec, lay: Layout, knobs: Knobs | None = None) -> cm.Plan:
@@ -178,18 +184,35 @@ def vpp_choices(spec: SearchSpec, pp: int) -> list[int]:
     return list(range(1, min(most, MAX_SEARCH_VPP) + 1))
 
 
-def candidate_layouts(spec: SearchSpec, tp: int, pp: int, cp: int = 1, ep: int = 1, etp: int = 1) -> Iterator[Layout]:
-    """Every (vpp, micro-batch) for a legal (tp, cp, pp, ep, etp) split, before framework rules."""
+def vpp_frameworks(spec: SearchSpec, tp: int, pp: int, cp: int, ep: int, etp: int) -> dict[int, tuple[str, ...]]:
+    """Per vpp choice of a (tp, cp, pp, ep, etp) split, the selected frameworks whose layout rules
+    (those that do not read the micro-batches) it passes."""
     dp = spec.cluster.num_gpus // (tp * cp * pp)
+    out = {}
     for vpp in vpp_choices(spec, pp):
+        probe = plan_for(spec, Layout(tp, pp, dp, vpp, 1, cp, ep, etp))
+        out[vpp] = tuple(f for f in spec.frameworks if base.split_violation(REGISTRY[f], spec.model, probe) is None)
+    return out
+
+
+def candidate_layouts(spec: SearchSpec, tp: int, pp: int, cp: int = 1, ep: int = 1, etp: int = 1
+                      ) -> Iterator[tuple[Layout, tuple[str, ...]]]:
+    """Every (vpp, micro-batch) layout of a legal (tp, cp, pp, ep, etp) split with the frameworks
+    (among those selected) that run it: its split passes their layout rules and, interleaved, its
+    micro-batch count their interleaving rules."""
+    dp = spec.cluster.num_gpus // (tp * cp * pp)
+    for vpp, fws in vpp_frameworks(spec, tp, pp, cp, ep, etp).items():
+        if not fws:
+            continue
         for mbs in divisors(spec.global_batch_size // dp):
-            yield Layout(tp, pp, dp, vpp, mbs, cp, ep, etp)
-
-
-def layout_frameworks(spec: SearchSpec, lay: Layout) -> tuple[str, ...]:
-    """Frameworks (among those selected) that can run the layout."""
-    plan = plan_for(spec, lay)
-    return tuple(f for f in spec.frameworks if base.layout_violation(REGISTRY[f], spec.model, plan) is None)
+            lay = Layout(tp, pp, dp, vpp, mbs, cp, ep, etp)
+            if not _fixed_ok(spec, lay):
+                continue
+            if vpp == 1:
+                yield lay, fws
+            else:
+                plan = plan_for(spec, lay)
+                yield lay, tuple(f for f in fws if base.interleaving_violation(REGISTRY[f], spec.model, plan) is None)
 
 
 def gpu_runs(spec: SearchSpec, precision: str) -> bool:
@@ -226,7 +249,18 @@ def knob_combinations(spec: SearchSpec, fws: tuple[str, ...], tp: int, pp: int, 
                 runs = plan.grad_comm_dtype in ks.grad_dtype(prec).values
                 if runs and not base.plan_violations(fw, spec.model, plan):
                     out.add(k)
-    return tuple(sorted(k for k in out if _fixed_ok(spec, k)))
+    return tuple(sorted(undominated(k for k in out if _fixed_ok(spec, k))))
+
+
+def undominated(knobs) -> set[Knobs]:
+    """Drops a combination with TP or EP overlap off when the same one with it on is offered: the
+    overlapped collective never costs more (costmodel/overlap.py: decomposed_exposed_seconds and
+    overlapped_cost_seconds are at most the transfer), only a pipeline bubble's share of the saving
+    leaves the DP overlap window, and memory does not depend on either
+    (tests/test_search_tables.py checks the step and the memory on random plans)."""
+    ks = set(knobs)
+    return {k for k in ks if not ((not k.tpo and replace(k, tpo=True) in ks)
+                                  or (not k.epo and replace(k, epo=True) in ks))}
 
 
 def _split_fixed_ok(spec: SearchSpec, tp: int, cp: int, pp: int) -> bool:
@@ -251,19 +285,18 @@ def build_space(spec: SearchSpec) -> Space:
     knobs: dict[Layout, tuple[Knobs, ...]] = {}
     rejected: Counter = Counter()
     combos: dict[tuple, tuple[Knobs, ...]] = {}
+    interned: dict[Knobs, Knobs] = {}  # one object per knob combination: the search keys on identity
     for tp, cp, pp, ep, etp in splits(spec):
         broken = split_violations(spec, tp, pp, cp, ep, etp)
         if broken:
             rejected[broken[0]] += 1
             continue
         before = len(knobs)
-        for lay in candidate_layouts(spec, tp, pp, cp, ep, etp):
-            if not _fixed_ok(spec, lay):
-                continue
-            fws = layout_frameworks(spec, lay)
+        for lay, fws in candidate_layouts(spec, tp, pp, cp, ep, etp):
             key = (fws, tp > 1, pp > 1, cp > 1, lay.vpp > 1)
             if key not in combos:
-                combos[key] = knob_combinations(spec, fws, tp, pp, cp, min(lay.vpp, 2))
+                combos[key] = tuple(interned.setdefault(k, k)
+                                    for k in knob_combinations(spec, fws, tp, pp, cp, min(lay.vpp, 2)))
             if combos[key]:
                 knobs[lay] = combos[key]
         if len(knobs) == before:

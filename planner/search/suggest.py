@@ -65,7 +65,7 @@ def check_options(spec: SearchSpec, opts: Options) -> None:
 
 def unused_options(space: Space) -> list[str]:
     """Precisions and gradient dtypes the user asked for that no selected framework runs."""
-    used = {(k.precision, k.grad) for ks in space.knobs.values() for k in ks}
+    used = {(k.precision, k.grad) for k in space.all_knobs()}
     out = [f"--precision {p}: no selected framework runs it on {space.spec.cluster.gpu.name}"
            for p in space.spec.precisions if space.knobs and p not in {u[0] for u in used}]
     out += [f"--grad-dtype {g}: no selected framework reduces gradients in {g}" for g in space.spec.grad_dtypes

@@ -26,7 +26,6 @@ step.estimate / step.stage_costs on random plans, so a cost-model change that br
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
@@ -158,7 +157,9 @@ class LayoutTables:
 
     def __init__(self, ctx: TableContext, lay: Layout):
         self.ctx, self.lay = ctx, lay
-        self.classes = rank_classes(ctx.spec.model, plan_for(ctx.spec, lay))
+        self.base = plan_for(ctx.spec, lay)
+        self.classes = rank_classes(ctx.spec.model, self.base)
+        self.peaks: dict[tuple, float] = {}
         self.pipes: dict[tuple, PipeEntry] = {}
         self.totals: dict[tuple, tuple[float, float]] = {}  # (total, tail)
         self.tied: dict[tuple, float] = {}
@@ -171,28 +172,27 @@ class LayoutTables:
         key = (rc, sp, ACTIVATION_BYTES[precision])
         if key not in self.acts:
             base = plan_for(self.ctx.spec, self.lay, Knobs(0, rc, sp, precision, ""))
-            self.acts[key] = tuple(stage_activation_bytes(self.ctx.spec.model, base, mix, rank)
+            self.acts[key] = tuple(stage_activation_bytes(self.ctx.spec.model, base, mix, rank,
+                                                          self.ctx.eff.moe_routing_imbalance)
                                    for mix, rank in self.classes[1])
         return self.acts[key]
 
-    def peak_memory(self, k: Knobs, stop_above: float = math.inf) -> float:
+    def peak_memory(self, k: Knobs) -> float:
         """The plan's peak memory per GPU without timing it: max over the classes of ranks of
         states(ZeRO, precision, grad) + slope x activations, which is step.memory_breakdown at the
-        memory-candidate stages (they are the classes' lowest ranks). Returns early, with a value
-        above `stop_above`, once one class exceeds it."""
-        base = plan_for(self.ctx.spec, self.lay)
-        acts = self.activations(k.recompute, k.sp, k.precision)
-        worst = 0.0
-        for (mix, rank), act in zip(self.classes[1], acts, strict=True):
-            worst = max(worst, self.ctx.states_bytes(base, mix, rank, (k.zero, k.precision, k.grad, k.casts, k.reshard))
-                        + self.ctx.slope * act)
-            if worst > stop_above:
-                break
-        return worst
+        memory-candidate stages (they are the classes' lowest ranks). Knobs that differ only in what
+        does not change memory (TP/CP/EP overlap and exchange) share one value."""
+        key = (k.zero, k.precision, k.grad, k.casts, k.reshard, k.recompute, k.sp)
+        if key not in self.peaks:
+            acts = self.activations(k.recompute, k.sp, k.precision)
+            states = (k.zero, k.precision, k.grad, k.casts, k.reshard)
+            self.peaks[key] = max(self.ctx.states_bytes(self.base, mix, rank, states) + self.ctx.slope * act
+                                  for (mix, rank), act in zip(self.classes[1], acts, strict=True))
+        return self.peaks[key]
 
     def fitting(self, knobs: tuple[Knobs, ...], capacity_bytes: float) -> tuple[Knobs, ...]:
         """The knob combinations whose plan fits in `capacity_bytes`."""
-        return tuple(k for k in knobs if self.peak_memory(k, capacity_bytes) <= capacity_bytes)
+        return tuple(k for k in knobs if self.peak_memory(k) <= capacity_bytes)
 
     def min_memory(self, knobs: tuple[Knobs, ...]) -> float:
         """The least peak memory of the layout's plans."""

@@ -188,7 +188,7 @@ def hardware_key(cluster: cm.Cluster) -> tuple:
 
 def min_gpus_for_states(model: ModelSpec, gpu: GpuSpec) -> int:
     """Fewest GPUs whose memory can hold the model states at all: the cost model's mixed-precision
-    Adam states (16 B per parameter, ZeRO Sec 3.1) fully sharded, with nothing left for
+    Adam states (16 B per parameter, ZeRO Sec 3.1; every expert's for a mixture of experts) fully sharded, with nothing left for
     activations. A necessary condition, so smaller counts are skipped without a search."""
     states = memory.state_bytes_per_param("bf16", "bf16")
     need = (states.parameters + states.gradients + states.optimizer_states) * total_parameters(model.to_model())
@@ -199,12 +199,12 @@ def min_gpus_for_deadline(model: ModelSpec, gpu: GpuSpec, tokens: float, deadlin
                           eff: cm.Efficiency | None = None) -> int:
     """Fewest GPUs that could finish `tokens` by the deadline even at the best GEMM efficiency the
     cost model allows (dense bf16 peak x the generation's large-GEMM fraction) with no overhead:
-    model FLOPs 6 N D (Kaplan et al. 2020) over that rate. A lower bound, so counts below it are
-    skipped without a search."""
+    model FLOPs 6 N D (Kaplan et al. 2020; N the parameters a token uses, its top-k experts for a
+    mixture of experts) over that rate. A lower bound, so counts below it are skipped without a search."""
     if not deadline_days:
         return 1
     eff = eff or cm.Efficiency()
-    flops = 6.0 * total_parameters(model.to_model()) * tokens
+    flops = 6.0 * total_parameters(model.to_model(), active=True) * tokens
     g = gpu.to_gpu()
     rate = g.peak_flops_per_second("bf16") * large_gemm_fraction(g, "bf16", eff)
     return max(1, math.floor(flops / (deadline_days * DAY * rate)))
