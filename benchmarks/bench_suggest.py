@@ -4,7 +4,8 @@
 
 Cases (issue 4): GPT-3 175B on 1024 A100 (dgx-a100), the 1T model (megatron-1t) on 3072 A100,
 Llama 3 405B on 16384 H100 (dgx-h100), Llama 3 70B on 64 H100 (global batch 512: the catalog
-model has none; the README's example uses 512). "end to end" is `planner suggest` as the CLI runs
+model has none; the README's example uses 512); mixture-of-experts and long-context cases (issues
+15 and 16, see CASES). "end to end" is `planner suggest` as the CLI runs
 it (load, search, re-score, render to a string); then the search's parts: building the space,
 the cost-model tables (best first), and CP-SAT (model + solve). One warm-up run is not counted.
 
@@ -31,6 +32,16 @@ CASES = [
     ("1T, 3072 A100", ["megatron-1t", "dgx-a100", "--gpus", "3072"]),
     ("Llama 3 405B, 16384 H100", ["llama3-405b", "dgx-h100", "--gpus", "16384"]),
     ("Llama 3 70B, 64 H100", ["llama3-70b", "dgx-h100", "--gpus", "64", "--gbs", "512"]),
+    # Mixture of experts (issue 15). Global batches: DeepSeek-V3's catalog entry has its 15,360; Qwen3 and
+    # Mixtral publish none, so 2048 and 1024 sequences (NVIDIA's Megatron-Bridge Qwen3-235B recipes use 2048).
+    ("DeepSeek-V3, 2048 H100", ["deepseek-v3", "dgx-h100", "--gpus", "2048"]),
+    ("Qwen3-235B-A22B, 256 GB200", ["qwen3-235b-a22b", "gb200-nvl72", "--gpus", "256", "--gbs", "2048"]),
+    ("Mixtral 8x22B, 128 H100", ["mixtral-8x22b", "dgx-h100", "--gpus", "128", "--gbs", "1024"]),
+    # Long context (issue 16): Llama 3's 131,072-token stage (Llama 3 paper Sec 3.4.2: 16M tokens per batch
+    # on 16,384 H100, cp 16), and 70B at the same length on 256 H100 with 64 sequences (8M tokens) per batch.
+    ("405B at 131k, 16384 H100", ["llama3-405b", "dgx-h100", "--gpus", "16384", "--seq-length", "131072",
+                                  "--gbs", "128"]),
+    ("70B at 131k, 256 H100", ["llama3-70b", "dgx-h100", "--gpus", "256", "--seq-length", "131072", "--gbs", "64"]),
 ]
 
 

@@ -19,6 +19,7 @@ layer of that kind.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 from . import compute, context, lowp, memory, moe, overlap, topology
 from .comm import alltoall_seconds, hierarchical_allgather_seconds, hierarchical_allreduce_seconds, p2p_seconds
@@ -56,7 +57,12 @@ class StageCost:
 
 def local_model(model: Model, plan: Plan) -> Model:
     """The model as one GPU sees its sequences under context parallelism: s/cp tokens each."""
-    return replace(model, seq_length=model.seq_length // plan.cp) if plan.cp > 1 else model
+    return _model_at_cp(model, plan.cp) if plan.cp > 1 else model
+
+
+@lru_cache(maxsize=1024)
+def _model_at_cp(model: Model, cp: int) -> Model:
+    return replace(model, seq_length=model.seq_length // cp)
 
 
 def layer_mix(model: Model, indices) -> LayerMix:
@@ -169,10 +175,13 @@ def stage_params(model: Model, plan: Plan, layers, stage: int) -> tuple[float, f
     return total + edges / plan.tp, experts, in_layers
 
 
-def layer_activations(model: Model, plan: Plan, rep: int, recompute: str) -> float:
+def layer_activations(model: Model, plan: Plan, rep: int, recompute: str, imbalance: float = 1.0) -> float:
+    """memory.layer_activation_bytes of layer `rep` under the plan; `imbalance` scales the busiest
+    expert rank's routed rows (Efficiency.moe_routing_imbalance)."""
     return memory.layer_activation_bytes(model, plan.micro_batch_size, plan.tp, plan.sequence_parallel, recompute,
                                          plan.flash_attention, ACTIVATION_BYTES[plan.precision], rep, plan.cp,
-                                         expert_layout(plan), plan.recompute_modules, saved_gemm_input_bytes(plan))
+                                         expert_layout(plan, imbalance), plan.recompute_modules,
+                                         saved_gemm_input_bytes(plan))
 
 
 def saved_gemm_input_bytes(plan: Plan) -> float:
@@ -184,26 +193,28 @@ def saved_gemm_input_bytes(plan: Plan) -> float:
     return 2.0
 
 
-def stage_activation_bytes(model: Model, plan: Plan, layers, stage: int) -> float:
-    """Activation bytes held at the stage's peak (in-flight micro-batches times its layers)."""
+def stage_activation_bytes(model: Model, plan: Plan, layers, stage: int, imbalance: float = 1.0) -> float:
+    """Activation bytes held at the stage's peak (in-flight micro-batches times its layers), on the
+    busiest expert rank when routing is imbalanced."""
     mix = as_mix(model, layers)
     if not mix:
         return 0.0
     local, b, t = local_model(model, plan), plan.micro_batch_size, plan.tp
-    per_layer = {rep: layer_activations(model, plan, rep, plan.recompute) for rep, _ in mix}
+    per_layer = {rep: layer_activations(model, plan, rep, plan.recompute, imbalance) for rep, _ in mix}
     inflight = memory.inflight_microbatches(plan.pp, plan.vpp, plan.num_microbatches, stage)
     held = sum(n * per_layer[rep] for rep, n in mix)
     count = mix_layers(mix)
     offloaded = offloaded_layers(plan, count)
     total = inflight * held * (count - offloaded) / count + (held / count if offloaded else 0.0)  # one copy in flight
     if plan.recompute == "full":  # one layer re-materialised at a time during backward
-        total += max(layer_activations(model, plan, rep, "none") for rep, _ in mix)
+        total += max(layer_activations(model, plan, rep, "none", imbalance) for rep, _ in mix)
     if stage == 0:
         total += memory.first_stage_extra_bytes(local, b, t, inflight)
     if stage == plan.pp - 1:
         total += memory.last_stage_extra_bytes(local, b, t, plan.fused_cross_entropy, ACTIVATION_BYTES[plan.precision])
         if model.mtp_layers:
-            total += model.mtp_layers * (layer_activations(model, plan, mtp_representative(model), plan.recompute)
+            total += model.mtp_layers * (layer_activations(model, plan, mtp_representative(model), plan.recompute,
+                                                           imbalance)
                                          + memory.last_stage_extra_bytes(local, b, t, plan.fused_cross_entropy,
                                                                          ACTIVATION_BYTES[plan.precision]))
     return total
@@ -315,7 +326,7 @@ def stage_cost(model: Model, cluster: Cluster, plan: Plan, layers, stage: int, e
         tp_comm_seconds=tp + edge_ar * k.tp_allreduce_seconds,
         pp_comm_seconds=plan.vpp * exposed_p2p_seconds(model, cluster, plan, compute_s / plan.vpp, eff),
         params=params,
-        activation_bytes=stage_activation_bytes(model, plan, mix, stage),
+        activation_bytes=stage_activation_bytes(model, plan, mix, stage, eff.moe_routing_imbalance),
         offload_seconds=offload_seconds(model, cluster, plan, k, mix),
         ep_comm_seconds=ep_exposed_seconds(model, plan, k, eff, mix, moe_layers),
         cp_comm_seconds=sum(n * cp_layer_seconds(plan, k, r) for r, n in mix),
@@ -411,5 +422,5 @@ def offload_seconds(model: Model, cluster: Cluster, plan: Plan, k: StageKernels,
         return 0.0
     rep = max(mix, key=lambda rn: rn[1])[0]
     lt = k.layers[rep]
-    copy = layer_activations(model, plan, rep, plan.recompute) / cluster.host_link_bytes_per_second
+    copy = layer_activations(model, plan, rep, plan.recompute, k.eff.moe_routing_imbalance) / cluster.host_link_bytes_per_second
     return n * (max(0.0, copy - lt.forward_seconds) + max(0.0, copy - lt.backward_seconds))

@@ -33,9 +33,11 @@ def test_estimate_accepts_a_config_json(capsys):
 
     from planner.commands.main import main
 
-    assert main(["estimate", f"{HF}/llama-3-8b/config.json", "dgx-h100", "--gpus", "8", "--gbs", "8", "--json"]) == 0
+    assert main(["estimate", f"{HF}/llama-3-8b/config.json", "dgx-h100", "--gpus", "8", "--gbs", "8",
+                 "--seq-length", "8192", "--json"]) == 0
     out = capsys.readouterr().out
     assert '"model": "llama-3-8b"' in out
+    assert json.loads(out)["seq_length"] == 8192
     # the estimate is of that model: 8 GPUs of plain DP (ZeRO 0) each hold all 8,030,261,248 weights in bf16
     d = json.loads(out)
     assert (d["plan"]["tp"], d["plan"]["pp"], d["plan"]["dp"], d["plan"]["zero_stage"]) == (1, 1, 8, 0)
@@ -55,3 +57,16 @@ def test_gemma_2_27b_is_no_longer_read_as_20_9b():
     """The issue: Gemma 2's GeGLU MLP, head_dim 128 and tied embeddings were ignored (20.9B)."""
     spec = load_model_spec("tests/data/hf_configs/gemma-2-27b.json")
     assert round(total_parameters(spec.to_model()) / 1e9, 1) == 27.2
+
+
+def test_the_command_line_asks_for_the_sequence_length_of_a_config_json(capsys):
+    """A config.json says how long a context the model takes (Llama 3.1 8B: max_position_embeddings
+    131,072), not what it trains at: every command refuses it without --seq-length, in one line."""
+    from planner.commands.main import main
+
+    for argv in (["estimate", f"{HF}/llama-3-8b/config.json", "dgx-h100", "--gpus", "8", "--gbs", "8"],
+                 ["suggest", f"{HF}/llama-3-8b/config.json", "dgx-h100", "--gpus", "8", "--gbs", "8"],
+                 ["size", f"{HF}/llama-3-8b/config.json", "--tokens", "1e9", "--gbs", "8"]):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "--seq-length" in err[0] and "max_position_embeddings" in err[0], err

@@ -13,6 +13,7 @@ from typing import Callable
 
 from costmodel import types as cm
 from costmodel.rules import plan_violations
+from costmodel.topology import ep_ranks_per_domain
 from planner.analysis.score import Scored, score
 
 COMM_PARTS = ("tp_comm", "cp_comm", "ep_comm", "pp_comm", "dp_comm_exposed")
@@ -36,7 +37,7 @@ def exposed_comm_share(s: Scored) -> float:
 class Lever:
     name: str
     caveat: str
-    change: Callable[[cm.Plan, cm.Cluster], cm.Plan | list[cm.Plan] | None]  # None (or []) when it does not apply
+    change: Callable[[cm.Plan, cm.Cluster, cm.Model], cm.Plan | list[cm.Plan] | None]  # None (or []): does not apply
 
 
 def _if(cond: bool, plan: cm.Plan, **changes) -> cm.Plan | None:
@@ -45,39 +46,81 @@ def _if(cond: bool, plan: cm.Plan, **changes) -> cm.Plan | None:
 
 LEVERS = (
     Lever("BF16 gradients", "standard mixed precision; no known accuracy cost",
-          lambda p, c: _if(p.grad_comm_dtype == "fp32" and p.precision != "fp32", p, grad_dtype="bf16")),
+          lambda p, c, m: _if(p.grad_comm_dtype == "fp32" and p.precision != "fp32", p, grad_dtype="bf16")),
     Lever("INT8 gradient compression", "lossy: accuracy risk, validate convergence (seed: fine at large batch)",
-          lambda p, c: _if(p.grad_comm_dtype != "int8" and p.dp > 1, p, grad_dtype="int8")),
+          lambda p, c, m: _if(p.grad_comm_dtype != "int8" and p.dp > 1, p, grad_dtype="int8")),
     Lever("overlap DP/ZeRO sync with backward", "needs bucketed gradient reduction (DDP buckets, "
           "Megatron --overlap-grad-reduce, DeepSpeed overlap_comm)",
-          lambda p, c: _if(not p.overlap_dp_comm and p.dp > 1, p, overlap_dp_comm=True)),
+          lambda p, c, m: _if(not p.overlap_dp_comm and p.dp > 1, p, overlap_dp_comm=True)),
     Lever("2x global batch by gradient accumulation", "same volume per sync, half the syncs per sample; "
           "changes convergence: retune the learning rate",
-          lambda p, c: _if(p.dp > 1 or p.pp > 1, p, global_batch_size=2 * p.global_batch_size)),
+          lambda p, c, m: _if(p.dp > 1 or p.pp > 1, p, global_batch_size=2 * p.global_batch_size)),
     Lever("gather ZeRO-3 weights per layer", "one coalesced all-gather per layer (FSDP2 fully_shard per block, "
           "DeepSpeed's later coalesced fetch) instead of one per weight tensor: fewer ring latencies",
-          lambda p, c: _if(p.zero_stage == 3 and p.zero3_gather_unit == "tensor" and p.dp > 1, p,
+          lambda p, c, m: _if(p.zero_stage == 3 and p.zero3_gather_unit == "tensor" and p.dp > 1, p,
                            zero3_gather_unit="layer")),
     Lever("reduce-scatter gradients", "each rank receives only its shard (half an all-reduce's traffic); "
           "DeepSpeed: reduce_scatter and contiguous_gradients on",
-          lambda p, c: _if(p.zero_stage >= 1 and p.grad_reduce == "allreduce" and p.dp > 1, p,
+          lambda p, c, m: _if(p.zero_stage >= 1 and p.grad_reduce == "allreduce" and p.dp > 1, p,
                            grad_reduce="reduce_scatter")),
     Lever("lower ZeRO stage", "more memory per GPU, less traffic (ZeRO-3 gathers every micro-batch)",
-          lambda p, c: _if(p.zero_stage >= 2, p, zero_stage=1)),
+          lambda p, c, m: _if(p.zero_stage >= 2, p, zero_stage=1)),
     Lever("selective instead of full recompute", "more activation memory",
-          lambda p, c: _if(p.recompute == "full", p, recompute="selective")),
+          lambda p, c, m: _if(p.recompute == "full", p, recompute="selective")),
     Lever("2x interleaved pipeline stages", "more p2p messages; needs layers divisible by pp*vpp",
-          lambda p, c: _if(p.pp > 1 and p.num_microbatches % p.pp == 0, p, vpp=2 * p.vpp, stage_layers=())),
+          lambda p, c, m: _if(p.pp > 1 and p.num_microbatches % p.pp == 0, p, vpp=2 * p.vpp, stage_layers=())),
     Lever("lower tensor parallelism", "each GPU holds more of every layer's weights and activations; more "
           "data-parallel ranks (less TP traffic per sample, more DP sync)",
-          lambda p, c: _lower_tp(p)),
+          lambda p, c, m: _lower_tp(p)),
     Lever("sequence parallelism", "Megatron --sequence-parallel: norms and dropouts split over the TP group, "
           "same TP traffic as reduce-scatter + all-gather, less activation memory",
-          lambda p, c: _if(p.tp > 1 and not p.sequence_parallel, p, sequence_parallel=True)),
+          lambda p, c, m: _if(p.tp > 1 and not p.sequence_parallel, p, sequence_parallel=True)),
     Lever("TP inside the NVLink domain", "more pipeline or data parallelism instead",
-          lambda p, c: _if(p.tp > c.nvlink_domain_size and c.nvlink_domain_size > 1, p,
+          lambda p, c, m: _if(p.tp > c.nvlink_domain_size and c.nvlink_domain_size > 1, p,
                            tp=c.nvlink_domain_size, pp=p.pp * p.tp // c.nvlink_domain_size)),
+    Lever("EP inside the NVLink domain", "fewer experts' ranks per token exchange, more experts (and their "
+          "weights and optimizer states) per GPU",
+          lambda p, c, m: [q for q in _other_ep(p, m) if q.ep < p.ep and ep_ranks_per_domain(q, c) == q.ep
+                           and ep_ranks_per_domain(p, c) < p.ep]),
+    Lever("other expert-parallel size", "more EP ranks: fewer experts per GPU, more token exchange; fewer: the "
+          "reverse (Megatron --expert-model-parallel-size)",
+          lambda p, c, m: _other_ep(p, m)),
+    Lever("overlap EP all-to-alls with compute", "Megatron --overlap-moe-expert-parallel-comm (1F1B A2A overlap: "
+          "needs pp 1 or interleaving, no full recompute)",
+          lambda p, c, m: _if(p.ep > 1 and not p.ep_overlap, p, ep_overlap=True)),
+    Lever("deduplicated token dispatch", "DeepEP / HybridEP (Megatron --moe-token-dispatcher-type flex): a token "
+          "crosses the network once per node, not once per expert",
+          lambda p, c, m: _if(p.ep > 1 and p.ep_dispatch != "deepep", p, ep_dispatch="deepep")),
+    Lever("context parallelism", "each sequence split over cp GPUs in 2 x cp chunks (causal balance), their keys "
+          "and values exchanged; activations / cp (Megatron --context-parallel-size)",
+          lambda p, c, m: _more_cp(p, m)),
+    Lever("other CP exchange", "ring p2p overlaps attention; all-gather of K/V (Llama 3); all-to-all over heads "
+          "(Ulysses, up to the KV heads); a2a+p2p (Megatron --cp-comm-type)",
+          lambda p, c, m: [replace(p, cp_comm=x) for x in CP_EXCHANGES if p.cp > 1 and x != p.cp_comm]),
 )
+
+CP_EXCHANGES = ("p2p", "all_gather", "a2a", "a2a+p2p")
+
+
+def _other_ep(p: cm.Plan, m: cm.Model) -> list[cm.Plan]:
+    """Every other ep dividing the expert count whose ep x etp divides the stage's tp x cp x dp ranks."""
+    if m.moe is None:
+        return []
+    ranks = p.tp * p.cp * p.dp
+    return [replace(p, ep=e) for e in range(1, m.moe.num_experts + 1)
+            if m.moe.num_experts % e == 0 and e != p.ep and ranks % (e * p.etp) == 0]
+
+
+def _more_cp(p: cm.Plan, m: cm.Model) -> list[cm.Plan]:
+    """cp x 2, 4, ... taken from the data-parallel ranks, while each sequence splits into 2 x cp
+    equal chunks of at least 512 tokens (planner.search.space.MIN_CP_TOKENS / 2)."""
+    out, cp = [], p.cp * 2
+    while p.dp * p.cp % cp == 0 and m.seq_length % (2 * cp) == 0 and m.seq_length // (2 * cp) >= 512:
+        dp = p.dp * p.cp // cp
+        if p.global_batch_size % (p.micro_batch_size * dp) == 0:
+            out.append(replace(p, cp=cp, dp=dp))
+        cp *= 2
+    return out
 
 
 def _lower_tp(p: cm.Plan) -> list[cm.Plan]:
@@ -103,7 +146,15 @@ class LeverResult:
     def label(self, base: cm.Plan) -> str:
         """The lever's name, with the tp it settles on when that is what it changes."""
         p = self.scored.plan
-        return f"{self.lever.name} (tp {p.tp}, dp {p.dp})" if p.tp != base.tp and "tensor" in self.lever.name else self.lever.name
+        if p.tp != base.tp and "tensor" in self.lever.name:
+            return f"{self.lever.name} (tp {p.tp}, dp {p.dp})"
+        if p.ep != base.ep:
+            return f"{self.lever.name} (ep {p.ep})"
+        if p.cp != base.cp:
+            return f"{self.lever.name} (cp {p.cp}, dp {p.dp})"
+        if p.cp_comm != base.cp_comm:
+            return f"{self.lever.name} ({p.cp_comm})"
+        return self.lever.name
 
     def per_sample_seconds(self) -> float:
         return self.scored.est.step_time_seconds / self.scored.plan.global_batch_size
@@ -115,7 +166,7 @@ def try_levers(base: Scored, eff: cm.Efficiency | None = None) -> list[LeverResu
     base_per_sample = base.est.step_time_seconds / base.plan.global_batch_size
     out = []
     for lever in LEVERS:
-        changed = lever.change(base.plan, base.cluster)
+        changed = lever.change(base.plan, base.cluster, model)
         plans = changed if isinstance(changed, list) else [changed] if changed is not None else []
         results = [LeverResult(lever, score(base.model, base.cluster, plan, eff)) for plan in plans
                    if not plan_violations(model, base.cluster, plan)]

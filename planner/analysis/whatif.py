@@ -3,7 +3,10 @@
 `--what-if network=0.5` halves the achievable network bandwidth, `nvlink=0.8` and `hbm=0.9` scale
 NVLink and HBM, `matmul_efficiency=0.9` scales every GEMM efficiency, `price.h100-sxm-80gb=2.10`
 sets that GPU's hourly price, `rdma=false` turns RDMA off, `power=500` caps every GPU at 500 W
-(compute-bound kernels slow by the cube root of cap / TDP, costmodel.compute.power_capped_clock_fraction).
+(compute-bound kernels slow by the cube root of cap / TDP, costmodel.compute.power_capped_clock_fraction),
+`imbalance=1.3` routes 1.3x the balanced share of tokens to the busiest expert-parallel rank of a
+mixture of experts (its expert GEMMs, token exchange and routed activations; published benchmarks
+force balanced routing, real routers do not: Efficiency.moe_routing_imbalance).
 Scales multiply what the cluster has (nominal x efficiency, or its measured bus bandwidth).
 """
 from __future__ import annotations
@@ -18,7 +21,9 @@ from planner.inputs import limits as L
 
 SCALES = ("network", "nvlink", "hbm", "matmul_efficiency")
 # A scale multiplies a rate the cluster has: 1000x slower or faster is outside any real machine.
-BOUNDS = {"scale": (1e-3, 1e3), "price": (1e-3, L.MAX_USD_PER_GPU_HOUR), "power": (1.0, L.MAX_WATTS)}
+# Imbalance: from balanced (1) to every routed token on one rank of a 64-way group.
+BOUNDS = {"scale": (1e-3, 1e3), "price": (1e-3, L.MAX_USD_PER_GPU_HOUR), "power": (1.0, L.MAX_WATTS),
+          "imbalance": (1.0, 64.0)}
 
 
 @dataclass(frozen=True)
@@ -27,6 +32,7 @@ class WhatIf:
     prices: dict[str, float] = field(default_factory=dict)
     rdma: bool | None = None
     power_watts: float | None = None
+    imbalance: float | None = None
 
     def label(self) -> str:
         parts = [f"{k}={v:g}" for k, v in self.scales.items()] + [f"price.{k}={v:g}" for k, v in self.prices.items()]
@@ -34,6 +40,8 @@ class WhatIf:
             parts.append(f"rdma={str(self.rdma).lower()}")
         if self.power_watts is not None:
             parts.append(f"power={self.power_watts:g}")
+        if self.imbalance is not None:
+            parts.append(f"imbalance={self.imbalance:g}")
         return ", ".join(parts) or "as given"
 
 
@@ -52,7 +60,7 @@ def _number(key: str, text: str) -> float:
 
 def parse(items: list[str] | None) -> WhatIf:
     """Parse repeated KEY=VALUE assumptions; unknown keys are one clear error."""
-    scales, prices, rdma, power = {}, {}, None, None
+    scales, prices, rdma, power, imbalance = {}, {}, None, None, None
     seen: dict[str, str] = {}
     for item in items or []:
         key, sep, value = item.partition("=")
@@ -74,9 +82,12 @@ def parse(items: list[str] | None) -> WhatIf:
             rdma = value.lower() == "true"
         elif key == "power":
             power = _number(key, value)
+        elif key == "imbalance":
+            imbalance = _number(key, value)
         else:
-            raise PlannerError(f"--what-if {key}: unknown; use one of {', '.join(SCALES)}, price.GPU, rdma, power")
-    return WhatIf(scales, prices, rdma, power)
+            raise PlannerError(f"--what-if {key}: unknown; use one of {', '.join(SCALES)}, price.GPU, rdma, power, "
+                               "imbalance")
+    return WhatIf(scales, prices, rdma, power, imbalance)
 
 
 def apply_cluster(cluster: cm.Cluster, wi: WhatIf) -> cm.Cluster:
@@ -102,5 +113,7 @@ def apply_cluster(cluster: cm.Cluster, wi: WhatIf) -> cm.Cluster:
 
 def apply_efficiency(eff: cm.Efficiency, wi: WhatIf) -> cm.Efficiency:
     """`matmul_efficiency=x` scales every GEMM's achievable fraction of peak, the same knob
-    `planner calibrate --step-times` fits (costmodel.compute.scale_matmul_efficiency)."""
-    return scale_matmul_efficiency(eff, wi.scales.get("matmul_efficiency", 1.0))
+    `planner calibrate --step-times` fits (costmodel.compute.scale_matmul_efficiency);
+    `imbalance=x` sets the busiest expert rank's share of routed rows."""
+    eff = scale_matmul_efficiency(eff, wi.scales.get("matmul_efficiency", 1.0))
+    return eff if wi.imbalance is None else replace(eff, moe_routing_imbalance=wi.imbalance)

@@ -336,6 +336,8 @@ class Search(Strict):
     status: str = d("CP-SAT status name (OPTIMAL, FEASIBLE) or ENUMERATED")
     seconds: SearchSeconds = d("wall seconds by phase")
     notes: list[str] = d("requested options no plan of the space uses")
+    context_parallel: str | None = d("for sequences of 16,384 tokens or more, why the best plan's cp is what it "
+                                     "is (the same plan re-scored with cp folded into dp, or with cp 2); else null")
 
 
 class StabilityRow(Strict):

@@ -19,8 +19,8 @@ def model_for(args: argparse.Namespace, estimate: dict):
     from planner.inputs import catalogs, loading, reading
     from planner.inputs.specs import ModelSpec
 
-    if args.model:
-        return loading.load_model_spec(args.model, args.seq_length)
+    if args.model:  # a config.json gives no training sequence length: the one PLAN.json was scored at
+        return loading.load_model_spec(args.model, args.seq_length or estimate.get("seq_length"), need_seq_length=True)
     if isinstance(estimate.get("model_spec"), dict):
         data = dict(estimate["model_spec"])
         if args.seq_length:
@@ -32,7 +32,7 @@ def model_for(args: argparse.Namespace, estimate: dict):
     if ref not in catalogs.model_catalog():
         raise PlannerError(f"model '{ref}' of PLAN.json is not in the catalog and the file has no model_spec; "
                            "pass --model with its YAML or config.json")
-    return loading.load_model_spec(ref, args.seq_length)
+    return loading.load_model_spec(ref, args.seq_length, need_seq_length=True)
 
 
 def cmd_emit(args: argparse.Namespace) -> int:

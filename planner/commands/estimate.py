@@ -13,7 +13,7 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     from planner.analysis.report import estimate_report
     from planner.inputs import loading
 
-    model = loading.load_model_spec(args.model, args.seq_length)
+    model = loading.load_model_spec(args.model, args.seq_length, need_seq_length=True)
     cluster = loading.build_cluster(loading.load_cluster_spec(args.cluster), args.gpus)
     d = estimate_report(model, cluster, plan_spec_from_args(args), args.comm_threshold, args.what_if)
     if not d["fits"]:

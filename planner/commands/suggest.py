@@ -75,7 +75,7 @@ def search_spec(args: argparse.Namespace):
     from planner.inputs import loading
     from planner.search.space import SearchSpec
 
-    model = loading.load_model_spec(args.model, args.seq_length, args.gbs)
+    model = loading.load_model_spec(args.model, args.seq_length, args.gbs, need_seq_length=True)
     if not model.global_batch_size:
         raise PlannerError(f"model '{model.name}' has no global_batch_size; pass --gbs")
     cluster = loading.build_cluster(loading.load_cluster_spec(args.cluster), args.gpus)
@@ -186,7 +186,7 @@ def register(sub) -> None:
     p.add_argument("--no-pp-overlap", action="store_true", help="pipeline p2p does not overlap compute")
     p.add_argument("--what-if", action="append", metavar="KEY=VALUE",
                    help="search under an assumption (repeatable): network=0.5, nvlink=0.8, hbm=0.9, "
-                        "matmul_efficiency=0.9, price.GPU=2.10, rdma=false")
+                        "matmul_efficiency=0.9, price.GPU=2.10, rdma=false, power=500, imbalance=1.3 (MoE routing)")
     p.add_argument("--what-if-grid", metavar="KEY=V1,V2,...",
                    help="rank stability: search again for each value (e.g. network=0.5,0.6,0.7,0.8,0.9,1.0) and "
                         "show whether the best plan stays best")

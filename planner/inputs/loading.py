@@ -18,8 +18,11 @@ def looks_like_path(ref: str) -> bool:
     return "/" in ref or Path(ref).suffix in (".yaml", ".yml", ".json")
 
 
-def load_model_spec(ref: str, seq_length: int | None = None, global_batch_size: int | None = None) -> ModelSpec:
-    """A model from a YAML file, a Hugging Face config.json, or a catalog name."""
+def load_model_spec(ref: str, seq_length: int | None = None, global_batch_size: int | None = None,
+                    need_seq_length: bool = False) -> ModelSpec:
+    """A model from a YAML file, a Hugging Face config.json, or a catalog name. A config.json gives no
+    training sequence length: `seq_length`, else (unless `need_seq_length`, as on the command line)
+    its max_position_embeddings."""
     path = Path(ref)
     if not path.exists():
         models = model_catalog()
@@ -29,6 +32,9 @@ def load_model_spec(ref: str, seq_length: int | None = None, global_batch_size: 
             raise unknown_name("model", ref, list(models))
     data = read_data(path)
     if looks_like_hf_config(data):
+        if need_seq_length and not seq_length:  # max_position_embeddings is the longest context, not the training one
+            raise PlannerError(f"{path}: a Hugging Face config does not give the training sequence length "
+                               "(max_position_embeddings is the longest context the model supports): pass --seq-length")
         data = hf_to_spec_dict(data, path.parent.name if path.name == "config.json" else path.stem, seq_length)
     elif isinstance(data, dict) and seq_length:
         data = {**data, "seq_length": seq_length}

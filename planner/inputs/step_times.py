@@ -139,7 +139,7 @@ def _to_step(row: dict, cluster_spec) -> TimedStep:
     gpus = _int_or_none(row, "gpus")
     if gpus is None and not cluster_spec.num_gpus:
         raise PlannerError(f"gpus is missing (cluster '{cluster_spec.name}' has no num_gpus)")
-    model = loading.load_model_spec(str(row["model"]), _int_or_none(row, "seq_length"))
+    model = loading.load_model_spec(str(row["model"]), _int_or_none(row, "seq_length"), need_seq_length=True)
     cluster = loading.build_cluster(cluster_spec, gpus)
     plan = plans.build_plan(plan_spec_from_args(args), model, cluster.num_gpus)
     plans.check_legal(model.to_model(), cluster, plan)

@@ -38,7 +38,12 @@ def human_seconds(seconds: float) -> str:
 
 
 def plan_label(plan: dict) -> str:
-    parts = [f"tp {plan['tp']}", f"pp {plan['pp']}", f"dp {plan['dp']}"]
+    parts = [f"tp {plan['tp']}"]
+    if plan.get("cp", 1) > 1:
+        parts.append(f"cp {plan['cp']} ({plan.get('cp_comm', 'p2p')})")
+    parts += [f"pp {plan['pp']}", f"dp {plan['dp']}"]
+    if plan.get("ep", 1) > 1 or plan.get("etp", 1) > 1:
+        parts.append(f"ep {plan.get('ep', 1)}" + (f", etp {plan['etp']}" if plan.get("etp", 1) > 1 else ""))
     if plan["vpp"] > 1:
         parts.append(f"vpp {plan['vpp']}")
     parts += [f"ZeRO {plan['zero_stage']}", f"mbs {plan['micro_batch_size']}", f"gas {plan['grad_accum_steps']}",
@@ -89,10 +94,13 @@ def memory_table(d: dict) -> Table:
 
 def summary_lines(d: dict) -> list[str]:
     lines = [
-        f"[bold]{d['model']}[/bold] on {d['num_gpus']} x {d['gpu']} ({d['cluster']})",
+        f"[bold]{d['model']}[/bold] on {d['num_gpus']} x {d['gpu']} ({d['cluster']}), sequences of "
+        f"{d['seq_length']:,} tokens",
+        parameters_line(d),
         f"plan: {plan_label(d['plan'])}",
         f"step {human_seconds(d['step_time_s'])}, {d['tokens_per_s']:,.0f} tokens/s, "
-        f"{d['model_tflops_per_gpu']:.1f} model TFLOP/s per GPU, MFU {100 * d['mfu']:.1f}%",
+        f"{d['model_tflops_per_gpu']:.1f} model TFLOP/s per GPU, MFU {100 * d['mfu']:.1f}% "
+        f"(attention counted as the full s x s square; {100 * d['mfu_causal']:.1f}% counting its causal half)",
         f"memory {d['memory_per_gpu_bytes'] / GIB:.1f} of {d['memory_capacity_bytes'] / GIB:.0f} GiB per GPU",
     ]
     if d["usd_per_gpu_hour"]:
@@ -104,6 +112,14 @@ def summary_lines(d: dict) -> list[str]:
                      f"{human_seconds(t['time_to_train_s'])}{money}")
     lines += [f"[yellow]warning:[/yellow] {w}" for w in d["warnings"]]
     return lines
+
+
+def parameters_line(d: dict) -> str:
+    """Total parameters, and for a mixture of experts those one token uses."""
+    line = f"{d['parameters'] / 1e9:,.2f}B parameters"
+    if d["active_parameters"] < d["parameters"]:
+        line += f", {d['active_parameters'] / 1e9:,.2f}B active per token"
+    return line
 
 
 def print_estimate(d: dict, console: Console | None = None) -> None:

@@ -12,16 +12,20 @@ GIB = 2**30
 def plans_table(plans: list[dict]) -> Table:
     training = any(d.get("training") for d in plans)
     priced = any(d["usd_per_gpu_hour"] for d in plans)
-    table = Table(title="Best plans (distinct tp x pp x dp layouts)", title_justify="left")
-    heads = ["#", "tp", "pp", "dp", "vpp", "ZeRO", "mbs x gas", "recompute", "SP", "precision", "step",
-             "MFU", "mem/GPU"]
+    cp = any(d["plan"].get("cp", 1) > 1 for d in plans)
+    ep = any(d["plan"].get("ep", 1) > 1 or d["plan"].get("etp", 1) > 1 for d in plans)
+    table = Table(title="Best plans (distinct layouts)", title_justify="left")
+    heads = ["#", "tp"] + (["cp"] if cp else []) + ["pp", "dp"] + (["ep"] if ep else []) + [
+        "vpp", "ZeRO", "mbs x gas", "recompute", "SP", "precision", "step", "MFU", "mem/GPU"]
     heads += ["$/step"] if priced else []
     heads += ["time to train"] + (["$ to train"] if priced else []) if training else []
     for h in heads:
         table.add_column(h, justify="left" if h in ("recompute", "precision") else "right")
     for i, d in enumerate(plans, 1):
         p = d["plan"]
-        row = [str(i), str(p["tp"]), str(p["pp"]), str(p["dp"]), str(p["vpp"]), str(p["zero_stage"]),
+        row = [str(i), str(p["tp"])] + ([f"{p['cp']} {p['cp_comm']}" if p["cp"] > 1 else "1"] if cp else []) + [
+            str(p["pp"]), str(p["dp"])] + ([str(p["ep"]) + (f" x etp {p['etp']}" if p["etp"] > 1 else "")] if ep else []) + [
+            str(p["vpp"]), str(p["zero_stage"]),
                f"{p['micro_batch_size']} x {p['grad_accum_steps']}", p["recompute"],
                "yes" if p["sequence_parallel"] else "-", p["precision"], render.human_seconds(d["step_time_s"]),
                f"{100 * d['mfu']:.1f}%", f"{d['memory_per_gpu_bytes'] / GIB:.1f} GiB"]
@@ -39,7 +43,8 @@ def header(plans: list[dict], search: dict) -> str:
     solver = search["solver"]
     how = (f"CP-SAT {search['status'].lower()} over {search['literals']:,} candidates" if solver == "cpsat"
            else f"enumerated {search['candidates']:,} plans")
-    return (f"[bold]{d['model']}[/bold] on {d['num_gpus']} x {d['gpu']} ({d['cluster']}): "
+    return (f"[bold]{d['model']}[/bold] ({render.parameters_line(d)}) on {d['num_gpus']} x {d['gpu']} "
+            f"({d['cluster']}), sequences of {d['seq_length']:,} tokens: "
             f"{search['space_size']:,} plans in {search['layouts']:,} layouts; {how}, "
             f"{1e3 * sum(search['seconds'].values()):.0f} ms")
 
@@ -47,6 +52,8 @@ def header(plans: list[dict], search: dict) -> str:
 def print_suggestions(plans: list[dict], why: str | None, search: dict, console: Console | None = None) -> None:
     console = console or render.make_console()
     console.print(header(plans, search))
+    if search.get("context_parallel"):
+        console.print(f"[bold]context parallelism:[/bold] {search['context_parallel']}")
     console.print(plans_table(plans))
     if why:
         console.print(f"[bold]#1 vs #2:[/bold] {why}")

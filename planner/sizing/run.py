@@ -106,7 +106,7 @@ def impossible_lines(options: list[sizing.Option], args: SizeRequest) -> list[st
 
 def size(args: SizeRequest, wi: whatif.WhatIf | None = None, progress=None) -> dict:
     """The sizing result (see size_dict); `progress(gpu, count)` is called after each plan search."""
-    model = loading.load_model_spec(args.model, args.seq_length, args.gbs)
+    model = loading.load_model_spec(args.model, args.seq_length, args.gbs, need_seq_length=True)
     if not model.global_batch_size:
         raise PlannerError(f"model '{model.name}' has no global_batch_size; pass --gbs SEQUENCES")
     if not args.tokens:

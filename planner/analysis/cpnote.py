@@ -1,0 +1,48 @@
+"""For long sequences, one sentence on why the best plan does or does not use context parallelism.
+
+The best plan is re-scored with its context-parallel ranks folded into data parallelism (cp > 1), or
+with two of its data-parallel ranks turned into a CP pair (cp = 1): the same layout otherwise, so the
+difference is what CP costs or saves (activation memory / cp, the K/V exchange, a larger DP group).
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from costmodel import types as cm
+from costmodel.rules import plan_violations
+from planner.analysis.score import Scored, score
+
+LONG_SEQUENCE_TOKENS = 16384  # from here on published runs reach for CP (Llama 3: 131,072 with cp 16)
+GIB = 2**30
+
+
+def _outcome(alt: Scored, best: Scored, capacity_bytes: float) -> str:
+    mem = alt.est.memory_per_gpu_bytes
+    if mem > capacity_bytes:
+        return f"needs {mem / GIB:.1f} GiB per GPU, over the {capacity_bytes / GIB:.1f} GiB usable"
+    ratio = alt.est.step_time_seconds / best.est.step_time_seconds
+    return (f"fits ({mem / GIB:.1f} GiB) but takes {alt.est.step_time_seconds:.3g} s per step, "
+            f"{ratio:.2f}x the best plan's {best.est.step_time_seconds:.3g} s")
+
+
+def context_parallel_note(best: Scored, capacity_bytes: float, eff: cm.Efficiency | None = None) -> str | None:
+    """None for sequences under LONG_SEQUENCE_TOKENS; else why the best plan's cp is what it is."""
+    plan, seq = best.plan, best.model.seq_length
+    if seq < LONG_SEQUENCE_TOKENS:
+        return None
+    model = best.model.to_model()
+    if plan.cp > 1:
+        share = best.est.time_breakdown_seconds.get("cp_comm", 0.0) / best.est.step_time_seconds
+        head = (f"cp {plan.cp} ({plan.cp_comm}) splits each {seq:,}-token sequence over {plan.cp} GPUs in "
+                f"{2 * plan.cp} chunks; its exposed K/V exchange is {100 * share:.0f}% of the step. ")
+        alt = replace(plan, cp=1, dp=plan.dp * plan.cp, cp_comm="p2p")
+        if plan_violations(model, best.cluster, alt):
+            return head + "Folded into data parallelism the plan would not be legal."
+        return head + f"Folded into data parallelism (cp 1, dp {alt.dp}) the same plan " + \
+            _outcome(score(best.model, best.cluster, alt, eff), best, capacity_bytes) + "."
+    head = f"the best plan keeps each {seq:,}-token sequence on one tensor-parallel group (cp 1). "
+    alt = replace(plan, cp=2, dp=plan.dp // 2)
+    if plan.dp % 2 or seq % 4 or plan_violations(model, best.cluster, alt):
+        return head + "It has no data-parallel pair to turn into a CP pair."
+    return head + "With cp 2 taken from its data-parallel ranks the same plan " + \
+        _outcome(score(best.model, best.cluster, alt, eff), best, capacity_bytes) + "."
