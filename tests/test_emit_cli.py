@@ -55,7 +55,7 @@ def test_all_writes_both_frameworks_and_readme(capsys, inputs):
         assert os.access(path, os.X_OK)
         subprocess.run(["bash", "-n", str(path)], check=True)
     readme = (inputs / "out" / "README.txt").read_text()
-    assert "tp 2, pp 1, vpp 1, dp 4; ZeRO stage 1" in readme and "bash megatron/launch.sh" in readme
+    assert "tp 2, cp 1 (p2p), pp 1, vpp 1, dp 4, ep 1, etp 1; ZeRO stage 1" in readme and "bash megatron/launch.sh" in readme
 
 
 def test_single_format_writes_only_its_files(capsys, inputs):

@@ -30,6 +30,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     console = render.make_console()
     for warning in result["warnings"]:
         console.print(f"[yellow]warning:[/yellow] {warning}")
+    for name, d in (("A", result["a"]), ("B", result["b"])):
+        degrees = ", ".join(f"{k} {d['plan'][k]}" for k in ("tp", "cp", "pp", "dp", "ep", "vpp") if k in d["plan"])
+        console.print(f"{name}: {d['model']} on {d['num_gpus']} x {d['gpu']}, sequences of {d['seq_length']:,} tokens; "
+                      f"{degrees}")
     render.print_side_by_side(result["a"], result["b"], f"A ({Path(args.a).name})", f"B ({Path(args.b).name})")
     winner = result["faster"]
     console.print("[bold]A and B tie[/bold]" if winner == "tie" else f"[bold]{winner} is faster[/bold]: {result['why']}")

@@ -411,6 +411,7 @@ class SizeOutput(Output):
     model: str = d("model name")
     tokens: float = d("tokens to train on")
     global_batch_size: int = d("sequences per step")
+    seq_length: int = d("tokens per sequence")
     deadline_days: float | None = d("--deadline-days, or null")
     budget_usd: float | None = d("--budget-usd, or null")
     assumptions: SizeAssumptions = d("run assumptions")

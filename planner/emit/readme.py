@@ -11,9 +11,10 @@ def plan_lines(job: Job) -> list[str]:
     p = job.plan
     return [
         "Plan",
-        f"  tp {p.tp}, pp {p.pp}, vpp {p.vpp}, dp {p.dp}; ZeRO stage {p.zero_stage}",
-        f"  micro batch {p.micro_batch_size}, global batch {p.global_batch_size} "
-        f"({p.grad_accum_steps} micro-batches per step per pipeline)",
+        f"  tp {p.tp}, cp {p.cp} ({p.cp_comm}), pp {p.pp}, vpp {p.vpp}, dp {p.dp}, ep {p.ep}, etp {p.etp}; "
+        f"ZeRO stage {p.zero_stage}",
+        f"  sequences of {job.model.seq_length:,} tokens; micro batch {p.micro_batch_size}, global batch "
+        f"{p.global_batch_size} ({p.grad_accum_steps} micro-batches per step per pipeline)",
         f"  recompute {p.recompute}, sequence parallel {'on' if p.sequence_parallel else 'off'}, "
         f"precision {p.precision}, gradients reduced in {p.grad_comm_dtype}",
         f"  DP sync overlapped with backward: {'yes' if p.overlap_dp_comm else 'no'}; "

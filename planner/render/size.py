@@ -9,7 +9,9 @@ from planner.sizing import scan as sizing
 
 def option_row(o: sizing.Option) -> list[str]:
     p = o.best.plan
-    return [o.offering.name, o.offering.gpu.name, str(o.num_gpus), f"tp{p.tp} pp{p.pp} dp{p.dp} z{p.zero_stage}",
+    cp = f" cp{p.cp}" if p.cp > 1 else ""
+    ep = f" ep{p.ep}" if p.ep > 1 else ""
+    return [o.offering.name, o.offering.gpu.name, str(o.num_gpus), f"tp{p.tp}{cp} pp{p.pp} dp{p.dp}{ep} z{p.zero_stage}",
             f"{o.best.est.step_time_seconds:.2f}", f"{100 * o.best.est.mfu:.0f}%", f"{o.days:.1f}", f"${o.usd:,.0f}",
             f"${o.offering.usd_per_gpu_hour:.2f} {o.offering.spec.price_kind or ''} {o.offering.spec.price_date or ''}"]
 
@@ -26,7 +28,8 @@ def options_table(title: str, options: list[sizing.Option]) -> Table:
 def print_size(r: dict, deadline_days: float | None) -> None:
     console = make_console()
     a = r["assumptions"]
-    console.print(f"[bold]{r['model']}[/bold], {r['tokens']:.3g} tokens, global batch {r['global_batch_size']}: "
+    console.print(f"[bold]{r['model']}[/bold], {r['tokens']:.3g} tokens, global batch {r['global_batch_size']} "
+                  f"sequences of {r['seq_length']:,} tokens: "
                   f"{len(r['options'])} options, {r['searched']} plan searches, {r['seconds']:.1f} s")
     console.print(f"run overheads: {a['failures_per_1000_gpu_days']:g} interruptions per 1000 GPU-days "
                   f"(Llama 3 405B run), {a['restart_minutes']:g} min per restart, checkpoints at "

@@ -125,7 +125,7 @@ def size(args: SizeRequest, wi: whatif.WhatIf | None = None, progress=None) -> d
     cheapest = sizing.choose(scan.options, "usd", args.deadline_days, args.budget_usd)
     fastest = sizing.choose(scan.options, "days", args.deadline_days, args.budget_usd)
     return {"model": model.name, "tokens": args.tokens, "global_batch_size": model.global_batch_size,
-            "deadline_days": args.deadline_days, "budget_usd": args.budget_usd,
+            "seq_length": model.seq_length, "deadline_days": args.deadline_days, "budget_usd": args.budget_usd,
             "assumptions": {"failures_per_1000_gpu_days": args.failures_per_1000_gpu_days,
                             "restart_minutes": args.restart_minutes,
                             "checkpoint_gbytes_per_s_per_node": args.checkpoint_gbytes_per_s_per_node},
