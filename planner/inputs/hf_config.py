@@ -259,6 +259,10 @@ def hf_to_spec_dict(data: dict, name: str, seq_length: int | None = None) -> dic
         value = _pick(text, keys)
         if value is not None:
             spec[field] = value
+    context = spec.get("seq_length")  # the longest context the model takes: checked even when not trained at
+    if context is not None and (type(context) is not int or not 1 <= context <= L.MAX_SEQ_LENGTH):
+        key = next((k for k in KEY_ALIASES["seq_length"] if k in text), KEY_ALIASES["seq_length"][0])
+        raise PlannerError(f"{name}: {key} {context!r} is not a whole number of tokens between 1 and {L.MAX_SEQ_LENGTH}")
     if seq_length:
         spec["seq_length"] = seq_length
     missing = [k for k in ("num_layers", "hidden_size", "num_attention_heads", "vocab_size", "seq_length") if k not in spec]
