@@ -149,3 +149,21 @@ def test_offload_is_refused_for_megatron_only(capsys, inputs):
     cfg = json.loads((inputs / "out" / "deepspeed" / "ds_config.json").read_text())
     assert cfg["zero_optimization"]["offload_optimizer"] == {"device": "cpu", "pin_memory": True}
     assert "offload is on" in (inputs / "out" / "README.txt").read_text()
+
+
+def test_tp_overlap_before_hopper_uses_te_ipc_fallback(tmp_path, capsys):
+    """Transformer Engine's userbuffers need CUDA multicast (compute capability 9.0+); on an A100 the
+    launch script sets UB_SKIPMC=1 (TE examples/pytorch/comm_gemm_overlap/README.md @ v2.8), on an
+    H100 it does not."""
+    from planner.commands.main import main
+
+    for cluster, expected in (("dgx-a100", True), ("dgx-h100", False)):
+        assert main(["estimate", "gpt3-175b", cluster, "--gpus", "64", "--tp", "8", "--pp", "8", "--gbs", "64",
+                     "--sequence-parallel", "--tp-comm-overlap", "--json"]) == 0
+        plan = tmp_path / f"{cluster}.json"
+        plan.write_text(capsys.readouterr().out)
+        assert main(["emit", str(plan), "--format", "megatron", "--out", str(tmp_path / cluster)]) == 0
+        capsys.readouterr()
+        script = (tmp_path / cluster / "megatron" / "launch.sh").read_text()
+        assert ("export UB_SKIPMC=1" in script) is expected, cluster
+        assert "--tp-comm-overlap" in script

@@ -246,12 +246,34 @@ def bash_array(name: str, flags: Flags) -> str:
     return f"{name}=(\n" + "\n".join(lines) + "\n)"
 
 
+PRE_MULTICAST_GENERATIONS = ("volta", "turing", "ampere", "ada")  # compute capability below 9.0
+
+
 def env_lines(job: Job) -> str:
-    """arguments.py: tp > 1 or cp > 1 before Blackwell asserts CUDA_DEVICE_MAX_CONNECTIONS == "1"."""
-    if job.plan.tp == 1 and job.plan.cp == 1:
-        return ""
-    return ("# Megatron-LM asserts this with tensor or context parallelism (megatron/training/arguments.py).\n"
-            "export CUDA_DEVICE_MAX_CONNECTIONS=1\n")
+    """arguments.py: tp > 1 or cp > 1 before Blackwell asserts CUDA_DEVICE_MAX_CONNECTIONS == "1".
+    Transformer Engine's userbuffers (--tp-comm-overlap) use CUDA multicast objects, compute
+    capability 9.0+; older GPUs need UB_SKIPMC=1 to fall back to CUDA IPC handles, or initialize_ub
+    asserts (examples/pytorch/comm_gemm_overlap/README.md and pytorch/module/base.py @ v2.8)."""
+    out = ""
+    if job.plan.tp > 1 or job.plan.cp > 1:
+        out += ("# Megatron-LM asserts this with tensor or context parallelism (megatron/training/arguments.py).\n"
+                "export CUDA_DEVICE_MAX_CONNECTIONS=1\n")
+    if job.plan.tp_comm_overlap and gpu_generation(job) in PRE_MULTICAST_GENERATIONS:
+        out += ("# Transformer Engine's TP overlap needs CUDA multicast (compute capability 9.0+); this GPU uses its\n"
+                "# CUDA IPC fallback (examples/pytorch/comm_gemm_overlap/README.md @ v2.8).\n"
+                "export UB_SKIPMC=1\n")
+    return out
+
+
+def gpu_generation(job: Job) -> str | None:
+    """The plan's GPU generation from the catalog (None for a GPU the catalog does not name)."""
+    from planner.errors import PlannerError
+    from planner.inputs.catalogs import resolve_gpu
+
+    try:
+        return resolve_gpu(str(job.estimate.get("gpu", ""))).generation
+    except PlannerError:
+        return None
 
 
 def run_flags(job: Job) -> str:
