@@ -317,18 +317,18 @@ class Efficiency:
     # FlashAttention's achieved fraction of the 16-bit dense peak on the FLOPs it does (causal half)
     # at long sequences: prior Azure AI-benchmarking-guide ND H100 v5, FlashAttention-2 327.9 TFLOP/s
     # (hd 128, seq 8192) = 0.33 of 989; FITTED with the others below ...
-    flash_attention_peak_fraction: float = 0.2774
+    flash_attention_peak_fraction: float = 0.2805
     # ... and the sequence length at which it reaches half of that (compute.flash_attention_fraction;
-    # prior one 128-row tile). Fitted values give 0.218 of peak at s = 8192, 0.244 at 16384.
-    flash_attention_half_seq: float = 2242.0
+    # prior one 128-row tile). Fitted values give 0.217 of peak at s = 8192, 0.245 at 16384.
+    flash_attention_half_seq: float = 2393.5
     # Blackwell's attention kernels (cuDNN / Transformer Engine fused attention built for its tensor
     # cores) reach their own fraction; FITTED on the Blackwell rows only (0 = as flash_attention_peak_fraction).
-    flash_attention_peak_fraction_blackwell: float = 0.3004
+    flash_attention_peak_fraction_blackwell: float = 0.3195
     # FITTED (planner/fit.py, `planner validate --fit-on all`, all rows of validation/runs.yaml):
     # GEMM output dimension at which efficiency is half its large-shape value (saturation) ...
-    matmul_half_dim: float = 271.6
+    matmul_half_dim: float = 289.0
     # ... fraction of HBM bandwidth reached by elementwise / normalisation kernels ...
-    hbm_efficiency: float = 0.5037
+    hbm_efficiency: float = 0.5120
     # NCCL bus bandwidth / nominal, measured (shared/validation nccl_bandwidth): NVLink rings reach
     # 231.6/300 on 8 A100 (Azure ND A100 v4) and 370/450 on H100 (nccl-tests #212); a 400G NDR NIC
     # gives 46-48 of 50 GB/s (nccl-tests #290). The seed article's 70-80% is the cautious bound.
@@ -355,10 +355,10 @@ class Efficiency:
     # copied to the host (Megatron's dispatchers size the all-to-all from them, a stream sync) drain the
     # GPU's queue, which then waits for the host to launch the layer's remaining kernels. FITTED on the
     # MoE rows (planner/validation/fit.py); prior 0.
-    moe_host_sync_seconds: float = 0.00249
+    moe_host_sync_seconds: float = 0.002527
     # Per layer and micro-batch (forward + backward): kernel launches and stream synchronisation
     # the roofline does not see (FITTED as above).
-    layer_overhead_seconds: float = 0.0001372
+    layer_overhead_seconds: float = 0.0001276
     # Fixed per-step cost outside the model: optimizer launch, logging, data loading.
     step_overhead_seconds: float = 0.0
     # Framework memory not in the analytic terms: CUDA context, NCCL buffers, allocator slack.
@@ -366,4 +366,4 @@ class Efficiency:
     # Caching-allocator slack: reserved bytes (what published peaks such as torchtitan's
     # reserved_bytes.all.peak measure) over the analytic allocation. FITTED (planner/fit.py
     # fit_memory) on the 9 validation rows that publish a peak; memory MAPE 5.4% -> 2.2%.
-    memory_fragmentation_fraction: float = 0.06
+    memory_fragmentation_fraction: float = 0.0600

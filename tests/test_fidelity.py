@@ -12,48 +12,53 @@ import pytest
 
 from planner.validation import runs as validation
 
-# Re-based 2026-11-30 twice: after the audit's corrections to the rows themselves (each now runs the
-# mechanisms its cited code runs), and after 100 Megatron-Bridge MoE rows joined (group mbridge-moe)
-# and the fit's objective became the mean of the groups' MAPEs (each source weighs the same).
-# Re-based again when 46 Megatron-Bridge dense rows (mbridge-dense, 44 scored) and the two torchtitan
-# Llama 3.1 405B long-context rows (torchtitan-long-context) joined, scored with the shipped constants
-# (not refit): the overall bounds below moved because of those rows, no existing group's did.
-STEP_MAPE_BOUND = 0.092      # reached 0.0919 over 206 rows (0.0863 over the 160 before the dense rows)
+# Re-based 2026-11-30 three times: after the audit's corrections to the rows themselves (each now runs
+# the mechanisms its cited code runs); after 100 Megatron-Bridge MoE rows joined (group mbridge-moe) and
+# the fit's objective became the mean of the groups' MAPEs (each source weighs the same); and when 46
+# Megatron-Bridge dense rows (mbridge-dense, 44 scored), torchtitan's two Llama 3.1 405B long-context
+# rows (in the torchtitan group: same publisher and framework, so two rows do not weigh a ninth of the
+# objective) and 28 full-shard FSDP rows without TP or PP (fsdp-2023-2024: MosaicML llm-foundry MPT and
+# IBM fms-fsdp Llama 2 on A100 and H100) joined and the constants were refit on all 234 rows
+# (`planner validate --fit-on all`, from priors that now include MoE host sync 0).
+STEP_MAPE_BOUND = 0.093      # reached 0.0930 over 234 rows (0.0863 over the 160 before the dense and FSDP rows)
 GROUP_STEP_BOUNDS = {        # (MAPE, max) per source group, reached + a hair
-    "bloom": (0.072, 0.087), "korthikanti-2022": (0.055, 0.150), "megatron-2021": (0.058, 0.167),
-    "mlperf": (0.004, 0.004), "nemo": (0.077, 0.176), "torchtitan": (0.033, 0.122),
-    # MoE: 10.5% over 100 rows; the worst are B200/B300 rows whose releases halved the throughput of
+    "bloom": (0.071, 0.087), "korthikanti-2022": (0.057, 0.148), "megatron-2021": (0.056, 0.165),
+    "mlperf": (0.003, 0.007), "nemo": (0.078, 0.180),
+    # 9 Llama 3.1 8B rows of torchtitan's benchmarks (3.3% before) and the two 405B long-context rows
+    # (32k cp 1: -11.7%; 64k cp 2: -21.6%, PyTorch's context-parallel attention costing more than the
+    # model's all-gather): reached 5.78%, max 21.60%
+    "torchtitan": (0.058, 0.217),
+    # MoE: 10.6% over 100 rows; the worst are B200/B300 rows whose releases halved the throughput of
     # an identical earlier layout (validation/README.md, "MoE rows")
-    "mbridge-moe": (0.105, 0.639),
-    # dense Llama 3: reached 10.91% over 44 rows, max 31.16% (25.11 Llama 3 8B H100 Megatron-FSDP, predicted
+    "mbridge-moe": (0.107, 0.646),
+    # dense Llama 3: reached 10.55% over 44 rows, max 30.98% (25.11 Llama 3 8B H100 Megatron-FSDP, predicted
     # slower); the model is too slow on every H100 and GB300 row and fast on the GB200 70B rows
     # (validation/README.md, "Megatron-Bridge dense rows and torchtitan Table 6")
-    "mbridge-dense": (0.110, 0.312),
-    # Llama 3.1 405B, TP 8 x PP 8 on 512 H100: reached 16.30% over 2 rows, max 21.24% (64k with CP 2,
-    # predicted faster: PyTorch's context-parallel attention costs more than the model's all-gather)
-    "torchtitan-long-context": (0.164, 0.213),
+    "mbridge-dense": (0.106, 0.310),
+    # full-shard FSDP, no TP/PP: reached 10.10% over 28 rows, max 24.00%; every H100 row predicted fast
+    # (mean -13%), the A100 rows near (+3%) (validation/README.md, "FSDP rows")
+    "fsdp-2023-2024": (0.102, 0.240),
 }
-# Memory: the 9 torchtitan rows' bounds are what the whole set had before (reached 2.18%, max 7.38% on the
-# 128-GPU FSDP eager row); the two 405B rows are predicted 12.1% and 12.8% low, which moved the overall
-# figures from 2.18% / 7.38% to 4.04% / 12.78% over 11 rows.
+# Memory over the 11 torchtitan rows with a published peak: 2.18% / 7.38% over the 9 before the 405B rows,
+# which are predicted 12.1% and 12.8% low (no AsyncTP workspaces or pipeline receive buffers): reached
+# 4.04%, max 12.78%.
 MEMORY_MAPE_BOUND = 0.041    # overall, reached 0.0404 over 11 rows with a published peak
 MEMORY_MAX_BOUND = 0.128     # overall, reached 0.1278 (torchtitan 405B 64k CP 2 row)
-GROUP_MEMORY_BOUNDS = {"torchtitan": (0.022, 0.074), "torchtitan-long-context": (0.125, 0.128)}
+GROUP_MEMORY_BOUNDS = {"torchtitan": (0.041, 0.128)}
 
 # Out of sample: each source predicted by constants fitted on the other sources (the measured
-# figures rounded up to 0.1%). Reached when set: 9.97% over 160 rows; with the dense and 405B rows
-# (whose presence in every other source's training set moved korthikanti-2022 from 9.7% to 11.23%,
-# nemo from 8.4% to 9.60% and mbridge-moe from 11.3% to 13.60%): 11.75% over 206 rows.
-LOO_STEP_MAPE_BOUND = 0.118
+# figures, printed to 0.1% by benchmarks/accuracy_tables.py, plus 0.1%). Reached when set: 9.97% over 160
+# rows; 12.7% over 234 with the dense, 405B and FSDP rows. mbridge-moe left out is 16.6%: without MoE rows
+# the host-synchronisation constant stays at its prior 0.
+LOO_STEP_MAPE_BOUND = 0.128
 LOO_GROUP_STEP_MAPE_BOUNDS = {
-    "bloom": 0.074, "korthikanti-2022": 0.113, "megatron-2021": 0.058, "mlperf": 0.015, "nemo": 0.097,
-    "torchtitan": 0.132, "mbridge-moe": 0.137,
-    "mbridge-dense": 0.136, "torchtitan-long-context": 0.183,  # reached 13.50% and 18.22%
+    "bloom": 0.072, "korthikanti-2022": 0.102, "megatron-2021": 0.059, "mlperf": 0.009, "nemo": 0.089,
+    "torchtitan": 0.162, "mbridge-moe": 0.167, "mbridge-dense": 0.109, "fsdp-2023-2024": 0.105,
 }
-# Leave one GPU generation out (fit on the other generations): reached 10.05% over 160 rows; 13.60% over
-# 206 with the dense and 405B rows (hopper 8.4% -> 10.56%, blackwell 11.9% -> 16.82%).
-LOGO_STEP_MAPE_BOUND = 0.137
-LOGO_GENERATION_STEP_MAPE_BOUNDS = {"ampere": 0.073, "hopper": 0.106, "blackwell": 0.169}
+# Leave one GPU generation out (fit on the other generations): reached 10.05% over 160 rows; 10.3% over
+# 234 (ampere 6.2%, hopper 11.7%, blackwell 11.0%).
+LOGO_STEP_MAPE_BOUND = 0.104
+LOGO_GENERATION_STEP_MAPE_BOUNDS = {"ampere": 0.063, "hopper": 0.118, "blackwell": 0.111}
 
 
 @pytest.fixture(scope="module")

@@ -38,10 +38,10 @@ def prior() -> cm.Efficiency:
     generation cannot see the other through the defaults: one 128-wide GEMM tile at half
     efficiency (cuBLAS/CUTLASS 128 x 128 tiles), HBM at STREAM-copy efficiency (Azure
     AI-benchmarking-guide: A100 1.61/2.0, H100 2.90/3.35 TB/s, ~0.8), no per-layer overhead,
-    FlashAttention-2 at 327.9/989 TFLOP/s (Azure ND H100 v5)."""
+    FlashAttention-2 at 327.9/989 TFLOP/s (Azure ND H100 v5), no MoE host synchronisation."""
     return replace(cm.Efficiency(), matmul_half_dim=128.0, hbm_efficiency=0.8, layer_overhead_seconds=0.0,
                    flash_attention_peak_fraction=0.33, flash_attention_peak_fraction_blackwell=0.33,
-                   flash_attention_half_seq=128.0,
+                   flash_attention_half_seq=128.0, moe_host_sync_seconds=0.0,
                    memory_fragmentation_fraction=0.0)
 
 
