@@ -12,6 +12,11 @@ from costmodel import types as cm
 from costmodel.rules import plan_violations
 from planner.analysis.score import Scored, score
 
+# Context parallelism is searched (and offered as a lever) down to 4k tokens per rank: the shortest split
+# any validation row runs (NeMo 24.07's Llama 3 8B and 70B at 8k with cp 2; Llama 3 405B ran 131k over
+# cp 16, 8k per rank), so the model is not asked to rank splits no published run backs; shorter ring
+# blocks also hide their K/V transfer less and run attention further from its peak. --fix cp=N goes lower.
+MIN_CP_TOKENS = 4096
 LONG_SEQUENCE_TOKENS = 16384  # from here on published runs reach for CP (Llama 3: 131,072 with cp 16)
 GIB = 2**30
 

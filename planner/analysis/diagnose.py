@@ -14,6 +14,7 @@ from typing import Callable
 from costmodel import types as cm
 from costmodel.rules import plan_violations
 from costmodel.topology import ep_ranks_per_domain
+from planner.analysis.cpnote import MIN_CP_TOKENS
 from planner.analysis.score import Scored, score
 
 COMM_PARTS = ("tp_comm", "cp_comm", "ep_comm", "pp_comm", "dp_comm_exposed")
@@ -113,9 +114,9 @@ def _other_ep(p: cm.Plan, m: cm.Model) -> list[cm.Plan]:
 
 def _more_cp(p: cm.Plan, m: cm.Model) -> list[cm.Plan]:
     """cp x 2, 4, ... taken from the data-parallel ranks, while each sequence splits into 2 x cp
-    equal chunks of at least 512 tokens (planner.search.space.MIN_CP_TOKENS / 2)."""
+    equal chunks, each rank keeping at least cpnote.MIN_CP_TOKENS tokens."""
     out, cp = [], p.cp * 2
-    while p.dp * p.cp % cp == 0 and m.seq_length % (2 * cp) == 0 and m.seq_length // (2 * cp) >= 512:
+    while p.dp * p.cp % cp == 0 and m.seq_length % (2 * cp) == 0 and m.seq_length // cp >= MIN_CP_TOKENS:
         dp = p.dp * p.cp // cp
         if p.global_batch_size % (p.micro_batch_size * dp) == 0:
             out.append(replace(p, cp=cp, dp=dp))

@@ -24,13 +24,11 @@ from costmodel.lowp import LOW_PRECISIONS
 from costmodel.rules import hardware_violations as rules_hardware
 from costmodel.rules import plan_violations
 from costmodel.topology import domain_size, ranks_per_domain, tp_crosses_network
+from planner.analysis.cpnote import MIN_CP_TOKENS
 from planner.frameworks import NAMES, REGISTRY, base
 
 ZERO_STAGES = (0, 1, 2, 3)
 MAX_SEARCH_VPP = 16
-# Below about 1k tokens per rank ring attention's blocks are too short to hide their K/V transfer and
-# FlashAttention runs far from its peak (Megatron-Bridge recipes keep s/cp >= 2k); --fix cp=N goes lower.
-MIN_CP_TOKENS = 1024
 
 
 @dataclass(frozen=True, order=True)
