@@ -10,7 +10,7 @@ import argparse
 import sys
 
 from costmodel import types as cm
-from planner.commands.common import EPILOG, add_inputs, print_json
+from planner.commands.common import EPILOG, add_inputs, add_what_if, print_json
 from planner.errors import PlannerError
 from planner.inputs import limits as L
 from planner.inputs.argtypes import batch_arg, bounded_int, fraction_arg
@@ -184,9 +184,7 @@ def register(sub) -> None:
     p.add_argument("--no-flash-attention", action="store_true", help="unfused attention (pre-FlashAttention stacks)")
     p.add_argument("--no-overlap", action="store_true", help="DP/ZeRO sync does not overlap backward compute")
     p.add_argument("--no-pp-overlap", action="store_true", help="pipeline p2p does not overlap compute")
-    p.add_argument("--what-if", action="append", metavar="KEY=VALUE",
-                   help="search under an assumption (repeatable): network=0.5, nvlink=0.8, hbm=0.9, "
-                        "matmul_efficiency=0.9, price.GPU=2.10, rdma=false, power=500, imbalance=1.3 (MoE routing)")
+    add_what_if(p, "search")
     p.add_argument("--what-if-grid", metavar="KEY=V1,V2,...",
                    help="rank stability: search again for each value (e.g. network=0.5,0.6,0.7,0.8,0.9,1.0) and "
                         "show whether the best plan stays best")
