@@ -190,10 +190,6 @@ class LayoutTables:
                                   for (mix, rank), act in zip(self.classes[1], acts, strict=True))
         return self.peaks[key]
 
-    def fitting(self, knobs: tuple[Knobs, ...], capacity_bytes: float) -> tuple[Knobs, ...]:
-        """The knob combinations whose plan fits in `capacity_bytes`."""
-        return tuple(k for k in knobs if self.peak_memory(k) <= capacity_bytes)
-
     def min_memory(self, knobs: tuple[Knobs, ...]) -> float:
         """The least peak memory of the layout's plans."""
         return min(self.peak_memory(k) for k in knobs)

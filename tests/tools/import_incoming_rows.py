@@ -80,18 +80,9 @@ def plan_fields(row: dict) -> tuple[dict, list[str]]:
     if bf16.get("value"):
         plan["bf16_layers_start"] = bf16.get("num_layers_at_start_in_bf16", 0)
         plan["bf16_layers_end"] = bf16.get("num_layers_at_end_in_bf16", 0)
-    r = rec["recompute"]
-    modules = [m for m in (r.get("modules") or []) if m]
-    if r.get("value") == "full":
-        plan["recompute"] = "full"
-    elif modules:
-        unknown = [m for m in modules if m not in RECOMPUTE_MODULE_NAMES]
-        if unknown:
-            notes.append(f"recompute modules {unknown} are not modelled")
-        plan["recompute"] = "selective"
-        plan["recompute_modules"] = [m for m in modules if m in RECOMPUTE_MODULE_NAMES] or ["core_attn"]
-    else:
-        plan["recompute"] = "none"
+    unmapped: list[str] = []
+    recompute_settings(plan, rec, unmapped)
+    notes += [f"{u} are not modelled" for u in unmapped]
     plan["zero_stage"] = 1 if rec["distributed_optimizer"]["value"] else 0
     plan["overlap_dp_comm"] = bool(rec["dp_overlap"].get("overlap_grad_reduce", True))
     split = rec["pipeline_layout"].get("decoder_layers_per_virtual_stage")
