@@ -33,19 +33,31 @@ Pair = tuple  # (forward, backward) seconds
 ELEMENT_BYTES = 2.0  # K/V and attention outputs stay 16-bit under every recipe
 
 
-def kv_widths(model: Model) -> tuple[float, float]:
-    """(K, V) widths per token before TP: kv_heads x head_dim each, or under MLA the per-head keys
-    (nope + rope dims) and values expanded from the latent (Megatron-core's MLA with CP)."""
+def kv_widths(model: Model, plan: Plan) -> tuple[float, float]:
+    """(K, V) widths per token before TP: kv_heads x head_dim each (num_attention_heads x head_dim
+    when the plan repeats K/V to the query heads first, Plan.repeat_kv), or under MLA the per-head
+    keys (nope + rope dims) and values expanded from the latent (Megatron-core's MLA with CP)."""
     if model.mla:
         return float(q_width(model)), float(value_width(model))
-    kv = float(model.kv_heads * model.head_dim)
+    kv = float((model.num_attention_heads if plan.repeat_kv else model.kv_heads) * model.head_dim)
     return kv, kv
 
 
 def kv_chunk_bytes(model: Model, plan: Plan) -> float:
     """K and V of one GPU's s/cp tokens (per micro-batch, TP-split)."""
-    k, v = kv_widths(model)
+    k, v = kv_widths(model, plan)
     return plan.micro_batch_size * model.seq_length / plan.cp * (k + v) / plan.tp * ELEMENT_BYTES
+
+
+def exchange_buffer_bytes(model: Model, plan: Plan) -> float:
+    """K/V of other ranks a GPU holds while one layer's attention runs (per micro-batch): all_gather
+    holds the whole sequence's K/V and, in backward, their gradients before the reduce-scatter,
+    2 x cp chunks; a ring holds the block in transit and, in backward, its gradient block, 2 chunks;
+    Ulysses' head-split Q, K, V are as large as the sequence-split ones: nothing extra."""
+    if plan.cp <= 1 or plan.cp_comm == "a2a":
+        return 0.0
+    chunks = 2.0 * plan.cp if plan.cp_comm == "all_gather" else 2.0
+    return chunks * kv_chunk_bytes(model, plan)
 
 
 def ring_exposed_seconds(step_seconds: float, steps: int, block_seconds: float, sm_share: float) -> float:
@@ -74,7 +86,7 @@ def passes(plan: Plan) -> int:
 
 def ulysses_seconds(model: Model, plan: Plan, ranks: int, per_domain: int, fast: Link, slow: Link) -> Pair:
     """(forward, backward): all-to-alls of Q, K, V in and of the output out over `ranks` ranks."""
-    k, v = kv_widths(model)
+    k, v = kv_widths(model, plan)
     tokens = plan.micro_batch_size * model.seq_length / plan.cp
     qkv = tokens * (q_width(model) + k + v) / plan.tp * ELEMENT_BYTES
     out = tokens * value_width(model) / plan.tp * ELEMENT_BYTES

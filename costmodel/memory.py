@@ -48,7 +48,9 @@ def state_bytes_per_param(precision: str, grad_dtype: str, recipe: str = "delaye
         return StateBytesPerParam(4.0, 4.0, 8.0)
     grad = 2.0 if grad_dtype == "int8" else float(DTYPE_BYTES[grad_dtype])
     copies = lowp.weight_copy_bytes_per_param(precision, recipe, casts)
-    no_16bit = lowp_params and lowp.is_low(precision) and copies
+    no_16bit = lowp_params and lowp.is_low(precision)
+    if no_16bit and casts == "use":  # torchao's float8 all-gather: the gathered weight is the fp8 tensor
+        copies = lowp.quantized_bytes_per_element(precision, recipe)
     weights = copies if no_16bit else 2.0 + copies
     optimizer = 12.0 if optimizer_states == "fp32" else 4.0 + (4.0 if no_16bit else 2.0)
     return StateBytesPerParam(weights, grad, optimizer)
@@ -154,11 +156,51 @@ def inflight_microbatches(pp: int, vpp: int, num_microbatches: int, stage: int) 
     return min(chunks, num_microbatches * vpp) / vpp
 
 
+def pipeline_buffer_units(pp: int, vpp: int, num_microbatches: int, stage: int, inflight: float,
+                          buffers: str) -> float:
+    """Stage-boundary activations (one micro-batch's stage output each) that the pipeline runtime
+    holds on stage `stage` besides the layers' own activations.
+
+    "freed": Megatron-core's schedules free each output once sent (deallocate_output_tensor) and a
+    received activation is the next stage's input, which the layers' activations already count: 0.
+    (DeepSpeed's pipeline engine keeps each in-flight output as a 1/tp partition, pipe_partitioned;
+    not counted.)
+    "per_microbatch": torch.distributed.pipelining (pipelining/stage.py, PipelineStage.
+    _prepare_forward_infra and _create_grad_recv_info, read at pytorch 0138610; torchtitan's
+    pipeline) allocates, for each of its vpp chunks, an activation receive buffer per micro-batch
+    (not on the first chunk of the model) and a gradient receive buffer per micro-batch (not on the
+    last), once, and keeps them; each chunk also caches its output until that micro-batch's
+    backward (fwd_cache). Of the inflight x vpp chunk-passes in flight, the received inputs are
+    already counted as layer inputs and the cached outputs are extra; spread evenly over the chunks
+    (exact at vpp 1: first stage m + f, middle 2m, last m - f for m micro-batches and f in flight).
+    The last stage also keeps every micro-batch's output, the logits, for the schedule's merge at the
+    end of the step (output_chunks): last_stage_kept_logits_bytes.
+    """
+    if pp <= 1 or buffers == "freed":
+        return 0.0
+    first, last = int(stage == 0), int(stage == pp - 1)
+    passes = inflight * vpp
+    received = num_microbatches * (vpp - first) - passes * (vpp - first) / vpp
+    grads = num_microbatches * (vpp - last)
+    outputs = passes * (vpp - last) / vpp
+    return received + grads + outputs
+
+
 def first_stage_extra_bytes(model: Model, batch: int, tp: int, inflight: float) -> float:
     """Embedding output dropout mask per in-flight micro-batch: sbh/t (Korthikanti Sec 4.3)."""
     if not model.dropout:
         return 0.0
     return inflight * model.seq_length * batch * model.hidden_size / tp
+
+
+def last_stage_kept_logits_bytes(model: Model, batch: int, tp: int, num_microbatches: int, buffers: str,
+                                 element_bytes: int = 2) -> float:
+    """torch.distributed.pipelining's last stage appends each micro-batch's output to output_chunks
+    (stage.py forward_one_chunk) and keeps it until the step's outputs are merged: m x the 16-bit
+    logits, split over tp (vocab-parallel loss). Nothing under "freed" pipeline buffers."""
+    if buffers == "freed":
+        return 0.0
+    return num_microbatches * element_bytes * model.seq_length * batch * model.vocab_size / tp
 
 
 def last_stage_extra_bytes(model: Model, batch: int, tp: int, fused_cross_entropy: bool = True,

@@ -7,7 +7,7 @@ m % pp == 0, ...) live in the planner's framework filter, not here.
 from __future__ import annotations
 
 from .lowp import FP8_RECIPES, WEIGHT_CASTS
-from .types import CP_COMMS, GRAD_DTYPES, PRECISIONS, RECOMPUTE_MODES, RECOMPUTE_MODULES, Cluster, Model, Plan
+from .types import CP_COMMS, GRAD_DTYPES, PIPELINE_BUFFERS, PRECISIONS, RECOMPUTE_MODES, RECOMPUTE_MODULES, Cluster, Model, Plan
 
 
 def _degree_rules(model: Model, plan: Plan) -> list[str]:
@@ -41,6 +41,8 @@ def _context_rules(model: Model, plan: Plan) -> list[str]:
         out.append("context parallelism runs blockwise (flash) attention: it needs flash attention")
     if plan.cp_comm not in CP_COMMS:
         out.append(f"cp_comm must be one of {', '.join(CP_COMMS)} (got {plan.cp_comm})")
+    if plan.pipeline_buffers not in PIPELINE_BUFFERS:
+        out.append(f"pipeline_buffers must be one of {', '.join(PIPELINE_BUFFERS)} (got {plan.pipeline_buffers})")
     elif plan.cp_comm == "a2a" and (model.kv_heads // plan.tp) % plan.cp:
         out.append(f"Ulysses (cp_comm a2a) splits the KV heads over cp: {model.kv_heads // plan.tp} KV heads per TP "
                    f"rank must be divisible by cp ({plan.cp})")

@@ -175,9 +175,17 @@ def stage_params(model: Model, plan: Plan, layers, stage: int) -> tuple[float, f
     return total + edges / plan.tp, experts, in_layers
 
 
+@lru_cache(maxsize=256)
+def _kv_repeated(model: Model) -> Model:
+    return replace(model, num_kv_heads=model.num_attention_heads)
+
+
 def layer_activations(model: Model, plan: Plan, rep: int, recompute: str, imbalance: float = 1.0) -> float:
     """memory.layer_activation_bytes of layer `rep` under the plan; `imbalance` scales the busiest
-    expert rank's routed rows (Efficiency.moe_routing_imbalance)."""
+    expert rank's routed rows (Efficiency.moe_routing_imbalance). K/V repeated to the query heads
+    (Plan.repeat_kv) are saved at that width."""
+    if plan.repeat_kv and not model.mla:
+        model = _kv_repeated(model)
     return memory.layer_activation_bytes(model, plan.micro_batch_size, plan.tp, plan.sequence_parallel, recompute,
                                          plan.flash_attention, ACTIVATION_BYTES[plan.precision], rep, plan.cp,
                                          expert_layout(plan, imbalance), plan.recompute_modules,
@@ -208,16 +216,28 @@ def stage_activation_bytes(model: Model, plan: Plan, layers, stage: int, imbalan
     total = inflight * held * (count - offloaded) / count + (held / count if offloaded else 0.0)  # one copy in flight
     if plan.recompute == "full":  # one layer re-materialised at a time during backward
         total += max(layer_activations(model, plan, rep, "none", imbalance) for rep, _ in mix)
+    total += context.exchange_buffer_bytes(model, plan)  # one layer's attention at a time
+    total += memory.pipeline_buffer_units(plan.pp, plan.vpp, plan.num_microbatches, stage, inflight,
+                                          plan.pipeline_buffers) * boundary_activation_bytes(model, plan)
     if stage == 0:
         total += memory.first_stage_extra_bytes(local, b, t, inflight)
     if stage == plan.pp - 1:
         total += memory.last_stage_extra_bytes(local, b, t, plan.fused_cross_entropy, ACTIVATION_BYTES[plan.precision])
+        if plan.pp > 1:
+            total += memory.last_stage_kept_logits_bytes(local, b, t, plan.num_microbatches, plan.pipeline_buffers,
+                                                         ACTIVATION_BYTES[plan.precision])
         if model.mtp_layers:
             total += model.mtp_layers * (layer_activations(model, plan, mtp_representative(model), plan.recompute,
                                                            imbalance)
                                          + memory.last_stage_extra_bytes(local, b, t, plan.fused_cross_entropy,
                                                                          ACTIVATION_BYTES[plan.precision]))
     return total
+
+
+def boundary_activation_bytes(model: Model, plan: Plan) -> float:
+    """One micro-batch's stage output on one GPU: b x s/cp x h, split over tp under sequence parallel."""
+    tokens = plan.micro_batch_size * local_model(model, plan).seq_length
+    return tokens * model.hidden_size * ACTIVATION_BYTES[plan.precision] / (plan.tp if plan.sequence_parallel else 1)
 
 
 def expert_layout(plan: Plan, imbalance: float = 1.0) -> moe.ExpertLayout:

@@ -23,6 +23,7 @@ MLPS = ("gelu", "relu2", "swiglu", "geglu")
 # point-to-point overlapped with blockwise attention, all-gather of K/V, all-to-all over heads
 # (DeepSpeed-Ulysses), and all-to-all inside a group then ring across groups.
 CP_COMMS = ("p2p", "all_gather", "a2a", "a2a+p2p")
+PIPELINE_BUFFERS = ("freed", "per_microbatch")  # Plan.pipeline_buffers (memory.pipeline_buffer_units)
 WINDOW_KINDS = ("sliding", "chunked")
 GATED_MLPS = ("swiglu", "geglu")
 
@@ -256,6 +257,14 @@ class Plan:
     moe_cuda_graphs: bool = False
     cp: int = 1  # context parallel: the sequence split over cp ranks (2 x cp load-balanced chunks)
     cp_comm: str = "p2p"  # how CP ranks exchange K/V (CP_COMMS)
+    # What the pipeline runtime holds between stages besides the layers' activations: "freed"
+    # (Megatron-core frees each sent output) or "per_microbatch" (torch.distributed.pipelining: an
+    # activation and a gradient receive buffer per micro-batch, kept across steps); PIPELINE_BUFFERS.
+    pipeline_buffers: str = "freed"
+    # K and V repeated to the query heads before attention (a grouped-query model run through an
+    # attention kernel without GQA: torchtitan's llama until it passed enable_gqa, repeat_kv), so the
+    # saved K/V and the context-parallel exchange carry num_attention_heads heads, not num_kv_heads.
+    repeat_kv: bool = False
     ep: int = 1  # expert parallel: routed experts split over ep ranks
     etp: int = 1  # expert tensor parallel: each expert's matrices split over etp ranks
 

@@ -25,9 +25,9 @@ GROUP_STEP_BOUNDS = {        # (MAPE, max) per source group, reached + a hair
     "bloom": (0.071, 0.087), "korthikanti-2022": (0.057, 0.148), "megatron-2021": (0.056, 0.165),
     "mlperf": (0.003, 0.007), "nemo": (0.078, 0.180),
     # 9 Llama 3.1 8B rows of torchtitan's benchmarks (3.3% before) and the two 405B long-context rows
-    # (32k cp 1: -11.7%; 64k cp 2: -21.6%, PyTorch's context-parallel attention costing more than the
-    # model's all-gather): reached 5.78%, max 21.60%
-    "torchtitan": (0.058, 0.217),
+    # (32k cp 1: -11.7%; 64k cp 2: -15.8% since the K/V the row exchanges are repeated to 16 heads per
+    # rank, Plan.repeat_kv; -21.6% before): reached 5.25%, max 15.75%
+    "torchtitan": (0.053, 0.158),
     # MoE: 10.6% over 100 rows; the worst are B200/B300 rows whose releases halved the throughput of
     # an identical earlier layout (validation/README.md, "MoE rows")
     "mbridge-moe": (0.107, 0.646),
@@ -39,12 +39,15 @@ GROUP_STEP_BOUNDS = {        # (MAPE, max) per source group, reached + a hair
     # (mean -13%), the A100 rows near (+3%) (validation/README.md, "FSDP rows")
     "fsdp-2023-2024": (0.102, 0.240),
 }
-# Memory over the 11 torchtitan rows with a published peak: 2.18% / 7.38% over the 9 before the 405B rows,
-# which are predicted 12.1% and 12.8% low (no AsyncTP workspaces or pipeline receive buffers): reached
-# 4.04%, max 12.78%.
-MEMORY_MAPE_BOUND = 0.041    # overall, reached 0.0404 over 11 rows with a published peak
-MEMORY_MAX_BOUND = 0.128     # overall, reached 0.1278 (torchtitan 405B 64k CP 2 row)
-GROUP_MEMORY_BOUNDS = {"torchtitan": (0.041, 0.128)}
+# Memory over the 11 torchtitan rows with a published peak: 2.18% / 7.38% over the 9 before the 405B rows.
+# Those were 12.1% / 12.8% low while their weights were counted at 2 B; since torchao's float8 all-gather
+# is counted at the 1 B it keeps, and the pipeline's per-micro-batch receive buffers and kept logits
+# (Plan.pipeline_buffers), the repeated K/V (Plan.repeat_kv) and the all-gathered K/V are counted, they
+# are 17.1% / 16.4% low (validation/README.md: what is still missing is not identified): reached 4.81%,
+# max 17.12%.
+MEMORY_MAPE_BOUND = 0.049    # overall, reached 0.0481 over 11 rows with a published peak
+MEMORY_MAX_BOUND = 0.172     # overall, reached 0.1712 (torchtitan 405B 32k row)
+GROUP_MEMORY_BOUNDS = {"torchtitan": (0.049, 0.172)}
 
 # Out of sample: each source predicted by constants fitted on the other sources (the measured
 # figures, printed to 0.1% by benchmarks/accuracy_tables.py, plus 0.1%). Reached when set: 9.97% over 160

@@ -134,6 +134,11 @@ class Plan(Strict):
     tp_comm_overlap: bool = d("TP collectives decomposed and overlapped with the GEMMs beside them")
     offload_layers: int = d("layers per pipeline stage whose activations go to host memory")
     lowp_param_gather: bool = d("parameters kept and all-gathered in the low-precision format")
+    pipeline_buffers: Literal["freed", "per_microbatch"] = d(
+        "stage-boundary buffers the pipeline runtime keeps: freed once sent (Megatron-core), or a receive "
+        "buffer per micro-batch for activations and gradients (torch.distributed.pipelining, torchtitan)")
+    repeat_kv: bool = d("K/V repeated to the query heads before attention (attention without grouped-query "
+                        "support): saved and exchanged at the query heads' width")
 
 
 class MoeShape(Strict):

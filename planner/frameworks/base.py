@@ -60,6 +60,11 @@ class Knobs:
     ep_overlap: Choice = Choice((False,), "no expert-parallel communication overlap")
     # How context-parallel ranks exchange keys and values (Plan.cp_comm), when cp > 1.
     cp_comm: Choice = Choice(("p2p",), "ring exchange of keys and values only")
+    # What the pipeline runtime keeps between stages (Plan.pipeline_buffers), when pp > 1. Not a launch
+    # setting: the search scores each framework's plans with its runtime's memory, and the emitters
+    # write the same files either way, so knob_violations does not check it.
+    pipeline_buffers: Choice = Choice(("freed",), "Megatron-core frees each stage output once sent "
+                                                  "(schedules.py deallocate_output_tensor)")
 
 
 @dataclass(frozen=True)
@@ -136,8 +141,17 @@ def no_fp8_attention(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     return None
 
 
+def no_repeat_kv(model: cm.Model, plan: cm.Plan) -> Optional[str]:
+    """None of the three frameworks' current releases repeats K/V to the query heads: Megatron-LM and
+    Transformer Engine run grouped-query attention natively, torchtitan 0.3.0 passes enable_gqa to
+    its attention (models/common/attention.py); Plan.repeat_kv describes older torchtitan runs."""
+    if plan.repeat_kv and model.kv_heads != model.num_attention_heads:
+        return "no current launch setting repeats K/V to the query heads (repeat_kv describes torchtitan of 2024)"
+    return None
+
+
 def plan_violations(fw: Framework, model: cm.Model, plan: cm.Plan) -> list[str]:
-    return [msg for rule in (*fw.plan_rules, no_fp8_attention) if (msg := rule(model, plan))]
+    return [msg for rule in (*fw.plan_rules, no_fp8_attention, no_repeat_kv) if (msg := rule(model, plan))]
 
 
 def violations(fw: Framework, model: cm.Model, plan: cm.Plan) -> list[str]:

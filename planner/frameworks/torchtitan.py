@@ -127,6 +127,9 @@ def knobs(tp_split: bool, pp_split: bool) -> Knobs:
                                             "distributed/fsdp.py get_fsdp_reshard_after_forward_policy)"),
         weight_casts=Choice(("use",), "torchtitan's Float8 linears (torchao) cast each weight at every use with "
                                       "dynamic rowwise scales; nothing is cached"),
+        pipeline_buffers=Choice(("per_microbatch",), "torch.distributed.pipelining allocates an activation and a "
+                                                     "gradient receive buffer per micro-batch and keeps them "
+                                                     "(pipelining/stage.py _prepare_forward_infra)"),
         cp_comm=Choice(("all_gather",), "torchtitan 0.3.0's context parallelism all-gathers keys and values "
                                         "(FlexAttention; context_parallel_rotate_method was removed in 8e555444)"),
     )

@@ -66,6 +66,12 @@ def add_plan_flags(p: argparse.ArgumentParser) -> None:
                         "--fp8-param-gather / --fp4-param-gather)")
     g.add_argument("--no-zero3-reshard", action="store_true",
                    help="ZeRO-3 keeps each layer's gathered weights from forward to backward (torchtitan with PP)")
+    g.add_argument("--pipeline-buffers", default="freed", choices=["freed", "per_microbatch"],
+                   help="stage outputs freed once sent (Megatron-core, default) or a receive buffer per micro-batch "
+                        "for activations and gradients (torch.distributed.pipelining: torchtitan)")
+    g.add_argument("--repeat-kv", action="store_true",
+                   help="K/V repeated to the query heads before attention (torchtitan before enable_gqa): saved "
+                        "and exchanged over context parallelism at the query heads' width")
     g.add_argument("--weight-casts", default="step", choices=["step", "use"],
                    help="low-precision weight casts cached per step (Transformer Engine, default) or per use (torchao)")
     g.add_argument("--grad-dtype", choices=["fp32", "bf16", "fp16", "int8"],
@@ -106,7 +112,8 @@ def plan_spec_from_args(args: argparse.Namespace):
         "recompute_modules": [m.strip() for m in args.recompute_modules.split(",") if m.strip()],
         "ep_overlap": args.ep_overlap, "optimizer_states": args.optimizer_states,
         "fp8_attention": args.fp8_attention, "ep_dispatch": args.ep_dispatch,
-        "moe_cuda_graphs": args.moe_cuda_graphs,
+        "moe_cuda_graphs": args.moe_cuda_graphs, "pipeline_buffers": args.pipeline_buffers,
+        "repeat_kv": args.repeat_kv,
     }
     if args.bf16_layers:
         start, _, end = args.bf16_layers.partition(",")

@@ -272,6 +272,9 @@ class PlanSpec(Spec):
     dp: Optional[count(L.MAX_DEGREE)] = None
     cp: count(L.MAX_DEGREE) = 1
     cp_comm: Literal["p2p", "all_gather", "a2a", "a2a+p2p"] = "p2p"
+    # stage-boundary buffers the pipeline runtime keeps (costmodel memory.pipeline_buffer_units)
+    pipeline_buffers: Literal["freed", "per_microbatch"] = "freed"
+    repeat_kv: Flag = False  # K/V repeated to the query heads before attention (costmodel Plan.repeat_kv)
     ep: count(L.MAX_DEGREE) = 1
     etp: count(L.MAX_DEGREE) = 1
     vpp: count(L.MAX_LAYERS) = 1

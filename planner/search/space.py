@@ -62,6 +62,7 @@ class Knobs:
     tpo: bool = False  # TP collectives overlapped with the GEMMs beside them (Plan.tp_comm_overlap)
     cpc: str = "p2p"  # how CP ranks exchange K/V (Plan.cp_comm; only p2p when cp = 1)
     epo: bool = False  # expert-parallel all-to-alls overlapped with compute (Plan.ep_overlap; MoE only)
+    pbuf: str = "freed"  # stage-boundary buffers the pipeline runtime keeps (Plan.pipeline_buffers; pp > 1)
 
 
 @dataclass(frozen=True)
@@ -119,7 +120,7 @@ def plan_for(spec: SearchSpec, lay: Layout, knobs: Knobs | None = None) -> cm.Pl
     """The cost-model plan of a layout and knob combination (default knobs: ZeRO 0, no recompute)."""
     k = knobs or Knobs(0, "none", False, spec.precisions[0], "")
     return cm.Plan(tp=lay.tp, pp=lay.pp, dp=lay.dp, vpp=lay.vpp, micro_batch_size=lay.mbs, cp=lay.cp, ep=lay.ep,
-                   etp=lay.etp, cp_comm=k.cpc, ep_overlap=k.epo,
+                   etp=lay.etp, cp_comm=k.cpc, ep_overlap=k.epo, pipeline_buffers=k.pbuf,
                    global_batch_size=spec.global_batch_size, zero_stage=k.zero, recompute=k.recompute,
                    sequence_parallel=k.sp, precision=k.precision, grad_dtype=k.grad, weight_casts=k.casts,
                    fp8_recipe="rowwise" if k.casts == "use" else "delayed", zero3_reshard=k.reshard,
@@ -239,11 +240,13 @@ def knob_combinations(spec: SearchSpec, fws: tuple[str, ...], tp: int, pp: int, 
             overlaps = ks.tp_comm_overlap.values if sp else (False,)  # TP overlap splits the SP collectives
             cpcs = ks.cp_comm.values if cp > 1 else ("p2p",)
             epos = ks.ep_overlap.values if spec.model.moe is not None else (False,)
-            for grad, cast, reshard, tpo, cpc, epo in product(spec.grad_dtypes, casts, reshards, overlaps, cpcs, epos):
-                k = Knobs(zero, rc, sp, prec, grad, cast, reshard, tpo, cpc, epo)  # grad "": the precision's own
+            pbufs = ks.pipeline_buffers.values if pp > 1 else ("freed",)
+            for grad, cast, reshard, tpo, cpc, epo, pbuf in product(spec.grad_dtypes, casts, reshards, overlaps, cpcs,
+                                                                    epos, pbufs):
+                k = Knobs(zero, rc, sp, prec, grad, cast, reshard, tpo, cpc, epo, pbuf)  # grad "": the precision's own
                 plan = replace(probe, zero_stage=zero, recompute=rc, sequence_parallel=sp, precision=prec,
                                grad_dtype=grad, weight_casts=cast, zero3_reshard=reshard, tp_comm_overlap=tpo,
-                               cp_comm=cpc, ep_overlap=epo)
+                               cp_comm=cpc, ep_overlap=epo, pipeline_buffers=pbuf)
                 runs = plan.grad_comm_dtype in ks.grad_dtype(prec).values
                 if runs and not base.plan_violations(fw, spec.model, plan):
                     out.add(k)
@@ -254,11 +257,13 @@ def undominated(knobs) -> set[Knobs]:
     """Drops a combination with TP or EP overlap off when the same one with it on is offered: the
     overlapped collective never costs more (costmodel/overlap.py: decomposed_exposed_seconds and
     overlapped_cost_seconds are at most the transfer), only a pipeline bubble's share of the saving
-    leaves the DP overlap window, and memory does not depend on either
+    leaves the DP overlap window, and memory does not depend on either; and one that keeps pipeline
+    buffers per micro-batch when the same one that frees them is offered (same time, less memory)
     (tests/test_search_tables.py checks the step and the memory on random plans)."""
     ks = set(knobs)
     return {k for k in ks if not ((not k.tpo and replace(k, tpo=True) in ks)
-                                  or (not k.epo and replace(k, epo=True) in ks))}
+                                  or (not k.epo and replace(k, epo=True) in ks)
+                                  or (k.pbuf != "freed" and replace(k, pbuf="freed") in ks))}
 
 
 def _split_fixed_ok(spec: SearchSpec, tp: int, cp: int, pp: int) -> bool:

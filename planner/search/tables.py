@@ -166,12 +166,14 @@ class LayoutTables:
         self.states: dict[tuple, tuple[float, ...]] = {}
         self.acts: dict[tuple, tuple[float, ...]] = {}
 
-    def activations(self, rc: str, sp: bool, precision: str) -> tuple[float, ...]:
+    def activations(self, rc: str, sp: bool, precision: str, cpc: str = "p2p", pbuf: str = "freed"
+                    ) -> tuple[float, ...]:
         """stage.stage_activation_bytes of each (layer mix, first, last) class of ranks. The precision
-        enters only through its element size (stage.ACTIVATION_BYTES), which is the cache key."""
-        key = (rc, sp, ACTIVATION_BYTES[precision])
+        enters only through its element size (stage.ACTIVATION_BYTES), which is the cache key; the CP
+        exchange through the K/V it holds, the pipeline runtime through the buffers it keeps."""
+        key = (rc, sp, ACTIVATION_BYTES[precision], cpc, pbuf)
         if key not in self.acts:
-            base = plan_for(self.ctx.spec, self.lay, Knobs(0, rc, sp, precision, ""))
+            base = plan_for(self.ctx.spec, self.lay, Knobs(0, rc, sp, precision, "", cpc=cpc, pbuf=pbuf))
             self.acts[key] = tuple(stage_activation_bytes(self.ctx.spec.model, base, mix, rank,
                                                           self.ctx.eff.moe_routing_imbalance)
                                    for mix, rank in self.classes[1])
@@ -181,10 +183,10 @@ class LayoutTables:
         """The plan's peak memory per GPU without timing it: max over the classes of ranks of
         states(ZeRO, precision, grad) + slope x activations, which is step.memory_breakdown at the
         memory-candidate stages (they are the classes' lowest ranks). Knobs that differ only in what
-        does not change memory (TP/CP/EP overlap and exchange) share one value."""
-        key = (k.zero, k.precision, k.grad, k.casts, k.reshard, k.recompute, k.sp)
+        does not change memory (TP/EP overlap) share one value."""
+        key = (k.zero, k.precision, k.grad, k.casts, k.reshard, k.recompute, k.sp, k.cpc, k.pbuf)
         if key not in self.peaks:
-            acts = self.activations(k.recompute, k.sp, k.precision)
+            acts = self.activations(k.recompute, k.sp, k.precision, k.cpc, k.pbuf)
             states = (k.zero, k.precision, k.grad, k.casts, k.reshard)
             self.peaks[key] = max(self.ctx.states_bytes(self.base, mix, rank, states) + self.ctx.slope * act
                                   for (mix, rank), act in zip(self.classes[1], acts, strict=True))
@@ -195,13 +197,13 @@ class LayoutTables:
         return min(self.peak_memory(k) for k in knobs)
 
     def pipe(self, rc: str, sp: bool, precision: str, casts: str = "step", tpo: bool = False,
-             cpc: str = "p2p", epo: bool = False) -> PipeEntry:
+             cpc: str = "p2p", epo: bool = False, pbuf: str = "freed") -> PipeEntry:
         """Pipeline flush, DP-critical stage and memory-candidate stages for (recompute, SP, precision,
-        casts, TP overlap, CP exchange, EP overlap)."""
-        key = (rc, sp, precision, casts, tpo, cpc, epo)
+        casts, TP overlap, CP exchange, EP overlap, pipeline buffers)."""
+        key = (rc, sp, precision, casts, tpo, cpc, epo, pbuf)
         if key not in self.pipes:
             spec, eff = self.ctx.spec, self.ctx.eff
-            plan = plan_for(spec, self.lay, Knobs(0, rc, sp, precision, "", casts, True, tpo, cpc, epo))
+            plan = plan_for(spec, self.lay, Knobs(0, rc, sp, precision, "", casts, True, tpo, cpc, epo, pbuf))
             stages = class_stage_costs(spec.model, spec.cluster, plan, eff, self.ctx.kernels.get(plan), self.classes)
             parts = step.pipeline_parts(plan, stages)
             flush = sum(parts.values())
@@ -236,7 +238,7 @@ class LayoutTables:
     def candidate(self, k: Knobs) -> Candidate:
         spec, eff = self.ctx.spec, self.ctx.eff
         plan = plan_for(spec, self.lay, k)
-        pipe = self.pipe(k.recompute, k.sp, k.precision, k.casts, k.tpo, k.cpc, k.epo)
+        pipe = self.pipe(k.recompute, k.sp, k.precision, k.casts, k.tpo, k.cpc, k.epo, k.pbuf)
         opt = step.optimizer_step_seconds(spec.cluster, plan, pipe.critical, eff)
         return Candidate(self.lay, k, pipe.flush_seconds, self.exposed(k, plan, pipe.critical, pipe.bubble_seconds), opt,
                          eff.step_overhead_seconds, self.memory(k, plan, pipe.slots))

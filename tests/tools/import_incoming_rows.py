@@ -307,6 +307,11 @@ def torchtitan_plan(row: dict) -> tuple[dict, list[str], list[str]]:
     plan["overlap_dp_comm"] = bool(rec["dp_overlap"]["value"])
     plan["grad_dtype"] = rec["grad_reduce_dtype"]["value"]
     plan["fused_elementwise"] = bool(rec["torch_compile"]["value"])
+    if plan["pp"] > 1:  # torch.distributed.pipelining: receive buffers per micro-batch (memory.pipeline_buffer_units)
+        plan["pipeline_buffers"] = "per_microbatch"
+    # torchtitan's llama at 9dec370 (models/llama/model.py Attention.forward) repeats K/V to the query heads
+    # (repeat_kv) before scaled_dot_product_attention, so context parallelism exchanges the repeated K/V
+    plan["repeat_kv"] = True
     if (rec.get("tp_float8") or {}).get("value"):
         unmapped.append("Float8 tensor parallelism (the sequence-parallel all-gathers before the column-parallel "
                         "linears move float8, 1 B per element; the cost model moves 16-bit activations)")

@@ -1,0 +1,97 @@
+"""What a pipeline runtime and a context-parallel exchange hold besides the layers' activations:
+torch.distributed.pipelining's per-micro-batch receive buffers (Plan.pipeline_buffers), K/V repeated
+to the query heads (Plan.repeat_kv) and the K/V a CP exchange gathers. Expected values are hand
+arithmetic from the shapes; the 405B rows are torchtitan's Table 6 (validation/runs.yaml)."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from costmodel import context, memory, stage
+from costmodel import types as cm
+from planner.search.space import Knobs, SearchSpec, build_space, undominated
+
+GIB = 2**30
+LLAMA_405B = cm.Model(name="llama3.1-405b", num_layers=126, hidden_size=16384, num_attention_heads=128,
+                      num_kv_heads=8, ffn_hidden_size=53248, vocab_size=128256, seq_length=32768, mlp="swiglu")
+
+
+@pytest.mark.parametrize("stage_index, inflight, units", [(0, 8, 8 + 8), (1, 7, 2 * 8), (4, 4, 2 * 8), (7, 1, 8 - 1)])
+def test_per_microbatch_buffers_at_vpp_1(stage_index, inflight, units):
+    """pp 8, 8 micro-batches: the first stage keeps 8 gradient buffers and its 8 in-flight outputs, a
+    middle stage 8 activation + 8 gradient buffers (its in-flight inputs among them, its in-flight
+    outputs extra), the last 8 activation buffers less the one in flight, which its layers count."""
+    assert memory.pipeline_buffer_units(8, 1, 8, stage_index, inflight, "per_microbatch") == units
+
+
+def test_freed_buffers_and_no_pipeline_hold_nothing():
+    assert memory.pipeline_buffer_units(8, 1, 8, 3, 5, "freed") == 0.0
+    assert memory.pipeline_buffer_units(1, 1, 8, 0, 1, "per_microbatch") == 0.0
+
+
+def test_interleaved_stages_keep_buffers_per_chunk():
+    """vpp 2, 16 micro-batches, a middle rank: 2 chunks x 16 for activations and for gradients."""
+    assert memory.pipeline_buffer_units(4, 2, 16, 1, 3.0, "per_microbatch") == 2 * 16 + 2 * 16
+
+
+def test_stage_memory_adds_the_buffers_at_the_boundary_size():
+    """405B at 32k, tp 8 with sequence parallel: one boundary activation is 32768 x 16384 x 2 B / 8 =
+    128 MiB; a middle stage of pp 8 with 8 micro-batches keeps 16 more."""
+    plan = cm.Plan(tp=8, pp=8, dp=8, micro_batch_size=1, global_batch_size=64, zero_stage=1, recompute="full",
+                   sequence_parallel=True)
+    mix = stage.as_mix(LLAMA_405B, 16)
+    freed = stage.stage_activation_bytes(LLAMA_405B, plan, mix, 1)
+    kept = stage.stage_activation_bytes(LLAMA_405B, replace(plan, pipeline_buffers="per_microbatch"), mix, 1)
+    assert kept - freed == pytest.approx(16 * 128 * 2**20)
+
+
+def test_repeated_kv_are_exchanged_at_the_query_heads_width():
+    """64k tokens over cp 2, tp 8: a rank's K and V of 32768 tokens are 2 x 8 heads x 128 x 2 B / 8
+    = 512 B per token (16 MiB); repeated to 128 heads, 16x that (256 MiB)."""
+    model = replace(LLAMA_405B, seq_length=65536)
+    plan = cm.Plan(tp=8, pp=8, dp=4, cp=2, cp_comm="all_gather", sequence_parallel=True, global_batch_size=32)
+    assert context.kv_chunk_bytes(model, plan) == 32768 * 512
+    assert context.kv_chunk_bytes(model, replace(plan, repeat_kv=True)) == 32768 * 512 * 16
+
+
+@pytest.mark.parametrize("cp_comm, chunks", [("all_gather", 2 * 4), ("p2p", 2), ("a2a+p2p", 2), ("a2a", 0)])
+def test_exchange_buffers(cp_comm, chunks):
+    """cp 4: all-gather holds the four chunks' K/V and their gradients, a ring one block and its
+    gradient in transit, Ulysses nothing beyond the head-split copies."""
+    model = replace(LLAMA_405B, seq_length=65536)
+    plan = cm.Plan(tp=8, cp=4, cp_comm=cp_comm, sequence_parallel=True, global_batch_size=4, dp=1)
+    assert context.exchange_buffer_bytes(model, plan) == chunks * context.kv_chunk_bytes(model, plan)
+    assert context.exchange_buffer_bytes(model, replace(plan, cp=1)) == 0.0
+
+
+def test_last_stage_keeps_every_microbatch_logits():
+    """405B at 32k, tp 8, 8 micro-batches: 8 x 32768 x 128256 / 8 x 2 B of logits kept to the step's end."""
+    kept = memory.last_stage_kept_logits_bytes(LLAMA_405B, 1, 8, 8, "per_microbatch")
+    assert kept == 8 * 32768 * 128256 / 8 * 2
+    assert memory.last_stage_kept_logits_bytes(LLAMA_405B, 1, 8, 8, "freed") == 0.0
+
+
+def test_torchao_float8_all_gather_keeps_one_byte_weights():
+    """torchao's float8 FSDP all-gather (fsdp_post_all_gather returns the fp8 tensor) leaves 1 B per
+    gathered weight and no 16-bit copy; Transformer Engine's fp8 parameters keep both layouts (2 B)."""
+    assert memory.state_bytes_per_param("fp8", "fp32", "tensorwise", "use", lowp_params=True).parameters == 1.0
+    assert memory.state_bytes_per_param("fp8", "fp32", "tensorwise", "use").parameters == 2.0
+    assert memory.state_bytes_per_param("fp8", "bf16", "delayed", "step", lowp_params=True).parameters == 2.0
+
+
+def test_search_keeps_per_microbatch_buffers_for_torchtitan_only():
+    model = cm.Model("m", 8, 128, 4, 256, 256, ffn_hidden_size=512)
+    gpu = cm.Gpu("g", 80 * GIB, {"bf16": 300e12}, 2e12, 300e9)
+    cluster = cm.Cluster("c", gpu, 8, 8, 8, 300e9, 25e9)
+    for fws, wanted in ((("torchtitan",), {"per_microbatch"}), (("megatron",), {"freed"})):
+        space = build_space(SearchSpec(model, cluster, 16, fws))
+        assert {k.pbuf for lay, ks in space.knobs.items() if lay.pp > 1 for k in ks} == wanted, fws
+        assert {k.pbuf for lay, ks in space.knobs.items() if lay.pp == 1 for k in ks} == {"freed"}, fws
+
+
+def test_freeing_dominates_keeping():
+    kept = Knobs(1, "full", True, "bf16", "", pbuf="per_microbatch")
+    freed = replace(kept, pbuf="freed")
+    assert undominated([kept, freed]) == {freed}
+    assert undominated([kept]) == {kept}
