@@ -201,24 +201,59 @@ def saved_gemm_input_bytes(plan: Plan) -> float:
     return 2.0
 
 
+@lru_cache(maxsize=65536)  # the search asks for the same layer mix under many layouts
+def mix_activation_terms(model: Model, batch: int, tp: int, sequence_parallel: bool, recompute: str, flash: bool,
+                         element_bytes: int, cp: int, ep: int, etp: int, imbalance: float,
+                         modules: tuple[str, ...], gemm_input_bytes: float, repeat_kv: bool, mix: LayerMix
+                         ) -> tuple[float, float]:
+    """(bytes one micro-batch leaves on the mix's layers, the largest layer re-materialised whole during
+    backward under full recompute, else 0): layer_activations summed over the mix, and its max with
+    nothing recomputed."""
+    if repeat_kv and not model.mla:
+        model = _kv_repeated(model)
+    experts = moe.ExpertLayout(ep, etp, imbalance)
+
+    def one(rep: int, mode: str) -> float:
+        return memory.layer_activation_bytes(model, batch, tp, sequence_parallel, mode, flash, element_bytes, rep,
+                                             cp, experts, modules, gemm_input_bytes)
+
+    held = sum(n * one(rep, recompute) for rep, n in mix)
+    rematerialised = max(one(rep, "none") for rep, _ in mix) if recompute == "full" else 0.0
+    return held, rematerialised
+
+
 def stage_activation_bytes(model: Model, plan: Plan, layers, stage: int, imbalance: float = 1.0) -> float:
     """Activation bytes held at the stage's peak (in-flight micro-batches times its layers), on the
     busiest expert rank when routing is imbalanced."""
     mix = as_mix(model, layers)
     if not mix:
         return 0.0
-    local, b, t = local_model(model, plan), plan.micro_batch_size, plan.tp
-    per_layer = {rep: layer_activations(model, plan, rep, plan.recompute, imbalance) for rep, _ in mix}
+    b, t = plan.micro_batch_size, plan.tp
+    held, rematerialised = mix_activation_terms(model, b, t, plan.sequence_parallel, plan.recompute,
+                                                plan.flash_attention, ACTIVATION_BYTES[plan.precision], plan.cp,
+                                                plan.ep, plan.etp, imbalance, plan.recompute_modules,
+                                                saved_gemm_input_bytes(plan), plan.repeat_kv, mix)
     inflight = memory.inflight_microbatches(plan.pp, plan.vpp, plan.num_microbatches, stage)
-    held = sum(n * per_layer[rep] for rep, n in mix)
     count = mix_layers(mix)
     offloaded = offloaded_layers(plan, count)
     total = inflight * held * (count - offloaded) / count + (held / count if offloaded else 0.0)  # one copy in flight
-    if plan.recompute == "full":  # one layer re-materialised at a time during backward
-        total += max(layer_activations(model, plan, rep, "none", imbalance) for rep, _ in mix)
-    total += context.exchange_buffer_bytes(model, plan)  # one layer's attention at a time
-    total += memory.pipeline_buffer_units(plan.pp, plan.vpp, plan.num_microbatches, stage, inflight,
-                                          plan.pipeline_buffers) * boundary_activation_bytes(model, plan)
+    total += rematerialised
+    if plan.cp > 1:
+        total += context.exchange_buffer_bytes(model, plan)  # one layer's attention at a time
+    buffers = memory.pipeline_buffer_units(plan.pp, plan.vpp, plan.num_microbatches, stage, inflight,
+                                           plan.pipeline_buffers)
+    if buffers:
+        total += buffers * boundary_activation_bytes(model, plan)
+    if stage == 0 or stage == plan.pp - 1:
+        total += edge_stage_activation_bytes(model, plan, stage, inflight, imbalance)
+    return total
+
+
+def edge_stage_activation_bytes(model: Model, plan: Plan, stage: int, inflight: float, imbalance: float) -> float:
+    """What the first stage (embedding output masks) and the last (loss inputs, logits, MTP layers)
+    hold besides their transformer layers."""
+    local, b, t = local_model(model, plan), plan.micro_batch_size, plan.tp
+    total = 0.0
     if stage == 0:
         total += memory.first_stage_extra_bytes(local, b, t, inflight)
     if stage == plan.pp - 1:

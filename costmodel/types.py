@@ -6,7 +6,7 @@ All quantities are SI base units (bytes, seconds, FLOPs); units live in the fiel
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 PRECISIONS = ("fp32", "bf16", "fp16", "fp8", "mxfp8", "nvfp4")  # low-precision recipes: costmodel/lowp.py
 # selective = Megatron-LM's (attention core recomputed); op = torchtitan's per-op selective AC
@@ -28,6 +28,23 @@ WINDOW_KINDS = ("sliding", "chunked")
 GATED_MLPS = ("swiglu", "geglu")
 
 DTYPE_BYTES = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "mxfp8": 1, "nvfp4": 0.5, "int8": 1}
+
+
+def _cached_hash(self) -> int:
+    """The dataclass's own hash (of its fields' tuple), computed once per object: the search's caches
+    hash the same Model, Cluster and Plan objects hundreds of thousands of times. Assigned as
+    __hash__ in the class body, which dataclass(frozen=True) keeps."""
+    try:
+        return self.__dict__["_hash"]
+    except KeyError:
+        value = hash(tuple(getattr(self, f.name) for f in fields(self)))
+        object.__setattr__(self, "_hash", value)
+        return value
+
+
+def _state_without_hash(self) -> dict:
+    """Pickled state without the cached hash: a string's hash differs between processes."""
+    return {k: v for k, v in self.__dict__.items() if k != "_hash"}
 
 
 @dataclass(frozen=True)
@@ -61,6 +78,9 @@ class Mla:
 @dataclass(frozen=True)
 class Model:
     """A decoder-only transformer (GPT / Llama family), dense or mixture-of-experts."""
+
+    __hash__ = _cached_hash
+    __getstate__ = _state_without_hash
 
     name: str
     num_layers: int
@@ -195,6 +215,12 @@ class Plan:
     optionally gives the number of transformer layers on each of the pp*vpp model
     chunks in pipeline order (uneven splits); empty means as even as possible.
     """
+
+    __hash__ = _cached_hash
+    __getstate__ = _state_without_hash
+
+    __hash__ = _cached_hash
+    __getstate__ = _state_without_hash
 
     tp: int = 1
     pp: int = 1

@@ -94,7 +94,10 @@ def memory_walk(space: Space, ctx: TableContext, capacity_bytes: float = math.in
     """(memory floor, layout, its LayoutTables, [(knobs, peak bytes)]) for every layout with a knob
     combination still to try, from memory alone (LayoutTables.peak_memory, no timing), layout
     families by increasing floor (the slope x activation_floor_bytes of their split, below every
-    plan's peak). A family whose floor exceeds `capacity_bytes` is skipped whole. A plan's peak
+    plan's peak). A family whose floor exceeds `capacity_bytes` is skipped whole, as is one whose
+    first stage cannot hold that floor beside its least model states (LayoutTables.
+    first_stage_states_floor: the peak is at least the first stage's states plus its activations,
+    step.memory_breakdown being affine in them). A plan's peak
     never falls as the micro-batch grows with the rest of the layout and the knobs fixed
     (activations are b x min(in-flight, m) per sample with m = gbs / (b dp); states do not depend on
     b; tests/test_search_tables.py checks it), so a knob combination is not tried at larger
@@ -105,11 +108,16 @@ def memory_walk(space: Space, ctx: TableContext, capacity_bytes: float = math.in
         if floor > capacity_bytes:
             continue
         done: set[int] = set()  # ids: build_space interns its Knobs
+        first = LayoutTables(ctx, lays[0])
+        if capacity_bytes < math.inf:
+            family_knobs = {k for lay in lays for k in space.knobs[lay]}
+            if first.first_stage_states_floor(family_knobs) + floor > capacity_bytes:
+                continue
         for lay in lays:
             todo = [k for k in space.knobs[lay] if id(k) not in done]
             if not todo:
                 continue
-            t = LayoutTables(ctx, lay)
+            t = first if lay == lays[0] else LayoutTables(ctx, lay)
             peaks = [(k, t.peak_memory(k)) for k in todo]
             done |= {id(k) for k, peak in peaks if peak > capacity_bytes or capacity_bytes == math.inf}
             yield floor, lay, t, peaks

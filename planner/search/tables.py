@@ -166,14 +166,16 @@ class LayoutTables:
         self.states: dict[tuple, tuple[float, ...]] = {}
         self.acts: dict[tuple, tuple[float, ...]] = {}
 
-    def activations(self, rc: str, sp: bool, precision: str, cpc: str = "p2p", pbuf: str = "freed"
-                    ) -> tuple[float, ...]:
+    def activations(self, rc: str, sp: bool, precision: str, casts: str = "step", cpc: str = "p2p",
+                    pbuf: str = "freed") -> tuple[float, ...]:
         """stage.stage_activation_bytes of each (layer mix, first, last) class of ranks. The precision
-        enters only through its element size (stage.ACTIVATION_BYTES), which is the cache key; the CP
-        exchange through the K/V it holds, the pipeline runtime through the buffers it keeps."""
-        key = (rc, sp, ACTIVATION_BYTES[precision], cpc, pbuf)
+        and weight casts enter through the element size (stage.ACTIVATION_BYTES) and the bytes of the
+        GEMM inputs kept for backward (stage.saved_gemm_input_bytes: the quantized copy under cached
+        casts), the CP exchange through the K/V it holds, the pipeline runtime through the buffers
+        it keeps."""
+        key = (rc, sp, precision, casts, cpc, pbuf)
         if key not in self.acts:
-            base = plan_for(self.ctx.spec, self.lay, Knobs(0, rc, sp, precision, "", cpc=cpc, pbuf=pbuf))
+            base = plan_for(self.ctx.spec, self.lay, Knobs(0, rc, sp, precision, "", casts, cpc=cpc, pbuf=pbuf))
             self.acts[key] = tuple(stage_activation_bytes(self.ctx.spec.model, base, mix, rank,
                                                           self.ctx.eff.moe_routing_imbalance)
                                    for mix, rank in self.classes[1])
@@ -186,11 +188,18 @@ class LayoutTables:
         does not change memory (TP/EP overlap) share one value."""
         key = (k.zero, k.precision, k.grad, k.casts, k.reshard, k.recompute, k.sp, k.cpc, k.pbuf)
         if key not in self.peaks:
-            acts = self.activations(k.recompute, k.sp, k.precision, k.cpc, k.pbuf)
+            acts = self.activations(k.recompute, k.sp, k.precision, k.casts, k.cpc, k.pbuf)
             states = (k.zero, k.precision, k.grad, k.casts, k.reshard)
             self.peaks[key] = max(self.ctx.states_bytes(self.base, mix, rank, states) + self.ctx.slope * act
                                   for (mix, rank), act in zip(self.classes[1], acts, strict=True))
         return self.peaks[key]
+
+    def first_stage_states_floor(self, knobs) -> float:
+        """The least model-state bytes (states_bytes: no activations) the first pipeline stage holds
+        under any of `knobs`; with the slope x its activation floor, below every plan's peak."""
+        mix = next(mix for mix, rank in self.classes[1] if rank == 0)
+        states = {(k.zero, k.precision, k.grad, k.casts, k.reshard) for k in knobs}
+        return min(self.ctx.states_bytes(self.base, mix, 0, s) for s in states)
 
     def min_memory(self, knobs: tuple[Knobs, ...]) -> float:
         """The least peak memory of the layout's plans."""
