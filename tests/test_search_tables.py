@@ -208,3 +208,37 @@ def test_overlap_on_is_never_slower_nor_larger(case):
             assert on.memory_per_gpu_bytes == pytest.approx(off.memory_per_gpu_bytes, rel=1e-12)
             compared += 1
     assert compared >= 10
+
+
+@pytest.mark.parametrize("case", CASES[1:3] + NEW_DIMENSIONS, ids=[c[0] for c in CASES[1:3] + NEW_DIMENSIONS])
+def test_first_stage_states_floor_is_below_every_peak(case):
+    """bounds.memory_walk skips a family whose first stage cannot hold its least model states beside
+    the activation floor: that sum must be below the peak of every plan of the layout."""
+    spec = make_spec(*case, precisions=("bf16", "fp8"))
+    space, ctx = build_space(spec), TableContext(spec, cm.Efficiency())
+    rng = random.Random(13)
+    for lay, k in sampled(space, rng, SAMPLES):
+        t = LayoutTables(ctx, lay)
+        floor = t.first_stage_states_floor(space.knobs[lay])
+        floor += ctx.slope * bounds.activation_floor_bytes(spec, lay.tp, lay.cp, lay.pp, lay.dp)
+        peak = step.estimate(spec.model, spec.cluster, plan_for(spec, lay, k)).memory_per_gpu_bytes
+        assert floor <= peak * (1 + 1e-12), (lay, k)
+
+
+@pytest.mark.parametrize("case", CASES[1:3] + NEW_DIMENSIONS, ids=[c[0] for c in CASES[1:3] + NEW_DIMENSIONS])
+def test_no_larger_knobs_never_peak_higher(case):
+    """bounds.layout_peaks does not size a combination that a no-larger one (bounds.no_larger) already
+    overflows: on every layout sampled, each such pair's peaks are ordered."""
+    spec = make_spec(*case)
+    space = build_space(spec)
+    rng = random.Random(17)
+    pairs = 0
+    for lay in rng.sample(list(space.knobs), min(40, len(space.knobs))):
+        knobs = space.knobs[lay]
+        peaks = {k: step.estimate(spec.model, spec.cluster, plan_for(spec, lay, k)).memory_per_gpu_bytes for k in knobs}
+        for a in knobs:
+            for b in knobs:
+                if a is not b and bounds.no_larger(a, b):
+                    pairs += 1
+                    assert peaks[a] <= peaks[b] * (1 + 1e-12), (lay, a, b)
+    assert pairs > 0

@@ -118,9 +118,53 @@ def memory_walk(space: Space, ctx: TableContext, capacity_bytes: float = math.in
             if not todo:
                 continue
             t = first if lay == lays[0] else LayoutTables(ctx, lay)
-            peaks = [(k, t.peak_memory(k)) for k in todo]
+            peaks = layout_peaks(t, todo, capacity_bytes)
             done |= {id(k) for k, peak in peaks if peak > capacity_bytes or capacity_bytes == math.inf}
             yield floor, lay, t, peaks
+
+
+# Recompute modes whose activations never exceed another's, per layer and so per stage (costmodel
+# memory.layer_activation_bytes: selective and per-op recompute keep a subset of what no recompute
+# keeps). Full recompute is not ordered: its re-materialised layer can outweigh what it saves when a
+# stage holds a single layer pass.
+SMALLER_RECOMPUTE = {("selective", "none"), ("op", "none")}
+
+
+def no_larger(a: Knobs, b: Knobs) -> bool:
+    """Whether `a`'s peak memory is at most `b`'s on every layout: the same model states and CP
+    exchange, and activations that differ only by a smaller recompute set, sequence parallel on where
+    `b` has it off, or pipeline buffers freed where `b` keeps them (each shrinks every stage's
+    activations: memory.layer_activation_bytes, memory.pipeline_buffer_units)."""
+    return (_states(a) == _states(b)
+            and (a.recompute == b.recompute or (a.recompute, b.recompute) in SMALLER_RECOMPUTE)
+            and a.sp >= b.sp and (a.pbuf == b.pbuf or a.pbuf == "freed"))
+
+
+def _states(k: Knobs) -> tuple:
+    """What, besides the activations' knobs, a combination's peak depends on (model states, CP exchange)."""
+    return k.zero, k.precision, k.grad, k.casts, k.reshard, k.cpc
+
+
+def layout_peaks(t: LayoutTables, knobs: list[Knobs], capacity_bytes: float) -> list[tuple[Knobs, float]]:
+    """(knobs, peak bytes) of a layout; a combination that some combination no larger than it already
+    exceeds `capacity_bytes` is not sized (its peak is reported as infinite)."""
+    over: dict[tuple, list[Knobs]] = {}  # by _states: only those can bound each other
+    out = []
+    for k in sorted(knobs, key=_memory_order):
+        group = over.setdefault(_states(k), [])
+        if any(no_larger(o, k) for o in group):
+            out.append((k, math.inf))
+            continue
+        peak = t.peak_memory(k)
+        if peak > capacity_bytes:
+            group.append(k)
+        out.append((k, peak))
+    return out
+
+
+def _memory_order(k: Knobs) -> tuple:
+    """Smaller activations first, so that a combination that does not fit is met before those it bounds."""
+    return (k.recompute == "none", not k.sp, k.pbuf != "freed")
 
 
 def fitting_tables(space: Space, ctx: TableContext, capacity_bytes: float) -> dict:
