@@ -32,7 +32,6 @@ from functools import lru_cache
 from costmodel import step
 from costmodel import types as cm
 from costmodel.stage import (
-    ACTIVATION_BYTES,
     StageCost,
     StageKernels,
     stage_activation_bytes,
