@@ -242,3 +242,23 @@ def test_no_larger_knobs_never_peak_higher(case):
                     pairs += 1
                     assert peaks[a] <= peaks[b] * (1 + 1e-12), (lay, a, b)
     assert pairs > 0
+
+
+def test_lower_bound_holds_with_context_parallel_exchanges():
+    """bounds.fastest_exchanges drops the CP exchanges another beats on every layer kind: the loose and
+    tight bounds must still be below every plan of each layout (a 32k-token model, cp up to 8, every
+    exchange Megatron-LM offers)."""
+    spec = make_spec("llama3-8b", "dgx-h100", 64, 64)
+    spec = replace(spec, model=replace(spec.model, seq_length=32768))
+    space, ctx = build_space(spec), TableContext(spec, cm.Efficiency())
+    cp_layouts = [lay for lay in space.knobs if lay.cp > 1]
+    assert len({k.cpc for lay in cp_layouts for k in space.knobs[lay]}) == 4
+    dropped = 0
+    for lay in random.Random(19).sample(cp_layouts, 30):
+        tables = LayoutTables(ctx, lay)
+        keys = {("none", lay.tp > 1, k.precision, k.casts, lay.tp > 1, k.cpc, False) for k in space.knobs[lay]}
+        dropped += len(keys) - len(bounds.fastest_exchanges(tables, keys))
+        steps = [c.step_seconds for c in tables.candidates(space.knobs[lay])]
+        for tight in (False, True):
+            assert bounds.lower_bound(tables, space.knobs[lay], tight) <= min(steps) * (1 + 1e-12), lay
+    assert dropped > 0

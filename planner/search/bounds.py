@@ -25,7 +25,7 @@ import math
 from dataclasses import dataclass
 from typing import Iterator
 
-from planner.search.space import Knobs, Layout, SearchSpec, Space, vpp_choices
+from planner.search.space import Knobs, Layout, SearchSpec, Space, plan_for, vpp_choices
 from planner.search.tables import Candidate, LayoutTables, TableContext
 
 
@@ -54,8 +54,31 @@ def lower_bound(tables: LayoutTables, knobs: tuple[Knobs, ...], tight: bool = Fa
     keys = {(rc, sp, k.precision, k.casts, tpo, k.cpc, epo) for k in knobs for rc in rcs for sp in sps
             for tpo in tpos for epo in epos
             if not tight or (k.recompute, k.sp, k.tpo, k.epo) == (rc, sp, tpo, epo)}
-    flush = min(tables.pipe(*key).flush_seconds for key in keys)
+    flush = min(tables.pipe(*key).flush_seconds for key in fastest_exchanges(tables, keys))
     return flush + tables.ctx.eff.step_overhead_seconds
+
+
+def fastest_exchanges(tables: LayoutTables, keys: set[tuple]) -> set[tuple]:
+    """`keys` (pipe keys) less those whose CP exchange another key that differs only in it beats
+    on every layer kind, forward and backward: the exchange enters a stage's time only through
+    StageKernels.cp_seconds (stage.cp_layer_seconds), so that key's flush is never longer."""
+    if tables.lay.cp <= 1 or len({key[5] for key in keys}) <= 1:
+        return keys
+    spec = tables.ctx.spec
+
+    def exposed(key: tuple) -> dict:
+        rc, sp, precision, casts, tpo, cpc, epo = key
+        plan = plan_for(spec, tables.lay, Knobs(0, rc, sp, precision, "", casts, True, tpo, cpc, epo))
+        return tables.ctx.kernels.get(plan).cp_seconds or {}
+
+    seconds = {key: exposed(key) for key in keys}
+
+    def beats(a: tuple, b: tuple) -> bool:
+        return (a[:5] + a[6:] == b[:5] + b[6:] and a[5] != b[5]
+                and all(seconds[a][r][0] <= seconds[b][r][0] and seconds[a][r][1] <= seconds[b][r][1]
+                        for r in seconds[b]))
+
+    return {b for b in keys if not any(beats(a, b) and (seconds[a] != seconds[b] or a[5] < b[5]) for a in keys)}
 
 
 def kth_best(best: dict[tuple, float], k: int) -> float:

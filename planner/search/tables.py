@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from costmodel import step
+from costmodel.context import exchange_buffer_bytes
 from costmodel import types as cm
 from costmodel.stage import (
     StageCost,
@@ -170,14 +171,20 @@ class LayoutTables:
         """stage.stage_activation_bytes of each (layer mix, first, last) class of ranks. The precision
         and weight casts enter through the element size (stage.ACTIVATION_BYTES) and the bytes of the
         GEMM inputs kept for backward (stage.saved_gemm_input_bytes: the quantized copy under cached
-        casts), the CP exchange through the K/V it holds, the pipeline runtime through the buffers
-        it keeps."""
+        casts), the pipeline runtime through the buffers it keeps, the CP exchange through the K/V it
+        holds, the same on every stage (context.exchange_buffer_bytes): added to the bytes without it
+        (Ulysses' a2a, which holds none), so the exchanges share one stage pass."""
         key = (rc, sp, precision, casts, cpc, pbuf)
         if key not in self.acts:
-            base = plan_for(self.ctx.spec, self.lay, Knobs(0, rc, sp, precision, "", casts, cpc=cpc, pbuf=pbuf))
-            self.acts[key] = tuple(stage_activation_bytes(self.ctx.spec.model, base, mix, rank,
-                                                          self.ctx.eff.moe_routing_imbalance)
-                                   for mix, rank in self.classes[1])
+            plain = (rc, sp, precision, casts, "a2a", pbuf)
+            if plain not in self.acts:
+                base = plan_for(self.ctx.spec, self.lay, Knobs(0, rc, sp, precision, "", casts, cpc="a2a", pbuf=pbuf))
+                self.acts[plain] = tuple(stage_activation_bytes(self.ctx.spec.model, base, mix, rank,
+                                                                self.ctx.eff.moe_routing_imbalance)
+                                         for mix, rank in self.classes[1])
+            plan = plan_for(self.ctx.spec, self.lay, Knobs(0, rc, sp, precision, "", casts, cpc=cpc, pbuf=pbuf))
+            held = exchange_buffer_bytes(self.ctx.spec.model, plan) if self.lay.cp > 1 else 0.0
+            self.acts[key] = tuple(a + held for a in self.acts[plain])
         return self.acts[key]
 
     def peak_memory(self, k: Knobs) -> float:
