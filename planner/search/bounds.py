@@ -25,7 +25,7 @@ import math
 from dataclasses import dataclass
 from typing import Iterator
 
-from planner.search.space import Knobs, Layout, SearchSpec, Space, plan_for, vpp_choices
+from planner.search.space import Knobs, Layout, SearchSpec, Space, vpp_choices
 from planner.search.tables import Candidate, LayoutTables, TableContext
 
 
@@ -64,14 +64,7 @@ def fastest_exchanges(tables: LayoutTables, keys: set[tuple]) -> set[tuple]:
     StageKernels.cp_seconds (stage.cp_layer_seconds), so that key's flush is never longer."""
     if tables.lay.cp <= 1 or len({key[5] for key in keys}) <= 1:
         return keys
-    spec = tables.ctx.spec
-
-    def exposed(key: tuple) -> dict:
-        rc, sp, precision, casts, tpo, cpc, epo = key
-        plan = plan_for(spec, tables.lay, Knobs(0, rc, sp, precision, "", casts, True, tpo, cpc, epo))
-        return tables.ctx.kernels.get(plan).cp_seconds or {}
-
-    seconds = {key: exposed(key) for key in keys}
+    seconds = {key: tables.cp_exposed(key[1], key[2], key[3], key[5]) for key in keys}
 
     def beats(a: tuple, b: tuple) -> bool:
         return (a[:5] + a[6:] == b[:5] + b[6:] and a[5] != b[5]

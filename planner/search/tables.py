@@ -165,6 +165,7 @@ class LayoutTables:
         self.tied: dict[tuple, float] = {}
         self.states: dict[tuple, tuple[float, ...]] = {}
         self.acts: dict[tuple, tuple[float, ...]] = {}
+        self.cp_seconds: dict[tuple, dict] = {}
 
     def activations(self, rc: str, sp: bool, precision: str, casts: str = "step", cpc: str = "p2p",
                     pbuf: str = "freed") -> tuple[float, ...]:
@@ -206,6 +207,15 @@ class LayoutTables:
         mix = next(mix for mix, rank in self.classes[1] if rank == 0)
         states = {(k.zero, k.precision, k.grad, k.casts, k.reshard) for k in knobs}
         return min(self.ctx.states_bytes(self.base, mix, 0, s) for s in states)
+
+    def cp_exposed(self, sp: bool, precision: str, casts: str, cpc: str) -> dict:
+        """StageKernels.cp_seconds of the layout under these kernel knobs: per layer kind, the exposed
+        (forward, backward) seconds of the CP exchange `cpc`."""
+        key = (sp, precision, casts, cpc)
+        if key not in self.cp_seconds:
+            plan = plan_for(self.ctx.spec, self.lay, Knobs(0, "none", sp, precision, "", casts, cpc=cpc))
+            self.cp_seconds[key] = self.ctx.kernels.get(plan).cp_seconds or {}
+        return self.cp_seconds[key]
 
     def min_memory(self, knobs: tuple[Knobs, ...]) -> float:
         """The least peak memory of the layout's plans."""
