@@ -175,7 +175,7 @@ class LayoutTables:
         casts), the pipeline runtime through the buffers it keeps, the CP exchange through the K/V it
         holds, the same on every stage (context.exchange_buffer_bytes): added to the bytes without it
         (Ulysses' a2a, which holds none), so the exchanges share one stage pass."""
-        key = (rc, sp, precision, casts, cpc, pbuf)
+        key = (rc, sp, precision, casts, cpc if self.lay.cp > 1 else "a2a", pbuf)
         if key not in self.acts:
             plain = (rc, sp, precision, casts, "a2a", pbuf)
             if plain not in self.acts:
@@ -183,9 +183,10 @@ class LayoutTables:
                 self.acts[plain] = tuple(stage_activation_bytes(self.ctx.spec.model, base, mix, rank,
                                                                 self.ctx.eff.moe_routing_imbalance)
                                          for mix, rank in self.classes[1])
-            plan = plan_for(self.ctx.spec, self.lay, Knobs(0, rc, sp, precision, "", casts, cpc=cpc, pbuf=pbuf))
-            held = exchange_buffer_bytes(self.ctx.spec.model, plan) if self.lay.cp > 1 else 0.0
-            self.acts[key] = tuple(a + held for a in self.acts[plain])
+            if key != plain:  # cp > 1
+                plan = plan_for(self.ctx.spec, self.lay, Knobs(0, rc, sp, precision, "", casts, cpc=cpc, pbuf=pbuf))
+                held = exchange_buffer_bytes(self.ctx.spec.model, plan)
+                self.acts[key] = tuple(a + held for a in self.acts[plain])
         return self.acts[key]
 
     def peak_memory(self, k: Knobs) -> float:
