@@ -41,8 +41,6 @@ def _context_rules(model: Model, plan: Plan) -> list[str]:
         out.append("context parallelism runs blockwise (flash) attention: it needs flash attention")
     if plan.cp_comm not in CP_COMMS:
         out.append(f"cp_comm must be one of {', '.join(CP_COMMS)} (got {plan.cp_comm})")
-    if plan.pipeline_buffers not in PIPELINE_BUFFERS:
-        out.append(f"pipeline_buffers must be one of {', '.join(PIPELINE_BUFFERS)} (got {plan.pipeline_buffers})")
     elif plan.cp_comm == "a2a" and (model.kv_heads // plan.tp) % plan.cp:
         out.append(f"Ulysses (cp_comm a2a) splits the KV heads over cp: {model.kv_heads // plan.tp} KV heads per TP "
                    f"rank must be divisible by cp ({plan.cp})")
@@ -68,6 +66,8 @@ def _expert_rules(model: Model, plan: Plan) -> list[str]:
 def _pipeline_rules(model: Model, plan: Plan) -> list[str]:
     out = []
     chunks = plan.pp * plan.vpp
+    if plan.pipeline_buffers not in PIPELINE_BUFFERS:
+        out.append(f"pipeline_buffers must be one of {', '.join(PIPELINE_BUFFERS)} (got {plan.pipeline_buffers})")
     if plan.vpp > 1 and plan.pp == 1:
         out.append("virtual pipeline stages (vpp > 1) need pp > 1")
     if plan.stage_layers:

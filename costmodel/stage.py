@@ -184,12 +184,11 @@ def layer_activations(model: Model, plan: Plan, rep: int, recompute: str, imbala
     """memory.layer_activation_bytes of layer `rep` under the plan; `imbalance` scales the busiest
     expert rank's routed rows (Efficiency.moe_routing_imbalance). K/V repeated to the query heads
     (Plan.repeat_kv) are saved at that width."""
-    if plan.repeat_kv and not model.mla:
-        model = _kv_repeated(model)
-    return memory.layer_activation_bytes(model, plan.micro_batch_size, plan.tp, plan.sequence_parallel, recompute,
-                                         plan.flash_attention, ACTIVATION_BYTES[plan.precision], rep, plan.cp,
-                                         expert_layout(plan, imbalance), plan.recompute_modules,
-                                         saved_gemm_input_bytes(plan))
+    held, _ = mix_activation_terms(model, plan.micro_batch_size, plan.tp, plan.sequence_parallel, recompute,
+                                   plan.flash_attention, ACTIVATION_BYTES[plan.precision], plan.cp, plan.ep, plan.etp,
+                                   imbalance, plan.recompute_modules, saved_gemm_input_bytes(plan), plan.repeat_kv,
+                                   ((rep, 1),))
+    return held
 
 
 def saved_gemm_input_bytes(plan: Plan) -> float:
