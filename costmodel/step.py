@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from . import compute, dataparallel, dollars, lowp, memory, overlap, pipeline, topology
-from .flops import embedding_parameters, hardware_flops_per_step, model_flops_per_step
+from .flops import embedding_parameters, hardware_flops_per_step, layer_representatives, model_flops_per_step
 from .stage import StageCost, layer_mix, stage_cost, stage_kernels
 from .types import Cluster, Efficiency, Model, Plan
 
@@ -274,3 +274,41 @@ def estimate(model: Model, cluster: Cluster, plan: Plan, eff: Efficiency | None 
         mfu_causal=causal / step / peak,
         model_flops_per_step_causal=causal,
     )
+
+
+def step_seconds_floor(model: Model, cluster: Cluster, global_batch_size: int, eff: Efficiency | None = None,
+                       precisions: tuple[str, ...] = ("bf16",)) -> float:
+    """A step time that no plan of `model` on `cluster` beats (seconds), whatever its layout.
+
+    Every plan runs, for each of the global batch's gbs x s tokens, each layer's weight GEMMs forward
+    and twice backward (compute.layer_times: backward = 2 x the forward GEMMs); counted here are only
+    those of the cheapest layer kind that no plan can shrink: the attention projections and the dense
+    MLP, or an MoE layer's shared experts (routed experts are left out: their per-expert rows are
+    rounded). A TP rank gets floor(width / tp) of a split dimension, so each GEMM is counted at
+    n x k - (d - 1) x max(n, k) for d the NVLink domain size (TP stays inside it). The work is shared
+    over all GPUs, and the pipeline flush is at least the slowest stage's m micro-batches
+    (pipeline.pipeline_seconds) with at least L / pp layers; no GEMM runs faster than
+    compute.gemm_seconds' best rate, the sustained peak x min(1, large-GEMM fraction x efficiency
+    scales), the fastest over `precisions`. The rest of the step (attention, elementwise work,
+    communication, bubble) is >= 0 and left out.
+    """
+    eff = compute.scale_matmul_efficiency(eff or Efficiency(), cluster.matmul_efficiency_scale)
+    d = topology.domain_size(cluster)
+    tokens = global_batch_size * model.seq_length
+
+    def gemm_flops(m: int, n: int, k: int, count: int) -> float:
+        return 2.0 * m * count * max(0, n * k - (d - 1) * max(n, k))
+
+    def layer_flops(index: int) -> float:
+        gemms = compute.attention_gemms(model, tokens, 1)
+        if not model.is_moe_layer(index):
+            gemms += compute.mlp_gemms(model, tokens, 1, model.ffn)
+        elif model.moe.shared_ffn_hidden_size:
+            gemms += compute.mlp_gemms(model, tokens, 1, model.moe.shared_ffn_hidden_size)
+        return 3.0 * sum(gemm_flops(*g) for g in gemms)
+
+    work = model.num_layers * min(layer_flops(rep) for rep in set(layer_representatives(model)))
+    rate = max(compute.sustained_flops_per_second(cluster.gpu, p)
+               * min(1.0, compute.large_gemm_fraction(cluster.gpu, p, eff) * eff.matmul_efficiency_scale)
+               for p in precisions)
+    return work / (cluster.num_gpus * rate)

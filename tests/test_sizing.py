@@ -52,12 +52,19 @@ def test_gpu_counts_whole_nodes():
 
 
 def test_deadline_lower_bound_by_hand():
-    # Llama 3 70B (70.55e9 parameters), 2e12 tokens, 6 N D = 8.47e23 FLOPs; an H100 at its measured best
-    # GEMM (MAMF 794.5 TFLOP/s, the catalog's measured_matmul_bf16_tflops) for 30 days does 2.059e21:
-    # at least floor(411.3) = 411 GPUs.
-    model = loading.load_model_spec("llama3-70b")
-    gpu = catalogs.resolve_gpu("h100-sxm-80gb")
-    assert sizing.min_gpus_for_deadline(model, gpu, 2e12, 30) == pytest.approx(411, abs=1)
+    # Llama 3 70B (h 8192, 64 heads, 8 KV heads of 128, SwiGLU 28672) at tp 1, per token and layer,
+    # forward weight GEMMs: QKV 10240 x 8192, output 8192 x 8192, gate+up 57344 x 8192, down 8192 x
+    # 28672; each counted at n k - 7 max(n, k) (floor(width / tp) on a DGX H100's 8-GPU NVLink domain):
+    # 2 x (855,638,016 - 7 x 104,448) = 1,709,813,760 FLOPs; x 3 (backward twice) x 80 layers =
+    # 410,355,302,400 FLOPs per token. 2e12 tokens at 512 x 8192 per step: 476,838 steps; at the H100's
+    # measured best GEMM (MAMF 794.5 TFLOP/s, the catalog's measured_matmul_bf16_tflops) that is 1.0330e9
+    # GPU-seconds, 398.5 GPUs for 30 days: at least 398.
+    model = loading.load_model_spec("llama3-70b", global_batch_size=512)
+    offs, _ = sizing.priced_offerings({"dgx-h100": catalogs.cluster_catalog()["dgx-h100"]}, catalogs.gpu_catalog(), None)
+    assert sizing.min_gpus_for_deadline(model, offs[0], 2e12, 30) == 398
+    floor = sizing.Floor.of(model, offs[0], 8, 2e12, None)
+    assert floor.days * 86400 * 8 == pytest.approx(410_355_302_400 * 476_838 * 512 * 8192 / 794.5e12, rel=1e-9)
+    assert floor.usd == pytest.approx(floor.days * 24 * 8 * offs[0].usd_per_gpu_hour, rel=1e-12)
 
 
 @pytest.fixture(scope="module")
@@ -90,6 +97,25 @@ def test_scan_with_cpsat_matches_the_enumerator(small_scan):
     assert [(o.offering.name, o.num_gpus) for o in a.options] == [(o.offering.name, o.num_gpus) for o in b.options]
     for x, y in zip(a.options, b.options):
         assert x.days == pytest.approx(y.days, rel=1e-9) and x.usd == pytest.approx(y.usd, rel=1e-9)
+
+
+def test_pruning_keeps_the_front_and_the_choices():
+    """Counts whose step floor an option already found beats on time and dollars are not searched: the
+    Pareto front and both choices are those of the full scan, and the pruned counts are named."""
+    model = loading.load_model_spec("llama3-8b", global_batch_size=256)
+    table = {k: v for k, v in catalogs.cluster_catalog().items() if k in ("dgx-h100-reserved", "dgx-a100", "hgx-h200")}
+    offs, _ = sizing.priced_offerings(table, catalogs.gpu_catalog(), None)
+    scans = [sizing.scan(model, offs, 128, 1e12, sizing.search_best_plan, sizing.RunAssumptions(), workers=1,
+                         prune=prune) for prune in (True, False)]
+    pruned, full = scans
+    assert pruned.searched < full.searched
+    assert any("not searched" in note for note in pruned.notes)
+    key = lambda o: None if o is None else (o.offering.name, o.num_gpus)  # noqa: E731
+    assert [key(o) for o in sizing.pareto(pruned.options)] == [key(o) for o in sizing.pareto(full.options)]
+    for deadline, budget in ((None, None), (20.0, None), (None, 3e5), (10.0, 1e6)):
+        for goal in ("usd", "days"):
+            assert key(sizing.choose_plain(pruned.options, goal, deadline, budget)) == key(
+                sizing.choose_plain(full.options, goal, deadline, budget))
 
 
 def test_totals_include_checkpoints_and_failures(small_scan):

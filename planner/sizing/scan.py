@@ -8,13 +8,13 @@ minimum are its oracles.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass, replace
 from typing import Callable, Optional
 
-from costmodel import dollars, memory, runtime
+from costmodel import dollars, memory, runtime, step
 from costmodel import types as cm
-from costmodel.compute import large_gemm_fraction
 from costmodel.flops import total_parameters
 from planner.analysis import whatif
 from planner.analysis.score import Scored, score
@@ -195,19 +195,36 @@ def min_gpus_for_states(model: ModelSpec, gpu: GpuSpec) -> int:
     return max(1, math.ceil(need / (gpu.memory_gib * 2**30)))
 
 
-def min_gpus_for_deadline(model: ModelSpec, gpu: GpuSpec, tokens: float, deadline_days: float | None,
-                          eff: cm.Efficiency | None = None) -> int:
-    """Fewest GPUs that could finish `tokens` by the deadline even at the best GEMM efficiency the
-    cost model allows (dense bf16 peak x the generation's large-GEMM fraction) with no overhead:
-    model FLOPs 6 N D (Kaplan et al. 2020; N the parameters a token uses, its top-k experts for a
-    mixture of experts) over that rate. A lower bound, so counts below it are skipped without a search."""
+def min_gpus_for_deadline(model: ModelSpec, off: Offering, tokens: float, deadline_days: float | None,
+                          wi: WhatIf | None = None) -> int:
+    """Fewest GPUs that could finish `tokens` by the deadline at the cost model's step floor
+    (step.step_seconds_floor: the weight GEMMs at their best rate, shared over all GPUs, nothing
+    else); the floor goes as 1 / GPUs, so counts below this are skipped without a search."""
     if not deadline_days:
         return 1
-    eff = eff or cm.Efficiency()
-    flops = 6.0 * total_parameters(model.to_model(), active=True) * tokens
-    g = gpu.to_gpu()
-    rate = g.peak_flops_per_second("bf16") * large_gemm_fraction(g, "bf16", eff)
-    return max(1, math.floor(flops / (deadline_days * DAY * rate)))
+    return max(1, math.floor(Floor.of(model, off, off.spec.gpus_per_node, tokens, wi).days
+                             * off.spec.gpus_per_node / deadline_days))
+
+
+@dataclass(frozen=True)
+class Floor:
+    """What an offering cannot beat at a GPU count: days and dollars at the step floor."""
+
+    days: float
+    usd: float
+
+    @staticmethod
+    def of(model: ModelSpec, off: Offering, count: int, tokens: float, wi: WhatIf | None) -> "Floor":
+        cluster, eff = cluster_for(off, count, wi)
+        seconds = dollars.steps_to_train(tokens, model.global_batch_size, model.seq_length) * step.step_seconds_floor(
+            model.to_model(), cluster, model.global_batch_size, eff)
+        return Floor(seconds / DAY, seconds / 3600.0 * count * off.usd_per_gpu_hour)
+
+
+def dominator(options: list[Option], floor: Floor) -> Optional[Option]:
+    """A found option at least as fast and as cheap as `floor`: then no option with that floor can
+    be on the Pareto front, nor be the cheapest meeting a deadline or the fastest within a budget."""
+    return next((o for o in options if o.feasible and o.days <= floor.days and o.usd <= floor.usd), None)
 
 
 @dataclass(frozen=True)
@@ -225,46 +242,45 @@ def cluster_for(off: Offering, count: int, wi: WhatIf | None) -> tuple[cm.Cluste
     return whatif.apply_cluster(cluster, wi), whatif.apply_efficiency(cm.Efficiency(), wi)
 
 
-def scan_hardware(model: ModelSpec, off: Offering, max_gpus: int, best_plan: BestPlan, min_gain: float,
-                  fine: bool, min_gpus: int = 1, wi: WhatIf | None = None
-                  ) -> tuple[dict[int, Optional[cm.Plan]], list[str]]:
-    """Best plan per GPU count for one hardware shape, smallest count first. Stops when the next
-    count speeds the step up by less than `min_gain`: larger counts then cost more for almost no
-    time, so they add (almost) nothing to the time/dollar Pareto front."""
+def shape_counts(model: ModelSpec, off: Offering, max_gpus: int, fine: bool, min_gpus: int) -> list[int]:
+    """The whole-node counts to consider for one hardware shape: from what its memory can hold and
+    the deadline allows; if the deadline rules every count out, still the largest, to say how close
+    it gets."""
+    least = min_gpus_for_states(model, off.gpu)
+    counts = gpu_counts(off.spec.gpus_per_node, max_gpus, max(min_gpus, least), fine)
+    return counts or gpu_counts(off.spec.gpus_per_node, max_gpus, least, fine)[-1:]
+
+
+def _search_job(args) -> tuple[Optional[cm.Plan], float]:
+    model, off, count, best_plan, wi = args
+    found = best_plan(model, *cluster_for(off, count, wi))
+    return (found.plan, found.est.step_time_seconds) if found else (None, math.inf)
+
+
+def scan_counts(model: ModelSpec, off: Offering, counts: list[int], best_plan: BestPlan, min_gain: float,
+                wi: WhatIf | None = None, pool=None, progress=None
+                ) -> tuple[dict[int, Optional[cm.Plan]], list[str]]:
+    """Best plan per GPU count for one hardware shape, smallest count first (searched in parallel on
+    `pool` when given, read in count order). Stops when a count speeds the step up by less than
+    `min_gain` over the previous one that fits: larger counts then cost more for almost no time, so
+    they add (almost) nothing to the time/dollar Pareto front."""
+    jobs = [(model, off, count, best_plan, wi) for count in counts]
+    results = [pool.submit(_search_job, j) for j in jobs] if pool else None
     plans: dict[int, Optional[cm.Plan]] = {}
     last_step = math.inf
-    counts = gpu_counts(off.spec.gpus_per_node, max_gpus, max(min_gpus, min_gpus_for_states(model, off.gpu)), fine)
-    if not counts:  # the deadline rules every count out: still size the largest, to say how close it gets
-        counts = gpu_counts(off.spec.gpus_per_node, max_gpus, min_gpus_for_states(model, off.gpu), fine)[-1:]
-    for count in counts:
-        found = best_plan(model, *cluster_for(off, count, wi))
-        plans[count] = found.plan if found else None
-        _report(off.gpu.name, count)
-        if found is None:
-            continue
-        if found.est.step_time_seconds > last_step * (1 - min_gain):
-            return plans, [f"{off.gpu.name} ({off.spec.name}-like): scan stopped at {count} GPUs "
-                           f"(under {100 * min_gain:.0f}% faster than the previous count)"]
-        last_step = found.est.step_time_seconds
+    for i, count in enumerate(counts):
+        plan, step_seconds = results[i].result() if results else _search_job(jobs[i])
+        plans[count] = plan
+        if progress:
+            progress(off.gpu.name, count)
+        if plan is not None and step_seconds > last_step * (1 - min_gain):
+            for later in results[i + 1:] if results else ():
+                later.cancel()
+            return plans, [(f"{off.gpu.name} ({off.spec.name}-like): scan stopped at {count} GPUs "
+                            f"(under {100 * min_gain:.0f}% faster than the previous count)")]
+        if plan is not None:
+            last_step = step_seconds
     return plans, []
-
-
-# Where a scan reports each finished search (GPU name, count): None, or a callable in this process,
-# or a multiprocessing queue inherited by the forked workers.
-_PROGRESS = None
-
-
-def _report(gpu: str, count: int) -> None:
-    if _PROGRESS is None:
-        return
-    if callable(_PROGRESS):
-        _PROGRESS(gpu, count)
-    else:
-        _PROGRESS.put((gpu, count))
-
-
-def _scan_job(args):
-    return scan_hardware(*args)
 
 
 def dominates(a: Offering, b: Offering) -> bool:
@@ -297,55 +313,61 @@ def undominated(offerings: list[Offering]) -> tuple[list[Offering], list[str]]:
 
 def scan(model: ModelSpec, offerings: list[Offering], max_gpus: int, tokens: float, best_plan: BestPlan,
          assumptions: RunAssumptions, min_gain: float = 0.05, fine: bool = False, workers: int = 2,
-         deadline_days: float | None = None, wi: WhatIf | None = None, progress=None) -> Scan:
-    """Every offering at every whole-node count. Each hardware shape is scanned once (in parallel
-    over `workers` processes); offerings that differ only in price re-score its plans. With a
-    deadline, counts too small to meet it even at peak efficiency are not searched. `progress`
-    (gpu name, count) is called after each search, in this process."""
-    offerings, dominated = undominated(offerings)
+         deadline_days: float | None = None, wi: WhatIf | None = None, progress=None, prune: bool = True) -> Scan:
+    """Every offering at every whole-node count that can matter. Each hardware shape is scanned once;
+    offerings that differ only in price re-score its plans. Not searched: counts too small to meet
+    the deadline even at the step floor, and (with `prune`) counts where an option already found is
+    at least as fast and as cheap as the shape's floor there (`dominator`): they cannot change the
+    Pareto front or either choice. Shapes go cheapest floor first, one after another, so what is
+    pruned does not depend on timing; a shape's counts are searched in parallel over `workers`
+    processes. `progress` (gpu name, count) is called after each search."""
+    offerings, notes = undominated(offerings)
     shapes: dict[tuple, list[Offering]] = {}
     for off in offerings:
         shapes.setdefault(hardware_key(off.spec.to_cluster(off.gpu, off.spec.gpus_per_node)), []).append(off)
-    jobs = [(model, group[0], max_gpus, best_plan, min_gain, fine,
-             min_gpus_for_deadline(model, group[0].gpu, tokens, deadline_days), wi) for group in shapes.values()]
-    results = _run_jobs(jobs, workers, progress)
-    options, notes, searched = [], dominated, 0
-    for group, (plans, shape_notes) in zip(shapes.values(), results):
-        notes += shape_notes
-        searched += len(plans)
-        for off in group:
-            for count, plan in plans.items():
-                cluster, eff = cluster_for(off, count, wi)
-                best = score(model, cluster, plan, eff) if plan else None
-                options.append(evaluate(model, off, cluster, best, tokens, assumptions))
+    groups = [sorted(g, key=lambda o: o.usd_per_gpu_hour) for g in shapes.values()]
+    groups.sort(key=lambda g: (Floor.of(model, g[0], g[0].spec.gpus_per_node, tokens, wi).usd, g[0].name))
+    options: list[Option] = []
+    searched = 0
+    with _pool(workers) as pool:
+        for group in groups:
+            off = group[0]  # the cheapest: its floor is the group's
+            counts = shape_counts(model, off, max_gpus, fine, min_gpus_for_deadline(model, off, tokens, deadline_days, wi))
+            floors = {c: Floor.of(model, off, c, tokens, wi) for c in counts}
+            beaten = {c: dominator(options, floors[c]) for c in counts} if prune else {}
+            pruned = [c for c in counts if beaten.get(c)]
+            if pruned:
+                notes.append(pruned_note(off, pruned, floors[pruned[-1]], beaten[pruned[-1]]))
+            plans, stop_notes = scan_counts(model, off, [c for c in counts if c not in pruned], best_plan, min_gain,
+                                            wi, pool, progress)
+            notes += stop_notes
+            searched += len(plans)
+            for o in group:
+                for count, plan in plans.items():
+                    cluster, eff = cluster_for(o, count, wi)
+                    best = score(model, cluster, plan, eff) if plan else None
+                    options.append(evaluate(model, o, cluster, best, tokens, assumptions))
     return Scan(options, searched, notes)
 
 
-def _run_jobs(jobs: list, workers: int, progress=None) -> list:
-    global _PROGRESS
-    if workers <= 1 or len(jobs) <= 1:
-        _PROGRESS = progress
-        try:
-            return [_scan_job(j) for j in jobs]
-        finally:
-            _PROGRESS = None
+def pruned_note(off: Offering, counts: list[int], floor: Floor, by: Option) -> str:
+    where = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
+    return (f"{off.gpu.name} ({off.spec.name}-like) at {where} GPUs: not searched; at {counts[-1]} GPUs even its "
+            f"step floor (weight GEMMs at peak rate) takes {floor.days:.1f} days and ${floor.usd:,.0f}, and "
+            f"{by.offering.name} x {by.num_gpus} is faster and cheaper ({by.days:.1f} days, ${by.usd:,.0f})")
+
+
+@contextlib.contextmanager
+def _pool(workers: int):
+    """A process pool (fork: the workers inherit the loaded catalogs) or None for one worker."""
+    if workers <= 1:
+        yield None
+        return
     import multiprocessing
-    import queue
     from concurrent.futures import ProcessPoolExecutor
 
-    ctx = multiprocessing.get_context("fork")
-    _PROGRESS = ctx.Queue() if progress else None  # the forked workers inherit it
-    try:
-        with ProcessPoolExecutor(workers, mp_context=ctx) as pool:
-            futures = [pool.submit(_scan_job, j) for j in jobs]
-            while _PROGRESS is not None and not all(f.done() for f in futures):
-                try:
-                    progress(*_PROGRESS.get(timeout=0.1))
-                except queue.Empty:
-                    pass
-            return [f.result() for f in futures]
-    finally:
-        _PROGRESS = None
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+        yield pool
 
 
 def search_best_plan(model: ModelSpec, cluster: cm.Cluster, eff: cm.Efficiency | None = None) -> Optional[Scored]:
