@@ -3,7 +3,8 @@
     python benchmarks/bench_size.py [--reps 3]
 
 Cases: the README example (Llama 3 70B, 2T tokens, 30-day deadline, global batch 512), the same
-without a deadline (every count from the memory bound up to 16,384 GPUs is searched), and Llama 3
+without a deadline (every count from the memory bound up to 16,384 GPUs that an option found does
+not beat at its step floor is searched), and Llama 3
 405B over the whole catalog (target: under 10 s).
 Prints wall-time medians, the number of (hardware, count) plan searches and of options sized.
 """
