@@ -83,7 +83,9 @@ def register(sub) -> None:
     p = sub.add_parser("size", help="which GPU type and how many: time and dollars to train, Pareto front",
                        description="Search cluster offerings (GPU type, node shape, network, price) and GPU counts "
                                    "with the best plan for each; report the time/dollar Pareto front, the cheapest "
-                                   "option meeting the deadline and the fastest within the budget.")
+                                   "option meeting the deadline and the fastest within the budget. A count is "
+                                   "not searched when an option already found is faster and cheaper than it could "
+                                   "be even at its step floor (a note names it and what beats it).")
     p.add_argument("model", metavar="MODEL")
     p.add_argument("--tokens", type=bounded_float(L.MAX_TOKENS, L.MIN_TOKENS, strict=False), help="tokens to train on, e.g. 2e12 (default: the model's training_tokens)")
     p.add_argument("--gbs", type=batch_arg, help="global batch in sequences (default: the model's)")
