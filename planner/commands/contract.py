@@ -355,6 +355,19 @@ class StabilityRow(Strict):
     baseline_rank: int | None = d("rank of the baseline's layout in the new top K; null: not in it")
 
 
+class MfuEnvelope(Strict):
+    """The best plan's MFU against the highest measured on its GPU in its precision (planner/validation/envelope.py)."""
+
+    gpu: str = d("catalog GPU name")
+    precision: str = d("the best plan's precision")
+    published_mfu: float = d("highest MFU a scored validation row measured on this GPU in this precision "
+                             "(full-square attention, as `mfu`)")
+    run: str = d("that row's id in validation/runs.yaml")
+    source: str = d("its citation")
+    predicted_mfu: float = d("the best plan's predicted MFU")
+    above: bool = d("predicted above every published run: the cost model was never judged there")
+
+
 class SuggestOutput(Output):
     """`planner suggest --json`: the ranked plans, why the best wins, the search, the best plan's diagnosis."""
 
@@ -363,6 +376,8 @@ class SuggestOutput(Output):
     search: Search = d("what the search did")
     diagnosis: Diagnosis = d("diagnosis of the best plan")
     warnings: list[str] = d("plans whose re-score disagrees with the search tables")
+    envelope: MfuEnvelope | None = d("the best plan's MFU against published runs on its GPU and precision; null "
+                                     "where none is in validation/runs.yaml")
     what_if: str = omitted("the --what-if assumptions the search ran under; absent without them")
     stability: list[StabilityRow] = omitted("one row per --what-if-grid value; absent without it")
 

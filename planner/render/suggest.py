@@ -49,7 +49,17 @@ def header(plans: list[dict], search: dict) -> str:
             f"{1e3 * sum(search['seconds'].values()):.0f} ms")
 
 
-def print_suggestions(plans: list[dict], why: str | None, search: dict, console: Console | None = None) -> None:
+def envelope_line(env: dict | None) -> str | None:
+    """A caution when the best plan's MFU is above every published run on its GPU in its precision."""
+    if not env or not env["above"]:
+        return None
+    return (f"#1's MFU {100 * env['predicted_mfu']:.1f}% is above every published run on {env['gpu']} in "
+            f"{env['precision']} (highest {100 * env['published_mfu']:.1f}%, {env['run']}; validation/runs.yaml): "
+            f"the cost model was never judged there, so read it as optimistic")
+
+
+def print_suggestions(plans: list[dict], why: str | None, search: dict, console: Console | None = None,
+                      envelope: dict | None = None) -> None:
     console = console or render.make_console()
     console.print(header(plans, search))
     if search.get("context_parallel"):
@@ -60,6 +70,8 @@ def print_suggestions(plans: list[dict], why: str | None, search: dict, console:
     console.print(f"[bold]#1:[/bold] {render.plan_label(plans[0]['plan'])}")
     for w in plans[0]["warnings"]:
         console.print(f"[yellow]warning:[/yellow] {w}")
+    if line := envelope_line(envelope):
+        console.print(f"[yellow]caution:[/yellow] {line}")
     console.print(render.time_table(plans[0]))
     console.print(render.memory_table(plans[0]))
 

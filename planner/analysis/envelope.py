@@ -1,0 +1,43 @@
+"""The MFU envelope of published runs: per catalog GPU and plan precision, the highest MFU that a
+scored row of validation/runs.yaml measured, and which row it is (computed by
+planner/validation/envelope.py, shipped as validation/mfu_envelope.yaml).
+
+A best plan above the envelope of its GPU and precision is where the cost model was never judged
+against a run (issue 14: the search lands where the model is most optimistic), and `suggest` says so.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+FILE = "mfu_envelope.yaml"
+
+
+@dataclass(frozen=True)
+class Envelope:
+    gpu: str
+    precision: str
+    mfu: float  # the highest measured MFU of the scored rows on this GPU in this precision
+    run: str  # that row's id
+    source: str  # and its citation
+
+
+@lru_cache(maxsize=1)
+def shipped() -> dict[tuple[str, str], Envelope]:
+    """The precomputed envelope, by (GPU name, precision)."""
+    from planner.inputs.reading import read_data
+
+    path = Path(str(resources.files("planner.validation.published"))) / FILE
+    return {(e["gpu"], e["precision"]): Envelope(**e) for e in read_data(path)}
+
+
+def judge(gpu: str, precision: str, mfu: float) -> dict | None:
+    """The envelope a predicted MFU is held against, and whether it is above it; None where no scored
+    row ran that GPU in that precision."""
+    env = shipped().get((gpu, precision))
+    if env is None:
+        return None
+    return {"gpu": gpu, "precision": precision, "published_mfu": env.mfu, "run": env.run, "source": env.source,
+            "predicted_mfu": mfu, "above": mfu > env.mfu}

@@ -1,0 +1,67 @@
+"""The MFU envelope of published runs (computed by planner/validation/envelope.py, read by
+planner/analysis/envelope.py) and the caution `suggest` gives when its best plan is above it (issue 14:
+believable where the search looks)."""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from planner.analysis import envelope
+from planner.commands.main import main
+from planner.validation import envelope as computed
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+from bench_suggest import CASES  # noqa: E402
+
+
+def test_shipped_envelope_is_what_runs_yaml_gives():
+    """validation/mfu_envelope.yaml is generated (python -m planner.validation.envelope --write)."""
+    assert envelope.shipped() == {(e.gpu, e.precision): e for e in computed.compute()}
+
+
+def test_a100_bf16_envelope_by_hand():
+    """MPT-7B on 8 A100 80GB (LLM Foundry v0.10.0 table): 4641 tokens/s/GPU at global batch 96 x 2048,
+    so a step is 96 x 2048 / (4641 x 8) = 5.295 s. Model FLOPs (Korthikanti eq. 7, L 32, h 4096, s 2048,
+    V 50432): 72 B L s h^2 (1 + s/6h + V/12hL) = 8.4768e15 per step; over 5.295 s x 8 x 312 TFLOP/s that
+    is 0.6414 (the table prints 0.6423 with the embedding counted in N)."""
+    e = envelope.shipped()[("a100-sxm-80gb", "bf16")]
+    b, layers, s, h, v = 96, 32, 2048, 4096, 50432
+    flops = 72 * b * layers * s * h**2 * (1 + s / (6 * h) + v / (12 * h * layers))
+    assert e.run == "mosaic-mpt-7b-a100-80gb-8gpu-s2048"
+    assert e.mfu == pytest.approx(flops / (96 * 2048 / (4641 * 8) * 8 * 312e12), abs=2e-4)
+
+
+def suggest_json(argv: list[str]) -> dict:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["suggest", *argv, "--top", "1", "--json"]) == 0
+    return json.loads(out.getvalue())
+
+
+@pytest.mark.parametrize("name, argv", CASES, ids=[c[0] for c in CASES])
+def test_every_benchmark_case_is_held_against_its_envelope(name, argv, capsys):
+    """Each bench_suggest case: the envelope it is held against (printed), and `above` exactly when the
+    best plan's MFU exceeds it."""
+    out = suggest_json(argv)
+    best, env = out["plans"][0], out["envelope"]
+    published = envelope.shipped().get((best["gpu"], best["plan"]["precision"]))
+    with capsys.disabled():
+        print(f"\n{name}: best MFU {100 * best['mfu']:.1f}%; envelope "
+              + (f"{100 * env['published_mfu']:.1f}% ({env['run']}: {env['source']})" if env else "none published"))
+    if published is None:
+        assert env is None
+    else:
+        assert env["published_mfu"] == published.mfu and env["run"] == published.run
+        assert env["above"] == (best["mfu"] > published.mfu)
+
+
+def test_text_output_cautions_above_the_envelope(capsys):
+    """GPT-3 175B on 1024 A100: the best plan's MFU is above every published A100 bf16 run."""
+    assert main(["suggest", "gpt3-175b", "dgx-a100", "--gpus", "1024", "--top", "1"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "is above every published run on a100-sxm-80gb in bf16 (highest 64.1%" in text
