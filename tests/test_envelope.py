@@ -65,3 +65,16 @@ def test_text_output_cautions_above_the_envelope(capsys):
     assert main(["suggest", "gpt3-175b", "dgx-a100", "--gpus", "1024", "--top", "1"]) == 0
     text = " ".join(capsys.readouterr().out.split())
     assert "is above every published run on a100-sxm-80gb in bf16 (highest 64.1%" in text
+
+
+def test_estimate_holds_the_plan_against_its_envelope(capsys):
+    """`estimate` carries the same judgement for the plan it is given: GPT-3 175B at tp 8, pp 4, mbs 1 on
+    1024 A100s is below 64.1% (envelope in --json, no caution); the search's best layout is above it."""
+    base = ["estimate", "gpt3-175b", "dgx-a100", "--gpus", "1024", "--gbs", "1536", "--tp", "8", "--pp", "4",
+            "--zero", "1", "--sequence-parallel"]
+    assert main([*base, "--mbs", "1", "--json"]) == 0
+    env = json.loads(capsys.readouterr().out)["envelope"]
+    assert env["run"] == "mosaic-mpt-7b-a100-80gb-8gpu-s2048" and env["above"] is False
+    assert main([*base, "--mbs", "4", "--vpp", "12", "--tp-comm-overlap"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "the plan's MFU 70.0% is above every published run on a100-sxm-80gb in bf16" in text

@@ -309,10 +309,25 @@ class EstimateWhatIf(Strict):
     estimate: Estimate = d("the estimate under them")
 
 
+class MfuEnvelope(Strict):
+    """A plan's MFU against the highest measured on its GPU in its precision (planner/analysis/envelope.py)."""
+
+    gpu: str = d("catalog GPU name")
+    precision: str = d("the plan's precision")
+    published_mfu: float = d("highest MFU a scored validation row measured on this GPU in this precision "
+                             "(full-square attention, as `mfu`)")
+    run: str = d("that row's id in validation/runs.yaml")
+    source: str = d("its citation")
+    predicted_mfu: float = d("the plan's predicted MFU")
+    above: bool = d("predicted above every published run: the cost model was never judged there")
+
+
 class EstimateOutput(Estimate, Output):
     """`planner estimate --json`: the estimate, its diagnosis, and the what-if re-score on request."""
 
     diagnosis: Diagnosis = d("why the plan is slow and which levers help")
+    envelope: MfuEnvelope | None = d("the plan's MFU against published runs on its GPU and precision; null where "
+                                     "none is in validation/runs.yaml")
     what_if: EstimateWhatIf = omitted("the re-score under --what-if; absent without it")
 
 
@@ -353,19 +368,6 @@ class StabilityRow(Strict):
     best_step_time_s: float = d("its step time under it")
     baseline_plan_step_time_s: float = d("the baseline's best plan re-scored under it")
     baseline_rank: int | None = d("rank of the baseline's layout in the new top K; null: not in it")
-
-
-class MfuEnvelope(Strict):
-    """The best plan's MFU against the highest measured on its GPU in its precision (planner/validation/envelope.py)."""
-
-    gpu: str = d("catalog GPU name")
-    precision: str = d("the best plan's precision")
-    published_mfu: float = d("highest MFU a scored validation row measured on this GPU in this precision "
-                             "(full-square attention, as `mfu`)")
-    run: str = d("that row's id in validation/runs.yaml")
-    source: str = d("its citation")
-    predicted_mfu: float = d("the best plan's predicted MFU")
-    above: bool = d("predicted above every published run: the cost model was never judged there")
 
 
 class SuggestOutput(Output):

@@ -23,8 +23,11 @@ def cmd_estimate(args: argparse.Namespace) -> int:
         print_json(d)
         return 0
     from planner.render import estimate as render
+    from planner.render.suggest import envelope_line
 
     render.print_estimate(d)
+    if line := envelope_line(d["envelope"], "the plan's"):
+        render.make_console().print(f"[yellow]caution:[/yellow] {line}")
     render.print_diagnosis(d["diagnosis"])
     if "what_if" in d:
         render.print_side_by_side(d, d["what_if"]["estimate"], "as given", f"what if {d['what_if']['assumptions']}")

@@ -49,11 +49,11 @@ def header(plans: list[dict], search: dict) -> str:
             f"{1e3 * sum(search['seconds'].values()):.0f} ms")
 
 
-def envelope_line(env: dict | None) -> str | None:
-    """A caution when the best plan's MFU is above every published run on its GPU in its precision."""
+def envelope_line(env: dict | None, whose: str = "#1's") -> str | None:
+    """A caution when a plan's MFU is above every published run on its GPU in its precision."""
     if not env or not env["above"]:
         return None
-    return (f"#1's MFU {100 * env['predicted_mfu']:.1f}% is above every published run on {env['gpu']} in "
+    return (f"{whose} MFU {100 * env['predicted_mfu']:.1f}% is above every published run on {env['gpu']} in "
             f"{env['precision']} (highest {100 * env['published_mfu']:.1f}%, {env['run']}; validation/runs.yaml): "
             f"the cost model was never judged there, so read it as optimistic")
 
