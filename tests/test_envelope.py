@@ -78,3 +78,22 @@ def test_estimate_holds_the_plan_against_its_envelope(capsys):
     assert main([*base, "--mbs", "4", "--vpp", "12", "--tp-comm-overlap"]) == 0
     text = " ".join(capsys.readouterr().out.split())
     assert "the plan's MFU 70.0% is above every published run on a100-sxm-80gb in bf16" in text
+
+
+def test_size_notes_a_choice_above_the_envelope():
+    """`size` notes a chosen option whose plan's MFU is above every published run on its GPU and
+    precision (H100 bf16: 46.4%), once even when it is both the cheapest and the fastest."""
+    from types import SimpleNamespace
+
+    from planner.sizing.run import envelope_notes
+
+    def option(gpu: str, mfu: float):
+        offering = SimpleNamespace(name="c", gpu=SimpleNamespace(name=gpu))
+        best = SimpleNamespace(plan=SimpleNamespace(precision="bf16"), est=SimpleNamespace(mfu=mfu))
+        return SimpleNamespace(offering=offering, num_gpus=1024, best=best)
+
+    above, below = option("h100-sxm-80gb", 0.56), option("h100-sxm-80gb", 0.40)
+    notes = envelope_notes({"cheapest": above, "fastest": above})
+    assert len(notes) == 1 and "56.0% is above every published run on h100-sxm-80gb in bf16 (highest 46.4%" in notes[0]
+    assert envelope_notes({"cheapest": below, "fastest": None}) == []
+    assert envelope_notes({"cheapest": option("b300-sxm-270gb", 0.9)}) == []  # no bf16 row on B300

@@ -13,8 +13,8 @@ from typing import Optional
 
 from pydantic import RootModel, ValidationError
 
+from planner.analysis import envelope, whatif
 from planner.analysis import score as report
-from planner.analysis import whatif
 from planner.errors import PlannerError
 from planner.inputs import catalogs, loading, reading
 from planner.inputs import limits as L
@@ -104,6 +104,22 @@ def impossible_lines(options: list[sizing.Option], args: SizeRequest) -> list[st
     return lines
 
 
+def envelope_notes(chosen: dict[str, sizing.Option | None]) -> list[str]:
+    """A note for each chosen option whose plan's MFU is above every published run on its GPU in its
+    precision (planner/analysis/envelope.py): its days and dollars rest on a regime never measured."""
+    out, seen = [], set()
+    for label, o in chosen.items():
+        if o is None or (o.offering.name, o.num_gpus) in seen:
+            continue
+        seen.add((o.offering.name, o.num_gpus))
+        env = envelope.judge(o.offering.gpu.name, o.best.plan.precision, o.best.est.mfu)
+        if env and env["above"]:
+            out.append(f"{label} ({o.offering.name} x {o.num_gpus}): its plan's MFU {100 * env['predicted_mfu']:.1f}% "
+                       f"is above every published run on {env['gpu']} in {env['precision']} (highest "
+                       f"{100 * env['published_mfu']:.1f}%, {env['run']}): its days and dollars are optimistic")
+    return out
+
+
 def size(args: SizeRequest, wi: whatif.WhatIf | None = None, progress=None) -> dict:
     """The sizing result (see size_dict); `progress(gpu, count)` is called after each plan search."""
     model = loading.load_model_spec(args.model, args.seq_length, args.gbs, need_seq_length=True)
@@ -130,7 +146,9 @@ def size(args: SizeRequest, wi: whatif.WhatIf | None = None, progress=None) -> d
                             "restart_minutes": args.restart_minutes,
                             "checkpoint_gbytes_per_s_per_node": args.checkpoint_gbytes_per_s_per_node},
             "searched": scan.searched, "seconds": time.perf_counter() - start,
-            "skipped_unpriced": skipped, "notes": scan.notes + impossible_lines(scan.options, args),
+            "skipped_unpriced": skipped,
+            "notes": scan.notes + impossible_lines(scan.options, args)
+            + envelope_notes({"cheapest": cheapest, "fastest": fastest}),
             "options": scan.options, "pareto": sizing.pareto(scan.options), "cheapest": cheapest, "fastest": fastest,
             "what_if": wi.label() if wi else None}
 
