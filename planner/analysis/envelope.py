@@ -41,3 +41,14 @@ def judge(gpu: str, precision: str, mfu: float) -> dict | None:
         return None
     return {"gpu": gpu, "precision": precision, "published_mfu": env.mfu, "run": env.run, "source": env.source,
             "predicted_mfu": mfu, "above": mfu > env.mfu}
+
+
+def caution(judged: dict | None, whose: str, so: str = "the cost model was never judged there, so read it as "
+                                                         "optimistic") -> str | None:
+    """One line when a judged MFU (`judge`) is above its envelope, else None: whose MFU, the envelope and
+    its row, then what follows (`so`)."""
+    if not judged or not judged["above"]:
+        return None
+    return (f"{whose} MFU {100 * judged['predicted_mfu']:.1f}% is above every published run on {judged['gpu']} in "
+            f"{judged['precision']} (highest {100 * judged['published_mfu']:.1f}%, {judged['run']}; "
+            f"validation/runs.yaml): {so}")

@@ -22,11 +22,11 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     if args.json:
         print_json(d)
         return 0
+    from planner.analysis.envelope import caution
     from planner.render import estimate as render
-    from planner.render.suggest import envelope_line
 
     render.print_estimate(d)
-    if line := envelope_line(d["envelope"], "the plan's"):
+    if line := caution(d["envelope"], "the plan's"):
         render.make_console().print(f"[yellow]caution:[/yellow] {line}")
     render.print_diagnosis(d["diagnosis"])
     if "what_if" in d:

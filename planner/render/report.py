@@ -10,11 +10,12 @@ from __future__ import annotations
 from html import escape
 from pathlib import Path
 
+from planner.analysis.envelope import caution
 from planner.errors import PlannerError
 from planner.files import check_targets, write_files
 from planner.render import mpl
 from planner.render.estimate import GIB, diagnosis_lines, human_seconds, plan_label
-from planner.render.suggest import envelope_line, header
+from planner.render.suggest import header
 
 CSS = """h1{font-size:1.5em;margin-bottom:.2em} h2{font-size:1.15em;margin-top:1.6em}
 p.lead{color:#444;margin-top:0} table{border-collapse:collapse;font-size:.9em;margin:.5em 0}
@@ -78,9 +79,9 @@ def diagnosis_html(out: dict) -> str:
     diag, best = out["diagnosis"], out["plans"][0]
     lines = [escape(plain(line)) for line in diagnosis_lines(diag)]
     cls = ' class="bad"' if diag["comm_bound"] else ""
-    caution = envelope_line(out.get("envelope"))
+    above = caution(out.get("envelope"), "#1's")
     warnings = "".join(f'<li class="warn">{escape(w)}</li>'
-                       for w in best["warnings"] + out.get("warnings", []) + ([caution] if caution else []))
+                       for w in best["warnings"] + out.get("warnings", []) + ([above] if above else []))
     return (f"<h2>Diagnosis of #1</h2>\n<p{cls}>{lines[0]}</p>\n<p>{'<br>'.join(lines[1:])}</p>\n"
             + (f"<ul>{warnings}</ul>\n" if warnings else "") + levers_html(diag))
 

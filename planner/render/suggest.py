@@ -4,6 +4,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
+from planner.analysis.envelope import caution
 from planner.render import estimate as render
 
 GIB = 2**30
@@ -49,15 +50,6 @@ def header(plans: list[dict], search: dict) -> str:
             f"{1e3 * sum(search['seconds'].values()):.0f} ms")
 
 
-def envelope_line(env: dict | None, whose: str = "#1's") -> str | None:
-    """A caution when a plan's MFU is above every published run on its GPU in its precision."""
-    if not env or not env["above"]:
-        return None
-    return (f"{whose} MFU {100 * env['predicted_mfu']:.1f}% is above every published run on {env['gpu']} in "
-            f"{env['precision']} (highest {100 * env['published_mfu']:.1f}%, {env['run']}; validation/runs.yaml): "
-            f"the cost model was never judged there, so read it as optimistic")
-
-
 def print_suggestions(plans: list[dict], why: str | None, search: dict, console: Console | None = None,
                       envelope: dict | None = None) -> None:
     console = console or render.make_console()
@@ -70,7 +62,7 @@ def print_suggestions(plans: list[dict], why: str | None, search: dict, console:
     console.print(f"[bold]#1:[/bold] {render.plan_label(plans[0]['plan'])}")
     for w in plans[0]["warnings"]:
         console.print(f"[yellow]warning:[/yellow] {w}")
-    if line := envelope_line(envelope):
+    if line := caution(envelope, "#1's"):
         console.print(f"[yellow]caution:[/yellow] {line}")
     console.print(render.time_table(plans[0]))
     console.print(render.memory_table(plans[0]))

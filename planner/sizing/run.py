@@ -112,11 +112,9 @@ def envelope_notes(chosen: dict[str, sizing.Option | None]) -> list[str]:
         if o is None or (o.offering.name, o.num_gpus) in seen:
             continue
         seen.add((o.offering.name, o.num_gpus))
-        env = envelope.judge(o.offering.gpu.name, o.best.plan.precision, o.best.est.mfu)
-        if env and env["above"]:
-            out.append(f"{label} ({o.offering.name} x {o.num_gpus}): its plan's MFU {100 * env['predicted_mfu']:.1f}% "
-                       f"is above every published run on {env['gpu']} in {env['precision']} (highest "
-                       f"{100 * env['published_mfu']:.1f}%, {env['run']}): its days and dollars are optimistic")
+        judged = envelope.judge(o.offering.gpu.name, o.best.plan.precision, o.best.est.mfu)
+        if line := envelope.caution(judged, "its plan's", "its days and dollars are optimistic"):
+            out.append(f"{label} ({o.offering.name} x {o.num_gpus}): {line}")
     return out
 
 
