@@ -129,7 +129,7 @@ def projection_gemms(model: Model, tokens: int, tp: int) -> list[tuple[int, int,
 
 def attention_core_seconds(
     model: Model, batch: int, tp: int, gpu: Gpu, precision: str, flash: bool, eff: Efficiency,
-    index: int = -1, cp: int = 1, fp8: bool = False,
+    index: int = -1, cp: int = 1, fp8: bool = False, kernel: str = "cudnn",
 ) -> float:
     """QK^T and softmax(.)V for `batch` sequences, heads split over TP, in 16-bit (fp32 if training fp32).
 
@@ -138,7 +138,8 @@ def attention_core_seconds(
     FlashAttention (Dao et al. 2022; FlashAttention-2, Dao 2023 Sec 3.1.1): one fused kernel that
     skips the blocks above the causal diagonal (and outside a local layer's window), so it does the
     causal FLOPs only (flops.attention_keys_per_query), at its own achieved fraction of the 16-bit
-    peak, which grows with the length of the blocks it works on (`flash_attention_fraction`).
+    peak, which depends on the GPU generation and the `kernel` (types.ATTENTION_KERNELS) and grows with
+    the length of the blocks it works on (`flash_attention_fraction`).
     Context parallelism gives each GPU s/cp queries in 2 x cp load-balanced chunks (Megatron-core
     context_parallel; Llama 3 paper Sec 3.3.2), so each rank does 1/cp of the causal work, in blocks
     of s/cp. With `fp8` (Transformer Engine's FP8 dot-product attention) its matmuls run at the FP8
@@ -153,7 +154,7 @@ def attention_core_seconds(
         flops = 2.0 * (s / cp) * keys * per_head
         span = s / cp if keys >= s / 2 else min(s / cp, model.attention_window)
         return batch * heads * flops / (sustained_flops_per_second(gpu, attn_precision)
-                                        * flash_attention_fraction(span, eff, gpu.generation))
+                                        * flash_attention_fraction(span, eff, gpu.generation, kernel))
     qk = q_width(model) // model.num_attention_heads
     d_v = value_width(model) // model.num_attention_heads
     scores = gemm_seconds(s // cp, s, qk, gpu, attn_precision, eff)
@@ -161,13 +162,27 @@ def attention_core_seconds(
     return batch * heads * (scores + values)
 
 
-def flash_attention_fraction(seq_length: int, eff: Efficiency, generation: str = "") -> float:
-    """FlashAttention's achieved fraction of the peak at sequence length s: f_max * s / (s + s_half).
+def flash_attention_fraction(seq_length: int, eff: Efficiency, generation: str = "", kernel: str = "cudnn") -> float:
+    """A fused attention kernel's achieved fraction of the peak at sequence length s: f_max * s / (s + s_half).
     Each (batch, head) runs a fixed prologue/epilogue and the causal diagonal tiles are half masked,
     costs that shrink against the s^2 work as s grows (the FlashAttention-2 paper's throughput rises
-    with sequence length, Dao 2023 Fig. 4-7). f_max is the kernels' own on Blackwell where fitted."""
+    with sequence length, Dao 2023 Fig. 4-7).
+
+    f_max depends on the generation and, on Hopper, on the kernel: FlashAttention-2's kernels issue the
+    Ampere-era mma.sync instructions and reach about 35% of an H100's peak (Shah et al. 2024,
+    FlashAttention-3, Sec 1), while cuDNN's fused attention, like FlashAttention-3, uses Hopper's
+    asynchronous warpgroup MMA and TMA and runs about 1.9x faster (pytorch#142132: 631 against 329
+    TFLOP/s on one shape). On Ampere the two perform alike (pytorch PR #192799, sm80); on Blackwell
+    both names stand for the kernels built for it. f_max is fitted per generation (cuDNN's on Hopper);
+    FlashAttention-2's on Hopper is that times the measured ratio (Efficiency.flash2_over_cudnn_hopper)."""
     peak = eff.flash_attention_peak_fraction
-    if generation == "blackwell" and eff.flash_attention_peak_fraction_blackwell:
+    if generation == "ampere" and eff.flash_attention_peak_fraction_ampere:
+        peak = eff.flash_attention_peak_fraction_ampere
+    elif generation == "hopper" and eff.flash_attention_peak_fraction_cudnn_hopper:
+        peak = eff.flash_attention_peak_fraction_cudnn_hopper
+        if kernel == "flash2":
+            peak *= eff.flash2_over_cudnn_hopper
+    elif generation == "blackwell" and eff.flash_attention_peak_fraction_blackwell:
         peak = eff.flash_attention_peak_fraction_blackwell
     return peak * seq_length / (seq_length + eff.flash_attention_half_seq)
 

@@ -46,6 +46,7 @@ def layer_times(
     model: Model, batch: int, tp: int, sequence_parallel: bool, flash: bool,
     gpu: Gpu, precision: str, eff: Efficiency, fused: bool = True, recipe: str = "delayed", weight_casts: str = "step",
     index: int = -1, cp: int = 1, experts: moe.ExpertLayout | None = None, fp8_attention: bool = False,
+    attention_kernel: str = "cudnn",
 ) -> LayerTimes:
     """Forward/backward compute seconds of transformer layer `index` (< 0: a dense global one) for one
     micro-batch of `batch` sequences on one GPU: the projections in `precision` (with its casts,
@@ -60,7 +61,8 @@ def layer_times(
     else:
         mlp_work = moe.mlp_work(local, tokens, tp, experts or moe.ExpertLayout())
     gemms = gemms_seconds(attn_work.gemms + mlp_work.gemms, gpu, precision, eff)
-    attn = attention_core_seconds(model, batch, tp, gpu, precision, flash, eff, index, cp, fp8_attention)
+    attn = attention_core_seconds(model, batch, tp, gpu, precision, flash, eff, index, cp, fp8_attention,
+                                  attention_kernel)
     exps = attention_exp_seconds(model, batch, tp, gpu, index, cp) if flash else 0.0
     moved = attn_work.moved_bytes + mlp_work.moved_bytes
     cast_fwd, cast_bwd = block_cast_bytes([attn_work, mlp_work], precision, recipe, weight_casts)

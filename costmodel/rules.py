@@ -7,7 +7,7 @@ m % pp == 0, ...) live in the planner's framework filter, not here.
 from __future__ import annotations
 
 from .lowp import FP8_RECIPES, WEIGHT_CASTS
-from .types import CP_COMMS, GRAD_DTYPES, PIPELINE_BUFFERS, PRECISIONS, RECOMPUTE_MODES, RECOMPUTE_MODULES, Cluster, Model, Plan
+from .types import ATTENTION_KERNELS, CP_COMMS, GRAD_DTYPES, PIPELINE_BUFFERS, PRECISIONS, RECOMPUTE_MODES, RECOMPUTE_MODULES, Cluster, Model, Plan
 
 
 def _degree_rules(model: Model, plan: Plan) -> list[str]:
@@ -94,6 +94,8 @@ def _choice_rules(model: Model, plan: Plan) -> list[str]:
         out.append(f"weight_casts must be one of {', '.join(WEIGHT_CASTS)} (got {plan.weight_casts})")
     if plan.fp8_recipe not in FP8_RECIPES:
         out.append(f"fp8 recipe must be one of {', '.join(FP8_RECIPES)} (got {plan.fp8_recipe})")
+    if plan.attention_kernel not in ATTENTION_KERNELS:
+        out.append(f"attention kernel must be one of {', '.join(ATTENTION_KERNELS)} (got {plan.attention_kernel})")
     if plan.bf16_layers_start < 0 or plan.bf16_layers_end < 0:
         out.append("bf16_layers_start/end must be >= 0")
     elif plan.bf16_layers_start + plan.bf16_layers_end > model.num_layers:

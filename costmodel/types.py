@@ -23,6 +23,10 @@ MLPS = ("gelu", "relu2", "swiglu", "geglu")
 # point-to-point overlapped with blockwise attention, all-gather of K/V, all-to-all over heads
 # (DeepSpeed-Ulysses), and all-to-all inside a group then ring across groups.
 CP_COMMS = ("p2p", "all_gather", "a2a", "a2a+p2p")
+# The fused attention kernel a plan's stack runs (Plan.attention_kernel; compute.flash_attention_fraction):
+# cuDNN's fused attention (Transformer Engine's FusedAttention, PyTorch SDPA's cuDNN backend) or a
+# FlashAttention-2-class kernel (the flash-attn 2 package, SDPA's flash backend).
+ATTENTION_KERNELS = ("cudnn", "flash2")
 PIPELINE_BUFFERS = ("freed", "per_microbatch")  # Plan.pipeline_buffers (memory.pipeline_buffer_units)
 WINDOW_KINDS = ("sliding", "chunked")
 GATED_MLPS = ("swiglu", "geglu")
@@ -236,6 +240,12 @@ class Plan:
     overlap_dp_comm: bool = True
     overlap_pp_comm: bool = True  # interleaved schedules overlap p2p with the next chunk's compute
     flash_attention: bool = True
+    # Which fused attention kernel runs (ATTENTION_KERNELS): it matters on Hopper, where cuDNN's kernel
+    # uses the Hopper-only warpgroup MMA and FlashAttention-2's does not (Efficiency below). "cudnn" is
+    # what Transformer Engine selects on sm90+ (dot_product_attention/utils.py get_attention_backend),
+    # and PyTorch's SDPA with a cuDNN newer than 9.15 (sdp_utils.cpp check_prefer_cudnn_attention);
+    # "flash2" also stands for FlexAttention's Triton kernels (torchtitan's default).
+    attention_kernel: str = "cudnn"
     fused_elementwise: bool = True  # False: eager PyTorch kernels (torchtitan without torch.compile)
     fused_cross_entropy: bool = True  # False: eager F.cross_entropy(logits.float()) (torchtitan 2024)
     zero3_gather_unit: str = "layer"  # or "tensor": one AllGather per weight (DeepSpeed ZeRO-3 of 2021)
@@ -349,21 +359,34 @@ class Efficiency:
     # Multiplies both tables above; 1.0 = the published figures. Set per cluster from timed steps
     # (Cluster.matmul_efficiency_scale, `planner calibrate --step-times`), applied in stage.stage_cost.
     matmul_efficiency_scale: float = 1.0
-    # FlashAttention's achieved fraction of the 16-bit dense peak on the FLOPs it does (causal half)
-    # at long sequences: prior Azure AI-benchmarking-guide ND H100 v5, FlashAttention-2 327.9 TFLOP/s
-    # (hd 128, seq 8192) = 0.33 of 989; FITTED with the others below ...
-    flash_attention_peak_fraction: float = 0.2805
-    # ... and the sequence length at which it reaches half of that (compute.flash_attention_fraction;
-    # prior one 128-row tile). Fitted values give 0.217 of peak at s = 8192, 0.245 at 16384.
-    flash_attention_half_seq: float = 2393.5
-    # Blackwell's attention kernels (cuDNN / Transformer Engine fused attention built for its tensor
-    # cores) reach their own fraction; FITTED on the Blackwell rows only (0 = as flash_attention_peak_fraction).
-    flash_attention_peak_fraction_blackwell: float = 0.3195
+    # A fused attention kernel's achieved fraction of the 16-bit dense peak on the FLOPs it does (causal
+    # half) at long sequences, by GPU generation and kernel (compute.flash_attention_fraction). For
+    # generations without their own figure: FlashAttention-2 on H100, Azure AI-benchmarking-guide ND H100
+    # v5, 327.9 TFLOP/s (hd 128, seq 8192) = 0.33 of 989; measured, not fitted ...
+    flash_attention_peak_fraction: float = 0.33
+    # ... FITTED with the others below: cuDNN's fused attention on Hopper, prior 631.3 TFLOP/s = 0.64 of
+    # 989 (pytorch#142132: H100, torch 2.6.0.dev20241204, batch 1, 24 heads, seq 4608, hd 128) ...
+    flash_attention_peak_fraction_cudnn_hopper: float = 0.4331
+    # ... (FlashAttention-2-class kernels on Hopper run at this share of cuDNN's rate, measured, not
+    # fitted: SDPA's flash backend 329.5 against 631.3 TFLOP/s on the same shape, pytorch#142132; so the
+    # Hopper rows of either kernel fit one fraction) ...
+    flash2_over_cudnn_hopper: float = 329.5 / 631.3
+    # ... either kernel on Ampere, where the two perform alike: prior 136.4 TFLOP/s = 0.44 of 312
+    # (pytorch PR #192799's sm80 forward benchmark: cuDNN 135.4, flash 136.4) ...
+    flash_attention_peak_fraction_ampere: float = 0.3873
+    # ... Blackwell's kernels (cuDNN / Transformer Engine fused attention built for its tensor cores),
+    # either kernel name; prior 0.33 ...
+    flash_attention_peak_fraction_blackwell: float = 0.3257
+    # ... and the sequence length at which each reaches half of its fraction (prior one 128-row tile).
+    # The fitted values give, at s = 8192: cuDNN's on H100 314 TFLOP/s, FlashAttention-2's 164, A100 89,
+    # B200 537: about half of what the kernels reach alone in benchmarks, the rest being work around
+    # the kernel that the rows' steps include and the model does not count (layout copies, RoPE, GQA).
+    flash_attention_half_seq: float = 2992.0
     # FITTED (planner/fit.py, `planner validate --fit-on all`, all rows of validation/runs.yaml):
     # GEMM output dimension at which efficiency is half its large-shape value (saturation) ...
-    matmul_half_dim: float = 289.0
+    matmul_half_dim: float = 383.0
     # ... fraction of HBM bandwidth reached by elementwise / normalisation kernels ...
-    hbm_efficiency: float = 0.5120
+    hbm_efficiency: float = 0.6370
     # NCCL bus bandwidth / nominal, measured (shared/validation nccl_bandwidth): NVLink rings reach
     # 231.6/300 on 8 A100 (Azure ND A100 v4) and 370/450 on H100 (nccl-tests #212); a 400G NDR NIC
     # gives 46-48 of 50 GB/s (nccl-tests #290). The seed article's 70-80% is the cautious bound.
@@ -390,10 +413,10 @@ class Efficiency:
     # copied to the host (Megatron's dispatchers size the all-to-all from them, a stream sync) drain the
     # GPU's queue, which then waits for the host to launch the layer's remaining kernels. FITTED on the
     # MoE rows (planner/validation/fit.py); prior 0.
-    moe_host_sync_seconds: float = 0.002527
+    moe_host_sync_seconds: float = 0.002647
     # Per layer and micro-batch (forward + backward): kernel launches and stream synchronisation
     # the roofline does not see (FITTED as above).
-    layer_overhead_seconds: float = 0.0001276
+    layer_overhead_seconds: float = 0.0004280
     # Fixed per-step cost outside the model: optimizer launch, logging, data loading.
     step_overhead_seconds: float = 0.0
     # Framework memory not in the analytic terms: CUDA context, NCCL buffers, allocator slack.

@@ -68,8 +68,8 @@ def test_class_stage_costs_equal_stage_costs(setting):
 
 
 def test_kernels_depend_only_on_their_fields(setting):
-    """stage_kernels reads tp, cp, ep, etp, the CP exchange, micro-batch, SP, flash, precision and weight casts
-    only (KernelCache's key)."""
+    """stage_kernels reads tp, cp, ep, etp, the CP exchange, micro-batch, SP, flash, precision, weight casts and
+    the attention kernel only (KernelCache's key)."""
     spec, space, ctx = setting
     rng = random.Random(3)
     pairs = sampled(space, rng, SAMPLES)
@@ -78,7 +78,7 @@ def test_kernels_depend_only_on_their_fields(setting):
         plan = plan_for(spec, lay, k)
         dp = plan.num_gpus // (lay.tp * lay.cp * lay2.pp)  # lay2's pipeline, the GPU count kept where it divides
         other = plan_for(spec, replace(lay2, tp=lay.tp, mbs=lay.mbs, cp=lay.cp, ep=lay.ep, etp=lay.etp, dp=dp),
-                         replace(k2, sp=k.sp, precision=k.precision, casts=k.casts, cpc=k.cpc))
+                         replace(k2, sp=k.sp, precision=k.precision, casts=k.casts, cpc=k.cpc, attn=k.attn))
         if other.num_gpus == plan.num_gpus:
             assert stage_kernels(spec.model, spec.cluster, plan, ctx.eff) == \
                 stage_kernels(spec.model, spec.cluster, other, ctx.eff)
@@ -256,7 +256,7 @@ def test_lower_bound_holds_with_context_parallel_exchanges():
     dropped = 0
     for lay in random.Random(19).sample(cp_layouts, 30):
         tables = LayoutTables(ctx, lay)
-        keys = {("none", lay.tp > 1, k.precision, k.casts, lay.tp > 1, k.cpc, False) for k in space.knobs[lay]}
+        keys = {("none", lay.tp > 1, k.precision, k.casts, lay.tp > 1, k.cpc, False, k.attn) for k in space.knobs[lay]}
         dropped += len(keys) - len(bounds.fastest_exchanges(tables, keys))
         steps = [c.step_seconds for c in tables.candidates(space.knobs[lay])]
         for tight in (False, True):

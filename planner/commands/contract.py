@@ -139,6 +139,9 @@ class Plan(Strict):
         "buffer per micro-batch for activations and gradients (torch.distributed.pipelining, torchtitan)")
     repeat_kv: bool = d("K/V repeated to the query heads before attention (attention without grouped-query "
                         "support): saved and exchanged at the query heads' width")
+    attention_kernel: Literal["cudnn", "flash2"] = d(
+        "fused attention kernel: cuDNN's (Transformer Engine, current PyTorch SDPA) or a FlashAttention-2-class "
+        "one; they differ on Hopper")
 
 
 class MoeShape(Strict):
@@ -531,8 +534,10 @@ class FittedConstants(Strict):
     matmul_half_dim: float = d("GEMM dimension at half the large-GEMM efficiency")
     hbm_efficiency: float = d("achievable share of HBM bandwidth for elementwise kernels")
     layer_overhead_seconds: float = d("per-layer kernel and synchronisation overhead")
-    flash_attention_peak_fraction: float = d("FlashAttention's long-sequence fraction of peak")
-    flash_attention_peak_fraction_blackwell: float = d("the same for Blackwell's attention kernels (0: as above)")
+    flash_attention_peak_fraction_cudnn_hopper: float = d(
+        "cuDNN's fused attention's long-sequence fraction of peak on Hopper (FlashAttention-2: a measured share of it)")
+    flash_attention_peak_fraction_ampere: float = d("the same for either attention kernel on Ampere")
+    flash_attention_peak_fraction_blackwell: float = d("the same for Blackwell's attention kernels")
     moe_host_sync_seconds: float = d("host synchronisation per MoE layer and micro-batch without CUDA graphs")
     flash_attention_half_seq: float = d("sequence length at half that fraction")
     memory_fragmentation_fraction: float = d("caching-allocator slack over the analytic allocation")

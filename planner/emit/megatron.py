@@ -33,6 +33,8 @@ def model_flags(job: Job) -> Flags:
         out += [("--attention-dropout", 0.0), ("--hidden-dropout", 0.0)]
     if not job.plan.flash_attention:
         out.append(("--attention-backend", "unfused"))
+    elif job.plan.attention_kernel == "flash2":  # else Transformer Engine picks cuDNN's on Hopper and later
+        out.append(("--attention-backend", "flash"))
     elif job.plan.cp > 1:  # TE's context parallelism runs on cuDNN fused attention with Megatron's sbhd layout
         out.append(("--attention-backend", "fused"))
     return out + architecture_flags(job) + attention_flags(job) + moe_flags(job)

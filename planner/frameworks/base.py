@@ -65,6 +65,12 @@ class Knobs:
     # write the same files either way, so knob_violations does not check it.
     pipeline_buffers: Choice = Choice(("freed",), "Megatron-core frees each stage output once sent "
                                                   "(schedules.py deallocate_output_tensor)")
+    # The fused attention kernel the framework's stack runs (Plan.attention_kernel). Like
+    # pipeline_buffers, knob_violations does not check it: the search scores each framework's plans with
+    # its kernel; Megatron's launch files write the plan's (--attention-backend), the others' choose none.
+    attention_kernel: Choice = Choice(("cudnn",), "the model code's PyTorch SDPA prefers cuDNN's kernel on Hopper "
+                                                  "and Blackwell with a cuDNN newer than 9.15 (sdp_utils.cpp "
+                                                  "check_prefer_cudnn_attention)")
 
 
 @dataclass(frozen=True)

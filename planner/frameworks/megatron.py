@@ -109,6 +109,14 @@ def fp8_recipe(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     return None
 
 
+def attention_backend(model: cm.Model, plan: cm.Plan) -> Optional[str]:
+    """planner writes context-parallel Megatron plans with --attention-backend fused (emit/megatron.py):
+    Transformer Engine's context parallelism with Megatron's sbhd layout runs on cuDNN's fused attention."""
+    if plan.attention_kernel == "flash2" and plan.cp > 1:
+        return "planner writes Megatron-LM context parallelism with cuDNN fused attention only (attention kernel cudnn)"
+    return None
+
+
 def cpu_offloading(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     """transformer_config.py: CPU offloading only for fewer layers than the model has, not with
     pipeline parallelism, not with activation recomputation."""
@@ -243,6 +251,8 @@ def knobs(tp_split: bool, pp_split: bool) -> Knobs:
         cp_comm=Choice(("p2p", "all_gather", "a2a", "a2a+p2p"),
                        "--cp-comm-type is one of p2p, all_gather, a2a, a2a+p2p (Transformer Engine's "
                        "attn_forward_func_with_cp)"),
+        attention_kernel=Choice(("cudnn", "flash2"), "Megatron-LM picks Transformer Engine's attention with "
+                                                     "--attention-backend fused (cuDNN) or flash (FlashAttention-2)"),
     )
 
 
@@ -253,5 +263,5 @@ FRAMEWORK = Framework(
     knobs=knobs,
     plan_rules=(distributed_optimizer_reduce, fp8_recipe, cpu_offloading, lowp_param_gather, moe_sequence_parallel,
                 moe_expert_bias, mtp_position, local_attention, recompute_modules, ep_overlap,
-                precision_aware_optimizer),
+                precision_aware_optimizer, attention_backend),
 )

@@ -132,6 +132,10 @@ def knobs(tp_split: bool, pp_split: bool) -> Knobs:
                                                      "(pipelining/stage.py _prepare_forward_infra)"),
         cp_comm=Choice(("all_gather",), "torchtitan 0.3.0's context parallelism all-gathers keys and values "
                                         "(FlexAttention; context_parallel_rotate_method was removed in 8e555444)"),
+        attention_kernel=Choice(("flash2",), "torchtitan 0.3.0's Llama 3 runs FlexAttention's Triton kernels "
+                                             "(models/llama3/__init__.py attn_backend \"flex\"; SDPA is refused), "
+                                             "a FlashAttention-2-class kernel (85-90% of its speed, Dong et al. "
+                                             "2024, arXiv:2412.05496)"),
     )
 
 

@@ -53,7 +53,7 @@ def build_plan(spec: PlanSpec, model: ModelSpec, num_gpus: int) -> cm.Plan:
         repeat_kv=spec.repeat_kv, ep=spec.ep, etp=spec.etp,
         recompute_modules=tuple(dict.fromkeys(spec.recompute_modules)), ep_overlap=spec.ep_overlap,
         optimizer_states=spec.optimizer_states, fp8_attention=spec.fp8_attention, ep_dispatch=spec.ep_dispatch,
-        moe_cuda_graphs=spec.moe_cuda_graphs,
+        moe_cuda_graphs=spec.moe_cuda_graphs, attention_kernel=spec.attention_kernel,
     )
 
 
@@ -86,4 +86,5 @@ def plan_to_dict(plan: cm.Plan) -> dict:
         "zero3_reshard": plan.zero3_reshard, "tp_comm_overlap": plan.tp_comm_overlap,
         "offload_layers": plan.offload_layers, "lowp_param_gather": plan.lowp_param_gather,
         "pipeline_buffers": plan.pipeline_buffers, "repeat_kv": plan.repeat_kv,
+        "attention_kernel": plan.attention_kernel,
     }

@@ -291,6 +291,7 @@ class PlanSpec(Spec):
     moe_cuda_graphs: Flag = False  # MoE router and dispatch preprocessing in CUDA graphs
     optimizer_states: Literal["fp32", "bf16"] = "fp32"  # bf16: Megatron's precision-aware optimizer
     fp8_attention: Flag = False  # the attention core in FP8 (Transformer Engine fp8_dot_product_attention)
+    attention_kernel: Literal["cudnn", "flash2"] = "cudnn"  # fused attention kernel (costmodel Plan.attention_kernel)
     sequence_parallel: Flag = False
     precision: Literal["fp32", "bf16", "fp16", "fp8", "mxfp8", "nvfp4"] = "bf16"
     fp8_recipe: Literal["delayed", "tensorwise", "rowwise", "blockwise"] = "delayed"

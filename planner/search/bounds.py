@@ -40,10 +40,11 @@ def lower_bound(tables: LayoutTables, knobs: tuple[Knobs, ...], tight: bool = Fa
     """A step time no plan of the layout with these knobs beats (seconds): the pipeline flush with
     the fastest value of each knob that has one (no recompute, sequence parallel, TP and EP overlap
     on: an overlapped collective costs at most its whole length, overlap.decomposed_exposed_seconds
-    and overlapped_cost_seconds), over the knobs' precisions, weight casts and CP exchanges, plus the
-    fixed overhead. Loose (the default): those fastest values whether the knobs offer them or not,
-    one pipe per (precision, casts, CP exchange); `tight`: only the values the knobs offer (e.g. full
-    recompute when nothing else fits), a few more pipes."""
+    and overlapped_cost_seconds; cuDNN's attention, never slower than FlashAttention-2's, space.undominated),
+    over the knobs' precisions, weight casts and CP exchanges, plus the fixed overhead. Loose (the
+    default): those fastest values whether the knobs offer them or not, one pipe per (precision, casts,
+    CP exchange); `tight`: only the values the knobs offer (e.g. full recompute when nothing else fits),
+    a few more pipes, each with its knob's own attention kernel (frameworks differ in it)."""
     def fastest(values: set, best) -> set:
         return {best} if best in values or not tight else values
 
@@ -51,10 +52,10 @@ def lower_bound(tables: LayoutTables, knobs: tuple[Knobs, ...], tight: bool = Fa
     sps = fastest({k.sp for k in knobs}, tables.lay.tp > 1)
     tpos = fastest({k.tpo for k in knobs}, tables.lay.tp > 1)
     epos = fastest({k.epo for k in knobs}, tables.ctx.spec.model.moe is not None)
-    keys = {(rc, sp, k.precision, k.casts, tpo, k.cpc, epo) for k in knobs for rc in rcs for sp in sps
-            for tpo in tpos for epo in epos
+    keys = {(rc, sp, k.precision, k.casts, tpo, k.cpc, epo, k.attn if tight else "cudnn") for k in knobs
+            for rc in rcs for sp in sps for tpo in tpos for epo in epos
             if not tight or (k.recompute, k.sp, k.tpo, k.epo) == (rc, sp, tpo, epo)}
-    flush = min(tables.pipe(*key).flush_seconds for key in fastest_exchanges(tables, keys))
+    flush = min(tables.pipe(*key[:7], attn=key[7]).flush_seconds for key in fastest_exchanges(tables, keys))
     return flush + tables.ctx.eff.step_overhead_seconds
 
 
@@ -64,7 +65,7 @@ def fastest_exchanges(tables: LayoutTables, keys: set[tuple]) -> set[tuple]:
     StageKernels.cp_seconds (stage.cp_layer_seconds), so that key's flush is never longer."""
     if tables.lay.cp <= 1 or len({key[5] for key in keys}) <= 1:
         return keys
-    seconds = {key: tables.cp_exposed(key[1], key[2], key[3], key[5]) for key in keys}
+    seconds = {key: tables.cp_exposed(key[1], key[2], key[3], key[5], key[7]) for key in keys}
 
     def beats(a: tuple, b: tuple) -> bool:
         return (a[:5] + a[6:] == b[:5] + b[6:] and a[5] != b[5]

@@ -63,6 +63,7 @@ class Knobs:
     cpc: str = "p2p"  # how CP ranks exchange K/V (Plan.cp_comm; only p2p when cp = 1)
     epo: bool = False  # expert-parallel all-to-alls overlapped with compute (Plan.ep_overlap; MoE only)
     pbuf: str = "freed"  # stage-boundary buffers the pipeline runtime keeps (Plan.pipeline_buffers; pp > 1)
+    attn: str = "cudnn"  # the fused attention kernel the framework runs (Plan.attention_kernel)
 
 
 @dataclass(frozen=True)
@@ -124,7 +125,7 @@ def plan_for(spec: SearchSpec, lay: Layout, knobs: Knobs | None = None) -> cm.Pl
                    global_batch_size=spec.global_batch_size, zero_stage=k.zero, recompute=k.recompute,
                    sequence_parallel=k.sp, precision=k.precision, grad_dtype=k.grad, weight_casts=k.casts,
                    fp8_recipe="rowwise" if k.casts == "use" else "delayed", zero3_reshard=k.reshard,
-                   tp_comm_overlap=k.tpo,
+                   tp_comm_overlap=k.tpo, attention_kernel=k.attn,
                    flash_attention=spec.flash_attention, overlap_dp_comm=spec.overlap_dp_comm,
                    overlap_pp_comm=spec.overlap_pp_comm)
 
@@ -241,12 +242,12 @@ def knob_combinations(spec: SearchSpec, fws: tuple[str, ...], tp: int, pp: int, 
             cpcs = ks.cp_comm.values if cp > 1 else ("p2p",)
             epos = ks.ep_overlap.values if spec.model.moe is not None else (False,)
             pbufs = ks.pipeline_buffers.values if pp > 1 else ("freed",)
-            for grad, cast, reshard, tpo, cpc, epo, pbuf in product(spec.grad_dtypes, casts, reshards, overlaps, cpcs,
-                                                                    epos, pbufs):
-                k = Knobs(zero, rc, sp, prec, grad, cast, reshard, tpo, cpc, epo, pbuf)  # grad "": the precision's own
+            for grad, cast, reshard, tpo, cpc, epo, pbuf, attn in product(spec.grad_dtypes, casts, reshards, overlaps,
+                                                                          cpcs, epos, pbufs, ks.attention_kernel.values):
+                k = Knobs(zero, rc, sp, prec, grad, cast, reshard, tpo, cpc, epo, pbuf, attn)  # grad "": the precision's own
                 plan = replace(probe, zero_stage=zero, recompute=rc, sequence_parallel=sp, precision=prec,
                                grad_dtype=grad, weight_casts=cast, zero3_reshard=reshard, tp_comm_overlap=tpo,
-                               cp_comm=cpc, ep_overlap=epo, pipeline_buffers=pbuf)
+                               cp_comm=cpc, ep_overlap=epo, pipeline_buffers=pbuf, attention_kernel=attn)
                 runs = plan.grad_comm_dtype in ks.grad_dtype(prec).values
                 if runs and not base.plan_violations(fw, spec.model, plan):
                     out.add(k)
@@ -257,13 +258,17 @@ def undominated(knobs) -> set[Knobs]:
     """Drops a combination with TP or EP overlap off when the same one with it on is offered: the
     overlapped collective never costs more (costmodel/overlap.py: decomposed_exposed_seconds and
     overlapped_cost_seconds are at most the transfer), only a pipeline bubble's share of the saving
-    leaves the DP overlap window, and memory does not depend on either; and one that keeps pipeline
-    buffers per micro-batch when the same one that frees them is offered (same time, less memory)
+    leaves the DP overlap window, and memory does not depend on either; one that keeps pipeline
+    buffers per micro-batch when the same one that frees them is offered (same time, less memory);
+    and FlashAttention-2 when cuDNN's attention is offered (same memory; never slower: the two share a
+    fraction of peak on every generation but Hopper, where FlashAttention-2 runs at the measured
+    flash2_over_cudnn_hopper <= 1 of cuDNN's, tests/test_attention_kernel.py)
     (tests/test_search_tables.py checks the step and the memory on random plans)."""
     ks = set(knobs)
     return {k for k in ks if not ((not k.tpo and replace(k, tpo=True) in ks)
                                   or (not k.epo and replace(k, epo=True) in ks)
-                                  or (k.pbuf != "freed" and replace(k, pbuf="freed") in ks))}
+                                  or (k.pbuf != "freed" and replace(k, pbuf="freed") in ks)
+                                  or (k.attn != "cudnn" and replace(k, attn="cudnn") in ks))}
 
 
 def _split_fixed_ok(spec: SearchSpec, tp: int, cp: int, pp: int) -> bool:

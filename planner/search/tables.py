@@ -75,15 +75,15 @@ class PipeEntry:
 
 
 class KernelCache:
-    """stage.stage_kernels per (tp, cp, ep, etp, cp_comm, micro-batch, SP, flash, precision, casts): the
-    only plan fields it reads."""
+    """stage.stage_kernels per (tp, cp, ep, etp, cp_comm, micro-batch, SP, flash, precision, casts, FP8
+    attention, attention kernel): the only plan fields it reads."""
 
     def __init__(self, spec: SearchSpec, eff: cm.Efficiency):
         self.spec, self.eff, self.table = spec, eff, {}
 
     def get(self, plan: cm.Plan) -> StageKernels:
         key = (plan.tp, plan.cp, plan.ep, plan.etp, plan.cp_comm, plan.micro_batch_size, plan.sequence_parallel,
-               plan.flash_attention, plan.precision, plan.weight_casts, plan.fp8_attention)
+               plan.flash_attention, plan.precision, plan.weight_casts, plan.fp8_attention, plan.attention_kernel)
         if key not in self.table:
             self.table[key] = stage_kernels(self.spec.model, self.spec.cluster, plan, self.eff)
         return self.table[key]
@@ -209,12 +209,12 @@ class LayoutTables:
         states = {(k.zero, k.precision, k.grad, k.casts, k.reshard) for k in knobs}
         return min(self.ctx.states_bytes(self.base, mix, 0, s) for s in states)
 
-    def cp_exposed(self, sp: bool, precision: str, casts: str, cpc: str) -> dict:
+    def cp_exposed(self, sp: bool, precision: str, casts: str, cpc: str, attn: str = "cudnn") -> dict:
         """StageKernels.cp_seconds of the layout under these kernel knobs: per layer kind, the exposed
         (forward, backward) seconds of the CP exchange `cpc`."""
-        key = (sp, precision, casts, cpc)
+        key = (sp, precision, casts, cpc, attn)
         if key not in self.cp_seconds:
-            plan = plan_for(self.ctx.spec, self.lay, Knobs(0, "none", sp, precision, "", casts, cpc=cpc))
+            plan = plan_for(self.ctx.spec, self.lay, Knobs(0, "none", sp, precision, "", casts, cpc=cpc, attn=attn))
             self.cp_seconds[key] = self.ctx.kernels.get(plan).cp_seconds or {}
         return self.cp_seconds[key]
 
@@ -223,13 +223,13 @@ class LayoutTables:
         return min(self.peak_memory(k) for k in knobs)
 
     def pipe(self, rc: str, sp: bool, precision: str, casts: str = "step", tpo: bool = False,
-             cpc: str = "p2p", epo: bool = False, pbuf: str = "freed") -> PipeEntry:
+             cpc: str = "p2p", epo: bool = False, pbuf: str = "freed", attn: str = "cudnn") -> PipeEntry:
         """Pipeline flush, DP-critical stage and memory-candidate stages for (recompute, SP, precision,
-        casts, TP overlap, CP exchange, EP overlap, pipeline buffers)."""
-        key = (rc, sp, precision, casts, tpo, cpc, epo, pbuf)
+        casts, TP overlap, CP exchange, EP overlap, pipeline buffers, attention kernel)."""
+        key = (rc, sp, precision, casts, tpo, cpc, epo, pbuf, attn)
         if key not in self.pipes:
             spec, eff = self.ctx.spec, self.ctx.eff
-            plan = plan_for(spec, self.lay, Knobs(0, rc, sp, precision, "", casts, True, tpo, cpc, epo, pbuf))
+            plan = plan_for(spec, self.lay, Knobs(0, rc, sp, precision, "", casts, True, tpo, cpc, epo, pbuf, attn))
             stages = class_stage_costs(spec.model, spec.cluster, plan, eff, self.ctx.kernels.get(plan), self.classes)
             parts = step.pipeline_parts(plan, stages)
             flush = sum(parts.values())
@@ -264,7 +264,7 @@ class LayoutTables:
     def candidate(self, k: Knobs) -> Candidate:
         spec, eff = self.ctx.spec, self.ctx.eff
         plan = plan_for(spec, self.lay, k)
-        pipe = self.pipe(k.recompute, k.sp, k.precision, k.casts, k.tpo, k.cpc, k.epo, k.pbuf)
+        pipe = self.pipe(k.recompute, k.sp, k.precision, k.casts, k.tpo, k.cpc, k.epo, k.pbuf, k.attn)
         opt = step.optimizer_step_seconds(spec.cluster, plan, pipe.critical, eff)
         return Candidate(self.lay, k, pipe.flush_seconds, self.exposed(k, plan, pipe.critical, pipe.bubble_seconds), opt,
                          eff.step_overhead_seconds, self.memory(k, plan, pipe.slots))

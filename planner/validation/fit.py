@@ -2,10 +2,11 @@
 
 Only physically meaningful, shared constants are fitted (one set for every row, no per-row or
 per-model factor): the GEMM half-saturation dimension, HBM efficiency of elementwise kernels, a
-per-layer kernel/synchronisation overhead and FlashAttention's long-sequence fraction of peak and
-its half-efficiency length, all on step time; and, separately, the caching allocator's slack on
-the rows that publish a memory peak. Measured figures are data, not fitted: large-GEMM fractions
-per generation and NCCL bus-bandwidth fractions (types.Efficiency).
+per-layer kernel/synchronisation overhead and the fused attention kernels' long-sequence fraction
+of peak per generation (Ampere, Hopper's cuDNN kernel, Blackwell) and their half-efficiency length,
+all on step time; and, separately, the caching allocator's slack on the rows that publish a memory
+peak. Measured figures are data, not fitted: large-GEMM fractions per generation, NCCL bus-bandwidth
+fractions, FlashAttention-2's rate relative to cuDNN's on Hopper (types.Efficiency).
 
 Method: cyclic coordinate descent on a bounded grid that refines around the best value
 (derivative-free; the objective, the mean over source groups of their step-time MAPE, is piecewise
@@ -26,8 +27,9 @@ FIT_BOUNDS = {
     "matmul_half_dim": (8.0, 1024.0),
     "hbm_efficiency": (0.5, 0.95),
     "layer_overhead_seconds": (0.0, 2e-3),
-    "flash_attention_peak_fraction": (0.1, 0.75),
     "flash_attention_peak_fraction_blackwell": (0.0, 0.9),
+    "flash_attention_peak_fraction_cudnn_hopper": (0.1, 0.9),
+    "flash_attention_peak_fraction_ampere": (0.1, 0.9),
     "moe_host_sync_seconds": (0.0, 5e-3),
     "flash_attention_half_seq": (0.0, 4096.0),
 }
@@ -37,10 +39,13 @@ def prior() -> cm.Efficiency:
     """Unfitted starting point, from measurements and hardware facts only, so a fit on one
     generation cannot see the other through the defaults: one 128-wide GEMM tile at half
     efficiency (cuBLAS/CUTLASS 128 x 128 tiles), HBM at STREAM-copy efficiency (Azure
-    AI-benchmarking-guide: A100 1.61/2.0, H100 2.90/3.35 TB/s, ~0.8), no per-layer overhead,
-    FlashAttention-2 at 327.9/989 TFLOP/s (Azure ND H100 v5), no MoE host synchronisation."""
+    AI-benchmarking-guide: A100 1.61/2.0, H100 2.90/3.35 TB/s, ~0.8), no per-layer overhead, cuDNN's
+    attention on H100 at 631.3/989 TFLOP/s (pytorch#142132), attention on A100 at 136.4/312 (pytorch
+    PR #192799), Blackwell's at FlashAttention-2's H100 figure, 327.9/989 (Azure ND H100 v5; no
+    Blackwell measurement), no MoE host synchronisation."""
     return replace(cm.Efficiency(), matmul_half_dim=128.0, hbm_efficiency=0.8, layer_overhead_seconds=0.0,
-                   flash_attention_peak_fraction=0.33, flash_attention_peak_fraction_blackwell=0.33,
+                   flash_attention_peak_fraction_blackwell=0.33,
+                   flash_attention_peak_fraction_cudnn_hopper=0.64, flash_attention_peak_fraction_ampere=0.44,
                    flash_attention_half_seq=128.0, moe_host_sync_seconds=0.0,
                    memory_fragmentation_fraction=0.0)
 

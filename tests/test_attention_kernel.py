@@ -1,0 +1,104 @@
+"""Plan.attention_kernel: cuDNN's fused attention against a FlashAttention-2-class kernel.
+
+Expected values are hand arithmetic on the published peaks (catalogs/gpus.yaml: H100 SXM 989 dense
+bf16 TFLOP/s, A100 312) and the Efficiency fractions written in each test; the frameworks' rules are
+the ones cited in planner/frameworks.
+"""
+from dataclasses import replace
+
+import pytest
+
+from costmodel import types as cm
+from costmodel.compute import attention_core_seconds, flash_attention_fraction
+from planner.frameworks import REGISTRY
+from planner.inputs.loading import resolve_gpu
+from planner.search.space import Knobs, undominated
+
+# Llama 3 8B's attention: 32 heads of 128, one 8192-token sequence.
+LLAMA_8B = cm.Model(name="llama3-8b", num_layers=32, hidden_size=4096, num_attention_heads=32, vocab_size=128256,
+                    seq_length=8192, num_kv_heads=8, ffn_hidden_size=14336, mlp="swiglu")
+EFF = replace(cm.Efficiency(), flash_attention_peak_fraction=0.2, flash_attention_peak_fraction_cudnn_hopper=0.6,
+              flash2_over_cudnn_hopper=0.5, flash_attention_peak_fraction_ampere=0.5,
+              flash_attention_peak_fraction_blackwell=0.4, flash_attention_half_seq=0.0)
+
+
+def gpu(name: str) -> cm.Gpu:
+    return resolve_gpu(name).to_gpu()
+
+
+def test_the_fraction_depends_on_the_kernel_only_on_hopper():
+    """On Hopper FlashAttention-2 runs at flash2_over_cudnn_hopper of cuDNN's fraction (0.5 x 0.6 here);
+    a generation without its own fraction takes flash_attention_peak_fraction."""
+    assert flash_attention_fraction(8192, EFF, "hopper", "cudnn") == 0.6
+    assert flash_attention_fraction(8192, EFF, "hopper", "flash2") == pytest.approx(0.3)
+    for generation, expected in (("ampere", 0.5), ("blackwell", 0.4), ("ada", 0.2)):
+        assert flash_attention_fraction(8192, EFF, generation, "cudnn") == expected
+        assert flash_attention_fraction(8192, EFF, generation, "flash2") == expected
+
+
+def test_attention_seconds_by_hand():
+    """Causal forward FLOPs: 2 x s x s/2 keys x (128 + 128) per head x 32 heads = 549.76 GFLOP; on an
+    H100 at 0.6 of 989 TFLOP/s that is 0.9265 ms, at 0.5 x 0.6 twice as long; an A100 at 0.5 of 312
+    TFLOP/s takes 3.524 ms with either kernel."""
+    flops = 2 * 8192 * 4096 * 256 * 32
+    assert flops == pytest.approx(549.76e9, rel=1e-4)
+    h100, a100 = gpu("h100-sxm-80gb"), gpu("a100-sxm-80gb")
+    cudnn = attention_core_seconds(LLAMA_8B, 1, 1, h100, "bf16", True, EFF, kernel="cudnn")
+    flash2 = attention_core_seconds(LLAMA_8B, 1, 1, h100, "bf16", True, EFF, kernel="flash2")
+    assert cudnn == pytest.approx(flops / (0.6 * 989e12), rel=1e-9)
+    assert cudnn == pytest.approx(0.9265e-3, rel=1e-3)
+    assert flash2 == pytest.approx(2 * cudnn, rel=1e-9)
+    for kernel in ("cudnn", "flash2"):
+        assert attention_core_seconds(LLAMA_8B, 1, 1, a100, "bf16", True, EFF, kernel=kernel) == \
+            pytest.approx(flops / (0.5 * 312e12), rel=1e-9)
+
+
+def test_cudnn_is_never_slower():
+    """space.undominated drops a FlashAttention-2 combination when the cuDNN one is offered: that needs
+    FlashAttention-2 at most cuDNN's rate on Hopper (pytorch#142132 measured 329.5 against 631.3
+    TFLOP/s) and equal elsewhere."""
+    eff = cm.Efficiency()
+    assert eff.flash2_over_cudnn_hopper == pytest.approx(329.5 / 631.3) and eff.flash2_over_cudnn_hopper <= 1
+    for generation in ("ampere", "hopper", "blackwell", "ada"):
+        assert flash_attention_fraction(4096, eff, generation, "flash2") <= \
+            flash_attention_fraction(4096, eff, generation, "cudnn")
+    base = Knobs(1, "none", True, "bf16", "")
+    assert undominated({base, replace(base, attn="flash2")}) == {base}
+    assert undominated({replace(base, attn="flash2")}) == {replace(base, attn="flash2")}
+
+
+def test_each_framework_names_its_kernel():
+    """The search scores Megatron-LM with Transformer Engine's cuDNN attention (FlashAttention-2 on
+    request, --attention-backend flash), torchtitan 0.3.0 with FlexAttention's Triton kernels, DeepSpeed
+    with the model code's SDPA."""
+    assert REGISTRY["megatron"].knobs(True, True).attention_kernel.values == ("cudnn", "flash2")
+    assert REGISTRY["torchtitan"].knobs(True, True).attention_kernel.values == ("flash2",)
+    assert REGISTRY["deepspeed"].knobs(True, True).attention_kernel.values == ("cudnn",)
+
+
+def test_megatron_writes_the_kernel_and_refuses_flash2_with_context_parallelism():
+    from emit_support import job, tiny
+
+    from planner.emit import render
+    from planner.errors import PlannerError
+
+    flash2 = render(job(tiny(), tp=2, attention_kernel="flash2"), "megatron")["megatron/launch.sh"][0]
+    assert "--attention-backend flash" in flash2
+    default = render(job(tiny(), tp=2), "megatron")["megatron/launch.sh"][0]
+    assert "--attention-backend" not in default  # Transformer Engine's own choice: cuDNN's on Hopper
+    with pytest.raises(PlannerError, match="context parallelism with cuDNN fused attention only"):
+        render(job(tiny(), tp=2, cp=2, attention_kernel="flash2"), "megatron")
+
+
+def test_search_scores_each_framework_with_its_kernel():
+    """`suggest --framework torchtitan` plans carry flash2, Megatron-LM's cudnn; both together keep the
+    two (neither framework runs the other's)."""
+    from planner.inputs import loading
+    from planner.search.space import SearchSpec
+    from planner.search.suggest import Options, run
+
+    model = loading.load_model_spec("llama3-8b").to_model()
+    cluster = loading.build_cluster(loading.load_cluster_spec("dgx-h100"), 16)
+    for frameworks, kernels in ((("torchtitan",), {"flash2"}), (("megatron",), {"cudnn"})):
+        result = run(SearchSpec(model, cluster, 64, frameworks=frameworks), Options(top_k=3))
+        assert {r.plan.attention_kernel for r in result.ranked} == kernels
