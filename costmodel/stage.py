@@ -393,18 +393,29 @@ def stage_cost(model: Model, cluster: Cluster, plan: Plan, layers, stage: int, e
 def ep_exposed_seconds(model: Model, plan: Plan, k: StageKernels, eff: Efficiency, mix: LayerMix,
                        moe_layers: int) -> float:
     """The stage's expert-parallel exchanges per micro-batch that show, plus each MoE layer's host
-    synchronisation when its dispatch is not CUDA-graphed: all of them, or with ep_overlap
+    synchronisation (host_synced_dispatch): all of them, or with ep_overlap
     (Megatron's 1F1B A2A overlap, which runs one micro-batch's dispatch and combine beside another's
     forward and backward; a_to_a_overlap in megatron/core/pipeline_parallel) only what the MoE layers'
     compute (forward, backward and replay) cannot cover, plus its SM cost (overlap.py)."""
     total = moe_layers * (context.passes(plan) + 1) * k.ep_pass_seconds
-    host = 0.0 if plan.moe_cuda_graphs else moe_layers * eff.moe_host_sync_seconds
+    host = moe_layers * eff.moe_host_sync_seconds if host_synced_dispatch(plan) else 0.0
     if not plan.ep_overlap or total <= 0:
         return total + host
     window = sum(n * (k.layers[r].forward_seconds + k.layers[r].backward_seconds + replay_seconds(plan, k.layers[r]))
                  for r, n in mix if model.is_moe_layer(r))
     hidden, exposed = overlap.hidden_and_exposed(total, window)
     return overlap.overlapped_cost_seconds(exposed, hidden, eff.collective_sm_share) + host
+
+
+def host_synced_dispatch(plan: Plan) -> bool:
+    """Whether each MoE layer waits for its token counts on the host. Megatron-core's dropless
+    all-to-all dispatcher always does: the split sizes of its all-to-all (or, with one EP and TP
+    rank, the tokens per local expert) must reach the CPU (token_dispatcher.py
+    MoEAlltoAllTokenDispatcher.preprocess, sync point "before_ep_alltoall" / "before_finish"), and
+    CUDA graphs of the router and preprocessing only move the copy earlier (cuda_dtoh_point). Only
+    a dispatcher with fixed-size buffers (DeepEP / HybridEP, Plan.ep_dispatch "deepep") lets the
+    graphs (Plan.moe_cuda_graphs) take the whole layer with no host round trip."""
+    return not plan.moe_cuda_graphs or plan.ep_dispatch == "alltoall"
 
 
 def cp_layer_seconds(plan: Plan, k: StageKernels, rep: int) -> float:

@@ -289,7 +289,9 @@ class Plan:
     ep_dispatch: str = "alltoall"
     # The MoE layers' router and dispatch preprocessing captured in CUDA graphs (Megatron
     # --cuda-graph-impl transformer_engine with the moe_router and moe_preprocess scopes, or the whole
-    # iteration): no host synchronisation per MoE layer (Efficiency.moe_host_sync_seconds).
+    # iteration): no host synchronisation per MoE layer (Efficiency.moe_host_sync_seconds) with a
+    # fixed-buffer dispatcher; the all-to-all dispatcher still waits for its split sizes
+    # (stage.host_synced_dispatch).
     moe_cuda_graphs: bool = False
     cp: int = 1  # context parallel: the sequence split over cp ranks (2 x cp load-balanced chunks)
     cp_comm: str = "p2p"  # how CP ranks exchange K/V (CP_COMMS)
@@ -366,22 +368,22 @@ class Efficiency:
     flash_attention_peak_fraction: float = 0.33
     # ... FITTED with the others below: cuDNN's fused attention on Hopper, prior 631.3 TFLOP/s = 0.64 of
     # 989 (pytorch#142132: H100, torch 2.6.0.dev20241204, batch 1, 24 heads, seq 4608, hd 128) ...
-    flash_attention_peak_fraction_cudnn_hopper: float = 0.4331
+    flash_attention_peak_fraction_cudnn_hopper: float = 0.4293
     # ... (FlashAttention-2-class kernels on Hopper run at this share of cuDNN's rate, measured, not
     # fitted: SDPA's flash backend 329.5 against 631.3 TFLOP/s on the same shape, pytorch#142132; so the
     # Hopper rows of either kernel fit one fraction) ...
     flash2_over_cudnn_hopper: float = 329.5 / 631.3
     # ... either kernel on Ampere, where the two perform alike: prior 136.4 TFLOP/s = 0.44 of 312
     # (pytorch PR #192799's sm80 forward benchmark: cuDNN 135.4, flash 136.4) ...
-    flash_attention_peak_fraction_ampere: float = 0.3873
+    flash_attention_peak_fraction_ampere: float = 0.3824
     # ... Blackwell's kernels (cuDNN / Transformer Engine fused attention built for its tensor cores),
     # either kernel name; prior 0.33 ...
-    flash_attention_peak_fraction_blackwell: float = 0.3257
+    flash_attention_peak_fraction_blackwell: float = 0.3214
     # ... and the sequence length at which each reaches half of its fraction (prior one 128-row tile).
-    # The fitted values give, at s = 8192: cuDNN's on H100 314 TFLOP/s, FlashAttention-2's 164, A100 89,
-    # B200 537: about half of what the kernels reach alone in benchmarks, the rest being work around
+    # The fitted values give, at s = 8192: cuDNN's on H100 313 TFLOP/s, FlashAttention-2's 163, A100 88,
+    # B200 533: about half of what the kernels reach alone in benchmarks, the rest being work around
     # the kernel that the rows' steps include and the model does not count (layout copies, RoPE, GQA).
-    flash_attention_half_seq: float = 2992.0
+    flash_attention_half_seq: float = 2916.0
     # FITTED (planner/fit.py, `planner validate --fit-on all`, all rows of validation/runs.yaml):
     # GEMM output dimension at which efficiency is half its large-shape value (saturation) ...
     matmul_half_dim: float = 383.0
@@ -413,10 +415,10 @@ class Efficiency:
     # copied to the host (Megatron's dispatchers size the all-to-all from them, a stream sync) drain the
     # GPU's queue, which then waits for the host to launch the layer's remaining kernels. FITTED on the
     # MoE rows (planner/validation/fit.py); prior 0.
-    moe_host_sync_seconds: float = 0.002647
+    moe_host_sync_seconds: float = 0.002747
     # Per layer and micro-batch (forward + backward): kernel launches and stream synchronisation
     # the roofline does not see (FITTED as above).
-    layer_overhead_seconds: float = 0.0004280
+    layer_overhead_seconds: float = 0.0003910
     # Fixed per-step cost outside the model: optimizer launch, logging, data loading.
     step_overhead_seconds: float = 0.0
     # Framework memory not in the analytic terms: CUDA context, NCCL buffers, allocator slack.

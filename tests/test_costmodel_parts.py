@@ -250,3 +250,26 @@ def test_power_limit_without_tdp_is_a_spec_error():
     with pytest.raises(ValidationError, match="power_limit_watts needs tdp_watts"):
         GpuSpec(name="x", generation="hopper", memory_gib=80, dense_tflops={"bf16": 900},
                 hbm_bandwidth_gbytes_per_s=3000, power_limit_watts=500)
+
+
+def test_all_to_all_dispatch_waits_on_the_host_even_with_moe_cuda_graphs():
+    """Megatron-core's dropless all-to-all dispatcher copies its split sizes to the CPU whatever the
+    graph scopes (token_dispatcher.py, sync point "before_ep_alltoall"); only a fixed-buffer
+    dispatcher (DeepEP / HybridEP) under CUDA graphs skips it. Qwen3-30B-A3B (48 MoE layers) on 8
+    GPUs, ep 8, global batch 16 of micro-batch 1 over dp 8: 2 micro-batches, so the host waits
+    2 x 48 x moe_host_sync_seconds per step."""
+    from planner.inputs.loading import build_cluster, load_cluster_spec, load_model_spec
+
+    model = load_model_spec("qwen3-30b-a3b").to_model()
+    cluster = build_cluster(load_cluster_spec("dgx-h100"), 8)
+    base = Plan(tp=1, pp=1, dp=8, ep=8, micro_batch_size=1, global_batch_size=16)
+    eff = Efficiency()
+
+    def ep_comm(**kw) -> float:
+        return estimate(model, cluster, replace(base, **kw), eff).time_breakdown_seconds["ep_comm"]
+
+    synced = 2 * 48 * eff.moe_host_sync_seconds
+    assert ep_comm(ep_dispatch="alltoall", moe_cuda_graphs=True) == pytest.approx(
+        ep_comm(ep_dispatch="alltoall", moe_cuda_graphs=False))
+    assert ep_comm(ep_dispatch="deepep", moe_cuda_graphs=False) - ep_comm(ep_dispatch="deepep", moe_cuda_graphs=True) \
+        == pytest.approx(synced)

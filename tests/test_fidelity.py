@@ -30,22 +30,29 @@ from planner.validation import runs as validation
 # (max 14.7% -> 10.3%), mlperf 0.28% -> 0.87%, torchtitan 5.25% -> 5.46% (max 15.8% -> 13.9%): the
 # refit's shared constants (GEMM half-dimension 289 -> 383, HBM 0.512 -> 0.637, layer overhead 128 ->
 # 428 us) moved for the other rows; held out, mlperf 0.8% -> 1.8%.
-STEP_MAPE_BOUND = 0.080      # reached 0.0793 over 234 rows (0.0927 before the attention kernels)
+# Then (same day) Megatron-core's all-to-all dispatcher was found to wait on the host for its split sizes
+# even with the router and preprocessing in CUDA graphs (stage.host_synced_dispatch): the two 25.11/26.02
+# Qwen3-30B-A3B B200 rows went from -62%/-61% to -33%/-30% (MoE max 62.2% -> 44.6%, overall 7.93% ->
+# 7.71%, out of sample 11.40% -> 11.37%, by generation 9.23% -> 8.90%); the refit moved the layer overhead
+# 428 -> 391 us and the attention fractions by 1-3%, which raised three in-sample bounds: nemo 5.10% ->
+# 5.11% (max 13.7% -> 13.9%), fsdp-2023-2024 7.02% -> 7.12% (max 18.4% -> 18.6%), torchtitan max 13.9% ->
+# 14.5%.
+STEP_MAPE_BOUND = 0.078      # reached 0.0771 over 234 rows (0.0927 before the attention kernels)
 GROUP_STEP_BOUNDS = {        # (MAPE, max) per source group, reached + a hair
-    "bloom": (0.072, 0.085), "korthikanti-2022": (0.061, 0.103), "megatron-2021": (0.044, 0.131),
-    "mlperf": (0.009, 0.011), "nemo": (0.051, 0.138),
-    # 9 Llama 3.1 8B rows of torchtitan's benchmarks and the two 405B long-context rows (32k cp 1: -2.9%;
-    # 64k cp 2: -4.2%): reached 5.46%, max 13.94% (the 8B 32k float8 row)
-    "torchtitan": (0.055, 0.140),
-    # MoE: 9.99% over 100 rows; the worst are B200/B300 rows whose releases halved the throughput of
+    "bloom": (0.072, 0.085), "korthikanti-2022": (0.060, 0.102), "megatron-2021": (0.044, 0.131),
+    "mlperf": (0.008, 0.008), "nemo": (0.052, 0.139),
+    # 9 Llama 3.1 8B rows of torchtitan's benchmarks and the two 405B long-context rows (32k cp 1: -2.6%;
+    # 64k cp 2: -3.8%): reached 5.46%, max 14.47% (the 8B 32k float8 row)
+    "torchtitan": (0.055, 0.145),
+    # MoE: 9.47% over 100 rows; the worst are B200/B300 rows whose releases halved the throughput of
     # an identical earlier layout (validation/README.md, "MoE rows")
-    "mbridge-moe": (0.1001, 0.622),
-    # dense Llama 3: reached 8.08% over 44 rows, max 24.70% (25.11 Llama 3 8B GB300 FP8, predicted slower:
+    "mbridge-moe": (0.095, 0.447),
+    # dense Llama 3: reached 8.08% over 44 rows, max 24.74% (25.11 Llama 3 8B GB300 FP8, predicted slower:
     # the catalog has no GB300 measurement of its own)
     "mbridge-dense": (0.081, 0.248),
-    # full-shard FSDP, no TP/PP: reached 7.02% over 28 rows, max 18.35%; the H100 rows predicted fast
+    # full-shard FSDP, no TP/PP: reached 7.12% over 28 rows, max 18.62%; the H100 rows predicted fast
     # (validation/README.md, "FSDP rows")
-    "fsdp-2023-2024": (0.071, 0.184),
+    "fsdp-2023-2024": (0.072, 0.187),
 }
 # Memory over the 11 torchtitan rows with a published peak: 2.18% / 7.38% over the 9 before the 405B rows.
 # Those were 12.1% / 12.8% low while their weights were counted at 2 B; since torchao's float8 all-gather
@@ -64,13 +71,14 @@ GROUP_MEMORY_BOUNDS = {"torchtitan": (0.049, 0.172)}
 # host-synchronisation constant stays at its prior 0.
 LOO_STEP_MAPE_BOUND = 0.115
 LOO_GROUP_STEP_MAPE_BOUNDS = {
-    "bloom": 0.073, "korthikanti-2022": 0.073, "megatron-2021": 0.045, "mlperf": 0.020, "nemo": 0.058,
-    "torchtitan": 0.129, "mbridge-moe": 0.168, "mbridge-dense": 0.087, "fsdp-2023-2024": 0.080,
+    "bloom": 0.073, "korthikanti-2022": 0.073, "megatron-2021": 0.045, "mlperf": 0.019, "nemo": 0.058,
+    "torchtitan": 0.128, "mbridge-moe": 0.168, "mbridge-dense": 0.086, "fsdp-2023-2024": 0.080,
 }
 # Leave one GPU generation out (fit on the other generations): reached 10.05% over 160 rows; 10.3% over
-# 234; 9.2% with the attention kernels (ampere 5.4%, hopper 9.3%, blackwell 10.6%).
-LOGO_STEP_MAPE_BOUND = 0.094
-LOGO_GENERATION_STEP_MAPE_BOUNDS = {"ampere": 0.055, "hopper": 0.094, "blackwell": 0.108}
+# 234; 9.2% with the attention kernels; 8.9% with the all-to-all host wait (ampere 5.3%, hopper 9.1%,
+# blackwell 10.1%).
+LOGO_STEP_MAPE_BOUND = 0.090
+LOGO_GENERATION_STEP_MAPE_BOUNDS = {"ampere": 0.055, "hopper": 0.093, "blackwell": 0.102}
 
 
 @pytest.fixture(scope="module")
