@@ -102,3 +102,14 @@ def test_search_scores_each_framework_with_its_kernel():
     for frameworks, kernels in ((("torchtitan",), {"flash2"}), (("megatron",), {"cudnn"})):
         result = run(SearchSpec(model, cluster, 64, frameworks=frameworks), Options(top_k=3))
         assert {r.plan.attention_kernel for r in result.ranked} == kernels
+
+
+def test_estimate_names_a_flash2_kernel(capsys):
+    """The plan line says when the attention is FlashAttention-2-class (the default, cuDNN's, is not named)."""
+    from planner.commands.main import main
+
+    base = ["estimate", "llama3-8b", "dgx-h100", "--gpus", "8", "--zero", "3"]
+    assert main([*base, "--attention-kernel", "flash2"]) == 0
+    assert "FlashAttention-2-class attention" in capsys.readouterr().out
+    assert main(base) == 0
+    assert "FlashAttention-2" not in capsys.readouterr().out

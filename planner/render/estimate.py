@@ -57,6 +57,8 @@ def plan_label(plan: dict) -> str:
         parts.append("per-tensor gathers")
     if plan.get("fused_cross_entropy") is False:
         parts.append("eager fp32 loss")
+    if plan.get("attention_kernel") == "flash2":
+        parts.append("FlashAttention-2-class attention")
     return ", ".join(parts)
 
 
