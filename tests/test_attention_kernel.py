@@ -113,3 +113,21 @@ def test_estimate_names_a_flash2_kernel(capsys):
     assert "FlashAttention-2-class attention" in capsys.readouterr().out
     assert main(base) == 0
     assert "FlashAttention-2" not in capsys.readouterr().out
+
+
+def test_emit_says_when_the_framework_runs_another_kernel():
+    """torchtitan 0.3.0 runs FlexAttention whatever the plan says: a plan scored with cuDNN's attention gets
+    a note in README.txt naming the kernel to re-score with; a flash2 plan does not."""
+    from emit_support import job
+
+    from planner.emit import render
+    from planner.inputs.loading import load_model_spec
+
+    def readme(kernel: str) -> str:
+        plan = job(load_model_spec("llama3-8b"), tp=2, dp=4, zero_stage=3, sequence_parallel=True,
+                   attention_kernel=kernel)
+        return render(plan, "torchtitan")["README.txt"][0]
+
+    assert "re-score with planner estimate ... --attention-kernel flash2" in readme("cudnn")
+    assert "fused attention: cudnn" in readme("cudnn")
+    assert "--attention-kernel" not in readme("flash2")

@@ -18,7 +18,7 @@ def plan_lines(job: Job) -> list[str]:
         f"  recompute {p.recompute}, sequence parallel {'on' if p.sequence_parallel else 'off'}, "
         f"precision {p.precision}, gradients reduced in {p.grad_comm_dtype}",
         f"  DP sync overlapped with backward: {'yes' if p.overlap_dp_comm else 'no'}; "
-        f"flash attention: {'yes' if p.flash_attention else 'no'}",
+        f"fused attention: {p.attention_kernel if p.flash_attention else 'no'}",
     ]
 
 
@@ -84,7 +84,23 @@ def note_lines(job: Job, frameworks: list[str]) -> list[str]:
             notes.append("DeepSpeed: the uneven layer split is chosen in code (PipelineModule partition_method).")
     if "torchtitan" in frameworks:
         notes += torchtitan_notes(job)
+    notes += kernel_notes(job, frameworks)
     return ["Notes"] + [f"  - {n}" for n in notes] if notes else []
+
+
+def kernel_notes(job: Job, frameworks: list[str]) -> list[str]:
+    """A framework whose stack runs another attention kernel than the one the plan was scored with
+    (frameworks.base.Knobs.attention_kernel): its launch files cannot choose it, so say so."""
+    from planner.frameworks import REGISTRY
+
+    p, notes = job.plan, []
+    for name in frameworks:
+        fw = REGISTRY[name]
+        choice = fw.knobs_for(p).attention_kernel
+        if p.flash_attention and p.attention_kernel not in choice.values:
+            notes.append(f"{fw.title}: the prediction above assumes {p.attention_kernel} attention, but "
+                         f"{choice.why}; re-score with planner estimate ... --attention-kernel {choice.values[0]}.")
+    return notes
 
 
 def torchtitan_notes(job: Job) -> list[str]:
