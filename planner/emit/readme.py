@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from planner.emit.job import Job
+from planner.frameworks import REGISTRY
 from planner.frameworks import torchtitan as titan
 
 GIB = 2**30
@@ -91,8 +92,6 @@ def note_lines(job: Job, frameworks: list[str]) -> list[str]:
 def kernel_notes(job: Job, frameworks: list[str]) -> list[str]:
     """A framework whose stack runs another attention kernel than the one the plan was scored with
     (frameworks.base.Knobs.attention_kernel): its launch files cannot choose it, so say so."""
-    from planner.frameworks import REGISTRY
-
     p, notes = job.plan, []
     for name in frameworks:
         fw = REGISTRY[name]
