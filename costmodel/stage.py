@@ -414,7 +414,13 @@ def host_synced_dispatch(plan: Plan) -> bool:
     MoEAlltoAllTokenDispatcher.preprocess, sync point "before_ep_alltoall" / "before_finish"), and
     CUDA graphs of the router and preprocessing only move the copy earlier (cuda_dtoh_point). Only
     a dispatcher with fixed-size buffers (DeepEP / HybridEP, Plan.ep_dispatch "deepep") lets the
-    graphs (Plan.moe_cuda_graphs) take the whole layer with no host round trip."""
+    graphs (Plan.moe_cuda_graphs) take the whole layer with no host round trip.
+    Experts padded to a capacity (a capacity factor) skip the copy in Megatron-core (drop_and_pad:
+    preprocess returns early, _maybe_dtoh_and_synchronize does nothing; core_v0.14.0), yet they are
+    charged too: without it the twelve padded rows (validation/runs.yaml, 25.09 token drop) came out
+    15-37% fast and the refit raised the MoE rows' MAPE from 9.5% to 10.1%, so the fitted
+    Efficiency.moe_host_sync_seconds also stands for per-layer time those layers have as well (not
+    identified; see validation/README.md)."""
     return not plan.moe_cuda_graphs or plan.ep_dispatch == "alltoall"
 
 

@@ -273,3 +273,19 @@ def test_all_to_all_dispatch_waits_on_the_host_even_with_moe_cuda_graphs():
         ep_comm(ep_dispatch="alltoall", moe_cuda_graphs=False))
     assert ep_comm(ep_dispatch="deepep", moe_cuda_graphs=False) - ep_comm(ep_dispatch="deepep", moe_cuda_graphs=True) \
         == pytest.approx(synced)
+
+
+def test_megatron_refuses_deepep_with_experts_padded_to_capacity():
+    """Megatron-LM's config refuses moe_pad_expert_input_to_capacity with the flex dispatcher's DeepEP
+    backend (transformer_config.py at d98e8a64), so a padded plan only runs the all-to-all dispatcher."""
+    from planner.frameworks import REGISTRY
+    from planner.frameworks.base import plan_violations
+    from planner.inputs.loading import load_model_spec
+
+    dropless = load_model_spec("qwen3-30b-a3b").to_model()
+    padded = replace(dropless, moe=replace(dropless.moe, capacity_factor=1.0))
+    plan = Plan(tp=1, pp=1, dp=8, ep=8, micro_batch_size=1, global_batch_size=16, ep_dispatch="deepep")
+    megatron = REGISTRY["megatron"]
+    assert any("pad experts to a capacity" in v for v in plan_violations(megatron, padded, plan))
+    assert not any("capacity" in v for v in plan_violations(megatron, dropless, plan))
+    assert not any("capacity" in v for v in plan_violations(megatron, padded, replace(plan, ep_dispatch="alltoall")))

@@ -159,6 +159,15 @@ def moe_expert_bias(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     return None
 
 
+def padded_dispatch(model: cm.Model, plan: cm.Plan) -> Optional[str]:
+    """transformer_config.py __post_init__ (d98e8a64): the flex dispatcher with the DeepEP backend
+    refuses moe_pad_expert_input_to_capacity, which a capacity factor is written with (emit)."""
+    if plan.ep_dispatch == "deepep" and model.moe is not None and model.moe.capacity_factor > 0:
+        return ("Megatron-LM's DeepEP dispatcher does not pad experts to a capacity "
+                "(transformer_config.py); a capacity factor needs the all-to-all dispatcher")
+    return None
+
+
 def mtp_position(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     """arguments.py: --mtp-num-layers needs --position-embedding-type rope or none."""
     if model.mtp_layers and model.position_embedding not in ("rope", "none"):
@@ -262,6 +271,6 @@ FRAMEWORK = Framework(
     interleaving_rules=(interleaving_groups,),
     knobs=knobs,
     plan_rules=(distributed_optimizer_reduce, fp8_recipe, cpu_offloading, lowp_param_gather, moe_sequence_parallel,
-                moe_expert_bias, mtp_position, local_attention, recompute_modules, ep_overlap,
+                moe_expert_bias, padded_dispatch, mtp_position, local_attention, recompute_modules, ep_overlap,
                 precision_aware_optimizer, attention_backend),
 )
