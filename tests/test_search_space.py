@@ -53,6 +53,8 @@ def test_knob_sets():
     assert deepspeed.knobs(False, True).zero_stage.values == (0, 1)  # PipelineEngine: ZeRO <= 1
     assert deepspeed.knobs(False, False).zero_stage.values == (0, 1, 2, 3)
     assert torchtitan.knobs(True, False).zero_stage.values == (3,)  # DDP only without TP/PP
+    # FSDP2 under torch.distributed.pipelining keeps weights and gradients unsharded through the step
+    assert torchtitan.knobs(False, True).zero_stage.values == torchtitan.knobs(True, True).zero_stage.values == (1,)
     assert megatron.knobs(True, True).grad_dtype("bf16").values == ("fp32", "bf16")
     assert megatron.knobs(True, True).grad_dtype("fp16").values == ("fp32", "fp16")
     assert megatron.knobs(True, True).grad_dtype("fp32").values == ("fp32",)
@@ -72,15 +74,17 @@ def test_space_counted_by_hand():
 
 
 def test_any_framework_is_the_union():
-    """pp > 1 under any framework: ZeRO 0/1 (Megatron, DeepSpeed) or 3 (torchtitan FSDP), never 2."""
+    """pp > 1 under any framework: ZeRO 0/1 (Megatron, DeepSpeed; torchtitan's FSDP2 is ZeRO-1 under a
+    pipeline), never 2 or 3; ZeRO 3 without a pipeline."""
     space = build_space(SearchSpec(model(8), cluster(4), 8))
     zeros = {k.zero for lay, ks in space.knobs.items() if lay.pp > 1 for k in ks}
-    assert zeros == {0, 1, 3}
+    assert zeros == {0, 1}
+    assert 3 in {k.zero for lay, ks in space.knobs.items() if lay.pp == 1 for k in ks}
     rcs = {k.recompute for ks in space.knobs.values() for k in ks}
     assert rcs == {"none", "selective", "op", "full"}
     # 8 layers, pp 2, vpp 3: only torchtitan splits it (uneven chunks), so only FSDP and its recompute modes.
     only_tt = [ks for lay, ks in space.knobs.items() if (lay.pp, lay.vpp) == (2, 3)]
-    assert only_tt and all({k.zero for k in ks} == {3} and "selective" not in {k.recompute for k in ks}
+    assert only_tt and all({k.zero for k in ks} == {1} and "selective" not in {k.recompute for k in ks}
                            for ks in only_tt)
 
 

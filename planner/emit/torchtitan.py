@@ -73,13 +73,13 @@ def stage_modules(job: Job) -> list[list[str]]:
 
 
 def parallelism(job: Job) -> Kwargs:
-    """ZeRO 3 = FSDP2 over data_parallel_shard, ZeRO 0 = data_parallel_replicate. With pipeline
-    parallelism torchtitan's FSDP default keeps weights gathered between forward and backward
-    (fsdp.py get_fsdp_reshard_after_forward_policy), without it frees them; the plan's
-    zero3_reshard says which it wants ("always" or "never" where that differs from the default)."""
+    """FSDP2 over data_parallel_shard (ZeRO 3, or the ZeRO 1 it is under pipeline parallelism:
+    frameworks/torchtitan.py `fsdp`), ZeRO 0 = data_parallel_replicate. Without pipeline parallelism
+    torchtitan's FSDP default frees the weights after forward; a plan with zero3_reshard off says
+    "never"."""
     p = job.plan
     out: Kwargs = [("data_parallel_replicate_degree", p.dp if p.zero_stage == 0 else 1),
-                   ("data_parallel_shard_degree", p.dp if p.zero_stage == 3 else 1),
+                   ("data_parallel_shard_degree", p.dp if titan.fsdp(p) else 1),
                    ("tensor_parallel_degree", p.tp), ("enable_sequence_parallel", p.sequence_parallel),
                    ("pipeline_parallel_degree", p.pp)]
     if p.cp > 1:
@@ -163,9 +163,9 @@ def imports(job: Job, flavour: titan.Flavour) -> str:
 def comments(job: Job) -> str:
     """Why the lines below say what they say, where torchtitan would otherwise do something else."""
     p, out = job.plan, []
-    if p.pp > 1 and p.zero_stage == 3 and p.zero3_reshard:
-        out.append("ZeRO-3 as planned: weights resharded after each forward (torchtitan's FSDP default with "
-                   "pipeline parallelism keeps them gathered: distributed/fsdp.py).")
+    if p.pp > 1 and titan.fsdp(p):
+        out.append("FSDP2 under pipeline parallelism: weights stay gathered and gradients unsharded until the "
+                   "step's last backward (torch.distributed.pipelining), as planned (ZeRO-1).")
     if titan.cuda_graphs_off(p):
         out.append("CUDA graphs do not support pipeline parallelism (trainer.py): disable_cuda_graphs.")
     if p.pp > 1:

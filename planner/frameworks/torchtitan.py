@@ -46,11 +46,26 @@ def sequence_split(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     return None
 
 
+def fsdp(plan: cm.Plan) -> bool:
+    """Whether the plan is torchtitan's FSDP2 (data_parallel_shard): ZeRO-3 without pipeline
+    parallelism; with it, the ZeRO-1 that FSDP2 becomes under torch.distributed.pipelining. Its
+    stages run every micro-batch's backward but the last with set_reshard_after_backward(False) and
+    set_requires_gradient_sync(False) and reshard and reduce-scatter once in _post_backward
+    (pipelining/stage.py backward_maybe_with_nosync, read at pytorch 0138610), and FSDP2 accumulates
+    the unsharded gradients in its reduce dtype (FSDPParam.to_accumulated_grad_if_needed), while
+    torchtitan keeps the gathered weights from forward to backward under PP (distributed/fsdp.py
+    get_fsdp_reshard_after_forward_policy): within a step the stage holds unsharded weights and
+    gradients over a sharded optimizer and gathers and reduce-scatters once, the cost model's ZeRO-1
+    (the validation rows of torchtitan's 405B Table 6 are converted the same way)."""
+    return plan.zero_stage == 3 or (plan.zero_stage == 1 and plan.pp > 1)
+
+
 def context_parallel_fsdp(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     """distributed/parallel_dims.py (0.3.0): the CP ranks fold into FSDP's shard axis (dp_shard x cp),
-    and FSDP is applied even at dp_shard 1 when cp > 1, so weights are sharded as under ZeRO-3."""
-    if plan.cp > 1 and plan.zero_stage != 3:
-        return "torchtitan shards weights over dp_shard x cp with FSDP2 whenever cp > 1: the plan needs ZeRO-3"
+    and FSDP is applied even at dp_shard 1 when cp > 1."""
+    if plan.cp > 1 and not fsdp(plan):
+        return ("torchtitan shards weights over dp_shard x cp with FSDP2 whenever cp > 1: the plan needs ZeRO-3 "
+                "(ZeRO-1 with pipeline parallelism)")
     return None
 
 
@@ -76,14 +91,14 @@ def grad_dtypes(precision: str) -> Choice:
 def fsdp_reduce_scatter(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     """distributed/fsdp.py apply_fsdp_to_decoder: FSDP2 fully_shard()s each block and reduce-scatters
     its gradients; there is no all-reduce setting."""
-    if plan.zero_stage == 3 and plan.grad_reduce == "allreduce":
+    if fsdp(plan) and plan.grad_reduce == "allreduce":
         return "torchtitan's FSDP2 reduce-scatters gradients; grad_reduce allreduce is not a torchtitan setting"
     return None
 
 
 def fsdp_gather_unit(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     """distributed/fsdp.py: one fully_shard unit per transformer block, gathered as one flat buffer."""
-    if plan.zero_stage == 3 and plan.zero3_gather_unit == "tensor":
+    if fsdp(plan) and plan.zero3_gather_unit == "tensor":
         return "torchtitan's FSDP2 gathers one transformer block at a time; zero3_gather_unit tensor is DeepSpeed's"
     return None
 
@@ -108,11 +123,16 @@ def knobs(tp_split: bool, pp_split: bool) -> Knobs:
     (DDP) ran only alone (llama3/infra/parallelize.py: "DDP has not supported > 1D parallelism"); since
     e1847f43 (2026-03-09) it is FSDP2 with a replicate axis and combines with the others (0.3.0
     torchtitan_recipes/tests/features.py llama3_debugmodel_ddp2_cp2). The older, narrower rule stays
-    until tests/test_search_space.py::test_knob_sets, which pins it, is updated."""
-    zero = (3,) if tp_split or pp_split else (0, 3)
+    until tests/test_search_space.py::test_knob_sets, which pins it, is updated. With pipeline
+    parallelism FSDP2 is scored as ZeRO-1 (`fsdp`)."""
+    if pp_split:
+        zero = Choice((1,), "torchtitan shards with FSDP2 on data_parallel_shard, which under pipeline parallelism "
+                            "keeps weights and gradients unsharded through the step (ZeRO-1; pipelining/stage.py)")
+    else:
+        zero = Choice((3,) if tp_split else (0, 3), "torchtitan shards with FSDP2 (ZeRO-3) on data_parallel_shard; "
+                      "plain DDP (replicate only) cannot be combined with other parallelism (parallelize.py)")
     return Knobs(
-        zero_stage=Choice(zero, "torchtitan shards with FSDP2 (ZeRO-3) on data_parallel_shard; plain DDP "
-                                "(replicate only) cannot be combined with other parallelism (parallelize.py)"),
+        zero_stage=zero,
         recompute=Choice(("none", "op", "full"), "activation_checkpoint is none, SelectiveAC (per-op) or FullAC "
                                                  "(distributed/activation_checkpoint.py)"),
         sequence_parallel=only_with_tp(tp_split, "sequence parallelism splits along the TP group, needs tp > 1"),

@@ -1,7 +1,7 @@
 """Golden, written by hand: Llama 3 70B on 8 nodes of 8 GPUs, tp 8 x pp 4 x dp 2.
 
 Plan: tp 8 (inside a node), pp 4 with 5 interleaved chunks per rank (vpp 5: 20 stages of
-80 / 20 = 4 layers), dp 2 with FSDP2 (ZeRO-3), sequence parallel, micro-batch 1, global batch 64,
+80 / 20 = 4 layers), dp 2 with FSDP2 (ZeRO-1 under the pipeline), sequence parallel, micro-batch 1, global batch 64,
 full recompute, bf16 with gradients reduced in fp32, torch.compile on, 1000 steps.
 
 Starts from torchtitan 0.3.0's own recipe llama3_70b (torchtitan/models/llama3/config_registry.py,
@@ -42,7 +42,8 @@ def planner_job() -> Trainer.Config:
         + [layers(4 * s, 4 * s + 4) for s in range(1, 19)]
         + [[*layers(76, 80), "norm", "lm_head"]]
     )
-    p.fsdp_reshard_after_forward = "always"  # ZeRO-3: gather per micro-batch, forward and backward
+    # fsdp_reshard_after_forward stays "default": under pipeline parallelism weights stay gathered
+    # and gradients unsharded until the step's last backward (ZeRO-1 within the step)
     # the recipe keeps FullAC and chunked loss; torch.compile of model and loss
     config.compile = CompileConfig(enable=True, components=["model", "loss"])
     return config
