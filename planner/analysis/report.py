@@ -18,7 +18,7 @@ def estimate_report(model: ModelSpec, cluster: cm.Cluster, plan_spec: PlanSpec, 
     scored = score.score(model, cluster, plan)
     d = score.to_dict(scored)
     d["diagnosis"] = diagnose.diagnosis_dict(scored, comm_threshold, diagnose.try_levers(scored))
-    d["envelope"] = envelope.judge(cluster.gpu.name, plan.precision, d["mfu"])
+    d["envelope"] = envelope.judge(cluster.gpu.name, plan.precision, d["mfu_causal"])
     if what_if:
         wi = whatif.parse(what_if)
         alt = score.score(model, whatif.apply_cluster(cluster, wi), plan, whatif.apply_efficiency(cm.Efficiency(), wi))

@@ -318,10 +318,10 @@ class MfuEnvelope(Strict):
     gpu: str = d("catalog GPU name")
     precision: str = d("the plan's precision")
     published_mfu: float = d("highest MFU a scored validation row measured on this GPU in this precision "
-                             "(full-square attention, as `mfu`)")
+                             "(causal attention, as `mfu_causal`)")
     run: str = d("that row's id in validation/runs.yaml")
     source: str = d("its citation")
-    predicted_mfu: float = d("the plan's predicted MFU")
+    predicted_mfu: float = d("the plan's predicted MFU, causal attention (`mfu_causal`)")
     above: bool = d("predicted above every published run: the cost model was never judged there")
 
 

@@ -88,7 +88,7 @@ def suggest_report(model: ModelSpec, spec: SearchSpec, opts: suggest.Options, wi
                scored[0], spec.cluster.gpu.memory_bytes * opts.max_memory_fraction, eff)},
            "diagnosis": diagnose.diagnosis_dict(scored[0], 0.30, diagnose.try_levers(scored[0], eff)),
            "warnings": agreement_warnings(result.ranked, dicts),
-           "envelope": envelope.judge(spec.cluster.gpu.name, scored[0].plan.precision, dicts[0]["mfu"])}
+           "envelope": envelope.judge(spec.cluster.gpu.name, scored[0].plan.precision, dicts[0]["mfu_causal"])}
     if wi.label() != "as given":
         out["what_if"] = wi.label()
     if grid:

@@ -112,7 +112,7 @@ def envelope_notes(chosen: dict[str, sizing.Option | None]) -> list[str]:
         if o is None or (o.offering.name, o.num_gpus) in seen:
             continue
         seen.add((o.offering.name, o.num_gpus))
-        judged = envelope.judge(o.offering.gpu.name, o.best.plan.precision, o.best.est.mfu)
+        judged = envelope.judge(o.offering.gpu.name, o.best.plan.precision, o.best.est.mfu_causal)
         if line := envelope.caution(judged, "its plan's", "its days and dollars are optimistic"):
             out.append(f"{label} ({o.offering.name} x {o.num_gpus}): {line}")
     return out

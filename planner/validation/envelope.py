@@ -1,9 +1,11 @@
 """Compute the MFU envelope of published runs (planner/analysis/envelope.py reads it) from
 validation/runs.yaml.
 
-A row's MFU is the cost model's model FLOPs of its step (costmodel.flops.model_flops_per_step, the
-full s x s attention square, as step.Estimate.mfu counts them) over its measured step time and the
-dense peak of its precision on all its GPUs: the measurement, in the convention `suggest` reports.
+A row's MFU is the cost model's model FLOPs of its step (costmodel.flops.model_flops_per_step with
+causal attention, the half of the s x s square a causal mask computes, as step.Estimate.mfu_causal
+counts them) over its measured step time and the dense peak of its precision on all its GPUs. The
+causal count is the one that compares runs of different lengths: the full square would credit a
+131k-token plan with twice the attention work it does (MPT-7B at 2,048 tokens: 4% apart).
 The envelope ships precomputed (validation/mfu_envelope.yaml, read in milliseconds where parsing
 runs.yaml takes a third of a second): `python -m planner.validation.envelope --write` regenerates
 it, and tests/test_envelope.py checks that it is what runs.yaml gives.
@@ -20,8 +22,8 @@ from planner.validation.runs import Prepared, load_runs, prepare
 
 
 def measured_mfu(p: Prepared) -> float:
-    """A prepared validation row's measured MFU (model FLOPs over measured step x dense peak x GPUs)."""
-    flops = model_flops_per_step(p.model, p.plan.global_batch_size)
+    """A prepared validation row's measured MFU (causal model FLOPs over measured step x dense peak x GPUs)."""
+    flops = model_flops_per_step(p.model, p.plan.global_batch_size, causal=True)
     peak = p.cluster.gpu.peak_flops_per_second(p.plan.precision) * p.plan.num_gpus
     return flops / p.run.measured.step_time_s / peak
 
