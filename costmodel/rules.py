@@ -7,7 +7,7 @@ m % pp == 0, ...) live in the planner's framework filter, not here.
 from __future__ import annotations
 
 from .lowp import FP8_RECIPES, WEIGHT_CASTS
-from .types import ATTENTION_KERNELS, CP_COMMS, GRAD_DTYPES, PIPELINE_BUFFERS, PRECISIONS, RECOMPUTE_MODES, RECOMPUTE_MODULES, Cluster, Model, Plan
+from .types import ATTENTION_KERNELS, CP_COMMS, GRAD_DTYPES, GRAD_SYNCS, PIPELINE_BUFFERS, PRECISIONS, RECOMPUTE_MODES, RECOMPUTE_MODULES, Cluster, Model, Plan
 
 
 def _degree_rules(model: Model, plan: Plan) -> list[str]:
@@ -66,6 +66,11 @@ def _expert_rules(model: Model, plan: Plan) -> list[str]:
 def _pipeline_rules(model: Model, plan: Plan) -> list[str]:
     out = []
     chunks = plan.pp * plan.vpp
+    if plan.grad_sync not in GRAD_SYNCS:
+        out.append(f"grad_sync must be one of {', '.join(GRAD_SYNCS)} (got {plan.grad_sync})")
+    elif plan.grad_sync == "chunk_end" and plan.zero_stage != 1:
+        out.append("grad_sync chunk_end (FSDP2 under a pipeline: unsharded gradients over a sharded optimizer) "
+                   f"is ZeRO-1 (got ZeRO {plan.zero_stage})")
     if plan.pipeline_buffers not in PIPELINE_BUFFERS:
         out.append(f"pipeline_buffers must be one of {', '.join(PIPELINE_BUFFERS)} (got {plan.pipeline_buffers})")
     if plan.vpp > 1 and plan.pp == 1:

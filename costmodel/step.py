@@ -89,13 +89,25 @@ def memory_breakdown(model: Model, plan: Plan, stage: StageCost, eff: Efficiency
         gather = layers * stage.layer_params / stage.layers * gathered * (group - 1) / group
     parts = {
         "parameters": states.parameters,
-        "gradients": states.gradients,
+        "gradients": states.gradients + gradient_shard_copy_bytes(plan, stage, per_param),
         "optimizer_states": states.optimizer_states,
         "activations": stage.activation_bytes,
         "zero3_gather_buffers": gather,
     }
     parts["overhead"] = eff.memory_overhead_bytes + eff.memory_fragmentation_fraction * sum(parts.values())
     return parts
+
+
+def gradient_shard_copy_bytes(plan: Plan, stage: StageCost, per_param: memory.StateBytesPerParam) -> float:
+    """With grad_sync "chunk_end" (ZeRO-1 as FSDP2 runs it under a pipeline) the reduce-scatter writes
+    the gradient shards into new storage beside the unsharded accumulation, allocated on FSDP2's
+    reduce-scatter stream (foreach_reduce: reduce_output) and kept as the sharded parameters' .grad
+    until the optimizer's zero_grad frees them into that stream's cache, which the default stream's
+    allocations cannot reuse: a shard's worth of gradients (1/(dp x cp) of the stage's) reserved
+    through the next step's peak. Nothing when gradients are reduced in place ("buckets")."""
+    if plan.grad_sync != "chunk_end" or plan.zero_stage != 1:
+        return 0.0
+    return model_states(replace(plan, zero_stage=2), stage, per_param).gradients
 
 
 def dp_critical_stage(stages: list[StageCost]) -> StageCost:
@@ -160,12 +172,22 @@ def dp_tail_seconds(model: Model, cluster: Cluster, plan: Plan, stage: StageCost
                     total_seconds: float) -> float:
     """The part of the sync no compute can hide: the last layer's share, ready only when backward
     ends, or under ZeRO-3 the gather and reduction of the weights outside the layers (the
-    embedding and output on this stage), whichever is larger."""
+    embedding and output on this stage), or, with grad_sync "chunk_end", the reduction of the
+    stage's last chunk, issued only once that chunk's last backward is done (FSDP2 under
+    torch.distributed.pipelining, _post_backward), whichever is larger."""
     edge = stage.params - stage.layer_params
     per_domain, fast, slow = dp_group_links(cluster, plan, eff)
-    edge_seconds = dataparallel.zero3_edge_seconds(edge, with_sync_group(plan, plan.dp * plan.cp), per_domain, fast,
-                                                   slow, plan.num_microbatches)
-    return max(total_seconds / max(1, stage.layers), edge_seconds)
+    group = with_sync_group(plan, plan.dp * plan.cp)
+    edge_seconds = dataparallel.zero3_edge_seconds(edge, group, per_domain, fast, slow, plan.num_microbatches)
+    chunk_seconds = 0.0
+    if plan.grad_sync == "chunk_end":  # dense weights; routed experts reduce over expert-DP, as in the total
+        chunk_seconds = dataparallel.gradient_reduce_seconds(stage.params - stage.expert_params, group, per_domain,
+                                                             fast, slow) / plan.vpp
+        if stage.expert_params:
+            chunk_seconds += dataparallel.gradient_reduce_seconds(
+                stage.expert_params, with_sync_group(plan, plan.expert_dp),
+                topology.expert_dp_ranks_per_domain(plan, cluster), fast, slow) / plan.vpp
+    return max(total_seconds / max(1, stage.layers), edge_seconds, chunk_seconds)
 
 
 def dp_costs(model: Model, cluster: Cluster, plan: Plan, stage: StageCost, eff: Efficiency,

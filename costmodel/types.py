@@ -28,6 +28,7 @@ CP_COMMS = ("p2p", "all_gather", "a2a", "a2a+p2p")
 # FlashAttention-2-class kernel (the flash-attn 2 package, SDPA's flash backend).
 ATTENTION_KERNELS = ("cudnn", "flash2")
 PIPELINE_BUFFERS = ("freed", "per_microbatch")  # Plan.pipeline_buffers (memory.pipeline_buffer_units)
+GRAD_SYNCS = ("buckets", "chunk_end")  # Plan.grad_sync (step.dp_tail_seconds, step.memory_breakdown)
 WINDOW_KINDS = ("sliding", "chunked")
 GATED_MLPS = ("swiglu", "geglu")
 
@@ -299,6 +300,13 @@ class Plan:
     # (Megatron-core frees each sent output) or "per_microbatch" (torch.distributed.pipelining: an
     # activation and a gradient receive buffer per micro-batch, kept across steps); PIPELINE_BUFFERS.
     pipeline_buffers: str = "freed"
+    # When and where the gradients are reduced (GRAD_SYNCS): "buckets" as the last micro-batch's
+    # backward produces them, in place in the gradient buffer (DDP, Megatron's distributed optimizer,
+    # FSDP2 without a pipeline); "chunk_end" once per pipeline chunk after its last backward, into new
+    # shard storage: FSDP2 under torch.distributed.pipelining, which accumulates unsharded gradients
+    # and reduce-scatters them in post_backward (pipelining/stage.py backward_maybe_with_nosync and
+    # _post_backward; fsdp/_fully_shard/_fsdp_collectives.py foreach_reduce). ZeRO-1 only.
+    grad_sync: str = "buckets"
     # K and V repeated to the query heads before attention (a grouped-query model run through an
     # attention kernel without GQA: torchtitan's llama until it passed enable_gqa, repeat_kv), so the
     # saved K/V and the context-parallel exchange carry num_attention_heads heads, not num_kv_heads.

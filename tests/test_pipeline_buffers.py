@@ -95,3 +95,58 @@ def test_freeing_dominates_keeping():
     freed = replace(kept, pbuf="freed")
     assert undominated([kept, freed]) == {freed}
     assert undominated([kept]) == {kept}
+
+
+# ---- Plan.grad_sync: FSDP2 under torch.distributed.pipelining reduces each chunk after its last backward ----
+
+def _chunk_end_case(vpp: int = 1):
+    from costmodel.step import estimate
+    model = cm.Model("m", 8, 1024, 8, 32000, 2048, ffn_hidden_size=4096, mlp="swiglu")
+    gpu = cm.Gpu("g", 80 * GIB, {"bf16": 300e12}, 2e12, 300e9)
+    cluster = cm.Cluster("c", gpu, 32, 8, 8, 300e9, 25e9)
+    plan = cm.Plan(pp=2, dp=16, vpp=vpp, micro_batch_size=1, global_batch_size=64, zero_stage=1, grad_dtype="fp32",
+                   pipeline_buffers="per_microbatch")
+    return model, cluster, plan, estimate
+
+
+def test_chunk_end_keeps_a_shard_of_the_gradients_beside_them():
+    """ZeRO-1 at dp 16 with fp32 gradients: the stage holds its unsharded gradients (4 B each) and,
+    with grad_sync chunk_end, the reduce-scatter's shard of them (4 B / 16): 1 + 1/16 times as much."""
+    model, cluster, plan, estimate = _chunk_end_case()
+    base = estimate(model, cluster, plan).memory_breakdown_bytes["gradients"]
+    chunk = estimate(model, cluster, replace(plan, grad_sync="chunk_end")).memory_breakdown_bytes["gradients"]
+    assert chunk == pytest.approx(base * (1 + 1 / 16))
+
+
+def test_chunk_end_exposes_the_last_chunks_reduction():
+    """With grad_sync chunk_end the reduction of a stage's last chunk cannot hide (it starts after that
+    chunk's last backward): the unhideable tail is the whole stage's reduce-scatter at vpp 1 and half
+    of it at vpp 2, where the in-place buckets leave only the last layer's share."""
+    from costmodel import dataparallel, step
+    for vpp in (1, 2):
+        model, cluster, plan, _ = _chunk_end_case(vpp)
+        plan = replace(plan, grad_sync="chunk_end")
+        eff = cm.Efficiency()
+        critical = step.dp_critical_stage(step.stage_costs(model, cluster, plan, eff))
+        per_domain, fast, slow = step.dp_group_links(cluster, plan, eff)
+        reduce = dataparallel.gradient_reduce_seconds(critical.params, plan, per_domain, fast, slow)
+        total = step.dp_sync_total_seconds(cluster, plan, critical, eff)
+        assert reduce > total / critical.layers > 0
+        assert step.dp_tail_seconds(model, cluster, plan, critical, eff, total) == pytest.approx(reduce / vpp)
+        bucketed = replace(plan, grad_sync="buckets")
+        assert step.dp_tail_seconds(model, cluster, bucketed, critical, eff, total) == pytest.approx(
+            total / critical.layers)
+
+
+def test_chunk_end_is_zero_1_and_torchtitans_pipelines_only():
+    from costmodel.rules import plan_violations
+    model, cluster, plan, _ = _chunk_end_case()
+    assert any("is ZeRO-1" in v for v in plan_violations(model, cluster, replace(plan, zero_stage=3,
+                                                                                   grad_sync="chunk_end")))
+    small = cm.Model("m", 8, 128, 4, 256, 256, ffn_hidden_size=512)
+    gpu = cm.Gpu("g", 80 * GIB, {"bf16": 300e12}, 2e12, 300e9)
+    eight = cm.Cluster("c", gpu, 8, 8, 8, 300e9, 25e9)
+    for fws, wanted in ((("torchtitan",), {"chunk_end"}), (("megatron",), {"buckets"})):
+        space = build_space(SearchSpec(small, eight, 16, fws))
+        assert {k.gsync for lay, ks in space.knobs.items() if lay.pp > 1 for k in ks} == wanted, fws
+        assert {k.gsync for lay, ks in space.knobs.items() if lay.pp == 1 for k in ks} == {"buckets"}, fws

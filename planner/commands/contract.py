@@ -137,6 +137,9 @@ class Plan(Strict):
     pipeline_buffers: Literal["freed", "per_microbatch"] = d(
         "stage-boundary buffers the pipeline runtime keeps: freed once sent (Megatron-core), or a receive "
         "buffer per micro-batch for activations and gradients (torch.distributed.pipelining, torchtitan)")
+    grad_sync: Literal["buckets", "chunk_end"] = d(
+        "gradients reduced in buckets as the last backward produces them (in place), or, under ZeRO-1, once per "
+        "pipeline chunk after its last backward into new shard storage (FSDP2 under torch.distributed.pipelining)")
     repeat_kv: bool = d("K/V repeated to the query heads before attention (attention without grouped-query "
                         "support): saved and exchanged at the query heads' width")
     attention_kernel: Literal["cudnn", "flash2"] = d(

@@ -65,6 +65,9 @@ class Knobs:
     # write the same files either way, so knob_violations does not check it.
     pipeline_buffers: Choice = Choice(("freed",), "Megatron-core frees each stage output once sent "
                                                   "(schedules.py deallocate_output_tensor)")
+    # When the gradients are reduced (Plan.grad_sync), when pp > 1: in buckets during the last backward,
+    # in place. Like pipeline_buffers a property of the runtime, not a launch setting: not checked.
+    grad_sync: Choice = Choice(("buckets",), "gradients are reduced in buckets during the last backward")
     # The fused attention kernel the framework's stack runs (Plan.attention_kernel). Like
     # pipeline_buffers, knob_violations does not check it: the search scores each framework's plans with
     # its kernel; Megatron's launch files write the plan's (--attention-backend), the others' choose none.

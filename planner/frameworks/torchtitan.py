@@ -147,6 +147,9 @@ def knobs(tp_split: bool, pp_split: bool) -> Knobs:
                                             "distributed/fsdp.py get_fsdp_reshard_after_forward_policy)"),
         weight_casts=Choice(("use",), "torchtitan's Float8 linears (torchao) cast each weight at every use with "
                                       "dynamic rowwise scales; nothing is cached"),
+        grad_sync=Choice(("chunk_end",), "FSDP2 under torch.distributed.pipelining reduce-scatters each stage's "
+                                         "gradients once, after its last backward (pipelining/stage.py "
+                                         "_post_backward), into new shard storage"),
         pipeline_buffers=Choice(("per_microbatch",), "torch.distributed.pipelining allocates an activation and a "
                                                      "gradient receive buffer per micro-batch and keeps them "
                                                      "(pipelining/stage.py _prepare_forward_infra)"),

@@ -69,6 +69,10 @@ def add_plan_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--pipeline-buffers", default="freed", choices=["freed", "per_microbatch"],
                    help="stage outputs freed once sent (Megatron-core, default) or a receive buffer per micro-batch "
                         "for activations and gradients (torch.distributed.pipelining: torchtitan)")
+    g.add_argument("--grad-sync", default="buckets", choices=["buckets", "chunk_end"],
+                   help="gradients reduced in buckets during the last backward (default) or, under ZeRO-1, once per "
+                        "pipeline chunk after its last backward into new shard storage (FSDP2 under "
+                        "torch.distributed.pipelining: torchtitan)")
     g.add_argument("--attention-kernel", default="cudnn", choices=["cudnn", "flash2"],
                    help="fused attention kernel: cuDNN's (Transformer Engine on Hopper and later, PyTorch SDPA from "
                         "2.9 with cuDNN > 9.15; default) or a FlashAttention-2-class one (flash-attn 2, older SDPA); "
@@ -117,6 +121,7 @@ def plan_spec_from_args(args: argparse.Namespace):
         "ep_overlap": args.ep_overlap, "optimizer_states": args.optimizer_states,
         "fp8_attention": args.fp8_attention, "ep_dispatch": args.ep_dispatch,
         "moe_cuda_graphs": args.moe_cuda_graphs, "pipeline_buffers": args.pipeline_buffers,
+        "grad_sync": args.grad_sync,
         "repeat_kv": args.repeat_kv, "attention_kernel": args.attention_kernel,
     }
     if args.bf16_layers:

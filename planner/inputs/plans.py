@@ -49,7 +49,7 @@ def build_plan(spec: PlanSpec, model: ModelSpec, num_gpus: int) -> cm.Plan:
         fp8_recipe=spec.fp8_recipe, bf16_layers_start=spec.bf16_layers_start, bf16_layers_end=spec.bf16_layers_end,
         weight_casts=spec.weight_casts, zero3_reshard=spec.zero3_reshard, tp_comm_overlap=spec.tp_comm_overlap,
         offload_layers=spec.offload_layers, lowp_param_gather=spec.lowp_param_gather,
-        cp=spec.cp, cp_comm=spec.cp_comm, pipeline_buffers=spec.pipeline_buffers,
+        cp=spec.cp, cp_comm=spec.cp_comm, pipeline_buffers=spec.pipeline_buffers, grad_sync=spec.grad_sync,
         repeat_kv=spec.repeat_kv, ep=spec.ep, etp=spec.etp,
         recompute_modules=tuple(dict.fromkeys(spec.recompute_modules)), ep_overlap=spec.ep_overlap,
         optimizer_states=spec.optimizer_states, fp8_attention=spec.fp8_attention, ep_dispatch=spec.ep_dispatch,
@@ -85,6 +85,6 @@ def plan_to_dict(plan: cm.Plan) -> dict:
         "bf16_layers_end": plan.bf16_layers_end, "weight_casts": plan.weight_casts,
         "zero3_reshard": plan.zero3_reshard, "tp_comm_overlap": plan.tp_comm_overlap,
         "offload_layers": plan.offload_layers, "lowp_param_gather": plan.lowp_param_gather,
-        "pipeline_buffers": plan.pipeline_buffers, "repeat_kv": plan.repeat_kv,
+        "pipeline_buffers": plan.pipeline_buffers, "grad_sync": plan.grad_sync, "repeat_kv": plan.repeat_kv,
         "attention_kernel": plan.attention_kernel,
     }

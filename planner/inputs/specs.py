@@ -274,6 +274,8 @@ class PlanSpec(Spec):
     cp_comm: Literal["p2p", "all_gather", "a2a", "a2a+p2p"] = "p2p"
     # stage-boundary buffers the pipeline runtime keeps (costmodel memory.pipeline_buffer_units)
     pipeline_buffers: Literal["freed", "per_microbatch"] = "freed"
+    # when gradients are reduced: in buckets during backward, or per pipeline chunk after it (costmodel Plan.grad_sync)
+    grad_sync: Literal["buckets", "chunk_end"] = "buckets"
     repeat_kv: Flag = False  # K/V repeated to the query heads before attention (costmodel Plan.repeat_kv)
     ep: count(L.MAX_DEGREE) = 1
     etp: count(L.MAX_DEGREE) = 1

@@ -159,7 +159,7 @@ def no_larger(a: Knobs, b: Knobs) -> bool:
 
 def _states(k: Knobs) -> tuple:
     """What, besides the activations' knobs, a combination's peak depends on (model states, CP exchange)."""
-    return k.zero, k.precision, k.grad, k.casts, k.reshard, k.cpc
+    return k.zero, k.precision, k.grad, k.casts, k.reshard, k.gsync, k.cpc
 
 
 def layout_peaks(t: LayoutTables, knobs: list[Knobs], capacity_bytes: float) -> list[tuple[Knobs, float]]:

@@ -64,6 +64,7 @@ class Knobs:
     epo: bool = False  # expert-parallel all-to-alls overlapped with compute (Plan.ep_overlap; MoE only)
     pbuf: str = "freed"  # stage-boundary buffers the pipeline runtime keeps (Plan.pipeline_buffers; pp > 1)
     attn: str = "cudnn"  # the fused attention kernel the framework runs (Plan.attention_kernel)
+    gsync: str = "buckets"  # when gradients are reduced (Plan.grad_sync; "chunk_end" only under ZeRO-1 with pp > 1)
 
 
 @dataclass(frozen=True)
@@ -125,7 +126,7 @@ def plan_for(spec: SearchSpec, lay: Layout, knobs: Knobs | None = None) -> cm.Pl
                    global_batch_size=spec.global_batch_size, zero_stage=k.zero, recompute=k.recompute,
                    sequence_parallel=k.sp, precision=k.precision, grad_dtype=k.grad, weight_casts=k.casts,
                    fp8_recipe="rowwise" if k.casts == "use" else "delayed", zero3_reshard=k.reshard,
-                   tp_comm_overlap=k.tpo, attention_kernel=k.attn,
+                   tp_comm_overlap=k.tpo, attention_kernel=k.attn, grad_sync=k.gsync,
                    flash_attention=spec.flash_attention, overlap_dp_comm=spec.overlap_dp_comm,
                    overlap_pp_comm=spec.overlap_pp_comm)
 
@@ -242,12 +243,14 @@ def knob_combinations(spec: SearchSpec, fws: tuple[str, ...], tp: int, pp: int, 
             cpcs = ks.cp_comm.values if cp > 1 else ("p2p",)
             epos = ks.ep_overlap.values if spec.model.moe is not None else (False,)
             pbufs = ks.pipeline_buffers.values if pp > 1 else ("freed",)
+            gsync = ks.grad_sync.values[0] if pp > 1 and zero == 1 else "buckets"  # one per framework
             for grad, cast, reshard, tpo, cpc, epo, pbuf, attn in product(spec.grad_dtypes, casts, reshards, overlaps,
                                                                           cpcs, epos, pbufs, ks.attention_kernel.values):
-                k = Knobs(zero, rc, sp, prec, grad, cast, reshard, tpo, cpc, epo, pbuf, attn)  # grad "": the precision's own
+                k = Knobs(zero, rc, sp, prec, grad, cast, reshard, tpo, cpc, epo, pbuf, attn, gsync)  # grad "": the precision's own
                 plan = replace(probe, zero_stage=zero, recompute=rc, sequence_parallel=sp, precision=prec,
                                grad_dtype=grad, weight_casts=cast, zero3_reshard=reshard, tp_comm_overlap=tpo,
-                               cp_comm=cpc, ep_overlap=epo, pipeline_buffers=pbuf, attention_kernel=attn)
+                               cp_comm=cpc, ep_overlap=epo, pipeline_buffers=pbuf, attention_kernel=attn,
+                               grad_sync=gsync)
                 runs = plan.grad_comm_dtype in ks.grad_dtype(prec).values
                 if runs and not base.plan_violations(fw, spec.model, plan):
                     out.add(k)

@@ -136,15 +136,16 @@ class TableContext:
         self.slope = activation_slope(spec, eff)
         self._states: dict[tuple, float] = {}
 
-    def states_bytes(self, base: cm.Plan, mix: tuple, rank: int, knob: tuple[int, str, str]) -> float:
-        """step.memory_breakdown total of a stage with no activations, for (ZeRO, precision, grad, casts, reshard)."""
-        zero, precision, grad, casts, reshard = knob
+    def states_bytes(self, base: cm.Plan, mix: tuple, rank: int, knob: tuple) -> float:
+        """step.memory_breakdown total of a stage with no activations, for (ZeRO, precision, grad, casts, reshard,
+        grad sync)."""
+        zero, precision, grad, casts, reshard, gsync = knob
         first, last = rank == 0, rank == base.pp - 1
         key = (base.tp, base.cp, base.ep, base.etp, base.pp, base.dp, mix, first, last, zero, precision, grad, casts,
-               reshard)
+               reshard, gsync)
         if key not in self._states:
             plan = replace(base, zero_stage=zero, precision=precision, grad_dtype=grad, weight_casts=casts,
-                           zero3_reshard=reshard)
+                           zero3_reshard=reshard, grad_sync=gsync)
             params, experts, in_layers = stage_params(self.spec.model, plan, mix, rank)
             probe = StageCost(sum(n for _, n in mix), 0.0, 0.0, 0.0, 0.0, params, 0.0, expert_params=experts,
                               layer_params=in_layers, mix=mix)
@@ -194,10 +195,10 @@ class LayoutTables:
         states(ZeRO, precision, grad) + slope x activations, which is step.memory_breakdown at the
         memory-candidate stages (they are the classes' lowest ranks). Knobs that differ only in what
         does not change memory (TP/EP overlap) share one value."""
-        key = (k.zero, k.precision, k.grad, k.casts, k.reshard, k.recompute, k.sp, k.cpc, k.pbuf)
+        key = (k.zero, k.precision, k.grad, k.casts, k.reshard, k.gsync, k.recompute, k.sp, k.cpc, k.pbuf)
         if key not in self.peaks:
             acts = self.activations(k.recompute, k.sp, k.precision, k.casts, k.cpc, k.pbuf)
-            states = (k.zero, k.precision, k.grad, k.casts, k.reshard)
+            states = (k.zero, k.precision, k.grad, k.casts, k.reshard, k.gsync)
             self.peaks[key] = max(self.ctx.states_bytes(self.base, mix, rank, states) + self.ctx.slope * act
                                   for (mix, rank), act in zip(self.classes[1], acts, strict=True))
         return self.peaks[key]
@@ -206,7 +207,7 @@ class LayoutTables:
         """The least model-state bytes (states_bytes: no activations) the first pipeline stage holds
         under any of `knobs`; with the slope x its activation floor, below every plan's peak."""
         mix = next(mix for mix, rank in self.classes[1] if rank == 0)
-        states = {(k.zero, k.precision, k.grad, k.casts, k.reshard) for k in knobs}
+        states = {(k.zero, k.precision, k.grad, k.casts, k.reshard, k.gsync) for k in knobs}
         return min(self.ctx.states_bytes(self.base, mix, 0, s) for s in states)
 
     def cp_exposed(self, sp: bool, precision: str, casts: str, cpc: str, attn: str = "cudnn") -> dict:
@@ -240,7 +241,7 @@ class LayoutTables:
     def exposed(self, k: Knobs, plan: cm.Plan, critical: StageCost, bubble_seconds: float) -> float:
         """step.dp_costs' exposed part, from tabled totals and the window."""
         spec, eff = self.ctx.spec, self.ctx.eff
-        tkey = (k.zero, k.precision, k.grad, k.recompute, k.reshard)
+        tkey = (k.zero, k.precision, k.grad, k.recompute, k.reshard, k.gsync)
         if tkey not in self.totals:
             total = step.dp_sync_total_seconds(spec.cluster, plan, critical, eff)
             self.totals[tkey] = total, step.dp_tail_seconds(spec.model, spec.cluster, plan, critical, eff, total)
@@ -253,7 +254,7 @@ class LayoutTables:
 
     def memory(self, k: Knobs, plan: cm.Plan, slots: tuple[StageCost, ...]) -> tuple[float, ...]:
         """memory_breakdown totals of the memory-candidate stages: states (activations 0) + slope x activations."""
-        key = (k.zero, k.precision, k.grad, k.casts, k.reshard)
+        key = (k.zero, k.precision, k.grad, k.casts, k.reshard, k.gsync)
         if key not in self.states:
             spec, eff = self.ctx.spec, self.ctx.eff
             self.states[key] = tuple(
