@@ -157,7 +157,8 @@ def mtp_representative(model: Model) -> int:
 def stage_params(model: Model, plan: Plan, layers, stage: int) -> tuple[float, float, float]:
     """(all, routed-expert, transformer-layer) parameters on one GPU of `stage`: its layers, plus the
     embedding on the first stage and the output layer on the last (Megatron keeps a tied copy there
-    too when pp > 1, and an embedding copy for the MTP modules there), plus the MTP modules."""
+    too when pp > 1, and an embedding copy for the MTP modules there), plus the MTP modules, whose
+    transformer layers count among the stage's transformer-layer parameters."""
     mix = as_mix(model, layers)
     total = experts = 0.0
     for rep, n in mix:
@@ -171,7 +172,7 @@ def stage_params(model: Model, plan: Plan, layers, stage: int) -> tuple[float, f
         if model.mtp_layers and plan.pp > 1:
             edges += embedding_parameters(model)
         t, e = mtp_params_split(model, plan)
-        total, experts = total + t, experts + e
+        total, experts, in_layers = total + t, experts + e, in_layers + t
     return total + edges / plan.tp, experts, in_layers
 
 

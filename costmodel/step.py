@@ -65,22 +65,38 @@ def stage_costs(model: Model, cluster: Cluster, plan: Plan, eff: Efficiency) -> 
     return [stage_cost(model, cluster, plan, mix, r, eff, kernels) for r, mix in enumerate(stage_mixes(model, plan))]
 
 
-def model_states(plan: Plan, stage: StageCost, per_param: memory.StateBytesPerParam) -> memory.StateBytesPerParam:
+def model_states(plan: Plan, stage: StageCost, per_param: memory.StateBytesPerParam,
+                 edge_per_param: memory.StateBytesPerParam | None = None) -> memory.StateBytesPerParam:
     """Model-state bytes on one GPU of `stage`: the dense weights sharded over the dp x cp ranks that
     hold them (Megatron's distributed optimizer uses the data-parallel group with context parallel),
-    the routed experts' over expert-DP."""
-    dense = memory.sharded_state_bytes(stage.params - stage.expert_params, per_param, plan.zero_stage,
-                                       plan.dp * plan.cp)
-    experts = memory.sharded_state_bytes(stage.expert_params, per_param, plan.zero_stage, plan.expert_dp)
-    return memory.StateBytesPerParam(dense.parameters + experts.parameters, dense.gradients + experts.gradients,
-                                     dense.optimizer_states + experts.optimizer_states)
+    the routed experts' over expert-DP. With `edge_per_param`, the weights outside the transformer
+    layers (embedding, output layer, final norm) are held at those bytes instead."""
+    edge = stage.params - stage.layer_params if edge_per_param is not None else 0.0
+    parts = [memory.sharded_state_bytes(stage.params - stage.expert_params - edge, per_param, plan.zero_stage,
+                                        plan.dp * plan.cp),
+             memory.sharded_state_bytes(stage.expert_params, per_param, plan.zero_stage, plan.expert_dp)]
+    if edge > 0:
+        parts.append(memory.sharded_state_bytes(edge, edge_per_param, plan.zero_stage, plan.dp * plan.cp))
+    return memory.StateBytesPerParam(sum(p.parameters for p in parts), sum(p.gradients for p in parts),
+                                     sum(p.optimizer_states for p in parts))
+
+
+def edge_state_bytes_per_param(plan: Plan) -> memory.StateBytesPerParam | None:
+    """Under a low precision, the state bytes of the weights outside the transformer layers, which stay
+    16-bit: Transformer Engine quantizes its own modules only (Megatron's embedding and output layer
+    are megatron.core.tensor_parallel layers, so no fp8 copies and no low-precision parameter gather),
+    and torchao's float8 conversion swaps nn.Linear in the blocks, skipping the output layer
+    (torchtitan's converter filters lm_head) and the embedding. None in 16-bit or fp32 training."""
+    if not lowp.is_low(plan.precision):
+        return None
+    return memory.state_bytes_per_param("bf16", plan.grad_comm_dtype, optimizer_states=plan.optimizer_states)
 
 
 def memory_breakdown(model: Model, plan: Plan, stage: StageCost, eff: Efficiency) -> dict[str, float]:
     """Bytes on one GPU of `stage` by part (ZeRO Sec 3.1 states, Korthikanti activations)."""
     per_param = memory.state_bytes_per_param(plan.precision, plan.grad_comm_dtype, plan.fp8_recipe, plan.weight_casts,
                                              plan.lowp_param_gather, plan.optimizer_states)
-    states = model_states(plan, stage, per_param)
+    states = model_states(plan, stage, per_param, edge_state_bytes_per_param(plan))
     gather = 0.0
     group = plan.dp * plan.cp
     if plan.zero_stage == 3 and group > 1 and stage.layers:  # current and prefetched layer, the non-local part

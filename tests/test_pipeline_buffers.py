@@ -150,3 +150,22 @@ def test_chunk_end_is_zero_1_and_torchtitans_pipelines_only():
         space = build_space(SearchSpec(small, eight, 16, fws))
         assert {k.gsync for lay, ks in space.knobs.items() if lay.pp > 1 for k in ks} == wanted, fws
         assert {k.gsync for lay, ks in space.knobs.items() if lay.pp == 1 for k in ks} == {"buckets"}, fws
+
+
+def test_weights_outside_the_layers_stay_16_bit_under_low_precision():
+    """fp8 with Transformer Engine's cached casts keeps 2 + 2 B per layer weight (16-bit weights and
+    the fp8 copies in two layouts) but the embedding and output layer, which it does not quantize,
+    at 2 B; with torchao's float8 all-gather the layer weights are 1 B and the edges still 2 B."""
+    from costmodel import step
+    model = cm.Model("m", 4, 1024, 8, 32000, 2048, ffn_hidden_size=4096, mlp="swiglu")
+    gpu = cm.Gpu("g", 80 * GIB, {"bf16": 300e12, "fp8": 600e12}, 2e12, 300e9)
+    cluster = cm.Cluster("c", gpu, 8, 8, 8, 300e9, 25e9)
+    eff = cm.Efficiency()
+    for plan, per_layer in ((cm.Plan(dp=8, global_batch_size=8, precision="fp8"), 4.0),
+                            (cm.Plan(dp=8, global_batch_size=8, precision="fp8", fp8_recipe="tensorwise",
+                                     weight_casts="use", lowp_param_gather=True, zero_stage=1), 1.0)):
+        stage = step.stage_costs(model, cluster, plan, eff)[0]
+        edge = stage.params - stage.layer_params
+        assert edge == pytest.approx(2 * 32000 * 1024 + 1024)  # embedding, output layer, final norm
+        parts = step.memory_breakdown(model, plan, stage, eff)
+        assert parts["parameters"] == pytest.approx(per_layer * stage.layer_params + 2.0 * edge)
