@@ -68,7 +68,7 @@ def sharded_state_bytes(params: float, per_param: StateBytesPerParam, zero_stage
 def layer_activation_bytes(
     model: Model, batch: int, tp: int, sequence_parallel: bool, recompute: str, flash: bool,
     element_bytes: int = 2, index: int = -1, cp: int = 1, experts: moe.ExpertLayout | None = None,
-    modules: tuple[str, ...] = ("core_attn",), gemm_input_bytes: float = 2.0,
+    modules: tuple[str, ...] = ("core_attn",), gemm_input_bytes: float = 2.0, sp_gathered: bool = False,
 ) -> float:
     """Activation bytes layer `index` (< 0: a dense one) keeps for backward, per micro-batch of `batch`
     sequences, on one GPU.
@@ -93,11 +93,16 @@ def layer_activation_bytes(
     The inputs of the weight GEMMs (norm outputs, attention output, MLP activation output, MLA
     latents, the routed rows) are kept as `gemm_input_bytes` per element: 2 in 16-bit, the quantized
     copy under Transformer Engine's low precision (its Linear saves the cast input for the weight
-    gradient, costmodel/lowp.py quantized_bytes_per_element).
+    gradient, costmodel/lowp.py quantized_bytes_per_element). Sequence parallel as Megatron runs it
+    saves the QKV and MLP inputs as the sequence shard and all-gathers them again in backward
+    (tensor_parallel/layers.py LinearWithGradAccumulationAndAsyncCommunication); with `sp_gathered`
+    (DTensor's sequence parallel, torchtitan: the redistribute to Replicate before the column-parallel
+    linears is an ordinary autograd op, so the linears save its gathered output) they are kept whole
+    on every TP rank, (1 - 1/t) of them more: both inputs of a dense layer, the QKV input of an MoE one.
     """
     if element_bytes != 2:  # fp32 training keeps 4-byte activations: every tensor term scales
         return layer_activation_bytes(model, batch, tp, sequence_parallel, recompute, flash, 2, index, cp,
-                                      experts, modules) * element_bytes / 2
+                                      experts, modules, sp_gathered=sp_gathered) * element_bytes / 2
     if cp > 1:
         model = replace(model, seq_length=model.seq_length // cp)
     s, h, a = model.seq_length, model.hidden_size, model.num_attention_heads
@@ -112,6 +117,10 @@ def layer_activation_bytes(
     g = gemm_input_bytes
     norm_outputs = 0.0 if "layernorm" in replayed else 2.0 * g * sbh  # QKV input, MLP input
     replicated = 4.0 * sbh + norm_outputs + masks  # norm inputs, norm outputs, masks
+    moe_layer = index >= 0 and model.is_moe_layer(index)
+    gathered = 0.0  # the norm outputs DTensor's sequence parallel keeps whole, beyond their shard
+    if sp_gathered and sequence_parallel and tp > 1:
+        gathered = norm_outputs * (0.5 if moe_layer else 1.0) * (1.0 - 1.0 / tp)
     kv = 2.0 * sb * model.kv_heads * model.head_dim
     attention = 2.0 * sb * q_width(model) + 2.0 * kv + g * sb * value_width(model)  # Q, K, V, projection input
     whole = 0.0  # kept in full on every TP rank
@@ -123,12 +132,12 @@ def layer_activation_bytes(
         attention += 4.0 * a * s * batch
     elif "core_attn" not in replayed:
         attention += (5.0 if model.dropout else 2.0) * a * s * s * batch
-    if index >= 0 and model.is_moe_layer(index):
+    if moe_layer:
         routed = moe.activation_bytes(model, s * batch, tp, experts or moe.ExpertLayout(), "moe_act" in replayed, g)
-        return whole + replicated / (tp if sequence_parallel else 1) + attention / tp + routed
+        return whole + gathered + replicated / (tp if sequence_parallel else 1) + attention / tp + routed
     # gated: gate and up outputs (16-bit), their product (the down GEMM's input); else fc1 output and activation
     mlp = 0.0 if "mlp" in replayed else ((4.0 if mlp_matrices(model) == 3 else 2.0) + g) * sb * model.ffn
-    return whole + replicated / (tp if sequence_parallel else 1) + (attention + mlp) / tp
+    return whole + gathered + replicated / (tp if sequence_parallel else 1) + (attention + mlp) / tp
 
 
 def op_sac_activation_bytes(model: Model, batch: int, tp: int, sequence_parallel: bool) -> float:

@@ -188,7 +188,7 @@ def layer_activations(model: Model, plan: Plan, rep: int, recompute: str, imbala
     held, _ = mix_activation_terms(model, plan.micro_batch_size, plan.tp, plan.sequence_parallel, recompute,
                                    plan.flash_attention, ACTIVATION_BYTES[plan.precision], plan.cp, plan.ep, plan.etp,
                                    imbalance, plan.recompute_modules, saved_gemm_input_bytes(plan), plan.repeat_kv,
-                                   ((rep, 1),))
+                                   ((rep, 1),), plan.sp_gathered)
     return held
 
 
@@ -204,8 +204,8 @@ def saved_gemm_input_bytes(plan: Plan) -> float:
 @lru_cache(maxsize=65536)  # the search asks for the same layer mix under many layouts
 def mix_activation_terms(model: Model, batch: int, tp: int, sequence_parallel: bool, recompute: str, flash: bool,
                          element_bytes: int, cp: int, ep: int, etp: int, imbalance: float,
-                         modules: tuple[str, ...], gemm_input_bytes: float, repeat_kv: bool, mix: LayerMix
-                         ) -> tuple[float, float]:
+                         modules: tuple[str, ...], gemm_input_bytes: float, repeat_kv: bool, mix: LayerMix,
+                         sp_gathered: bool = False) -> tuple[float, float]:
     """(bytes one micro-batch leaves on the mix's layers, the largest layer re-materialised whole during
     backward under full recompute, else 0): layer_activations summed over the mix, and its max with
     nothing recomputed."""
@@ -215,7 +215,7 @@ def mix_activation_terms(model: Model, batch: int, tp: int, sequence_parallel: b
 
     def one(rep: int, mode: str) -> float:
         return memory.layer_activation_bytes(model, batch, tp, sequence_parallel, mode, flash, element_bytes, rep,
-                                             cp, experts, modules, gemm_input_bytes)
+                                             cp, experts, modules, gemm_input_bytes, sp_gathered)
 
     held = sum(n * one(rep, recompute) for rep, n in mix)
     rematerialised = max(one(rep, "none") for rep, _ in mix) if recompute == "full" else 0.0
@@ -232,7 +232,7 @@ def stage_activation_bytes(model: Model, plan: Plan, layers, stage: int, imbalan
     held, rematerialised = mix_activation_terms(model, b, t, plan.sequence_parallel, plan.recompute,
                                                 plan.flash_attention, ACTIVATION_BYTES[plan.precision], plan.cp,
                                                 plan.ep, plan.etp, imbalance, plan.recompute_modules,
-                                                saved_gemm_input_bytes(plan), plan.repeat_kv, mix)
+                                                saved_gemm_input_bytes(plan), plan.repeat_kv, mix, plan.sp_gathered)
     inflight = memory.inflight_microbatches(plan.pp, plan.vpp, plan.num_microbatches, stage)
     count = mix_layers(mix)
     offloaded = offloaded_layers(plan, count)

@@ -311,6 +311,10 @@ class Plan:
     # attention kernel without GQA: torchtitan's llama until it passed enable_gqa, repeat_kv), so the
     # saved K/V and the context-parallel exchange carry num_attention_heads heads, not num_kv_heads.
     repeat_kv: bool = False
+    # Sequence parallel's QKV and MLP inputs saved for backward gathered, whole on every TP rank
+    # (DTensor's redistribute before the column-parallel linears: torchtitan), rather than as the
+    # sequence shard that Megatron's linears all-gather again in backward (memory.layer_activation_bytes).
+    sp_gathered: bool = False
     ep: int = 1  # expert parallel: routed experts split over ep ranks
     etp: int = 1  # expert tensor parallel: each expert's matrices split over etp ranks
 

@@ -169,3 +169,26 @@ def test_weights_outside_the_layers_stay_16_bit_under_low_precision():
         assert edge == pytest.approx(2 * 32000 * 1024 + 1024)  # embedding, output layer, final norm
         parts = step.memory_breakdown(model, plan, stage, eff)
         assert parts["parameters"] == pytest.approx(per_layer * stage.layer_params + 2.0 * edge)
+
+
+def test_dtensor_sequence_parallel_keeps_the_gathered_inputs():
+    """Llama 3.1 405B's layer at 32k, tp 8 with sequence parallel, nothing recomputed: Megatron saves the
+    QKV and MLP inputs as the sequence shard (2 x 2 B x s h / 8), DTensor's sequence parallel keeps them
+    gathered, 2 x 2 B x 32768 x 16384 x (1 - 1/8) = 1.879e9 bytes more; full recompute keeps only the
+    block input either way."""
+    def layer(recompute: str, gathered: bool) -> float:
+        return memory.layer_activation_bytes(LLAMA_405B, 1, 8, True, recompute, True, sp_gathered=gathered)
+    assert layer("none", True) - layer("none", False) == pytest.approx(2 * 2 * 32768 * 16384 * 7 / 8)
+    assert layer("full", True) == layer("full", False)
+    assert memory.layer_activation_bytes(LLAMA_405B, 1, 8, False, "none", True, sp_gathered=True) == \
+        memory.layer_activation_bytes(LLAMA_405B, 1, 8, False, "none", True)  # without SP nothing is split
+
+
+def test_search_saves_gathered_inputs_for_torchtitan_only():
+    small = cm.Model("m", 8, 128, 4, 256, 256, ffn_hidden_size=512)
+    gpu = cm.Gpu("g", 80 * GIB, {"bf16": 300e12}, 2e12, 300e9)
+    eight = cm.Cluster("c", gpu, 8, 8, 8, 300e9, 25e9)
+    for fws, wanted in ((("torchtitan",), {True}), (("megatron",), {False})):
+        space = build_space(SearchSpec(small, eight, 16, fws))
+        assert {k.spg for ks in space.knobs.values() for k in ks if k.sp} == wanted, fws
+        assert {k.spg for ks in space.knobs.values() for k in ks if not k.sp} == {False}, fws

@@ -137,6 +137,8 @@ class Plan(Strict):
     pipeline_buffers: Literal["freed", "per_microbatch"] = d(
         "stage-boundary buffers the pipeline runtime keeps: freed once sent (Megatron-core), or a receive "
         "buffer per micro-batch for activations and gradients (torch.distributed.pipelining, torchtitan)")
+    sp_gathered: bool = d("sequence parallel's QKV and MLP inputs saved for backward gathered, whole on every TP "
+                          "rank (DTensor, torchtitan), not as the shard Megatron re-gathers in backward")
     grad_sync: Literal["buckets", "chunk_end"] = d(
         "gradients reduced in buckets as the last backward produces them (in place), or, under ZeRO-1, once per "
         "pipeline chunk after its last backward into new shard storage (FSDP2 under torch.distributed.pipelining)")

@@ -65,6 +65,10 @@ class Knobs:
     # write the same files either way, so knob_violations does not check it.
     pipeline_buffers: Choice = Choice(("freed",), "Megatron-core frees each stage output once sent "
                                                   "(schedules.py deallocate_output_tensor)")
+    # How sequence parallel saves the QKV and MLP inputs (Plan.sp_gathered), when tp > 1: as the shard
+    # (Megatron's linears re-gather it in backward). A property of the implementation: not checked.
+    sp_gathered: Choice = Choice((False,), "sequence-parallel inputs are saved as the shard and re-gathered in "
+                                           "backward (tensor_parallel/layers.py)")
     # When the gradients are reduced (Plan.grad_sync), when pp > 1: in buckets during the last backward,
     # in place. Like pipeline_buffers a property of the runtime, not a launch setting: not checked.
     grad_sync: Choice = Choice(("buckets",), "gradients are reduced in buckets during the last backward")

@@ -147,6 +147,8 @@ def knobs(tp_split: bool, pp_split: bool) -> Knobs:
                                             "distributed/fsdp.py get_fsdp_reshard_after_forward_policy)"),
         weight_casts=Choice(("use",), "torchtitan's Float8 linears (torchao) cast each weight at every use with "
                                       "dynamic rowwise scales; nothing is cached"),
+        sp_gathered=Choice((True,), "torchtitan's sequence parallel is DTensor's: the all-gather before the "
+                                    "column-parallel linears is an autograd op whose output they save"),
         grad_sync=Choice(("chunk_end",), "FSDP2 under torch.distributed.pipelining reduce-scatters each stage's "
                                          "gradients once, after its last backward (pipelining/stage.py "
                                          "_post_backward), into new shard storage"),

@@ -80,6 +80,9 @@ def add_plan_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--repeat-kv", action="store_true",
                    help="K/V repeated to the query heads before attention (torchtitan before enable_gqa): saved "
                         "and exchanged over context parallelism at the query heads' width")
+    g.add_argument("--sp-gathered", action="store_true",
+                   help="sequence parallel's QKV and MLP inputs saved gathered, whole on every TP rank (DTensor: "
+                        "torchtitan), not as the shard Megatron re-gathers in backward")
     g.add_argument("--weight-casts", default="step", choices=["step", "use"],
                    help="low-precision weight casts cached per step (Transformer Engine, default) or per use (torchao)")
     g.add_argument("--grad-dtype", choices=["fp32", "bf16", "fp16", "int8"],
@@ -122,7 +125,7 @@ def plan_spec_from_args(args: argparse.Namespace):
         "fp8_attention": args.fp8_attention, "ep_dispatch": args.ep_dispatch,
         "moe_cuda_graphs": args.moe_cuda_graphs, "pipeline_buffers": args.pipeline_buffers,
         "grad_sync": args.grad_sync,
-        "repeat_kv": args.repeat_kv, "attention_kernel": args.attention_kernel,
+        "repeat_kv": args.repeat_kv, "attention_kernel": args.attention_kernel, "sp_gathered": args.sp_gathered,
     }
     if args.bf16_layers:
         start, _, end = args.bf16_layers.partition(",")

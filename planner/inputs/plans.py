@@ -50,7 +50,7 @@ def build_plan(spec: PlanSpec, model: ModelSpec, num_gpus: int) -> cm.Plan:
         weight_casts=spec.weight_casts, zero3_reshard=spec.zero3_reshard, tp_comm_overlap=spec.tp_comm_overlap,
         offload_layers=spec.offload_layers, lowp_param_gather=spec.lowp_param_gather,
         cp=spec.cp, cp_comm=spec.cp_comm, pipeline_buffers=spec.pipeline_buffers, grad_sync=spec.grad_sync,
-        repeat_kv=spec.repeat_kv, ep=spec.ep, etp=spec.etp,
+        repeat_kv=spec.repeat_kv, sp_gathered=spec.sp_gathered, ep=spec.ep, etp=spec.etp,
         recompute_modules=tuple(dict.fromkeys(spec.recompute_modules)), ep_overlap=spec.ep_overlap,
         optimizer_states=spec.optimizer_states, fp8_attention=spec.fp8_attention, ep_dispatch=spec.ep_dispatch,
         moe_cuda_graphs=spec.moe_cuda_graphs, attention_kernel=spec.attention_kernel,
@@ -86,5 +86,6 @@ def plan_to_dict(plan: cm.Plan) -> dict:
         "zero3_reshard": plan.zero3_reshard, "tp_comm_overlap": plan.tp_comm_overlap,
         "offload_layers": plan.offload_layers, "lowp_param_gather": plan.lowp_param_gather,
         "pipeline_buffers": plan.pipeline_buffers, "grad_sync": plan.grad_sync, "repeat_kv": plan.repeat_kv,
+        "sp_gathered": plan.sp_gathered,
         "attention_kernel": plan.attention_kernel,
     }

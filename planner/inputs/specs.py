@@ -277,6 +277,7 @@ class PlanSpec(Spec):
     # when gradients are reduced: in buckets during backward, or per pipeline chunk after it (costmodel Plan.grad_sync)
     grad_sync: Literal["buckets", "chunk_end"] = "buckets"
     repeat_kv: Flag = False  # K/V repeated to the query heads before attention (costmodel Plan.repeat_kv)
+    sp_gathered: Flag = False  # sequence parallel's QKV/MLP inputs saved gathered (costmodel Plan.sp_gathered)
     ep: count(L.MAX_DEGREE) = 1
     etp: count(L.MAX_DEGREE) = 1
     vpp: count(L.MAX_LAYERS) = 1

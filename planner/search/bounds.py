@@ -150,11 +150,12 @@ SMALLER_RECOMPUTE = {("selective", "none"), ("op", "none")}
 def no_larger(a: Knobs, b: Knobs) -> bool:
     """Whether `a`'s peak memory is at most `b`'s on every layout: the same model states and CP
     exchange, and activations that differ only by a smaller recompute set, sequence parallel on where
-    `b` has it off, or pipeline buffers freed where `b` keeps them (each shrinks every stage's
-    activations: memory.layer_activation_bytes, memory.pipeline_buffer_units)."""
+    `b` has it off, pipeline buffers freed where `b` keeps them, or sequence-parallel inputs saved as
+    the shard where `b` saves them gathered (each shrinks every stage's activations:
+    memory.layer_activation_bytes, memory.pipeline_buffer_units)."""
     return (_states(a) == _states(b)
             and (a.recompute == b.recompute or (a.recompute, b.recompute) in SMALLER_RECOMPUTE)
-            and a.sp >= b.sp and (a.pbuf == b.pbuf or a.pbuf == "freed"))
+            and a.sp >= b.sp and (a.pbuf == b.pbuf or a.pbuf == "freed") and a.spg <= b.spg)
 
 
 def _states(k: Knobs) -> tuple:
@@ -181,7 +182,7 @@ def layout_peaks(t: LayoutTables, knobs: list[Knobs], capacity_bytes: float) -> 
 
 def _memory_order(k: Knobs) -> tuple:
     """Smaller activations first, so that a combination that does not fit is met before those it bounds."""
-    return (k.recompute == "none", not k.sp, k.pbuf != "freed")
+    return (k.recompute == "none", not k.sp, k.pbuf != "freed", k.spg)
 
 
 def fitting_tables(space: Space, ctx: TableContext, capacity_bytes: float) -> dict:

@@ -65,6 +65,7 @@ class Knobs:
     pbuf: str = "freed"  # stage-boundary buffers the pipeline runtime keeps (Plan.pipeline_buffers; pp > 1)
     attn: str = "cudnn"  # the fused attention kernel the framework runs (Plan.attention_kernel)
     gsync: str = "buckets"  # when gradients are reduced (Plan.grad_sync; "chunk_end" only under ZeRO-1 with pp > 1)
+    spg: bool = False  # sequence parallel's inputs saved gathered (Plan.sp_gathered; only with SP)
 
 
 @dataclass(frozen=True)
@@ -126,7 +127,7 @@ def plan_for(spec: SearchSpec, lay: Layout, knobs: Knobs | None = None) -> cm.Pl
                    global_batch_size=spec.global_batch_size, zero_stage=k.zero, recompute=k.recompute,
                    sequence_parallel=k.sp, precision=k.precision, grad_dtype=k.grad, weight_casts=k.casts,
                    fp8_recipe="rowwise" if k.casts == "use" else "delayed", zero3_reshard=k.reshard,
-                   tp_comm_overlap=k.tpo, attention_kernel=k.attn, grad_sync=k.gsync,
+                   tp_comm_overlap=k.tpo, attention_kernel=k.attn, grad_sync=k.gsync, sp_gathered=k.spg,
                    flash_attention=spec.flash_attention, overlap_dp_comm=spec.overlap_dp_comm,
                    overlap_pp_comm=spec.overlap_pp_comm)
 
@@ -244,13 +245,14 @@ def knob_combinations(spec: SearchSpec, fws: tuple[str, ...], tp: int, pp: int, 
             epos = ks.ep_overlap.values if spec.model.moe is not None else (False,)
             pbufs = ks.pipeline_buffers.values if pp > 1 else ("freed",)
             gsync = ks.grad_sync.values[0] if pp > 1 and zero == 1 else "buckets"  # one per framework
+            spg = ks.sp_gathered.values[0] if sp else False  # one per framework
             for grad, cast, reshard, tpo, cpc, epo, pbuf, attn in product(spec.grad_dtypes, casts, reshards, overlaps,
                                                                           cpcs, epos, pbufs, ks.attention_kernel.values):
-                k = Knobs(zero, rc, sp, prec, grad, cast, reshard, tpo, cpc, epo, pbuf, attn, gsync)  # grad "": the precision's own
+                k = Knobs(zero, rc, sp, prec, grad, cast, reshard, tpo, cpc, epo, pbuf, attn, gsync, spg)  # grad "": the precision's own
                 plan = replace(probe, zero_stage=zero, recompute=rc, sequence_parallel=sp, precision=prec,
                                grad_dtype=grad, weight_casts=cast, zero3_reshard=reshard, tp_comm_overlap=tpo,
                                cp_comm=cpc, ep_overlap=epo, pipeline_buffers=pbuf, attention_kernel=attn,
-                               grad_sync=gsync)
+                               grad_sync=gsync, sp_gathered=spg)
                 runs = plan.grad_comm_dtype in ks.grad_dtype(prec).values
                 if runs and not base.plan_violations(fw, spec.model, plan):
                     out.add(k)

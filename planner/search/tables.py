@@ -169,23 +169,25 @@ class LayoutTables:
         self.cp_seconds: dict[tuple, dict] = {}
 
     def activations(self, rc: str, sp: bool, precision: str, casts: str = "step", cpc: str = "p2p",
-                    pbuf: str = "freed") -> tuple[float, ...]:
+                    pbuf: str = "freed", spg: bool = False) -> tuple[float, ...]:
         """stage.stage_activation_bytes of each (layer mix, first, last) class of ranks. The precision
         and weight casts enter through the element size (stage.ACTIVATION_BYTES) and the bytes of the
         GEMM inputs kept for backward (stage.saved_gemm_input_bytes: the quantized copy under cached
         casts), the pipeline runtime through the buffers it keeps, the CP exchange through the K/V it
         holds, the same on every stage (context.exchange_buffer_bytes): added to the bytes without it
         (Ulysses' a2a, which holds none), so the exchanges share one stage pass."""
-        key = (rc, sp, precision, casts, cpc if self.lay.cp > 1 else "a2a", pbuf)
+        key = (rc, sp, precision, casts, cpc if self.lay.cp > 1 else "a2a", pbuf, spg)
         if key not in self.acts:
-            plain = (rc, sp, precision, casts, "a2a", pbuf)
+            plain = (rc, sp, precision, casts, "a2a", pbuf, spg)
             if plain not in self.acts:
-                base = plan_for(self.ctx.spec, self.lay, Knobs(0, rc, sp, precision, "", casts, cpc="a2a", pbuf=pbuf))
+                base = plan_for(self.ctx.spec, self.lay, Knobs(0, rc, sp, precision, "", casts, cpc="a2a", pbuf=pbuf,
+                                                               spg=spg))
                 self.acts[plain] = tuple(stage_activation_bytes(self.ctx.spec.model, base, mix, rank,
                                                                 self.ctx.eff.moe_routing_imbalance)
                                          for mix, rank in self.classes[1])
             if key != plain:  # cp > 1
-                plan = plan_for(self.ctx.spec, self.lay, Knobs(0, rc, sp, precision, "", casts, cpc=cpc, pbuf=pbuf))
+                plan = plan_for(self.ctx.spec, self.lay, Knobs(0, rc, sp, precision, "", casts, cpc=cpc, pbuf=pbuf,
+                                                               spg=spg))
                 held = exchange_buffer_bytes(self.ctx.spec.model, plan)
                 self.acts[key] = tuple(a + held for a in self.acts[plain])
         return self.acts[key]
@@ -195,9 +197,9 @@ class LayoutTables:
         states(ZeRO, precision, grad) + slope x activations, which is step.memory_breakdown at the
         memory-candidate stages (they are the classes' lowest ranks). Knobs that differ only in what
         does not change memory (TP/EP overlap) share one value."""
-        key = (k.zero, k.precision, k.grad, k.casts, k.reshard, k.gsync, k.recompute, k.sp, k.cpc, k.pbuf)
+        key = (k.zero, k.precision, k.grad, k.casts, k.reshard, k.gsync, k.recompute, k.sp, k.cpc, k.pbuf, k.spg)
         if key not in self.peaks:
-            acts = self.activations(k.recompute, k.sp, k.precision, k.casts, k.cpc, k.pbuf)
+            acts = self.activations(k.recompute, k.sp, k.precision, k.casts, k.cpc, k.pbuf, k.spg)
             states = (k.zero, k.precision, k.grad, k.casts, k.reshard, k.gsync)
             self.peaks[key] = max(self.ctx.states_bytes(self.base, mix, rank, states) + self.ctx.slope * act
                                   for (mix, rank), act in zip(self.classes[1], acts, strict=True))
@@ -224,13 +226,15 @@ class LayoutTables:
         return min(self.peak_memory(k) for k in knobs)
 
     def pipe(self, rc: str, sp: bool, precision: str, casts: str = "step", tpo: bool = False,
-             cpc: str = "p2p", epo: bool = False, pbuf: str = "freed", attn: str = "cudnn") -> PipeEntry:
+             cpc: str = "p2p", epo: bool = False, pbuf: str = "freed", attn: str = "cudnn",
+             spg: bool = False) -> PipeEntry:
         """Pipeline flush, DP-critical stage and memory-candidate stages for (recompute, SP, precision,
         casts, TP overlap, CP exchange, EP overlap, pipeline buffers, attention kernel)."""
-        key = (rc, sp, precision, casts, tpo, cpc, epo, pbuf, attn)
+        key = (rc, sp, precision, casts, tpo, cpc, epo, pbuf, attn, spg)
         if key not in self.pipes:
             spec, eff = self.ctx.spec, self.ctx.eff
-            plan = plan_for(spec, self.lay, Knobs(0, rc, sp, precision, "", casts, True, tpo, cpc, epo, pbuf, attn))
+            plan = plan_for(spec, self.lay, Knobs(0, rc, sp, precision, "", casts, True, tpo, cpc, epo, pbuf, attn,
+                                                  spg=spg))
             stages = class_stage_costs(spec.model, spec.cluster, plan, eff, self.ctx.kernels.get(plan), self.classes)
             parts = step.pipeline_parts(plan, stages)
             flush = sum(parts.values())
@@ -265,7 +269,7 @@ class LayoutTables:
     def candidate(self, k: Knobs) -> Candidate:
         spec, eff = self.ctx.spec, self.ctx.eff
         plan = plan_for(spec, self.lay, k)
-        pipe = self.pipe(k.recompute, k.sp, k.precision, k.casts, k.tpo, k.cpc, k.epo, k.pbuf, k.attn)
+        pipe = self.pipe(k.recompute, k.sp, k.precision, k.casts, k.tpo, k.cpc, k.epo, k.pbuf, k.attn, k.spg)
         opt = step.optimizer_step_seconds(spec.cluster, plan, pipe.critical, eff)
         return Candidate(self.lay, k, pipe.flush_seconds, self.exposed(k, plan, pipe.critical, pipe.bubble_seconds), opt,
                          eff.step_overhead_seconds, self.memory(k, plan, pipe.slots))
