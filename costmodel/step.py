@@ -193,17 +193,23 @@ def dp_tail_seconds(model: Model, cluster: Cluster, plan: Plan, stage: StageCost
     torch.distributed.pipelining, _post_backward), whichever is larger."""
     edge = stage.params - stage.layer_params
     per_domain, fast, slow = dp_group_links(cluster, plan, eff)
-    group = with_sync_group(plan, plan.dp * plan.cp)
-    edge_seconds = dataparallel.zero3_edge_seconds(edge, group, per_domain, fast, slow, plan.num_microbatches)
-    chunk_seconds = 0.0
-    if plan.grad_sync == "chunk_end":  # dense weights; routed experts reduce over expert-DP, as in the total
-        chunk_seconds = dataparallel.gradient_reduce_seconds(stage.params - stage.expert_params, group, per_domain,
-                                                             fast, slow) / plan.vpp
-        if stage.expert_params:
-            chunk_seconds += dataparallel.gradient_reduce_seconds(
-                stage.expert_params, with_sync_group(plan, plan.expert_dp),
-                topology.expert_dp_ranks_per_domain(plan, cluster), fast, slow) / plan.vpp
+    edge_seconds = dataparallel.zero3_edge_seconds(edge, with_sync_group(plan, plan.dp * plan.cp), per_domain, fast,
+                                                   slow, plan.num_microbatches)
+    chunk_seconds = last_chunk_reduce_seconds(cluster, plan, stage, eff) if plan.grad_sync == "chunk_end" else 0.0
     return max(total_seconds / max(1, stage.layers), edge_seconds, chunk_seconds)
+
+
+def last_chunk_reduce_seconds(cluster: Cluster, plan: Plan, stage: StageCost, eff: Efficiency) -> float:
+    """The gradient reduction of one of the stage's vpp chunks (no weight gather): the dense weights
+    over the dp x cp ranks, the routed experts over expert-DP, as dp_sync_total_seconds groups them."""
+    per_domain, fast, slow = dp_group_links(cluster, plan, eff)
+    dense = dataparallel.gradient_reduce_seconds(stage.params - stage.expert_params,
+                                                 with_sync_group(plan, plan.dp * plan.cp), per_domain, fast, slow)
+    experts = 0.0
+    if stage.expert_params:
+        experts = dataparallel.gradient_reduce_seconds(stage.expert_params, with_sync_group(plan, plan.expert_dp),
+                                                       topology.expert_dp_ranks_per_domain(plan, cluster), fast, slow)
+    return (dense + experts) / plan.vpp
 
 
 def dp_costs(model: Model, cluster: Cluster, plan: Plan, stage: StageCost, eff: Efficiency,
