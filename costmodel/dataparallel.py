@@ -75,13 +75,13 @@ def _dp_collectives(dp: int, ranks_per_domain: int, fast: Link, slow: Link):
     return rs, ag
 
 
-def gradient_reduce_seconds(params: float, plan: Plan, ranks_per_domain: int, fast: Link, slow: Link,
-                            layers: int = 1) -> float:
-    """One reduction of `params` gradients over the DP group (grad_reduce_seconds), no weight gather."""
+def gradient_reduce_seconds(params: float, plan: Plan, ranks_per_domain: int, fast: Link, slow: Link) -> float:
+    """One reduction of `params` gradients over the DP group as one unit (grad_reduce_seconds), no weight
+    gather."""
     if plan.dp <= 1:
         return 0.0
     rs, ag = _dp_collectives(plan.dp, ranks_per_domain, fast, slow)
-    return grad_reduce_seconds(params, plan, layers, rs, ag)
+    return grad_reduce_seconds(params, plan, 1, rs, ag)
 
 
 def zero3_edge_seconds(

@@ -284,7 +284,8 @@ class StageKernels:
     """What every stage of one plan shares; step.stage_costs computes it once per plan.
 
     Reads only plan.tp, cp, ep, etp, cp_comm, micro_batch_size, sequence_parallel, flash_attention,
-    fused_elementwise, precision and its recipe and casts, fp8_attention, attention_kernel (and the cluster), so the plan search
+    fused_elementwise, precision and its recipe and casts, fp8_attention, attention_kernel (and the
+    cluster), so the plan search
     (planner/search/tables.py) reuses one per such combination."""
 
     eff: Efficiency  # with the cluster's matmul_efficiency_scale applied

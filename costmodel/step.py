@@ -145,16 +145,22 @@ def dp_sync_total_seconds(cluster: Cluster, plan: Plan, stage: StageCost, eff: E
     """Whole DP/ZeRO sync per step for one GPU of `stage` (depends on layout, ZeRO, dtypes, recompute):
     the dense weights over the dp x cp ranks holding them, then the routed experts over expert-DP
     (Megatron-core syncs the two buffers in turn)."""
-    per_domain, fast, slow = dp_group_links(cluster, plan, eff)
     hbm = cluster.gpu.hbm_bandwidth_bytes_per_second * eff.hbm_efficiency
-    dense = dataparallel.dp_sync_seconds(stage.params - stage.expert_params, with_sync_group(plan, plan.dp * plan.cp),
-                                         per_domain, fast, slow, plan.num_microbatches, stage.layers, hbm)
-    if not stage.expert_params:
-        return dense
-    experts = dataparallel.dp_sync_seconds(stage.expert_params, with_sync_group(plan, plan.expert_dp),
-                                           topology.expert_dp_ranks_per_domain(plan, cluster), fast, slow,
-                                           plan.num_microbatches, stage.layers, hbm)
-    return dense + experts
+    return over_sync_groups(cluster, plan, stage, eff, lambda params, group, per_domain, fast, slow: (
+        dataparallel.dp_sync_seconds(params, group, per_domain, fast, slow, plan.num_microbatches, stage.layers, hbm)))
+
+
+def over_sync_groups(cluster: Cluster, plan: Plan, stage: StageCost, eff: Efficiency, seconds) -> float:
+    """`seconds(params, group plan, DP ranks per NVLink domain, NVLink tier, network tier)` summed over
+    the stage's two gradient-sync groups: the dense weights over the dp x cp ranks holding them, the
+    routed experts over expert-DP."""
+    per_domain, fast, slow = dp_group_links(cluster, plan, eff)
+    total = seconds(stage.params - stage.expert_params, with_sync_group(plan, plan.dp * plan.cp), per_domain, fast,
+                    slow)
+    if stage.expert_params:
+        total += seconds(stage.expert_params, with_sync_group(plan, plan.expert_dp),
+                         topology.expert_dp_ranks_per_domain(plan, cluster), fast, slow)
+    return total
 
 
 def with_sync_group(plan: Plan, ranks: int) -> Plan:
@@ -200,16 +206,9 @@ def dp_tail_seconds(model: Model, cluster: Cluster, plan: Plan, stage: StageCost
 
 
 def last_chunk_reduce_seconds(cluster: Cluster, plan: Plan, stage: StageCost, eff: Efficiency) -> float:
-    """The gradient reduction of one of the stage's vpp chunks (no weight gather): the dense weights
-    over the dp x cp ranks, the routed experts over expert-DP, as dp_sync_total_seconds groups them."""
-    per_domain, fast, slow = dp_group_links(cluster, plan, eff)
-    dense = dataparallel.gradient_reduce_seconds(stage.params - stage.expert_params,
-                                                 with_sync_group(plan, plan.dp * plan.cp), per_domain, fast, slow)
-    experts = 0.0
-    if stage.expert_params:
-        experts = dataparallel.gradient_reduce_seconds(stage.expert_params, with_sync_group(plan, plan.expert_dp),
-                                                       topology.expert_dp_ranks_per_domain(plan, cluster), fast, slow)
-    return (dense + experts) / plan.vpp
+    """The gradient reduction of one of the stage's vpp chunks (no weight gather), over the sync groups
+    dp_sync_total_seconds uses."""
+    return over_sync_groups(cluster, plan, stage, eff, dataparallel.gradient_reduce_seconds) / plan.vpp
 
 
 def dp_costs(model: Model, cluster: Cluster, plan: Plan, stage: StageCost, eff: Efficiency,

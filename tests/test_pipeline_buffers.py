@@ -80,12 +80,16 @@ def test_torchao_float8_all_gather_keeps_one_byte_weights():
     assert memory.state_bytes_per_param("fp8", "bf16", "delayed", "step", lowp_params=True).parameters == 2.0
 
 
-def test_search_keeps_per_microbatch_buffers_for_torchtitan_only():
+def small_space(fws: tuple[str, ...]):
+    """The search space of an 8-layer model on 8 GPUs (global batch 16) under the frameworks `fws`."""
     model = cm.Model("m", 8, 128, 4, 256, 256, ffn_hidden_size=512)
     gpu = cm.Gpu("g", 80 * GIB, {"bf16": 300e12}, 2e12, 300e9)
-    cluster = cm.Cluster("c", gpu, 8, 8, 8, 300e9, 25e9)
+    return build_space(SearchSpec(model, cm.Cluster("c", gpu, 8, 8, 8, 300e9, 25e9), 16, fws))
+
+
+def test_search_keeps_per_microbatch_buffers_for_torchtitan_only():
     for fws, wanted in ((("torchtitan",), {"per_microbatch"}), (("megatron",), {"freed"})):
-        space = build_space(SearchSpec(model, cluster, 16, fws))
+        space = small_space(fws)
         assert {k.pbuf for lay, ks in space.knobs.items() if lay.pp > 1 for k in ks} == wanted, fws
         assert {k.pbuf for lay, ks in space.knobs.items() if lay.pp == 1 for k in ks} == {"freed"}, fws
 
@@ -143,11 +147,8 @@ def test_chunk_end_is_zero_1_and_torchtitans_pipelines_only():
     model, cluster, plan, _ = _chunk_end_case()
     assert any("is ZeRO-1" in v for v in plan_violations(model, cluster, replace(plan, zero_stage=3,
                                                                                    grad_sync="chunk_end")))
-    small = cm.Model("m", 8, 128, 4, 256, 256, ffn_hidden_size=512)
-    gpu = cm.Gpu("g", 80 * GIB, {"bf16": 300e12}, 2e12, 300e9)
-    eight = cm.Cluster("c", gpu, 8, 8, 8, 300e9, 25e9)
     for fws, wanted in ((("torchtitan",), {"chunk_end"}), (("megatron",), {"buckets"})):
-        space = build_space(SearchSpec(small, eight, 16, fws))
+        space = small_space(fws)
         assert {k.gsync for lay, ks in space.knobs.items() if lay.pp > 1 for k in ks} == wanted, fws
         assert {k.gsync for lay, ks in space.knobs.items() if lay.pp == 1 for k in ks} == {"buckets"}, fws
 
@@ -185,10 +186,7 @@ def test_dtensor_sequence_parallel_keeps_the_gathered_inputs():
 
 
 def test_search_saves_gathered_inputs_for_torchtitan_only():
-    small = cm.Model("m", 8, 128, 4, 256, 256, ffn_hidden_size=512)
-    gpu = cm.Gpu("g", 80 * GIB, {"bf16": 300e12}, 2e12, 300e9)
-    eight = cm.Cluster("c", gpu, 8, 8, 8, 300e9, 25e9)
     for fws, wanted in ((("torchtitan",), {True}), (("megatron",), {False})):
-        space = build_space(SearchSpec(small, eight, 16, fws))
+        space = small_space(fws)
         assert {k.spg for ks in space.knobs.values() for k in ks if k.sp} == wanted, fws
         assert {k.spg for ks in space.knobs.values() for k in ks if not k.sp} == {False}, fws

@@ -34,8 +34,8 @@ def shipped() -> dict[tuple[str, str], Envelope]:
 
 
 def judge(gpu: str, precision: str, mfu: float) -> dict | None:
-    """The envelope a predicted MFU (causal attention: Estimate.mfu_causal) is held against, and whether it is above it; None where no scored
-    row ran that GPU in that precision."""
+    """The envelope a predicted MFU (causal attention: Estimate.mfu_causal) is held against, and whether
+    it is above it; None where no scored row ran that GPU in that precision."""
     env = shipped().get((gpu, precision))
     if env is None:
         return None
@@ -49,6 +49,7 @@ def caution(judged: dict | None, whose: str, so: str = "the cost model was never
     its row, then what follows (`so`)."""
     if not judged or not judged["above"]:
         return None
-    return (f"{whose} MFU {100 * judged['predicted_mfu']:.1f}% (causal attention) is above every published run on {judged['gpu']} in "
-            f"{judged['precision']} (highest {100 * judged['published_mfu']:.1f}%, {judged['run']}; "
+    return (f"{whose} MFU {100 * judged['predicted_mfu']:.1f}% (causal attention) is above every published run "
+            f"on {judged['gpu']} in {judged['precision']} (highest {100 * judged['published_mfu']:.1f}%, "
+            f"{judged['run']}; "
             f"validation/runs.yaml): {so}")

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from planner.search.space import Knobs, Layout, SearchSpec, Space, vpp_choices
-from planner.search.tables import Candidate, LayoutTables, TableContext
+from planner.search.tables import Candidate, LayoutTables, TableContext, states_key
 
 
 @dataclass(frozen=True)
@@ -160,7 +160,7 @@ def no_larger(a: Knobs, b: Knobs) -> bool:
 
 def _states(k: Knobs) -> tuple:
     """What, besides the activations' knobs, a combination's peak depends on (model states, CP exchange)."""
-    return k.zero, k.precision, k.grad, k.casts, k.reshard, k.gsync, k.cpc
+    return (*states_key(k), k.cpc)
 
 
 def layout_peaks(t: LayoutTables, knobs: list[Knobs], capacity_bytes: float) -> list[tuple[Knobs, float]]:

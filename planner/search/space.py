@@ -247,8 +247,10 @@ def knob_combinations(spec: SearchSpec, fws: tuple[str, ...], tp: int, pp: int, 
             gsync = ks.grad_sync.values[0] if pp > 1 and zero == 1 else "buckets"  # one per framework
             spg = ks.sp_gathered.values[0] if sp else False  # one per framework
             for grad, cast, reshard, tpo, cpc, epo, pbuf, attn in product(spec.grad_dtypes, casts, reshards, overlaps,
-                                                                          cpcs, epos, pbufs, ks.attention_kernel.values):
-                k = Knobs(zero, rc, sp, prec, grad, cast, reshard, tpo, cpc, epo, pbuf, attn, gsync, spg)  # grad "": the precision's own
+                                                                          cpcs, epos, pbufs,
+                                                                          ks.attention_kernel.values):
+                # grad "": the precision's own
+                k = Knobs(zero, rc, sp, prec, grad, cast, reshard, tpo, cpc, epo, pbuf, attn, gsync, spg)
                 plan = replace(probe, zero_stage=zero, recompute=rc, sequence_parallel=sp, precision=prec,
                                grad_dtype=grad, weight_casts=cast, zero3_reshard=reshard, tp_comm_overlap=tpo,
                                cp_comm=cpc, ep_overlap=epo, pipeline_buffers=pbuf, attention_kernel=attn,

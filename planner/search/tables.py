@@ -126,6 +126,11 @@ def activation_slope(spec: SearchSpec, eff: cm.Efficiency) -> float:
     return (high - low) / 2.0**30
 
 
+def states_key(k: Knobs) -> tuple:
+    """The knobs a stage's model-state bytes depend on (TableContext.states_bytes' `knob`)."""
+    return k.zero, k.precision, k.grad, k.casts, k.reshard, k.gsync
+
+
 class TableContext:
     """What all layouts of one search share: the spec, efficiencies, kernels, the memory slope, and
     model-state bytes per stage class (they do not depend on the micro-batch or interleaving)."""
@@ -137,8 +142,7 @@ class TableContext:
         self._states: dict[tuple, float] = {}
 
     def states_bytes(self, base: cm.Plan, mix: tuple, rank: int, knob: tuple) -> float:
-        """step.memory_breakdown total of a stage with no activations, for (ZeRO, precision, grad, casts, reshard,
-        grad sync)."""
+        """step.memory_breakdown total of a stage with no activations, for the knobs `states_key` names."""
         zero, precision, grad, casts, reshard, gsync = knob
         first, last = rank == 0, rank == base.pp - 1
         key = (base.tp, base.cp, base.ep, base.etp, base.pp, base.dp, mix, first, last, zero, precision, grad, casts,
@@ -197,10 +201,10 @@ class LayoutTables:
         states(ZeRO, precision, grad) + slope x activations, which is step.memory_breakdown at the
         memory-candidate stages (they are the classes' lowest ranks). Knobs that differ only in what
         does not change memory (TP/EP overlap) share one value."""
-        key = (k.zero, k.precision, k.grad, k.casts, k.reshard, k.gsync, k.recompute, k.sp, k.cpc, k.pbuf, k.spg)
+        states = states_key(k)
+        key = (*states, k.recompute, k.sp, k.cpc, k.pbuf, k.spg)
         if key not in self.peaks:
             acts = self.activations(k.recompute, k.sp, k.precision, k.casts, k.cpc, k.pbuf, k.spg)
-            states = (k.zero, k.precision, k.grad, k.casts, k.reshard, k.gsync)
             self.peaks[key] = max(self.ctx.states_bytes(self.base, mix, rank, states) + self.ctx.slope * act
                                   for (mix, rank), act in zip(self.classes[1], acts, strict=True))
         return self.peaks[key]
@@ -209,7 +213,7 @@ class LayoutTables:
         """The least model-state bytes (states_bytes: no activations) the first pipeline stage holds
         under any of `knobs`; with the slope x its activation floor, below every plan's peak."""
         mix = next(mix for mix, rank in self.classes[1] if rank == 0)
-        states = {(k.zero, k.precision, k.grad, k.casts, k.reshard, k.gsync) for k in knobs}
+        states = {states_key(k) for k in knobs}
         return min(self.ctx.states_bytes(self.base, mix, 0, s) for s in states)
 
     def cp_exposed(self, sp: bool, precision: str, casts: str, cpc: str, attn: str = "cudnn") -> dict:
@@ -258,7 +262,7 @@ class LayoutTables:
 
     def memory(self, k: Knobs, plan: cm.Plan, slots: tuple[StageCost, ...]) -> tuple[float, ...]:
         """memory_breakdown totals of the memory-candidate stages: states (activations 0) + slope x activations."""
-        key = (k.zero, k.precision, k.grad, k.casts, k.reshard, k.gsync)
+        key = states_key(k)
         if key not in self.states:
             spec, eff = self.ctx.spec, self.ctx.eff
             self.states[key] = tuple(
