@@ -44,8 +44,8 @@ GROUP_STEP_BOUNDS = {        # (MAPE, max) per source group, reached + a hair
     # 9 Llama 3.1 8B rows of torchtitan's benchmarks and the two 405B long-context rows (32k cp 1: -1.9%;
     # 64k cp 2: -3.4%): reached 5.34%, max 14.47% (the 8B 32k float8 row)
     "torchtitan": (0.054, 0.145),
-    # MoE: 9.47% over 100 rows; the worst are B200/B300 rows whose releases halved the throughput of
-    # an identical earlier layout (validation/README.md, "MoE rows")
+    # MoE: 9.47% over 100 rows; the worst are B200/B300 rows at micro-batch 1 with the all-to-all
+    # dispatcher, 2.2-2.9x slower than later releases' micro-batch 2-4 DeepEP layouts (README, Accuracy)
     "mbridge-moe": (0.095, 0.447),
     # dense Llama 3: reached 8.08% over 44 rows, max 24.74% (25.11 Llama 3 8B GB300 FP8, predicted slower:
     # the catalog has no GB300 measurement of its own)

@@ -524,6 +524,24 @@ class GroupErrors(Strict):
     memory: ErrorStats = d("memory errors (rows that publish a peak)")
 
 
+class EqualInputGroup(Strict):
+    """Scored rows whose cost-model inputs are equal."""
+
+    ids: list[str] = d("the rows' ids")
+    measured_step_time_s: list[float] = d("their published step times, in the same order")
+    best_max_abs: float = d("the smallest largest relative error one prediction can have on them")
+
+
+class MeasurementFloor(Strict):
+    """What equal-input rows measured apart cost any model (planner/validation/floor.py)."""
+
+    rows: int = d("scored rows")
+    grouped_rows: int = d("rows in a group of two or more with equal inputs")
+    mape: float = d("the smallest step-time MAPE over all scored rows that any model can reach")
+    max_abs: float = d("the smallest largest step-time error that any model can reach")
+    groups: list[EqualInputGroup] = d("the groups, largest spread first")
+
+
 class ValidateOutput(Output):
     """`planner validate --json`: every row and the errors per group, GPU generation and precision."""
 
@@ -531,6 +549,8 @@ class ValidateOutput(Output):
     summary: dict[str, GroupErrors] = d("'overall' and one entry per source group")
     by_generation: dict[str, GroupErrors] = d("one entry per GPU generation of the rows, oldest first")
     by_precision: dict[str, GroupErrors] = d("one entry per plan precision of the rows")
+    measurement_floor: MeasurementFloor = d("the error that rows with equal inputs but different "
+                                             "measurements force on any model")
 
 
 class FittedConstants(Strict):

@@ -1,7 +1,8 @@
 """`planner validate`: predicted vs published step time and memory, per row and summarised.
 
-Over planner.validation.runs (evaluate, summarise) and planner.validation.generalise (the
-out-of-sample checks: --fit-on, --leave-one-source-out)."""
+Over planner.validation.runs (evaluate, summarise), planner.validation.floor (what rows with equal
+inputs cost any model) and planner.validation.generalise (the out-of-sample checks: --fit-on,
+--leave-one-source-out)."""
 from __future__ import annotations
 
 import argparse
@@ -16,6 +17,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from planner.render import validate as render
     from planner.render.estimate import make_console
     from planner.validation import runs as validation
+    from planner.validation.floor import measurement_floor
     from planner.validation.generalise import generalisation, leave_one_out
 
     runs = validation.load_runs(Path(args.runs)) if args.runs else validation.load_runs()
@@ -45,13 +47,15 @@ def cmd_validate(args: argparse.Namespace) -> int:
     summary = validation.summarise(results)
     by_generation = validation.summarise_by_generation(results)
     by_precision = validation.summarise_by_precision(results)
+    floor = measurement_floor(runs)
     if args.json:
         print_json({"rows": [validation.result_to_dict(r) for r in results], "summary": summary,
-                    "by_generation": by_generation, "by_precision": by_precision})
+                    "by_generation": by_generation, "by_precision": by_precision, "measurement_floor": floor})
         return 0
     console = make_console()
     console.print(render.rows_table(results))
     console.print(render.summary_table(summary, by_generation, by_precision))
+    render.print_floor(floor, console)
     return 0
 
 

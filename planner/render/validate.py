@@ -52,6 +52,19 @@ def summary_table(summary: dict, by_generation: dict | None = None, by_precision
     return table
 
 
+def print_floor(floor: dict, console: Console) -> None:
+    """The error that equal-input rows force on any model, and the group that sets the largest one."""
+    if not floor["groups"]:
+        console.print("No two scored rows have equal inputs: the data set no floor on the error.")
+        return
+    worst = floor["groups"][0]
+    times = ", ".join(f"{t:g}" for t in worst["measured_step_time_s"])
+    console.print(f"Floor: {floor['grouped_rows']} of {floor['rows']} rows share their inputs with another row "
+                  f"({len(floor['groups'])} groups) whose measurements differ: no model can score below step MAPE "
+                  f"{apct(floor['mape'])} over all rows, or max {apct(floor['max_abs'])} (widest: {worst['ids'][0]} and "
+                  f"{len(worst['ids']) - 1} more measured {times} s).")
+
+
 def print_generalisation(out: dict, console: Console | None = None) -> None:
     """`validate --fit-on`: the fit's error on its own rows and on the held-out rows."""
     console = console or Console()
