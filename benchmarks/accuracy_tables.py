@@ -18,6 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from planner.validation import fit  # noqa: E402
 from planner.validation import runs as validation  # noqa: E402
+from planner.validation.floor import measurement_floor  # noqa: E402
 from planner.validation.generalise import leave_one_out  # noqa: E402
 
 TABLE1 = {"megatron-t1-1.7b": "1.7B, 32 GPUs", "megatron-t1-3.6b": "3.6B, 64 GPUs", "megatron-t1-7.5b": "7.5B, 128 GPUs",
@@ -84,6 +85,9 @@ def main() -> None:
         if r.run.id in TABLE1:
             print(f"| {TABLE1[r.run.id]} | {r.predicted_step_seconds:.2f} | {r.run.measured.step_time_s:.2f} "
                   f"| {pct(r.step_error, True)} |")
+    floor = measurement_floor(runs)
+    print(f"\nFloor: {floor['grouped_rows']} of {floor['rows']} rows in {len(floor['groups'])} groups of equal inputs; "
+          f"no model scores below MAPE {pct(floor['mape'])} or max {pct(floor['max_abs'])}")
     ins = out["in_sample"]
     print("\nfitted on all rows: " + ", ".join(f"{k}={v:.4g}" for k, v in ins["fitted"].items())
           + f" (MAPE {pct(ins['train_mape'])}; prior: {fit.fitted_values(fit.prior())})")
