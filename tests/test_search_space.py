@@ -125,3 +125,24 @@ def test_layout_rules_do_not_read_the_micro_batches():
                 assert all(rule(model(layers), base_plan) is None for rule in fw.interleaving_rules)
             checked += 1
     assert checked == 3 * 4 * 3 * 2 * 3 * len(REGISTRY)
+
+
+def test_every_knob_sets_a_plan_field_and_has_its_values():
+    import dataclasses
+
+    from planner.search.space import KNOB_CHOICES, PLAN_FIELDS, Knobs
+
+    knobs = {f.name for f in dataclasses.fields(Knobs)}
+    assert set(PLAN_FIELDS) == knobs  # a knob the plan never sees would be searched for nothing
+    assert set(PLAN_FIELDS.values()) <= {f.name for f in dataclasses.fields(cm.Plan)}
+    assert set(KNOB_CHOICES) == knobs - {"zero"}  # ZeRO is a number (--fix bounds it)
+
+
+def test_torchtitan_float8_is_searched():
+    # torchtitan's float8 linears scale rowwise (torchao) with casts at every use; the search's probe plans
+    # once kept Transformer Engine's delayed scaling for them, so torchtitan never ran fp8 in a search.
+    gpu = cm.Gpu("g", 80 * GIB, {"bf16": 300e12, "fp8": 600e12}, 2e12, 300e9, generation="hopper")
+    spec = SearchSpec(model(8, heads=4), cm.Cluster("c", gpu, 4, 4, 4, 300e9, 25e9), 8, frameworks=("torchtitan",),
+                      precisions=("fp8",))
+    knobs = {k for ks in build_space(spec).knobs.values() for k in ks}
+    assert knobs and {(k.precision, k.casts) for k in knobs} == {("fp8", "use")}

@@ -110,3 +110,22 @@ def test_unsupported_options_are_noted(capsys):
     assert rc == 0
     assert "--grad-dtype int8" in err and err.startswith("planner: note: ")
     assert {d["plan"]["grad_dtype"] for d in json.loads(out)["plans"]} == {"bf16"}
+
+
+@pytest.mark.parametrize("fix, field, value", [("tp_comm_overlap=false", "tp_comm_overlap", False),
+                                               ("attn=flash2", "attention_kernel", "flash2"),
+                                               ("zero_stage=1", "zero_stage", 1)])
+def test_fix_any_knob_by_its_plan_field(capsys, fix, field, value):
+    got = suggest_json(capsys, "--fix", fix, "--top", "2")
+    assert got["plans"] and all(d["plan"][field] == value for d in got["plans"])
+    oracle = suggest_json(capsys, "--fix", fix, "--top", "2", "--solver", "enumerate")
+    assert [d["step_time_s"] for d in got["plans"]] == pytest.approx([d["step_time_s"] for d in oracle["plans"]])
+
+
+def test_fix_help_names_every_knob(capsys):
+    from planner.commands.suggest import FIX_HELP
+    from planner.search.space import PLAN_FIELDS
+
+    assert all(field in FIX_HELP for field in PLAN_FIELDS.values())
+    rc, _, err = run(capsys, ["suggest", *SMALL, "--fix", "cp_comm=ring"])
+    assert rc == 2 and err.count("\n") == 1 and "--fix cp_comm=ring: expected one of p2p" in err

@@ -15,10 +15,24 @@ from planner.errors import PlannerError
 from planner.inputs import limits as L
 from planner.inputs.argtypes import batch_arg, bounded_int, fraction_arg
 
-FIX_KEYS = {"tp": "tp", "pp": "pp", "dp": "dp", "vpp": "vpp", "mbs": "mbs", "micro_batch_size": "mbs",
-            "zero": "zero", "zero_stage": "zero", "recompute": "recompute", "sp": "sp",
-            "sequence_parallel": "sp", "precision": "precision", "grad": "grad", "grad_dtype": "grad",
-            "cp": "cp", "ep": "ep", "etp": "etp", "cp_comm": "cpc"}
+# --fix KEY -> the search's Layout field; knobs by their own name or the plan field's (fix_keys).
+LAYOUT_FIX_KEYS = {"tp": "tp", "pp": "pp", "dp": "dp", "vpp": "vpp", "mbs": "mbs", "micro_batch_size": "mbs",
+                   "cp": "cp", "ep": "ep", "etp": "etp"}
+FIX_HELP = ("pin a choice (repeatable): tp, pp, dp, vpp, mbs, cp, ep, etp, or a knob by its plan field: zero_stage, "
+            "recompute, sequence_parallel, precision, grad_dtype, weight_casts, zero3_reshard, tp_comm_overlap, "
+            "cp_comm, ep_overlap, pipeline_buffers, attention_kernel, grad_sync, sp_gathered (short names: "
+            "zero, sp, grad, ...)")
+
+
+def fix_keys() -> dict[str, str]:
+    """--fix KEY -> the search's Layout or Knobs field: each knob by its own name and by the plan field's
+    (planner/search/space.py PLAN_FIELDS), so `--fix zero=1` and `--fix zero_stage=1` are one fix."""
+    from planner.search.space import PLAN_FIELDS  # the search's imports stay off `--help`
+
+    return {**LAYOUT_FIX_KEYS, **{knob: knob for knob in PLAN_FIELDS},
+            **{plan: knob for knob, plan in PLAN_FIELDS.items()}}
+
+
 TRUE, FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 FRAMEWORK_CHOICES = ("any", "megatron", "deepspeed", "torchtitan")
 FIX_BOUNDS = {"tp": (1, L.MAX_DEGREE), "pp": (1, L.MAX_DEGREE), "dp": (1, L.MAX_DEGREE), "vpp": (1, L.MAX_LAYERS),
@@ -26,37 +40,41 @@ FIX_BOUNDS = {"tp": (1, L.MAX_DEGREE), "pp": (1, L.MAX_DEGREE), "dp": (1, L.MAX_
               "etp": (1, L.MAX_DEGREE)}
 
 
-def parse_fix_value(key: str, value: str) -> object:
+def parse_fix_value(key: str, value: str, name: str | None = None) -> object:
+    """The value of `--fix NAME=VALUE` for the search field `key` (NAME as typed, for the error)."""
+    name = name or key
     if key in FIX_BOUNDS:
         low, high = FIX_BOUNDS[key]
         try:
             number = int(value)
         except ValueError:
-            raise PlannerError(f"--fix {key}={value[:40]}: expected an integer") from None
+            raise PlannerError(f"--fix {name}={value[:40]}: expected an integer") from None
         if not low <= number <= high:
-            raise PlannerError(f"--fix {key}={value}: must be between {low} and {high:,}")
+            raise PlannerError(f"--fix {name}={value[:40]}: must be between {low} and {high:,}")
         return number
-    if key == "sp":
+    from planner.search.space import KNOB_CHOICES
+
+    allowed = KNOB_CHOICES[key]
+    if allowed == (False, True):
         if value.lower() not in TRUE + FALSE:
-            raise PlannerError(f"--fix sp={value}: expected true or false")
+            raise PlannerError(f"--fix {name}={value[:40]}: expected true or false")
         return value.lower() in TRUE
-    allowed = {"recompute": cm.RECOMPUTE_MODES, "precision": cm.PRECISIONS, "grad": cm.GRAD_DTYPES,
-               "cpc": cm.CP_COMMS}[key]
     if value not in allowed:
-        raise PlannerError(f"--fix {key}={value}: expected one of {', '.join(allowed)}")
+        raise PlannerError(f"--fix {name}={value[:40]}: expected one of {', '.join(allowed)}")
     return value
 
 
 def parse_fixes(items: list[str] | None) -> dict[str, object]:
     out: dict[str, object] = {}
+    keys = fix_keys()
     for item in items or []:
         name, sep, value = item.partition("=")
-        if not sep or name.strip() not in FIX_KEYS:
-            raise PlannerError(f"--fix {item}: expected KEY=VALUE with KEY one of {', '.join(sorted(set(FIX_KEYS)))}")
-        key = FIX_KEYS[name.strip()]
-        value = parse_fix_value(key, value.strip())
+        if not sep or name.strip() not in keys:
+            raise PlannerError(f"--fix {item[:60]}: expected KEY=VALUE with KEY one of {', '.join(sorted(keys))}")
+        key = keys[name.strip()]
+        value = parse_fix_value(key, value.strip(), name.strip())
         if key in out and out[key] != value:
-            raise PlannerError(f"--fix {item}: {name.strip()} is already fixed to {out[key]}")
+            raise PlannerError(f"--fix {item[:60]}: {name.strip()} is already fixed to {out[key]}")
         out[key] = value
     return out
 
@@ -175,7 +193,7 @@ def register(sub) -> None:
     p.add_argument("--max-memory-fraction", type=fraction_arg, default=0.9,
                    help="usable share of GPU memory, on top of the cost model's 2 GiB overhead (default 0.9)")
     p.add_argument("--fix", action="append", metavar="KEY=VALUE",
-                   help="pin a choice (repeatable): tp, pp, dp, vpp, mbs, zero, recompute, sp, precision, grad")
+                   help=FIX_HELP)
     p.add_argument("--framework", default="any",
                    help="any (default), or comma-separated megatron, deepspeed, torchtitan: only plans they run")
     p.add_argument("--precision", default="bf16", help="comma-separated precisions to consider (default bf16)")

@@ -14,7 +14,7 @@ from typing import Iterable
 from costmodel import types as cm
 from planner.inputs.limits import MAX_GPUS
 from planner.search.bounds import memory_walk
-from planner.search.space import Knobs, Layout, SearchSpec, Space, build_space
+from planner.search.space import PLAN_FIELDS, Knobs, Layout, SearchSpec, Space, build_space
 from planner.search.tables import TableContext
 
 GIB = 2**30
@@ -40,13 +40,13 @@ def rule_kinds(rejected) -> list[tuple[str, int]]:
 
 def nothing_legal(space: Space) -> str:
     spec = space.spec
-    fixed = ", ".join(f"{k}={v}" for k, v in spec.fixed.items())
+    fixed = ", ".join(f"{PLAN_FIELDS.get(k, k)}={v}" for k, v in spec.fixed.items())
     where = f" with --fix {fixed}" if fixed else ""
     if not space.rejected:
         return f"no legal layout for {spec.cluster.num_gpus} GPUs{where}: no (tp, pp, dp) split of the GPUs matches"
     kinds = "; ".join(f"{example} ({n} split{'s' if n > 1 else ''})" for example, n in rule_kinds(space.rejected)[:3])
     return (f"no legal layout for {spec.cluster.num_gpus} GPUs{where}: every (tp, pp) split breaks a rule: {kinds}; "
-            "try another GPU count, --gbs or --framework")
+            f"try another GPU count, --gbs, --framework{' or fewer --fix' if fixed else ''}")
 
 
 def smallest_plan(space: Space, ctx: TableContext, stop_below: float = 0.0) -> tuple[float, Layout, Knobs] | None:

@@ -20,7 +20,7 @@ from itertools import product
 from typing import Iterator, Mapping
 
 from costmodel import types as cm
-from costmodel.lowp import LOW_PRECISIONS
+from costmodel.lowp import LOW_PRECISIONS, WEIGHT_CASTS
 from costmodel.rules import hardware_violations as rules_hardware
 from costmodel.rules import plan_violations
 from costmodel.topology import domain_size, ranks_per_domain, tp_crosses_network
@@ -66,6 +66,29 @@ class Knobs:
     attn: str = "cudnn"  # the fused attention kernel the framework runs (Plan.attention_kernel)
     gsync: str = "buckets"  # when gradients are reduced (Plan.grad_sync; "chunk_end" only under ZeRO-1 with pp > 1)
     spg: bool = False  # sequence parallel's inputs saved gathered (Plan.sp_gathered; only with SP)
+
+
+# Knobs field -> the cm.Plan field it sets: plan_for and knob_combinations both write a plan's knobs
+# through knob_plan_fields, so a new knob is one line here (tests/test_search_space.py checks it is).
+PLAN_FIELDS = {"zero": "zero_stage", "recompute": "recompute", "sp": "sequence_parallel", "precision": "precision",
+               "grad": "grad_dtype", "casts": "weight_casts", "reshard": "zero3_reshard", "tpo": "tp_comm_overlap",
+               "cpc": "cp_comm", "epo": "ep_overlap", "pbuf": "pipeline_buffers", "attn": "attention_kernel",
+               "gsync": "grad_sync", "spg": "sp_gathered"}
+
+
+# The values each knob takes (booleans: False/True), for --fix (planner/commands/suggest.py); zero is a number.
+KNOB_CHOICES = {"recompute": cm.RECOMPUTE_MODES, "sp": (False, True), "precision": cm.PRECISIONS,
+                "grad": cm.GRAD_DTYPES, "casts": WEIGHT_CASTS, "reshard": (False, True), "tpo": (False, True),
+                "cpc": cm.CP_COMMS, "epo": (False, True), "pbuf": cm.PIPELINE_BUFFERS, "attn": cm.ATTENTION_KERNELS,
+                "gsync": cm.GRAD_SYNCS, "spg": (False, True)}
+
+
+def knob_plan_fields(k: Knobs) -> dict[str, object]:
+    """The cm.Plan fields a knob combination sets, with the fp8 scaling its weight casts imply: per-use
+    casts are torchao's float8 (rowwise scaling), cached casts Transformer Engine's (delayed scaling)."""
+    out = {plan_field: getattr(k, name) for name, plan_field in PLAN_FIELDS.items()}
+    out["fp8_recipe"] = "rowwise" if k.casts == "use" else "delayed"
+    return out
 
 
 @dataclass(frozen=True)
@@ -123,13 +146,9 @@ def plan_for(spec: SearchSpec, lay: Layout, knobs: Knobs | None = None) -> cm.Pl
     """The cost-model plan of a layout and knob combination (default knobs: ZeRO 0, no recompute)."""
     k = knobs or Knobs(0, "none", False, spec.precisions[0], "")
     return cm.Plan(tp=lay.tp, pp=lay.pp, dp=lay.dp, vpp=lay.vpp, micro_batch_size=lay.mbs, cp=lay.cp, ep=lay.ep,
-                   etp=lay.etp, cp_comm=k.cpc, ep_overlap=k.epo, pipeline_buffers=k.pbuf,
-                   global_batch_size=spec.global_batch_size, zero_stage=k.zero, recompute=k.recompute,
-                   sequence_parallel=k.sp, precision=k.precision, grad_dtype=k.grad, weight_casts=k.casts,
-                   fp8_recipe="rowwise" if k.casts == "use" else "delayed", zero3_reshard=k.reshard,
-                   tp_comm_overlap=k.tpo, attention_kernel=k.attn, grad_sync=k.gsync, sp_gathered=k.spg,
-                   flash_attention=spec.flash_attention, overlap_dp_comm=spec.overlap_dp_comm,
-                   overlap_pp_comm=spec.overlap_pp_comm)
+                   etp=lay.etp, global_batch_size=spec.global_batch_size, flash_attention=spec.flash_attention,
+                   overlap_dp_comm=spec.overlap_dp_comm, overlap_pp_comm=spec.overlap_pp_comm,
+                   **knob_plan_fields(k))
 
 
 def _fixed_ok(spec: SearchSpec, obj: object) -> bool:
@@ -251,10 +270,7 @@ def knob_combinations(spec: SearchSpec, fws: tuple[str, ...], tp: int, pp: int, 
                                                                           ks.attention_kernel.values):
                 # grad "": the precision's own
                 k = Knobs(zero, rc, sp, prec, grad, cast, reshard, tpo, cpc, epo, pbuf, attn, gsync, spg)
-                plan = replace(probe, zero_stage=zero, recompute=rc, sequence_parallel=sp, precision=prec,
-                               grad_dtype=grad, weight_casts=cast, zero3_reshard=reshard, tp_comm_overlap=tpo,
-                               cp_comm=cpc, ep_overlap=epo, pipeline_buffers=pbuf, attention_kernel=attn,
-                               grad_sync=gsync, sp_gathered=spg)
+                plan = replace(probe, **knob_plan_fields(k))
                 runs = plan.grad_comm_dtype in ks.grad_dtype(prec).values
                 if runs and not base.plan_violations(fw, spec.model, plan):
                     out.add(k)
