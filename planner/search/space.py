@@ -83,9 +83,12 @@ KNOB_CHOICES = {"recompute": cm.RECOMPUTE_MODES, "sp": (False, True), "precision
                 "gsync": cm.GRAD_SYNCS, "spg": (False, True)}
 
 
+@lru_cache(maxsize=4096)
 def knob_plan_fields(k: Knobs) -> dict[str, object]:
     """The cm.Plan fields a knob combination sets, with the fp8 scaling its weight casts imply: per-use
-    casts are torchao's float8 (rowwise scaling), cached casts Transformer Engine's (delayed scaling)."""
+    casts are torchao's float8 (rowwise scaling), cached casts Transformer Engine's (delayed scaling).
+    Cached (a search asks for the same few hundred combinations tens of thousands of times): callers
+    unpack it and never change it."""
     out = {plan_field: getattr(k, name) for name, plan_field in PLAN_FIELDS.items()}
     out["fp8_recipe"] = "rowwise" if k.casts == "use" else "delayed"
     return out
