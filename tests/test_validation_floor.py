@@ -63,3 +63,12 @@ def test_validate_prints_the_floor(capsys):
     assert main(["validate", "--group", "mbridge-dense", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["measurement_floor"]["max_abs"] == pytest.approx((7.25 - 6.244) / (7.25 + 6.244))
+
+
+def test_validate_holdout(capsys):
+    assert main(["validate", "--holdout", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert len(out["rows"]) == 9 and all("cp" in r["id"] for r in out["rows"])
+    assert main(["validate", "--holdout", "--fit-on", "all"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--holdout" in err

@@ -20,7 +20,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from planner.validation.floor import measurement_floor
     from planner.validation.generalise import generalisation, leave_one_out
 
-    runs = validation.load_runs(Path(args.runs)) if args.runs else validation.load_runs()
+    if args.holdout and (args.runs or args.fit_on or args.leave_one_source_out):
+        raise PlannerError("--holdout scores the held-out rows with the shipped constants: it takes no --runs, "
+                           "--fit-on or --leave-one-source-out")
+    path = Path(args.runs) if args.runs else validation.default_holdout() if args.holdout else None
+    runs = validation.load_runs(path)
     if args.group:
         known = sorted({r.group for r in runs})
         unknown = [g for g in args.group if g not in known]
@@ -72,6 +76,9 @@ def register(sub) -> None:
                                    "signed errors per row and MAPE / max error per source, GPU generation, "
                                    "precision and overall. --leave-one-source-out gives the out-of-sample error.")
     p.add_argument("--runs", help="validation YAML (default: validation/runs.yaml)")
+    p.add_argument("--holdout", action="store_true",
+                   help="score the held-out rows (validation/holdout.yaml), which no fit has seen, with the shipped "
+                        "constants: the out-of-sample check by construction")
     p.add_argument("--group", action="append", help="only this source group (repeatable), e.g. megatron-2021")
     p.add_argument("--fit-on", type=_generation, metavar="GENERATION|all",
                    help="fit the shared efficiency constants on this GPU generation's rows (one the rows hold, "

@@ -27,6 +27,11 @@ def default_runs() -> Path:
     """validation/runs.yaml as installed (the data package planner.validation.published)."""
     return Path(str(resources.files("planner.validation.published"))) / "runs.yaml"
 
+
+def default_holdout() -> Path:
+    """validation/holdout.yaml as installed: published runs that no fit reads (validation/README.md)."""
+    return Path(str(resources.files("planner.validation.published"))) / "holdout.yaml"
+
 GIB = 2**30
 
 
