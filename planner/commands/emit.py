@@ -53,7 +53,7 @@ def cmd_emit(args: argparse.Namespace) -> int:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("emit", help="write DeepSpeed / Megatron-LM launch files for one plan",
+    p = sub.add_parser("emit", help="write Megatron-LM, DeepSpeed or torchtitan launch files for one plan",
                        description=DESCRIPTION)
     p.add_argument("plan", metavar="PLAN.json", help="one estimate object from `planner estimate --json` ('-' = stdin)")
     p.add_argument("--format", required=True, choices=["deepspeed", "megatron", "torchtitan", "all"])
