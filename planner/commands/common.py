@@ -9,7 +9,7 @@ from planner.inputs.argtypes import gpus_arg, seq_length_arg
 
 # Version of the --json contract, the models of planner/commands/contract.py (which re-exports it):
 # bump it with every change to them. It lives here so that printing JSON does not load the models.
-SCHEMA_VERSION = "3"
+SCHEMA_VERSION = "4"
 
 EPILOG = """MODEL is a YAML file, a Hugging Face config.json, or a catalog name (planner catalog models);
 CLUSTER is a YAML file or a catalog name (planner catalog clusters)."""
