@@ -164,8 +164,10 @@ def test_generation_split_mape_does_not_regress(out_of_sample, scored):
 # when they were added (2026-12-01, predictions read after the rows were written): the six NeMo long-sequence
 # Llama 2 7B rows with cp 2-32 at -11.0% .. -14.7% (the cp 1 rows of that table in runs.yaml go -0.7% at 4k to
 # -8.5% at 16k: the model's attention is too fast at long sequences), torchtitan's Llama 3.1 8B cp 2/4/8 rows
-# at +29.1% (64k), +0.3%, -1.8%, their peak memory +0.3%, +1.1%, +1.8%: step 12.10%, max 29.1%; memory max 1.8%.
-HOLDOUT_STEP_BOUNDS = (0.122, 0.292)
+# at +29.1% (64k), +0.3%, -1.8%, their peak memory +0.3%, +1.1%, +1.8%; llm-foundry's MPT rows on 8 H100 at
+# 1k-65k tokens (the same trend: 7B +2.7% at 1k to -13.1% at 65k; 30B -13% .. -30%): step 10.99% over 23 rows,
+# max 29.8%; memory max 1.8%.
+HOLDOUT_STEP_BOUNDS = (0.110, 0.299)
 HOLDOUT_MEMORY_MAX_BOUND = 0.019
 
 
