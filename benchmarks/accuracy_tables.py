@@ -85,6 +85,11 @@ def main() -> None:
         if r.run.id in TABLE1:
             print(f"| {TABLE1[r.run.id]} | {r.predicted_step_seconds:.2f} | {r.run.measured.step_time_s:.2f} "
                   f"| {pct(r.step_error, True)} |")
+    held = validation.evaluate(validation.load_runs(validation.default_holdout()))
+    step = validation.error_stats([r.step_error for r in held])
+    memory = validation.error_stats([r.memory_error for r in held if r.memory_error is not None])
+    print(f"\nHeld out (`planner validate --holdout`, no fit reads them): {step['n']} rows, step MAPE "
+          f"{pct(step['mape'])}, max {pct(step['max_abs'])}; memory {memory['n']} rows, max {pct(memory['max_abs'])}")
     floor = measurement_floor(runs)
     print(f"\nFloor: {floor['grouped_rows']} of {floor['rows']} rows in {len(floor['groups'])} groups of equal inputs; "
           f"no model scores below MAPE {pct(floor['mape'])} or max {pct(floor['max_abs'])}")
