@@ -85,9 +85,8 @@ def main() -> None:
         if r.run.id in TABLE1:
             print(f"| {TABLE1[r.run.id]} | {r.predicted_step_seconds:.2f} | {r.run.measured.step_time_s:.2f} "
                   f"| {pct(r.step_error, True)} |")
-    held = validation.evaluate(validation.load_runs(validation.default_holdout()))
-    step = validation.error_stats([r.step_error for r in held])
-    memory = validation.error_stats([r.memory_error for r in held if r.memory_error is not None])
+    held = validation.group_errors(validation.evaluate(validation.load_runs(validation.default_holdout())))
+    step, memory = held["step_time"], held["memory"]
     print(f"\nHeld out (`planner validate --holdout`, no fit reads them): {step['n']} rows, step MAPE "
           f"{pct(step['mape'])}, max {pct(step['max_abs'])}; memory {memory['n']} rows, max {pct(memory['max_abs'])}")
     floor = measurement_floor(runs)

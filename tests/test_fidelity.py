@@ -175,8 +175,8 @@ def test_held_out_rows_are_never_fitted_and_do_not_regress(runs, holdout):
     assert holdout and not {r.id for r in holdout} & {r.id for r in runs}  # no fit reads holdout.yaml
     results = validation.evaluate(holdout)
     assert len(results) == len(holdout)
-    step = validation.error_stats([r.step_error for r in results])
-    memory = validation.error_stats([r.memory_error for r in results if r.memory_error is not None])
+    errors = validation.group_errors(results)
+    step, memory = errors["step_time"], errors["memory"]
     print(f"held out: step MAPE {step['mape']:.4f}, max {step['max_abs']:.4f}; memory max {memory['max_abs']:.4f}")
     assert step["mape"] <= HOLDOUT_STEP_BOUNDS[0] and step["max_abs"] <= HOLDOUT_STEP_BOUNDS[1]
     assert memory["n"] == 3 and memory["max_abs"] <= HOLDOUT_MEMORY_MAX_BOUND
