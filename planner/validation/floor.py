@@ -18,18 +18,23 @@ from planner.validation.runs import Run, prepare
 def equal_input_groups(runs: list[Run]) -> list[list[Run]]:
     """The scored rows whose cost-model inputs (model, cluster, plan) are equal, in groups of two or more,
     each in row order, the groups in order of their first row."""
-    groups: list[tuple[tuple, list[Run]]] = []  # a list, not a dict: the inputs hold dicts, unhashable
+    # The inputs hold dicts (unhashable), so rows are compared with ==, only within a bucket of a few
+    # hashable fields that equal inputs share.
+    buckets: dict[tuple, list[tuple[tuple, list[Run]]]] = {}
+    groups: list[list[Run]] = []
     for run in runs:
         if run.exclude:
             continue
         p = prepare(run)
         key = (p.model, p.cluster, p.plan)
-        same = next((g for k, g in groups if k == key), None)
+        bucket = buckets.setdefault((p.model.name, p.cluster.num_gpus, p.plan.tp, p.plan.pp, p.plan.dp), [])
+        same = next((g for k, g in bucket if k == key), None)
         if same is None:
-            groups.append((key, [run]))
+            bucket.append((key, [run]))
+            groups.append(bucket[-1][1])
         else:
             same.append(run)
-    return [g for _, g in groups if len(g) > 1]
+    return [g for g in groups if len(g) > 1]
 
 
 def best_max_error(measured: list[float]) -> float:
@@ -47,10 +52,11 @@ def measurement_floor(runs: list[Run]) -> dict:
     """The lower bounds on step-time MAPE and largest error that equal-input rows put on any model, over
     the scored rows, with the groups that set them (largest spread first)."""
     scored = [r for r in runs if not r.exclude]
-    groups = sorted(equal_input_groups(runs),
-                    key=lambda g: -best_max_error([r.measured.step_time_s for r in g]))
-    floors = [{"ids": [r.id for r in g], "measured_step_time_s": [r.measured.step_time_s for r in g],
-               "best_max_abs": best_max_error([r.measured.step_time_s for r in g])} for g in groups]
+    floors = [{"ids": [r.id for r in g], "measured_step_time_s": [r.measured.step_time_s for r in g]}
+              for g in equal_input_groups(runs)]
+    for f in floors:
+        f["best_max_abs"] = best_max_error(f["measured_step_time_s"])
+    floors.sort(key=lambda f: -f["best_max_abs"])
     total = sum(best_error_sum(f["measured_step_time_s"]) for f in floors)
     return {"rows": len(scored), "grouped_rows": sum(len(f["ids"]) for f in floors),
             "mape": total / len(scored) if scored else 0.0,
