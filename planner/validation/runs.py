@@ -23,14 +23,19 @@ from planner.inputs.reading import parse, read_data
 from planner.inputs.specs import ClusterSpec, ModelSpec, PlanSpec, Spec
 
 
+def published(name: str) -> Path:
+    """A file of validation/ as installed (the data package planner.validation.published)."""
+    return Path(str(resources.files("planner.validation.published"))) / name
+
+
 def default_runs() -> Path:
-    """validation/runs.yaml as installed (the data package planner.validation.published)."""
-    return Path(str(resources.files("planner.validation.published"))) / "runs.yaml"
+    """validation/runs.yaml: the rows the fit reads."""
+    return published("runs.yaml")
 
 
 def default_holdout() -> Path:
-    """validation/holdout.yaml as installed: published runs that no fit reads (validation/README.md)."""
-    return Path(str(resources.files("planner.validation.published"))) / "holdout.yaml"
+    """validation/holdout.yaml: published runs that no fit reads (validation/README.md)."""
+    return published("holdout.yaml")
 
 GIB = 2**30
 
