@@ -40,9 +40,8 @@ FIX_BOUNDS = {"tp": (1, L.MAX_DEGREE), "pp": (1, L.MAX_DEGREE), "dp": (1, L.MAX_
               "etp": (1, L.MAX_DEGREE)}
 
 
-def parse_fix_value(key: str, value: str, name: str | None = None) -> object:
+def parse_fix_value(key: str, value: str, name: str) -> object:
     """The value of `--fix NAME=VALUE` for the search field `key` (NAME as typed, for the error)."""
-    name = name or key
     if key in FIX_BOUNDS:
         low, high = FIX_BOUNDS[key]
         try:
