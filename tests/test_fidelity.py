@@ -166,9 +166,11 @@ def test_generation_split_mape_does_not_regress(out_of_sample, scored):
 # -8.5% at 16k: the model's attention is too fast at long sequences), torchtitan's Llama 3.1 8B cp 2/4/8 rows
 # at +29.1% (64k), +0.3%, -1.8%, their peak memory +0.3%, +1.1%, +1.8%; llm-foundry's MPT rows on 8 H100 at
 # 1k-65k tokens (the same trend: 7B +2.7% at 1k to -13.1% at 65k; 30B -13% .. -30%): step 10.99% over 23 rows,
-# max 29.8%; memory max 1.8%.
+# max 29.8%; memory max 1.8%. Then the rest of torchtitan's Dec 2024 page (70B 2D, 405B 1F1B / interleaved at
+# 8k, cp 4 / cp 8): step -16.4% .. +11.2%, memory -18.1% .. +4.4%; all 29: step 10.90%, max 29.8%; memory MAPE
+# 8.05% over 9, max 18.1%.
 HOLDOUT_STEP_BOUNDS = (0.110, 0.299)
-HOLDOUT_MEMORY_MAX_BOUND = 0.019
+HOLDOUT_MEMORY_BOUNDS = (0.081, 0.181)
 
 
 def test_held_out_rows_are_never_fitted_and_do_not_regress(runs, holdout):
@@ -177,9 +179,10 @@ def test_held_out_rows_are_never_fitted_and_do_not_regress(runs, holdout):
     assert len(results) == len(holdout)
     errors = validation.group_errors(results)
     step, memory = errors["step_time"], errors["memory"]
-    print(f"held out: step MAPE {step['mape']:.4f}, max {step['max_abs']:.4f}; memory max {memory['max_abs']:.4f}")
+    print(f"held out: step MAPE {step['mape']:.4f}, max {step['max_abs']:.4f}; memory MAPE {memory['mape']:.4f}, "
+          f"max {memory['max_abs']:.4f}")
     assert step["mape"] <= HOLDOUT_STEP_BOUNDS[0] and step["max_abs"] <= HOLDOUT_STEP_BOUNDS[1]
-    assert memory["n"] == 3 and memory["max_abs"] <= HOLDOUT_MEMORY_MAX_BOUND
+    assert memory["n"] == 9 and memory["mape"] <= HOLDOUT_MEMORY_BOUNDS[0] and memory["max_abs"] <= HOLDOUT_MEMORY_BOUNDS[1]
 
 
 def test_held_out_constants_never_saw_the_held_out_rows(out_of_sample, scored):
