@@ -222,8 +222,12 @@ def last_stage_extra_bytes(model: Model, batch: int, tp: int, fused_cross_entrop
     `F.cross_entropy(logits.float())` (torchtitan at 9dec370, train.py loss_fn, with compiling the
     loss disabled) holds three fp32 logit-sized tensors when backward starts, while every layer's
     activations are still alive: the saved log-softmax output, the NLL gradient and the
-    log-softmax input gradient, 12sbV/t.
+    log-softmax input gradient, 12sbV/t. With the logits split over tp (> 1) that eager loss is DTensor's
+    loss parallel (torch/distributed/tensor/parallel/loss.py, torchtitan's default under TP), whose nll-loss
+    backward does the log-softmax backward too, as eager ops on the local shard:
+    `(zeros_like(x) with -1 scattered at the targets + exp(x)) * grad_output`, which at its peak holds the
+    saved output x, the scattered zeros, exp(x) and their sum: four fp32 logit-sized tensors, 16sbV/t.
     """
     sb = model.seq_length * batch
-    logits_bytes = 4.0 if fused_cross_entropy else 12.0
+    logits_bytes = 4.0 if fused_cross_entropy else (16.0 if tp > 1 else 12.0)
     return 2.0 * element_bytes * sb * model.hidden_size / tp + logits_bytes * sb * model.vocab_size / tp

@@ -94,6 +94,22 @@ def test_eager_fp32_cross_entropy_holds_three_fp32_logit_tensors():
     assert eager - fused == 8 * 2 * 8192 * 128256  # 16.8 GB, 15.7 GiB
 
 
+def test_eager_vocab_parallel_cross_entropy_holds_four_fp32_logit_shards():
+    """Under TP torchtitan's eager loss runs as DTensor's loss parallel, whose nll-loss backward computes
+    (zeros with -1 at the targets + exp(x)) * grad_output on the local shard: the saved log-softmax output x,
+    the zeros, exp(x) and the sum are alive at once, 16 B per local logit. Llama 3.1 70B, local batch
+    16 x 8192 tokens, vocab 128256 split over tp 8: 12 B per local logit more than the fused loss's 4 B,
+    i.e. 12 x 16 x 8192 x 16032 = 25.2 GB (the 12 B tp 1 count would give 8 B, 16.8 GB)."""
+    from costmodel.types import Model
+
+    model = Model("llama3.1-70b", 80, 8192, 64, 128256, 8192, num_kv_heads=8, ffn_hidden_size=28672, mlp="swiglu")
+    base = dict(tp=8, dp=32, micro_batch_size=16, global_batch_size=512, zero_stage=3, recompute="full",
+                sequence_parallel=True)
+    fused = stage_activation_bytes(model, Plan(**base), 80, 0)
+    eager = stage_activation_bytes(model, Plan(**base, fused_cross_entropy=False), 80, 0)
+    assert eager - fused == 12 * 16 * 8192 * (128256 // 8)
+
+
 LLAMA3_8B = dict(name="llama3-8b", num_layers=32, hidden_size=4096, num_attention_heads=32, vocab_size=128256,
                  seq_length=8192, num_kv_heads=8, ffn_hidden_size=14336, mlp="swiglu")
 

@@ -63,10 +63,12 @@ GROUP_STEP_BOUNDS = {        # (MAPE, max) per source group, reached + a hair
 # (Plan.grad_sync "chunk_end", kept in its reduce-scatter stream's cache), 13.0% / 12.3% low: 4.07%, max 13.02%;
 # with the embedding and output weights at 16 bits under low precision (no fp8 copy of them), 12.7% / 12.0%:
 # 4.01%, max 12.68%; with DTensor's sequence parallel keeping the QKV and MLP inputs gathered in the
-# re-materialised layer (Plan.sp_gathered), 10.2% / 9.5%: 3.56%, max 10.22%.
-MEMORY_MAPE_BOUND = 0.036    # overall, reached 0.0356 over 11 rows with a published peak
-MEMORY_MAX_BOUND = 0.103     # overall, reached 0.1022 (torchtitan 405B 32k row)
-GROUP_MEMORY_BOUNDS = {"torchtitan": (0.036, 0.103)}
+# re-materialised layer (Plan.sp_gathered), 10.2% / 9.5%: 3.56%, max 10.22%; with DTensor loss parallel's
+# backward holding four fp32 logit shards, not three (memory.last_stage_extra_bytes: the last stage becomes
+# the fullest), 7.9% / 7.2%: 3.14%, max 7.89%.
+MEMORY_MAPE_BOUND = 0.032    # overall, reached 0.0314 over 11 rows with a published peak
+MEMORY_MAX_BOUND = 0.079     # overall, reached 0.0787 (torchtitan 405B 32k row)
+GROUP_MEMORY_BOUNDS = {"torchtitan": (0.032, 0.079)}
 
 # Out of sample: each source predicted by constants fitted on the other sources (the measured
 # figures, printed to 0.1% by benchmarks/accuracy_tables.py, plus 0.1%). Reached when set: 9.97% over 160
@@ -168,9 +170,9 @@ def test_generation_split_mape_does_not_regress(out_of_sample, scored):
 # 1k-65k tokens (the same trend: 7B +2.7% at 1k to -13.1% at 65k; 30B -13% .. -30%): step 10.99% over 23 rows,
 # max 29.8%; memory max 1.8%. Then the rest of torchtitan's Dec 2024 page (70B 2D, 405B 1F1B / interleaved at
 # 8k, cp 4 / cp 8): step -16.4% .. +11.2%, memory -18.1% .. +4.4%; all 29: step 10.90%, max 29.8%; memory MAPE
-# 8.05% over 9, max 18.1%.
+# 8.05% over 9, max 18.1%; with DTensor loss parallel's four fp32 logit shards: memory MAPE 5.91%, max 15.9%.
 HOLDOUT_STEP_BOUNDS = (0.110, 0.299)
-HOLDOUT_MEMORY_BOUNDS = (0.081, 0.181)
+HOLDOUT_MEMORY_BOUNDS = (0.060, 0.160)
 
 
 def test_held_out_rows_are_never_fitted_and_do_not_regress(runs, holdout):
@@ -218,11 +220,12 @@ LOW_PRECISION_SETTINGS = ("fp8_recipe", "weight_casts", "lowp_param_gather")
 
 
 def test_every_assumed_entry_names_a_setting(every_row):
-    """`assumed` entries are a plan or cluster field, or 'gpu' (the catalog GPU's unprinted figures),
-    optionally followed by ': why'."""
+    """`assumed` entries are a plan or cluster field, 'gpu' (the catalog GPU's unprinted figures) or the
+    model's seq_length (a training setting, where a table does not print it; the architecture fields come
+    from the model's config), optionally followed by ': why'."""
     from planner.inputs.specs import ClusterSpec, PlanSpec
 
-    known = set(PlanSpec.model_fields) | set(ClusterSpec.model_fields) | {"gpu"}
+    known = set(PlanSpec.model_fields) | set(ClusterSpec.model_fields) | {"gpu", "seq_length"}
     for run in every_row:
         for entry in run.assumed:
             assert entry.split(":", 1)[0] in known, (run.id, entry)
