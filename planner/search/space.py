@@ -334,7 +334,17 @@ def build_space(spec: SearchSpec) -> Space:
             if combos[key]:
                 knobs[lay] = combos[key]
         if len(knobs) == before:
-            split = f"tp {tp}" + (f" x cp {cp}" if cp > 1 else "") + f" x pp {pp}"
-            split += f" with ep {ep}" + (f", etp {etp}" if etp > 1 else "") if ep * etp > 1 else ""
-            rejected[f"no selected framework ({', '.join(spec.frameworks)}) runs {split} with the allowed knobs"] += 1
+            rejected[unrun_split_reason(spec, tp, pp, cp, ep, etp)] += 1
     return Space(spec, knobs, rejected)
+
+
+def unrun_split_reason(spec: SearchSpec, tp: int, pp: int, cp: int, ep: int, etp: int) -> str:
+    """Why no selected framework runs a split that breaks no cost-model rule: each framework's own
+    layout rule where every one of them refuses the split outright (at vpp 1), else the knobs."""
+    probe = plan_for(spec, Layout(tp, pp, spec.cluster.num_gpus // (tp * cp * pp), 1, 1, cp, ep, etp))
+    rules = {name: base.split_violation(REGISTRY[name], spec.model, probe) for name in spec.frameworks}
+    if all(rules.values()):
+        return "; ".join(f"{REGISTRY[name].title}: {msg}" for name, msg in rules.items())
+    split = f"tp {tp}" + (f" x cp {cp}" if cp > 1 else "") + f" x pp {pp}"
+    split += f" with ep {ep}" + (f", etp {etp}" if etp > 1 else "") if ep * etp > 1 else ""
+    return f"no selected framework ({', '.join(spec.frameworks)}) runs {split} with the allowed knobs"
