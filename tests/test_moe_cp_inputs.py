@@ -33,7 +33,9 @@ def one_line_error(capsys, argv, *needles):
     (["suggest", *DENSE, "--fix", "ep=2"], ("ep",)),
     (["estimate", *DENSE, "--tp", "8", "--seq-length", "8202", "--cp", "2"], ("2 x cp = 4 equal chunks",)),
     (["estimate", *DENSE, "--tp", "4", "--cp", "16", "--cp-comm", "a2a"], ("Ulysses", "KV heads")),
-    (["suggest", *DENSE, "--framework", "deepspeed", "--fix", "cp=2"], ("DeepSpeed's sequence parallelism (Ulysses)",)),
+    # cp on a framework without it: the framework's own rule, not just "no framework runs it"
+    (["suggest", *DENSE, "--framework", "deepspeed", "--fix", "cp=2"],
+     ("no legal layout", "DeepSpeed: DeepSpeed's sequence parallelism (Ulysses)")),
 ])
 def test_bad_expert_and_context_parallel_inputs(capsys, argv, needles):
     one_line_error(capsys, argv, *needles)

@@ -96,9 +96,6 @@ def test_table_output(capsys):
     ([*SMALL, "--max-memory-fraction", "1.5"], ["--max-memory-fraction"]),
     (["llama3-8b", "dgx-a100-40gb", "--gpus", "16", "--gbs", "64", "--objective", "cost"], ["needs a price"]),
     (["megatron-1.7b", "dgx-a100", "--gpus", "50", "--gbs", "8"], ["no legal layout", "global batch (8)"]),
-    # cp on a framework without it: the framework's own rule, not just "no framework runs it"
-    (["llama3-8b", "dgx-h100", "--gpus", "16", "--gbs", "64", "--seq-length", "32768", "--framework", "deepspeed",
-      "--fix", "cp=2"], ["no legal layout", "DeepSpeed: DeepSpeed's sequence parallelism (Ulysses)"]),
 ])
 def test_impossible_requests_are_one_line(capsys, argv, words):
     rc, out, err = run(capsys, ["suggest", *argv])
