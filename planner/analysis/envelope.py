@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from importlib import resources
+from pathlib import Path
 
 FILE = "mfu_envelope.yaml"
 
@@ -26,9 +28,9 @@ class Envelope:
 def shipped() -> dict[tuple[str, str], Envelope]:
     """The precomputed envelope, by (GPU name, precision)."""
     from planner.inputs.reading import read_data
-    from planner.validation.runs import published
 
-    return {(e["gpu"], e["precision"]): Envelope(**e) for e in read_data(published(FILE))}
+    path = Path(str(resources.files("planner.validation.published"))) / FILE
+    return {(e["gpu"], e["precision"]): Envelope(**e) for e in read_data(path)}
 
 
 def judge(gpu: str, precision: str, mfu: float) -> dict | None:
