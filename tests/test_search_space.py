@@ -138,6 +138,25 @@ def test_every_knob_sets_a_plan_field_and_has_its_values():
     assert set(KNOB_CHOICES) == knobs - {"zero"}  # ZeRO is a number (--fix bounds it)
 
 
+def test_search_plans_equal_the_plans_built_by_their_constructor():
+    """space.plan_for builds cm.Plan without its __init__ (speed); every plan of a space, with each
+    knob combination, must equal and hash like cm.Plan(**its fields)."""
+    import dataclasses
+
+    from planner.search.space import plan_for
+
+    spec = SearchSpec(model(4, seq=256), cluster(8), 16, precisions=("bf16", "fp8"))
+    space = build_space(spec)
+    seen = 0
+    for lay, knobs in space.knobs.items():
+        for k in knobs:
+            fast = plan_for(spec, lay, k)
+            built = cm.Plan(**{f.name: getattr(fast, f.name) for f in dataclasses.fields(cm.Plan)})
+            assert fast == built and hash(fast) == hash(built) and vars(fast) == vars(built)
+            seen += 1
+    assert seen > 100
+
+
 def test_torchtitan_float8_is_searched():
     # torchtitan's float8 linears scale rowwise (torchao) with casts at every use; the search's probe plans
     # once kept Transformer Engine's delayed scaling for them, so torchtitan never ran fp8 in a search.

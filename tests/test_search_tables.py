@@ -107,6 +107,20 @@ def test_lower_bound_without_the_fast_knobs():
         assert all(lb <= c.step_seconds for c in tables.candidates(space.knobs[lay]))
 
 
+def test_loose_bound_charges_full_recompute_when_it_is_all_there_is():
+    """When every knob combination of a layout recomputes fully, the loose bound prices that replay (a
+    forward pass per micro-batch more, Korthikanti et al. 2022 Sec 5) instead of the no-recompute
+    flush, which would sit below every plan by that much and prune nothing."""
+    spec = make_spec("llama3-70b", "dgx-h100", 64, 256, fixed={"recompute": "full"})
+    space, ctx = build_space(spec), TableContext(spec, cm.Efficiency())
+    for lay in list(space.knobs)[:20]:
+        tables, knobs = LayoutTables(ctx, lay), space.knobs[lay]
+        unrecomputed = tuple(replace(k, recompute="none") for k in knobs)
+        full, none = bounds.lower_bound(tables, knobs), bounds.lower_bound(tables, unrecomputed)
+        assert full > none * 1.1, lay
+        assert full <= min(c.step_seconds for c in tables.candidates(knobs)) * (1 + 1e-12)
+
+
 def test_best_first_keeps_the_exact_top_k():
     """Tabling in bound order returns the same top K as tabling every layout."""
     from planner.search import cpsat

@@ -43,12 +43,15 @@ def lower_bound(tables: LayoutTables, knobs: tuple[Knobs, ...], tight: bool = Fa
     and overlapped_cost_seconds; cuDNN's attention, never slower than FlashAttention-2's, space.undominated),
     over the knobs' precisions, weight casts and CP exchanges, plus the fixed overhead. Loose (the
     default): those fastest values whether the knobs offer them or not, one pipe per (precision, casts,
-    CP exchange); `tight`: only the values the knobs offer (e.g. full recompute when nothing else fits),
-    a few more pipes, each with its knob's own attention kernel (frameworks differ in it)."""
+    CP exchange), except full recompute when it is all the knobs offer (the common case where nothing
+    else fits: a bound with no recompute would sit a third below every plan and table nothing out);
+    `tight`: only the values the knobs offer, a few more pipes, each with its knob's own attention
+    kernel (frameworks differ in it)."""
     def fastest(values: set, best) -> set:
         return {best} if best in values or not tight else values
 
-    rcs = fastest({k.recompute for k in knobs}, "none")
+    offered = {k.recompute for k in knobs}
+    rcs = offered if offered == {"full"} else fastest(offered, "none")
     sps = fastest({k.sp for k in knobs}, tables.lay.tp > 1)
     tpos = fastest({k.tpo for k in knobs}, tables.lay.tp > 1)
     epos = fastest({k.epo for k in knobs}, tables.ctx.spec.model.moe is not None)

@@ -148,10 +148,27 @@ def divisors(n: int) -> tuple[int, ...]:
 def plan_for(spec: SearchSpec, lay: Layout, knobs: Knobs | None = None) -> cm.Plan:
     """The cost-model plan of a layout and knob combination (default knobs: ZeRO 0, no recompute)."""
     k = knobs or Knobs(0, "none", False, spec.precisions[0], "")
-    return cm.Plan(tp=lay.tp, pp=lay.pp, dp=lay.dp, vpp=lay.vpp, micro_batch_size=lay.mbs, cp=lay.cp, ep=lay.ep,
-                   etp=lay.etp, global_batch_size=spec.global_batch_size, flash_attention=spec.flash_attention,
-                   overlap_dp_comm=spec.overlap_dp_comm, overlap_pp_comm=spec.overlap_pp_comm,
-                   **knob_plan_fields(k))
+    fields = {"tp": lay.tp, "pp": lay.pp, "dp": lay.dp, "vpp": lay.vpp, "micro_batch_size": lay.mbs, "cp": lay.cp,
+              "ep": lay.ep, "etp": lay.etp, "global_batch_size": spec.global_batch_size,
+              "flash_attention": spec.flash_attention, "overlap_dp_comm": spec.overlap_dp_comm,
+              "overlap_pp_comm": spec.overlap_pp_comm}
+    fields.update(knob_plan_fields(k))
+    return _plan_with(fields)
+
+
+_DEFAULT_PLAN = cm.Plan()
+assert not hasattr(cm.Plan, "__post_init__"), "_plan_with skips cm.Plan.__init__: it must only set fields"
+
+
+def _plan_with(fields: dict[str, object]) -> cm.Plan:
+    """cm.Plan(**fields), without the generated __init__'s 42 frozen-field assignments (a large search
+    builds tens of thousands of plans; this takes a third of the time): the default plan's fields
+    with `fields` over them. tests/test_search_space.py checks it equals cm.Plan(**fields)."""
+    plan = object.__new__(cm.Plan)
+    state = plan.__dict__
+    state.update(_DEFAULT_PLAN.__dict__)
+    state.update(fields)
+    return plan
 
 
 def _fixed_ok(spec: SearchSpec, obj: object) -> bool:

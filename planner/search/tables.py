@@ -140,6 +140,7 @@ class TableContext:
         self.kernels = KernelCache(spec, eff)
         self.slope = activation_slope(spec, eff)
         self._states: dict[tuple, float] = {}
+        self.cp_seconds: dict[tuple, dict] = {}  # LayoutTables.cp_exposed, shared by layouts with one kernel key
 
     def states_bytes(self, base: cm.Plan, mix: tuple, rank: int, knob: tuple) -> float:
         """step.memory_breakdown total of a stage with no activations, for the knobs `states_key` names."""
@@ -170,7 +171,6 @@ class LayoutTables:
         self.tied: dict[tuple, float] = {}
         self.states: dict[tuple, tuple[float, ...]] = {}
         self.acts: dict[tuple, tuple[float, ...]] = {}
-        self.cp_seconds: dict[tuple, dict] = {}
 
     def activations(self, rc: str, sp: bool, precision: str, casts: str = "step", cpc: str = "p2p",
                     pbuf: str = "freed", spg: bool = False) -> tuple[float, ...]:
@@ -219,11 +219,13 @@ class LayoutTables:
     def cp_exposed(self, sp: bool, precision: str, casts: str, cpc: str, attn: str = "cudnn") -> dict:
         """StageKernels.cp_seconds of the layout under these kernel knobs: per layer kind, the exposed
         (forward, backward) seconds of the CP exchange `cpc`."""
-        key = (sp, precision, casts, cpc, attn)
-        if key not in self.cp_seconds:
-            plan = plan_for(self.ctx.spec, self.lay, Knobs(0, "none", sp, precision, "", casts, cpc=cpc, attn=attn))
-            self.cp_seconds[key] = self.ctx.kernels.get(plan).cp_seconds or {}
-        return self.cp_seconds[key]
+        lay = self.lay
+        key = (lay.tp, lay.cp, lay.ep, lay.etp, lay.mbs, sp, precision, casts, cpc, attn)  # KernelCache's, by layout
+        table = self.ctx.cp_seconds
+        if key not in table:
+            plan = plan_for(self.ctx.spec, lay, Knobs(0, "none", sp, precision, "", casts, cpc=cpc, attn=attn))
+            table[key] = self.ctx.kernels.get(plan).cp_seconds or {}
+        return table[key]
 
     def min_memory(self, knobs: tuple[Knobs, ...]) -> float:
         """The least peak memory of the layout's plans."""
