@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
-from pathlib import Path
 
 FILE = "mfu_envelope.yaml"
 
@@ -27,9 +25,10 @@ class Envelope:
 @lru_cache(maxsize=1)
 def shipped() -> dict[tuple[str, str], Envelope]:
     """The precomputed envelope, by (GPU name, precision)."""
+    from planner.inputs.catalogs import published_file
     from planner.inputs.reading import read_data
 
-    path = Path(str(resources.files("planner.validation.published"))) / FILE
+    path = published_file(FILE)
     return {(e["gpu"], e["precision"]): Envelope(**e) for e in read_data(path)}
 
 

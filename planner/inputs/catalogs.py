@@ -24,6 +24,12 @@ def catalog_dir() -> Path:
     return Path(env) if env else Path(str(resources.files("planner.catalogs")))
 
 
+def published_file(name: str) -> Path:
+    """A file of the project's validation/ folder as installed (the data package
+    planner.validation.published, pyproject.toml): the one place that spells its path."""
+    return Path(str(resources.files("planner.validation.published"))) / name
+
+
 def catalog_rows(path: Path) -> list[dict]:
     """A catalog file's list of mappings, each with a name."""
     rows = read_data(path)

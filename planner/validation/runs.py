@@ -8,7 +8,6 @@ same per GPU generation and per plan precision.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Literal, Optional
 
@@ -16,26 +15,21 @@ from costmodel import types as cm
 from costmodel.step import estimate
 from planner.errors import PlannerError
 from planner.inputs import limits as L
-from planner.inputs.catalogs import resolve_gpu
+from planner.inputs.catalogs import published_file, resolve_gpu
 from planner.inputs.fields import Name, Text, quantity
 from planner.inputs.plans import build_plan, check_legal
 from planner.inputs.reading import parse, read_data
 from planner.inputs.specs import ClusterSpec, ModelSpec, PlanSpec, Spec
 
 
-def published(name: str) -> Path:
-    """A file of validation/ as installed (the data package planner.validation.published)."""
-    return Path(str(resources.files("planner.validation.published"))) / name
-
-
 def default_runs() -> Path:
     """validation/runs.yaml: the rows the fit reads."""
-    return published("runs.yaml")
+    return published_file("runs.yaml")
 
 
 def default_holdout() -> Path:
     """validation/holdout.yaml: published runs that no fit reads (validation/README.md)."""
-    return published("holdout.yaml")
+    return published_file("holdout.yaml")
 
 GIB = 2**30
 
