@@ -361,12 +361,7 @@ def stage_cost(model: Model, cluster: Cluster, plan: Plan, layers, stage: int, e
     k = kernels or stage_kernels(model, cluster, plan, eff)
     eff, mix = k.eff, as_mix(model, layers)
     count = mix_layers(mix)
-    compute_s = sum(n * (k.layers[r].forward_seconds + k.layers[r].backward_seconds + eff.layer_overhead_seconds)
-                    for r, n in mix)
-    compute_s += sixteen_bit_delta(model, plan, k, count, stage)
-    if stage == plan.pp - 1:
-        compute_s += k.logits_seconds * (1 + model.mtp_layers)
-        compute_s += mtp_layer_seconds(model, plan, k, eff)
+    compute_s = stage_compute_seconds(model, plan, k, mix, stage)
     replay = sum(n * replay_seconds(plan, k.layers[r]) for r, n in mix)
     tp = sum(n * layer_tp_comm_seconds(plan, k.layers[r], k.tp_allreduce_seconds, eff, tp_exchanges(model, r))
              for r, n in mix)
@@ -390,6 +385,20 @@ def stage_cost(model: Model, cluster: Cluster, plan: Plan, layers, stage: int, e
         layer_params=in_layers,
         mix=mix,
     )
+
+
+def stage_compute_seconds(model: Model, plan: Plan, k: StageKernels, mix: LayerMix, stage: int) -> float:
+    """StageCost.compute_seconds: the stage's layers forward and backward with the per-layer overhead,
+    the extra of the layers kept 16-bit, and on the last stage the logits and the MTP layers. Of the
+    plan's recompute, overlap and communication settings it reads only the MTP layers' replay, which
+    recompute "none" makes 0 (the search's compute-only bound, planner/search/bounds.py, uses that)."""
+    compute_s = sum(n * (k.layers[r].forward_seconds + k.layers[r].backward_seconds + k.eff.layer_overhead_seconds)
+                    for r, n in mix)
+    compute_s += sixteen_bit_delta(model, plan, k, mix_layers(mix), stage)
+    if stage == plan.pp - 1:
+        compute_s += k.logits_seconds * (1 + model.mtp_layers)
+        compute_s += mtp_layer_seconds(model, plan, k, k.eff)
+    return compute_s
 
 
 def ep_exposed_seconds(model: Model, plan: Plan, k: StageKernels, eff: Efficiency, mix: LayerMix,

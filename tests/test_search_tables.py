@@ -292,3 +292,20 @@ def test_step_floor_is_below_every_plan(case):
         worst = max(worst, floor / seconds)
     if spec.model.moe is None:  # routed experts are left out of the floor, so an MoE model's is low
         assert worst > 0.2  # a floor near zero would prune nothing
+
+
+@pytest.mark.parametrize("case", CASES[1:2] + NEW_DIMENSIONS + [("deepseek-v3", "dgx-h100", 1024, 1024)],
+                         ids=["llama3-70b", "llama3-8b", "mixtral-8x7b", "deepseek-v3"])
+def test_compute_bound_is_below_the_loose_bound_and_every_plan(case):
+    """bounds.compute_bound (the heap's first tier): the flush of compute alone, at or under the loose
+    bound and every plan of the layout, with MoE, MTP layers (DeepSeek-V3), CP and several precisions."""
+    spec = make_spec(*case, precisions=("bf16", "fp8"))
+    space, ctx = build_space(spec), TableContext(spec, cm.Efficiency())
+    rng, closer = random.Random(31), 0
+    for lay in rng.sample(list(space.knobs), min(25, len(space.knobs))):
+        tables, knobs = LayoutTables(ctx, lay), space.knobs[lay]
+        floor, loose = bounds.compute_bound(tables, knobs), bounds.lower_bound(tables, knobs)
+        assert 0 < floor <= loose * (1 + 1e-12), lay
+        assert floor <= min(c.step_seconds for c in tables.candidates(knobs)) * (1 + 1e-12), lay
+        closer += floor > 0.5 * loose
+    assert closer > 0  # not a vacuous floor
