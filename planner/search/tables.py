@@ -171,6 +171,7 @@ class LayoutTables:
         self.tied: dict[tuple, float] = {}
         self.states: dict[tuple, tuple[float, ...]] = {}
         self.acts: dict[tuple, tuple[float, ...]] = {}
+        self.held: dict[tuple, tuple[float, ...]] = {}  # class_states
 
     def activations(self, rc: str, sp: bool, precision: str, casts: str = "step", cpc: str = "p2p",
                     pbuf: str = "freed", spg: bool = False) -> tuple[float, ...]:
@@ -205,9 +206,15 @@ class LayoutTables:
         key = (*states, k.recompute, k.sp, k.cpc, k.pbuf, k.spg)
         if key not in self.peaks:
             acts = self.activations(k.recompute, k.sp, k.precision, k.casts, k.cpc, k.pbuf, k.spg)
-            self.peaks[key] = max(self.ctx.states_bytes(self.base, mix, rank, states) + self.ctx.slope * act
-                                  for (mix, rank), act in zip(self.classes[1], acts, strict=True))
+            slope = self.ctx.slope
+            self.peaks[key] = max(held + slope * act for held, act in zip(self.class_states(states), acts, strict=True))
         return self.peaks[key]
+
+    def class_states(self, states: tuple) -> tuple[float, ...]:
+        """TableContext.states_bytes of each (layer mix, first, last) class of ranks, for one states_key."""
+        if states not in self.held:
+            self.held[states] = tuple(self.ctx.states_bytes(self.base, mix, rank, states) for mix, rank in self.classes[1])
+        return self.held[states]
 
     def first_stage_states_floor(self, knobs) -> float:
         """The least model-state bytes (states_bytes: no activations) the first pipeline stage holds
