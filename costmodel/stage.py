@@ -355,9 +355,10 @@ def tp_exchanges(model: Model, rep: int) -> int:
 
 
 def stage_cost(model: Model, cluster: Cluster, plan: Plan, layers, stage: int, eff: Efficiency,
-               kernels: StageKernels | None = None) -> StageCost:
+               kernels: StageKernels | None = None, with_bytes: bool = True) -> StageCost:
     """Seconds per micro-batch and bytes for one GPU of pipeline stage `stage` holding `layers` (a
-    count for a model whose layers are alike, else a LayerMix)."""
+    count for a model whose layers are alike, else a LayerMix). `with_bytes` False leaves the
+    parameters and activation bytes 0 (no time part reads them): what a bound on the flush needs."""
     k = kernels or stage_kernels(model, cluster, plan, eff)
     eff, mix = k.eff, as_mix(model, layers)
     count = mix_layers(mix)
@@ -369,7 +370,8 @@ def stage_cost(model: Model, cluster: Cluster, plan: Plan, layers, stage: int, e
     moe_layers = sum(n for r, n in mix if model.is_moe_layer(r))
     if stage == plan.pp - 1 and model.moe is not None:
         moe_layers += model.mtp_layers
-    params, experts, in_layers = stage_params(model, plan, mix, stage)
+    params, experts, in_layers = stage_params(model, plan, mix, stage) if with_bytes else (0.0, 0.0, 0.0)
+    activations = stage_activation_bytes(model, plan, mix, stage, eff.moe_routing_imbalance) if with_bytes else 0.0
     return StageCost(
         layers=count,
         compute_seconds=compute_s,
@@ -377,7 +379,7 @@ def stage_cost(model: Model, cluster: Cluster, plan: Plan, layers, stage: int, e
         tp_comm_seconds=tp + edge_ar * k.tp_allreduce_seconds,
         pp_comm_seconds=plan.vpp * exposed_p2p_seconds(model, cluster, plan, compute_s / plan.vpp, eff),
         params=params,
-        activation_bytes=stage_activation_bytes(model, plan, mix, stage, eff.moe_routing_imbalance),
+        activation_bytes=activations,
         offload_seconds=offload_seconds(model, cluster, plan, k, mix),
         ep_comm_seconds=ep_exposed_seconds(model, plan, k, eff, mix, moe_layers),
         cp_comm_seconds=sum(n * cp_layer_seconds(plan, k, r) for r, n in mix),

@@ -309,3 +309,16 @@ def test_compute_bound_is_below_the_loose_bound_and_every_plan(case):
         assert floor <= min(c.step_seconds for c in tables.candidates(knobs)) * (1 + 1e-12), lay
         closer += floor > 0.5 * loose
     assert closer > 0  # not a vacuous floor
+
+
+@pytest.mark.parametrize("case", CASES[1:2] + NEW_DIMENSIONS + [("deepseek-v3", "dgx-h100", 1024, 1024)],
+                         ids=["llama3-70b", "llama3-8b", "mixtral-8x7b", "deepseek-v3"])
+def test_bound_flush_without_bytes_equals_the_tabled_flush(case):
+    """LayoutTables.flush (stage costs with with_bytes=False, what the bounds read) is the tabled pipe's
+    flush: no time part of a stage reads its parameters or activation bytes (dense, CP, MoE, MTP)."""
+    spec = make_spec(*case, precisions=("bf16", "fp8"))
+    space, ctx = build_space(spec), TableContext(spec, cm.Efficiency())
+    for lay, k in sampled(space, random.Random(37), 40):
+        key = (k.recompute, k.sp, k.precision, k.casts, k.tpo, k.cpc, k.epo, k.pbuf, k.attn, k.spg)
+        bound_side, tabled_side = LayoutTables(ctx, lay), LayoutTables(ctx, lay)
+        assert bound_side.flush(*key) == pytest.approx(tabled_side.pipe(*key).flush_seconds, rel=1e-12)

@@ -61,7 +61,7 @@ def lower_bound(tables: LayoutTables, knobs: tuple[Knobs, ...], tight: bool = Fa
     keys = {(rc, sp, k.precision, k.casts, tpo, k.cpc, epo, k.attn if tight else "cudnn") for k in knobs
             for rc in rcs for sp in sps for tpo in tpos for epo in epos
             if not tight or (k.recompute, k.sp, k.tpo, k.epo) == (rc, sp, tpo, epo)}
-    flush = min(tables.pipe(*key[:7], attn=key[7]).flush_seconds for key in fastest_exchanges(tables, keys))
+    flush = min(tables.flush(*key[:7], attn=key[7]) for key in fastest_exchanges(tables, keys))
     return flush + tables.ctx.eff.step_overhead_seconds
 
 

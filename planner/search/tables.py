@@ -109,11 +109,12 @@ def _rank_classes(mixes: tuple, pp: int) -> tuple[tuple[int, ...], list[tuple[tu
 
 
 def class_stage_costs(model: cm.Model, cluster: cm.Cluster, plan: cm.Plan, eff: cm.Efficiency,
-                      kernels: StageKernels | None = None, classes: tuple | None = None) -> list[StageCost]:
+                      kernels: StageKernels | None = None, classes: tuple | None = None,
+                      with_bytes: bool = True) -> list[StageCost]:
     """step.stage_costs, with one stage_cost call per (layer mix, first, last) class of ranks (its lowest rank)."""
     of_rank, reps = classes or rank_classes(model, plan)
     kernels = kernels or stage_kernels(model, cluster, plan, eff)
-    costs = [stage_cost(model, cluster, plan, mix, r, eff, kernels) for mix, r in reps]
+    costs = [stage_cost(model, cluster, plan, mix, r, eff, kernels, with_bytes) for mix, r in reps]
     return [costs[i] for i in of_rank]
 
 
@@ -167,6 +168,7 @@ class LayoutTables:
         self.classes = rank_classes(ctx.spec.model, self.base)
         self.peaks: dict[tuple, float] = {}
         self.pipes: dict[tuple, PipeEntry] = {}
+        self.flushes: dict[tuple, float] = {}  # flush: bounds' flush seconds, from stage costs without bytes
         self.totals: dict[tuple, tuple[float, float]] = {}  # (total, tail)
         self.tied: dict[tuple, float] = {}
         self.states: dict[tuple, tuple[float, ...]] = {}
@@ -254,6 +256,23 @@ class LayoutTables:
             slots = tuple(stages[r] for r in step.memory_candidate_stages(stages))
             self.pipes[key] = PipeEntry(flush, parts["pp_bubble"], step.dp_critical_stage(stages), slots)
         return self.pipes[key]
+
+    def flush(self, rc: str, sp: bool, precision: str, casts: str = "step", tpo: bool = False,
+              cpc: str = "p2p", epo: bool = False, pbuf: str = "freed", attn: str = "cudnn",
+              spg: bool = False) -> float:
+        """PipeEntry.flush_seconds of the same key, from stage costs without their bytes (the bounds
+        need the flush only); the tabled pipe's when it is already there."""
+        key = (rc, sp, precision, casts, tpo, cpc, epo, pbuf, attn, spg)
+        if key in self.pipes:
+            return self.pipes[key].flush_seconds
+        if key not in self.flushes:
+            spec, eff = self.ctx.spec, self.ctx.eff
+            plan = plan_for(spec, self.lay, Knobs(0, rc, sp, precision, "", casts, True, tpo, cpc, epo, pbuf, attn,
+                                                  spg=spg))
+            stages = class_stage_costs(spec.model, spec.cluster, plan, eff, self.ctx.kernels.get(plan), self.classes,
+                                       with_bytes=False)
+            self.flushes[key] = sum(step.pipeline_parts(plan, stages).values())
+        return self.flushes[key]
 
     def exposed(self, k: Knobs, plan: cm.Plan, critical: StageCost, bubble_seconds: float) -> float:
         """step.dp_costs' exposed part, from tabled totals and the window."""
