@@ -223,11 +223,11 @@ def table_best_first(space: Space, ctx: TableContext, capacity_bytes: float, k: 
     """Candidates of every layout that may hold one of the K best layout groups' best fitting plans.
 
     Only plans that fit are timed (fitting_tables sorts them out from memory alone). Layouts leave a
-    heap in increasing bound order: first by the loose bound (cheap), then, re-queued, by the tight
-    one over their fitting knobs; a layout is tabled when its tight bound is the least in the heap,
-    and the search ends when the least bound exceeds the K-th best group's best step time. The heap
-    starts from the compute-only bound (compute_bound), cheaper than the loose one: on Mixtral 8x22B
-    over 1,024 GB200 it leaves 2,645 of the 7,170 layouts that fit for the loose bound."""
+    heap in increasing bound order: first by the compute-only bound (compute_bound, the cheapest: on
+    Mixtral 8x22B over 1,024 GB200 it leaves 2,645 of the 7,170 layouts that fit for the next), then,
+    re-queued, by the loose bound, then by the tight one over their fitting knobs; a layout is tabled
+    when its tight bound is the least in the heap, and the search ends when the least bound exceeds
+    the K-th best group's best step time."""
     fitting = fitting_tables(space, ctx, capacity_bytes)
     heap = [(compute_bound(t, knobs), 0, lay) for lay, (t, knobs) in fitting.items()]
     heapq.heapify(heap)

