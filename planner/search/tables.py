@@ -247,10 +247,7 @@ class LayoutTables:
         casts, TP overlap, CP exchange, EP overlap, pipeline buffers, attention kernel)."""
         key = (rc, sp, precision, casts, tpo, cpc, epo, pbuf, attn, spg)
         if key not in self.pipes:
-            spec, eff = self.ctx.spec, self.ctx.eff
-            plan = plan_for(spec, self.lay, Knobs(0, rc, sp, precision, "", casts, True, tpo, cpc, epo, pbuf, attn,
-                                                  spg=spg))
-            stages = class_stage_costs(spec.model, spec.cluster, plan, eff, self.ctx.kernels.get(plan), self.classes)
+            plan, stages = self.stage_costs(key, with_bytes=True)
             parts = step.pipeline_parts(plan, stages)
             flush = sum(parts.values())
             slots = tuple(stages[r] for r in step.memory_candidate_stages(stages))
@@ -266,13 +263,17 @@ class LayoutTables:
         if key in self.pipes:
             return self.pipes[key].flush_seconds
         if key not in self.flushes:
-            spec, eff = self.ctx.spec, self.ctx.eff
-            plan = plan_for(spec, self.lay, Knobs(0, rc, sp, precision, "", casts, True, tpo, cpc, epo, pbuf, attn,
-                                                  spg=spg))
-            stages = class_stage_costs(spec.model, spec.cluster, plan, eff, self.ctx.kernels.get(plan), self.classes,
-                                       with_bytes=False)
+            plan, stages = self.stage_costs(key, with_bytes=False)
             self.flushes[key] = sum(step.pipeline_parts(plan, stages).values())
         return self.flushes[key]
+
+    def stage_costs(self, key: tuple, with_bytes: bool) -> tuple[cm.Plan, list[StageCost]]:
+        """The plan of a pipe key (pipe's and flush's) and its stages' costs (class_stage_costs)."""
+        rc, sp, precision, casts, tpo, cpc, epo, pbuf, attn, spg = key
+        spec = self.ctx.spec
+        plan = plan_for(spec, self.lay, Knobs(0, rc, sp, precision, "", casts, True, tpo, cpc, epo, pbuf, attn, spg=spg))
+        return plan, class_stage_costs(spec.model, spec.cluster, plan, self.ctx.eff, self.ctx.kernels.get(plan),
+                                       self.classes, with_bytes)
 
     def exposed(self, k: Knobs, plan: cm.Plan, critical: StageCost, bubble_seconds: float) -> float:
         """step.dp_costs' exposed part, from tabled totals and the window."""
