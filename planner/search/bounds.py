@@ -29,7 +29,7 @@ from typing import Iterator
 from costmodel.pipeline import pipeline_seconds
 from costmodel.stage import stage_compute_seconds
 from planner.search.space import Knobs, Layout, SearchSpec, Space, plan_for, vpp_choices
-from planner.search.tables import Candidate, LayoutTables, TableContext, states_key
+from planner.search.tables import Candidate, LayoutTables, TableContext
 
 
 @dataclass(frozen=True)
@@ -151,8 +151,8 @@ def memory_walk(space: Space, ctx: TableContext, capacity_bytes: float = math.in
         done: set[int] = set()  # ids: build_space interns its Knobs
         first = LayoutTables(ctx, lays[0])
         if capacity_bytes < math.inf:
-            family_knobs = {k for lay in lays for k in space.knobs[lay]}
-            if first.first_stage_states_floor(family_knobs) + floor > capacity_bytes:
+            combos = {id(space.knobs[lay]): space.knobs[lay] for lay in lays}  # build_space shares these tuples
+            if first.first_stage_least_states({k.states for ks in combos.values() for k in ks}) + floor > capacity_bytes:
                 continue
         for lay in lays:
             todo = [k for k in space.knobs[lay] if id(k) not in done]
@@ -184,24 +184,29 @@ def no_larger(a: Knobs, b: Knobs) -> bool:
 
 def _states(k: Knobs) -> tuple:
     """What, besides the activations' knobs, a combination's peak depends on (model states, CP exchange)."""
-    return (*states_key(k), k.cpc)
+    return (*k.states, k.cpc)
 
 
 def layout_peaks(t: LayoutTables, knobs: list[Knobs], capacity_bytes: float) -> list[tuple[Knobs, float]]:
-    """(knobs, peak bytes) of a layout; a combination that some combination no larger than it already
-    exceeds `capacity_bytes` is not sized (its peak is reported as infinite)."""
+    """(knobs, peak bytes) of a layout, by _memory_order; a combination that some combination no
+    larger than it already exceeds `capacity_bytes` is not sized (its peak is reported as infinite).
+    Combinations with one memory key (Knobs.memory: they differ only in what memory does not read)
+    are judged once, by their first: no_larger reads only that key."""
+    ordered = sorted(knobs, key=_memory_order)
     over: dict[tuple, list[Knobs]] = {}  # by _states: only those can bound each other
-    out = []
-    for k in sorted(knobs, key=_memory_order):
+    peaks: dict[tuple, float] = {}
+    for k in ordered:
+        if k.memory in peaks:
+            continue
         group = over.setdefault(_states(k), [])
         if any(no_larger(o, k) for o in group):
-            out.append((k, math.inf))
+            peaks[k.memory] = math.inf
             continue
         peak = t.peak_memory(k)
         if peak > capacity_bytes:
             group.append(k)
-        out.append((k, peak))
-    return out
+        peaks[k.memory] = peak
+    return [(k, peaks[k.memory]) for k in ordered]
 
 
 def _memory_order(k: Knobs) -> tuple:

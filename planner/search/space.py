@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from itertools import product
 from typing import Iterator, Mapping
 
@@ -66,6 +66,20 @@ class Knobs:
     attn: str = "cudnn"  # the fused attention kernel the framework runs (Plan.attention_kernel)
     gsync: str = "buckets"  # when gradients are reduced (Plan.grad_sync; "chunk_end" only under ZeRO-1 with pp > 1)
     spg: bool = False  # sequence parallel's inputs saved gathered (Plan.sp_gathered; only with SP)
+
+    # The memory walk asks for these tens of thousands of times per search (planner/search/bounds.py);
+    # cached on the instance (a frozen dataclass keeps its __dict__ writable for cached_property), they
+    # spare hashing all the fields each time. Neither enters equality, ordering or the hash.
+    @cached_property
+    def states(self) -> tuple:
+        """The knobs a stage's model-state bytes depend on (tables.TableContext.states_bytes)."""
+        return self.zero, self.precision, self.grad, self.casts, self.reshard, self.gsync
+
+    @cached_property
+    def memory(self) -> tuple:
+        """The knobs a plan's peak memory depends on (tables.LayoutTables.peak_memory): the model
+        states', the activations' and the CP exchange's; not the TP/EP overlap or attention kernel."""
+        return (*self.states, self.recompute, self.sp, self.cpc, self.pbuf, self.spg)
 
 
 # Knobs field -> the cm.Plan field it sets: plan_for and knob_combinations both write a plan's knobs

@@ -129,7 +129,7 @@ def activation_slope(spec: SearchSpec, eff: cm.Efficiency) -> float:
 
 def states_key(k: Knobs) -> tuple:
     """The knobs a stage's model-state bytes depend on (TableContext.states_bytes' `knob`)."""
-    return k.zero, k.precision, k.grad, k.casts, k.reshard, k.gsync
+    return k.states
 
 
 class TableContext:
@@ -204,12 +204,11 @@ class LayoutTables:
         states(ZeRO, precision, grad) + slope x activations, which is step.memory_breakdown at the
         memory-candidate stages (they are the classes' lowest ranks). Knobs that differ only in what
         does not change memory (TP/EP overlap) share one value."""
-        states = states_key(k)
-        key = (*states, k.recompute, k.sp, k.cpc, k.pbuf, k.spg)
+        key = k.memory
         if key not in self.peaks:
             acts = self.activations(k.recompute, k.sp, k.precision, k.casts, k.cpc, k.pbuf, k.spg)
             slope = self.ctx.slope
-            self.peaks[key] = max(held + slope * act for held, act in zip(self.class_states(states), acts, strict=True))
+            self.peaks[key] = max(held + slope * act for held, act in zip(self.class_states(k.states), acts, strict=True))
         return self.peaks[key]
 
     def class_states(self, states: tuple) -> tuple[float, ...]:
@@ -221,8 +220,11 @@ class LayoutTables:
     def first_stage_states_floor(self, knobs) -> float:
         """The least model-state bytes (states_bytes: no activations) the first pipeline stage holds
         under any of `knobs`; with the slope x its activation floor, below every plan's peak."""
+        return self.first_stage_least_states({k.states for k in knobs})
+
+    def first_stage_least_states(self, states) -> float:
+        """first_stage_states_floor over the states keys (Knobs.states) `states`."""
         mix = next(mix for mix, rank in self.classes[1] if rank == 0)
-        states = {states_key(k) for k in knobs}
         return min(self.ctx.states_bytes(self.base, mix, 0, s) for s in states)
 
     def cp_exposed(self, sp: bool, precision: str, casts: str, cpc: str, attn: str = "cudnn") -> dict:
