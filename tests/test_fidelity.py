@@ -171,7 +171,9 @@ def test_generation_split_mape_does_not_regress(out_of_sample, scored):
 # max 29.8%; memory max 1.8%. Then the rest of torchtitan's Dec 2024 page (70B 2D, 405B 1F1B / interleaved at
 # 8k, cp 4 / cp 8): step -16.4% .. +11.2%, memory -18.1% .. +4.4%; all 29: step 10.90%, max 29.8%; memory MAPE
 # 8.05% over 9, max 18.1%; with DTensor loss parallel's four fp32 logit shards: memory MAPE 5.91%, max 15.9%.
-HOLDOUT_STEP_BOUNDS = (0.110, 0.299)
+# Then (2026-12-01, later) Llama 3's Table 4 rows at 8k (405B, tp 8 x pp 16 x vpp 8 on 8,192 and 16,384 H100, no
+# peak published), predictions read after the rows were written: -15.4% and -16.6%; all 31: step 11.23%, max 29.8%.
+HOLDOUT_STEP_BOUNDS = (0.113, 0.299)
 HOLDOUT_MEMORY_BOUNDS = (0.060, 0.160)
 
 
