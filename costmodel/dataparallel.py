@@ -45,6 +45,17 @@ TENSOR_GATHERS_PER_LAYER = 4
 TENSOR_GATHER_COPY_BYTES_PER_BYTE = 2.0
 
 
+def allreduce_bucket_bytes(params: float, plan: Plan) -> float:
+    """Unsharded gradient bytes a ZeRO-2/3 rank holds beside its shards when it all-reduces in buckets
+    (`grad_reduce` "allreduce", DeepSpeed's stage 3 of 2021 without contiguous_gradients): a bucket of
+    up to ALLREDUCE_BUCKET_PARAMS full gradients waits for its reduction, and buffered_reduce_fallback
+    flattens it into one more buffer of the same size before the all_reduce (engine.py, as cited
+    above). Nothing otherwise: ZeRO-0/1 keep every gradient anyway, reduce-scatters write the shards."""
+    if plan.grad_reduce != "allreduce" or plan.zero_stage < 2 or plan.dp <= 1:
+        return 0.0
+    return 2.0 * min(params, ALLREDUCE_BUCKET_PARAMS) * DTYPE_BYTES[plan.grad_comm_dtype]
+
+
 def _split_into(seconds_of, size_bytes: float, count: int) -> float:
     """`count` equal collectives moving `size_bytes` in all: same bandwidth, `count` latencies."""
     return count * seconds_of(size_bytes / count)

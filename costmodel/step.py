@@ -97,21 +97,37 @@ def memory_breakdown(model: Model, plan: Plan, stage: StageCost, eff: Efficiency
     per_param = memory.state_bytes_per_param(plan.precision, plan.grad_comm_dtype, plan.fp8_recipe, plan.weight_casts,
                                              plan.lowp_param_gather, plan.optimizer_states)
     states = model_states(plan, stage, per_param, edge_state_bytes_per_param(plan))
-    gather = 0.0
-    group = plan.dp * plan.cp
-    if plan.zero_stage == 3 and group > 1 and stage.layers:  # current and prefetched layer, the non-local part
-        layers = min(2, stage.layers) if plan.zero3_reshard else stage.layers  # or the whole stage kept
-        gathered = dataparallel.param_gather_bytes_per_param(plan.precision, plan.lowp_param_gather)
-        gather = layers * stage.layer_params / stage.layers * gathered * (group - 1) / group
     parts = {
         "parameters": states.parameters,
-        "gradients": states.gradients + gradient_shard_copy_bytes(plan, stage, per_param),
+        "gradients": (states.gradients + gradient_shard_copy_bytes(plan, stage, per_param)
+                      + dataparallel.allreduce_bucket_bytes(stage.params, plan)),
         "optimizer_states": states.optimizer_states,
         "activations": stage.activation_bytes,
-        "zero3_gather_buffers": gather,
+        "zero3_gather_buffers": zero3_gather_bytes(model, plan, stage),
     }
     parts["overhead"] = eff.memory_overhead_bytes + eff.memory_fragmentation_fraction * sum(parts.values())
     return parts
+
+
+def zero3_gather_bytes(model: Model, plan: Plan, stage: StageCost) -> float:
+    """Gathered weights ZeRO-3 holds beside its shards, the non-local part. Per layer (FSDP2's
+    per-block fully_shard, DeepSpeed's prefetch): the current and the prefetched layer, or the whole
+    stage when the forward's gather is kept (zero3_reshard False). Per weight tensor
+    (`zero3_gather_unit` "tensor", DeepSpeed ZeRO-3 of 2021, dataparallel.TENSOR_GATHERS_PER_LAYER):
+    one tensor at a time, gathered synchronously and released after its module runs, so the layer's
+    largest weight twice: the gathered tensor and the flat buffer PyTorch's list all_gather fills
+    first (ProcessGroupNCCL::allgather, as cited there); the prefetch of 5e7 elements
+    (stage3_prefetch_bucket_size) is left out."""
+    group = plan.dp * plan.cp
+    if plan.zero_stage != 3 or group <= 1 or not stage.layers:
+        return 0.0
+    if plan.zero3_gather_unit == "tensor":
+        resident = 2.0 * max(n * k for _, n, k, _ in compute.weight_gemms(model, 1, plan.tp))
+    else:
+        layers = min(2, stage.layers) if plan.zero3_reshard else stage.layers
+        resident = layers * stage.layer_params / stage.layers
+    gathered = dataparallel.param_gather_bytes_per_param(plan.precision, plan.lowp_param_gather)
+    return resident * gathered * (group - 1) / group
 
 
 def gradient_shard_copy_bytes(plan: Plan, stage: StageCost, per_param: memory.StateBytesPerParam) -> float:
