@@ -102,3 +102,48 @@ def test_size_notes_a_choice_above_the_envelope():
         "(highest 44.6%" in notes[0]
     assert envelope_notes({"cheapest": below, "fastest": None}) == []
     assert envelope_notes({"cheapest": option("b300-sxm-270gb", 0.9)}) == []  # no bf16 row on B300
+
+
+def test_shipped_coverage_is_what_the_published_rows_give():
+    """validation/coverage.yaml is generated (python -m planner.validation.coverage --write)."""
+    from planner.analysis import coverage
+    from planner.validation import coverage as computed_coverage
+
+    assert coverage.shipped() == {gen: {name: tuple(values) for name, values in table.items()}
+                                  for gen, table in computed_coverage.compute().items()}
+
+
+def test_no_published_row_is_named_unvalidated():
+    """A row's own plan uses only values that published runs on its generation used, by construction:
+    the check that coverage and the rows agree, setting by setting."""
+    from planner.analysis import coverage
+    from planner.validation import runs as validation
+
+    for run in validation.load_runs() + validation.load_runs(validation.default_holdout()):
+        if not run.exclude:
+            p = validation.prepare(run)
+            assert coverage.unvalidated(p.generation, p.plan) == [], run.id
+
+
+def test_tp_overlap_on_a100_is_named_unvalidated(capsys):
+    """No A100 row of runs.yaml or holdout.yaml sets tp_comm_overlap (Megatron-LM 2021-2022 and LLM Foundry
+    predate Transformer Engine's userbuffers), so GPT-3 175B on 1024 A100s, whose best plan overlaps its
+    TP collectives, is told so in --json and in text; a plan without the overlap is not."""
+    from planner.validation import runs as validation
+
+    ampere = [r for r in validation.load_runs() + validation.load_runs(validation.default_holdout())
+              if not r.exclude and validation.generation_of(r) == "ampere"]
+    assert ampere and not any(r.plan.tp_comm_overlap for r in ampere)
+    out = suggest_json(["gpt3-175b", "dgx-a100", "--gpus", "1024"])
+    assert out["plans"][0]["plan"]["tp_comm_overlap"] is True
+    assert {"setting": "tp_comm_overlap", "value": "true", "generation": "ampere",
+            "published_values": ["false"]} in out["unvalidated_settings"]
+    assert main(["suggest", "gpt3-175b", "dgx-a100", "--gpus", "1024", "--top", "1"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "#1 uses settings no published run on ampere GPUs used" in text and "tp_comm_overlap true" in text
+    base = ["estimate", "gpt3-175b", "dgx-a100", "--gpus", "1024", "--gbs", "1536", "--tp", "8", "--pp", "4",
+            "--zero", "1", "--sequence-parallel", "--json"]
+    assert main(base) == 0
+    assert json.loads(capsys.readouterr().out)["unvalidated_settings"] == []
+    assert main([*base, "--tp-comm-overlap"]) == 0
+    assert [u["setting"] for u in json.loads(capsys.readouterr().out)["unvalidated_settings"]] == ["tp_comm_overlap"]

@@ -3,7 +3,7 @@ what-if assumptions, as the JSON object the command prints."""
 from __future__ import annotations
 
 from costmodel import types as cm
-from planner.analysis import diagnose, envelope, score, whatif
+from planner.analysis import coverage, diagnose, envelope, score, whatif
 from planner.inputs import plans
 from planner.inputs.specs import ModelSpec, PlanSpec
 
@@ -11,7 +11,8 @@ from planner.inputs.specs import ModelSpec, PlanSpec
 def estimate_report(model: ModelSpec, cluster: cm.Cluster, plan_spec: PlanSpec, comm_threshold: float = 0.30,
                     what_if: list[str] | None = None) -> dict:
     """The estimate object (score.to_dict) with its `diagnosis`, its MFU against published runs
-    (`envelope`), and `what_if` when assumptions are given.
+    (`envelope`), the settings no published run on its GPU generation used (`unvalidated_settings`),
+    and `what_if` when assumptions are given.
     Raises PlannerError for an illegal plan or a malformed assumption."""
     plan = plans.build_plan(plan_spec, model, cluster.num_gpus)
     plans.check_legal(model.to_model(), cluster, plan)
@@ -19,6 +20,7 @@ def estimate_report(model: ModelSpec, cluster: cm.Cluster, plan_spec: PlanSpec, 
     d = score.to_dict(scored)
     d["diagnosis"] = diagnose.diagnosis_dict(scored, comm_threshold, diagnose.try_levers(scored))
     d["envelope"] = envelope.judge(cluster.gpu.name, plan.precision, d["mfu_causal"])
+    d["unvalidated_settings"] = coverage.unvalidated(cluster.gpu.generation, plan)
     if what_if:
         wi = whatif.parse(what_if)
         alt = score.score(model, whatif.apply_cluster(cluster, wi), plan, whatif.apply_efficiency(cm.Efficiency(), wi))

@@ -330,12 +330,24 @@ class MfuEnvelope(Strict):
     above: bool = d("predicted above every published run: the cost model was never judged there")
 
 
+class UnvalidatedSetting(Strict):
+    """A plan setting whose value no published run on the GPU's generation used (planner/analysis/coverage.py)."""
+
+    setting: str = d("the setting, e.g. tp_comm_overlap, recompute, interleaved_pipeline")
+    value: str = d("the plan's value, lower case")
+    generation: str = d("the GPU generation, e.g. ampere, hopper, blackwell")
+    published_values: list[str] = d("the values scored rows of validation/runs.yaml and holdout.yaml used on "
+                                    "that generation")
+
+
 class EstimateOutput(Estimate, Output):
     """`planner estimate --json`: the estimate, its diagnosis, and the what-if re-score on request."""
 
     diagnosis: Diagnosis = d("why the plan is slow and which levers help")
     envelope: MfuEnvelope | None = d("the plan's MFU against published runs on its GPU and precision; null where "
                                      "none is in validation/runs.yaml")
+    unvalidated_settings: list[UnvalidatedSetting] = d("the plan's settings no published run on its GPU "
+                                                       "generation used; empty when all were")
     what_if: EstimateWhatIf = omitted("the re-score under --what-if; absent without it")
 
 
@@ -388,6 +400,8 @@ class SuggestOutput(Output):
     warnings: list[str] = d("plans whose re-score disagrees with the search tables")
     envelope: MfuEnvelope | None = d("the best plan's MFU against published runs on its GPU and precision; null "
                                      "where none is in validation/runs.yaml")
+    unvalidated_settings: list[UnvalidatedSetting] = d("the best plan's settings no published run on its GPU "
+                                                       "generation used; empty when all were")
     what_if: str = omitted("the --what-if assumptions the search ran under; absent without them")
     stability: list[StabilityRow] = omitted("one row per --what-if-grid value; absent without it")
 

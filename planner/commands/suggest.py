@@ -172,7 +172,8 @@ def cmd_suggest(args: argparse.Namespace) -> int:
         return 0
     if "what_if" in out:
         print(f"what if {out['what_if']}:")
-    render_suggest.print_suggestions(out["plans"], out["why"], out["search"], envelope=out["envelope"])
+    render_suggest.print_suggestions(out["plans"], out["why"], out["search"], envelope=out["envelope"],
+                                     unvalidated=out["unvalidated_settings"])
     render_estimate.print_diagnosis(out["diagnosis"])
     if "stability" in out:
         render_suggest.print_stability(out["stability"], out["plans"][0])

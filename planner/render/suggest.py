@@ -4,6 +4,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
+from planner.analysis import coverage
 from planner.analysis.envelope import caution
 from planner.render import estimate as render
 
@@ -51,7 +52,7 @@ def header(plans: list[dict], search: dict) -> str:
 
 
 def print_suggestions(plans: list[dict], why: str | None, search: dict, console: Console | None = None,
-                      envelope: dict | None = None) -> None:
+                      envelope: dict | None = None, unvalidated: list[dict] | None = None) -> None:
     console = console or render.make_console()
     console.print(header(plans, search))
     if search.get("context_parallel"):
@@ -62,8 +63,9 @@ def print_suggestions(plans: list[dict], why: str | None, search: dict, console:
     console.print(f"[bold]#1:[/bold] {render.plan_label(plans[0]['plan'])}")
     for w in plans[0]["warnings"]:
         console.print(f"[yellow]warning:[/yellow] {w}")
-    if line := caution(envelope, "#1's"):
-        console.print(f"[yellow]caution:[/yellow] {line}")
+    for line in (caution(envelope, "#1's"), coverage.caution(unvalidated or [], "#1 uses")):
+        if line:
+            console.print(f"[yellow]caution:[/yellow] {line}")
     console.print(render.time_table(plans[0]))
     console.print(render.memory_table(plans[0]))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from costmodel import types as cm
-from planner.analysis import cpnote, diagnose, envelope, explain, score, whatif
+from planner.analysis import coverage, cpnote, diagnose, envelope, explain, score, whatif
 from planner.inputs.specs import ModelSpec
 from planner.search import stability, suggest
 from planner.search.space import SearchSpec
@@ -88,7 +88,8 @@ def suggest_report(model: ModelSpec, spec: SearchSpec, opts: suggest.Options, wi
                scored[0], spec.cluster.gpu.memory_bytes * opts.max_memory_fraction, eff)},
            "diagnosis": diagnose.diagnosis_dict(scored[0], 0.30, diagnose.try_levers(scored[0], eff)),
            "warnings": agreement_warnings(result.ranked, dicts),
-           "envelope": envelope.judge(spec.cluster.gpu.name, scored[0].plan.precision, dicts[0]["mfu_causal"])}
+           "envelope": envelope.judge(spec.cluster.gpu.name, scored[0].plan.precision, dicts[0]["mfu_causal"]),
+           "unvalidated_settings": coverage.unvalidated(spec.cluster.gpu.generation, scored[0].plan)}
     if wi.label() != "as given":
         out["what_if"] = wi.label()
     if grid:

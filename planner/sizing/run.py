@@ -13,7 +13,7 @@ from typing import Optional
 
 from pydantic import RootModel, ValidationError
 
-from planner.analysis import envelope, whatif
+from planner.analysis import coverage, envelope, whatif
 from planner.analysis import score as report
 from planner.errors import PlannerError
 from planner.inputs import catalogs, loading, reading
@@ -106,15 +106,18 @@ def impossible_lines(options: list[sizing.Option], args: SizeRequest) -> list[st
 
 def envelope_notes(chosen: dict[str, sizing.Option | None]) -> list[str]:
     """A note for each chosen option whose plan's MFU is above every published run on its GPU in its
-    precision (planner/analysis/envelope.py): its days and dollars rest on a regime never measured."""
+    precision (planner/analysis/envelope.py), and one for each whose plan uses settings no published run
+    on its GPU generation used (planner/analysis/coverage.py): its days and dollars rest on a regime
+    never measured."""
     out, seen = [], set()
     for label, o in chosen.items():
         if o is None or (o.offering.name, o.num_gpus) in seen:
             continue
         seen.add((o.offering.name, o.num_gpus))
         judged = envelope.judge(o.offering.gpu.name, o.best.plan.precision, o.best.est.mfu_causal)
-        if line := envelope.caution(judged, "its plan's", "its days and dollars are optimistic"):
-            out.append(f"{label} ({o.offering.name} x {o.num_gpus}): {line}")
+        lines = (envelope.caution(judged, "its plan's", "its days and dollars are optimistic"),
+                 coverage.caution(coverage.unvalidated(o.offering.gpu.generation, o.best.plan), "its plan uses"))
+        out += [f"{label} ({o.offering.name} x {o.num_gpus}): {line}" for line in lines if line]
     return out
 
 
