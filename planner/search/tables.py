@@ -174,6 +174,7 @@ class LayoutTables:
         self.states: dict[tuple, tuple[float, ...]] = {}
         self.acts: dict[tuple, tuple[float, ...]] = {}
         self.held: dict[tuple, tuple[float, ...]] = {}  # class_states
+        self.held_kv: dict[str, float] = {}  # exchange_held
 
     def activations(self, rc: str, sp: bool, precision: str, casts: str = "step", cpc: str = "p2p",
                     pbuf: str = "freed", spg: bool = False) -> tuple[float, ...]:
@@ -193,11 +194,17 @@ class LayoutTables:
                                                                 self.ctx.eff.moe_routing_imbalance)
                                          for mix, rank in self.classes[1])
             if key != plain:  # cp > 1
-                plan = plan_for(self.ctx.spec, self.lay, Knobs(0, rc, sp, precision, "", casts, cpc=cpc, pbuf=pbuf,
-                                                               spg=spg))
-                held = exchange_buffer_bytes(self.ctx.spec.model, plan)
+                held = self.exchange_held(cpc)
                 self.acts[key] = tuple(a + held for a in self.acts[plain])
         return self.acts[key]
+
+    def exchange_held(self, cpc: str) -> float:
+        """context.exchange_buffer_bytes of the layout under the CP exchange `cpc`: it reads the layout's
+        fields, the exchange and repeat_kv (no search knob), so one value per exchange."""
+        if cpc not in self.held_kv:
+            plan = plan_for(self.ctx.spec, self.lay, Knobs(0, "none", False, self.base.precision, "", cpc=cpc))
+            self.held_kv[cpc] = exchange_buffer_bytes(self.ctx.spec.model, plan)
+        return self.held_kv[cpc]
 
     def peak_memory(self, k: Knobs) -> float:
         """The plan's peak memory per GPU without timing it: max over the classes of ranks of
