@@ -89,11 +89,13 @@ def test_size_notes_a_choice_above_the_envelope():
     precision (H100 bf16: 44.6%), once even when it is both the cheapest and the fastest."""
     from types import SimpleNamespace
 
+    from costmodel import types as cm
+    from planner.inputs.catalogs import resolve_gpu
     from planner.sizing.run import envelope_notes
 
-    def option(gpu: str, mfu: float):
-        offering = SimpleNamespace(name="c", gpu=SimpleNamespace(name=gpu))
-        best = SimpleNamespace(plan=SimpleNamespace(precision="bf16"), est=SimpleNamespace(mfu_causal=mfu))
+    def option(gpu: str, mfu: float, **plan):
+        offering = SimpleNamespace(name="c", gpu=resolve_gpu(gpu))
+        best = SimpleNamespace(plan=cm.Plan(precision="bf16", **plan), est=SimpleNamespace(mfu_causal=mfu))
         return SimpleNamespace(offering=offering, num_gpus=1024, best=best)
 
     above, below = option("h100-sxm-80gb", 0.56), option("h100-sxm-80gb", 0.40)
@@ -102,6 +104,11 @@ def test_size_notes_a_choice_above_the_envelope():
         "(highest 44.6%" in notes[0]
     assert envelope_notes({"cheapest": below, "fastest": None}) == []
     assert envelope_notes({"cheapest": option("b300-sxm-270gb", 0.9)}) == []  # no bf16 row on B300
+    # and one note for a plan that uses a setting no published run on its generation used (TP overlap on A100)
+    overlapped = option("a100-sxm-80gb", 0.40, tp=8, sequence_parallel=True, tp_comm_overlap=True)
+    notes = envelope_notes({"cheapest": overlapped})
+    assert len(notes) == 1 and "its plan uses settings no published run on ampere GPUs used" in notes[0] \
+        and "tp_comm_overlap true" in notes[0]
 
 
 def test_shipped_coverage_is_what_the_published_rows_give():
