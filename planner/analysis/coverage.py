@@ -61,10 +61,9 @@ def shipped() -> dict[str, dict[str, tuple[str, ...]]]:
 
 def unvalidated(generation: str, plan: cm.Plan) -> list[dict]:
     """The plan's settings whose value no scored published row (runs.yaml, holdout.yaml) on GPUs of
-    `generation` used, each as
-    {setting, value, generation, published_values} (the values used there; empty when the setting never
-    applied to a row of that generation). Empty for a generation no row ran on: the MFU envelope already
-    says none was published there."""
+    `generation` used, each as {setting, value, generation, published_values} (the values used there;
+    empty when the setting never applied to a row of that generation). Empty for a generation no row
+    ran on: the MFU envelope already says none was published there."""
     table = shipped().get(generation)
     if table is None:
         return []
