@@ -148,6 +148,10 @@ def test_tp_overlap_on_a100_is_named_unvalidated(capsys):
     assert main(["suggest", "gpt3-175b", "dgx-a100", "--gpus", "1024", "--top", "1"]) == 0
     text = " ".join(capsys.readouterr().out.split())
     assert "#1 uses settings no published run on ampere GPUs used" in text and "tp_comm_overlap true" in text
+    assert "to search only what published runs used there: --fix tp_comm_overlap=false" in text
+    # and the search it names keeps to what A100 runs used
+    assert suggest_json(["gpt3-175b", "dgx-a100", "--gpus", "1024", "--fix", "tp_comm_overlap=false"]
+                        )["unvalidated_settings"] == []
     base = ["estimate", "gpt3-175b", "dgx-a100", "--gpus", "1024", "--gbs", "1536", "--tp", "8", "--pp", "4",
             "--zero", "1", "--sequence-parallel", "--json"]
     assert main(base) == 0

@@ -51,6 +51,15 @@ def header(plans: list[dict], search: dict) -> str:
             f"{1e3 * sum(search['seconds'].values()):.0f} ms")
 
 
+def published_fixes(unvalidated: list[dict]) -> list[str]:
+    """`--fix` options that pin each unvalidated setting the search chooses (a knob's plan field,
+    planner/search/space.py PLAN_FIELDS) to the one value published runs used, where there is one."""
+    from planner.search.space import PLAN_FIELDS
+
+    return [f"--fix {u['setting']}={u['published_values'][0]}" for u in unvalidated
+            if u["setting"] in PLAN_FIELDS.values() and len(u["published_values"]) == 1]
+
+
 def print_suggestions(plans: list[dict], why: str | None, search: dict, console: Console | None = None,
                       envelope: dict | None = None, unvalidated: list[dict] | None = None) -> None:
     console = console or render.make_console()
@@ -66,6 +75,8 @@ def print_suggestions(plans: list[dict], why: str | None, search: dict, console:
     for line in (caution(envelope, "#1's"), coverage.caution(unvalidated or [], "#1 uses")):
         if line:
             console.print(f"[yellow]caution:[/yellow] {line}")
+    if fixes := published_fixes(unvalidated or []):
+        console.print(f"  to search only what published runs used there: {' '.join(fixes)}")
     console.print(render.time_table(plans[0]))
     console.print(render.memory_table(plans[0]))
 
