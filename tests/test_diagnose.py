@@ -97,3 +97,14 @@ def test_deepspeed_2021_zero3_pattern_offers_coalesced_gathers_and_reduce_scatte
     for name in ("gather ZeRO-3 weights per layer", "reduce-scatter gradients"):
         assert levers[name].scored.est.step_time_seconds < old.est.step_time_seconds, name
     assert "gather ZeRO-3 weights per layer" not in {r.lever.name for r in diagnose.try_levers(base)}
+
+
+def test_verdict_names_the_exposed_communication_it_counts():
+    """The communication-bound verdict counts TP, CP, EP, PP and DP/ZeRO (diagnose.COMM_PARTS) and names
+    the ones that show, largest first: an MoE plan bound by its all-to-alls says EP, not TP/PP/DP."""
+    from planner.render.estimate import diagnosis_lines
+
+    diag = {"exposed_comm_share": 0.70, "threshold": 0.30, "comm_bound": True,
+            "shares": {"compute": 0.25, "ep_comm": 0.60, "pp_comm": 0.10, "tp_comm": 0.0, "pp_bubble": 0.05}}
+    verdict = diagnosis_lines(diag)[0]
+    assert "exposed communication is 70% of the step (EP 60%, PP 10%; threshold 30%)" in verdict

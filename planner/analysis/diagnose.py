@@ -30,7 +30,7 @@ def shares(s: Scored) -> dict[str, float]:
 
 
 def exposed_comm_share(s: Scored) -> float:
-    """Exposed TP + PP + DP communication as a share of the step."""
+    """Exposed communication (TP, CP, EP, PP and DP/ZeRO: COMM_PARTS) as a share of the step."""
     return sum(shares(s)[k] for k in COMM_PARTS)
 
 

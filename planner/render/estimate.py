@@ -6,6 +6,8 @@ import sys
 from rich.console import Console
 from rich.table import Table
 
+from planner.analysis.diagnose import COMM_PARTS
+
 GIB = 2**30
 TIME_LABELS = {
     "compute": "compute (fwd+bwd)",
@@ -132,10 +134,17 @@ def print_estimate(d: dict, console: Console | None = None) -> None:
     console.print(memory_table(d))
 
 
+# Short names of the exposed communication parts (planner/analysis/diagnose.py COMM_PARTS); a part
+# without one shows its time label.
+COMM_NAMES = {"tp_comm": "TP", "cp_comm": "CP", "ep_comm": "EP", "pp_comm": "PP", "dp_comm_exposed": "DP/ZeRO"}
+
+
 def diagnosis_lines(diag: dict) -> list[str]:
     share, limit = diag["exposed_comm_share"], diag["threshold"]
-    verdict = (f"[red]communication-bound[/red]: exposed TP/PP/DP communication is {100 * share:.0f}% of the step "
-               f"(threshold {100 * limit:.0f}%)" if diag["comm_bound"] else
+    parts = sorted(((k, v) for k, v in diag["shares"].items() if k in COMM_PARTS and v >= 0.005), key=lambda kv: -kv[1])
+    which = ", ".join(f"{COMM_NAMES.get(k, TIME_LABELS[k])} {100 * v:.0f}%" for k, v in parts)
+    verdict = (f"[red]communication-bound[/red]: exposed communication is {100 * share:.0f}% of the step ({which}; "
+               f"threshold {100 * limit:.0f}%)" if diag["comm_bound"] else
                f"exposed communication {100 * share:.0f}% of the step (under the {100 * limit:.0f}% threshold)")
     top = sorted(diag["shares"].items(), key=lambda kv: -kv[1])[:3]
     return [verdict, "largest parts: " + ", ".join(f"{TIME_LABELS[k]} {100 * v:.0f}%" for k, v in top)]
