@@ -9,6 +9,7 @@ through every GPU. Even with NCCL's hierarchical algorithm (7/8 of it on NVLink 
 (6 x 20e9 x 2048 tokens at ~250 TFLOP/s): communication is about half the step, well above 30%.
 INT8 gradients cut the 80 GB to 20 GB; overlap hides what fits under compute.
 """
+import json
 from dataclasses import replace
 
 import pytest
@@ -108,3 +109,18 @@ def test_verdict_names_the_exposed_communication_it_counts():
             "shares": {"compute": 0.25, "ep_comm": 0.60, "pp_comm": 0.10, "tp_comm": 0.0, "pp_bubble": 0.05}}
     verdict = diagnosis_lines(diag)[0]
     assert "exposed communication is 70% of the step (EP 60%, PP 10%; threshold 30%)" in verdict
+
+
+def test_a_framework_lever_is_offered_only_where_that_framework_runs_it(capsys):
+    """Megatron-LM's 1F1B A2A overlap refuses full recompute (planner/frameworks/megatron.py ep_overlap,
+    after Megatron-Bridge comm_overlap.py's asserts), so an MoE plan with full recompute is not offered
+    the overlap lever, and the same plan with selective recompute is."""
+    from planner.commands.main import main
+
+    def levers(recompute: str) -> list[str]:
+        assert main(["estimate", "qwen3-235b-a22b", "gb200-nvl72", "--gpus", "256", "--gbs", "2048", "--tp", "1",
+                     "--pp", "8", "--vpp", "3", "--ep", "32", "--zero", "1", "--recompute", recompute, "--json"]) == 0
+        return [lv["lever"] for lv in json.loads(capsys.readouterr().out)["diagnosis"]["levers"]]
+
+    assert "overlap EP all-to-alls with compute" not in levers("full")
+    assert "overlap EP all-to-alls with compute" in levers("selective")

@@ -16,6 +16,8 @@ from costmodel.rules import plan_violations
 from costmodel.topology import ep_ranks_per_domain
 from planner.analysis.cpnote import MIN_CP_TOKENS
 from planner.analysis.score import Scored, score
+from planner.frameworks import REGISTRY
+from planner.frameworks.base import violations
 
 COMM_PARTS = ("tp_comm", "cp_comm", "ep_comm", "pp_comm", "dp_comm_exposed")
 MIN_GAIN = 0.01  # a lever is shown when it saves at least 1% per sample
@@ -39,6 +41,9 @@ class Lever:
     name: str
     caveat: str
     change: Callable[[cm.Plan, cm.Cluster, cm.Model], cm.Plan | list[cm.Plan] | None]  # None (or []): does not apply
+    # The framework whose feature the lever is (planner/frameworks): its changed plan may break none of
+    # that framework's rules that the plan did not already break; "" for a lever of no one framework.
+    framework: str = ""
 
 
 def _if(cond: bool, plan: cm.Plan, **changes) -> cm.Plan | None:
@@ -88,10 +93,10 @@ LEVERS = (
           lambda p, c, m: _other_ep(p, m)),
     Lever("overlap EP all-to-alls with compute", "Megatron --overlap-moe-expert-parallel-comm (1F1B A2A overlap: "
           "needs pp 1 or interleaving, no full recompute)",
-          lambda p, c, m: _if(p.ep > 1 and not p.ep_overlap, p, ep_overlap=True)),
+          lambda p, c, m: _if(p.ep > 1 and not p.ep_overlap, p, ep_overlap=True), framework="megatron"),
     Lever("deduplicated token dispatch", "DeepEP / HybridEP (Megatron --moe-token-dispatcher-type flex): a token "
           "crosses the network once per node, not once per expert",
-          lambda p, c, m: _if(p.ep > 1 and p.ep_dispatch != "deepep", p, ep_dispatch="deepep")),
+          lambda p, c, m: _if(p.ep > 1 and p.ep_dispatch != "deepep", p, ep_dispatch="deepep"), framework="megatron"),
     Lever("context parallelism", "each sequence split over cp GPUs in 2 x cp chunks (causal balance), their keys "
           "and values exchanged; activations / cp (Megatron --context-parallel-size)",
           lambda p, c, m: _more_cp(p, m)),
@@ -162,7 +167,8 @@ class LeverResult:
 
 
 def try_levers(base: Scored, eff: cm.Efficiency | None = None) -> list[LeverResult]:
-    """Every lever that applies, is legal, fits and helps, re-scored; fastest per sample first."""
+    """Every lever that applies, is legal (to the cost model, and to the framework whose feature it is),
+    fits and helps, re-scored; fastest per sample first."""
     model = base.model.to_model()
     base_per_sample = base.est.step_time_seconds / base.plan.global_batch_size
     out = []
@@ -170,11 +176,20 @@ def try_levers(base: Scored, eff: cm.Efficiency | None = None) -> list[LeverResu
         changed = lever.change(base.plan, base.cluster, model)
         plans = changed if isinstance(changed, list) else [changed] if changed is not None else []
         results = [LeverResult(lever, score(base.model, base.cluster, plan, eff)) for plan in plans
-                   if not plan_violations(model, base.cluster, plan)]
+                   if not plan_violations(model, base.cluster, plan) and framework_allows(lever, model, base.plan, plan)]
         helps = [r for r in results if r.scored.est.fits and r.per_sample_seconds() < base_per_sample * (1 - MIN_GAIN)]
         if helps:  # a lever with several settings shows its best
             out.append(min(helps, key=LeverResult.per_sample_seconds))
     return sorted(out, key=LeverResult.per_sample_seconds)
+
+
+def framework_allows(lever: Lever, model: cm.Model, before: cm.Plan, after: cm.Plan) -> bool:
+    """Whether the lever's framework refuses nothing in `after` that it did not refuse in `before`
+    (planner/frameworks base.violations): Megatron-LM's A2A overlap with full recompute, say."""
+    if not lever.framework:
+        return True
+    fw = REGISTRY[lever.framework]
+    return set(violations(fw, model, after)) <= set(violations(fw, model, before))
 
 
 def diagnosis_dict(base: Scored, threshold: float, levers: list[LeverResult]) -> dict:
