@@ -124,3 +124,17 @@ def test_a_framework_lever_is_offered_only_where_that_framework_runs_it(capsys):
 
     assert "overlap EP all-to-alls with compute" not in levers("full")
     assert "overlap EP all-to-alls with compute" in levers("selective")
+
+
+def test_levers_show_no_dollars_on_a_cluster_without_a_price():
+    """gb200-nvl72 has no price in the catalog: the estimate prints no dollar line, so the levers table has
+    no $/step column (it showed 0.00 for every lever), and one with a price keeps it."""
+    from planner.render.estimate import levers_table
+
+    lever = {"lever": "x", "step_time_s": 1.0, "per_sample_speedup": 1.5, "exposed_comm_share": 0.1,
+             "memory_per_gpu_bytes": 2**30, "caveat": "c"}
+    unpriced = levers_table({"levers": [{**lever, "usd_per_step": 0.0}]})
+    priced = levers_table({"levers": [{**lever, "usd_per_step": 2.5}]})
+    assert [c.header for c in unpriced.columns] == ["lever", "step s", "per-sample speedup", "exposed comm",
+                                                   "GiB/GPU", "what it costs"]
+    assert "$/step" in [c.header for c in priced.columns]

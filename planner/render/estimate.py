@@ -153,13 +153,16 @@ def diagnosis_lines(diag: dict) -> list[str]:
 def levers_table(diag: dict) -> Table | None:
     if not diag["levers"]:
         return None
+    priced = any(lv["usd_per_step"] for lv in diag["levers"])  # a cluster without a price has no $ column
     table = Table(title="Levers (each re-scored on this cluster; legal and fits)", title_justify="left")
     for col in ("lever", "step s", "per-sample speedup", "exposed comm", "GiB/GPU", "$/step", "what it costs"):
-        table.add_column(col, justify="left" if col in ("lever", "what it costs") else "right")
+        if col != "$/step" or priced:
+            table.add_column(col, justify="left" if col in ("lever", "what it costs") else "right")
     for lv in diag["levers"]:
+        money = [f"{lv['usd_per_step']:.2f}"] if priced else []
         table.add_row(lv["lever"], f"{lv['step_time_s']:.3f}", f"{lv['per_sample_speedup']:.2f}x",
                       f"{100 * lv['exposed_comm_share']:.0f}%", f"{lv['memory_per_gpu_bytes'] / GIB:.1f}",
-                      f"{lv['usd_per_step']:.2f}", lv["caveat"])
+                      *money, lv["caveat"])
     return table
 
 
@@ -187,5 +190,7 @@ def print_side_by_side(a: dict, b: dict, name_a: str, name_b: str, console: Cons
             ("GiB per GPU", a["memory_per_gpu_bytes"] / GIB, b["memory_per_gpu_bytes"] / GIB, "{:.1f}"),
             ("$ per step", a["usd_per_step"], b["usd_per_step"], "{:.2f}")]
     for label, va, vb, fmt in rows:
+        if label == "$ per step" and not (a["usd_per_gpu_hour"] or b["usd_per_gpu_hour"]):
+            continue  # no price on either side
         table.add_row(f"[bold]{label}[/bold]", fmt.format(va), fmt.format(vb), ("{:+" + fmt[2:]).format(vb - va))
     console.print(table)
