@@ -190,7 +190,7 @@ def print_side_by_side(a: dict, b: dict, name_a: str, name_b: str, console: Cons
             ("GiB per GPU", a["memory_per_gpu_bytes"] / GIB, b["memory_per_gpu_bytes"] / GIB, "{:.1f}"),
             ("$ per step", a["usd_per_step"], b["usd_per_step"], "{:.2f}")]
     for label, va, vb, fmt in rows:
-        if label == "$ per step" and not (a["usd_per_gpu_hour"] or b["usd_per_gpu_hour"]):
+        if label == "$ per step" and not (va or vb):
             continue  # no price on either side
         table.add_row(f"[bold]{label}[/bold]", fmt.format(va), fmt.format(vb), ("{:+" + fmt[2:]).format(vb - va))
     console.print(table)
