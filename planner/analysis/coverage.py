@@ -14,6 +14,7 @@ from typing import Callable
 
 from costmodel import lowp
 from costmodel import types as cm
+from planner.analysis import envelope
 
 FILE = "coverage.yaml"
 
@@ -79,3 +80,10 @@ def caution(unvalidated_settings: list[dict], whose: str) -> str | None:
                       for u in unvalidated_settings)
     return (f"{whose} settings no published run on {unvalidated_settings[0]['generation']} GPUs used, so the "
             f"cost model's figures for them there were never judged against a run (validation/): {named}")
+
+
+def cautions(judged: dict | None, unvalidated_settings: list[dict], subject: str, so: str | None = None) -> list[str]:
+    """The cautions to print beside a plan named `subject` ("#1", "the plan"): its MFU above the envelope
+    (envelope.caution, followed by `so` when given) and its unvalidated settings (caution)."""
+    above = envelope.caution(judged, f"{subject}'s", so) if so else envelope.caution(judged, f"{subject}'s")
+    return [line for line in (above, caution(unvalidated_settings, f"{subject} uses")) if line]

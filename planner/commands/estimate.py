@@ -23,13 +23,11 @@ def cmd_estimate(args: argparse.Namespace) -> int:
         print_json(d)
         return 0
     from planner.analysis import coverage
-    from planner.analysis.envelope import caution
     from planner.render import estimate as render
 
     render.print_estimate(d)
-    for line in (caution(d["envelope"], "the plan's"), coverage.caution(d["unvalidated_settings"], "the plan uses")):
-        if line:
-            render.make_console().print(f"[yellow]caution:[/yellow] {line}")
+    for line in coverage.cautions(d["envelope"], d["unvalidated_settings"], "the plan"):
+        render.make_console().print(f"[yellow]caution:[/yellow] {line}")
     render.print_diagnosis(d["diagnosis"])
     if "what_if" in d:
         render.print_side_by_side(d, d["what_if"]["estimate"], "as given", f"what if {d['what_if']['assumptions']}")

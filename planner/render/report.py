@@ -11,7 +11,6 @@ from html import escape
 from pathlib import Path
 
 from planner.analysis import coverage
-from planner.analysis.envelope import caution
 from planner.errors import PlannerError
 from planner.files import check_targets, write_files
 from planner.render import mpl
@@ -80,8 +79,7 @@ def diagnosis_html(out: dict) -> str:
     diag, best = out["diagnosis"], out["plans"][0]
     lines = [escape(plain(line)) for line in diagnosis_lines(diag)]
     cls = ' class="bad"' if diag["comm_bound"] else ""
-    cautions = [c for c in (caution(out.get("envelope"), "#1's"),
-                            coverage.caution(out.get("unvalidated_settings") or [], "#1 uses")) if c]
+    cautions = coverage.cautions(out.get("envelope"), out.get("unvalidated_settings") or [], "#1")
     warnings = "".join(f'<li class="warn">{escape(w)}</li>'
                        for w in best["warnings"] + out.get("warnings", []) + cautions)
     return (f"<h2>Diagnosis of #1</h2>\n<p{cls}>{lines[0]}</p>\n<p>{'<br>'.join(lines[1:])}</p>\n"

@@ -5,7 +5,6 @@ from rich.console import Console
 from rich.table import Table
 
 from planner.analysis import coverage
-from planner.analysis.envelope import caution
 from planner.render import estimate as render
 
 GIB = 2**30
@@ -72,9 +71,8 @@ def print_suggestions(plans: list[dict], why: str | None, search: dict, console:
     console.print(f"[bold]#1:[/bold] {render.plan_label(plans[0]['plan'])}")
     for w in plans[0]["warnings"]:
         console.print(f"[yellow]warning:[/yellow] {w}")
-    for line in (caution(envelope, "#1's"), coverage.caution(unvalidated or [], "#1 uses")):
-        if line:
-            console.print(f"[yellow]caution:[/yellow] {line}")
+    for line in coverage.cautions(envelope, unvalidated or [], "#1"):
+        console.print(f"[yellow]caution:[/yellow] {line}")
     if fixes := published_fixes(unvalidated or []):
         console.print(f"  to search only what published runs used there: {' '.join(fixes)}")
     console.print(render.time_table(plans[0]))

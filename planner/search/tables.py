@@ -127,11 +127,6 @@ def activation_slope(spec: SearchSpec, eff: cm.Efficiency) -> float:
     return (high - low) / 2.0**30
 
 
-def states_key(k: Knobs) -> tuple:
-    """The knobs a stage's model-state bytes depend on (TableContext.states_bytes' `knob`)."""
-    return k.states
-
-
 class TableContext:
     """What all layouts of one search share: the spec, efficiencies, kernels, the memory slope, and
     model-state bytes per stage class (they do not depend on the micro-batch or interleaving)."""
@@ -144,7 +139,7 @@ class TableContext:
         self.cp_seconds: dict[tuple, dict] = {}  # LayoutTables.cp_exposed, shared by layouts with one kernel key
 
     def states_bytes(self, base: cm.Plan, mix: tuple, rank: int, knob: tuple) -> float:
-        """step.memory_breakdown total of a stage with no activations, for the knobs `states_key` names."""
+        """step.memory_breakdown total of a stage with no activations, for the knobs space.Knobs.states names."""
         zero, precision, grad, casts, reshard, gsync = knob
         first, last = rank == 0, rank == base.pp - 1
         key = (base.tp, base.cp, base.ep, base.etp, base.pp, base.dp, mix, first, last, zero, precision, grad, casts,
@@ -215,11 +210,12 @@ class LayoutTables:
         if key not in self.peaks:
             acts = self.activations(k.recompute, k.sp, k.precision, k.casts, k.cpc, k.pbuf, k.spg)
             slope = self.ctx.slope
-            self.peaks[key] = max(held + slope * act for held, act in zip(self.class_states(k.states), acts, strict=True))
+            held = self.class_states(k.states)
+            self.peaks[key] = max(h + slope * act for h, act in zip(held, acts, strict=True))
         return self.peaks[key]
 
     def class_states(self, states: tuple) -> tuple[float, ...]:
-        """TableContext.states_bytes of each (layer mix, first, last) class of ranks, for one states_key."""
+        """TableContext.states_bytes of each (layer mix, first, last) class of ranks, for one Knobs.states."""
         if states not in self.held:
             self.held[states] = tuple(self.ctx.states_bytes(self.base, mix, rank, states) for mix, rank in self.classes[1])
         return self.held[states]
@@ -300,7 +296,7 @@ class LayoutTables:
 
     def memory(self, k: Knobs, plan: cm.Plan, slots: tuple[StageCost, ...]) -> tuple[float, ...]:
         """memory_breakdown totals of the memory-candidate stages: states (activations 0) + slope x activations."""
-        key = states_key(k)
+        key = k.states
         if key not in self.states:
             spec, eff = self.ctx.spec, self.ctx.eff
             self.states[key] = tuple(

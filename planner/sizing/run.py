@@ -115,9 +115,9 @@ def envelope_notes(chosen: dict[str, sizing.Option | None]) -> list[str]:
             continue
         seen.add((o.offering.name, o.num_gpus))
         judged = envelope.judge(o.offering.gpu.name, o.best.plan.precision, o.best.est.mfu_causal)
-        lines = (envelope.caution(judged, "its plan's", "its days and dollars are optimistic"),
-                 coverage.caution(coverage.unvalidated(o.offering.gpu.generation, o.best.plan), "its plan uses"))
-        out += [f"{label} ({o.offering.name} x {o.num_gpus}): {line}" for line in lines if line]
+        lines = coverage.cautions(judged, coverage.unvalidated(o.offering.gpu.generation, o.best.plan), "its plan",
+                                  "its days and dollars are optimistic")
+        out += [f"{label} ({o.offering.name} x {o.num_gpus}): {line}" for line in lines]
     return out
 
 

@@ -31,6 +31,21 @@ def default_holdout() -> Path:
     """validation/holdout.yaml: published runs that no fit reads (validation/README.md)."""
     return published_file("holdout.yaml")
 
+
+def generated_file_main(argv: list[str], name: str, header: str, data, show) -> None:
+    """The command line of a module that generates a file of validation/ from the rows (the MFU
+    envelope, the settings coverage): with `--write`, `data()` as YAML under the `header` comment lines
+    into the checkout's validation/`name` (not the installed copy); else `show()` prints it."""
+    if argv != ["--write"]:
+        show()
+        return
+    import yaml
+
+    target = Path(__file__).resolve().parents[2] / "validation" / name
+    target.write_text("".join(f"# {line}\n" for line in header.splitlines())
+                      + yaml.safe_dump(data(), sort_keys=False, width=120))
+    print(f"wrote {target}")
+
 GIB = 2**30
 
 
