@@ -30,6 +30,7 @@ ATTENTION_KERNELS = ("cudnn", "flash2")
 PIPELINE_BUFFERS = ("freed", "per_microbatch")  # Plan.pipeline_buffers (memory.pipeline_buffer_units)
 GRAD_SYNCS = ("buckets", "chunk_end")  # Plan.grad_sync (step.dp_tail_seconds, step.memory_breakdown)
 WINDOW_KINDS = ("sliding", "chunked")
+QK_NORMS = ("none", "learned", "l2")  # Model.qk_norm
 GATED_MLPS = ("swiglu", "geglu")
 
 DTYPE_BYTES = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "mxfp8": 1, "nvfp4": 0.5, "int8": 1}
@@ -108,6 +109,12 @@ class Model:
     rotary_percent: float = 1.0  # share of a head's dimensions RoPE rotates
     linear_bias: bool = True  # biases on every linear layer (GPT-2, Megatron's default)
     qkv_bias: bool = False  # a bias on the QKV projection even without linear biases (Qwen2)
+    # Per-head norm of the queries and keys (not with MLA, whose latent norms are part of it): "learned",
+    # the model's `normalization` with a learned scale (Qwen3, Gemma 3; Megatron-core qk_layernorm), "l2"
+    # weightless (Llama 4; qk_l2_norm), or "none". Not priced: its traffic is, like RoPE's, work around
+    # the attention kernel that the fitted attention fractions absorb; the input Transformer Engine's
+    # norm keeps for backward is left out too (validation/README.md, "Query/key norms").
+    qk_norm: str = "none"
     attention_head_dim: int = 0  # 0 means hidden_size / num_attention_heads (Gemma, Qwen3: explicit)
     moe: Moe | None = None
     mla: Mla | None = None

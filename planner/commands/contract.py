@@ -69,6 +69,7 @@ Recompute = Literal[cm.RECOMPUTE_MODES]
 CpComm = Literal[cm.CP_COMMS]
 RecomputeModule = Literal[cm.RECOMPUTE_MODULES]
 WindowKind = Literal[cm.WINDOW_KINDS]
+QkNorm = Literal[cm.QK_NORMS]
 Precision = Literal[cm.PRECISIONS]
 GradDtype = Literal[cm.GRAD_DTYPES]
 Mlp = Literal[cm.MLPS]
@@ -198,6 +199,7 @@ class ModelShape(Strict):
     attention_window: int = omitted("local attention span in tokens; absent: full attention")
     global_attention_every: int = d("every n-th layer attends globally when windowed (0: all local)")
     window_kind: WindowKind = d("local attention as a sliding window or fixed chunks")
+    qk_norm: QkNorm = d("per-head norm of queries and keys: learned (the model's normalization), l2 or none")
 
 
 class TimeBreakdown(Strict):

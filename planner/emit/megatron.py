@@ -44,10 +44,18 @@ def attention_flags(job: Job) -> Flags:
     """Explicit head size (--kv-channels), multi-latent attention (arguments.py _add_mla_args: its CLI
     defaults differ from MLATransformerConfig's, so every size is written), sliding windows
     (TransformerConfig.window_size as "left,right", window_attn_skip_freq: every N-th layer full),
-    multi-token prediction (--mtp-num-layers)."""
+    multi-token prediction (--mtp-num-layers), query/key norms: TransformerConfig.qk_layernorm (the
+    model's normalization per head, attention.py SelfAttention) or qk_l2_norm (Llama 4's L2Norm).
+    Under MLA qk_layernorm is what builds DeepSeek's RMSNorms on the query and key/value latents
+    (gpt_layer_specs.py: the up projections become layer-norm-fused linears), which every MLA model
+    planner reads has (DeepseekV3Attention q_a_layernorm, kv_a_layernorm), so it is always written."""
     m, model, out = job.model, job.cm_model, []
     if m.head_dim and not m.mla:
         out.append(("--kv-channels", m.head_dim))
+    if m.mla or m.qk_norm == "learned":
+        out.append(("--qk-layernorm", None))
+    elif m.qk_norm == "l2":
+        out.append(("--qk-l2-norm", None))
     if m.mla:
         out.append(("--multi-latent-attention", None))
         if m.mla.q_lora_rank:

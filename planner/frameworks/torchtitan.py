@@ -211,7 +211,8 @@ def _fields(model: cm.Model) -> dict[str, object]:
             "ffn_hidden_size": model.ffn, "vocab_size": model.vocab_size, "tie_embeddings": model.tie_embeddings,
             "rope_theta": model.rope_theta, "normalization": model.normalization, "mlp": model.mlp,
             "position_embedding": model.position_embedding, "rotary_percent": model.rotary_percent,
-            "linear_bias": model.linear_bias, "qkv_bias": model.qkv_bias, "dropout": model.dropout}
+            "linear_bias": model.linear_bias, "qkv_bias": model.qkv_bias, "dropout": model.dropout,
+            "qk_norm": model.qk_norm}
 
 
 def _flavour_fields(f: Flavour) -> dict[str, object]:
@@ -219,7 +220,7 @@ def _flavour_fields(f: Flavour) -> dict[str, object]:
             "num_kv_heads": f.num_kv_heads, "ffn_hidden_size": f.ffn_hidden_size, "vocab_size": f.vocab_size,
             "tie_embeddings": f.tie_embeddings, "rope_theta": 500000.0, "normalization": "rmsnorm", "mlp": "swiglu",
             "position_embedding": "rope", "rotary_percent": 1.0, "linear_bias": False, "qkv_bias": False,
-            "dropout": False}
+            "dropout": False, "qk_norm": "none"}
 
 
 def _mismatches(model: cm.Model, f: Flavour) -> list[str]:
@@ -233,8 +234,8 @@ def _show(value: object) -> str:
 
 def match_flavour(model: cm.Model) -> tuple[Optional[Flavour], str]:
     """The llama3 flavour with exactly this architecture, or (None, a line naming the closest
-    flavour and each field that differs). Qwen3, DeepSeek-V3, gpt-oss and Kimi (models/*) have
-    QK-norm, a head size of their own or experts, which a planner model cannot state."""
+    flavour and each field that differs). torchtitan's other dense models (models/qwen3) have
+    query/key norms, which llama3 has not; its MoE models are refused before (no_experts)."""
     def distance(f: Flavour) -> tuple[int, int]:
         return len(_mismatches(model, f)), abs(f.hidden_size - model.hidden_size)
 

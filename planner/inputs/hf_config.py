@@ -47,6 +47,10 @@ BIAS_FREE_MODELS = {"llama", "mistral", "mixtral", "qwen3", "qwen3_moe", "gemma"
 # Gemma's MLP is gated (GemmaMLP / Gemma2MLP / Gemma3MLP: gate_proj, up_proj, down_proj) with a GeLU
 # activation (`hidden_activation` "gelu_pytorch_tanh"): GeGLU, 3 matrices (Gemma report, arXiv:2403.08295).
 GEGLU_MODELS = {"gemma", "gemma2", "gemma3_text"}
+# A learned RMSNorm on each head's queries and keys before RoPE (Transformers v4.57.1 Qwen3Attention,
+# Qwen3MoeAttention, Gemma3Attention: q_norm / k_norm over head_dim); Llama 4's is a weightless L2 norm
+# (Llama4TextL2Norm) when `use_qk_norm` is set, on its RoPE layers only.
+QK_NORM_MODELS = {"qwen3", "qwen3_moe", "gemma3_text"}
 
 # Transformers v4.57.1 class defaults of the keys read here, for config.json files that omit them
 # (Gemma 3's nested text_config omits vocab_size, rope_theta, rms_norm_eps; Mistral's sliding_window
@@ -81,7 +85,7 @@ CLASS_DEFAULTS: dict[str, dict[str, Any]] = {
                     "max_position_embeddings": 131072, "rms_norm_eps": 1e-5, "rope_theta": 500000.0,
                     "num_experts_per_tok": 1, "num_local_experts": 16, "moe_layers": None,
                     "interleave_moe_layer_step": 1, "no_rope_layers": None, "no_rope_layer_interval": 4,
-                    "attention_chunk_size": 8192, "attention_bias": False},
+                    "attention_chunk_size": 8192, "attention_bias": False, "use_qk_norm": True},
     "gpt_oss": {"tie_word_embeddings": False, "num_local_experts": 128, "num_experts_per_tok": 4,
                 "intermediate_size": 2880, "head_dim": 64, "sliding_window": 128, "hidden_act": "silu",
                 "rms_norm_eps": 1e-5, "rope_theta": 150000.0},
@@ -167,6 +171,7 @@ class HfKeys(BaseModel):
     mlp_bias: StrictBool | None = None
     alibi: StrictBool | None = None
     use_sliding_window: StrictBool | None = None
+    use_qk_norm: StrictBool | None = None
 
 
 class _Reader:
@@ -318,7 +323,8 @@ def architecture(data: dict) -> dict:
     `rotary_emb_base` / `rotary_pct` / `partial_rotary_factor` on RoPE models, ALiBi for BLOOM and MPT,
     learned absolute positions otherwise (GPT-2's `n_positions`); `attention_bias` / `mlp_bias` where
     the class has them (LlamaConfig: both False), a QKV-only bias for Qwen2 (its q/k/v_proj have
-    bias=True, o_proj and the MLP none), biases everywhere for GPT-2-style models."""
+    bias=True, o_proj and the MLP none), biases everywhere for GPT-2-style models; query/key norms
+    (QK_NORM_MODELS, Llama 4's `use_qk_norm`)."""
     model_type = str(data.get("model_type", ""))
     out: dict = {"normalization": "rmsnorm" if "rms_norm_eps" in data else "layernorm"}
     theta = _pick(data, ("rope_theta", "rotary_emb_base"))
@@ -335,6 +341,10 @@ def architecture(data: dict) -> dict:
         out["linear_bias"] = bool(data.get("attention_bias")) or bool(data.get("mlp_bias"))
     elif model_type in BIAS_FREE_MODELS:
         out["linear_bias"] = False
+    if model_type in QK_NORM_MODELS:
+        out["qk_norm"] = "learned"
+    elif model_type == "llama4_text" and data.get("use_qk_norm"):
+        out["qk_norm"] = "l2"
     return out
 
 
@@ -639,8 +649,11 @@ def ignored_details(text: dict, model_type: str) -> list[str]:
     if model_type == "gpt_oss":
         notes.append("attention sinks (one learned logit per head per layer) and the attention, router and "
                      "expert biases are not counted (about 0.04% of the weights)")
-    if model_type in ("qwen3", "qwen3_moe", "gemma3_text"):
-        notes.append("query/key norms are not counted")
+    if model_type in QK_NORM_MODELS:
+        notes.append("the query/key norms' weights (2 x head_dim per layer) are not counted")
+    elif model_type == "llama4_text" and text.get("use_qk_norm"):
+        notes.append("Llama 4's query/key L2 norm runs on its RoPE layers only; the activations it keeps are "
+                     "counted on every layer")
     if model_type in ("gemma2", "gemma3_text"):
         notes.append("Gemma's extra post-attention / post-MLP norms, logit soft-capping and embedding "
                      "scaling are not counted (no weights beyond the norms)")

@@ -85,6 +85,8 @@ class ModelSpec(Spec):
     attention_window: Optional[count(L.MAX_SEQ_LENGTH)] = None  # local attention span; absent: full
     global_attention_every: count(L.MAX_LAYERS, lower=0) = 0  # every n-th layer global; 0: all local
     window_kind: Literal["sliding", "chunked"] = "sliding"
+    # per-head norm of queries and keys: learned (the model's normalization: Qwen3, Gemma 3), l2 (Llama 4)
+    qk_norm: Literal[cm.QK_NORMS] = "none"
     global_batch_size: Optional[count(L.MAX_BATCH)] = None
     training_tokens: Optional[quantity(L.MAX_TOKENS, L.MIN_TOKENS)] = None
     source: Optional[Text] = None
@@ -102,6 +104,9 @@ class ModelSpec(Spec):
             raise ValueError(f"moe.layer_freq ({self.moe.layer_freq}) exceeds num_layers ({self.num_layers})")
         if self.global_attention_every and not self.attention_window:
             raise ValueError("global_attention_every needs attention_window")
+        if self.qk_norm != "none" and self.mla:
+            raise ValueError("qk_norm is for multi-head and grouped-query attention; multi-head latent attention "
+                             "(mla) has its latent norms already")
         if self.window_kind != "sliding" and not self.attention_window:
             raise ValueError("window_kind needs attention_window")
         kv = self.num_kv_heads or self.num_attention_heads
@@ -125,6 +130,7 @@ class ModelSpec(Spec):
             moe=self.moe.to_moe() if self.moe else None, mla=self.mla.to_mla() if self.mla else None,
             mtp_layers=self.mtp_layers, attention_window=self.attention_window or 0,
             global_attention_every=self.global_attention_every, window_kind=self.window_kind,
+            qk_norm=self.qk_norm,
         )
 
 
