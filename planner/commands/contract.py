@@ -74,6 +74,7 @@ Precision = Literal[cm.PRECISIONS]
 GradDtype = Literal[cm.GRAD_DTYPES]
 Mlp = Literal[cm.MLPS]
 Generation = spec_type(specs.GpuSpec, "generation")
+Router = spec_type(specs.MoeSpec, "router")
 PriceKind = spec_type(specs.ClusterSpec, "price_kind")
 Normalization = spec_type(specs.ModelSpec, "normalization")
 PositionEmbedding = spec_type(specs.ModelSpec, "position_embedding")
@@ -160,6 +161,11 @@ class MoeShape(Strict):
     first_dense_layers: int = d("leading layers with a dense MLP")
     layer_freq: int = d("every layer_freq-th layer after those is MoE")
     capacity_factor: float = omitted("expert capacity over the balanced share; absent: dropless")
+    router: Router = d("how the router weighs a token's experts")
+    router_expert_bias: bool = d("a balancing bias added to the scores that choose the experts")
+    router_groups: int = d("group-limited routing: expert groups (0: none)")
+    router_group_topk: int = d("groups a token's experts come from (0: none)")
+    router_scaling_factor: float = d("factor on the experts' weights")
 
 
 class MlaShape(Strict):

@@ -105,6 +105,27 @@ def moe_flags(job: Job) -> Flags:
         out.append(("--moe-shared-expert-intermediate-size", moe.shared_ffn_hidden_size))
     if moe.capacity_factor:
         out += [("--moe-expert-capacity-factor", moe.capacity_factor), ("--moe-pad-expert-input-to-capacity", None)]
+    return out + router_flags(job)
+
+
+def router_flags(job: Job) -> Flags:
+    """The router as the model defines it (specs.MoeSpec router*), in TransformerConfig's terms
+    (transformer_config.py @d98e8a64; moe/moe_utils.py topk_routing_with_score_function): softmax after
+    the top-k is the default, --moe-router-pre-softmax takes it over all experts first, the sigmoid
+    score renormalises the k weights when k > 1; the expert bias (aux-loss-free balancing, sigmoid
+    only), group-limited routing (groups scored by the sum of their top k/group_topk) and the factor on
+    the weights."""
+    moe, out = job.model.moe, []
+    if moe.router == "softmax_topk":
+        out.append(("--moe-router-pre-softmax", None))
+    elif moe.router == "sigmoid":
+        out.append(("--moe-router-score-function", "sigmoid"))
+    if moe.router_expert_bias:
+        out.append(("--moe-router-enable-expert-bias", None))
+    if moe.router_groups:
+        out += [("--moe-router-num-groups", moe.router_groups), ("--moe-router-group-topk", moe.router_group_topk)]
+    if moe.router_scaling_factor != 1.0:
+        out.append(("--moe-router-topk-scaling-factor", moe.router_scaling_factor))
     return out
 
 

@@ -67,18 +67,22 @@ CLASS_DEFAULTS: dict[str, dict[str, Any]] = {
     "qwen2_moe": {"tie_word_embeddings": False, "use_sliding_window": False, "sliding_window": 4096,
                   "max_window_layers": 28, "decoder_sparse_step": 1, "moe_intermediate_size": 1408,
                   "shared_expert_intermediate_size": 5632, "num_experts_per_tok": 4, "num_experts": 60,
-                  "mlp_only_layers": None, "intermediate_size": 5632},
+                  "mlp_only_layers": None, "intermediate_size": 5632, "norm_topk_prob": False},
     "qwen3_moe": {"tie_word_embeddings": False, "use_sliding_window": False, "sliding_window": 4096,
                   "decoder_sparse_step": 1, "moe_intermediate_size": 768, "num_experts_per_tok": 8,
-                  "num_experts": 128, "mlp_only_layers": None, "intermediate_size": 6144, "attention_bias": False},
+                  "num_experts": 128, "mlp_only_layers": None, "intermediate_size": 6144, "attention_bias": False,
+                  "norm_topk_prob": False},
     "deepseek_v2": {"tie_word_embeddings": False, "first_k_dense_replace": 0, "kv_lora_rank": 512,
                     "q_lora_rank": 1536, "n_routed_experts": 64, "n_shared_experts": 2, "qk_nope_head_dim": 128,
                     "qk_rope_head_dim": 64, "v_head_dim": 128, "num_experts_per_tok": None,
-                    "moe_intermediate_size": 1407, "attention_bias": False, "mlp_bias": False},
+                    "moe_intermediate_size": 1407, "attention_bias": False, "mlp_bias": False,
+                    "topk_method": "greedy", "norm_topk_prob": False, "routed_scaling_factor": 1.0, "n_group": None,
+                    "topk_group": None},
     "deepseek_v3": {"tie_word_embeddings": False, "first_k_dense_replace": 3, "kv_lora_rank": 512,
                     "q_lora_rank": 1536, "n_routed_experts": 256, "n_shared_experts": 1, "qk_nope_head_dim": 128,
                     "qk_rope_head_dim": 64, "v_head_dim": 128, "num_experts_per_tok": 8,
-                    "moe_intermediate_size": 2048, "attention_bias": False},
+                    "moe_intermediate_size": 2048, "attention_bias": False, "topk_method": "noaux_tc",
+                    "norm_topk_prob": True, "routed_scaling_factor": 2.5, "n_group": 8, "topk_group": 4},
     "llama4_text": {"tie_word_embeddings": False, "vocab_size": 202048, "hidden_size": 5120, "intermediate_size": 8192,
                     "intermediate_size_mlp": 16384, "num_hidden_layers": 48, "num_attention_heads": 40,
                     "num_key_value_heads": 8, "head_dim": 128, "hidden_act": "silu",
@@ -533,7 +537,78 @@ def moe_fields(reader: _Reader, model_type: str, layers: int | None) -> tuple[di
             moe["layer_freq"] = freq
     if family in ("mixtral", "gpt_oss"):
         dense_ffn = moe["ffn_hidden_size"]  # no dense layer; keeps ffn_hidden_size the expert width
-    return moe, dense_ffn, notes
+    router, router_notes = router_fields(r, model_type, top_k)
+    moe.update(router)
+    return moe, dense_ffn, notes + router_notes
+
+
+def router_fields(reader: _Reader, model_type: str, top_k: int) -> tuple[dict, list[str]]:
+    """The router (specs.MoeSpec router*) per family, from the Transformers classes (v4.57.1) and
+    DeepSeek's own modeling_deepseek.py MoEGate, which the DeepSeek keys describe:
+
+    - mixtral, gpt_oss: softmax over the k chosen logits (MixtralSparseMoeBlock renormalises the top-k
+      of a full softmax, the same weights; GptOssTopKRouter takes the softmax of the top-k logits).
+    - qwen2_moe / qwen3_moe: a softmax over all experts, the top-k renormalised when norm_topk_prob.
+    - deepseek_v2 / deepseek_v3 / kimi_k2: scoring_func (V3: sigmoid; DeepseekV3TopkRouter always),
+      topk_method noaux_tc (V3: a per-expert bias on the scores that choose, and groups scored by their
+      top-2) or group_limited_greedy (V2: groups scored by their best expert; Megatron-core scores them
+      by the sum of their top k/group_topk, which the launch uses), n_group / topk_group,
+      norm_topk_prob, routed_scaling_factor.
+    - llama4_text: sigmoid of the top-k logits, not renormalised (Llama4Router; top 1)."""
+    r, family = reader, MOE_FAMILIES.get(model_type)
+    if family in ("mixtral", "gpt_oss"):
+        return {}, []
+    if family == "llama4":
+        return {"router": "sigmoid"}, ["Llama 4 multiplies the router weight into the expert input (Megatron-core "
+                                       "moe_apply_probs_on_input), which planner does not state"]
+    normalised = r.data.get("norm_topk_prob")
+    if not isinstance(normalised, bool):
+        raise r.fail("norm_topk_prob", f"must be true or false (got {_show(normalised)})")
+    if family == "qwen_moe":
+        return {"router": "topk_softmax" if normalised else "softmax_topk"}, []
+    return deepseek_router(r, top_k, normalised)
+
+
+def deepseek_router(r: _Reader, top_k: int, normalised: bool) -> tuple[dict, list[str]]:
+    """DeepSeek's MoEGate keys (router_fields) onto the spec; one line naming the key otherwise."""
+    score = r.data.get("scoring_func", "sigmoid" if r.data.get("model_type") != "deepseek_v2" else "softmax")
+    method = r.data.get("topk_method")
+    if score not in ("softmax", "sigmoid"):
+        raise r.fail("scoring_func", f"{_show(score)}: planner maps softmax and sigmoid routers")
+    if method not in ("greedy", "group_limited_greedy", "noaux_tc"):
+        raise r.fail("topk_method", f"{_show(method)}: planner maps greedy, group_limited_greedy and noaux_tc")
+    if score == "sigmoid":
+        if not normalised and top_k > 1:
+            raise r.fail("norm_topk_prob", "false with a sigmoid router: planner maps sigmoid weights renormalised "
+                         "over the top-k (DeepSeek-V3), as Megatron-core runs them")
+        router = "sigmoid"
+    else:
+        router = "topk_softmax" if normalised else "softmax_topk"
+    out: dict = {"router": router}
+    if method == "noaux_tc":
+        if router != "sigmoid":
+            raise r.fail("topk_method", "noaux_tc (a balancing bias on the scores) with a softmax router, which "
+                         "planner does not map (Megatron-core's expert bias needs sigmoid scores)")
+        out["router_expert_bias"] = True
+    notes = []
+    if method != "greedy":
+        groups, top = r.integer("n_group", 1), r.integer("topk_group", 1)
+        if groups is None or top is None:
+            raise r.fail("n_group" if groups is None else "topk_group", f"is missing or null with topk_method {method}")
+        if groups > 1:
+            out.update(router_groups=groups, router_group_topk=top)
+        if method == "group_limited_greedy" and groups > 1:
+            notes.append("DeepSeek-V2 picks its groups by their best expert; Megatron-core, whose launch planner "
+                         "writes, by the sum of their top k/topk_group")
+    factor = r.data.get("routed_scaling_factor", 1.0)
+    if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not 0 < factor <= L.MAX_ROUTER_SCALE:
+        raise r.fail("routed_scaling_factor", f"must be a number in (0, {L.MAX_ROUTER_SCALE:g}] (got {_show(factor)})")
+    if factor != 1.0:
+        out["router_scaling_factor"] = float(factor)
+    if "router_groups" in out:
+        notes.append("routing limited to groups of experts is priced as unrestricted routing (an upper bound on "
+                     "the dispatch's spread over expert-parallel ranks)")
+    return out, notes
 
 
 def mla_fields(reader: _Reader, model_type: str) -> dict | None:

@@ -23,6 +23,7 @@ MAX_SEQ_LENGTH = 1 << 24
 MAX_EXPERTS = 1 << 14  # routed experts per MoE layer (DeepSeek-V3, Kimi K2: 256-384)
 MAX_MTP_LAYERS = 64
 MAX_CAPACITY_FACTOR = 1024.0
+MAX_ROUTER_SCALE = 1024.0  # routed_scaling_factor (DeepSeek-V2: 16, V3: 2.5)
 # Jobs and machines
 MAX_GPUS = 1 << 20
 MAX_GPUS_PER_NODE = 1 << 10

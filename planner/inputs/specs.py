@@ -32,6 +32,17 @@ class MoeSpec(Spec):
     first_dense_layers: count(L.MAX_LAYERS, lower=0) = 0
     layer_freq: count(L.MAX_LAYERS) = 1
     capacity_factor: Optional[quantity(L.MAX_CAPACITY_FACTOR)] = None  # absent: dropless
+    # How the router weighs a token's k experts: what a launch must state to train this model; the cost
+    # model prices every router alike (its work is one h x experts GEMM and a top-k). topk_softmax: a
+    # softmax over the k chosen logits (Mixtral, Qwen3-MoE, gpt-oss; Megatron-core's default);
+    # softmax_topk: a softmax over all experts, the k weights not renormalised (Qwen2-MoE, DeepSeek-V2;
+    # moe_router_pre_softmax); sigmoid: sigmoid scores, renormalised over the k when k > 1 (DeepSeek-V3,
+    # Llama 4; moe_router_score_function).
+    router: Literal["topk_softmax", "softmax_topk", "sigmoid"] = "topk_softmax"
+    router_expert_bias: Flag = False  # a balancing bias added to the scores to choose (aux-loss-free, DeepSeek-V3)
+    router_groups: count(L.MAX_EXPERTS, lower=0) = 0  # group-limited routing: experts in equal groups ...
+    router_group_topk: count(L.MAX_EXPERTS, lower=0) = 0  # ... a token's k taken from this many of them
+    router_scaling_factor: quantity(L.MAX_ROUTER_SCALE) = 1.0  # multiplies the k weights (DeepSeek-V3: 2.5)
 
     @model_validator(mode="after")
     def _routing(self) -> "MoeSpec":
@@ -39,6 +50,24 @@ class MoeSpec(Spec):
             raise ValueError(f"num_experts must be >= 2 for a mixture of experts (got {self.num_experts})")
         if self.experts_per_token > self.num_experts:
             raise ValueError(f"experts_per_token ({self.experts_per_token}) exceeds num_experts ({self.num_experts})")
+        if self.experts_per_token == 1 and self.router == "topk_softmax":
+            raise ValueError("router topk_softmax with experts_per_token 1 weighs every token 1.0 and gives the router "
+                             "no gradient: use softmax_topk (Switch Transformer) or sigmoid (Llama 4)")
+        if self.router_expert_bias and self.router != "sigmoid":
+            raise ValueError("router_expert_bias needs router: sigmoid (DeepSeek-V3's aux-loss-free balancing)")
+        return self._groups()
+
+    def _groups(self) -> "MoeSpec":
+        g, top = self.router_groups, self.router_group_topk
+        if bool(g) != bool(top):
+            raise ValueError("router_groups and router_group_topk go together (group-limited routing)")
+        if g and self.num_experts % g:
+            raise ValueError(f"num_experts ({self.num_experts}) must be divisible by router_groups ({g})")
+        if g and top > g:
+            raise ValueError(f"router_group_topk ({top}) exceeds router_groups ({g})")
+        if g and self.experts_per_token > top * (self.num_experts // g):
+            raise ValueError(f"experts_per_token ({self.experts_per_token}) exceeds the experts of router_group_topk "
+                             f"({top}) groups")
         return self
 
     def to_moe(self) -> cm.Moe:
