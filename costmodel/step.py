@@ -290,6 +290,11 @@ def memory_candidate_stages(stages: list[StageCost]) -> list[int]:
 
 def warnings_for(cluster: Cluster, plan: Plan) -> tuple[str, ...]:
     out = []
+    used = topology.domain_size(cluster)
+    if 1 < used < cluster.nvlink_domain_size < cluster.num_gpus:
+        out.append(f"{cluster.num_gpus} GPUs run as {cluster.num_gpus // used} NVLink domains of {used} of their "
+                   f"{cluster.nvlink_domain_size} GPUs: place {used // max(1, cluster.gpus_per_node)} nodes in each "
+                   "(topology.job_domain_size)")
     if topology.tp_crosses_network(plan, cluster):
         out.append(f"TP group of {plan.tp} spans more than one NVLink domain "
                    f"({topology.domain_size(cluster)} GPUs): TP traffic crosses the network")

@@ -5,7 +5,8 @@ consecutive GPUs, a CP group has stride `tp`, a DP group stride `tp*cp`, a PP gr
 `tp*cp*dp`. The experts fold over the same tp*cp*dp ranks of a stage as etp, ep, expert-DP (etp
 innermost; megatron/core/parallel_state.py, expert RankGenerator "tp-ep-dp-pp" with tp = etp).
 An NVLink domain is `nvlink_domain_size` consecutive GPUs (8 on DGX/HGX,
-72 on GB200 NVL72, 2 for PCIe NVLink-bridge pairs, 1 with no NVLink at all).
+72 on GB200 NVL72, 2 for PCIe NVLink-bridge pairs, 1 with no NVLink at all), of which a job uses equal
+blocks of whole nodes (job_domain_size: 64 of an NVL72 rack's 72 for a power-of-two job).
 """
 from __future__ import annotations
 
@@ -37,10 +38,25 @@ def network_link(cluster: Cluster, eff: Efficiency) -> Link:
 
 
 def domain_size(cluster: Cluster) -> int:
-    """GPUs sharing one NVLink domain; 1 when the GPU has no NVLink."""
+    """GPUs of the job sharing one NVLink domain; 1 when the GPU has no NVLink (job_domain_size)."""
     if cluster.nvlink_bandwidth_bytes_per_second <= 0:
         return 1
-    return max(1, cluster.nvlink_domain_size)
+    return job_domain_size(cluster.num_gpus, max(1, cluster.nvlink_domain_size), cluster.gpus_per_node)
+
+
+def job_domain_size(num_gpus: int, domain: int, gpus_per_node: int) -> int:
+    """The GPUs a job uses in each NVLink domain, placed in equal blocks of whole nodes: the largest
+    divisor of `num_gpus` that fits in a domain and is a multiple of min(gpus_per_node, domain); the
+    domain itself when none is (a job of fewer GPUs than a domain keeps them in one).
+    Equal to the domain wherever the domain is a node (DGX/HGX) or divides the job; on NVL72 racks a
+    power-of-two job runs 64 GPUs a rack, 16 of its 18 trays, as NVIDIA's Megatron-Bridge GB200/GB300
+    benchmarks do (Slurm segments of 16 trays, validation/runs.yaml), rather than groups straddling
+    racks."""
+    if num_gpus <= domain:
+        return domain
+    unit = max(1, min(gpus_per_node, domain))
+    fits = [d for d in range(unit, domain + 1, unit) if num_gpus % d == 0]
+    return fits[-1] if fits else domain
 
 
 def tp_ranks_per_domain(plan: Plan, cluster: Cluster) -> int:

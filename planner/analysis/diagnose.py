@@ -13,7 +13,7 @@ from typing import Callable
 
 from costmodel import types as cm
 from costmodel.rules import plan_violations
-from costmodel.topology import ep_ranks_per_domain
+from costmodel.topology import domain_size, ep_ranks_per_domain
 from planner.analysis.cpnote import MIN_CP_TOKENS
 from planner.analysis.score import Scored, score
 from planner.frameworks import REGISTRY
@@ -82,8 +82,7 @@ LEVERS = (
           "same TP traffic as reduce-scatter + all-gather, less activation memory",
           lambda p, c, m: _if(p.tp > 1 and not p.sequence_parallel, p, sequence_parallel=True)),
     Lever("TP inside the NVLink domain", "more pipeline or data parallelism instead",
-          lambda p, c, m: _if(p.tp > c.nvlink_domain_size and c.nvlink_domain_size > 1, p,
-                           tp=c.nvlink_domain_size, pp=p.pp * p.tp // c.nvlink_domain_size)),
+          lambda p, c, m: _if(p.tp > domain_size(c) > 1, p, tp=domain_size(c), pp=p.pp * p.tp // domain_size(c))),
     Lever("EP inside the NVLink domain", "fewer experts' ranks per token exchange, more experts (and their "
           "weights and optimizer states) per GPU",
           lambda p, c, m: [q for q in _other_ep(p, m) if q.ep < p.ep and ep_ranks_per_domain(q, c) == q.ep

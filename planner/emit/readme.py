@@ -86,6 +86,7 @@ def note_lines(job: Job, frameworks: list[str]) -> list[str]:
     if "torchtitan" in frameworks:
         notes += torchtitan_notes(job)
     notes += kernel_notes(job, frameworks)
+    notes += [f"planner: {w}" for w in job.estimate.get("warnings") or []]
     return ["Notes"] + [f"  - {n}" for n in notes] if notes else []
 
 
