@@ -1,5 +1,7 @@
 import json
 
+import pytest
+
 from planner.commands.main import main
 
 # One row of each kind with the published figures it must show (not read back from the catalog):
@@ -31,3 +33,7 @@ def test_catalog_model_sizes_match_published(capsys):
     rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)["rows"]}
     assert rows["llama2-7b"]["parameters_b"] == 6.74   # Touvron et al. 2023: 6.74B (HF count 6,738,415,616)
     assert abs(rows["gpt3-175b"]["parameters_b"] - 175) < 1.0  # Brown et al. 2020: 175B
+    # Mixtral's model card: 46.7B parameters, 12.9B active (top 2 of 8 experts); dense: active = total.
+    assert (rows["mixtral-8x7b"]["parameters_b"], rows["mixtral-8x7b"]["active_b"]) == pytest.approx((46.7, 12.9), rel=0.01)
+    assert rows["mixtral-8x7b"]["experts"] == "8 x top 2"
+    assert rows["llama2-7b"]["active_b"] == rows["llama2-7b"]["parameters_b"] and rows["llama2-7b"]["experts"] == "-"

@@ -765,6 +765,8 @@ class ModelRow(Strict):
 
     name: str = d("model name")
     parameters_b: float = d("parameters in billions, 2 decimals")
+    active_b: float = d("parameters one token uses (its top-k experts), in billions, 2 decimals")
+    experts: str = d("routed experts and how many a token uses ('256 x top 8'), '-' for a dense model")
     layers: int = d("transformer layers")
     hidden: int = d("hidden size")
     heads: int = d("attention heads")

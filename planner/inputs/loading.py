@@ -90,7 +90,10 @@ def model_rows() -> list[dict]:
     out = []
     for name in model_catalog():
         m = load_model_spec(name)
-        out.append({"name": name, "parameters_b": round(total_parameters(m.to_model()) / 1e9, 2),
+        model = m.to_model()
+        out.append({"name": name, "parameters_b": round(total_parameters(model) / 1e9, 2),
+                    "active_b": round(total_parameters(model, active=True) / 1e9, 2),
+                    "experts": f"{m.moe.num_experts} x top {m.moe.experts_per_token}" if m.moe else "-",
                     "layers": m.num_layers, "hidden": m.hidden_size, "heads": m.num_attention_heads,
                     "kv_heads": m.num_kv_heads or m.num_attention_heads, "seq_length": m.seq_length, "mlp": m.mlp})
     return out
