@@ -18,7 +18,7 @@ RECOMPUTE_MODES = ("none", "selective", "op", "full")
 RECOMPUTE_MODULES = ("core_attn", "mla_up_proj", "mlp", "moe_act", "layernorm")
 GRAD_DTYPES = ("fp32", "bf16", "fp16", "int8")
 
-MLPS = ("gelu", "relu2", "swiglu", "geglu")
+MLPS = ("gelu", "relu2", "swiglu", "geglu", "quick_geglu")
 # How the context-parallel ranks exchange keys and values (Megatron-core --cp-comm-type): ring
 # point-to-point overlapped with blockwise attention, all-gather of K/V, all-to-all over heads
 # (DeepSpeed-Ulysses), and all-to-all inside a group then ring across groups.
@@ -31,7 +31,7 @@ PIPELINE_BUFFERS = ("freed", "per_microbatch")  # Plan.pipeline_buffers (memory.
 GRAD_SYNCS = ("buckets", "chunk_end")  # Plan.grad_sync (step.dp_tail_seconds, step.memory_breakdown)
 WINDOW_KINDS = ("sliding", "chunked")
 QK_NORMS = ("none", "learned", "l2")  # Model.qk_norm
-GATED_MLPS = ("swiglu", "geglu")
+GATED_MLPS = ("swiglu", "geglu", "quick_geglu")
 
 DTYPE_BYTES = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "mxfp8": 1, "nvfp4": 0.5, "int8": 1}
 
@@ -96,7 +96,8 @@ class Model:
     seq_length: int
     num_kv_heads: int = 0  # 0 means "same as num_attention_heads" (multi-head attention)
     ffn_hidden_size: int = 0  # 0 means 4 * hidden_size
-    # MLP activation: "gelu" or "relu2" (squared ReLU), 2 matrices; "swiglu" or "geglu", gated, 3 matrices
+    # MLP activation: "gelu" or "relu2" (squared ReLU), 2 matrices; "swiglu", "geglu" or "quick_geglu"
+    # (gate x sigmoid(1.702 gate), gpt-oss), gated, 3 matrices
     mlp: str = "gelu"
     tie_embeddings: bool = False
     dropout: bool = False

@@ -120,8 +120,9 @@ def test_gpt_oss_alternates_sliding_and_full_layers():
     s = spec("gpt-oss-120b")
     assert (s.moe.num_experts, s.moe.experts_per_token, s.moe.ffn_hidden_size) == (128, 4, 2880)
     assert (s.attention_window, s.window_kind, s.global_attention_every) == (128, "sliding", 2)
-    assert s.head_dim == 64 and s.mlp == "swiglu"
-    assert "attention sinks" in s.notes
+    # GptOssExperts: (up + 1) x gate x sigmoid(1.702 gate), both clamped at swiglu_limit 7; GptOssAttention sinks
+    assert s.head_dim == 64 and s.mlp == "quick_geglu" and (s.glu_linear_offset, s.glu_clamp) == (1.0, 7.0)
+    assert s.attention_sinks and "attention sinks' weights" in s.notes
     m = s.to_model()
     assert [m.is_local_attention_layer(i) for i in range(4)] == [True, False, True, False]
 

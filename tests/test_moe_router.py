@@ -116,3 +116,19 @@ def test_megatron_launch_routes_as_the_model_does():
     assert "--moe-router-pre-softmax" in qwen15 and "--moe-router-score-function" not in qwen15
     mixtral = megatron.flat_args(job(load_model_spec("mixtral-8x7b"), **dict(small, ep=8)))
     assert not [a for a in mixtral if a.startswith("--moe-router-") and a != "--moe-router-topk"]
+
+
+def test_gpt_oss_launches_its_own_mlp_and_sinks():
+    """Megatron-Bridge's GPTOSSProvider: quick_gelu GLU, glu_linear_offset 1.0, activation_func_clamp_value
+    7.0, softmax_type learnable (GptOssExperts' swiglu_limit 7, alpha 1.702; GptOssAttention's sinks)."""
+    args = megatron.flat_args(job(load_model_spec("gpt-oss-120b"), tp=1, pp=1, dp=8, ep=8, micro_batch_size=1,
+                                  global_batch_size=64))
+    assert "--quick-geglu" in args and "--swiglu" not in args
+    assert flags_after(args, "--glu-linear-offset") == "1.0" and flags_after(args, "--activation-func-clamp-value") == "7.0"
+    assert flags_after(args, "--softmax-type") == "learnable"
+
+
+def test_glu_settings_need_a_gated_mlp():
+    from emit_support import tiny
+    with pytest.raises(ValueError, match="need a gated mlp"):
+        tiny(mlp="gelu", glu_clamp=7.0)

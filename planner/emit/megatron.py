@@ -25,8 +25,14 @@ def model_flags(job: Job) -> Flags:
         # --num-query-groups alone is ignored (num_query_groups=None means MHA): both are needed.
         out += [("--group-query-attention", None), ("--num-query-groups", m.num_kv_heads)]
     out += [("--seq-length", m.seq_length), ("--max-position-embeddings", m.seq_length)]
-    if m.mlp in ("swiglu", "relu2"):
-        out.append(({"swiglu": "--swiglu", "relu2": "--squared-relu"}[m.mlp], None))
+    if m.mlp in ("swiglu", "relu2", "quick_geglu"):
+        out.append(({"swiglu": "--swiglu", "relu2": "--squared-relu", "quick_geglu": "--quick-geglu"}[m.mlp], None))
+    if m.glu_linear_offset:
+        out.append(("--glu-linear-offset", m.glu_linear_offset))
+    if m.glu_clamp:
+        out.append(("--activation-func-clamp-value", m.glu_clamp))
+    if m.attention_sinks:
+        out.append(("--softmax-type", "learnable"))
     if not m.tie_embeddings:
         out.append(("--untie-embeddings-and-output-weights", None))
     if not m.dropout:

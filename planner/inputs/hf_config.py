@@ -278,6 +278,8 @@ def hf_to_spec_dict(data: dict, name: str, seq_length: int | None = None) -> dic
     if missing:
         raise PlannerError(f"{name}: Hugging Face config lacks {', '.join(missing)}")
     spec["mlp"] = mlp_kind(text)
+    if model_type == "gpt_oss":
+        spec.update(gpt_oss_details(reader))
     spec["tie_embeddings"] = bool(text.get("tie_word_embeddings", model_type == "gpt2"))
     spec["dropout"] = any((text.get(k) or 0) > 0 for k in ("attention_dropout", "resid_pdrop", "hidden_dropout"))
     spec.update(architecture(text))
@@ -307,6 +309,18 @@ def hf_to_spec_dict(data: dict, name: str, seq_length: int | None = None) -> dic
         spec["notes"] = (f"Imported from a Hugging Face config.json (model_type {model_type or 'unknown'}) by "
                          "planner/inputs/hf_config.py; " + "; ".join(notes) + ".")
     return spec
+
+
+def gpt_oss_details(r: _Reader) -> dict:
+    """gpt-oss's MLP and attention as Transformers v4.57.1 builds them: GptOssExperts clamps the gate
+    at swiglu_limit (above) and the up projection at +-swiglu_limit, then (up + 1) x gate x
+    sigmoid(1.702 gate), Megatron-core's quick_gelu GLU with glu_linear_offset 1 and
+    activation_func_clamp_value (Megatron-Bridge's GPTOSSProvider sets those three); GptOssAttention
+    adds a learned sink logit per head to each softmax (Megatron-core softmax_type learnable)."""
+    limit = r.data.get("swiglu_limit", 7.0)
+    if isinstance(limit, bool) or not isinstance(limit, (int, float)) or not 0 < limit <= 1e6:
+        raise r.fail("swiglu_limit", f"must be a number in (0, 1e6] (got {_show(limit)})")
+    return {"mlp": "quick_geglu", "glu_linear_offset": 1.0, "glu_clamp": float(limit), "attention_sinks": True}
 
 
 def mlp_kind(text: dict) -> str:
@@ -722,7 +736,7 @@ def ignored_details(text: dict, model_type: str) -> list[str]:
     """What the config holds that the cost model leaves out, by design (under 0.1% of weights/FLOPs)."""
     notes = []
     if model_type == "gpt_oss":
-        notes.append("attention sinks (one learned logit per head per layer) and the attention, router and "
+        notes.append("the attention sinks' weights (one logit per head per layer) and the attention, router and "
                      "expert biases are not counted (about 0.04% of the weights)")
     if model_type in QK_NORM_MODELS:
         notes.append("the query/key norms' weights (2 x head_dim per layer) are not counted")

@@ -98,7 +98,12 @@ class ModelSpec(Spec):
     seq_length: count(L.MAX_SEQ_LENGTH)
     num_kv_heads: Optional[count(L.MAX_HEADS)] = None
     ffn_hidden_size: Optional[count(4 * L.MAX_HIDDEN)] = None
-    mlp: Literal["gelu", "relu2", "swiglu", "geglu"] = "gelu"
+    mlp: Literal[cm.MLPS] = "gelu"
+    # gpt-oss's gated MLP (launch-only, the cost model prices any gated MLP alike): (up + offset) x the
+    # activated gate, the gate clamped above and up on both sides at glu_clamp
+    glu_linear_offset: quantity(1e3, positive=False) = 0.0
+    glu_clamp: Optional[quantity(1e6)] = None
+    attention_sinks: Flag = False  # a learned logit per head joins each softmax (gpt-oss)
     tie_embeddings: Flag = False
     dropout: Flag = False
     normalization: Literal["layernorm", "rmsnorm"] = "layernorm"
@@ -133,6 +138,8 @@ class ModelSpec(Spec):
             raise ValueError(f"moe.layer_freq ({self.moe.layer_freq}) exceeds num_layers ({self.num_layers})")
         if self.global_attention_every and not self.attention_window:
             raise ValueError("global_attention_every needs attention_window")
+        if (self.glu_linear_offset or self.glu_clamp) and self.mlp not in cm.GATED_MLPS:
+            raise ValueError(f"glu_linear_offset and glu_clamp need a gated mlp (got {self.mlp})")
         if self.qk_norm != "none" and self.mla:
             raise ValueError("qk_norm is for multi-head and grouped-query attention; multi-head latent attention "
                              "(mla) has its latent norms already")
