@@ -296,8 +296,8 @@ def warnings_for(cluster: Cluster, plan: Plan) -> tuple[str, ...]:
                    f"{cluster.nvlink_domain_size} GPUs: place {used // max(1, cluster.gpus_per_node)} nodes in each "
                    "(topology.job_domain_size)")
     if topology.tp_crosses_network(plan, cluster):
-        out.append(f"TP group of {plan.tp} spans more than one NVLink domain "
-                   f"({topology.domain_size(cluster)} GPUs): TP traffic crosses the network")
+        out.append(f"TP group of {plan.tp} spans more than one NVLink domain ({used} GPUs): TP traffic crosses "
+                   "the network")
     return tuple(out)
 
 

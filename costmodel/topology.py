@@ -10,6 +10,7 @@ blocks of whole nodes (job_domain_size: 64 of an NVL72 rack's 72 for a power-of-
 """
 from __future__ import annotations
 
+from functools import lru_cache
 from math import gcd
 
 from .comm import Link
@@ -44,6 +45,7 @@ def domain_size(cluster: Cluster) -> int:
     return job_domain_size(cluster.num_gpus, max(1, cluster.nvlink_domain_size), cluster.gpus_per_node)
 
 
+@lru_cache(maxsize=1024)  # domain_size is read for every group of every plan the search scores
 def job_domain_size(num_gpus: int, domain: int, gpus_per_node: int) -> int:
     """The GPUs a job uses in each NVLink domain, placed in equal blocks of whole nodes: the largest
     divisor of `num_gpus` that fits in a domain and is a multiple of min(gpus_per_node, domain); the

@@ -14,6 +14,8 @@ from planner.emit.job import Job, refuse_unless_runs
 from planner.frameworks.megatron import uneven_split
 
 Flags = list[tuple[str, object]]  # (flag, value): None for store_true flags, a tuple for nargs='+' flags
+# The MLP activations pretrain_gpt.py takes as a flag (GeLU is its default; GeGLU it has not: frameworks/megatron.py)
+MLP_FLAGS = {"swiglu": "--swiglu", "relu2": "--squared-relu", "quick_geglu": "--quick-geglu"}
 
 
 def model_flags(job: Job) -> Flags:
@@ -25,8 +27,8 @@ def model_flags(job: Job) -> Flags:
         # --num-query-groups alone is ignored (num_query_groups=None means MHA): both are needed.
         out += [("--group-query-attention", None), ("--num-query-groups", m.num_kv_heads)]
     out += [("--seq-length", m.seq_length), ("--max-position-embeddings", m.seq_length)]
-    if m.mlp in ("swiglu", "relu2", "quick_geglu"):
-        out.append(({"swiglu": "--swiglu", "relu2": "--squared-relu", "quick_geglu": "--quick-geglu"}[m.mlp], None))
+    if m.mlp in MLP_FLAGS:
+        out.append((MLP_FLAGS[m.mlp], None))
     if m.glu_linear_offset:
         out.append(("--glu-linear-offset", m.glu_linear_offset))
     if m.glu_clamp:

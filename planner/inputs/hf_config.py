@@ -200,6 +200,15 @@ class _Reader:
             raise self.fail(key, f"must be >= {lower} (got {value})")
         return value
 
+    def number(self, key: str, default: float, upper: float) -> float:
+        """A finite number in (0, upper], `default` when the key is absent (null is refused)."""
+        if key not in self.data:
+            return default
+        value = self.data[key]
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= upper:
+            raise self.fail(key, f"must be a number in (0, {upper:g}] (got {_show(value)})")
+        return float(value)
+
     def need_int(self, key: str, lower: int = 0, why: str = "") -> int:
         value = self.integer(key, lower)
         if value is None:
@@ -317,10 +326,8 @@ def gpt_oss_details(r: _Reader) -> dict:
     sigmoid(1.702 gate), Megatron-core's quick_gelu GLU with glu_linear_offset 1 and
     activation_func_clamp_value (Megatron-Bridge's GPTOSSProvider sets those three); GptOssAttention
     adds a learned sink logit per head to each softmax (Megatron-core softmax_type learnable)."""
-    limit = r.data.get("swiglu_limit", 7.0)
-    if isinstance(limit, bool) or not isinstance(limit, (int, float)) or not 0 < limit <= 1e6:
-        raise r.fail("swiglu_limit", f"must be a number in (0, 1e6] (got {_show(limit)})")
-    return {"mlp": "quick_geglu", "glu_linear_offset": 1.0, "glu_clamp": float(limit), "attention_sinks": True}
+    limit = r.number("swiglu_limit", 7.0, 1e6)
+    return {"mlp": "quick_geglu", "glu_linear_offset": 1.0, "glu_clamp": limit, "attention_sinks": True}
 
 
 def mlp_kind(text: dict) -> str:
@@ -333,6 +340,13 @@ def mlp_kind(text: dict) -> str:
             return "geglu"
     act = str(_pick(text, ("hidden_act", "activation_function")) or "gelu").lower()
     return "swiglu" if act in SWIGLU_ACTIVATIONS else "gelu"
+
+
+def qk_norm_kind(data: dict, model_type: str) -> str:
+    """ModelSpec.qk_norm of a config: QK_NORM_MODELS' learned norms, Llama 4's L2 norm when use_qk_norm."""
+    if model_type in QK_NORM_MODELS:
+        return "learned"
+    return "l2" if model_type == "llama4_text" and data.get("use_qk_norm") else "none"
 
 
 def architecture(data: dict) -> dict:
@@ -359,10 +373,8 @@ def architecture(data: dict) -> dict:
         out["linear_bias"] = bool(data.get("attention_bias")) or bool(data.get("mlp_bias"))
     elif model_type in BIAS_FREE_MODELS:
         out["linear_bias"] = False
-    if model_type in QK_NORM_MODELS:
-        out["qk_norm"] = "learned"
-    elif model_type == "llama4_text" and data.get("use_qk_norm"):
-        out["qk_norm"] = "l2"
+    if (qk := qk_norm_kind(data, model_type)) != "none":
+        out["qk_norm"] = qk
     return out
 
 
@@ -614,11 +626,9 @@ def deepseek_router(r: _Reader, top_k: int, normalised: bool) -> tuple[dict, lis
         if method == "group_limited_greedy" and groups > 1:
             notes.append("DeepSeek-V2 picks its groups by their best expert; Megatron-core, whose launch planner "
                          "writes, by the sum of their top k/topk_group")
-    factor = r.data.get("routed_scaling_factor", 1.0)
-    if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not 0 < factor <= L.MAX_ROUTER_SCALE:
-        raise r.fail("routed_scaling_factor", f"must be a number in (0, {L.MAX_ROUTER_SCALE:g}] (got {_show(factor)})")
+    factor = r.number("routed_scaling_factor", 1.0, L.MAX_ROUTER_SCALE)
     if factor != 1.0:
-        out["router_scaling_factor"] = float(factor)
+        out["router_scaling_factor"] = factor
     if "router_groups" in out:
         notes.append("routing limited to groups of experts is priced as unrestricted routing (an upper bound on "
                      "the dispatch's spread over expert-parallel ranks)")
@@ -738,9 +748,10 @@ def ignored_details(text: dict, model_type: str) -> list[str]:
     if model_type == "gpt_oss":
         notes.append("the attention sinks' weights (one logit per head per layer) and the attention, router and "
                      "expert biases are not counted (about 0.04% of the weights)")
-    if model_type in QK_NORM_MODELS:
+    qk = qk_norm_kind(text, model_type)
+    if qk == "learned":
         notes.append("the query/key norms' weights (2 x head_dim per layer) are not counted")
-    elif model_type == "llama4_text" and text.get("use_qk_norm"):
+    elif qk == "l2":
         notes.append("Llama 4's query/key L2 norm runs on its RoPE layers only; the activations it keeps are "
                      "counted on every layer")
     if model_type in ("gemma2", "gemma3_text"):
