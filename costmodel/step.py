@@ -105,8 +105,27 @@ def memory_breakdown(model: Model, plan: Plan, stage: StageCost, eff: Efficiency
         "activations": stage.activation_bytes,
         "zero3_gather_buffers": zero3_gather_bytes(model, plan, stage),
     }
-    parts["overhead"] = eff.memory_overhead_bytes + eff.memory_fragmentation_fraction * sum(parts.values())
+    parts["overhead"] = eff.memory_overhead_bytes + eff.memory_fragmentation_fraction * step_allocated_bytes(plan, parts)
     return parts
+
+
+def step_allocated_bytes(plan: Plan, parts: dict[str, float]) -> float:
+    """The bytes a step allocates and frees again, which is where the caching allocator's slack
+    (Efficiency.memory_fragmentation_fraction) comes from: a freed block can be re-split for a later
+    request of another size, and blocks still alive pin the splits around them, while memory allocated
+    once and kept does neither (E. Yang, "When does fragmentation occur in the CUDA caching
+    allocator?", pytorch/devlogs content/eager/2026-06-01-cuda-caching-allocator.md, "Segments,
+    blocks, and splitting" and "Expandable segments don't eliminate all fragmentation").
+    Allocated per step: the activations and the gathered ZeRO-3 weights, and with grad_sync
+    "chunk_end" (FSDP2 under a pipeline) the unsharded weights gathered at the first micro-batch and
+    freed at the reshard after the last, and the unsharded gradients accumulated and freed after their
+    reduce-scatter (Plan.grad_sync). Kept: Megatron-core's and DDP's contiguous parameter and gradient
+    buffers, ZeRO shards and optimizer states, allocated once and updated in place.
+    Assumption: the slack is the same fraction of these bytes whatever their sizes and order."""
+    allocated = parts["activations"] + parts["zero3_gather_buffers"]
+    if plan.grad_sync == "chunk_end":
+        allocated += parts["parameters"] + parts["gradients"]
+    return allocated
 
 
 def zero3_gather_bytes(model: Model, plan: Plan, stage: StageCost) -> float:

@@ -38,7 +38,7 @@ CASES = {
     "size": ("size", ["size", "llama3-8b", "--gpu-types", "h100-sxm-80gb", "--max-gpus", "64", "--gbs", "512",
                       "--tokens", "1e12", "--workers", "1", "--json"]),
     "size-nothing-meets": ("size", ["size", "llama3-70b", "--gpu-types", "h100-sxm-80gb", "--max-gpus", "32",
-                                    "--gbs", "512", "--tokens", "1e12", "--budget-usd", "1", "--what-if-grid",
+                                    "--seq-length", "32768", "--gbs", "512", "--tokens", "1e12", "--budget-usd", "1", "--what-if-grid",
                                     "network=0.5", "--workers", "1", "--json"]),
     "compare": ("compare", ["compare", "{dir}/estimate.json", "{dir}/suggest.json", "--json"]),
     "compare-different-jobs": ("compare", ["compare", "{dir}/estimate.json", "{dir}/suggest-notes.json", "--json"]),

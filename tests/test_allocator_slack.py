@@ -1,0 +1,47 @@
+"""The caching allocator's slack (Efficiency.memory_fragmentation_fraction) is a fraction of the bytes a
+step allocates and frees (step.step_allocated_bytes), not of the model states kept from start to end.
+Expected values are hand arithmetic on a stage with given parts (pytorch/devlogs 2026-06-01: fragmentation
+comes from freed blocks re-split for other sizes; memory allocated once and kept makes none)."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from costmodel import step
+from costmodel import types as cm
+from costmodel.stage import StageCost
+
+GIB = 2**30
+MODEL = cm.Model(name="t", num_layers=4, hidden_size=1024, num_attention_heads=8, ffn_hidden_size=4096,
+                 vocab_size=32000, seq_length=2048)
+# One stage of 1e9 parameters (no embedding: layer_params = params) holding 10 GiB of activations.
+STAGE = StageCost(4, 0.0, 0.0, 0.0, 0.0, 1e9, 10 * GIB, layer_params=1e9)
+EFF = replace(cm.Efficiency(), memory_overhead_bytes=2 * GIB, memory_fragmentation_fraction=0.1)
+
+
+def test_kept_model_states_add_no_slack():
+    """ZeRO-1 over dp 8 in bf16 with fp32 gradients reduced in buckets (Megatron's buffers): the overhead
+    is the fixed 2 GiB plus 10% of the 10 GiB of activations, whatever the states weigh."""
+    plan = cm.Plan(dp=8, zero_stage=1, precision="bf16", grad_dtype="fp32", global_batch_size=8)
+    parts = step.memory_breakdown(MODEL, plan, STAGE, EFF)
+    assert parts["parameters"] == pytest.approx(2e9)  # 2 B per weight, kept
+    assert parts["overhead"] == pytest.approx(2 * GIB + 0.1 * 10 * GIB)
+
+
+def test_fsdp_under_a_pipeline_allocates_its_unsharded_weights_and_gradients_each_step():
+    """grad_sync chunk_end (FSDP2 under torch.distributed.pipelining): the gathered weights and the
+    accumulated unsharded gradients are allocated and freed every step, so they carry slack too."""
+    plan = cm.Plan(dp=8, zero_stage=1, precision="bf16", grad_dtype="fp32", global_batch_size=8,
+                   grad_sync="chunk_end")
+    parts = step.memory_breakdown(MODEL, plan, STAGE, EFF)
+    per_step = parts["activations"] + parts["parameters"] + parts["gradients"]
+    assert parts["gradients"] > 4e9  # the unsharded fp32 accumulation (4 B) and the shard beside it
+    assert parts["overhead"] == pytest.approx(2 * GIB + 0.1 * per_step)
+
+
+def test_zero3_gathers_carry_slack_but_its_shards_do_not():
+    plan = cm.Plan(dp=8, zero_stage=3, precision="bf16", grad_dtype="fp32", global_batch_size=8)
+    parts = step.memory_breakdown(MODEL, plan, STAGE, EFF)
+    assert parts["zero3_gather_buffers"] > 0
+    assert parts["overhead"] == pytest.approx(2 * GIB + 0.1 * (10 * GIB + parts["zero3_gather_buffers"]))
