@@ -105,7 +105,8 @@ def memory_breakdown(model: Model, plan: Plan, stage: StageCost, eff: Efficiency
         "activations": stage.activation_bytes,
         "zero3_gather_buffers": zero3_gather_bytes(model, plan, stage),
     }
-    parts["overhead"] = eff.memory_overhead_bytes + eff.memory_fragmentation_fraction * step_allocated_bytes(plan, parts)
+    slack = eff.memory_fragmentation_fraction * step_allocated_bytes(plan, parts)
+    parts["overhead"] = eff.memory_overhead_bytes + slack
     return parts
 
 

@@ -41,8 +41,11 @@ def prior() -> cm.Efficiency:
     efficiency (cuBLAS/CUTLASS 128 x 128 tiles), HBM at STREAM-copy efficiency (Azure
     AI-benchmarking-guide: A100 1.61/2.0, H100 2.90/3.35 TB/s, ~0.8), no per-layer overhead, cuDNN's
     attention on H100 at 631.3/989 TFLOP/s (pytorch#142132), attention on A100 at 136.4/312 (pytorch
-    PR #192799), Blackwell's at FlashAttention-2's H100 figure, 327.9/989 (Azure ND H100 v5; no
-    Blackwell measurement), no MoE host synchronisation."""
+    PR #192799), Blackwell's at FlashAttention-2's H100 figure, 327.9/989 (Azure ND H100 v5), no MoE
+    host synchronisation. Blackwell has a measurement since (cuDNN on GB200, 1378/2500 forward at 4k,
+    NVIDIA/cudnn-frontend's SDPA training benchmark); it is not the prior: from it the fit reaches the
+    same Blackwell fraction, but a fit without Blackwell rows keeps it and then predicts them 14% fast
+    (validation/README.md, "Attention kernel rates")."""
     return replace(cm.Efficiency(), matmul_half_dim=128.0, hbm_efficiency=0.8, layer_overhead_seconds=0.0,
                    flash_attention_peak_fraction_blackwell=0.33,
                    flash_attention_peak_fraction_cudnn_hopper=0.64, flash_attention_peak_fraction_ampere=0.44,
