@@ -70,3 +70,66 @@ def test_the_command_line_asks_for_the_sequence_length_of_a_config_json(capsys):
         assert main(argv) == 2, argv
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "--seq-length" in err[0] and "max_position_embeddings" in err[0], err
+
+
+def _edited(tmp_path, source: str, drop: tuple[str, ...] = (), **changes) -> str:
+    """A copy of a shipped config.json with keys dropped or changed, as a user might hand-edit one."""
+    import json
+
+    data = json.load(open(source))
+    for key in drop:
+        data.pop(key)
+    data.update(changes)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(data))
+    return str(path)
+
+
+def test_a_gated_family_stays_gated_whatever_activation_it_names(tmp_path):
+    """MixtralBlockSparseTop2MLP has w1, w2, w3 whatever `hidden_act` says: a GeLU there is GeGLU (3
+    matrices), not a 2-matrix MLP. Mixtral 8x7B is 46.7B (model card) either way; read as 2 matrices
+    it lost 32 layers x 8 experts x 4096 x 14336 = 15.03B."""
+    spec = load_model_spec(_edited(tmp_path, "tests/data/hf_configs/mixtral-8x7b.json", hidden_act="gelu"))
+    assert spec.mlp == "geglu"
+    assert round(total_parameters(spec.to_model()) / 1e9, 1) == 46.7
+
+
+def test_an_activation_planner_does_not_model_is_refused_naming_the_key(tmp_path, capsys):
+    """A Llama-type model with ReLU (ReGLU, e.g. ReluLLaMA) or a ReLU GPT-style MLP is neither SwiGLU
+    nor GeLU: one line naming `hidden_act`, exit 2, rather than a miscounted or mislabelled MLP."""
+    from planner.commands.main import main
+
+    for source, act in ((f"{HF}/llama-3-8b/config.json", "relu"), ("tests/data/hf_configs/qwen3-30b-a3b.json", "relu"),
+                        (f"{HF}/gpt2/config.json", "relu")):
+        key = "activation_function" if "gpt2" in source else "hidden_act"
+        path = _edited(tmp_path, source, **{key: act})
+        assert main(["estimate", path, "dgx-h100", "--gpus", "8", "--seq-length", "1024"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and f"{key}: activation 'relu'" in err[0] and "not modelled" in err[0], err
+
+
+def test_squared_relu_of_a_non_gated_family_is_relu2(tmp_path):
+    """Nemotron's `hidden_act: relu2` (squared ReLU, 2 matrices) keeps its name, which the Megatron
+    emitter writes as --squared-relu."""
+    spec = load_model_spec(_edited(tmp_path, f"{HF}/gpt2/config.json", activation_function="relu2"))
+    assert spec.mlp == "relu2"
+
+
+def test_an_absent_kv_head_count_takes_the_class_default(tmp_path):
+    """MixtralConfig and Qwen3MoeConfig default num_key_value_heads to 8 and 4 (not one per head), so
+    a file without the key is still Mixtral 8x7B (46.7B) and Qwen3-30B-A3B (30.5B, model cards)."""
+    for source, kv, total in (("tests/data/hf_configs/mixtral-8x7b.json", 8, 46.7),
+                              ("tests/data/hf_configs/qwen3-30b-a3b.json", 4, 30.5)):
+        spec = load_model_spec(_edited(tmp_path, source, drop=("num_key_value_heads",)))
+        assert spec.num_kv_heads == kv
+        assert round(total_parameters(spec.to_model()) / 1e9, 1) == total
+
+
+def test_a_shape_key_of_the_wrong_type_is_named_as_the_file_names_it(tmp_path, capsys):
+    """Gemma 3n's per-layer list of `intermediate_size`: the line names the config's key, not the spec's."""
+    from planner.commands.main import main
+
+    path = _edited(tmp_path, "tests/data/hf_configs/qwen3-8b.json", intermediate_size=[12288] * 36)
+    assert main(["estimate", path, "dgx-h100", "--gpus", "8", "--seq-length", "4096"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "config.json: intermediate_size: must be an integer" in err[0], err

@@ -10,7 +10,8 @@ tower is not modelled (said in the spec's `notes`).
 Any key that changes the arithmetic and that the cost model cannot represent is refused in one line
 naming the key (PlannerError): state-space / linear-attention hybrids, MoE layer layouts other than
 "the first k layers dense, then every f-th layer MoE", experts on a model type this module does not
-map. A config with an expert count is never read as dense.
+map, an activation that is neither SiLU, a GeLU nor squared ReLU. A config with an expert count is never
+read as dense, and a family whose MLP class is gated (`GATED_MODELS`) never as a 2-matrix MLP.
 
 Defaults and semantics are those of the Transformers configuration and modeling classes, read at
 transformers v4.57.1 (PyPI wheel; src/transformers/models/<name>/configuration_<name>.py and
@@ -47,6 +48,14 @@ BIAS_FREE_MODELS = {"llama", "mistral", "mixtral", "qwen3", "qwen3_moe", "gemma"
 # Gemma's MLP is gated (GemmaMLP / Gemma2MLP / Gemma3MLP: gate_proj, up_proj, down_proj) with a GeLU
 # activation (`hidden_activation` "gelu_pytorch_tanh"): GeGLU, 3 matrices (Gemma report, arXiv:2403.08295).
 GEGLU_MODELS = {"gemma", "gemma2", "gemma3_text"}
+# Model types whose MLP class always has gate, up and down projections, whatever activation the config
+# names (Transformers v4.57.1 LlamaMLP, MistralMLP, MixtralBlockSparseTop2MLP, Qwen2MLP, Qwen2MoeMLP,
+# Qwen3MLP, Qwen3MoeMLP, DeepseekV2MLP, DeepseekV3MLP, Llama4TextMLP / Llama4TextExperts, Phi3MLP's fused
+# gate_up_proj, OlmoMLP, Olmo2MLP, GraniteMLP, CohereMLP, StableLmMLP, the Gemma MLPs). Their activation
+# only names the gate's function: SiLU is SwiGLU, a GeLU is GeGLU, any other is refused (not modelled).
+GATED_MODELS = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "deepseek_v2",
+                "deepseek_v3", "kimi_k2", "llama4_text", "phi3", "olmo", "olmo2", "granite", "cohere", "stablelm",
+                *GEGLU_MODELS}
 # A learned RMSNorm on each head's queries and keys before RoPE (Transformers v4.57.1 Qwen3Attention,
 # Qwen3MoeAttention, Gemma3Attention: q_norm / k_norm over head_dim); Llama 4's is a weightless L2 norm
 # (Llama4TextL2Norm) when `use_qk_norm` is set, on its RoPE layers only.
@@ -103,6 +112,12 @@ CLASS_DEFAULTS: dict[str, dict[str, Any]] = {
                     "rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "attention_bias": False, "sliding_window": 4096,
                     "sliding_window_pattern": 6, "use_bidirectional_attention": False},
 }
+# num_key_value_heads, whatever num_attention_heads the file gives (LlamaConfig's None means one per attention
+# head, which is how planner reads an absent key).
+KV_HEAD_DEFAULTS = {"mistral": 8, "mixtral": 8, "gpt_oss": 8, "qwen3_moe": 4, "qwen2_moe": 16, "qwen2": 32, "qwen3": 32,
+                    "gemma": 16, "gemma2": 4, "gemma3_text": 4}
+for _kind, _kv in KV_HEAD_DEFAULTS.items():
+    CLASS_DEFAULTS[_kind]["num_key_value_heads"] = _kv
 CLASS_DEFAULTS["kimi_k2"] = CLASS_DEFAULTS["deepseek_v3"]
 # Wrapper configs whose language model sits under `text_config`, and that part's model_type when the
 # nested dict does not say (Llama4Config -> Llama4TextConfig, Gemma3Config -> Gemma3TextConfig).
@@ -274,9 +289,9 @@ def hf_to_spec_dict(data: dict, name: str, seq_length: int | None = None) -> dic
     refuse_unrepresentable(data, text, reader)
     spec: dict = {"name": _label(name)}
     for field, keys in KEY_ALIASES.items():
-        value = _pick(text, keys)
-        if value is not None:
-            spec[field] = value
+        key = next((k for k in keys if text.get(k) is not None), None)
+        if key is not None:  # every shape key is a count: name the file's key, not the spec's field
+            spec[field] = reader.integer(key, 1)
     context = spec.get("seq_length")  # the longest context the model takes: checked even when not trained at
     if context is not None and (type(context) is not int or not 1 <= context <= L.MAX_SEQ_LENGTH):
         key = next((k for k in KEY_ALIASES["seq_length"] if k in text), KEY_ALIASES["seq_length"][0])
@@ -286,7 +301,7 @@ def hf_to_spec_dict(data: dict, name: str, seq_length: int | None = None) -> dic
     missing = [k for k in ("num_layers", "hidden_size", "num_attention_heads", "vocab_size", "seq_length") if k not in spec]
     if missing:
         raise PlannerError(f"{name}: Hugging Face config lacks {', '.join(missing)}")
-    spec["mlp"] = mlp_kind(text)
+    spec["mlp"] = mlp_kind(text, reader)
     if model_type == "gpt_oss":
         spec.update(gpt_oss_details(reader))
     spec["tie_embeddings"] = bool(text.get("tie_word_embeddings", model_type == "gpt2"))
@@ -330,16 +345,27 @@ def gpt_oss_details(r: _Reader) -> dict:
     return {"mlp": "quick_geglu", "glu_linear_offset": 1.0, "glu_clamp": limit, "attention_sinks": True}
 
 
-def mlp_kind(text: dict) -> str:
-    """Gated or not, from the activation the class reads: Gemma's `hidden_activation` (GeGLU), SiLU
-    (SwiGLU: Llama, Mistral, Qwen, DeepSeek, Llama 4, gpt-oss), else a 2-matrix GeLU MLP."""
+def mlp_kind(text: dict, reader: _Reader) -> str:
+    """The MLP class of a config: gated (3 matrices) for GATED_MODELS whatever the activation, and for
+    other model types when the activation is SiLU; its activation from the key the class reads (Gemma's
+    `hidden_activation`, else `hidden_act` / `activation_function`). SiLU -> SwiGLU, a GeLU -> GeGLU
+    when gated, else a 2-matrix GeLU MLP; squared ReLU (`relu2`, Nemotron) -> relu2. Any other
+    activation (ReLU, a gated squared ReLU, ...) is refused naming the key: planner does not model it,
+    and reading it as GeLU or SwiGLU would miscount or mislabel the MLP."""
     model_type = str(text.get("model_type") or "")
-    if model_type in GEGLU_MODELS:
-        act = str(_pick(text, ("hidden_activation", "hidden_act")) or "gelu_pytorch_tanh").lower()
-        if act in GELU_ACTIVATIONS:
-            return "geglu"
-    act = str(_pick(text, ("hidden_act", "activation_function")) or "gelu").lower()
-    return "swiglu" if act in SWIGLU_ACTIVATIONS else "gelu"
+    keys = ("hidden_activation", "hidden_act") if model_type in GEGLU_MODELS else ("hidden_act", "activation_function")
+    key = next((k for k in keys if text.get(k) is not None), keys[0])
+    act = str(text.get(key) or ("gelu_pytorch_tanh" if model_type in GEGLU_MODELS else "gelu")).lower()
+    if act in SWIGLU_ACTIVATIONS:
+        return "swiglu"
+    gated = model_type in GATED_MODELS
+    if act in GELU_ACTIVATIONS:
+        return "geglu" if gated else "gelu"
+    if act == "relu2" and not gated:
+        return "relu2"
+    mlp = f"a gated MLP ({model_type})" if gated else "an MLP"
+    raise reader.fail(key, f"activation {_show(act)} in {mlp} is not modelled (planner models SiLU / SwiGLU, GeLU / "
+                           "GeGLU and squared ReLU)")
 
 
 def qk_norm_kind(data: dict, model_type: str) -> str:
