@@ -80,7 +80,9 @@ def _edited(tmp_path, source: str, drop: tuple[str, ...] = (), **changes) -> str
     for key in drop:
         data.pop(key)
     data.update(changes)
-    path = tmp_path / "config.json"
+    folder = tmp_path / f"edit{len(list(tmp_path.iterdir()))}"
+    folder.mkdir()
+    path = folder / "config.json"
     path.write_text(json.dumps(data))
     return str(path)
 
@@ -133,3 +135,27 @@ def test_a_shape_key_of_the_wrong_type_is_named_as_the_file_names_it(tmp_path, c
     assert main(["estimate", path, "dgx-h100", "--gpus", "8", "--seq-length", "4096"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "config.json: intermediate_size: must be an integer" in err[0], err
+
+
+def test_a_gated_family_without_an_activation_key_is_swiglu(tmp_path):
+    """LlamaConfig, Qwen3Config and DeepseekV3Config default hidden_act to "silu": a file without the key
+    is SwiGLU (Qwen3-8B 8.19B, model card 8.2B), not GeGLU and not a 2-matrix MLP."""
+    spec = load_model_spec(_edited(tmp_path, "tests/data/hf_configs/qwen3-8b.json", drop=("hidden_act",)))
+    assert spec.mlp == "swiglu"
+    assert round(total_parameters(spec.to_model()) / 1e9, 1) == 8.2
+
+
+def test_what_a_config_cannot_leave_out_or_add_is_one_line(tmp_path, capsys):
+    """A null activation, no model_type, a gated family without its width, and a MoE top-k on a dense
+    model type: each one line naming the key, exit 2, never a guess."""
+    from planner.commands.main import main
+
+    qwen3 = "tests/data/hf_configs/qwen3-8b.json"
+    cases = ((_edited(tmp_path, qwen3, hidden_act=None), "hidden_act: is null"),
+             (_edited(tmp_path, qwen3, drop=("model_type",)), "model_type: is missing"),
+             (_edited(tmp_path, qwen3, drop=("intermediate_size",)), "intermediate_size: is missing"),
+             (_edited(tmp_path, qwen3, num_experts_per_tok=2), "num_experts_per_tok: 2: a mixture-of-experts"))
+    for path, expected in cases:
+        assert main(["estimate", path, "dgx-h100", "--gpus", "8", "--seq-length", "4096"]) == 2, expected
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and expected in err[0], (expected, err)

@@ -128,6 +128,10 @@ MOE_FAMILIES = {"mixtral": "mixtral", "qwen2_moe": "qwen_moe", "qwen3_moe": "qwe
 # Keys that count routed experts, in any model family (and DBRX's nested ffn_config.moe_num_experts).
 EXPERT_COUNT_KEYS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts", "num_moe_experts",
                      "n_experts", "num_routed_experts", "expert_num")
+# Keys that only a mixture of experts sets (top-k, expert and shared-expert widths): on a model type not
+# mapped as one (MOE_FAMILIES) they are refused like an expert count.
+MOE_HINT_KEYS = ("num_experts_per_tok", "moe_intermediate_size", "shared_expert_intermediate_size",
+                 "n_shared_experts", "moe_top_k", "moe_k")
 # Keys of state-space, linear-attention and other hybrid layer stacks, which the cost model (attention +
 # MLP layers only) cannot represent: Nemotron-H, Jamba, Zamba, Bamba, Falcon-H1, Granite-4 hybrid,
 # Qwen3-Next, MiniMax-01, Mamba/Mamba-2, RWKV, xLSTM, RecurrentGemma, LFM2.
@@ -286,6 +290,9 @@ def hf_to_spec_dict(data: dict, name: str, seq_length: int | None = None) -> dic
     text, prefix, notes = _text_config(data, name)
     model_type = str(text.get("model_type") or "")
     reader = _Reader(text, name, prefix)
+    if not model_type:
+        raise reader.fail("model_type", "is missing or null: planner reads a config by the Transformers class its "
+                                        "model_type names")
     refuse_unrepresentable(data, text, reader)
     spec: dict = {"name": _label(name)}
     for field, keys in KEY_ALIASES.items():
@@ -322,6 +329,9 @@ def hf_to_spec_dict(data: dict, name: str, seq_length: int | None = None) -> dic
         spec["moe"] = moe
     if ffn is not None:
         spec["ffn_hidden_size"] = ffn
+    if model_type in GATED_MODELS and "ffn_hidden_size" not in spec:
+        raise reader.fail("intermediate_size", "is missing or null: a gated MLP's width is not the 4 x hidden_size "
+                                               "a missing width means")
     mtp = mtp_layers(reader, model_type)
     if mtp:
         spec["mtp_layers"] = mtp
@@ -348,17 +358,23 @@ def gpt_oss_details(r: _Reader) -> dict:
 def mlp_kind(text: dict, reader: _Reader) -> str:
     """The MLP class of a config: gated (3 matrices) for GATED_MODELS whatever the activation, and for
     other model types when the activation is SiLU; its activation from the key the class reads (Gemma's
-    `hidden_activation`, else `hidden_act` / `activation_function`). SiLU -> SwiGLU, a GeLU -> GeGLU
+    `hidden_activation`, else `hidden_act` / `activation_function`; absent, the class default, SiLU for
+    the gated classes but Gemma's; null is refused). SiLU -> SwiGLU, a GeLU -> GeGLU
     when gated, else a 2-matrix GeLU MLP; squared ReLU (`relu2`, Nemotron) -> relu2. Any other
     activation (ReLU, a gated squared ReLU, ...) is refused naming the key: planner does not model it,
     and reading it as GeLU or SwiGLU would miscount or mislabel the MLP."""
     model_type = str(text.get("model_type") or "")
+    gated = model_type in GATED_MODELS
     keys = ("hidden_activation", "hidden_act") if model_type in GEGLU_MODELS else ("hidden_act", "activation_function")
-    key = next((k for k in keys if text.get(k) is not None), keys[0])
-    act = str(text.get(key) or ("gelu_pytorch_tanh" if model_type in GEGLU_MODELS else "gelu")).lower()
+    key = next((k for k in keys if k in text), None)
+    if key is not None and text[key] is None:
+        raise reader.fail(key, "is null, which names no activation")
+    # absent: the class default (GemmaConfig's gelu_pytorch_tanh, SiLU for the other gated classes, GeLU else)
+    default = "gelu_pytorch_tanh" if model_type in GEGLU_MODELS else "silu" if gated else "gelu"
+    key = key or keys[0]
+    act = str(text.get(key) or default).lower()
     if act in SWIGLU_ACTIVATIONS:
         return "swiglu"
-    gated = model_type in GATED_MODELS
     if act in GELU_ACTIVATIONS:
         return "geglu" if gated else "gelu"
     if act == "relu2" and not gated:
@@ -451,6 +467,11 @@ def refuse_unrepresentable(data: dict, text: dict, reader: _Reader) -> None:
                                    "read as dense")
             raise PlannerError(f"{name} config.json: {shown} {_show(value)}: experts outside the language model's "
                                f"{expert_count_key(model_type) or 'expert count'}, which planner does not model")
+    if not own:
+        for key in MOE_HINT_KEYS:
+            if reader.has(key) and text[key] != 0:
+                raise reader.fail(key, f"{_show(text[key])}: a mixture-of-experts setting on model_type "
+                                       f"{model_type!r}, which planner does not map as one; it will not be read as dense")
     if MOE_FAMILIES.get(model_type) != "deepseek":
         for key in ("kv_lora_rank", "q_lora_rank"):
             if reader.has(key):
