@@ -29,9 +29,18 @@ class ExpertLayout:
 
 def row_factor(model, layout: ExpertLayout) -> float:
     """Routed rows on the busiest GPU over the balanced share: the capacity factor when experts are
-    padded to capacity, else the routing imbalance."""
+    padded to capacity, else the routing imbalance, at most what routing can do (max_imbalance)."""
     cf = model.moe.capacity_factor
-    return cf if cf > 0 else layout.imbalance
+    return cf if cf > 0 else min(layout.imbalance, max_imbalance(model, layout))
+
+
+def max_imbalance(model, layout: ExpertLayout) -> float:
+    """The largest routing imbalance the layout allows: every token of the ep ranks sends as many of its
+    k copies as it can to the busiest rank, one per expert there (a token picks k distinct experts,
+    GShard Sec 2.2), min(k, E/ep); over the balanced k per token that is ep x min(k, E/ep) / k
+    (1 with ep = 1: one rank takes every copy either way)."""
+    k = model.moe.experts_per_token
+    return layout.ep * min(k, max(1, model.moe.num_experts // layout.ep)) / k
 
 
 def routed_rows(model, tokens: int, tp: int, layout: ExpertLayout) -> float:

@@ -51,7 +51,14 @@ def _expert_rules(model: Model, plan: Plan) -> list[str]:
     """Expert parallelism: only for MoE models; ep divides the experts, and the experts fold over
     the stage's tp x cp x dp ranks as etp x ep x expert-DP."""
     if model.moe is None:
-        return [] if plan.ep == plan.etp == 1 else ["ep and etp apply only to mixture-of-experts models (this one is dense)"]
+        knobs = (("ep and etp", plan.ep != 1 or plan.etp != 1), ("ep_overlap", plan.ep_overlap),
+                 ("ep_dispatch deepep", plan.ep_dispatch != "alltoall"), ("moe_cuda_graphs", plan.moe_cuda_graphs),
+                 ("recompute module moe_act", "moe_act" in plan.recompute_modules))
+        moe_only = [name for name, on in knobs if on]
+        if not moe_only:
+            return []
+        verb = "apply" if len(moe_only) > 1 or moe_only == ["ep and etp"] else "applies"
+        return [f"{', '.join(moe_only)} {verb} only to mixture-of-experts models (this one is dense)"]
     out = []
     if model.moe.num_experts % plan.ep:
         out.append(f"experts ({model.moe.num_experts}) must be divisible by ep ({plan.ep})")
@@ -105,6 +112,9 @@ def _choice_rules(model: Model, plan: Plan) -> list[str]:
         out.append("bf16_layers_start/end must be >= 0")
     elif plan.bf16_layers_start + plan.bf16_layers_end > model.num_layers:
         out.append(f"bf16_layers_start + bf16_layers_end exceed num_layers ({model.num_layers})")
+    elif (plan.bf16_layers_start or plan.bf16_layers_end) and plan.precision not in ("fp8", "mxfp8", "nvfp4"):
+        out.append(f"bf16_layers keep layers 16-bit under a low precision (fp8, mxfp8, nvfp4): under "
+                   f"{plan.precision} every layer already is")
     if plan.grad_dtype and plan.grad_dtype not in GRAD_DTYPES:
         out.append(f"gradient dtype must be one of {', '.join(GRAD_DTYPES)} (got {plan.grad_dtype})")
     if plan.tp_comm_overlap and not plan.sequence_parallel:
@@ -114,6 +124,9 @@ def _choice_rules(model: Model, plan: Plan) -> list[str]:
         out.append("low-precision parameters need a low precision (fp8, mxfp8, nvfp4)")
     if any(m not in RECOMPUTE_MODULES for m in plan.recompute_modules) or not plan.recompute_modules:
         out.append(f"recompute modules must be among {', '.join(RECOMPUTE_MODULES)}")
+    elif "mla_up_proj" in plan.recompute_modules and model.mla is None:
+        out.append("recompute module mla_up_proj replays multi-head latent attention's up-projections: this model "
+                   "has none")
     elif plan.recompute_modules != ("core_attn",) and plan.recompute != "selective":
         out.append("recompute modules choose what selective recompute replays: they need recompute selective")
     if plan.ep_dispatch not in ("alltoall", "deepep"):

@@ -188,19 +188,6 @@ def local_attention(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     return None
 
 
-def recompute_modules(model: cm.Model, plan: cm.Plan) -> Optional[str]:
-    """transformer_config.py: --recompute-modules only with --recompute-granularity selective;
-    mla_up_proj needs --multi-latent-attention, moe_act needs MoE grouped GEMMs (the emitter writes
-    --moe-grouped-gemm for every MoE model)."""
-    if plan.recompute_modules == ("core_attn",):
-        return None
-    if "mla_up_proj" in plan.recompute_modules and model.mla is None:
-        return "Megatron-LM's mla_up_proj recompute needs multi-latent attention"
-    if "moe_act" in plan.recompute_modules and model.moe is None:
-        return "Megatron-LM's moe_act recompute needs MoE layers"
-    return None
-
-
 def precision_aware_optimizer(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     """optimizer/distrib_optimizer.py: the precision-aware optimizer's low-precision states live in
     the distributed optimizer (TE FusedAdam)."""
@@ -271,6 +258,6 @@ FRAMEWORK = Framework(
     interleaving_rules=(interleaving_groups,),
     knobs=knobs,
     plan_rules=(distributed_optimizer_reduce, fp8_recipe, cpu_offloading, lowp_param_gather, moe_sequence_parallel,
-                moe_expert_bias, padded_dispatch, mtp_position, local_attention, recompute_modules, ep_overlap,
+                moe_expert_bias, padded_dispatch, mtp_position, local_attention, ep_overlap,
                 precision_aware_optimizer, attention_backend),
 )
