@@ -23,6 +23,7 @@ def estimate_report(model: ModelSpec, cluster: cm.Cluster, plan_spec: PlanSpec, 
     d["unvalidated_settings"] = coverage.unvalidated(cluster.gpu.generation, plan)
     if what_if:
         wi = whatif.parse(what_if)
+        whatif.check_applies(wi, model.moe is not None, {cluster.gpu.name})
         alt = score.score(model, whatif.apply_cluster(cluster, wi), plan, whatif.apply_efficiency(cm.Efficiency(), wi))
         d["what_if"] = {"assumptions": wi.label(), "estimate": score.to_dict(alt)}
     return d

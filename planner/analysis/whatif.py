@@ -18,12 +18,14 @@ from costmodel import types as cm
 from costmodel.compute import power_capped_clock_fraction, scale_matmul_efficiency
 from planner.errors import PlannerError
 from planner.inputs import limits as L
+from planner.inputs.argtypes import plain_float
 
 SCALES = ("network", "nvlink", "hbm", "matmul_efficiency")
 # A scale multiplies a rate the cluster has: 1000x slower or faster is outside any real machine.
-# Imbalance: from balanced (1) to every routed token on one rank of a 64-way group.
-BOUNDS = {"scale": (1e-3, 1e3), "price": (1e-3, L.MAX_USD_PER_GPU_HOUR), "power": (1.0, L.MAX_WATTS),
-          "imbalance": (1.0, 64.0)}
+# matmul_efficiency: the bounds a cluster file's matmul_efficiency_scale has. Imbalance: from balanced (1)
+# to every routed token on one rank of a 64-way group (a plan's own ceiling is costmodel/moe.py max_imbalance).
+BOUNDS = {"scale": (1e-3, 1e3), "matmul_efficiency": (L.MIN_EFFICIENCY_SCALE, L.MAX_EFFICIENCY_SCALE),
+          "price": (1e-3, L.MAX_USD_PER_GPU_HOUR), "power": (1.0, L.MAX_WATTS), "imbalance": (1.0, 64.0)}
 
 
 @dataclass(frozen=True)
@@ -47,7 +49,7 @@ class WhatIf:
 
 def _number(key: str, text: str) -> float:
     try:
-        value = float(text)
+        value = plain_float(text)
     except ValueError:
         raise PlannerError(f"--what-if {key}={text}: expected a number") from None
     if not math.isfinite(value):
@@ -88,6 +90,18 @@ def parse(items: list[str] | None) -> WhatIf:
             raise PlannerError(f"--what-if {key}: unknown; use one of {', '.join(SCALES)}, price.GPU, rdma, power, "
                                "imbalance")
     return WhatIf(scales, prices, rdma, power, imbalance)
+
+
+def check_applies(wi: WhatIf, moe: bool, gpus: set[str] | None = None) -> None:
+    """One line when an assumption cannot touch the question asked: a routing imbalance on a dense
+    model, a price for a GPU that none of `gpus` (the cluster's; None: any catalog GPU) is."""
+    if wi.imbalance is not None and not moe:
+        raise PlannerError(f"--what-if imbalance={wi.imbalance:g}: routing imbalance applies only to "
+                           "mixture-of-experts models (this one is dense)")
+    for name in wi.prices:
+        if gpus is not None and name not in gpus:
+            raise PlannerError(f"--what-if price.{name}: the cluster has no {name} "
+                               f"(its GPUs: {', '.join(sorted(gpus))})")
 
 
 def apply_cluster(cluster: cm.Cluster, wi: WhatIf) -> cm.Cluster:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from planner.commands.common import print_json
 from planner.errors import PlannerError
+from planner.inputs.argtypes import file_arg
 
 DESCRIPTION = """Fit a cluster's link tiers to nccl-tests output (all_reduce, all_gather, reduce_scatter,
 sendrecv; any text era or -J JSON) and, with --step-times, its compute efficiency to measured steps.
@@ -34,6 +35,8 @@ def check_outputs(args) -> None:
     """Refuse before any work: a plot without logs, one path for two files, existing outputs without --force."""
     if args.plot and not args.nccl:
         raise PlannerError("--plot draws the nccl-tests fit; pass --nccl LOG")
+    if args.plot and Path(args.plot).suffix.lower() != ".svg":
+        raise PlannerError(f"--plot {args.plot}: write .svg (the picture is SVG)")
     if args.plot:
         from planner.render.mpl import require
 
@@ -110,8 +113,8 @@ def register(sub) -> None:
     p.add_argument("--step-times", metavar="FILE",
                    help="measured steps (CSV or YAML rows: model, plan flags, gpus, step_time_s) "
                         "to fit the compute efficiency")
-    p.add_argument("--out", metavar="FILE", help="write the calibrated cluster YAML here")
-    p.add_argument("--plot", metavar="FILE.svg",
+    p.add_argument("--out", type=file_arg, metavar="FILE", help="write the calibrated cluster YAML here")
+    p.add_argument("--plot", type=file_arg, metavar="FILE.svg",
                    help="draw measured vs model time per message size and the residuals (SVG; needs matplotlib: "
                         "pip install 'planner[plots]')")
     p.add_argument("--force", action="store_true", help="overwrite --out / --plot files")

@@ -4,12 +4,9 @@ from __future__ import annotations
 import argparse
 import json
 
+from planner import SCHEMA_VERSION  # the --json contract's version (planner/__init__.py), re-exported
 from planner.errors import PlannerError
 from planner.inputs.argtypes import gpus_arg, seq_length_arg
-
-# Version of the --json contract, the models of planner/commands/contract.py (which re-exports it):
-# bump it with every change to them. It lives here so that printing JSON does not load the models.
-SCHEMA_VERSION = "4"
 
 EPILOG = """MODEL is a YAML file, a Hugging Face config.json, or a catalog name (planner catalog models);
 CLUSTER is a YAML file or a catalog name (planner catalog clusters)."""
@@ -28,6 +25,20 @@ def add_what_if(p: argparse.ArgumentParser, verb: str = "re-score") -> None:
                    help=f"{verb} under an assumption (repeatable): network=0.5, nvlink=0.8, hbm=0.9, "
                         "matmul_efficiency=0.9, price.GPU=2.10, rdma=false, power=500 (watts per GPU), "
                         "imbalance=1.3 (MoE: busiest expert rank's tokens over the balanced share)")
+
+
+class _Once(argparse.Action):
+    """Store an option that may be given once: a repeat is an error, not the last one silently winning."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if getattr(namespace, self.dest) is not None:
+            parser.error(f"{option_string} given twice: one grid at a time ({getattr(namespace, self.dest)} "
+                         f"and {values})")
+        setattr(namespace, self.dest, values)
+
+
+def add_what_if_grid(p: argparse.ArgumentParser, help_text: str) -> None:
+    p.add_argument("--what-if-grid", action=_Once, metavar="KEY=V1,V2,...", help=help_text)
 
 
 def versioned(obj: dict) -> dict:

@@ -9,10 +9,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from costmodel import runtime
-from planner.commands.common import add_what_if, print_json
+from planner.commands.common import add_what_if, add_what_if_grid, print_json
 from planner.errors import PlannerError
 from planner.inputs import limits as L
-from planner.inputs.argtypes import batch_arg, bounded_float, bounded_int, gpus_arg, seq_length_arg
+from planner.inputs.argtypes import batch_arg, bounded_float, bounded_int, file_arg, gpus_arg, seq_length_arg
 
 
 def request_of(args: argparse.Namespace):
@@ -106,11 +106,11 @@ def register(sub) -> None:
     p.add_argument("--checkpoint-gbytes-per-s-per-node", type=bounded_float(1e4, 1e-3, strict=False), default=1.0,
                    help="checkpoint write bandwidth per node (default 1 GB/s)")
     add_what_if(p, "size")
-    p.add_argument("--what-if-grid", metavar="KEY=V1,V2,...",
-                   help="size again for each value and show whether the chosen options stay best")
+    add_what_if_grid(p, "size again for each value and show whether the chosen options stay best")
     p.add_argument("--workers", type=bounded_int(64), default=2, help="processes for the scan (default 2)")
-    p.add_argument("--plot", help="draw every option, the Pareto front and the chosen options as SVG (FILE.svg) or "
-                                  "self-contained HTML (FILE.html); needs matplotlib: pip install 'planner[plots]'")
+    p.add_argument("--plot", type=file_arg,
+                   help="draw every option, the Pareto front and the chosen options as SVG (FILE.svg) or "
+                        "self-contained HTML (FILE.html); needs matplotlib: pip install 'planner[plots]'")
     p.add_argument("--force", action="store_true", help="overwrite --plot FILE")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_size)

@@ -10,10 +10,10 @@ import argparse
 import sys
 
 from costmodel import types as cm
-from planner.commands.common import EPILOG, add_inputs, add_what_if, print_json
+from planner.commands.common import EPILOG, add_inputs, add_what_if, add_what_if_grid, print_json
 from planner.errors import PlannerError
 from planner.inputs import limits as L
-from planner.inputs.argtypes import batch_arg, bounded_int, fraction_arg
+from planner.inputs.argtypes import batch_arg, bounded_int, file_arg, fraction_arg, plain_int
 
 # --fix KEY -> the search's Layout field; knobs by their own name or the plan field's (fix_keys).
 LAYOUT_FIX_KEYS = {"tp": "tp", "pp": "pp", "dp": "dp", "vpp": "vpp", "mbs": "mbs", "micro_batch_size": "mbs",
@@ -34,6 +34,7 @@ def fix_keys() -> dict[str, str]:
 
 
 TRUE, FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+MOE_FIXES = {"ep": 1, "etp": 1, "epo": False}  # --fix keys with a meaning only for an MoE model, and their dense value
 FRAMEWORK_CHOICES = ("any", "megatron", "deepspeed", "torchtitan")
 FIX_BOUNDS = {"tp": (1, L.MAX_DEGREE), "pp": (1, L.MAX_DEGREE), "dp": (1, L.MAX_DEGREE), "vpp": (1, L.MAX_LAYERS),
               "mbs": (1, L.MAX_BATCH), "zero": (0, 3), "cp": (1, L.MAX_DEGREE), "ep": (1, L.MAX_DEGREE),
@@ -45,7 +46,7 @@ def parse_fix_value(key: str, value: str, name: str) -> object:
     if key in FIX_BOUNDS:
         low, high = FIX_BOUNDS[key]
         try:
-            number = int(value)
+            number = plain_int(value)
         except ValueError:
             raise PlannerError(f"--fix {name}={value[:40]}: expected an integer") from None
         if not low <= number <= high:
@@ -97,6 +98,14 @@ def search_spec(args: argparse.Namespace):
         raise PlannerError(f"model '{model.name}' has no global_batch_size; pass --gbs")
     cluster = loading.build_cluster(loading.load_cluster_spec(args.cluster), args.gpus)
     fixed = parse_fixes(args.fix)
+    keys, moe_only = fix_keys(), []
+    for item in args.fix or []:
+        key = keys[item.partition("=")[0].strip()]
+        if key in MOE_FIXES and fixed[key] != MOE_FIXES[key]:
+            moe_only.append(item.strip())
+    if moe_only and model.moe is None:
+        raise PlannerError(f"--fix {', '.join(moe_only)}: expert parallelism applies only to mixture-of-experts "
+                           "models (this one is dense)")
     fws = parse_list(args.framework, FRAMEWORK_CHOICES, "--framework")
     fws = NAMES if "any" in fws else fws
     precisions = parse_list(args.precision, cm.PRECISIONS, "--precision")
@@ -140,6 +149,8 @@ def cmd_suggest(args: argparse.Namespace) -> int:
         raise PlannerError("--out: expected a folder name")
     if args.out != "launch" and not args.emit:
         raise PlannerError("--out is the folder for --emit; pass --emit deepspeed|megatron|all too")
+    if args.force and not (args.emit or args.report):
+        raise PlannerError("--force overwrites what --emit or --report write; pass one of them too")
     if args.report:
         from planner.render.report import check_target
 
@@ -147,6 +158,8 @@ def cmd_suggest(args: argparse.Namespace) -> int:
     model, spec = search_spec(args)
     opts = Options(args.top, args.objective, args.max_memory_fraction, args.solver)
     grid = stability.parse_grid(args.what_if_grid)[1] if args.what_if_grid else []
+    for wi in [whatif.parse(args.what_if), *grid]:
+        whatif.check_applies(wi, model.moe is not None, {spec.cluster.gpu.name})
     out = suggest_report(model, spec, opts, whatif.parse(args.what_if), grid, run_search(args.json))
     for note in out["search"]["notes"]:
         print(f"planner: note: {note}", file=sys.stderr)
@@ -203,13 +216,12 @@ def register(sub) -> None:
     p.add_argument("--no-overlap", action="store_true", help="DP/ZeRO sync does not overlap backward compute")
     p.add_argument("--no-pp-overlap", action="store_true", help="pipeline p2p does not overlap compute")
     add_what_if(p, "search")
-    p.add_argument("--what-if-grid", metavar="KEY=V1,V2,...",
-                   help="rank stability: search again for each value (e.g. network=0.5,0.6,0.7,0.8,0.9,1.0) and "
+    add_what_if_grid(p, "rank stability: search again for each value (e.g. network=0.5,0.6,0.7,0.8,0.9,1.0) and "
                         "show whether the best plan stays best")
     p.add_argument("--emit", choices=["deepspeed", "megatron", "torchtitan", "all"],
                    help="write launch files for the best plan (see `planner emit`)")
     p.add_argument("--out", default="launch", help="folder for --emit (default ./launch)")
-    p.add_argument("--report", metavar="FILE.html",
+    p.add_argument("--report", type=file_arg, metavar="FILE.html",
                    help="also write the ranked plans, their time and memory charts and the diagnosis as one "
                         "self-contained HTML page (needs matplotlib: pip install 'planner[plots]')")
     p.add_argument("--force", action="store_true", help="let --emit and --report overwrite existing files")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 from typing import Callable
 
 from planner.errors import PlannerError
@@ -21,11 +22,30 @@ class OneLineParser(argparse.ArgumentParser):
         raise PlannerError(f"{where + ': ' if where else ''}{message} (see --help)")
 
 
+INTEGER = re.compile(r"\s*[+-]?[0-9]+\s*")
+NUMBER = re.compile(r"\s*[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?\s*|\s*[+-]?(inf|infinity|nan)\s*", re.I)
+
+
+def plain_int(text: str) -> int:
+    """int(text) for ASCII digits only: Python's int() also takes '1_0' and other scripts' digits ('٨')."""
+    if not INTEGER.fullmatch(text):
+        raise ValueError(text)
+    return int(text)
+
+
+def plain_float(text: str) -> float:
+    """float(text) for a plain decimal or exponent form only (not '1_0' or other scripts' digits); inf and
+    nan parse, for the caller to refuse by name."""
+    if not NUMBER.fullmatch(text):
+        raise ValueError(text)
+    return float(text)
+
+
 def bounded_int(upper: int, lower: int = 1) -> Callable[[str], int]:
     """An integer in [lower, upper] (written as digits: '8', not '8.0' or '1e3')."""
     def parse(text: str) -> int:
         try:
-            value = int(text.strip())
+            value = plain_int(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected an integer, got {text[:40]!r}") from None
         if not lower <= value <= upper:
@@ -38,7 +58,7 @@ def bounded_float(upper: float, lower: float = 0.0, strict: bool = True) -> Call
     """A finite number in (lower, upper] (or [lower, upper] when not `strict`)."""
     def parse(text: str) -> float:
         try:
-            value = float(text)
+            value = plain_float(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected a number, got {text[:40]!r}") from None
         if not math.isfinite(value):
@@ -48,6 +68,13 @@ def bounded_float(upper: float, lower: float = 0.0, strict: bool = True) -> Call
             raise argparse.ArgumentTypeError(f"must be {bound} {lower:g} and <= {upper:g}, got {text[:40]}")
         return value
     return parse
+
+
+def file_arg(text: str) -> str:
+    """A file or folder name to write: not empty or blank (which would write nothing, or the current folder)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected a file name, got an empty one")
+    return text
 
 
 gpus_arg = bounded_int(L.MAX_GPUS)

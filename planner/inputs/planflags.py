@@ -7,7 +7,7 @@ import argparse
 
 from planner.errors import PlannerError
 from planner.inputs import limits as L
-from planner.inputs.argtypes import batch_arg, bounded_int, degree_arg
+from planner.inputs.argtypes import batch_arg, bounded_int, degree_arg, plain_int
 
 
 def add_plan_flags(p: argparse.ArgumentParser) -> None:
@@ -128,14 +128,16 @@ def plan_spec_from_args(args: argparse.Namespace):
         "repeat_kv": args.repeat_kv, "attention_kernel": args.attention_kernel, "sp_gathered": args.sp_gathered,
     }
     if args.bf16_layers:
-        start, _, end = args.bf16_layers.partition(",")
+        start, comma, end = args.bf16_layers.partition(",")
         try:
-            data["bf16_layers_start"], data["bf16_layers_end"] = int(start), int(end or 0)
+            if not comma:  # one number would leave the other end to a guess
+                raise ValueError(args.bf16_layers)
+            data["bf16_layers_start"], data["bf16_layers_end"] = plain_int(start), plain_int(end)
         except ValueError:
             raise PlannerError(f"--bf16-layers expects START,END integers (got {args.bf16_layers[:40]})") from None
     if args.stage_layers:
         try:
-            data["stage_layers"] = [int(x) for x in args.stage_layers.split(",")]
+            data["stage_layers"] = [plain_int(x) for x in args.stage_layers.split(",")]
         except ValueError:
             raise PlannerError(f"--stage-layers must be comma-separated integers (got {args.stage_layers})") from None
     return parse(PlanSpec, data, "plan flags")

@@ -28,7 +28,9 @@ def parse_grid(text: str) -> tuple[str, list[whatif.WhatIf]]:
     key, sep, values = text.partition("=")
     if not sep or not values:
         raise PlannerError(f"--what-if-grid {text}: expected KEY=V1,V2,...")
-    return key.strip(), [whatif.parse([f"{key.strip()}={v.strip()}"]) for v in values.split(",") if v.strip()]
+    if any(not v.strip() for v in values.split(",")):
+        raise PlannerError(f"--what-if-grid {text}: an empty value between commas")
+    return key.strip(), [whatif.parse([f"{key.strip()}={v.strip()}"]) for v in values.split(",")]
 
 
 def layout_of(plan: cm.Plan) -> tuple[int, int, int]:

@@ -124,6 +124,8 @@ def envelope_notes(chosen: dict[str, sizing.Option | None]) -> list[str]:
 def size(args: SizeRequest, wi: whatif.WhatIf | None = None, progress=None) -> dict:
     """The sizing result (see size_dict); `progress(gpu, count)` is called after each plan search."""
     model = loading.load_model_spec(args.model, args.seq_length, args.gbs, need_seq_length=True)
+    if wi is not None:
+        whatif.check_applies(wi, model.moe is not None)
     if not model.global_batch_size:
         raise PlannerError(f"model '{model.name}' has no global_batch_size; pass --gbs SEQUENCES")
     if not args.tokens:
