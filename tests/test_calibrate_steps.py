@@ -122,7 +122,7 @@ def test_cli_yaml_rows(capsys, tmp_path):
 
 @pytest.mark.parametrize("row,needle", [
     ("model,tp,step_time_s\nllama3-8b,8,abc\n", "row 1: step_time_s must be a number"),
-    ("model,tp,speed,step_time_s\nllama3-8b,8,3,1.0\n", "row 1: unrecognized arguments: --speed 3"),
+    ("model,tp,speed,step_time_s\nllama3-8b,8,3,1.0\n", "row 1: unknown column: speed"),
     ("tp,step_time_s\n8,1.0\n", "row 1: model is missing"),
     ("model,tp,sequence_parallel,step_time_s\nllama3-8b,8,maybe,1.0\n", "sequence_parallel: expected true or false"),
     ("model,tp,step_time_s\nllama3-8b,3,1.0\n", "row 1: "),

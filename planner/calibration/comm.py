@@ -24,6 +24,7 @@ from math import gcd
 from costmodel import comm, topology
 from costmodel import types as cm
 from planner.errors import PlannerError
+from planner.inputs import limits as L
 from planner.inputs.nccl_logs import NcclLog, large_message_rows
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "sendrecv")
@@ -207,9 +208,24 @@ def calibrate_comm(samples: list[Sample], cluster: cm.Cluster, eff: cm.Efficienc
     network = fit_tier(inter, "network", fast, slow) if inter else None
     if network:
         slow = network.link
+    for fit, nominal in ((nvlink, cluster.nvlink_bandwidth_bytes_per_second),
+                         (network, cluster.network_bandwidth_bytes_per_second)):
+        check_plausible(fit, nominal, cluster)
     rows = tuple(FitRow(s, collective_seconds(s.collective, s.size_bytes, s.ranks, s.ranks_per_domain, fast, slow))
                  for s in intra + inter)
     return CommFit(nvlink, network, rows)
+
+
+def check_plausible(fit: TierFit | None, nominal_bytes_per_second: float, cluster: cm.Cluster) -> None:
+    """One line when a tier's fitted bandwidth is over L.MAX_BUSBW_OVER_NOMINAL x the cluster's nominal
+    rate for it: logs of other hardware (more GPUs per node, another fabric) fitted to this cluster."""
+    if fit is None or nominal_bytes_per_second <= 0:
+        return
+    if fit.link.bandwidth_bytes_per_second > L.MAX_BUSBW_OVER_NOMINAL * nominal_bytes_per_second:
+        raise PlannerError(f"the {fit.tier} fit gives {fit.link.bandwidth_bytes_per_second / 1e9:.0f} GB/s, over "
+                           f"{L.MAX_BUSBW_OVER_NOMINAL:g}x the nominal {nominal_bytes_per_second / 1e9:.0f} GB/s "
+                           f"of cluster '{cluster.name}': are the logs from it ({cluster.gpus_per_node} GPUs per "
+                           f"node, NVLink domain {cluster.nvlink_domain_size})?")
 
 
 def max_abs_error(rows: tuple[FitRow, ...] | list[FitRow]) -> float:

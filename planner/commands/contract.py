@@ -17,7 +17,7 @@ modes, GPU generations, ...), regenerate it with
 `--check` exits 1 when the shipped file differs from the models (tests/test_contract.py checks this
 too); with neither flag the schema is printed.
 
-SCHEMA_VERSION is defined in planner/commands/common.py (print_json stamps it without loading these
+SCHEMA_VERSION is defined in planner/__init__.py (print_json stamps it without loading these
 models) and re-exported here. Bump it with every change to the models: the schema is exact
 (no other keys allowed), so even an added key makes new output fail the old schema.
 """

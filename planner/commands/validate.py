@@ -6,6 +6,7 @@ inputs cost any model) and planner.validation.generalise (the out-of-sample chec
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from planner.commands.common import print_json
@@ -17,6 +18,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from planner.render import validate as render
     from planner.render.estimate import make_console
     from planner.validation import runs as validation
+    from planner.validation.fit import FIT_BOUNDS
     from planner.validation.floor import measurement_floor
     from planner.validation.generalise import generalisation, leave_one_out
 
@@ -42,6 +44,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
         return 0
     if args.fit_on:
         out = generalisation(runs, args.fit_on, args.workers)
+        if out["train_rows"] < len(FIT_BOUNDS):  # the audit saw "MAPE 0.0%" from one row
+            print(f"planner: warning: --fit-on {args.fit_on}: {out['train_rows']} row(s) for {len(FIT_BOUNDS)} "
+                  "shared constants: the fit can match them exactly, so its error on them says little",
+                  file=sys.stderr)
         if args.json:
             print_json(out)
         else:

@@ -98,11 +98,17 @@ def plan_from_estimate(estimate: dict, model: ModelSpec) -> tuple[cm.Plan, int]:
 
 
 def check_seq_length(estimate: dict, model: ModelSpec, plan: cm.Plan) -> None:
-    """The estimate does not print seq_length; tokens_per_s x step_time_s / global batch gives it."""
-    tps, step = estimate.get("tokens_per_s"), estimate.get("step_time_s")
-    if not tps or not step:
+    """The sequence length PLAN.json was scored at must be the model's: its `seq_length`, which
+    tokens_per_s x step_time_s / global batch must agree with (else the file was edited), or for files
+    without it that product alone."""
+    tps, step, seq = estimate.get("tokens_per_s"), estimate.get("step_time_s"), estimate.get("seq_length")
+    derived = round(tps * step / plan.global_batch_size) if tps and step else None
+    if seq is not None and derived is not None and derived != seq:
+        raise PlannerError(f"PLAN.json: tokens_per_s x step_time_s / global batch gives {derived} tokens per sequence, "
+                           f"not its seq_length {seq}: the file was edited")
+    seq = seq if seq is not None else derived
+    if seq is None:
         return
-    seq = round(tps * step / plan.global_batch_size)
     if seq != model.seq_length:
         raise PlannerError(f"PLAN.json was scored with seq_length {seq} but model '{model.name}' has "
                            f"{model.seq_length}; pass --seq-length {seq}")

@@ -42,6 +42,10 @@ MAX_USD = 1e13
 MAX_DAYS = 36500.0
 MAX_SECONDS = 1e9
 MAX_EFFICIENCY_SCALE = 2.0  # a measured matmul efficiency scale; above this GEMMs beat the peak
+# A measured bus bandwidth over the link's nominal rate: in-network reduction (NVLink SHARP, InfiniBand
+# SHARP) lets an all-reduce pass the nominal rate, but not by this much; above it the measurement is of
+# other links (another fabric, more GPUs per node).
+MAX_BUSBW_OVER_NOMINAL = 2.0
 MAX_NAME_CHARS = 128
 # Lower bounds: smaller values describe no machine or job (and would overflow a step time).
 MIN_MEMORY_GIB = 0.25

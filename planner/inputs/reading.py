@@ -183,6 +183,11 @@ def _fields_at(spec_cls, loc: tuple) -> list[str]:
     return list(getattr(cls, "model_fields", {}))
 
 
+def _pydantic_tag(part) -> bool:
+    return isinstance(part, str) and (part.startswith(("constrained-", "function-", "lax-or-strict", "json-or-python"))
+                                      or "[" in part)
+
+
 def describe_validation_error(err: ValidationError, what: str, spec_cls=None) -> str:
     """One line: every unknown key with its closest known key, else the most specific error as
     'what: field.path: message'. For a field that takes either a name or a mapping (a cluster's
@@ -190,8 +195,8 @@ def describe_validation_error(err: ValidationError, what: str, spec_cls=None) ->
     deepest one names the field the user got wrong, and the tags are dropped from the path."""
     tags = {"str", "int", "float", "bool", "GpuSpec", "ModelSpec", "ClusterSpec", "PlanSpec"}
 
-    def path(loc) -> str:
-        return ".".join(str(p) for p in loc if p not in tags) or "(top level)"
+    def path(loc) -> str:  # pydantic's own tags ("constrained-str", "function-after[...]") are not keys
+        return ".".join(str(p) for p in loc if p not in tags and not _pydantic_tag(p)) or "(top level)"
 
     unknown = [e for e in err.errors() if e["type"] == "extra_forbidden"]
     if unknown:

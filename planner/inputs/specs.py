@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from costmodel import types as cm
 from costmodel.compute import power_capped_clock_fraction
+from planner import SCHEMA_VERSION
 from planner.inputs import limits as L
 from planner.inputs.fields import Flag, Name, Text, count, quantity
 
@@ -272,6 +273,17 @@ class ClusterSpec(Spec):
         if self.nvlink_bandwidth_gbytes_per_s == 0 and (self.nvlink_domain_size or 1) > 1:
             raise ValueError(f"nvlink_domain_size {self.nvlink_domain_size} needs nvlink_bandwidth_gbytes_per_s > 0 "
                              "(0 means the GPUs have no NVLink)")
+        network = self.network_bandwidth_gbits_per_s / 8
+        for busbw, key, nominal in ((self.network_busbw_gbytes_per_s, "network_bandwidth_gbits_per_s", network),
+                                    (self.nvlink_busbw_gbytes_per_s, "nvlink_bandwidth_gbytes_per_s",
+                                     self.nvlink_bandwidth_gbytes_per_s)):
+            if busbw and nominal and busbw > L.MAX_BUSBW_OVER_NOMINAL * nominal:
+                raise ValueError(f"measured bus bandwidth {busbw:g} GB/s is over {L.MAX_BUSBW_OVER_NOMINAL:g}x the "
+                                 f"{nominal:g} GB/s of {key}: one of the two is not this cluster's")
+        domain = self.nvlink_domain_size
+        if domain and domain % self.gpus_per_node and self.gpus_per_node % domain:
+            raise ValueError(f"nvlink_domain_size {domain} must divide gpus_per_node ({self.gpus_per_node}: NVLink "
+                             "pairs or islands in a node) or be whole nodes (an NVL72 rack of 4-GPU trays)")
         return self
 
     def implausible(self, gpu: GpuSpec) -> list[str]:
@@ -378,11 +390,15 @@ class EstimateRecord(BaseModel):
 
     model_config = ConfigDict(extra="allow", frozen=True)
 
+    # every contract version this planner has written, up to planner.SCHEMA_VERSION
+    schema_version: Optional[Literal[tuple(str(v) for v in range(1, int(SCHEMA_VERSION) + 1))]] = None
     model: Optional[Name] = None
+    model_spec: Optional[dict] = None  # read as a ModelSpec by emit (planner/commands/emit.py model_for)
     cluster: Optional[Name] = None
     gpu: Optional[Name] = None
     num_gpus: Optional[count(L.MAX_GPUS)] = None
     gpus_per_node: Optional[count(L.MAX_GPUS_PER_NODE)] = None
+    nvlink_domain_size: Optional[count(L.MAX_GPUS)] = None
     seq_length: Optional[count(L.MAX_SEQ_LENGTH)] = None
     plan: PlanSpec
     step_time_s: Optional[quantity(L.MAX_SECONDS)] = None
@@ -397,3 +413,11 @@ class EstimateRecord(BaseModel):
     usd_per_gpu_hour: Optional[quantity(L.MAX_USD_PER_GPU_HOUR, positive=False)] = None
     usd_per_step: Optional[quantity(L.MAX_USD, positive=False)] = None
     training: Optional[TrainingRecord] = None
+
+    @model_validator(mode="after")
+    def _gpus(self) -> "EstimateRecord":
+        p = self.plan
+        if self.num_gpus is not None and p.dp is not None and p.tp * p.cp * p.pp * p.dp != self.num_gpus:
+            raise ValueError(f"num_gpus {self.num_gpus} is not the plan's tp x cp x pp x dp = "
+                             f"{p.tp}x{p.cp}x{p.pp}x{p.dp}")
+        return self

@@ -9,6 +9,7 @@ starting with '#' are comments.
 from __future__ import annotations
 
 import argparse
+import math
 import csv
 import io
 from dataclasses import dataclass
@@ -37,8 +38,11 @@ class TimedStep:
 class _RowParser(argparse.ArgumentParser):
     """The plan flags of `planner estimate`; errors become PlannerError instead of exiting."""
 
-    def error(self, message: str):
-        raise PlannerError(message)
+    def error(self, message: str):  # argparse speaks of arguments; a row has columns
+        if message.startswith("unrecognized arguments: "):
+            columns = [a[2:].replace("-", "_") for a in message.split(": ", 1)[1].split() if a.startswith("--")]
+            raise PlannerError(f"unknown column{'s' if len(columns) > 1 else ''}: {', '.join(columns)}")
+        raise PlannerError(message.replace("argument --", "column "))
 
 
 def plan_parser() -> _RowParser:
@@ -104,8 +108,8 @@ def seconds_of(row: dict) -> float:
         seconds = float(value)
     except (TypeError, ValueError):
         raise PlannerError(f"step_time_s must be a number of seconds (got {value!r})") from None
-    if not seconds > 0:
-        raise PlannerError(f"step_time_s must be > 0 (got {value})")
+    if not (seconds > 0 and math.isfinite(seconds)):
+        raise PlannerError(f"step_time_s must be a finite number > 0 (got {value})")
     return seconds
 
 
@@ -121,7 +125,8 @@ def _int_or_none(row: dict, key: str) -> int | None:
     value = row.get(key)
     if value is None or value == "":
         return None
-    if isinstance(value, str) and value.strip().isdigit() and len(value.strip()) <= 9:
+    if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit() and len(value.strip()) <= 9 \
+            and int(value) > 0:
         return int(value)
     if isinstance(value, int) and not isinstance(value, bool) and 0 < value < 10**9:
         return value
