@@ -54,6 +54,27 @@ def test_mixtral_maps_every_layer_to_eight_experts_top_two():
     assert s.to_model().moe_layers == 32
 
 
+def test_olmoe_maps_every_layer_to_64_experts_top_8_with_a_softmax_router():
+    """OlmoeSparseMoeBlock: Mixtral's experts of intermediate_size on every layer, Qwen2-MoE's router
+    (a softmax over all 64, top 8, not renormalised: norm_topk_prob false); query/key RMSNorms."""
+    s = spec("olmoe-1b-7b")
+    assert (s.moe.num_experts, s.moe.experts_per_token, s.moe.ffn_hidden_size) == (64, 8, 1024)
+    assert (s.moe.shared_ffn_hidden_size, s.moe.first_dense_layers, s.moe.layer_freq) == (0, 0, 1)
+    assert s.moe.router == "softmax_topk" and s.qk_norm == "learned" and s.mlp == "swiglu"
+
+
+def test_olmoe_1b_7b_matches_its_paper():
+    """Muennighoff et al. 2024, "OLMoE: Open Mixture-of-Experts Language Models" (arXiv:2409.02060): 6.9B
+    total, 1.3B active. By hand: 16 layers x (4 x 2048^2 attention + 64 x 3 x 2048 x 1024 experts +
+    2048 x 64 router + 2 x 2048 norms) + 2 x 50304 x 2048 untied embeddings + 2048 = 6,919,096,320;
+    active, with the input embedding (the paper's 1.3B, not 1.2B without it): 8 experts instead of 64,
+    1,281,951,744."""
+    m = spec("olmoe-1b-7b").to_model()
+    assert total_parameters(m) == 6_919_096_320
+    assert total_parameters(m, active=True) == 1_281_951_744
+    assert round(total_parameters(m) / B, 1) == 6.9 and round(total_parameters(m, active=True) / B, 1) == 1.3
+
+
 def test_qwen3_moe_maps_expert_width_and_head_dim():
     s = spec("qwen3-30b-a3b")
     assert (s.moe.num_experts, s.moe.experts_per_token, s.moe.ffn_hidden_size) == (128, 8, 768)
@@ -385,9 +406,9 @@ def test_global_layers_off_the_every_nth_pattern_are_refused(tmp_path):
 
 @pytest.mark.parametrize("key", ["num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts"])
 def test_experts_on_an_unmapped_model_type_are_refused_never_dense(tmp_path, key):
-    config = dense(model_type="olmoe", **{key: 64, "num_experts_per_tok": 8})
+    config = dense(model_type="phimoe", **{key: 64, "num_experts_per_tok": 8})  # Phi-3.5-MoE: not mapped
     message = refused(tmp_path, config)
-    assert key in message and "olmoe" in message and "dense" in message
+    assert key in message and "phimoe" in message and "dense" in message
 
 
 def test_nested_expert_counts_are_found(tmp_path):

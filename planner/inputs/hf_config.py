@@ -1,7 +1,7 @@
 """Map a Hugging Face `config.json` to a ModelSpec.
 
 Dense models (Llama, Mistral, Qwen2, Qwen3, Gemma 1/2/3, GPT-2, GPT-NeoX style), mixtures of experts
-(Mixtral, Qwen2-MoE, Qwen3-MoE, DeepSeek-V2/V3, Kimi K2, Llama 4, gpt-oss), multi-head latent
+(Mixtral, Qwen2-MoE, Qwen3-MoE, DeepSeek-V2/V3, Kimi K2, Llama 4, gpt-oss, OLMoE), multi-head latent
 attention and multi-token prediction (DeepSeek-V2/V3, Kimi K2) and local attention (Mistral's sliding
 window, Gemma 2/3 and gpt-oss sliding layers, Llama 4 chunked layers). A wrapper config that holds the
 language model under `text_config` (Llama 4, Gemma 3, Kimi K2.5) is read from there; its vision
@@ -16,7 +16,7 @@ read as dense, and a family whose MLP class is gated (`GATED_MODELS`) never as a
 Defaults and semantics are those of the Transformers configuration and modeling classes, read at
 transformers v4.57.1 (PyPI wheel; src/transformers/models/<name>/configuration_<name>.py and
 modeling_<name>.py for mixtral, mistral, qwen2, qwen2_moe, qwen3, qwen3_moe, deepseek_v2, deepseek_v3,
-llama4, gpt_oss, gemma, gemma2, gemma3). Where a config.json omits a key, the class default applies
+llama4, gpt_oss, gemma, gemma2, gemma3, olmoe). Where a config.json omits a key, the class default applies
 (`CLASS_DEFAULTS`); a key given as null is None, as the classes read it.
 """
 from __future__ import annotations
@@ -55,11 +55,12 @@ GEGLU_MODELS = {"gemma", "gemma2", "gemma3_text"}
 # only names the gate's function: SiLU is SwiGLU, a GeLU is GeGLU, any other is refused (not modelled).
 GATED_MODELS = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "deepseek_v2",
                 "deepseek_v3", "kimi_k2", "llama4_text", "phi3", "olmo", "olmo2", "granite", "cohere", "stablelm",
-                *GEGLU_MODELS}
+                "olmoe", *GEGLU_MODELS}
 # A learned RMSNorm on each head's queries and keys before RoPE (Transformers v4.57.1 Qwen3Attention,
-# Qwen3MoeAttention, Gemma3Attention: q_norm / k_norm over head_dim); Llama 4's is a weightless L2 norm
+# Qwen3MoeAttention, Gemma3Attention: q_norm / k_norm over head_dim; OlmoeAttention's span all heads, the same
+# elementwise work); Llama 4's is a weightless L2 norm
 # (Llama4TextL2Norm) when `use_qk_norm` is set, on its RoPE layers only.
-QK_NORM_MODELS = {"qwen3", "qwen3_moe", "gemma3_text"}
+QK_NORM_MODELS = {"qwen3", "qwen3_moe", "gemma3_text", "olmoe"}
 
 # Transformers v4.57.1 class defaults of the keys read here, for config.json files that omit them
 # (Gemma 3's nested text_config omits vocab_size, rope_theta, rms_norm_eps; Mistral's sliding_window
@@ -102,6 +103,7 @@ CLASS_DEFAULTS: dict[str, dict[str, Any]] = {
     "gpt_oss": {"tie_word_embeddings": False, "num_local_experts": 128, "num_experts_per_tok": 4,
                 "intermediate_size": 2880, "head_dim": 64, "sliding_window": 128, "hidden_act": "silu",
                 "rms_norm_eps": 1e-5, "rope_theta": 150000.0},
+    "olmoe": {"tie_word_embeddings": False},
     "gemma": {"tie_word_embeddings": True, "head_dim": 256, "hidden_act": "gelu_pytorch_tanh", "rms_norm_eps": 1e-6,
               "rope_theta": 10000.0, "attention_bias": False},
     "gemma2": {"tie_word_embeddings": True, "head_dim": 256, "hidden_activation": "gelu_pytorch_tanh",
@@ -124,7 +126,8 @@ CLASS_DEFAULTS["kimi_k2"] = CLASS_DEFAULTS["deepseek_v3"]
 TEXT_CONFIG_TYPES = {"llama4": "llama4_text", "gemma3": "gemma3_text", "kimi_k25": "kimi_k2"}
 
 MOE_FAMILIES = {"mixtral": "mixtral", "qwen2_moe": "qwen_moe", "qwen3_moe": "qwen_moe", "deepseek_v2": "deepseek",
-                "deepseek_v3": "deepseek", "kimi_k2": "deepseek", "llama4_text": "llama4", "gpt_oss": "gpt_oss"}
+                "deepseek_v3": "deepseek", "kimi_k2": "deepseek", "llama4_text": "llama4", "gpt_oss": "gpt_oss",
+                "olmoe": "olmoe"}
 # Keys that count routed experts, in any model family (and DBRX's nested ffn_config.moe_num_experts).
 EXPERT_COUNT_KEYS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts", "num_moe_experts",
                      "n_experts", "num_routed_experts", "expert_num")
@@ -463,8 +466,8 @@ def refuse_unrepresentable(data: dict, text: dict, reader: _Reader) -> None:
             if not own:
                 raise PlannerError(f"{name} config.json: {shown} {_show(value)}: a mixture of experts on model_type "
                                    f"{model_type or '(none)'!r}, which planner does not map (it maps mixtral, qwen2_moe, "
-                                   "qwen3_moe, deepseek_v2, deepseek_v3, kimi_k2, llama4, gpt_oss); it will not be "
-                                   "read as dense")
+                                   "qwen3_moe, deepseek_v2, deepseek_v3, kimi_k2, llama4, gpt_oss, olmoe); it will not "
+                                   "be read as dense")
             raise PlannerError(f"{name} config.json: {shown} {_show(value)}: experts outside the language model's "
                                f"{expert_count_key(model_type) or 'expert count'}, which planner does not model")
     if not own:
@@ -485,7 +488,8 @@ def refuse_unrepresentable(data: dict, text: dict, reader: _Reader) -> None:
 
 def expert_count_key(model_type: str) -> str | None:
     return {"mixtral": "num_local_experts", "qwen_moe": "num_experts", "deepseek": "n_routed_experts",
-            "llama4": "num_local_experts", "gpt_oss": "num_local_experts"}.get(MOE_FAMILIES.get(model_type, ""))
+            "llama4": "num_local_experts", "gpt_oss": "num_local_experts",
+            "olmoe": "num_experts"}.get(MOE_FAMILIES.get(model_type, ""))
 
 
 def fit_moe_layout(moe_layers: list[int], num_layers: int) -> tuple[int, int] | None:
@@ -526,6 +530,8 @@ def moe_fields(reader: _Reader, model_type: str, layers: int | None) -> tuple[di
     - gpt_oss (GptOssMLP): every layer MoE; num_local_experts experts of intermediate_size, top
       num_experts_per_tok (config.json also carries experts_per_token, the same number); no shared
       expert. Expert and router biases are not counted.
+    - olmoe (OlmoeSparseMoeBlock, Mixtral's experts): every layer MoE; num_experts experts of
+      intermediate_size, top num_experts_per_tok; no shared expert.
     """
     family = MOE_FAMILIES.get(model_type)
     if family is None:
@@ -552,7 +558,7 @@ def moe_fields(reader: _Reader, model_type: str, layers: int | None) -> tuple[di
     dense_ffn = None
     moe_layers: list[int] | None = None
     layout_key = key
-    if family in ("mixtral", "gpt_oss"):
+    if family in ("mixtral", "gpt_oss", "olmoe"):
         moe["ffn_hidden_size"] = r.need_int("intermediate_size", 1)
     elif family == "qwen_moe":
         moe["ffn_hidden_size"] = r.need_int("moe_intermediate_size", 1)
@@ -608,7 +614,7 @@ def moe_fields(reader: _Reader, model_type: str, layers: int | None) -> tuple[di
             moe["first_dense_layers"] = first
         if freq != 1:
             moe["layer_freq"] = freq
-    if family in ("mixtral", "gpt_oss"):
+    if family in ("mixtral", "gpt_oss", "olmoe"):
         dense_ffn = moe["ffn_hidden_size"]  # no dense layer; keeps ffn_hidden_size the expert width
     router, router_notes = router_fields(r, model_type, top_k)
     moe.update(router)
@@ -621,7 +627,8 @@ def router_fields(reader: _Reader, model_type: str, top_k: int) -> tuple[dict, l
 
     - mixtral, gpt_oss: softmax over the k chosen logits (MixtralSparseMoeBlock renormalises the top-k
       of a full softmax, the same weights; GptOssTopKRouter takes the softmax of the top-k logits).
-    - qwen2_moe / qwen3_moe: a softmax over all experts, the top-k renormalised when norm_topk_prob.
+    - qwen2_moe / qwen3_moe, olmoe (Qwen2-MoE's top-k router): a softmax over all experts, the top-k
+      renormalised when norm_topk_prob.
     - deepseek_v2 / deepseek_v3 / kimi_k2: scoring_func (V3: sigmoid; DeepseekV3TopkRouter always),
       topk_method noaux_tc (V3: a per-expert bias on the scores that choose, and groups scored by their
       top-2) or group_limited_greedy (V2: groups scored by their best expert; Megatron-core scores them
@@ -637,7 +644,7 @@ def router_fields(reader: _Reader, model_type: str, top_k: int) -> tuple[dict, l
     normalised = r.data.get("norm_topk_prob")
     if not isinstance(normalised, bool):
         raise r.fail("norm_topk_prob", f"must be true or false (got {_show(normalised)})")
-    if family == "qwen_moe":
+    if family in ("qwen_moe", "olmoe"):
         return {"router": "topk_softmax" if normalised else "softmax_topk"}, []
     return deepseek_router(r, top_k, normalised)
 
@@ -796,7 +803,10 @@ def ignored_details(text: dict, model_type: str) -> list[str]:
         notes.append("the attention sinks' weights (one logit per head per layer) and the attention, router and "
                      "expert biases are not counted (about 0.04% of the weights)")
     qk = qk_norm_kind(text, model_type)
-    if qk == "learned":
+    if qk == "learned" and model_type == "olmoe":
+        notes.append("OLMoE's query/key RMSNorms span all heads (h + kv heads x head_dim weights per layer, not "
+                     "counted); Megatron-LM's --qk-layernorm, which the launch files write, normalises each head")
+    elif qk == "learned":
         notes.append("the query/key norms' weights (2 x head_dim per layer) are not counted")
     elif qk == "l2":
         notes.append("Llama 4's query/key L2 norm runs on its RoPE layers only; the activations it keeps are "
