@@ -1,6 +1,7 @@
 """Human-readable output with rich: breakdown tables for one plan."""
 from __future__ import annotations
 
+import math
 import sys
 
 from rich.console import Console
@@ -37,6 +38,14 @@ def human_seconds(seconds: float) -> str:
     if seconds >= 1:
         return f"{seconds:.2f} s"
     return f"{seconds * 1e3:.1f} ms"
+
+
+def step_usd(usd: float) -> str:
+    """Dollars per step: cents, or two significant digits below a cent (megatron-1.7b's 59 ms step on 56
+    A100s costs $0.0012, not $0.00)."""
+    if usd <= 0 or usd >= 0.01:
+        return f"${usd:.2f}"
+    return f"${usd:.{1 - math.floor(math.log10(usd))}f}"
 
 
 def plan_label(plan: dict) -> str:
@@ -108,7 +117,7 @@ def summary_lines(d: dict) -> list[str]:
         f"memory {d['memory_per_gpu_bytes'] / GIB:.1f} of {d['memory_capacity_bytes'] / GIB:.0f} GiB per GPU",
     ]
     if d["usd_per_gpu_hour"]:
-        lines.append(f"${d['usd_per_step']:.2f} per step at ${d['usd_per_gpu_hour']:.2f}/GPU-hour")
+        lines.append(f"{step_usd(d['usd_per_step'])} per step at ${d['usd_per_gpu_hour']:.2f}/GPU-hour")
     t = d.get("training")
     if t:
         money = f", ${t['usd_to_train']:,.0f}" if d["usd_per_gpu_hour"] else ""
@@ -159,7 +168,7 @@ def levers_table(diag: dict) -> Table | None:
         if col != "$/step" or priced:
             table.add_column(col, justify="left" if col in ("lever", "what it costs") else "right")
     for lv in diag["levers"]:
-        money = [f"{lv['usd_per_step']:.2f}"] if priced else []
+        money = [step_usd(lv['usd_per_step']).lstrip("$")] if priced else []
         table.add_row(lv["lever"], f"{lv['step_time_s']:.3f}", f"{lv['per_sample_speedup']:.2f}x",
                       f"{100 * lv['exposed_comm_share']:.0f}%", f"{lv['memory_per_gpu_bytes'] / GIB:.1f}",
                       *money, lv["caveat"])

@@ -14,7 +14,7 @@ from planner.analysis import coverage
 from planner.errors import PlannerError
 from planner.files import check_targets, write_files
 from planner.render import mpl
-from planner.render.estimate import GIB, diagnosis_lines, human_seconds, plan_label
+from planner.render.estimate import GIB, diagnosis_lines, human_seconds, plan_label, step_usd
 from planner.render.suggest import header
 
 CSS = """h1{font-size:1.5em;margin-bottom:.2em} h2{font-size:1.15em;margin-top:1.6em}
@@ -55,7 +55,7 @@ def plan_row(i: int, d: dict) -> list[str]:
     t = d.get("training")
     return [str(i), escape(plan_label(d["plan"])), human_seconds(d["step_time_s"]), f"{d['tokens_per_s']:,.0f}",
             f"{100 * d['mfu']:.1f}%", mem if d["fits"] else f'<span class="bad">{mem}</span>',
-            f"${d['usd_per_step']:.2f}" if d["usd_per_gpu_hour"] else "-",
+            step_usd(d["usd_per_step"]) if d["usd_per_gpu_hour"] else "-",
             human_seconds(t["time_to_train_s"]) if t else "-",
             f"${t['usd_to_train']:,.0f}" if t and d["usd_per_gpu_hour"] else "-"]
 
@@ -70,7 +70,7 @@ def levers_html(diag: dict) -> str:
         return "<p>No lever re-scores faster for this plan.</p>"
     rows = [[escape(lv["lever"]), f"{lv['step_time_s']:.3f}", f"{lv['per_sample_speedup']:.2f}x",
              f"{100 * lv['exposed_comm_share']:.0f}%", f"{lv['memory_per_gpu_bytes'] / GIB:.1f}",
-             f"${lv['usd_per_step']:.2f}", escape(lv["caveat"])] for lv in diag["levers"]]
+             step_usd(lv["usd_per_step"]), escape(lv["caveat"])] for lv in diag["levers"]]
     heads = ["lever", "step s", "per-sample speedup", "exposed comm", "GiB/GPU", "$/step", "what it costs"]
     return "<h3>Levers (each re-scored on this cluster)</h3>\n" + table(heads, rows, ("lever", "what it costs"))
 

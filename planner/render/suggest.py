@@ -30,7 +30,7 @@ def plans_table(plans: list[dict]) -> Table:
                f"{p['micro_batch_size']} x {p['grad_accum_steps']}", p["recompute"],
                "yes" if p["sequence_parallel"] else "-", p["precision"], render.human_seconds(d["step_time_s"]),
                f"{100 * d['mfu']:.1f}%", f"{d['memory_per_gpu_bytes'] / GIB:.1f} GiB"]
-        row += [f"${d['usd_per_step']:.2f}"] if priced else []
+        row += [render.step_usd(d["usd_per_step"])] if priced else []
         t = d.get("training")
         if training:
             row += [render.human_seconds(t["time_to_train_s"]) if t else "-"]
