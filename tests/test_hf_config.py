@@ -159,3 +159,21 @@ def test_what_a_config_cannot_leave_out_or_add_is_one_line(tmp_path, capsys):
         assert main(["estimate", path, "dgx-h100", "--gpus", "8", "--seq-length", "4096"]) == 2, expected
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and expected in err[0], (expected, err)
+
+
+def test_what_an_import_leaves_out_is_said_on_stderr(tmp_path, capsys):
+    """The notes of an import (Llama 4's vision tower not modelled; a model type read without its
+    family's rules) reach the user as 'planner: note:' lines, not only the spec's `notes` field; a
+    plain Llama config has none."""
+    from planner.commands.main import main
+
+    scout = "tests/data/hf_configs/llama4-scout-17b-16e.json"
+    assert main(["estimate", scout, "dgx-h100", "--gpus", "64", "--seq-length", "8192", "--json"]) == 0
+    assert "planner: note:" in capsys.readouterr().err and "vision tower" in load_model_spec(scout).notes
+    capsys.readouterr()
+    load_model_spec(scout)
+    assert "the vision tower (vision_config) and its projector are not modelled" in capsys.readouterr().err
+    load_model_spec(_edited(tmp_path, "tests/data/hf_configs/qwen3-8b.json", model_type="bogus"))
+    assert "model_type 'bogus' is not one planner reads by family" in capsys.readouterr().err
+    load_model_spec(f"{HF}/llama-3-8b/config.json")
+    assert capsys.readouterr().err == ""

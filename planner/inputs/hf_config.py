@@ -147,6 +147,11 @@ HYBRID_PREFIXES = ("ssm_", "mamba_", "linear_", "lightning_")
 HYBRID_MODEL_TYPES = {"mamba", "mamba2", "falcon_mamba", "jamba", "zamba", "zamba2", "bamba", "nemotron_h",
                       "falcon_h1", "granitemoehybrid", "qwen3_next", "minimax", "rwkv", "recurrent_gemma", "xlstm",
                       "lfm2", "plamo2"}
+# The model types whose every key this module reads by family (the classes cited above), plus the decoders
+# the generic reading describes exactly (GPT-2, GPT-NeoX, Phi-3): any other type is read from its shape keys
+# and activation alone (GATED_MODELS' gated MLP included), and a note says so.
+KNOWN_MODEL_TYPES = {*MOE_FAMILIES, *ALIBI_MODELS, *QKV_BIAS_MODELS, *BIAS_FREE_MODELS, *CLASS_DEFAULTS, "gpt2",
+                     "gpt_neox", "phi3"}
 ATTENTION_LAYER_TYPES = {"full_attention": "full", "sliding_attention": "sliding", "chunked_attention": "chunked"}
 # Families whose sliding_window (when not null) applies to every layer: MistralAttention and
 # MixtralAttention pass config.sliding_window to every layer; Qwen3MoeModel builds one sliding-window
@@ -342,6 +347,9 @@ def hf_to_spec_dict(data: dict, name: str, seq_length: int | None = None) -> dic
     spec.update(window)
     notes += window_notes
     notes += ignored_details(text, model_type)
+    if model_type not in KNOWN_MODEL_TYPES:
+        notes.append(f"model_type {model_type!r} is not one planner reads by family: read from its shape keys and "
+                     "activation alone (a family's own biases, norms or layer pattern are not read)")
     if notes:
         spec["notes"] = (f"Imported from a Hugging Face config.json (model_type {model_type or 'unknown'}) by "
                          "planner/inputs/hf_config.py; " + "; ".join(notes) + ".")

@@ -31,7 +31,8 @@ def load_model_spec(ref: str, seq_length: int | None = None, global_batch_size: 
         elif not looks_like_path(ref):
             raise unknown_name("model", ref, list(models))
     data = read_data(path)
-    if looks_like_hf_config(data):
+    imported = looks_like_hf_config(data)
+    if imported:
         if need_seq_length and not seq_length:  # max_position_embeddings is the longest context, not the training one
             raise PlannerError(f"{path}: a Hugging Face config does not give the training sequence length "
                                "(max_position_embeddings is the longest context the model supports): pass --seq-length")
@@ -40,7 +41,10 @@ def load_model_spec(ref: str, seq_length: int | None = None, global_batch_size: 
         data = {**data, "seq_length": seq_length}
     if isinstance(data, dict) and global_batch_size:
         data = {**data, "global_batch_size": global_batch_size}
-    return parse(ModelSpec, data, str(path))
+    spec = parse(ModelSpec, data, str(path))
+    if imported and spec.notes:  # what the import left out or assumed, said where the user sees it
+        print(f"planner: note: {spec.notes}", file=sys.stderr)
+    return spec
 
 
 def load_cluster_spec(ref: str) -> ClusterSpec:
