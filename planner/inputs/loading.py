@@ -42,9 +42,13 @@ def load_model_spec(ref: str, seq_length: int | None = None, global_batch_size: 
     if isinstance(data, dict) and global_batch_size:
         data = {**data, "global_batch_size": global_batch_size}
     spec = parse(ModelSpec, data, str(path))
-    if imported and spec.notes:  # what the import left out or assumed, said where the user sees it
+    if imported and spec.notes and spec.notes not in _SAID:  # what the import left out, said once per run
+        _SAID.add(spec.notes)
         print(f"planner: note: {spec.notes}", file=sys.stderr)
     return spec
+
+
+_SAID: set[str] = set()  # import notes printed in this process (`size --what-if-grid` loads the model again)
 
 
 def load_cluster_spec(ref: str) -> ClusterSpec:
