@@ -51,8 +51,9 @@ class Job:
 
     @property
     def half_dtype(self) -> str | None:
-        """The 16-bit type the model trains in (fp8 GEMMs keep bf16 parameters), None for fp32."""
-        return {"fp16": "fp16", "bf16": "bf16", "fp8": "bf16"}.get(self.plan.precision)
+        """The 16-bit type the model trains in (fp8, mxfp8 and nvfp4 GEMMs keep bf16 parameters), None for fp32."""
+        low = ("fp8", "mxfp8", "nvfp4")
+        return {"fp16": "fp16", "bf16": "bf16", **dict.fromkeys(low, "bf16")}.get(self.plan.precision)
 
     @property
     def title(self) -> str:
