@@ -116,6 +116,9 @@ class Model:
     # the attention kernel that the fitted attention fractions absorb; the input Transformer Engine's
     # norm keeps for backward is left out too (validation/README.md, "Query/key norms").
     qk_norm: str = "none"
+    # A learned logit per head that joins each softmax (gpt-oss's attention sinks). Not priced (one value
+    # per head); framework rules read it (Transformer Engine runs it under CP only with a2a).
+    attention_sinks: bool = False
     attention_head_dim: int = 0  # 0 means hidden_size / num_attention_heads (Gemma, Qwen3: explicit)
     moe: Moe | None = None
     mla: Mla | None = None

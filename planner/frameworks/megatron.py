@@ -188,6 +188,43 @@ def local_attention(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     return None
 
 
+def attention_sinks(model: cm.Model, plan: cm.Plan) -> Optional[str]:
+    """Transformer Engine context_parallel.py (v2.18): a learnable softmax offset (gpt-oss's sinks,
+    --softmax-type learnable) runs under context parallelism only with cp_comm_type a2a."""
+    if model.attention_sinks and plan.cp > 1 and plan.cp_comm != "a2a":
+        return (f"Transformer Engine runs attention sinks (--softmax-type learnable) under context parallelism only "
+                f"with cp_comm a2a (got {plan.cp_comm})")
+    return None
+
+
+def moe_cuda_graphs(model: cm.Model, plan: cm.Plan) -> Optional[str]:
+    """transformer_config.py __post_init__: CUDA graphs of some modules (the MoE router and dispatch
+    scopes the emitter writes) refuse full recompute ("only supported with full iteration CUDA graph")
+    and CPU offloading ("CUDA graphs not supported with CPU offloading")."""
+    if plan.moe_cuda_graphs and plan.recompute == "full":
+        return "Megatron-LM's MoE CUDA graphs do not run with full recompute (transformer_config.py)"
+    if plan.moe_cuda_graphs and plan.offload_layers:
+        return "Megatron-LM's CUDA graphs do not run with CPU activation offloading (transformer_config.py)"
+    return None
+
+
+def delayed_scaling_recompute(model: cm.Model, plan: cm.Plan) -> Optional[str]:
+    """transformer_config.py: "Delayed scaling does not support moe_act and layernorm recompute"."""
+    if plan.precision == "fp8" and plan.fp8_recipe == "delayed" and plan.recompute == "selective" \
+            and {"moe_act", "layernorm"} & set(plan.recompute_modules):
+        return ("Megatron-LM's fp8 delayed scaling does not recompute moe_act or layernorm (transformer_config.py); "
+                "use another fp8 recipe")
+    return None
+
+
+def deepep_groups(model: cm.Model, plan: cm.Plan) -> Optional[str]:
+    """core/transformer/moe/token_dispatcher.py (the flex dispatcher's DeepEP backend): "DeepEP
+    dispatcher requires TPxEP > 1", TP being the expert tensor-parallel group."""
+    if plan.ep_dispatch == "deepep" and plan.ep * plan.etp <= 1:
+        return "Megatron-LM's DeepEP dispatcher needs expert TP x EP > 1 (token_dispatcher.py)"
+    return None
+
+
 def precision_aware_optimizer(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     """optimizer/distrib_optimizer.py: the precision-aware optimizer's low-precision states live in
     the distributed optimizer (TE FusedAdam)."""
@@ -258,6 +295,7 @@ FRAMEWORK = Framework(
     interleaving_rules=(interleaving_groups,),
     knobs=knobs,
     plan_rules=(distributed_optimizer_reduce, fp8_recipe, cpu_offloading, lowp_param_gather, moe_sequence_parallel,
-                moe_expert_bias, padded_dispatch, mtp_position, local_attention, ep_overlap,
+                moe_expert_bias, padded_dispatch, mtp_position, local_attention, ep_overlap, attention_sinks,
+                moe_cuda_graphs, delayed_scaling_recompute, deepep_groups,
                 precision_aware_optimizer, attention_backend),
 )

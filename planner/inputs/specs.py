@@ -167,7 +167,7 @@ class ModelSpec(Spec):
             moe=self.moe.to_moe() if self.moe else None, mla=self.mla.to_mla() if self.mla else None,
             mtp_layers=self.mtp_layers, attention_window=self.attention_window or 0,
             global_attention_every=self.global_attention_every, window_kind=self.window_kind,
-            qk_norm=self.qk_norm,
+            qk_norm=self.qk_norm, attention_sinks=self.attention_sinks,
         )
 
 
