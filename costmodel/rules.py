@@ -6,6 +6,7 @@ m % pp == 0, ...) live in the planner's framework filter, not here.
 """
 from __future__ import annotations
 
+from . import topology
 from .lowp import FP8_RECIPES, WEIGHT_CASTS
 from .types import ATTENTION_KERNELS, CP_COMMS, GRAD_DTYPES, GRAD_SYNCS, PIPELINE_BUFFERS, PRECISIONS, RECOMPUTE_MODES, RECOMPUTE_MODULES, Cluster, Model, Plan
 
@@ -142,14 +143,19 @@ def _choice_rules(model: Model, plan: Plan) -> list[str]:
     return out
 
 
-def hardware_violations(cluster: Cluster, plan: Plan) -> list[str]:
+def hardware_violations(cluster: Cluster, plan: Plan, model: Model | None = None) -> list[str]:
     """A low-precision format needs tensor cores for it: the GPU's spec lists a dense peak for it
-    (nvfp4 also under the plain fp4 name)."""
+    (nvfp4 also under the plain fp4 name). Hierarchical CP (a2a+p2p) runs Ulysses over the CP ranks of
+    one NVLink domain (costmodel/context.py), which split the KV heads of a TP rank as plain a2a does."""
     table = cluster.gpu.dense_flops_per_second
     have = plan.precision in table or (plan.precision == "nvfp4" and "fp4" in table)
     out = []
     if plan.precision in ("fp8", "mxfp8", "nvfp4") and not have:
         out.append(f"{plan.precision} needs {plan.precision.upper()} tensor cores, which {cluster.gpu.name} does not have")
+    inner = topology.cp_ranks_per_domain(plan, cluster) if plan.cp > 1 else 1
+    if model is not None and plan.cp_comm == "a2a+p2p" and (model.kv_heads // plan.tp) % inner:
+        out.append(f"a2a+p2p runs Ulysses over the {inner} CP ranks of an NVLink domain: {model.kv_heads // plan.tp} "
+                   f"KV heads per TP rank must be divisible by {inner}")
     if plan.offload_layers > 0 and cluster.host_link_bytes_per_second <= 0:
         out.append(f"activation offload needs the host link's bandwidth, which cluster '{cluster.name}' does not give "
                    "(host_link_gbytes_per_s)")
@@ -168,4 +174,4 @@ def plan_violations(model: Model, cluster: Cluster, plan: Plan) -> list[str]:
         cp = f"*{plan.cp}" if plan.cp > 1 else ""
         out.insert(0, f"dp*tp{'*cp' if cp else ''}*pp = {plan.dp}*{plan.tp}{cp}*{plan.pp} = {plan.num_gpus} must equal "
                       f"the GPU count {cluster.num_gpus}")
-    return out + hardware_violations(cluster, plan)
+    return out + hardware_violations(cluster, plan, model)

@@ -306,7 +306,8 @@ def knob_combinations(spec: SearchSpec, fws: tuple[str, ...], tp: int, pp: int, 
                 k = Knobs(zero, rc, sp, prec, grad, cast, reshard, tpo, cpc, epo, pbuf, attn, gsync, spg)
                 plan = replace(probe, **knob_plan_fields(k))
                 runs = plan.grad_comm_dtype in ks.grad_dtype(prec).values
-                if runs and not base.plan_violations(fw, spec.model, plan):
+                if runs and not base.plan_violations(fw, spec.model, plan) \
+                        and not rules_hardware(spec.cluster, plan, spec.model):
                     out.add(k)
     return tuple(sorted(undominated(k for k in out if _fixed_ok(spec, k))))
 
