@@ -180,7 +180,9 @@ def config_py(job: Job) -> str:
     """planner_job.py: the torchtitan configuration module."""
     flavour = checked_flavour(job)
     comps = compile_components(job)
-    compile_call = call("CompileConfig", [("enable", bool(comps))] + ([("components", comps)] if comps else []))
+    async_tp = [("enable_async_tensor_parallel", True)] if job.plan.tp_comm_overlap else []
+    compile_call = call("CompileConfig", [("enable", bool(comps))] + ([("components", comps)] if comps else [])
+                        + async_tp)
     return f'''"""torchtitan 0.3.0 configuration written by `planner emit` (see ../README.txt).
 
 Run: torchrun ... -m torchtitan.train --module {MODULE} --config {MODULE} (launch.sh), with this

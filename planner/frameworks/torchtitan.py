@@ -111,6 +111,14 @@ def fsdp_overlap(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     return None
 
 
+def async_tp(model: cm.Model, plan: cm.Plan) -> Optional[str]:
+    """config/configs.py (release/0.3 @ 4f9e9a47): AsyncTP is CompileConfig.enable_async_tensor_parallel,
+    a torch.compile pass; planner's plans compile only when elementwise work is fused (emit/torchtitan.py)."""
+    if plan.tp_comm_overlap and not plan.fused_elementwise:
+        return "torchtitan's AsyncTP (tp_comm_overlap) is a torch.compile pass: it needs compiled (fused) elementwise"
+    return None
+
+
 def fused_attention(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     """models/common/config_utils.py get_attention_config: flex, sdpa or varlen, all fused kernels."""
     if not plan.flash_attention:
@@ -140,7 +148,7 @@ def knobs(tp_split: bool, pp_split: bool) -> Knobs:
                                                   "linears come from torchao (float8); no fp16 mode"),
         grad_dtype=grad_dtypes,
         tp_comm_overlap=Choice((False, True) if tp_split else (False,),
-                               "torchtitan overlaps TP communication with AsyncTP (parallelism.enable_async_tensor_"
+                               "torchtitan overlaps TP communication with AsyncTP (compile.enable_async_tensor_"
                                "parallel, with torch.compile and sequence parallel)"),
         zero3_reshard=Choice((True, False), "torchtitan's parallelism.fsdp_reshard_after_forward is always, never "
                                             "or default (keep gathered under pipeline parallelism, free otherwise: "
@@ -277,5 +285,5 @@ FRAMEWORK = Framework(
     interleaving_rules=(interleaving,),
     knobs=knobs,
     plan_rules=(fsdp_reduce_scatter, fsdp_gather_unit, fsdp_overlap, fused_attention, float8_recipe,
-                context_parallel_fsdp),
+                context_parallel_fsdp, async_tp),
 )
