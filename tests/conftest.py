@@ -26,3 +26,15 @@ def gpt(layers: int, hidden: int, heads: int, vocab: int = 51200, seq: int = 204
 @pytest.fixture
 def a100():
     return a100_80gb()
+
+
+def one_line_error(capsys, argv, *needles):
+    """`planner ARGV` exits 2 with one 'planner: error:' line on stderr holding every needle."""
+    from planner.commands.main import main
+
+    code = main(argv)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2, argv
+    assert len(err) == 1 and err[0].startswith("planner: error:"), err
+    for needle in needles:
+        assert needle in err[0], (needle, err[0])

@@ -10,20 +10,12 @@ that has it (DeepSpeed's launch files have none).
 import json
 
 import pytest
+from conftest import one_line_error
 
 from planner.commands.main import main
 
 DENSE = ["llama3-70b", "dgx-h100", "--gpus", "64", "--gbs", "256"]
 MOE = ["mixtral-8x7b", "dgx-h100", "--gpus", "64", "--gbs", "256"]
-
-
-def one_line_error(capsys, argv, *needles):
-    code = main(argv)
-    err = capsys.readouterr().err.strip().splitlines()
-    assert code == 2, argv
-    assert len(err) == 1 and err[0].startswith("planner: error:"), err
-    for needle in needles:
-        assert needle in err[0], (needle, err[0])
 
 
 @pytest.mark.parametrize("argv, needles", [

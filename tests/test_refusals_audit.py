@@ -3,6 +3,7 @@ now one line on stderr and exit 2, or (a routing imbalance past what routing all
 import json
 
 import pytest
+from conftest import one_line_error
 
 from costmodel import moe
 from planner.commands.main import main
@@ -10,15 +11,6 @@ from planner.inputs.loading import load_model_spec
 
 M, C = "examples/llama3-70b.yaml", "examples/h100-64.yaml"
 DENSE = ["estimate", M, C, "--tp", "8", "--pp", "4", "--mbs", "1"]
-
-
-def one_line_error(capsys, argv, *needles):
-    code = main(argv)
-    err = capsys.readouterr().err.strip().splitlines()
-    assert code == 2, argv
-    assert len(err) == 1 and err[0].startswith("planner: error:"), err
-    for needle in needles:
-        assert needle in err[0], (needle, err[0])
 
 
 def test_the_largest_routing_imbalance_a_layout_allows():
