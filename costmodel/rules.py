@@ -7,7 +7,7 @@ m % pp == 0, ...) live in the planner's framework filter, not here.
 from __future__ import annotations
 
 from . import topology
-from .lowp import FP8_RECIPES, WEIGHT_CASTS
+from .lowp import FP8_RECIPES, WEIGHT_CASTS, is_low
 from .types import ATTENTION_KERNELS, CP_COMMS, GRAD_DTYPES, GRAD_SYNCS, PIPELINE_BUFFERS, PRECISIONS, RECOMPUTE_MODES, RECOMPUTE_MODULES, Cluster, Model, Plan
 
 
@@ -113,7 +113,7 @@ def _choice_rules(model: Model, plan: Plan) -> list[str]:
         out.append("bf16_layers_start/end must be >= 0")
     elif plan.bf16_layers_start + plan.bf16_layers_end > model.num_layers:
         out.append(f"bf16_layers_start + bf16_layers_end exceed num_layers ({model.num_layers})")
-    elif (plan.bf16_layers_start or plan.bf16_layers_end) and plan.precision not in ("fp8", "mxfp8", "nvfp4"):
+    elif (plan.bf16_layers_start or plan.bf16_layers_end) and not is_low(plan.precision):
         out.append(f"bf16_layers keep layers 16-bit under a low precision (fp8, mxfp8, nvfp4): under "
                    f"{plan.precision} every layer already is")
     if plan.grad_dtype and plan.grad_dtype not in GRAD_DTYPES:
@@ -121,7 +121,7 @@ def _choice_rules(model: Model, plan: Plan) -> list[str]:
     if plan.tp_comm_overlap and not plan.sequence_parallel:
         out.append("TP communication overlap splits the sequence-parallel all-gathers and reduce-scatters: it "
                    "needs sequence parallel")
-    if plan.lowp_param_gather and plan.precision not in ("fp8", "mxfp8", "nvfp4"):
+    if plan.lowp_param_gather and not is_low(plan.precision):
         out.append("low-precision parameters need a low precision (fp8, mxfp8, nvfp4)")
     if any(m not in RECOMPUTE_MODULES for m in plan.recompute_modules) or not plan.recompute_modules:
         out.append(f"recompute modules must be among {', '.join(RECOMPUTE_MODULES)}")
@@ -132,7 +132,7 @@ def _choice_rules(model: Model, plan: Plan) -> list[str]:
         out.append("recompute modules choose what selective recompute replays: they need recompute selective")
     if plan.ep_dispatch not in ("alltoall", "deepep"):
         out.append(f"ep_dispatch must be alltoall or deepep (got {plan.ep_dispatch})")
-    if plan.fp8_attention and (plan.precision not in ("fp8", "mxfp8", "nvfp4") or not plan.flash_attention):
+    if plan.fp8_attention and (not is_low(plan.precision) or not plan.flash_attention):
         out.append("FP8 attention needs a low precision (fp8, mxfp8, nvfp4) and fused (flash) attention")
     if plan.optimizer_states not in ("fp32", "bf16"):
         out.append(f"optimizer_states must be fp32 or bf16 (got {plan.optimizer_states})")
@@ -150,7 +150,7 @@ def hardware_violations(cluster: Cluster, plan: Plan, model: Model | None = None
     table = cluster.gpu.dense_flops_per_second
     have = plan.precision in table or (plan.precision == "nvfp4" and "fp4" in table)
     out = []
-    if plan.precision in ("fp8", "mxfp8", "nvfp4") and not have:
+    if is_low(plan.precision) and not have:
         out.append(f"{plan.precision} needs {plan.precision.upper()} tensor cores, which {cluster.gpu.name} does not have")
     inner = topology.cp_ranks_per_domain(plan, cluster) if plan.cp > 1 else 1
     if model is not None and plan.cp_comm == "a2a+p2p" and (model.kv_heads // plan.tp) % inner:

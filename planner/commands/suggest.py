@@ -158,9 +158,10 @@ def cmd_suggest(args: argparse.Namespace) -> int:
     model, spec = search_spec(args)
     opts = Options(args.top, args.objective, args.max_memory_fraction, args.solver)
     grid = stability.parse_grid(args.what_if_grid)[1] if args.what_if_grid else []
-    for wi in [whatif.parse(args.what_if), *grid]:
+    assumed = whatif.parse(args.what_if)
+    for wi in [assumed, *grid]:
         whatif.check_applies(wi, model.moe is not None, {spec.cluster.gpu.name})
-    out = suggest_report(model, spec, opts, whatif.parse(args.what_if), grid, run_search(args.json))
+    out = suggest_report(model, spec, opts, assumed, grid, run_search(args.json))
     for note in out["search"]["notes"]:
         print(f"planner: note: {note}", file=sys.stderr)
     for warning in out["warnings"]:
@@ -169,7 +170,7 @@ def cmd_suggest(args: argparse.Namespace) -> int:
         from planner.emit import emit_per_framework, formats
         from planner.search.report import best_per_framework
 
-        chosen, notes = best_per_framework(model, spec, opts, out, formats(args.emit), whatif.parse(args.what_if))
+        chosen, notes = best_per_framework(model, spec, opts, out, formats(args.emit), assumed)
         for note in notes:
             print(f"planner: note: {note}", file=sys.stderr)
         if not chosen:

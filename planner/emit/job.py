@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from costmodel import types as cm
+from costmodel.lowp import LOW_PRECISIONS
 from costmodel.rules import model_plan_violations
 from planner import frameworks
 from planner.errors import PlannerError
@@ -52,8 +53,7 @@ class Job:
     @property
     def half_dtype(self) -> str | None:
         """The 16-bit type the model trains in (fp8, mxfp8 and nvfp4 GEMMs keep bf16 parameters), None for fp32."""
-        low = ("fp8", "mxfp8", "nvfp4")
-        return {"fp16": "fp16", "bf16": "bf16", **dict.fromkeys(low, "bf16")}.get(self.plan.precision)
+        return {"fp16": "fp16", "bf16": "bf16", **dict.fromkeys(LOW_PRECISIONS, "bf16")}.get(self.plan.precision)
 
     @property
     def title(self) -> str:

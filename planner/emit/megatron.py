@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shlex
 
+from costmodel.lowp import is_low
 from costmodel.topology import ranks_in_domain
 from planner.emit.job import Job, refuse_unless_runs
 from planner.frameworks.megatron import uneven_split
@@ -224,7 +225,7 @@ def low_precision_flags(p) -> Flags:
         out += [("--fp8-format", "e4m3"), ("--fp8-recipe", "mxfp8")]
     elif p.precision == "nvfp4":
         out += [("--fp4-format", "e2m1"), ("--fp4-recipe", "nvfp4")]
-    if p.bf16_layers_start + p.bf16_layers_end and p.precision in ("fp8", "mxfp8", "nvfp4"):
+    if p.bf16_layers_start + p.bf16_layers_end and is_low(p.precision):
         out += [("--first-last-layers-bf16", None), ("--num-layers-at-start-in-bf16", p.bf16_layers_start),
                 ("--num-layers-at-end-in-bf16", p.bf16_layers_end)]
     if p.lowp_param_gather:
