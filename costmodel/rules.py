@@ -143,8 +143,9 @@ def _choice_rules(model: Model, plan: Plan) -> list[str]:
     return out
 
 
-def hardware_violations(cluster: Cluster, plan: Plan, model: Model | None = None) -> list[str]:
-    """A low-precision format needs tensor cores for it: the GPU's spec lists a dense peak for it
+def cluster_violations(cluster: Cluster, plan: Plan, model: Model | None = None) -> list[str]:
+    """The rules that depend on the cluster (its GPU, NVLink domain, host link). A low-precision
+    format needs tensor cores for it: the GPU's spec lists a dense peak for it
     (nvfp4 also under the plain fp4 name). Hierarchical CP (a2a+p2p) runs Ulysses over the CP ranks of
     one NVLink domain (costmodel/context.py), which split the KV heads of a TP rank as plain a2a does."""
     table = cluster.gpu.dense_flops_per_second
@@ -174,4 +175,4 @@ def plan_violations(model: Model, cluster: Cluster, plan: Plan) -> list[str]:
         cp = f"*{plan.cp}" if plan.cp > 1 else ""
         out.insert(0, f"dp*tp{'*cp' if cp else ''}*pp = {plan.dp}*{plan.tp}{cp}*{plan.pp} = {plan.num_gpus} must equal "
                       f"the GPU count {cluster.num_gpus}")
-    return out + hardware_violations(cluster, plan, model)
+    return out + cluster_violations(cluster, plan, model)

@@ -82,9 +82,9 @@ def test_offload_time_is_the_copy_the_layer_does_not_hide():
 
 
 def test_offload_needs_a_host_link():
-    from costmodel.rules import hardware_violations
-    assert any("host_link" in v for v in hardware_violations(selene(64), replace(BASE, offload_layers=2)))
-    assert not hardware_violations(replace(selene(64), host_link_bytes_per_second=50e9), BASE)
+    from costmodel.rules import cluster_violations
+    assert any("host_link" in v for v in cluster_violations(selene(64), replace(BASE, offload_layers=2)))
+    assert not cluster_violations(replace(selene(64), host_link_bytes_per_second=50e9), BASE)
 
 
 def test_lowp_parameters_drop_the_16bit_weights():

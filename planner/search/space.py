@@ -21,7 +21,7 @@ from typing import Iterator, Mapping
 
 from costmodel import types as cm
 from costmodel.lowp import LOW_PRECISIONS, WEIGHT_CASTS
-from costmodel.rules import hardware_violations as rules_hardware
+from costmodel.rules import cluster_violations
 from costmodel.rules import plan_violations
 from costmodel.topology import domain_size, ranks_per_domain, tp_crosses_network
 from planner.analysis.cpnote import MIN_CP_TOKENS
@@ -273,7 +273,7 @@ def candidate_layouts(spec: SearchSpec, tp: int, pp: int, cp: int = 1, ep: int =
 def gpu_runs(spec: SearchSpec, precision: str) -> bool:
     """A low-precision format needs tensor cores for it (costmodel.rules); every GPU runs the others."""
     probe = cm.Plan(precision=precision)
-    return not rules_hardware(spec.cluster, probe)
+    return not cluster_violations(spec.cluster, probe)
 
 
 def knob_combinations(spec: SearchSpec, fws: tuple[str, ...], tp: int, pp: int, cp: int = 1,
@@ -307,7 +307,7 @@ def knob_combinations(spec: SearchSpec, fws: tuple[str, ...], tp: int, pp: int, 
                 plan = replace(probe, **knob_plan_fields(k))
                 runs = plan.grad_comm_dtype in ks.grad_dtype(prec).values
                 if runs and not base.plan_violations(fw, spec.model, plan) \
-                        and not rules_hardware(spec.cluster, plan, spec.model):
+                        and not cluster_violations(spec.cluster, plan, spec.model):
                     out.add(k)
     return tuple(sorted(undominated(k for k in out if _fixed_ok(spec, k))))
 
