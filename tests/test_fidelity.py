@@ -313,8 +313,9 @@ def test_shipped_constants_are_what_the_fit_reaches(out_of_sample):
 # 25.09's token-drop Qwen3-30B-A3B on H100 (80.5 -> 79.4 GiB: 21.3 GiB of expert optimizer states kept
 # unsharded at expert-DP 1).
 PREDICTED_OVER_CAPACITY = {
-    # 86.2 GiB: 63 of model states over dp 2 (fp32 Adam sharded over two ranks); the launcher configs of
-    # the time disagree on the optimizer's dtype and the recompute, and the table prints neither.
+    # 86.2 GiB: 63 of model states over dp 2 (fp32 Adam sharded over two ranks). The launcher's configs with
+    # the table's layout use Megatron-core's optimizer (fp32 states); the earlier ones, with another layout,
+    # Apex's in bf16 (about 65 GiB). The table prints neither (the row's notes cite both).
     "nemo-24.07-nemotron-340b-128gpu",
 }
 
