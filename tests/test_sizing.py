@@ -205,3 +205,15 @@ def test_dominated_offerings_are_not_sized():
     table = {k: v for k, v in catalogs.cluster_catalog().items() if k in ("dgx-a100", "aws-p4d-24xlarge")}
     offs, _ = sizing.priced_offerings(table, catalogs.gpu_catalog(), None)
     assert len(sizing.undominated(offs)[0]) == 2  # different GPUs (40 vs 80 GB)
+
+
+def test_each_option_estimate_totals_the_sized_tokens(capsys):
+    # --tokens 1e11 at 64 sequences of 4,096 tokens: ceil(1e11 / 262,144) = 381,470 steps. Each option's
+    # embedded estimate totals those tokens, not the model's training_tokens (Llama 2's 2T).
+    d = run_json(capsys, *SMALL)
+    feasible = [o for o in d["options"] if o["fits"]]
+    assert feasible
+    for o in feasible:
+        assert o["steps"] == 381_470
+        assert o["estimate"]["training"]["training_tokens"] == 1e11
+        assert o["estimate"]["training"]["steps"] == 381_470

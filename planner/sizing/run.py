@@ -132,6 +132,7 @@ def size(args: SizeRequest, wi: whatif.WhatIf | None = None, progress=None) -> d
         if not model.training_tokens:
             raise PlannerError(f"model '{model.name}' has no training_tokens; pass --tokens T")
         args = replace(args, tokens=model.training_tokens)
+    model = model.model_copy(update={"training_tokens": args.tokens})  # each option's estimate totals these tokens
     offerings, skipped = load_offerings(args, wi.prices if wi else None)
     assumptions = sizing.RunAssumptions(args.failures_per_1000_gpu_days / 1000 / 24, args.restart_minutes * 60,
                                         args.checkpoint_gbytes_per_s_per_node * 1e9)
