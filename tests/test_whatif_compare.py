@@ -99,3 +99,15 @@ def test_compare_names_the_winner_and_the_part(tmp_path, capsys):
     assert a["time_breakdown_s"]["tp_comm"] > 2.33 * b["time_breakdown_s"]["tp_comm"]
     assert "TP communication" in out["why"]
     assert "tp 4 instead of 8" in out["why"] and "pp 8 instead of 4" in out["why"]
+
+
+def test_what_if_that_breaks_the_fit_is_flagged(capsys):
+    # Qwen3-235B-A22B on 256 H100 at tp 2, pp 8, ep 8: 76.2 GiB as given; routing 1.3x over balance puts
+    # 1.3x the routed rows' activations on the busiest rank, past 80 GiB.
+    argv = ["qwen3-235b-a22b", "dgx-h100", "--gpus", "256", "--tp", "2", "--pp", "8", "--ep", "8", "--mbs", "1",
+            "--gbs", "1024", "--zero", "1", "--sequence-parallel", "--what-if", "imbalance=1.3"]
+    assert main(["estimate", *argv]) == 0
+    out, err = capsys.readouterr()
+    assert "what if imbalance=1.3: the plan does not fit" in err
+    row = next(line for line in out.splitlines() if "fits in memory" in line)
+    assert [c.strip() for c in row.split("│")[2:4]] == ["yes", "no"]

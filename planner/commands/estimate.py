@@ -19,6 +19,11 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     if not d["fits"]:
         print(f"planner: warning: the plan does not fit: {d['memory_per_gpu_bytes'] / 2**30:.1f} GiB per GPU "
               f"against {d['memory_capacity_bytes'] / 2**30:.0f} GiB (see the levers, or planner suggest)", file=sys.stderr)
+    alt = d.get("what_if", {}).get("estimate")
+    if alt is not None and not alt["fits"]:
+        print(f"planner: warning: what if {d['what_if']['assumptions']}: the plan does not fit: "
+              f"{alt['memory_per_gpu_bytes'] / 2**30:.1f} GiB per GPU against {alt['memory_capacity_bytes'] / 2**30:.0f} GiB",
+              file=sys.stderr)
     if args.json:
         print_json(d)
         return 0

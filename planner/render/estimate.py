@@ -202,4 +202,6 @@ def print_side_by_side(a: dict, b: dict, name_a: str, name_b: str, console: Cons
         if label == "$ per step" and not (va or vb):
             continue  # no price on either side
         table.add_row(f"[bold]{label}[/bold]", fmt.format(va), fmt.format(vb), ("{:+" + fmt[2:]).format(vb - va))
+    fits = {True: "yes", False: "[red]no[/red]"}
+    table.add_row("[bold]fits in memory[/bold]", fits[a["fits"]], fits[b["fits"]], "")
     console.print(table)
