@@ -217,3 +217,20 @@ def test_each_option_estimate_totals_the_sized_tokens(capsys):
         assert o["steps"] == 381_470
         assert o["estimate"]["training"]["training_tokens"] == 1e11
         assert o["estimate"]["training"]["steps"] == 381_470
+
+
+def test_deadline_advice_does_not_ask_for_more_gpus_than_were_sized():
+    from dataclasses import replace
+
+    from planner.sizing.run import SizeRequest, impossible_lines
+
+    # One offering sized at 8 and 16 GPUs: 16 GPUs take 10 days, 8 take 12 (scaling flattens). A 5-day
+    # deadline would need 16 x 10 / 5 = 32 GPUs if scaling held.
+    a = fake_option(12.0, 1e5, 0)
+    a = replace(a, num_gpus=8)
+    b = replace(a, num_gpus=16, step_seconds_total=10.0 * sizing.DAY,
+                wall=replace(a.wall, total_seconds=10.0 * sizing.DAY))
+    over = impossible_lines([a, b], SizeRequest("m", deadline_days=5.0, max_gpus=16))
+    assert "about 32 GPUs if scaling held (raise --max-gpus)" in over[0]
+    within = impossible_lines([a, b], SizeRequest("m", deadline_days=5.0, max_gpus=64))
+    assert "--max-gpus" not in within[0] and "sized up to 16" in within[0]

@@ -92,9 +92,15 @@ def impossible_lines(options: list[sizing.Option], args: SizeRequest) -> list[st
     if args.deadline_days and not any(o.days <= args.deadline_days for o in feasible):
         f = min(feasible, key=lambda o: (o.days, o.usd))
         need = math.ceil(f.num_gpus * f.days / args.deadline_days)
-        lines.append(f"no offering meets {args.deadline_days:g} days: the fastest is {f.offering.name} with "
-                     f"{f.num_gpus} GPUs, {f.days:.1f} days (${f.usd:,.0f}); meeting the deadline needs about "
-                     f"{need} GPUs if scaling held (raise --max-gpus) or fewer tokens")
+        head = (f"no offering meets {args.deadline_days:g} days: the fastest is {f.offering.name} with "
+                f"{f.num_gpus} GPUs, {f.days:.1f} days (${f.usd:,.0f}); ")
+        largest = max(o.num_gpus for o in feasible if o.offering.name == f.offering.name)
+        if need > args.max_gpus:
+            lines.append(head + f"meeting the deadline needs about {need} GPUs if scaling held (raise --max-gpus) "
+                                "or fewer tokens")
+        else:  # counts up to `need` were within the scan: the step stopped shrinking before the deadline
+            lines.append(head + f"more GPUs of it do not help (sized up to {largest}; scaling stops short of the "
+                                f"{need} that linear scaling would need): train fewer tokens or allow more days")
     if args.budget_usd and not any(o.usd <= args.budget_usd for o in feasible):
         c = min(feasible, key=lambda o: (o.usd, o.days))
         scope = " sized for this deadline" if args.deadline_days else ""
