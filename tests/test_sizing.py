@@ -234,3 +234,12 @@ def test_deadline_advice_does_not_ask_for_more_gpus_than_were_sized():
     assert "about 32 GPUs if scaling held (raise --max-gpus)" in over[0]
     within = impossible_lines([a, b], SizeRequest("m", deadline_days=5.0, max_gpus=64))
     assert "--max-gpus" not in within[0] and "sized up to 16" in within[0]
+
+
+def test_front_under_a_deadline_holds_only_options_that_meet_it(capsys):
+    # Llama 2 7B, 1e11 tokens on H100s: 32 GPUs take about 2.9 days, 64 about 1.5. With a 2-day deadline the
+    # counts whose step floor alone misses it are not searched (and named), so a front over every option
+    # sized would show 32 GPUs as "cheaper" while cheaper counts were never looked at.
+    d = run_json(capsys, *SMALL, "--deadline-days", "2")
+    assert d["pareto"] and all(o["days"] <= 2 for o in d["pareto"])
+    assert any("not searched; even at its step floor" in n and "more than 2 days" in n for n in d["notes"])

@@ -34,7 +34,9 @@ def print_size(r: dict, deadline_days: float | None) -> None:
     console.print(f"run overheads: {a['failures_per_1000_gpu_days']:g} interruptions per 1000 GPU-days "
                   f"(Llama 3 405B run), {a['restart_minutes']:g} min per restart, checkpoints at "
                   f"{a['checkpoint_gbytes_per_s_per_node']:g} GB/s per node every Young-optimal interval")
-    console.print(options_table("Pareto front: time to train vs total dollars", r["pareto"]))
+    within = r["deadline_days"] and any(o.days <= r["deadline_days"] for o in r["pareto"])
+    console.print(options_table("Pareto front: time to train vs total dollars"
+                                + (f" (options meeting {r['deadline_days']:g} days)" if within else ""), r["pareto"]))
     for label, key in (("cheapest meeting the deadline and budget", "cheapest"),
                        ("fastest within the deadline and budget", "fastest")):
         o = r[key]

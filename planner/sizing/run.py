@@ -110,6 +110,13 @@ def impossible_lines(options: list[sizing.Option], args: SizeRequest) -> list[st
     return lines
 
 
+def front(options: list[sizing.Option], deadline_days: float | None) -> list[sizing.Option]:
+    """The time/dollar Pareto front; with a deadline, of the options that meet it (the scan skips the
+    counts that cannot, so a front over the rest would be missing them), or of all when none does."""
+    meeting = [o for o in options if o.feasible and deadline_days and o.days <= deadline_days]
+    return sizing.pareto(meeting or options)
+
+
 def envelope_notes(chosen: dict[str, sizing.Option | None]) -> list[str]:
     """A note for each chosen option whose plan's MFU is above every published run on its GPU in its
     precision (planner/analysis/envelope.py), and one for each whose plan uses settings no published run
@@ -159,7 +166,8 @@ def size(args: SizeRequest, wi: whatif.WhatIf | None = None, progress=None) -> d
             "skipped_unpriced": skipped,
             "notes": scan.notes + impossible_lines(scan.options, args)
             + envelope_notes({"cheapest": cheapest, "fastest": fastest}),
-            "options": scan.options, "pareto": sizing.pareto(scan.options), "cheapest": cheapest, "fastest": fastest,
+            "options": scan.options, "pareto": front(scan.options, args.deadline_days), "cheapest": cheapest,
+            "fastest": fastest,
             "what_if": wi.label() if wi else None}
 
 

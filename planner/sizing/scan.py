@@ -333,6 +333,11 @@ def scan(model: ModelSpec, offerings: list[Offering], max_gpus: int, tokens: flo
         for group in groups:
             off = group[0]  # the cheapest: its floor is the group's
             counts = shape_counts(model, off, max_gpus, fine, min_gpus_for_deadline(model, off, tokens, deadline_days, wi))
+            too_slow = [c for c in shape_counts(model, off, max_gpus, fine, 1) if c < counts[0]]
+            if too_slow:
+                notes.append(f"{off.gpu.name} ({off.spec.name}-like) at {count_range(too_slow)} GPUs: not searched; "
+                             "even at its step floor (weight GEMMs at peak rate) it needs more than "
+                             f"{deadline_days:g} days")
             floors = {c: Floor.of(model, off, c, tokens, wi) for c in counts}
             beaten = {c: dominator(options, floors[c]) for c in counts} if prune else {}
             pruned = [c for c in counts if beaten.get(c)]
@@ -350,9 +355,13 @@ def scan(model: ModelSpec, offerings: list[Offering], max_gpus: int, tokens: flo
     return Scan(options, searched, notes)
 
 
+def count_range(counts: list[int]) -> str:
+    return f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
+
+
 def pruned_note(off: Offering, counts: list[int], floor: Floor, by: Option) -> str:
-    where = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
-    return (f"{off.gpu.name} ({off.spec.name}-like) at {where} GPUs: not searched; at {counts[-1]} GPUs even its "
+    return (f"{off.gpu.name} ({off.spec.name}-like) at {count_range(counts)} GPUs: not searched; "
+            f"at {counts[-1]} GPUs even its "
             f"step floor (weight GEMMs at peak rate) takes {floor.days:.1f} days and ${floor.usd:,.0f}, and "
             f"{by.offering.name} x {by.num_gpus} is faster and cheaper ({by.days:.1f} days, ${by.usd:,.0f})")
 
