@@ -111,3 +111,15 @@ def test_what_if_that_breaks_the_fit_is_flagged(capsys):
     assert "what if imbalance=1.3: the plan does not fit" in err
     row = next(line for line in out.splitlines() if "fits in memory" in line)
     assert [c.strip() for c in row.split("│")[2:4]] == ["yes", "no"]
+
+
+def test_estimate_warns_when_no_framework_runs_the_plan(capsys):
+    # Megatron-LM's 1F1B A2A overlap needs pp 1 or a virtual pipeline (megatron/training/arguments.py), and
+    # planner's DeepSpeed and torchtitan launch files carry no MoE: no framework runs this plan.
+    argv = ["qwen3-235b-a22b", "dgx-h100", "--gpus", "256", "--tp", "2", "--pp", "8", "--ep", "8", "--mbs", "1",
+            "--gbs", "1024", "--zero", "1", "--sequence-parallel"]
+    assert main(["estimate", *argv, "--json"]) == 0
+    assert not [w for w in json.loads(capsys.readouterr().out)["warnings"] if "no framework" in w]
+    assert main(["estimate", *argv, "--ep-overlap", "--json"]) == 0
+    (warning,) = [w for w in json.loads(capsys.readouterr().out)["warnings"] if "no framework" in w]
+    assert "megatron: Megatron-LM's expert-parallel A2A overlap needs pp 1 or a virtual pipeline" in warning

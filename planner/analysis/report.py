@@ -3,6 +3,7 @@ what-if assumptions, as the JSON object the command prints."""
 from __future__ import annotations
 
 from costmodel import types as cm
+from planner import frameworks
 from planner.analysis import coverage, diagnose, envelope, score, whatif
 from planner.inputs import plans
 from planner.inputs.specs import ModelSpec, PlanSpec
@@ -21,9 +22,21 @@ def estimate_report(model: ModelSpec, cluster: cm.Cluster, plan_spec: PlanSpec, 
     d["diagnosis"] = diagnose.diagnosis_dict(scored, comm_threshold, diagnose.try_levers(scored))
     d["envelope"] = envelope.judge(cluster.gpu.name, plan.precision, d["mfu_causal"])
     d["unvalidated_settings"] = coverage.unvalidated(cluster.gpu.generation, plan)
+    d["warnings"] += unrun_warning(model.to_model(), plan)
     if what_if:
         wi = whatif.parse(what_if)
         whatif.check_applies(wi, model.moe is not None, {cluster.gpu.name})
         alt = score.score(model, whatif.apply_cluster(cluster, wi), plan, whatif.apply_efficiency(cm.Efficiency(), wi))
         d["what_if"] = {"assumptions": wi.label(), "estimate": score.to_dict(alt)}
     return d
+
+
+def unrun_warning(model: cm.Model, plan: cm.Plan) -> list[str]:
+    """A warning when none of the frameworks planner writes launch files for runs the plan (each
+    one's first refusal, planner/frameworks): the cost model scores it all the same."""
+    reasons = {name: frameworks.violations(fw, model, plan) for name, fw in frameworks.REGISTRY.items()}
+    if not all(reasons.values()):
+        return []
+    return ["no framework planner emits for runs this plan as given: "
+            + "; ".join(f"{name}: {found[0]}" for name, found in reasons.items())]
+

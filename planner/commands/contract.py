@@ -279,7 +279,7 @@ class Estimate(Strict):
     usd_per_gpu_hour: float = d("price per GPU-hour (0: unpriced)")
     usd_per_step: float = d("dollars per optimizer step")
     training: Training | None = d("totals for the model's training_tokens; null when the model has none")
-    warnings: list[str] = d("cost-model warnings about the plan")
+    warnings: list[str] = d("warnings about the plan: the cost model's, and when no framework planner emits for runs it")
 
 
 class Shares(Strict):
