@@ -332,3 +332,18 @@ def test_published_runs_are_predicted_to_fit(scored):
             over[run.id] = round(e.memory_per_gpu_bytes / 2**30, 1)
     print(f"predicted over capacity although run: {over}")
     assert set(over) == PREDICTED_OVER_CAPACITY
+
+
+def test_fit_on_counts_the_rows_it_fits(runs, monkeypatch):
+    """--fit-on's train_rows are the rows the fit reads: scored rows of that generation, not the excluded
+    ones kept for reference (the audit saw 251 for `all` against 234 scored)."""
+    from costmodel.types import Efficiency
+    from planner.validation import generalise
+
+    fitted_on = []
+    monkeypatch.setattr(generalise.fit, "fit_many",
+                        lambda sets, workers=None: fitted_on.extend(sets) or [(Efficiency(), 0.0, None)])
+    scored_n = validation.summarise_by_generation(validation.evaluate(runs))["blackwell"]["step_time"]["n"]
+    out = generalise.generalisation(runs, "blackwell", workers=1)
+    assert out["train_rows"] == len(fitted_on[0]) == scored_n
+    assert not any(r.exclude for r in fitted_on[0])

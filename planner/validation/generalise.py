@@ -56,7 +56,9 @@ def generalisation(runs: list[validation.Run], fit_on: str, workers: int | None 
     if fit_on != "all" and fit_on not in gen.values():
         raise PlannerError(f"--fit-on {fit_on}: no validation rows of that generation; the rows have "
                            f"{', '.join(generations(runs))} (or use all)")
-    train = [r for r in runs if fit_on == "all" or gen[r.id] == fit_on]
+    train = [r for r in runs if (fit_on == "all" or gen[r.id] == fit_on) and not r.exclude]  # what fit.py fits on
+    if not train:
+        raise PlannerError(f"--fit-on {fit_on}: every row of it is excluded from scoring")
     held = [r for r in runs if fit_on != "all" and gen[r.id] != fit_on and not r.exclude]
     (eff, train_mape, train_memory_mape), = fit.fit_many([train], workers)
     results = validation.evaluate(held, eff)
