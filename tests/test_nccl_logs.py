@@ -385,6 +385,25 @@ def test_two_different_tests_in_one_file_raise():
         parse_text(text, "both.log")
 
 
+# An all_gather row of the 2022 layout on 8 ranks: redop none, count = size / 4 B / 8 ranks.
+ROW_AG = (
+    "    67108864       2097152     float    none      -1    420.1  159.75  139.78      0"
+    "    418.9  160.20  140.18      0"
+)
+
+
+def test_two_tests_without_markers_raise():
+    # 2022-era output has no "Collective test starting" line: an all_reduce table followed by an all_gather
+    # one gives rows with redop sum beside redop none, and one size with two element counts.
+    with pytest.raises(NcclParseError, match="redop none beside rows with sum"):
+        parse_text(HEADER_2022 + ROW_A + "\n" + ROW_B + "\n" + HEADER_2022 + ROW_AG + "\n", "all_reduce_perf.log")
+    ag_as_sum = ROW_AG.replace("none", " sum")
+    with pytest.raises(NcclParseError, match="size 67108864 B appears with 16777216 and 2097152 elements"):
+        parse_text(HEADER_2022 + ROW_A + "\n" + ag_as_sum + "\n", "all_reduce_perf.log")
+    log = parse_text(HEADER_2022 + ROW_A + "\n" + ROW_A + "\n", "all_reduce_perf.log")  # -N 2: one test twice
+    assert len(log.rows) == 2
+
+
 def test_two_tables_with_different_columns_raise():
     text = LEGACY.read_text() + HEADER_2022 + ROW_A + "\n"
     with pytest.raises(NcclParseError, match=r"both\.log:\d+: a second results table"):

@@ -362,6 +362,21 @@ def _raise_no_table(scan: _Scan) -> None:
     )
 
 
+def _mixed_collectives(rows: tuple[NcclRow, ...]) -> str | None:
+    """Why the rows cannot come from one collective, whatever the markers say (a 2022-era file holds
+    no "Collective test starting" line): reducing rows (sum, prod, ...; `-o all` runs several) beside
+    rows without a reduction (redop none: all_gather, broadcast, alltoall), or one message size with
+    two element counts (all_reduce's count is size / element, all_gather's that over the ranks)."""
+    ops = {r.redop for r in rows if r.redop}
+    if "none" in ops and len(ops) > 1:
+        return f"rows with redop none beside rows with {', '.join(sorted(ops - {'none'}))}"
+    counts: dict[tuple[int, str | None], int] = {}
+    for r in rows:
+        if r.count is not None and counts.setdefault((r.size_bytes, r.dtype), r.count) != r.count:
+            return f"size {r.size_bytes} B appears with {counts[(r.size_bytes, r.dtype)]} and {r.count} elements"
+    return None
+
+
 def parse_text(text: str, name: str = "<string>", collective: str | None = None) -> NcclLog:
     """Parse nccl-tests stdout (any era, see module doc); JSON text is passed to parse_json.
 
@@ -383,6 +398,9 @@ def parse_text(text: str, name: str = "<string>", collective: str | None = None)
             f"{name}: output of several tests ({', '.join(sorted(scan.started))}); "
             "split the file into one run per file"
         )
+    mixed = _mixed_collectives(rows)
+    if mixed:
+        raise NcclParseError(f"{name}: {mixed}: output of several tests; split the file into one run per file")
     evidence = _Evidence(rows, roots, "redop" in scan.layout.names, num_ranks)
     era = scan.layout.era
     return NcclLog(
@@ -489,6 +507,9 @@ def parse_json(text: str, name: str = "<string>", collective: str | None = None)
     args = doc.get("args")
     program = _programs_in(str(args[0])) if isinstance(args, list) and args else set()
     rows, roots = tuple(r for r, _ in pairs), [root for _, root in pairs]
+    mixed = _mixed_collectives(rows)
+    if mixed:
+        raise NcclParseError(f"{name}: {mixed}: output of several tests; one run per file")
     avg = doc.get("average_bus_bandwidth")
     avg_bw = avg.get("bandwidth") if isinstance(avg, dict) else None
     return NcclLog(
