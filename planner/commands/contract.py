@@ -315,7 +315,7 @@ class Diagnosis(Strict):
     """Why the plan is slow and which levers help (planner/analysis/diagnose.py diagnosis_dict)."""
 
     shares: Shares = d("each part's share of the step")
-    exposed_comm_share: float = d("exposed TP + PP + DP communication share of the step")
+    exposed_comm_share: float = d("exposed TP, CP, EP, PP and DP/ZeRO communication share of the step")
     threshold: float = d("share above which the plan counts as communication-bound")
     comm_bound: bool = d("exposed_comm_share > threshold")
     levers: list[Lever] = d("levers that help, fastest per sample first")
