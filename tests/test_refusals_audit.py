@@ -130,7 +130,7 @@ def test_a_union_field_error_names_the_key_not_pydantic_tags(capsys, tmp_path):
 
 @pytest.mark.parametrize("old, new, needle", [
     ("run1,llama3-70b,64,", "run1,llama3-70b,0,", "gpus must be a positive integer"),
-    ("true,79.11", "true,inf", "step_time_s must be a finite number > 0"),
+    ("selective,true,75.42", "selective,true,inf", "step_time_s must be a finite number > 0"),
     ("sequence_parallel,step_time_s", "sequence_parallel,step_time_s,bogus_col", "unknown column: bogus_col"),
 ])
 def test_step_time_rows_say_what_is_wrong_with_them(capsys, tmp_path, old, new, needle):
