@@ -35,6 +35,8 @@ CASES = {
     "suggest": ("suggest", ["suggest", LLAMA70, H100_64, "--what-if-grid", "network=0.5,1.0", "--json"]),
     "suggest-notes": ("suggest", ["suggest", SEED7, SEED_CLUSTER, "--top", "1", "--solver", "enumerate",
                                   "--what-if", "network=0.5", "--precision", "bf16,fp8", "--json"]),
+    "suggest-emit": ("suggest", ["suggest", SEED7, SEED_CLUSTER, "--top", "1", "--emit", "all",
+                                 "--out={dir}/launch", "--json"]),
     "size": ("size", ["size", "llama3-8b", "--gpu-types", "h100-sxm-80gb", "--max-gpus", "64", "--gbs", "512",
                       "--tokens", "1e12", "--workers", "1", "--json"]),
     "size-nothing-meets": ("size", ["size", "llama3-70b", "--gpu-types", "h100-sxm-80gb", "--max-gpus", "32",
@@ -157,6 +159,10 @@ def test_cases_reach_the_optional_keys(produced):
     est, plain = json.loads(produced("estimate")), json.loads(produced("estimate-no-training"))
     assert "what_if" in est and est["training"] is not None and "what_if" not in plain and plain["training"] is None
     sug, one = json.loads(produced("suggest")), json.loads(produced("suggest-notes"))
+    emitted = json.loads(produced("suggest-emit"))["emitted"]
+    assert "emitted" not in sug and {f["framework"] for f in emitted["frameworks"]} == {"deepspeed", "megatron"}
+    assert all(Path(f).is_file() for f in emitted["files"]) and any(f.endswith("README.txt") for f in emitted["files"])
+    assert all(f["files"] and set(f["files"]) < set(emitted["files"]) for f in emitted["frameworks"])
     assert sug["why"] and "stability" in sug and "tables" in sug["search"]["seconds"]
     assert one["why"] is None and "what_if" in one and "tables" not in one["search"]["seconds"] and one["search"]["notes"]
     size = json.loads(produced("size-nothing-meets"))

@@ -401,6 +401,25 @@ class StabilityRow(Strict):
     baseline_rank: int | None = d("rank of the baseline's layout in the new top K; null: not in it")
 
 
+class EmittedFramework(Strict):
+    """One framework's launch files written by `suggest --emit`."""
+
+    framework: Literal["deepspeed", "megatron", "torchtitan"] = d("the framework the files launch")
+    best: bool = d("whether its plan is the best plan (plans[0]); false: its own best, the best doesn't run on it")
+    plan: Plan = d("the plan the files launch")
+    step_time_s: float = d("that plan's step time")
+    files: list[str] = d("paths written for it (its folder under the output folder)")
+
+
+class Emitted(Strict):
+    """What `suggest --emit` wrote."""
+
+    out: str = d("the output folder")
+    files: list[str] = d("every path written, the shared README.txt included")
+    frameworks: list[EmittedFramework] = d("per framework, the plan its files launch")
+    notes: list[str] = d("frameworks asked for that run another plan than the best, or none (no files for them)")
+
+
 class SuggestOutput(Output):
     """`planner suggest --json`: the ranked plans, why the best wins, the search, the best plan's diagnosis."""
 
@@ -415,6 +434,7 @@ class SuggestOutput(Output):
                                                        "generation used; empty when all were")
     what_if: str = omitted("the --what-if assumptions the search ran under; absent without them")
     stability: list[StabilityRow] = omitted("one row per --what-if-grid value; absent without it")
+    emitted: Emitted = omitted("the launch files --emit wrote; absent without it")
 
 
 # --- size (planner/sizing/run.py size_dict, option_dict) ---

@@ -56,7 +56,9 @@ def register(sub) -> None:
     p = sub.add_parser("emit", help="write Megatron-LM, DeepSpeed or torchtitan launch files for one plan",
                        description=DESCRIPTION)
     p.add_argument("plan", metavar="PLAN.json", help="one estimate object from `planner estimate --json` ('-' = stdin)")
-    p.add_argument("--format", required=True, choices=["deepspeed", "megatron", "torchtitan", "all"])
+    p.add_argument("--format", required=True, choices=["deepspeed", "megatron", "torchtitan", "all"],
+                   help="all = deepspeed and megatron (torchtitan builds only its own model definitions, so it is "
+                        "asked for by name)")
     p.add_argument("--out", required=True, metavar="DIR", help="output folder (created if missing)")
     p.add_argument("--force", action="store_true", help="overwrite existing files")
     p.add_argument("--model", help="override: model YAML, HF config.json or catalog name (default: the model "

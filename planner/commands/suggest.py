@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from costmodel import types as cm
 from planner.commands.common import EPILOG, add_inputs, add_what_if, add_what_if_grid, print_json
@@ -175,8 +176,10 @@ def cmd_suggest(args: argparse.Namespace) -> int:
             print(f"planner: note: {note}", file=sys.stderr)
         if not chosen:
             raise PlannerError(f"no plan for --emit {args.emit}: " + "; ".join(notes))
-        for path in emit_per_framework(model, chosen, args.out, args.force):
+        paths = emit_per_framework(model, chosen, args.out, args.force)
+        for path in paths:
             print(f"planner: wrote {path}", file=sys.stderr)
+        out["emitted"] = emitted_dict(Path(args.out), paths, chosen, out["plans"][0], notes)
     if args.report:
         from planner.render.report import write_report
 
@@ -192,6 +195,17 @@ def cmd_suggest(args: argparse.Namespace) -> int:
     if "stability" in out:
         render_suggest.print_stability(out["stability"], out["plans"][0])
     return 0
+
+
+def emitted_dict(out_dir: Path, paths: list[Path], chosen: dict[str, dict], best: dict, notes: list[str]) -> dict:
+    """The `emitted` object of suggest --json: the files written and, per framework (each writes under
+    its own folder), the plan they launch."""
+    def own(name: str) -> list[str]:
+        return [str(p) for p in paths if p.relative_to(out_dir).parts[0] == name]
+    return {"out": str(out_dir), "files": [str(p) for p in paths],
+            "frameworks": [{"framework": name, "best": est is best, "plan": est["plan"],
+                            "step_time_s": est["step_time_s"], "files": own(name)} for name, est in chosen.items()],
+            "notes": notes}
 
 
 def register(sub) -> None:
@@ -220,7 +234,8 @@ def register(sub) -> None:
     add_what_if_grid(p, "rank stability: search again for each value (e.g. network=0.5,0.6,0.7,0.8,0.9,1.0) and "
                         "show whether the best plan stays best")
     p.add_argument("--emit", choices=["deepspeed", "megatron", "torchtitan", "all"],
-                   help="write launch files for the best plan (see `planner emit`)")
+                   help="write launch files for the best plan (see `planner emit`); all = deepspeed and megatron "
+                        "(torchtitan builds only its own model definitions, so it is asked for by name)")
     p.add_argument("--out", default="launch", help="folder for --emit (default ./launch)")
     p.add_argument("--report", type=file_arg, metavar="FILE.html",
                    help="also write the ranked plans, their time and memory charts and the diagnosis as one "
