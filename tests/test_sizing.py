@@ -185,6 +185,8 @@ def test_size_what_if_price_equals_a_prices_file(tmp_path, capsys):
     via_file = run_json(capsys, *SMALL, "--prices", str(tmp_path / "p.yaml"))
     via_what_if = run_json(capsys, *SMALL, "--what-if", "price.h100-sxm-80gb=1.5")
     assert [o.get("usd") for o in via_file["options"]] == [o.get("usd") for o in via_what_if["options"]]
+    for o in via_what_if["options"]:  # the catalog's kind, date and source describe another price
+        assert (o["price_kind"], o["price_date"], o["price_source"].split(":")[0]) == (None, None, "given")
 
 
 def test_size_what_if_grid_reports_stability(capsys):

@@ -13,7 +13,7 @@ def option_row(o: sizing.Option) -> list[str]:
     ep = f" ep{p.ep}" if p.ep > 1 else ""
     return [o.offering.name, o.offering.gpu.name, str(o.num_gpus), f"tp{p.tp}{cp} pp{p.pp} dp{p.dp}{ep} z{p.zero_stage}",
             f"{o.best.est.step_time_seconds:.2f}", f"{100 * o.best.est.mfu:.0f}%", f"{o.days:.1f}", f"${o.usd:,.0f}",
-            f"${o.offering.usd_per_gpu_hour:.2f} {o.offering.spec.price_kind or ''} {o.offering.spec.price_date or ''}"]
+            price_label(o)]
 
 
 def options_table(title: str, options: list[sizing.Option]) -> Table:
@@ -66,4 +66,11 @@ def print_stability(rows: list[dict]) -> None:
                       r["fastest"], "yes" if r["fastest_stays"] else "[red]no[/red]")
     make_console().print(table)
 
+
+def price_label(o) -> str:
+    """The price with its catalog kind and date, or 'given' for one from --prices or --what-if."""
+    s = o.offering.spec
+    if s.price_source == sizing.GIVEN_PRICE:
+        return f"${o.offering.usd_per_gpu_hour:.2f} given"
+    return f"${o.offering.usd_per_gpu_hour:.2f} {s.price_kind or ''} {s.price_date or ''}"
 

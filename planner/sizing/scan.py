@@ -153,6 +153,9 @@ def choose(options: list[Option], minimize: str, deadline_days: float | None = N
     return next(o for o, p in zip(feasible, pick) if solver.Value(p))
 
 
+GIVEN_PRICE = "given: --prices FILE or --what-if price.NAME"
+
+
 def priced_offerings(table: dict[str, ClusterSpec], gpus: dict[str, GpuSpec], gpu_types: list[str] | None,
                      prices: dict[str, float] | None = None, include_spot: bool = False
                      ) -> tuple[list[Offering], list[str]]:
@@ -173,6 +176,9 @@ def priced_offerings(table: dict[str, ClusterSpec], gpus: dict[str, GpuSpec], gp
         if not price:
             skipped.append(f"{spec.name} (no price)")
             continue
+        if spec.name in prices or gpu.name in prices:  # the catalog's kind, date and source are not this price's
+            spec = spec.model_copy(update={"usd_per_gpu_hour": price, "price_kind": None, "price_date": None,
+                                           "price_source": GIVEN_PRICE})
         out.append(Offering(spec, gpu, price))
     return out, skipped
 
