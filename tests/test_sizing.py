@@ -245,3 +245,17 @@ def test_front_under_a_deadline_holds_only_options_that_meet_it(capsys):
     d = run_json(capsys, *SMALL, "--deadline-days", "2")
     assert d["pareto"] and all(o["days"] <= 2 for o in d["pareto"])
     assert any("not searched; even at its step floor" in n and "more than 2 days" in n for n in d["notes"])
+
+
+def test_why_other_gpus_lose_is_in_the_json_too(capsys):
+    # H100 at $1.80 (reserved) against B200 at $5.25: the B200's best option loses on price.
+    argv = ["size", "llama2-7b", "--tokens", "1e11", "--gbs", "64", "--gpu-types", "h100-sxm-80gb,b200-sxm-180gb",
+            "--max-gpus", "64", "--workers", "1"]
+    d = run_json(capsys, *argv[1:])
+    assert d["cheapest"]["gpu"] == "h100-sxm-80gb"
+    (other,) = d["other_gpus"]
+    assert other["gpu"] == "b200-sxm-180gb" and other["why"].startswith("price: $5.25 vs $1.80 per GPU-hour")
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    for o in d["other_gpus"]:
+        assert f"  {o['gpu']} ({o['offering']}, {o['num_gpus']} GPUs" in text and o["why"] in text

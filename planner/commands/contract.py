@@ -480,6 +480,17 @@ class SizeStabilityRow(Strict):
     fastest_stays: bool = d("the same offering and count as without the assumption")
 
 
+class OtherGpu(Strict):
+    """Another GPU type's best option and why it loses to the chosen one."""
+
+    gpu: str = d("GPU type")
+    offering: str = d("its offering of that option")
+    num_gpus: int = d("GPUs of that option")
+    days: float = d("days to train")
+    usd: float = d("total dollars")
+    why: str = d("the main reason it loses: deadline, price, network or throughput")
+
+
 class SizeOutput(Output):
     """`planner size --json`: every option, the Pareto front, the cheapest and the fastest choice."""
 
@@ -498,6 +509,8 @@ class SizeOutput(Output):
     pareto: list[SizeOption] = d("options no other beats on both days and dollars, fastest first")
     cheapest: SizeOption | None = d("cheapest option meeting the deadline and budget; null: none")
     fastest: SizeOption | None = d("fastest option meeting the deadline and budget; null: none")
+    other_gpus: list[OtherGpu] = d("per other GPU type, its best option and why it loses to the chosen "
+                                   "one (the cheapest, else the fastest); empty without a choice")
     what_if: str | None = d("the --what-if assumptions, or null")
     stability: list[SizeStabilityRow] = d("one row per --what-if-grid value (empty without it)")
 

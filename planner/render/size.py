@@ -45,12 +45,9 @@ def print_size(r: dict, deadline_days: float | None) -> None:
                           f"{o.days:.1f} days, ${o.usd:,.0f} (plan {option_row(o)[3]}, "
                           f"{100 * o.wall.overhead_fraction(o.step_seconds_total):.1f}% checkpoint/failure overhead, "
                           f"{o.wall.expected_failures:.1f} expected interruptions)")
-    winner = r["cheapest"] or r["fastest"]
-    if winner is not None:
-        for gpu, o in sizing.best_by_gpu(r["options"], deadline_days).items():
-            if gpu != winner.offering.gpu.name:
-                console.print(f"  {gpu} ({o.offering.name}, {o.num_gpus} GPUs, {o.days:.1f} days, ${o.usd:,.0f}): "
-                              f"{sizing.why_loses(o, winner, deadline_days)}")
+    for o, why in r["other_gpus"]:
+        console.print(f"  {o.offering.gpu.name} ({o.offering.name}, {o.num_gpus} GPUs, {o.days:.1f} days, "
+                      f"${o.usd:,.0f}): {why}")
     for note in r["notes"]:
         console.print(f"[yellow]note:[/yellow] {note}")
     if r["skipped_unpriced"]:

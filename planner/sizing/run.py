@@ -117,6 +117,17 @@ def front(options: list[sizing.Option], deadline_days: float | None) -> list[siz
     return sizing.pareto(meeting or options)
 
 
+def other_gpus(options: list[sizing.Option], winner: sizing.Option | None, deadline_days: float | None
+               ) -> list[tuple[sizing.Option, str]]:
+    """Each other GPU type's best option (sizing.best_by_gpu) with the main reason it loses to the
+    chosen one (the cheapest, else the fastest); none without a choice."""
+    if winner is None:
+        return []
+    best = sizing.best_by_gpu(options, deadline_days)
+    return [(o, sizing.why_loses(o, winner, deadline_days)) for gpu, o in best.items()
+            if gpu != winner.offering.gpu.name]
+
+
 def envelope_notes(chosen: dict[str, sizing.Option | None]) -> list[str]:
     """A note for each chosen option whose plan's MFU is above every published run on its GPU in its
     precision (planner/analysis/envelope.py), and one for each whose plan uses settings no published run
@@ -167,7 +178,7 @@ def size(args: SizeRequest, wi: whatif.WhatIf | None = None, progress=None) -> d
             "notes": scan.notes + impossible_lines(scan.options, args)
             + envelope_notes({"cheapest": cheapest, "fastest": fastest}),
             "options": scan.options, "pareto": front(scan.options, args.deadline_days), "cheapest": cheapest,
-            "fastest": fastest,
+            "fastest": fastest, "other_gpus": other_gpus(scan.options, cheapest or fastest, args.deadline_days),
             "what_if": wi.label() if wi else None}
 
 
@@ -212,5 +223,7 @@ def size_dict(r: dict, stability: list[dict] | None = None) -> dict:
         out[key] = option_dict(r[key]) if r[key] else None
     out["pareto"] = [option_dict(o) for o in r["pareto"]]
     out["options"] = [option_dict(o) for o in r["options"]]
+    out["other_gpus"] = [{"gpu": o.offering.gpu.name, "offering": o.offering.name, "num_gpus": o.num_gpus,
+                          "days": o.days, "usd": o.usd, "why": why} for o, why in r["other_gpus"]]
     out["stability"] = stability or []
     return out

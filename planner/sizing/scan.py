@@ -16,7 +16,7 @@ from typing import Callable, Optional
 from costmodel import dollars, memory, runtime, step
 from costmodel import types as cm
 from costmodel.flops import total_parameters
-from planner.analysis import whatif
+from planner.analysis import diagnose, whatif
 from planner.analysis.score import Scored, score
 from planner.analysis.whatif import WhatIf
 from planner.inputs.specs import ClusterSpec, GpuSpec, ModelSpec
@@ -421,7 +421,7 @@ def why_loses(loser: Option, winner: Option, deadline_days: float | None) -> str
     if price >= speed:
         return (f"price: ${loser.offering.usd_per_gpu_hour:.2f} vs ${winner.offering.usd_per_gpu_hour:.2f} per "
                 f"GPU-hour ({price:.2f}x) outweighs its per-GPU speed")
-    comm = sum(loser.best.est.time_breakdown_seconds[k] for k in ("tp_comm", "pp_comm", "dp_comm_exposed"))
+    comm = sum(loser.best.est.time_breakdown_seconds[k] for k in diagnose.COMM_PARTS)
     share = comm / loser.best.est.step_time_seconds
     if share > 0.2:
         return f"network: exposed communication is {100 * share:.0f}% of its step"
