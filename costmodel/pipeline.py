@@ -15,14 +15,17 @@ def default_chunk_layers(num_layers: int, pp: int, vpp: int) -> tuple[int, ...]:
     """Layers per model chunk, in pipeline order, as even as possible.
 
     When the layers do not divide, the first and last chunks (which also hold the embedding and
-    the output layer) get the fewer layers, as Llama 3.1 405B's 126 layers on pp 16 x vpp 4 do.
+    the output layer) get the fewer layers, as Llama 3.1 405B's 126 layers on pp 16 x vpp 4 do:
+    one extra layer per middle chunk, and the one left over when every middle chunk has one (layers
+    mod chunks = chunks - 1) on the first chunk, whose embedding is lighter than the output layer.
+    No chunk holds more than one layer over another.
     """
     chunks = pp * vpp
     base, extra = divmod(num_layers, chunks)
     counts = [base] * chunks
-    middle = list(range(1, chunks - 1)) or list(range(chunks))
-    for i in range(extra):
-        counts[middle[i % len(middle)]] += 1
+    order = list(range(1, chunks - 1)) + [0, chunks - 1] if chunks > 2 else list(range(chunks))
+    for i in order[:extra]:
+        counts[i] += 1
     return tuple(counts)
 
 

@@ -46,6 +46,19 @@ def test_llama31_405b_uneven_split():
     assert per_rank[0] == per_rank[-1] == 7 and set(per_rank[1:-1]) == {8}
 
 
+def test_uneven_split_is_as_even_as_possible():
+    # 80 layers on pp 3: 26 each and 2 over; one goes to the middle stage, the other to the first (the
+    # last holds the output layer): (27, 27, 26), not (26, 28, 26) with a 28-layer stage.
+    assert default_chunk_layers(80, 3, 1) == (27, 27, 26)
+    assert default_chunk_layers(32, 3, 1) == (11, 11, 10)
+    assert default_chunk_layers(80, 9, 1) == (9,) * 8 + (8,)  # 8 over: the 7 middle stages and the first
+    for layers in range(1, 130):
+        for pp, vpp in ((1, 1), (2, 1), (3, 1), (4, 2), (9, 1), (16, 4)):
+            if layers >= pp * vpp:
+                chunks = default_chunk_layers(layers, pp, vpp)
+                assert sum(chunks) == layers and max(chunks) - min(chunks) <= 1, (layers, pp, vpp)
+
+
 def test_bubble_ratio_from_narayanan():
     assert bubble_overhead_ratio(8, 1, 32) == pytest.approx(7 / 32)
     assert bubble_overhead_ratio(8, 4, 32) == pytest.approx(7 / 128)
