@@ -69,11 +69,14 @@ def ring_exposed_seconds(step_seconds: float, steps: int, block_seconds: float, 
 
 
 def ring_seconds(model: Model, plan: Plan, lt: LayerTimes, ring: int, link: Link, eff: Efficiency) -> Pair:
-    """(forward, backward) of a p2p ring over `ring` ranks."""
+    """(forward, backward) of a p2p ring over `ring` ranks. The rank's attention (its queries
+    against every key) is split over the ring's steps, one block of keys each: cp steps for plain
+    p2p, cp / inner for a2a+p2p, whose Ulysses exchange first gives each rank inner x the tokens for
+    1 / inner of the heads."""
     if ring <= 1:
         return 0.0, 0.0
     step = p2p_seconds(kv_chunk_bytes(model, plan), link)
-    block = lt.attention_forward_seconds / plan.cp
+    block = lt.attention_forward_seconds / ring
     forward = ring_exposed_seconds(step, ring - 1, block, eff.collective_sm_share)
     backward = ring_exposed_seconds(2 * step, ring - 1, 2.5 * block, eff.collective_sm_share)
     return forward, backward

@@ -190,3 +190,19 @@ def test_search_saves_gathered_inputs_for_torchtitan_only():
         space = small_space(fws)
         assert {k.spg for ks in space.knobs.values() for k in ks if k.sp} == wanted, fws
         assert {k.spg for ks in space.knobs.values() for k in ks if not k.sp} == {False}, fws
+
+
+def test_hierarchical_cp_ring_hides_behind_the_attention_of_its_own_steps():
+    """a2a+p2p: Ulysses over the inner ranks, then a ring of cp / inner steps, each beside 1 / ring of the
+    rank's attention (it holds inner x the tokens for 1 / inner of the heads). 405B at 32k, cp 16 with 8
+    ranks a node, a ring of 2: one step of K/V, 2048 tokens x 2 x 1024 / tp 8 x 2 B = 1 MiB at 1 GB/s
+    (1.05 ms) hides behind half of a 4 ms attention (2 ms), not behind 1/16 of it (0.25 ms)."""
+    from costmodel.comm import Link
+    from costmodel.layer import LayerTimes
+
+    plan = cm.Plan(tp=8, pp=1, dp=1, cp=16, cp_comm="a2a+p2p", micro_batch_size=1, global_batch_size=1)
+    assert context.kv_chunk_bytes(LLAMA_405B, plan) == 2**20
+    lt = LayerTimes(forward_seconds=0.01, backward_seconds=0.02, attention_forward_seconds=4e-3, op_replay_seconds=0.0)
+    eff = replace(cm.Efficiency(), collective_sm_share=0.0)
+    forward, backward = context.ring_seconds(LLAMA_405B, plan, lt, 2, Link(1e9, 0.0), eff)
+    assert forward == 0.0 and backward == 0.0
