@@ -224,24 +224,61 @@ def op_recomputed_gemm_flops(model: Model, tokens: int) -> float:
     return float(sum(2 * tokens * k * n for i, (k, n) in enumerate(pairs) if i % 2 == 1))
 
 
-def recompute_flops_per_layer(model: Model, batch: int, recompute: str, index: int = -1) -> float:
+def moe_layer_gemms(model: Model) -> list[tuple[int, int, int]]:
+    """(input, output, matmuls per token) of one MoE layer's GEMMs in the order the cost model runs
+    them (compute.attention_gemms, moe.mlp_work): the fused QKV (or MLA's projections), the output
+    projection, the router, the grouped experts' fused up (and gate) and their down (k per token),
+    then the shared experts' up and down."""
+    h, moe = model.hidden_size, model.moe
+    attention = mla_projections(model) if model.mla else [(h, qkv_out_dim(model))]
+    up, k = mlp_matrices(model) - 1, moe.experts_per_token
+    gemms = [(i, o, 1) for i, o in attention] + [(value_width(model), h, 1), (h, moe.num_experts, 1),
+                                                  (h, up * moe.ffn_hidden_size, k), (moe.ffn_hidden_size, h, k)]
+    if moe.shared_ffn_hidden_size:
+        gemms += [(h, up * moe.shared_ffn_hidden_size, 1), (moe.shared_ffn_hidden_size, h, 1)]
+    return gemms
+
+
+def selective_recompute_flops(model: Model, batch: int, modules: tuple[str, ...], index: int = -1) -> float:
+    """Forward FLOPs Megatron's selective recompute replays for `modules` (types.RECOMPUTE_MODULES):
+    the attention core (Korthikanti eq. 8), MLA's up projections, a dense layer's MLP; the norms and
+    the experts' activation function are elementwise (no matmul FLOPs)."""
+    tokens = batch * model.seq_length
+    dense = index < 0 or not model.is_moe_layer(index)
+    out = layer_attention_flops(model, batch, index) if "core_attn" in modules else 0.0
+    if "mla_up_proj" in modules and model.mla:
+        ups = (1, 3) if model.mla.q_lora_rank else (0, 2)  # as layer.module_replays
+        out += 2.0 * tokens * sum(k * n for i, (k, n) in enumerate(mla_projections(model)) if i in ups)
+    if "mlp" in modules and dense:
+        out += 2.0 * tokens * dense_mlp_parameters(model)
+    return out
+
+
+def recompute_flops_per_layer(model: Model, batch: int, recompute: str, index: int = -1,
+                              modules: tuple[str, ...] = ("core_attn",)) -> float:
     """Extra forward FLOPs one layer spends re-materialising activations in backward.
 
     full: the whole layer forward again (Narayanan eq. 3 counts 4 passes instead of 3).
-    selective: only the attention core, QK^T and softmax-times-V (Korthikanti eq. 8).
-    op: every second matmul (torchtitan per-op selective AC; dense layers).
+    selective: the `modules` Megatron replays; the attention core alone is Korthikanti's eq. 8.
+    op: every second matmul (torchtitan per-op selective AC), of a dense layer's unfused projections
+    or of an MoE layer's matmuls in the order the cost model runs them (moe_layer_gemms).
     """
     if recompute == "full":
         return layer_forward_flops(model, batch, index)
     if recompute == "selective":
-        return layer_attention_flops(model, batch, index)
+        return selective_recompute_flops(model, batch, modules, index)
     if recompute == "op":
-        return op_recomputed_gemm_flops(model, batch * model.seq_length)
+        tokens = batch * model.seq_length
+        if index >= 0 and model.is_moe_layer(index):
+            gemms = moe_layer_gemms(model)[1::2]  # as layer.layer_times replays them
+            return float(sum(2 * tokens * k * n * per_token for k, n, per_token in gemms))
+        return op_recomputed_gemm_flops(model, tokens)
     return 0.0
 
 
-def hardware_flops_per_step(model: Model, global_batch_size: int, recompute: str) -> float:
+def hardware_flops_per_step(model: Model, global_batch_size: int, recompute: str,
+                            modules: tuple[str, ...] = ("core_attn",)) -> float:
     """FLOPs the hardware executes per step, including recomputation (HFU numerator)."""
-    extra = sum(n * recompute_flops_per_layer(model, global_batch_size, recompute, rep)
+    extra = sum(n * recompute_flops_per_layer(model, global_batch_size, recompute, rep, modules)
                 for rep, n in layer_kind_counts(model))
     return model_flops_per_step(model, global_batch_size) + extra

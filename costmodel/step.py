@@ -336,7 +336,7 @@ def estimate(model: Model, cluster: Cluster, plan: Plan, eff: Efficiency | None 
     worst = max(mems, key=lambda d: sum(d.values()))
     mflops = model_flops_per_step(model, plan.global_batch_size)
     causal = model_flops_per_step(model, plan.global_batch_size, causal=True)
-    hflops = hardware_flops_per_step(model, plan.global_batch_size, plan.recompute)
+    hflops = hardware_flops_per_step(model, plan.global_batch_size, plan.recompute, plan.recompute_modules)
     peak = cluster.gpu.peak_flops_per_second(plan.precision) * plan.num_gpus
     return Estimate(
         step_time_seconds=step,

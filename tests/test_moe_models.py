@@ -525,3 +525,30 @@ def test_deepseek_v3_estimate_runs_on_gb200(capsys):
     d = json.loads(capsys.readouterr().out)
     assert d["parameters"] == total_parameters(load_model_spec("deepseek-v3").to_model())
     assert d["plan"]["ep"] == 32 and d["step_time_s"] > 0
+
+
+def test_hfu_counts_the_modules_selective_recompute_replays():
+    """DeepSeek-V3 replaying MLA's up projections, the experts' activation and the norms (no attention
+    core): per token and layer 2 x (1536 x 128 x 192 + 512 x 128 x 256) = 109,051,904 FLOPs (q up to
+    128 heads of 128 + 64, kv up to 128 heads of 128 + 128), on all 61 layers; the activation and the
+    norms are elementwise. It counted the attention core instead."""
+    from costmodel.flops import hardware_flops_per_step, model_flops_per_step
+    from planner.inputs import loading
+
+    model = loading.load_model_spec("deepseek-v3").to_model()
+    gbs, modules = 8, ("mla_up_proj", "moe_act", "layernorm")
+    extra = hardware_flops_per_step(model, gbs, "selective", modules) - model_flops_per_step(model, gbs)
+    assert extra == pytest.approx(61 * 109_051_904 * gbs * model.seq_length, rel=1e-12)
+
+
+def test_hfu_of_per_op_recompute_on_moe_layers_uses_their_own_matmuls():
+    """Qwen3-30B-A3B (h 2048, 32 heads of 128, 4 KV heads, 128 experts of 768, top 8) in the order the
+    cost model runs an MoE layer: QKV 2048 -> 5120, out 4096 -> 2048, router 2048 -> 128, 8 x up
+    2048 -> 1536, 8 x down 768 -> 2048; every second one is out and the ups: 2 x (4096 x 2048 + 8 x
+    2048 x 1536) = 67,108,864 FLOPs per token, on all 48 layers (not a 6144-wide dense MLP)."""
+    from costmodel.flops import hardware_flops_per_step, model_flops_per_step
+    from planner.inputs import loading
+
+    model = loading.load_model_spec("qwen3-30b-a3b").to_model()
+    extra = hardware_flops_per_step(model, 4, "op") - model_flops_per_step(model, 4)
+    assert extra == pytest.approx(48 * 67_108_864 * 4 * model.seq_length, rel=1e-12)
