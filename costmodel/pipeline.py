@@ -12,19 +12,31 @@ from functools import lru_cache
 
 @lru_cache(maxsize=4096)
 def default_chunk_layers(num_layers: int, pp: int, vpp: int) -> tuple[int, ...]:
-    """Layers per model chunk, in pipeline order, as even as possible.
+    """Layers per model chunk, in pipeline order, with the largest chunk as small as it can be
+    (ceil(layers / chunks)).
 
-    When the layers do not divide, the first and last chunks (which also hold the embedding and
-    the output layer) get the fewer layers, as Llama 3.1 405B's 126 layers on pp 16 x vpp 4 do:
-    one extra layer per middle chunk, and the one left over when every middle chunk has one (layers
-    mod chunks = chunks - 1) on the first chunk, whose embedding is lighter than the output layer.
-    No chunk holds more than one layer over another.
+    Without interleaving the split has the shape Megatron-LM writes with
+    --decoder-first/last-pipeline-num-layers: every middle stage the same. One layer over goes to
+    the first stage; more, and every middle stage takes one over and the first and last stages
+    (which also hold the embedding and the output layer) share the rest, the first the larger half.
+    Interleaved chunks get one extra layer each, middle chunks first, then the first and the last,
+    as Llama 3.1 405B's 126 layers on pp 16 x vpp 4 (1, 2, ..., 2, 1) do; so do stages when the
+    first and last would be left with less than a layer each (two over then go to the first and last).
     """
     chunks = pp * vpp
     base, extra = divmod(num_layers, chunks)
+    if extra == 0 or chunks < 3:
+        return tuple(base + (1 if i < extra else 0) for i in range(chunks))
+    if vpp == 1:
+        if extra == 1:
+            return (base + 1,) + (base,) * (chunks - 1)
+        ends = num_layers - (chunks - 2) * (base + 1)
+        if ends >= 2:
+            return ((ends + 1) // 2,) + (base + 1,) * (chunks - 2) + (ends // 2,)
+        if extra == 2:  # the middle cannot take one each: the first and the last do
+            return (base + 1,) + (base,) * (chunks - 2) + (base + 1,)
     counts = [base] * chunks
-    order = list(range(1, chunks - 1)) + [0, chunks - 1] if chunks > 2 else list(range(chunks))
-    for i in order[:extra]:
+    for i in (list(range(1, chunks - 1)) + [0, chunks - 1])[:extra]:
         counts[i] += 1
     return tuple(counts)
 

@@ -46,17 +46,26 @@ def test_llama31_405b_uneven_split():
     assert per_rank[0] == per_rank[-1] == 7 and set(per_rank[1:-1]) == {8}
 
 
-def test_uneven_split_is_as_even_as_possible():
-    # 80 layers on pp 3: 26 each and 2 over; one goes to the middle stage, the other to the first (the
-    # last holds the output layer): (27, 27, 26), not (26, 28, 26) with a 28-layer stage.
+def test_uneven_split_has_the_smallest_largest_stage_in_megatrons_shape():
+    # 80 layers on pp 3: the largest stage ceil(80 / 3) = 27, not (26, 28, 26) with a 28-layer stage.
     assert default_chunk_layers(80, 3, 1) == (27, 27, 26)
     assert default_chunk_layers(32, 3, 1) == (11, 11, 10)
-    assert default_chunk_layers(80, 9, 1) == (9,) * 8 + (8,)  # 8 over: the 7 middle stages and the first
-    for layers in range(1, 130):
-        for pp, vpp in ((1, 1), (2, 1), (3, 1), (4, 2), (9, 1), (16, 4)):
+    assert default_chunk_layers(29, 4, 1) == (8, 7, 7, 7)  # one over: the first stage
+    # DeepSeek-V3's 61 layers on pp 8: six middle stages of 8, the first and last share 13 (Megatron-LM
+    # --decoder-first-pipeline-num-layers 7 --decoder-last-pipeline-num-layers 6); NVIDIA's recipe writes
+    # 8 x 7 + 5, the same largest stage.
+    assert default_chunk_layers(61, 8, 1) == (7,) + (8,) * 6 + (6,)
+    for layers in range(1, 200):
+        for pp, vpp in ((1, 1), (2, 1), (3, 1), (4, 2), (8, 1), (9, 1), (16, 1), (16, 4)):
             if layers >= pp * vpp:
                 chunks = default_chunk_layers(layers, pp, vpp)
-                assert sum(chunks) == layers and max(chunks) - min(chunks) <= 1, (layers, pp, vpp)
+                assert sum(chunks) == layers and min(chunks) > 0, (layers, pp, vpp)
+                assert max(chunks) == -(-layers // (pp * vpp)), (layers, pp, vpp)
+                top = max(chunks)
+                # Megatron's shape (middle stages alike, the first and last 1..top each), where one exists
+                shaped = any(2 <= layers - (pp - 2) * m <= 2 * top for m in range(1, top + 1))
+                if vpp == 1 and pp >= 3 and shaped:
+                    assert len(set(chunks[1:-1])) == 1, (layers, pp)
 
 
 def test_bubble_ratio_from_narayanan():

@@ -139,7 +139,7 @@ REJECTED = [  # (plan/model change, words of the refusal); Megatron-LM's outcome
     (dict(tp=8, model=dict(num_attention_heads=12, hidden_size=768)), "attention heads (12) must be divisible by tp (8)"),
     (dict(tp=2, model=dict(num_attention_heads=12, hidden_size=768, num_kv_heads=3)), "num_query_groups (3)"),
     (dict(sequence_parallel=True), "Megatron-LM turns --sequence-parallel off at tp 1"),
-    (dict(pp=4, model=dict(num_layers=31)), "layer split [7, 9, 8, 7] has uneven middle stages"),
+    (dict(pp=8, model=dict(num_layers=13)), "layer split [1, 2, 2, 2, 2, 2, 1, 1] has uneven middle stages"),
     (dict(pp=4, vpp=4, global_batch_size=8), "must split evenly over pp x vpp = 4x4"),
     (dict(pp=2, vpp=2, overlap_pp_comm=False, global_batch_size=8), "size >= 3 with --no-overlap-p2p-communication"),
     (dict(pp=4, vpp=2, global_batch_size=6), "6 micro-batches are not a multiple of pp 4"),

@@ -23,11 +23,15 @@ def plan(pp=1, vpp=1, m=1, tp=1) -> cm.Plan:
 
 
 def test_megatron_uneven_split_only_first_and_last():
-    # 30 layers on 4 stages: 7, 8, 8, 7 (--decoder-first/last-pipeline-num-layers 7); 31: 7, 9, 8, 7 is not.
+    # 30 layers on 4 stages: 7, 8, 8, 7 (--decoder-first/last-pipeline-num-layers 7); 31: 8, 8, 8, 7. 13 layers
+    # on 8 stages have no such split with stages of at most 2 (six middle stages of 2 leave the ends 1 between
+    # them, of 1 leave them 7): 1, 2, 2, 2, 2, 2, 1, 1 is not Megatron's.
     assert megatron.layer_split(model(30), plan(pp=4)) is None
-    assert megatron.layer_split(model(31), plan(pp=4)) is not None
+    assert megatron.layer_split(model(31), plan(pp=4)) is None
+    assert megatron.layer_split(model(13), plan(pp=8)) is not None
     assert megatron.layer_split(model(31), plan(pp=2)) is None  # 16 + 15: first/last only
     assert megatron.uneven_split(model(30), plan(pp=4)) == (7, 7)  # --decoder-first/last-pipeline-num-layers
+    assert megatron.uneven_split(model(31), plan(pp=4)) == (None, 7)  # the first as the middle: not written
     assert megatron.uneven_split(model(32), plan(pp=4)) is None
 
 
