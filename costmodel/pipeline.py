@@ -16,25 +16,25 @@ def default_chunk_layers(num_layers: int, pp: int, vpp: int) -> tuple[int, ...]:
     (ceil(layers / chunks)).
 
     Without interleaving the split has the shape Megatron-LM writes with
-    --decoder-first/last-pipeline-num-layers: every middle stage the same. One layer over goes to
-    the first stage; more, and every middle stage takes one over and the first and last stages
-    (which also hold the embedding and the output layer) share the rest, the first the larger half.
+    --decoder-first/last-pipeline-num-layers, every middle stage alike: with at least chunks - 2
+    layers over, every middle stage takes one and the first and last stages (which also hold the
+    embedding and the output layer) share the rest, the first the larger half; with one or two
+    over, the first (then the last) takes them; between the two, the middle stages take one each
+    still, and the first and last keep what remains (fewer than the others).
     Interleaved chunks get one extra layer each, middle chunks first, then the first and the last,
     as Llama 3.1 405B's 126 layers on pp 16 x vpp 4 (1, 2, ..., 2, 1) do; so do stages when the
-    first and last would be left with less than a layer each (two over then go to the first and last).
+    first and last would be left with less than a layer each.
     """
     chunks = pp * vpp
     base, extra = divmod(num_layers, chunks)
     if extra == 0 or chunks < 3:
         return tuple(base + (1 if i < extra else 0) for i in range(chunks))
+    ends = num_layers - (chunks - 2) * (base + 1)
     if vpp == 1:
-        if extra == 1:
-            return (base + 1,) + (base,) * (chunks - 1)
-        ends = num_layers - (chunks - 2) * (base + 1)
-        if ends >= 2:
+        if extra >= chunks - 2 or (extra > 2 and ends >= 2):
             return ((ends + 1) // 2,) + (base + 1,) * (chunks - 2) + (ends // 2,)
-        if extra == 2:  # the middle cannot take one each: the first and the last do
-            return (base + 1,) + (base,) * (chunks - 2) + (base + 1,)
+        if extra <= 2:
+            return (base + 1,) + (base,) * (chunks - 2) + (base + extra - 1,)
     counts = [base] * chunks
     for i in (list(range(1, chunks - 1)) + [0, chunks - 1])[:extra]:
         counts[i] += 1

@@ -169,3 +169,14 @@ def test_torchtitan_float8_is_searched():
                       precisions=("fp8",))
     knobs = {k for ks in build_space(spec).knobs.values() for k in ks}
     assert knobs and {(k.precision, k.casts) for k in knobs} == {("fp8", "use")}
+
+
+def test_activation_floor_counts_the_first_stages_own_layers():
+    """35 layers on pp 8 split (3, 5, 5, 5, 5, 5, 5, 2): the first stage holds 3 layers, fewer than
+    floor(35 / 8) = 4, so a floor of 4 layers would skip layouts whose first stage fits."""
+    from planner.search.bounds import activation_floor_bytes
+
+    spec = SearchSpec(model(35), cluster(8), 8, fixed={"vpp": 1})
+    sequences = min(8, 8 / 1)  # pp 8, global batch 8 over dp 1
+    first_stage = sequences * 3 * 2.0 * 128 * 64 / 1  # 3 layers x 2 s h / tp bytes (s 128, h 64, tp 1)
+    assert activation_floor_bytes(spec, 1, 1, 8, 1) <= first_stage

@@ -26,7 +26,7 @@ import math
 from dataclasses import dataclass
 from typing import Iterator
 
-from costmodel.pipeline import pipeline_seconds
+from costmodel.pipeline import default_chunk_layers, pipeline_seconds, stage_layer_counts
 from costmodel.stage import stage_compute_seconds
 from planner.search.space import Knobs, Layout, SearchSpec, Space, plan_for, vpp_choices
 from planner.search.tables import Candidate, LayoutTables, TableContext
@@ -110,13 +110,15 @@ def activation_floor_bytes(spec: SearchSpec, tp: int, cp: int, pp: int, dp: int)
     knob combination of a (tp, cp, pp, dp) split.
 
     In flight: b x min(pp, gbs / (b dp)) >= min(pp, gbs / dp) sequences for any micro-batch size b
-    (memory.inflight_microbatches; interleaving only adds to the first stage's). Layers: at least
-    vpp x floor(L / (pp vpp)) (pipeline.default_chunk_layers), the least over the searched vpp. Per
+    (memory.inflight_microbatches; interleaving only adds to the first stage's). Layers: the first
+    stage's under the split the search uses (pipeline.default_chunk_layers, which may give it fewer
+    than L / pp), the least over the searched vpp. Per
     layer and sequence: full recompute's layer input, 2 (s / cp) h / tp bytes, the least any
     recompute mode keeps (memory.layer_activation_bytes; sequence parallel shards it over tp).
     The search adds no activation offload, so nothing leaves the GPU."""
     model = spec.model
-    layers = min(v * (model.num_layers // (pp * v)) for v in vpp_choices(spec, pp) or [1])
+    layers = min(stage_layer_counts(default_chunk_layers(model.num_layers, pp, v), pp, v)[0]
+                 for v in vpp_choices(spec, pp) or [1])
     sequences = min(pp, spec.global_batch_size / dp)
     return sequences * layers * 2.0 * (model.seq_length // cp) * model.hidden_size / tp
 
