@@ -552,3 +552,19 @@ def test_hfu_of_per_op_recompute_on_moe_layers_uses_their_own_matmuls():
     model = loading.load_model_spec("qwen3-30b-a3b").to_model()
     extra = hardware_flops_per_step(model, 4, "op") - model_flops_per_step(model, 4)
     assert extra == pytest.approx(48 * 67_108_864 * 4 * model.seq_length, rel=1e-12)
+
+
+def test_suggest_searches_the_moe_dispatcher_and_cuda_graphs(capsys):
+    """NVIDIA's Qwen3-30B-A3B recipes on B200 run HybridEP with the MoE layers in CUDA graphs (validation/
+    runs.yaml, Megatron-Bridge 26.02.01 on): the search reaches that choice itself, and pinning the
+    all-to-all dispatcher costs it the host synchronisation per MoE layer the graphs take away."""
+    from planner.commands.main import main
+
+    argv = ["suggest", "qwen3-30b-a3b", "dgx-b200", "--gpus", "8", "--gbs", "512", "--precision", "mxfp8",
+            "--top", "1", "--json"]
+    assert main(argv) == 0
+    best = json.loads(capsys.readouterr().out)["plans"][0]
+    assert (best["plan"]["ep_dispatch"], best["plan"]["moe_cuda_graphs"]) == ("deepep", True)
+    assert main([*argv, "--fix", "ep_dispatch=alltoall"]) == 0
+    pinned = json.loads(capsys.readouterr().out)["plans"][0]
+    assert pinned["plan"]["ep_dispatch"] == "alltoall" and pinned["step_time_s"] > best["step_time_s"]

@@ -68,8 +68,8 @@ def test_class_stage_costs_equal_stage_costs(setting):
 
 
 def test_kernels_depend_only_on_their_fields(setting):
-    """stage_kernels reads tp, cp, ep, etp, the CP exchange, micro-batch, SP, flash, precision, weight casts and
-    the attention kernel only (KernelCache's key)."""
+    """stage_kernels reads tp, cp, ep, etp, the CP exchange, micro-batch, SP, flash, precision, weight casts,
+    the attention kernel and the MoE dispatcher only (KernelCache's key)."""
     spec, space, ctx = setting
     rng = random.Random(3)
     pairs = sampled(space, rng, SAMPLES)
@@ -78,7 +78,7 @@ def test_kernels_depend_only_on_their_fields(setting):
         plan = plan_for(spec, lay, k)
         dp = plan.num_gpus // (lay.tp * lay.cp * lay2.pp)  # lay2's pipeline, the GPU count kept where it divides
         other = plan_for(spec, replace(lay2, tp=lay.tp, mbs=lay.mbs, cp=lay.cp, ep=lay.ep, etp=lay.etp, dp=dp),
-                         replace(k2, sp=k.sp, precision=k.precision, casts=k.casts, cpc=k.cpc, attn=k.attn))
+                         replace(k2, sp=k.sp, precision=k.precision, casts=k.casts, cpc=k.cpc, attn=k.attn, epd=k.epd))
         if other.num_gpus == plan.num_gpus:
             assert stage_kernels(spec.model, spec.cluster, plan, ctx.eff) == \
                 stage_kernels(spec.model, spec.cluster, other, ctx.eff)
@@ -94,6 +94,21 @@ def test_lower_bound_holds(setting):
         tables = LayoutTables(ctx, lay)
         lb = bounds.lower_bound(tables, space.knobs[lay])
         assert all(lb <= c.step_seconds * (1 + 1e-12) for c in tables.candidates(space.knobs[lay]))
+
+
+@pytest.mark.parametrize("case", [("mixtral-8x7b", "dgx-h100", 64, 256), ("qwen3-30b-a3b", "dgx-b200", 8, 512)],
+                         ids=["mixtral-8x7b", "qwen3-30b-a3b"])
+def test_lower_bound_holds_over_the_moe_knobs(case):
+    """Over MoE plans whose knobs include the dispatcher (all-to-all or DeepEP) and the MoE CUDA graphs,
+    loose and tight bounds stay below every plan of the layout."""
+    spec = make_spec(*case, precisions=("bf16", "mxfp8") if case[1] == "dgx-b200" else ("bf16",))
+    space, ctx = build_space(spec), TableContext(spec, cm.Efficiency())
+    assert {(k.epd, k.mcg) for ks in space.knobs.values() for k in ks} >= {("alltoall", True), ("deepep", True)}
+    for lay in random.Random(41).sample(list(space.knobs), min(30, len(space.knobs))):
+        tables = LayoutTables(ctx, lay)
+        steps = [c.step_seconds for c in tables.candidates(space.knobs[lay])]
+        for tight in (False, True):
+            assert bounds.lower_bound(tables, space.knobs[lay], tight) <= min(steps) * (1 + 1e-12), lay
 
 
 def test_lower_bound_without_the_fast_knobs():
@@ -204,8 +219,8 @@ def test_activation_floor_is_below_every_peak(case):
 
 @pytest.mark.parametrize("case", NEW_DIMENSIONS + CASES[1:2], ids=[c[0] for c in NEW_DIMENSIONS + CASES[1:2]])
 def test_overlap_on_is_never_slower_nor_larger(case):
-    """space.undominated drops TP- or EP-overlap-off combinations when the same one with it on is
-    offered: on sampled plans, turning the overlap on never lengthens the step nor changes memory."""
+    """space.undominated drops TP- or EP-overlap-off (and MoE-CUDA-graphs-off) combinations when the same
+    one with it on is offered: on sampled plans, turning it on never lengthens the step nor changes memory."""
     spec = make_spec(*case)
     space = build_space(spec)
     rng = random.Random(9)
@@ -213,7 +228,8 @@ def test_overlap_on_is_never_slower_nor_larger(case):
     for lay, k in sampled(space, rng, SAMPLES):
         plan = plan_for(spec, lay, k)
         for field, applies in (("tp_comm_overlap", plan.sequence_parallel and plan.tp > 1),
-                               ("ep_overlap", spec.model.moe is not None)):
+                               ("ep_overlap", spec.model.moe is not None),
+                               ("moe_cuda_graphs", spec.model.moe is not None)):
             if not applies:
                 continue
             off = step.estimate(spec.model, spec.cluster, replace(plan, **{field: False}))
@@ -319,6 +335,6 @@ def test_bound_flush_without_bytes_equals_the_tabled_flush(case):
     spec = make_spec(*case, precisions=("bf16", "fp8"))
     space, ctx = build_space(spec), TableContext(spec, cm.Efficiency())
     for lay, k in sampled(space, random.Random(37), 40):
-        key = (k.recompute, k.sp, k.precision, k.casts, k.tpo, k.cpc, k.epo, k.pbuf, k.attn, k.spg)
+        key = (k.recompute, k.sp, k.precision, k.casts, k.tpo, k.cpc, k.epo, k.pbuf, k.attn, k.spg, k.epd, k.mcg)
         bound_side, tabled_side = LayoutTables(ctx, lay), LayoutTables(ctx, lay)
         assert bound_side.flush(*key) == pytest.approx(tabled_side.pipe(*key).flush_seconds, rel=1e-12)

@@ -21,8 +21,8 @@ LAYOUT_FIX_KEYS = {"tp": "tp", "pp": "pp", "dp": "dp", "vpp": "vpp", "mbs": "mbs
                    "cp": "cp", "ep": "ep", "etp": "etp"}
 FIX_HELP = ("pin a choice (repeatable): tp, pp, dp, vpp, mbs, cp, ep, etp, or a knob by its plan field: zero_stage, "
             "recompute, sequence_parallel, precision, grad_dtype, weight_casts, zero3_reshard, tp_comm_overlap, "
-            "cp_comm, ep_overlap, pipeline_buffers, attention_kernel, grad_sync, sp_gathered (short names: "
-            "zero, sp, grad, ...)")
+            "cp_comm, ep_overlap, pipeline_buffers, attention_kernel, grad_sync, sp_gathered, ep_dispatch, "
+            "moe_cuda_graphs (short names: zero, sp, grad, ...)")
 
 
 def fix_keys() -> dict[str, str]:
@@ -35,7 +35,8 @@ def fix_keys() -> dict[str, str]:
 
 
 TRUE, FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
-MOE_FIXES = {"ep": 1, "etp": 1, "epo": False}  # --fix keys with a meaning only for an MoE model, and their dense value
+# --fix keys with a meaning only for an MoE model, and their dense value
+MOE_FIXES = {"ep": 1, "etp": 1, "epo": False, "epd": "alltoall", "mcg": False}
 FRAMEWORK_CHOICES = ("any", "megatron", "deepspeed", "torchtitan")
 FIX_BOUNDS = {"tp": (1, L.MAX_DEGREE), "pp": (1, L.MAX_DEGREE), "dp": (1, L.MAX_DEGREE), "vpp": (1, L.MAX_LAYERS),
               "mbs": (1, L.MAX_BATCH), "zero": (0, 3), "cp": (1, L.MAX_DEGREE), "ep": (1, L.MAX_DEGREE),

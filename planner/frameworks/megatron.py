@@ -234,12 +234,14 @@ def precision_aware_optimizer(model: cm.Model, plan: cm.Plan) -> Optional[str]:
 
 
 def ep_overlap(model: cm.Model, plan: cm.Plan) -> Optional[str]:
-    """transformer_config.py (--overlap-moe-expert-parallel-comm): pp 1 or a virtual pipeline; no full
-    recompute; at most one MTP layer; MoE only."""
+    """transformer_config.py (--overlap-moe-expert-parallel-comm): pp 1 or a virtual pipeline; expert
+    parallelism (ep > 1); no full recompute; at most one MTP layer; MoE only."""
     if not plan.ep_overlap:
         return None
     if model.moe is None:
         return "Megatron-LM's expert-parallel A2A overlap needs MoE layers"
+    if plan.ep <= 1:
+        return "Megatron-LM's expert-parallel A2A overlap needs expert parallelism (ep > 1)"
     if plan.pp > 1 and plan.vpp == 1:
         return "Megatron-LM's expert-parallel A2A overlap needs pp 1 or a virtual pipeline (vpp > 1)"
     if plan.recompute == "full":

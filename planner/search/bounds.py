@@ -43,10 +43,11 @@ def lower_bound(tables: LayoutTables, knobs: tuple[Knobs, ...], tight: bool = Fa
     """A step time no plan of the layout with these knobs beats (seconds): the pipeline flush with
     the fastest value of each knob that has one (no recompute, sequence parallel, TP and EP overlap
     on: an overlapped collective costs at most its whole length, overlap.decomposed_exposed_seconds
-    and overlapped_cost_seconds; cuDNN's attention, never slower than FlashAttention-2's, space.undominated),
-    over the knobs' precisions, weight casts and CP exchanges, plus the fixed overhead. Loose (the
+    and overlapped_cost_seconds; cuDNN's attention, never slower than FlashAttention-2's, space.undominated;
+    MoE CUDA graphs on, which only take away host synchronisation), over the knobs' precisions, weight
+    casts, CP exchanges and MoE dispatchers, plus the fixed overhead. Loose (the
     default): those fastest values whether the knobs offer them or not, one pipe per (precision, casts,
-    CP exchange), except full recompute when it is all the knobs offer (the common case where nothing
+    CP exchange, dispatcher), except full recompute when it is all the knobs offer (the common case where nothing
     else fits: a bound with no recompute would sit a third below every plan and table nothing out);
     `tight`: only the values the knobs offer, a few more pipes, each with its knob's own attention
     kernel (frameworks differ in it)."""
@@ -58,10 +59,11 @@ def lower_bound(tables: LayoutTables, knobs: tuple[Knobs, ...], tight: bool = Fa
     sps = fastest({k.sp for k in knobs}, tables.lay.tp > 1)
     tpos = fastest({k.tpo for k in knobs}, tables.lay.tp > 1)
     epos = fastest({k.epo for k in knobs}, tables.ctx.spec.model.moe is not None)
-    keys = {(rc, sp, k.precision, k.casts, tpo, k.cpc, epo, k.attn if tight else "cudnn") for k in knobs
-            for rc in rcs for sp in sps for tpo in tpos for epo in epos
-            if not tight or (k.recompute, k.sp, k.tpo, k.epo) == (rc, sp, tpo, epo)}
-    flush = min(tables.flush(*key[:7], attn=key[7]) for key in fastest_exchanges(tables, keys))
+    mcgs = fastest({k.mcg for k in knobs}, tables.ctx.spec.model.moe is not None)
+    keys = {(rc, sp, k.precision, k.casts, tpo, k.cpc, epo, k.attn if tight else "cudnn", k.epd, mcg) for k in knobs
+            for rc in rcs for sp in sps for tpo in tpos for epo in epos for mcg in mcgs
+            if not tight or (k.recompute, k.sp, k.tpo, k.epo, k.mcg) == (rc, sp, tpo, epo, mcg)}
+    flush = min(tables.flush(*key[:7], attn=key[7], epd=key[8], mcg=key[9]) for key in fastest_exchanges(tables, keys))
     return flush + tables.ctx.eff.step_overhead_seconds
 
 

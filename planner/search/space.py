@@ -66,6 +66,8 @@ class Knobs:
     attn: str = "cudnn"  # the fused attention kernel the framework runs (Plan.attention_kernel)
     gsync: str = "buckets"  # when gradients are reduced (Plan.grad_sync; "chunk_end" only under ZeRO-1 with pp > 1)
     spg: bool = False  # sequence parallel's inputs saved gathered (Plan.sp_gathered; only with SP)
+    epd: str = "alltoall"  # MoE token dispatch (Plan.ep_dispatch: all-to-all, or DeepEP / HybridEP; MoE only)
+    mcg: bool = False  # MoE router and dispatch in CUDA graphs (Plan.moe_cuda_graphs; MoE only)
 
     # The memory walk asks for these tens of thousands of times per search (planner/search/bounds.py);
     # cached on the instance (a frozen dataclass keeps its __dict__ writable for cached_property), they
@@ -87,14 +89,14 @@ class Knobs:
 PLAN_FIELDS = {"zero": "zero_stage", "recompute": "recompute", "sp": "sequence_parallel", "precision": "precision",
                "grad": "grad_dtype", "casts": "weight_casts", "reshard": "zero3_reshard", "tpo": "tp_comm_overlap",
                "cpc": "cp_comm", "epo": "ep_overlap", "pbuf": "pipeline_buffers", "attn": "attention_kernel",
-               "gsync": "grad_sync", "spg": "sp_gathered"}
+               "gsync": "grad_sync", "spg": "sp_gathered", "epd": "ep_dispatch", "mcg": "moe_cuda_graphs"}
 
 
 # The values each knob takes (booleans: False/True), for --fix (planner/commands/suggest.py); zero is a number.
 KNOB_CHOICES = {"recompute": cm.RECOMPUTE_MODES, "sp": (False, True), "precision": cm.PRECISIONS,
                 "grad": cm.GRAD_DTYPES, "casts": WEIGHT_CASTS, "reshard": (False, True), "tpo": (False, True),
                 "cpc": cm.CP_COMMS, "epo": (False, True), "pbuf": cm.PIPELINE_BUFFERS, "attn": cm.ATTENTION_KERNELS,
-                "gsync": cm.GRAD_SYNCS, "spg": (False, True)}
+                "gsync": cm.GRAD_SYNCS, "spg": (False, True), "epd": ("alltoall", "deepep"), "mcg": (False, True)}
 
 
 @lru_cache(maxsize=4096)
@@ -277,13 +279,13 @@ def gpu_runs(spec: SearchSpec, precision: str) -> bool:
 
 
 def knob_combinations(spec: SearchSpec, fws: tuple[str, ...], tp: int, pp: int, cp: int = 1,
-                      vpp: int = 1) -> tuple[Knobs, ...]:
+                      vpp: int = 1, ep: int = 1, etp: int = 1) -> tuple[Knobs, ...]:
     """Union over `fws` of the knob combinations each runs (its knob values and plan rules), within
     the user's options and fixes. Knob values and plan rules read the layout only through tp > 1,
-    pp > 1, cp > 1 and vpp > 1 (planner/frameworks/base.py), so one probe plan of this (tp, pp, cp,
-    vpp) stands for all."""
+    pp > 1, cp > 1, vpp > 1, ep > 1 and ep x etp > 1 (planner/frameworks/base.py), so one probe plan
+    of this (tp, pp, cp, vpp, ep, etp) stands for all with the same answers."""
     out: set[Knobs] = set()
-    probe = plan_for(spec, Layout(tp, pp, spec.cluster.num_gpus // (tp * cp * pp), vpp, 1, cp))
+    probe = plan_for(spec, Layout(tp, pp, spec.cluster.num_gpus // (tp * cp * pp), vpp, 1, cp, ep, etp))
     for name in fws:
         fw = REGISTRY[name]
         ks = fw.knobs(tp > 1, pp > 1)
@@ -295,15 +297,18 @@ def knob_combinations(spec: SearchSpec, fws: tuple[str, ...], tp: int, pp: int, 
             reshards = ks.zero3_reshard.values if zero == 3 else (True,)
             overlaps = ks.tp_comm_overlap.values if sp else (False,)  # TP overlap splits the SP collectives
             cpcs = ks.cp_comm.values if cp > 1 else ("p2p",)
-            epos = ks.ep_overlap.values if spec.model.moe is not None else (False,)
+            moe = spec.model.moe is not None
+            epos = ks.ep_overlap.values if moe else (False,)
+            epds = ks.ep_dispatch.values if moe else ("alltoall",)
+            mcgs = ks.moe_cuda_graphs.values if moe else (False,)
             pbufs = ks.pipeline_buffers.values if pp > 1 else ("freed",)
             gsync = ks.grad_sync.values[0] if pp > 1 and zero == 1 else "buckets"  # one per framework
             spg = ks.sp_gathered.values[0] if sp else False  # one per framework
-            for grad, cast, reshard, tpo, cpc, epo, pbuf, attn in product(spec.grad_dtypes, casts, reshards, overlaps,
-                                                                          cpcs, epos, pbufs,
-                                                                          ks.attention_kernel.values):
+            for grad, cast, reshard, tpo, cpc, epo, pbuf, attn, epd, mcg in product(
+                    spec.grad_dtypes, casts, reshards, overlaps, cpcs, epos, pbufs, ks.attention_kernel.values, epds,
+                    mcgs):
                 # grad "": the precision's own
-                k = Knobs(zero, rc, sp, prec, grad, cast, reshard, tpo, cpc, epo, pbuf, attn, gsync, spg)
+                k = Knobs(zero, rc, sp, prec, grad, cast, reshard, tpo, cpc, epo, pbuf, attn, gsync, spg, epd, mcg)
                 plan = replace(probe, **knob_plan_fields(k))
                 runs = plan.grad_comm_dtype in ks.grad_dtype(prec).values
                 if runs and not base.plan_violations(fw, spec.model, plan) \
@@ -318,6 +323,8 @@ def undominated(knobs) -> set[Knobs]:
     overlapped_cost_seconds are at most the transfer), only a pipeline bubble's share of the saving
     leaves the DP overlap window, and memory does not depend on either; one that keeps pipeline
     buffers per micro-batch when the same one that frees them is offered (same time, less memory);
+    one without the MoE CUDA graphs when the same one with them is offered (they only take away the
+    per-layer host synchronisation, stage.host_synced_dispatch; no memory);
     and FlashAttention-2 when cuDNN's attention is offered (same memory; never slower: the two share a
     fraction of peak on every generation but Hopper, where FlashAttention-2 runs at the measured
     flash2_over_cudnn_hopper <= 1 of cuDNN's, tests/test_attention_kernel.py)
@@ -325,6 +332,7 @@ def undominated(knobs) -> set[Knobs]:
     ks = set(knobs)
     return {k for k in ks if not ((not k.tpo and replace(k, tpo=True) in ks)
                                   or (not k.epo and replace(k, epo=True) in ks)
+                                  or (not k.mcg and replace(k, mcg=True) in ks)
                                   or (k.pbuf != "freed" and replace(k, pbuf="freed") in ks)
                                   or (k.attn != "cudnn" and replace(k, attn="cudnn") in ks))}
 
@@ -359,10 +367,10 @@ def build_space(spec: SearchSpec) -> Space:
             continue
         before = len(knobs)
         for lay, fws in candidate_layouts(spec, tp, pp, cp, ep, etp):
-            key = (fws, tp > 1, pp > 1, cp > 1, lay.vpp > 1)
+            key = (fws, tp > 1, pp > 1, cp > 1, lay.vpp > 1, ep > 1, ep * etp > 1)
             if key not in combos:
-                combos[key] = tuple(interned.setdefault(k, k)
-                                    for k in knob_combinations(spec, fws, tp, pp, cp, min(lay.vpp, 2)))
+                combos[key] = tuple(interned.setdefault(k, k) for k in knob_combinations(
+                    spec, fws, tp, pp, cp, min(lay.vpp, 2), min(ep, 2), 1 if ep * etp == 1 or ep > 1 else 2))
             if combos[key]:
                 knobs[lay] = combos[key]
         if len(knobs) == before:

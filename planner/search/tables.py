@@ -83,7 +83,8 @@ class KernelCache:
 
     def get(self, plan: cm.Plan) -> StageKernels:
         key = (plan.tp, plan.cp, plan.ep, plan.etp, plan.cp_comm, plan.micro_batch_size, plan.sequence_parallel,
-               plan.flash_attention, plan.precision, plan.weight_casts, plan.fp8_attention, plan.attention_kernel)
+               plan.flash_attention, plan.precision, plan.weight_casts, plan.fp8_attention, plan.attention_kernel,
+               plan.ep_dispatch)
         if key not in self.table:
             self.table[key] = stage_kernels(self.spec.model, self.spec.cluster, plan, self.eff)
         return self.table[key]
@@ -247,10 +248,11 @@ class LayoutTables:
 
     def pipe(self, rc: str, sp: bool, precision: str, casts: str = "step", tpo: bool = False,
              cpc: str = "p2p", epo: bool = False, pbuf: str = "freed", attn: str = "cudnn",
-             spg: bool = False) -> PipeEntry:
+             spg: bool = False, epd: str = "alltoall", mcg: bool = False) -> PipeEntry:
         """Pipeline flush, DP-critical stage and memory-candidate stages for (recompute, SP, precision,
-        casts, TP overlap, CP exchange, EP overlap, pipeline buffers, attention kernel)."""
-        key = (rc, sp, precision, casts, tpo, cpc, epo, pbuf, attn, spg)
+        casts, TP overlap, CP exchange, EP overlap, pipeline buffers, attention kernel, SP inputs
+        gathered, MoE dispatch, MoE CUDA graphs)."""
+        key = (rc, sp, precision, casts, tpo, cpc, epo, pbuf, attn, spg, epd, mcg)
         if key not in self.pipes:
             plan, stages = self.stage_costs(key, with_bytes=True)
             parts = step.pipeline_parts(plan, stages)
@@ -261,10 +263,10 @@ class LayoutTables:
 
     def flush(self, rc: str, sp: bool, precision: str, casts: str = "step", tpo: bool = False,
               cpc: str = "p2p", epo: bool = False, pbuf: str = "freed", attn: str = "cudnn",
-              spg: bool = False) -> float:
+              spg: bool = False, epd: str = "alltoall", mcg: bool = False) -> float:
         """PipeEntry.flush_seconds of the same key, from stage costs without their bytes (the bounds
         need the flush only); the tabled pipe's when it is already there."""
-        key = (rc, sp, precision, casts, tpo, cpc, epo, pbuf, attn, spg)
+        key = (rc, sp, precision, casts, tpo, cpc, epo, pbuf, attn, spg, epd, mcg)
         if key in self.pipes:
             return self.pipes[key].flush_seconds
         if key not in self.flushes:
@@ -274,9 +276,10 @@ class LayoutTables:
 
     def stage_costs(self, key: tuple, with_bytes: bool) -> tuple[cm.Plan, list[StageCost]]:
         """The plan of a pipe key (pipe's and flush's) and its stages' costs (class_stage_costs)."""
-        rc, sp, precision, casts, tpo, cpc, epo, pbuf, attn, spg = key
+        rc, sp, precision, casts, tpo, cpc, epo, pbuf, attn, spg, epd, mcg = key
         spec = self.ctx.spec
-        plan = plan_for(spec, self.lay, Knobs(0, rc, sp, precision, "", casts, True, tpo, cpc, epo, pbuf, attn, spg=spg))
+        plan = plan_for(spec, self.lay, Knobs(0, rc, sp, precision, "", casts, True, tpo, cpc, epo, pbuf, attn,
+                                              spg=spg, epd=epd, mcg=mcg))
         return plan, class_stage_costs(spec.model, spec.cluster, plan, self.ctx.eff, self.ctx.kernels.get(plan),
                                        self.classes, with_bytes)
 
@@ -307,7 +310,8 @@ class LayoutTables:
     def candidate(self, k: Knobs) -> Candidate:
         spec, eff = self.ctx.spec, self.ctx.eff
         plan = plan_for(spec, self.lay, k)
-        pipe = self.pipe(k.recompute, k.sp, k.precision, k.casts, k.tpo, k.cpc, k.epo, k.pbuf, k.attn, k.spg)
+        pipe = self.pipe(k.recompute, k.sp, k.precision, k.casts, k.tpo, k.cpc, k.epo, k.pbuf, k.attn, k.spg, k.epd,
+                         k.mcg)
         opt = step.optimizer_step_seconds(spec.cluster, plan, pipe.critical, eff)
         return Candidate(self.lay, k, pipe.flush_seconds, self.exposed(k, plan, pipe.critical, pipe.bubble_seconds), opt,
                          eff.step_overhead_seconds, self.memory(k, plan, pipe.slots))
