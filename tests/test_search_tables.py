@@ -111,6 +111,30 @@ def test_lower_bound_holds_over_the_moe_knobs(case):
             assert bounds.lower_bound(tables, space.knobs[lay], tight) <= min(steps) * (1 + 1e-12), lay
 
 
+def test_deepep_in_one_domain_moves_what_the_all_to_all_moves():
+    """space.knob_combinations drops the all-to-all where the expert-parallel group lies in one NVLink
+    domain and DeepEP with the MoE CUDA graphs is offered (and DeepEP without them where the all-to-all
+    is): there the two dispatchers' exchanges take the same time and memory, and only the host
+    synchronisation differs."""
+    from costmodel import topology
+
+    spec = make_spec("mixtral-8x7b", "dgx-h100", 64, 256)
+    space = build_space(spec)
+    compared = 0
+    for lay, k in sampled(space, random.Random(43), SAMPLES):
+        if lay.ep <= 1 or topology.ranks_per_domain(lay.ep, lay.etp, spec.cluster) < lay.ep:
+            continue
+        plan = plan_for(spec, lay, k)
+        a2a = step.estimate(spec.model, spec.cluster, replace(plan, ep_dispatch="alltoall", moe_cuda_graphs=False))
+        deepep = step.estimate(spec.model, spec.cluster, replace(plan, ep_dispatch="deepep", moe_cuda_graphs=False))
+        graphed = step.estimate(spec.model, spec.cluster, replace(plan, ep_dispatch="deepep", moe_cuda_graphs=True))
+        assert deepep.step_time_seconds == pytest.approx(a2a.step_time_seconds, rel=1e-12), lay
+        assert graphed.step_time_seconds <= a2a.step_time_seconds
+        assert graphed.memory_per_gpu_bytes == a2a.memory_per_gpu_bytes == deepep.memory_per_gpu_bytes
+        compared += 1
+    assert compared >= 10
+
+
 def test_lower_bound_without_the_fast_knobs():
     """With recompute fixed to full and SP off the bound falls back to those knobs, and still holds."""
     spec = make_spec("llama3-70b", "dgx-h100", 64, 256, fixed={"recompute": "full", "sp": False})

@@ -19,6 +19,7 @@ from functools import cached_property, lru_cache
 from itertools import product
 from typing import Iterator, Mapping
 
+from costmodel import topology
 from costmodel import types as cm
 from costmodel.lowp import LOW_PRECISIONS, WEIGHT_CASTS
 from costmodel.rules import cluster_violations
@@ -279,11 +280,15 @@ def gpu_runs(spec: SearchSpec, precision: str) -> bool:
 
 
 def knob_combinations(spec: SearchSpec, fws: tuple[str, ...], tp: int, pp: int, cp: int = 1,
-                      vpp: int = 1, ep: int = 1, etp: int = 1) -> tuple[Knobs, ...]:
+                      vpp: int = 1, ep: int = 1, etp: int = 1, ep_local: bool = False) -> tuple[Knobs, ...]:
     """Union over `fws` of the knob combinations each runs (its knob values and plan rules), within
     the user's options and fixes. Knob values and plan rules read the layout only through tp > 1,
     pp > 1, cp > 1, vpp > 1, ep > 1 and ep x etp > 1 (planner/frameworks/base.py), so one probe plan
-    of this (tp, pp, cp, vpp, ep, etp) stands for all with the same answers."""
+    of this (tp, pp, cp, vpp, ep, etp) stands for all with the same answers. `ep_local`: the
+    expert-parallel group lies in one NVLink domain, where DeepEP's dispatch moves what the
+    all-to-all moves (moe.deduplicated_dispatch_seconds: no remote domain), so the all-to-all
+    combinations are dropped when DeepEP with the MoE CUDA graphs (no host synchronisation) is offered,
+    and DeepEP without them when the all-to-all is (the same time; the plainer dispatcher is kept)."""
     out: set[Knobs] = set()
     probe = plan_for(spec, Layout(tp, pp, spec.cluster.num_gpus // (tp * cp * pp), vpp, 1, cp, ep, etp))
     for name in fws:
@@ -314,6 +319,9 @@ def knob_combinations(spec: SearchSpec, fws: tuple[str, ...], tp: int, pp: int, 
                 if runs and not base.plan_violations(fw, spec.model, plan) \
                         and not cluster_violations(spec.cluster, plan, spec.model):
                     out.add(k)
+    if ep_local:
+        out = {k for k in out if not (k.epd == "alltoall" and replace(k, epd="deepep", mcg=True) in out
+                                      or k.epd == "deepep" and not k.mcg and replace(k, epd="alltoall") in out)}
     return tuple(sorted(undominated(k for k in out if _fixed_ok(spec, k))))
 
 
@@ -367,10 +375,12 @@ def build_space(spec: SearchSpec) -> Space:
             continue
         before = len(knobs)
         for lay, fws in candidate_layouts(spec, tp, pp, cp, ep, etp):
-            key = (fws, tp > 1, pp > 1, cp > 1, lay.vpp > 1, ep > 1, ep * etp > 1)
+            ep_local = ep > 1 and topology.ranks_per_domain(ep, etp, spec.cluster) >= ep
+            key = (fws, tp > 1, pp > 1, cp > 1, lay.vpp > 1, ep > 1, ep * etp > 1, ep_local)
             if key not in combos:
                 combos[key] = tuple(interned.setdefault(k, k) for k in knob_combinations(
-                    spec, fws, tp, pp, cp, min(lay.vpp, 2), min(ep, 2), 1 if ep * etp == 1 or ep > 1 else 2))
+                    spec, fws, tp, pp, cp, min(lay.vpp, 2), min(ep, 2), 1 if ep * etp == 1 or ep > 1 else 2,
+                    ep_local))
             if combos[key]:
                 knobs[lay] = combos[key]
         if len(knobs) == before:
