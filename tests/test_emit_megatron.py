@@ -5,6 +5,7 @@ own script (examples/sc21/run_table_1.sh + CONFIG.sh @cf547de) with today's flag
 golden was also run through Megatron-LM's parse_args/validate_args/TransformerConfig (d98e8a64),
 see tests/data/emit/README.md.
 """
+import re
 import subprocess
 
 import pytest
@@ -132,6 +133,44 @@ def test_uneven_first_last_split():
     assert "--decoder-last-pipeline-num-layers" not in a
 
 
+def expand_layout(text: str) -> list[str]:
+    """A --pipeline-model-parallel-layout as its stages, by the syntax of Megatron-LM's help text
+    (arguments.py): '|' between stages, (...)*n and x*n repeat, commas cosmetic."""
+    text = text.replace(",", "")
+    text = re.sub(r"\(([^)]+)\)\*(\d+)", lambda m: m.group(1) * int(m.group(2)), text)
+    text = re.sub(r"(.)\*(\d+)", lambda m: m.group(1) * int(m.group(2)), text)
+    return text.split("|")
+
+
+@pytest.mark.parametrize("model_kw, plan, stages", [
+    # 13 layers on pp 8: no first/last-only split keeps stages at 2 (1, 2 x 5, 1, 1)
+    (dict(num_layers=13), dict(pp=8), ["Et", "tt", "tt", "tt", "tt", "tt", "t", "tL"]),
+    (dict(), dict(pp=4, stage_layers=(5, 7, 6, 6)), ["E" + "t" * 5, "t" * 7, "t" * 6, "t" * 6 + "L"]),
+    # 24 layers on pp 4 x vpp 4: 16 chunks, the 8 over on the first middle chunks; chunk v x pp + r is on
+    # rank r, so each rank holds 6
+    (dict(), dict(pp=4, vpp=4, global_batch_size=8), ["Et"] + ["tt"] * 8 + ["t"] * 6 + ["tL"]),
+    (dict(), dict(pp=2, vpp=2, stage_layers=(5, 7, 6, 6), global_batch_size=8),
+     ["E" + "t" * 5, "t" * 7, "t" * 6, "t" * 6 + "L"]),
+])
+def test_uneven_splits_are_written_as_a_layout(model_kw, plan, stages):
+    """Splits --decoder-first/last-pipeline-num-layers cannot write (uneven middle stages, or uneven
+    chunks under interleaving) go in --pipeline-model-parallel-layout, which also sets the virtual
+    stages (arguments.py: not with --num-layers-per-virtual-pipeline-stage)."""
+    a = args_of(job(tiny(**model_kw), **{"dp": 1, **plan}))
+    assert expand_layout(value(a, "--pipeline-model-parallel-layout")) == stages
+    for flag in ("--num-layers-per-virtual-pipeline-stage", "--decoder-first-pipeline-num-layers",
+                 "--decoder-last-pipeline-num-layers"):
+        assert flag not in a
+
+
+def test_deepseek_v3_layout_is_nvidias():
+    """Megatron-Bridge's DeepSeek-V3 GB300 recipe (validation/incoming/moe_2025_2026.yaml: pp 2 x vp 8,
+    Et*4|(t*4|)*14tmL): 61 layers as 15 chunks of 4 and one of 1, the MTP layer and the loss last."""
+    model = load_model_spec("deepseek-v3")
+    a = args_of(job(model, pp=2, vpp=8, dp=1, ep=1, stage_layers=(4,) * 15 + (1,), global_batch_size=16))
+    assert expand_layout(value(a, "--pipeline-model-parallel-layout")) == expand_layout("Et*4|(t*4|)*14tmL")
+
+
 REJECTED = [  # (plan/model change, words of the refusal); Megatron-LM's outcome in data/emit/README.md
     (dict(zero_stage=2), "ZeRO stage 2"),
     (dict(zero_stage=3), "ZeRO stage 3"),
@@ -139,12 +178,8 @@ REJECTED = [  # (plan/model change, words of the refusal); Megatron-LM's outcome
     (dict(tp=8, model=dict(num_attention_heads=12, hidden_size=768)), "attention heads (12) must be divisible by tp (8)"),
     (dict(tp=2, model=dict(num_attention_heads=12, hidden_size=768, num_kv_heads=3)), "num_query_groups (3)"),
     (dict(sequence_parallel=True), "Megatron-LM turns --sequence-parallel off at tp 1"),
-    (dict(pp=8, model=dict(num_layers=13)), "layer split [1, 2, 2, 2, 2, 2, 1, 1] has uneven middle stages"),
-    (dict(pp=4, vpp=4, global_batch_size=8), "must split evenly over pp x vpp = 4x4"),
     (dict(pp=2, vpp=2, overlap_pp_comm=False, global_batch_size=8), "size >= 3 with --no-overlap-p2p-communication"),
     (dict(pp=4, vpp=2, global_batch_size=6), "6 micro-batches are not a multiple of pp 4"),
-    (dict(pp=4, stage_layers=(5, 7, 6, 6)), "has uneven middle stages; only the first and last may differ"),
-    (dict(pp=2, vpp=2, stage_layers=(5, 7, 6, 6), global_batch_size=8), "uneven splits are written only for vpp 1"),
     (dict(grad_dtype="int8"), "gradient dtype int8: Megatron-LM reduces bf16 gradients in fp32 or bf16 only"),
     (dict(precision="bf16", grad_dtype="fp16"), "gradient dtype fp16: Megatron-LM reduces bf16 gradients in fp32 or bf16"),
     (dict(zero_stage=1, grad_reduce="allreduce"), "distributed optimizer reduce-scatters gradients"),

@@ -22,24 +22,24 @@ def plan(pp=1, vpp=1, m=1, tp=1) -> cm.Plan:
     return cm.Plan(tp=tp, pp=pp, vpp=vpp, global_batch_size=m)
 
 
-def test_megatron_uneven_split_only_first_and_last():
+def test_megatron_writes_every_split():
     # 30 layers on 4 stages: 7, 8, 8, 7 (--decoder-first/last-pipeline-num-layers 7); 31: 8, 8, 8, 7. 13 layers
     # on 8 stages have no such split with stages of at most 2 (six middle stages of 2 leave the ends 1 between
-    # them, of 1 leave them 7): 1, 2, 2, 2, 2, 2, 1, 1 is not Megatron's.
-    assert megatron.layer_split(model(30), plan(pp=4)) is None
-    assert megatron.layer_split(model(31), plan(pp=4)) is None
-    assert megatron.layer_split(model(13), plan(pp=8)) is not None
-    assert megatron.layer_split(model(31), plan(pp=2)) is None  # 16 + 15: first/last only
+    # them, of 1 leave them 7): 1, 2, 2, 2, 2, 2, 1, 1 is written as a layout, and so is an uneven split
+    # under interleaving (30 layers on pp 4 x vpp 2: 3, 4 x 6, 3).
     assert megatron.uneven_split(model(30), plan(pp=4)) == (7, 7)  # --decoder-first/last-pipeline-num-layers
     assert megatron.uneven_split(model(31), plan(pp=4)) == (None, 7)  # the first as the middle: not written
     assert megatron.uneven_split(model(32), plan(pp=4)) is None
+    assert megatron.pipeline_layout(model(30), plan(pp=4)) is None
+    assert megatron.pipeline_layout(model(13), plan(pp=8)) == "Et|t*2|t*2|t*2|t*2|t*2|t|tL"
+    assert megatron.uneven_split(model(13), plan(pp=8)) is None
+    assert megatron.pipeline_layout(model(30), plan(pp=4, vpp=2, m=8)) == "Et*3|" + "t*4|" * 6 + "t*3L"
 
 
 def test_megatron_interleaving_rules():
     assert megatron.interleaving(model(32), plan(pp=4, vpp=2, m=8)) is None
     assert megatron.interleaving_groups(model(32), plan(pp=4, vpp=2, m=8)) is None
     assert "multiple of pp" in megatron.interleaving_groups(model(32), plan(pp=4, vpp=2, m=6))
-    assert "split evenly" in megatron.layer_split(model(30), plan(pp=4, vpp=2, m=8))  # 30 % 8
     assert "pipeline size >= 3" in megatron.interleaving(model(32), cm.Plan(pp=2, vpp=2, global_batch_size=4,
                                                                              overlap_pp_comm=False))
 
@@ -86,10 +86,12 @@ def test_any_framework_is_the_union():
     assert 3 in {k.zero for lay, ks in space.knobs.items() if lay.pp == 1 for k in ks}
     rcs = {k.recompute for ks in space.knobs.values() for k in ks}
     assert rcs == {"none", "selective", "op", "full"}
-    # 8 layers, pp 2, vpp 3: only torchtitan splits it (uneven chunks), so only FSDP and its recompute modes.
-    only_tt = [ks for lay, ks in space.knobs.items() if (lay.pp, lay.vpp) == (2, 3)]
-    assert only_tt and all({k.zero for k in ks} == {1} and "selective" not in {k.recompute for k in ks}
-                           for ks in only_tt)
+    # 8 layers, pp 2, vpp 3: uneven chunks, which torchtitan splits and Megatron-LM writes as a layout
+    # (chunks 1, 2, 2, 1, 1, 1: Et|t*2|t*2|t|t|tL); DeepSpeed does not interleave. So Megatron's selective
+    # recompute is there too.
+    uneven = [ks for lay, ks in space.knobs.items() if (lay.pp, lay.vpp) == (2, 3)]
+    assert uneven and any("selective" in {k.recompute for k in ks} for ks in uneven)
+    assert megatron.pipeline_layout(model(8), plan(pp=2, vpp=3, m=8)) == "Et|t*2|t*2|t|t|tL"
 
 
 def test_fixes_restrict_the_space():

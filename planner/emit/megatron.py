@@ -12,7 +12,7 @@ import shlex
 from costmodel.lowp import is_low
 from costmodel.topology import ranks_in_domain
 from planner.emit.job import Job, refuse_unless_runs
-from planner.frameworks.megatron import uneven_split
+from planner.frameworks.megatron import pipeline_layout, uneven_split
 
 Flags = list[tuple[str, object]]  # (flag, value): None for store_true flags, a tuple for nargs='+' flags
 # The MLP activations pretrain_gpt.py takes as a flag (GeLU is its default; GeGLU it has not: frameworks/megatron.py)
@@ -159,11 +159,16 @@ def architecture_flags(job: Job) -> Flags:
 
 
 def pipeline_flags(job: Job) -> Flags:
+    """Interleaving and the layer split: even, first/last stages apart (--decoder-first/last-
+    pipeline-num-layers), or any other as a layout, which also sets the virtual stages."""
     p, out = job.plan, []
-    if p.vpp > 1:
+    layout = pipeline_layout(job.cm_model, p)
+    if layout:
+        out.append(("--pipeline-model-parallel-layout", layout))
+    elif p.vpp > 1:
         out.append(("--num-layers-per-virtual-pipeline-stage", job.model.num_layers // (p.pp * p.vpp)))
-        if not p.overlap_pp_comm:
-            out.append(("--no-overlap-p2p-communication", None))
+    if p.vpp > 1 and not p.overlap_pp_comm:
+        out.append(("--no-overlap-p2p-communication", None))
     split = uneven_split(job.cm_model, p)
     if split:
         first, last = split

@@ -10,53 +10,40 @@ Summarised with section numbers in the project's reference shared/reference/laun
 """
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Optional
 
 from costmodel import types as cm
-from costmodel.pipeline import default_chunk_layers
 from costmodel.step import chunk_layers
 from planner.frameworks.base import Choice, Framework, Knobs, only_with_tp
 
 
-def uneven_split(model: cm.Model, plan: cm.Plan) -> Optional[tuple[Optional[int], Optional[int]]]:
-    """(first, last) stage layer counts when the plan's layer split is uneven, else None; None for
-    a stage that has as many layers as the middle ones (Megatron's --decoder-first/last-pipeline-
-    num-layers, written only for the stages that differ)."""
+def pipeline_layout(model: cm.Model, plan: cm.Plan) -> Optional[str]:
+    """Megatron-LM's --pipeline-model-parallel-layout for a layer split that
+    --decoder-first/last-pipeline-num-layers cannot write (middle stages that differ, or any uneven
+    split under interleaving; arguments.py, pipeline_parallel_layer_layout.py): one stage per model
+    chunk in chunk order (virtual stage v of rank r is chunk v x pp + r), '|' between them, t*n for n
+    transformer layers, E (the embedding) on the first, the MTP layers (m) and the loss (L) on the
+    last, as NVIDIA's DeepSeek-V3 recipes write it (Et*4|(t*4|)*14tmL). None otherwise."""
     layers = chunk_layers(model, plan)
-    if len(set(layers)) == 1:
+    if len(set(layers)) == 1 or (plan.vpp == 1 and len(set(layers[1:-1])) <= 1):
+        return None
+    stages = [f"t*{n}" if n > 1 else "t" * n for n in layers]
+    stages[0] = "E" + stages[0]
+    stages[-1] += "m" * model.mtp_layers + "L"
+    return "|".join(stages)
+
+
+def uneven_split(model: cm.Model, plan: cm.Plan) -> Optional[tuple[Optional[int], Optional[int]]]:
+    """(first, last) stage layer counts when the split is uneven in the first and last stages only,
+    without interleaving, else None; None for a stage that has as many layers as the middle ones
+    (Megatron's --decoder-first/last-pipeline-num-layers, written only for the stages that differ;
+    other uneven splits are written as a pipeline_layout)."""
+    layers = chunk_layers(model, plan)
+    if len(set(layers)) == 1 or pipeline_layout(model, plan):
         return None
     first, last, middle = layers[0], layers[-1], layers[1:-1]
     mid = middle[0] if middle else None
     return (None if first == mid else first, None if last == mid else last)
-
-
-@lru_cache(maxsize=4096)
-def _split(num_layers: int, pp: int, vpp: int, stage_layers: tuple[int, ...]) -> tuple[int, ...]:
-    return stage_layers or default_chunk_layers(num_layers, pp, vpp)
-
-
-def layer_split(model: cm.Model, plan: cm.Plan) -> Optional[str]:
-    """arguments.py: num_layers divisible by the pipeline size, unless --decoder-first/last-
-    pipeline-num-layers make only the first and last stage different and the middle stages split
-    the rest evenly (transformer_config.py, uneven PP). With interleaving, num_layers divisible by
-    pp*vpp (--num-layers-per-virtual-pipeline-stage; get_num_layers_to_build); planner writes
-    uneven splits only without interleaving."""
-    return _split_violation(model.num_layers, plan.pp, plan.vpp, plan.stage_layers)
-
-
-@lru_cache(maxsize=4096)
-def _split_violation(num_layers: int, pp: int, vpp: int, stage_layers: tuple[int, ...]) -> Optional[str]:
-    layers = _split(num_layers, pp, vpp, stage_layers)
-    if vpp > 1:
-        if len(set(layers)) > 1:
-            return (f"Megatron-LM interleaving: {num_layers} layers must split evenly over pp x vpp = "
-                    f"{pp}x{vpp} (uneven splits are written only for vpp 1)")
-        return None
-    if len(set(layers[1:-1])) > 1:
-        return (f"Megatron-LM: layer split {list(layers)} has uneven middle stages; only the first and last "
-                "may differ (--decoder-first/last-pipeline-num-layers)")
-    return None
 
 
 def interleaving(model: cm.Model, plan: cm.Plan) -> Optional[str]:
@@ -293,7 +280,7 @@ def knobs(tp_split: bool, pp_split: bool) -> Knobs:
 
 FRAMEWORK = Framework(
     name="megatron", title="Megatron-LM", source="NVIDIA/Megatron-LM d98e8a64 (2026-08-22)",
-    layout_rules=(layer_split, interleaving, query_groups, position_embedding, activation),
+    layout_rules=(interleaving, query_groups, position_embedding, activation),
     interleaving_rules=(interleaving_groups,),
     knobs=knobs,
     plan_rules=(distributed_optimizer_reduce, fp8_recipe, cpu_offloading, lowp_param_gather, moe_sequence_parallel,
