@@ -21,9 +21,11 @@ def default_chunk_layers(num_layers: int, pp: int, vpp: int) -> tuple[int, ...]:
     embedding and the output layer) share the rest, the first the larger half; with one or two
     over, the first (then the last) takes them; between the two, the middle stages take one each
     still, and the first and last keep what remains (fewer than the others).
-    Interleaved chunks get one extra layer each, middle chunks first, then the first and the last,
-    as Llama 3.1 405B's 126 layers on pp 16 x vpp 4 (1, 2, ..., 2, 1) do; so do stages when the
-    first and last would be left with less than a layer each.
+    Interleaved chunks take the same shape where no pipeline rank then holds more layers than with
+    one extra layer per chunk, middle chunks first, then the first and the last (which they get
+    otherwise): Llama 3.1 405B's 126 layers on pp 16 x vpp 4 are 1, 2, ..., 2, 1, DeepSeek-V3's 61
+    on pp 2 x vpp 8 3, 4 x 14, 2 (NVIDIA's recipe writes 4 x 15, 1; the same largest rank). So do
+    stages when the first and last would be left with less than a layer each.
     """
     chunks = pp * vpp
     base, extra = divmod(num_layers, chunks)
@@ -38,6 +40,10 @@ def default_chunk_layers(num_layers: int, pp: int, vpp: int) -> tuple[int, ...]:
     counts = [base] * chunks
     for i in (list(range(1, chunks - 1)) + [0, chunks - 1])[:extra]:
         counts[i] += 1
+    if vpp > 1 and ends >= 2:  # Megatron's shape too, when no rank then holds more layers
+        shaped = ((ends + 1) // 2,) + (base + 1,) * (chunks - 2) + (ends // 2,)
+        if max(stage_layer_counts(shaped, pp, vpp)) <= max(stage_layer_counts(tuple(counts), pp, vpp)):
+            return shaped
     return tuple(counts)
 
 

@@ -55,6 +55,11 @@ def test_uneven_split_has_the_smallest_largest_stage_in_megatrons_shape():
     # --decoder-first-pipeline-num-layers 7 --decoder-last-pipeline-num-layers 6); NVIDIA's recipe writes
     # 8 x 7 + 5, the same largest stage.
     assert default_chunk_layers(61, 8, 1) == (7,) + (8,) * 6 + (6,)
+    # Interleaved, the same shape where no rank holds more: 61 layers on pp 2 x vpp 8 are NVIDIA's own
+    # layout for DeepSeek-V3 without MTP, Et*3|(t*4|)*14ttL (validation/incoming/moe_2025_2026.yaml, 25.11
+    # GB300 recipe): 3, 4 x 14, 2, ranks of 31 and 30 layers.
+    assert default_chunk_layers(61, 2, 8) == (3,) + (4,) * 14 + (2,)
+    assert stage_layer_counts(default_chunk_layers(61, 2, 8), 2, 8) == (31, 30)
     for layers in range(1, 200):
         for pp, vpp in ((1, 1), (2, 1), (3, 1), (4, 2), (8, 1), (9, 1), (16, 1), (16, 4)):
             if layers >= pp * vpp:

@@ -86,12 +86,15 @@ def test_any_framework_is_the_union():
     assert 3 in {k.zero for lay, ks in space.knobs.items() if lay.pp == 1 for k in ks}
     rcs = {k.recompute for ks in space.knobs.values() for k in ks}
     assert rcs == {"none", "selective", "op", "full"}
-    # 8 layers, pp 2, vpp 3: uneven chunks, which torchtitan splits and Megatron-LM writes as a layout
-    # (chunks 1, 2, 2, 1, 1, 1: Et|t*2|t*2|t|t|tL); DeepSpeed does not interleave. So Megatron's selective
-    # recompute is there too.
-    uneven = [ks for lay, ks in space.knobs.items() if (lay.pp, lay.vpp) == (2, 3)]
+    # 10 layers, pp 2, vpp 2: uneven chunks (2, 3, 3, 2), which torchtitan splits and Megatron-LM writes as a
+    # layout (Et*2|t*3|t*3|t*2L); DeepSpeed does not interleave. So Megatron's selective recompute is there.
+    space = build_space(SearchSpec(model(10), cluster(4), 8))
+    uneven = [ks for lay, ks in space.knobs.items() if (lay.pp, lay.vpp) == (2, 2)]
     assert uneven and any("selective" in {k.recompute for k in ks} for ks in uneven)
-    assert megatron.pipeline_layout(model(8), plan(pp=2, vpp=3, m=8)) == "Et|t*2|t*2|t|t|tL"
+    assert megatron.pipeline_layout(model(10), plan(pp=2, vpp=2, m=8)) == "Et*2|t*3|t*3|t*2L"
+    # 8 layers on pp 2 x vpp 3 (1, 2, 2, 1, 1, 1: middle chunks unlike) are not searched; --fix vpp=3 reaches them
+    assert not [lay for lay in build_space(SearchSpec(model(8), cluster(4), 8)).knobs if lay.vpp == 3]
+    assert [lay for lay in build_space(SearchSpec(model(8), cluster(4), 8, fixed={"vpp": 3})).knobs]
 
 
 def test_fixes_restrict_the_space():

@@ -20,6 +20,7 @@ from itertools import product
 from typing import Iterator, Mapping
 
 from costmodel import topology
+from costmodel.pipeline import default_chunk_layers
 from costmodel import types as cm
 from costmodel.lowp import LOW_PRECISIONS, WEIGHT_CASTS
 from costmodel.rules import cluster_violations
@@ -239,7 +240,17 @@ def vpp_choices(spec: SearchSpec, pp: int) -> list[int]:
     fixed = spec.fixed.get("vpp")
     if isinstance(fixed, int):
         return [fixed] if fixed <= most else []
-    return list(range(1, min(most, MAX_SEARCH_VPP) + 1))
+    return [v for v in range(1, min(most, MAX_SEARCH_VPP) + 1) if v == 1 or alike_middle(spec.model.num_layers, pp, v)]
+
+
+def alike_middle(num_layers: int, pp: int, vpp: int) -> bool:
+    """Whether the default interleaved split (pipeline.default_chunk_layers) has its middle chunks
+    alike, the first and last at most as large: even, or the shape NVIDIA's recipes write (Llama 3
+    405B's 1, 2 x 62, 1; DeepSeek-V3's Et*4|(t*4|)*14tmL). The search tries only these; --fix vpp
+    reaches the others."""
+    chunks = default_chunk_layers(num_layers, pp, vpp)
+    middle = set(chunks[1:-1]) or set(chunks)
+    return len(middle) == 1 and chunks[0] <= max(middle) and chunks[-1] <= max(middle)
 
 
 def vpp_frameworks(spec: SearchSpec, tp: int, pp: int, cp: int, ep: int, etp: int) -> dict[int, tuple[str, ...]]:
