@@ -32,18 +32,18 @@ def default_chunk_layers(num_layers: int, pp: int, vpp: int) -> tuple[int, ...]:
     if extra == 0 or chunks < 3:
         return tuple(base + (1 if i < extra else 0) for i in range(chunks))
     ends = num_layers - (chunks - 2) * (base + 1)
+    shaped = ((ends + 1) // 2,) + (base + 1,) * (chunks - 2) + (ends // 2,)  # Megatron's shape
     if vpp == 1:
         if extra >= chunks - 2 or (extra > 2 and ends >= 2):
-            return ((ends + 1) // 2,) + (base + 1,) * (chunks - 2) + (ends // 2,)
+            return shaped
         if extra <= 2:
             return (base + 1,) + (base,) * (chunks - 2) + (base + extra - 1,)
     counts = [base] * chunks
     for i in (list(range(1, chunks - 1)) + [0, chunks - 1])[:extra]:
         counts[i] += 1
-    if vpp > 1 and ends >= 2:  # Megatron's shape too, when no rank then holds more layers
-        shaped = ((ends + 1) // 2,) + (base + 1,) * (chunks - 2) + (ends // 2,)
-        if max(stage_layer_counts(shaped, pp, vpp)) <= max(stage_layer_counts(tuple(counts), pp, vpp)):
-            return shaped
+    if vpp > 1 and ends >= 2 and max(stage_layer_counts(shaped, pp, vpp)) <= max(
+            stage_layer_counts(tuple(counts), pp, vpp)):  # Megatron's shape too, when no rank holds more
+        return shaped
     return tuple(counts)
 
 

@@ -39,7 +39,7 @@ def uneven_split(model: cm.Model, plan: cm.Plan) -> Optional[tuple[Optional[int]
     (Megatron's --decoder-first/last-pipeline-num-layers, written only for the stages that differ;
     other uneven splits are written as a pipeline_layout)."""
     layers = chunk_layers(model, plan)
-    if len(set(layers)) == 1 or pipeline_layout(model, plan):
+    if len(set(layers)) == 1 or plan.vpp > 1 or len(set(layers[1:-1])) > 1:
         return None
     first, last, middle = layers[0], layers[-1], layers[1:-1]
     mid = middle[0] if middle else None

@@ -19,10 +19,9 @@ from functools import cached_property, lru_cache
 from itertools import product
 from typing import Iterator, Mapping
 
-from costmodel import topology
-from costmodel.pipeline import default_chunk_layers
 from costmodel import types as cm
 from costmodel.lowp import LOW_PRECISIONS, WEIGHT_CASTS
+from costmodel.pipeline import default_chunk_layers
 from costmodel.rules import cluster_violations
 from costmodel.rules import plan_violations
 from costmodel.topology import domain_size, ranks_per_domain, tp_crosses_network
@@ -385,13 +384,12 @@ def build_space(spec: SearchSpec) -> Space:
             rejected[broken[0]] += 1
             continue
         before = len(knobs)
+        ep_local = ep > 1 and ranks_per_domain(ep, etp, spec.cluster) >= ep
         for lay, fws in candidate_layouts(spec, tp, pp, cp, ep, etp):
-            ep_local = ep > 1 and topology.ranks_per_domain(ep, etp, spec.cluster) >= ep
             key = (fws, tp > 1, pp > 1, cp > 1, lay.vpp > 1, ep > 1, ep * etp > 1, ep_local)
-            if key not in combos:
+            if key not in combos:  # the probe keeps ep > 1 and ep x etp > 1 with the smallest degrees
                 combos[key] = tuple(interned.setdefault(k, k) for k in knob_combinations(
-                    spec, fws, tp, pp, cp, min(lay.vpp, 2), min(ep, 2), 1 if ep * etp == 1 or ep > 1 else 2,
-                    ep_local))
+                    spec, fws, tp, pp, cp, min(lay.vpp, 2), min(ep, 2), 1 if ep > 1 else min(etp, 2), ep_local))
             if combos[key]:
                 knobs[lay] = combos[key]
         if len(knobs) == before:
