@@ -5,7 +5,7 @@ Dense models (Llama, Mistral, Qwen2, Qwen3, Gemma 1/2/3, GPT-2, GPT-NeoX style),
 attention and multi-token prediction (DeepSeek-V2/V3, Kimi K2) and local attention (Mistral's sliding
 window, Gemma 2/3 and gpt-oss sliding layers, Llama 4 chunked layers). A wrapper config that holds the
 language model under `text_config` (Llama 4, Gemma 3, Kimi K2.5) is read from there; its vision
-tower is not modelled (said in the spec's `notes`).
+tower is not modelled (said in the spec's `notes`). Any other model_type is refused (KNOWN_MODEL_TYPES).
 
 Any key that changes the arithmetic and that the cost model cannot represent is refused in one line
 naming the key (PlannerError): state-space / linear-attention hybrids, MoE layer layouts other than
@@ -51,11 +51,10 @@ GEGLU_MODELS = {"gemma", "gemma2", "gemma3_text"}
 # Model types whose MLP class always has gate, up and down projections, whatever activation the config
 # names (Transformers v4.57.1 LlamaMLP, MistralMLP, MixtralBlockSparseTop2MLP, Qwen2MLP, Qwen2MoeMLP,
 # Qwen3MLP, Qwen3MoeMLP, DeepseekV2MLP, DeepseekV3MLP, Llama4TextMLP / Llama4TextExperts, Phi3MLP's fused
-# gate_up_proj, OlmoMLP, Olmo2MLP, GraniteMLP, CohereMLP, StableLmMLP, the Gemma MLPs). Their activation
+# gate_up_proj, OLMoE's experts, the Gemma MLPs). Their activation
 # only names the gate's function: SiLU is SwiGLU, a GeLU is GeGLU, any other is refused (not modelled).
 GATED_MODELS = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "deepseek_v2",
-                "deepseek_v3", "kimi_k2", "llama4_text", "phi3", "olmo", "olmo2", "granite", "cohere", "stablelm",
-                "olmoe", *GEGLU_MODELS}
+                "deepseek_v3", "kimi_k2", "llama4_text", "phi3", "olmoe", *GEGLU_MODELS}
 # A learned RMSNorm on each head's queries and keys before RoPE (Transformers v4.57.1 Qwen3Attention,
 # Qwen3MoeAttention, Gemma3Attention: q_norm / k_norm over head_dim; OlmoeAttention's span all heads, the same
 # elementwise work); Llama 4's is a weightless L2 norm
@@ -148,15 +147,33 @@ HYBRID_MODEL_TYPES = {"mamba", "mamba2", "falcon_mamba", "jamba", "zamba", "zamb
                       "falcon_h1", "granitemoehybrid", "qwen3_next", "minimax", "rwkv", "recurrent_gemma", "xlstm",
                       "lfm2", "plamo2"}
 # The model types whose every key this module reads by family (the classes cited above), plus the decoders
-# the generic reading describes exactly (GPT-2, GPT-NeoX, Phi-3): any other type is read from its shape keys
-# and activation alone (GATED_MODELS' gated MLP included), and a note says so.
+# the generic reading describes exactly (GPT-2, GPT-NeoX, Phi-3). Any other type is refused: read from its
+# shape keys alone it was guessed wrong more often than right (Falcon's and StarCoder's multi_query read as
+# one K/V head per query head, SmolLM3's and Cohere's tied output layer as untied, Nemotron-NAS's per-layer
+# block_configs, Mllama's cross-attention layers and Qwen2.5-VL's vision tower dropped).
 KNOWN_MODEL_TYPES = {*MOE_FAMILIES, *ALIBI_MODELS, *QKV_BIAS_MODELS, *BIAS_FREE_MODELS, *CLASS_DEFAULTS, "gpt2",
                      "gpt_neox", "phi3"}
+# Classes that keep PretrainedConfig's tie_word_embeddings=True (GPT2Config, BloomConfig and MptConfig do
+# not override it; BloomForCausalLM and MptForCausalLM tie lm_head to the embedding); every other mapped
+# class sets False (LlamaConfig, GPTNeoXConfig, Phi3Config, CLASS_DEFAULTS).
+TIED_BY_DEFAULT = {"gpt2", "bloom", "mpt"}
+# The RoPE base of the mapped RoPE classes that config.json files may omit (Transformers v4.57.1
+# configuration_<name>.py __init__ defaults; Llama 4, gpt-oss and Gemma's are in CLASS_DEFAULTS): a
+# config without rope_theta is still a RoPE model, not one with learned positions.
+ROPE_THETA_DEFAULTS = {"llama": 10000.0, "mistral": 10000.0, "mixtral": 1e6, "qwen2": 10000.0, "qwen3": 10000.0,
+                       "qwen2_moe": 10000.0, "qwen3_moe": 10000.0, "deepseek_v2": 10000.0, "deepseek_v3": 10000.0,
+                       "kimi_k2": 10000.0, "olmoe": 10000.0, "phi3": 10000.0, "gpt_neox": 10000.0}
+# The mapped classes whose norms are RMSNorms whether or not the file gives rms_norm_eps (LlamaRMSNorm,
+# MistralRMSNorm, Qwen2RMSNorm, ... Phi3RMSNorm, GemmaRMSNorm); GPT-2, GPT-NeoX, BLOOM and MPT use LayerNorm.
+RMSNORM_MODELS = {"llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen2_moe", "qwen3_moe", "deepseek_v2",
+                  "deepseek_v3", "kimi_k2", "llama4_text", "gpt_oss", "olmoe", "phi3", *GEGLU_MODELS}
+# GPTNeoXConfig: rotary_pct 0.25 of each head's dimensions rotate.
+ROTARY_PERCENT_DEFAULTS = {"gpt_neox": 0.25}
 ATTENTION_LAYER_TYPES = {"full_attention": "full", "sliding_attention": "sliding", "chunked_attention": "chunked"}
-# Families whose sliding_window (when not null) applies to every layer: MistralAttention and
-# MixtralAttention pass config.sliding_window to every layer; Qwen3MoeModel builds one sliding-window
+# Families whose sliding_window (when not null) applies to every layer: MistralAttention,
+# MixtralAttention and Phi3Attention pass config.sliding_window to every layer; Qwen3MoeModel builds one sliding-window
 # mask for all layers when use_sliding_window is set.
-ALL_LAYERS_SLIDE = {"mistral", "mixtral", "qwen3_moe"}
+ALL_LAYERS_SLIDE = {"mistral", "mixtral", "qwen3_moe", "phi3"}
 # Qwen2 / Qwen3 / Qwen2-MoE: with use_sliding_window, layers i >= max_window_layers slide.
 MAX_WINDOW_LAYERS_SLIDE = {"qwen2", "qwen3", "qwen2_moe"}
 
@@ -302,6 +319,11 @@ def hf_to_spec_dict(data: dict, name: str, seq_length: int | None = None) -> dic
         raise reader.fail("model_type", "is missing or null: planner reads a config by the Transformers class its "
                                         "model_type names")
     refuse_unrepresentable(data, text, reader)
+    if model_type not in KNOWN_MODEL_TYPES:
+        known = ", ".join(sorted(KNOWN_MODEL_TYPES))
+        raise reader.fail("model_type", f"{model_type!r} is not a family planner maps ({known}): "
+                          "its attention layout, tied embeddings and other class defaults would be guessed; "
+                          "write a model YAML instead (catalogs/models/*.yaml show the fields)")
     spec: dict = {"name": _label(name)}
     for field, keys in KEY_ALIASES.items():
         key = next((k for k in keys if text.get(k) is not None), None)
@@ -319,7 +341,7 @@ def hf_to_spec_dict(data: dict, name: str, seq_length: int | None = None) -> dic
     spec["mlp"] = mlp_kind(text, reader)
     if model_type == "gpt_oss":
         spec.update(gpt_oss_details(reader))
-    spec["tie_embeddings"] = bool(text.get("tie_word_embeddings", model_type == "gpt2"))
+    spec["tie_embeddings"] = bool(text.get("tie_word_embeddings", model_type in TIED_BY_DEFAULT))
     spec["dropout"] = any((text.get(k) or 0) > 0 for k in ("attention_dropout", "resid_pdrop", "hidden_dropout"))
     spec.update(architecture(text))
     layers = _layers(text)
@@ -347,9 +369,6 @@ def hf_to_spec_dict(data: dict, name: str, seq_length: int | None = None) -> dic
     spec.update(window)
     notes += window_notes
     notes += ignored_details(text, model_type)
-    if model_type not in KNOWN_MODEL_TYPES:
-        notes.append(f"model_type {model_type!r} is not one planner reads by family: read from its shape keys and "
-                     "activation alone (a family's own biases, norms or layer pattern are not read)")
     if notes:
         spec["notes"] = (f"Imported from a Hugging Face config.json (model_type {model_type or 'unknown'}) by "
                          "planner/inputs/hf_config.py; " + "; ".join(notes) + ".")
@@ -405,15 +424,22 @@ def qk_norm_kind(data: dict, model_type: str) -> str:
 def architecture(data: dict) -> dict:
     """Norm, position encoding and biases, from the keys the Transformers config classes define:
     `rms_norm_eps` only on RMSNorm models (LlamaConfig, MistralConfig, Qwen2Config), `rope_theta` /
-    `rotary_emb_base` / `rotary_pct` / `partial_rotary_factor` on RoPE models, ALiBi for BLOOM and MPT,
+    `rotary_emb_base` / `rotary_pct` / `partial_rotary_factor` on RoPE models (in `rope_parameters` in
+    Transformers v5 files; the class default where a RoPE class's file omits them), ALiBi for BLOOM and MPT,
     learned absolute positions otherwise (GPT-2's `n_positions`); `attention_bias` / `mlp_bias` where
     the class has them (LlamaConfig: both False), a QKV-only bias for Qwen2 (its q/k/v_proj have
     bias=True, o_proj and the MLP none), biases everywhere for GPT-2-style models; query/key norms
     (QK_NORM_MODELS, Llama 4's `use_qk_norm`)."""
     model_type = str(data.get("model_type", ""))
-    out: dict = {"normalization": "rmsnorm" if "rms_norm_eps" in data else "layernorm"}
-    theta = _pick(data, ("rope_theta", "rotary_emb_base"))
-    percent = _pick(data, ("rotary_pct", "partial_rotary_factor"))
+    out: dict = {"normalization": "rmsnorm" if "rms_norm_eps" in data or model_type in RMSNORM_MODELS else "layernorm"}
+    params = data.get("rope_parameters")  # Transformers v5 files: rope_theta and its partial factor move here
+    params = params if isinstance(params, dict) else {}
+    theta = _pick(params, ("rope_theta",))
+    theta = theta if theta is not None else _pick(data, ("rope_theta", "rotary_emb_base"))
+    percent = _pick(params, ("partial_rotary_factor",))
+    percent = percent if percent is not None else _pick(data, ("rotary_pct", "partial_rotary_factor"))
+    theta = theta if theta is not None else ROPE_THETA_DEFAULTS.get(model_type)
+    percent = percent if percent is not None else ROTARY_PERCENT_DEFAULTS.get(model_type)
     if theta is not None or percent is not None:
         out.update(position_embedding="rope", rope_theta=theta if theta is not None else 10000.0)
         if percent is not None:
@@ -547,9 +573,9 @@ def moe_fields(reader: _Reader, model_type: str, layers: int | None) -> tuple[di
     r = reader
     key = expert_count_key(model_type)
     experts = r.integer(key, 0)
-    if not experts:
-        if family in ("qwen_moe", "deepseek"):  # num_experts 0 / n_routed_experts null: dense by the class
-            return None, None, []
+    if experts == 0 and family == "qwen_moe":  # Qwen2/3MoeDecoderLayer: num_experts > 0 or a dense MLP
+        return None, None, []
+    if not experts:  # DeepseekV2/V3DecoderLayer build experts from first_k_dense_replace on, whatever this says
         raise r.fail(key, "is 0 or null: a mixture-of-experts class without experts")
     if experts == 1:
         raise r.fail(key, "is 1: a one-expert layer is not a mixture planner represents")
@@ -580,6 +606,8 @@ def moe_fields(reader: _Reader, model_type: str, layers: int | None) -> tuple[di
         step = r.need_int("decoder_sparse_step", 1)
         dense = r.int_list("mlp_only_layers") or []
         layout_key = "mlp_only_layers" if dense else "decoder_sparse_step"
+        if layers and any(not 0 <= i < layers for i in dense):
+            raise r.fail("mlp_only_layers", f"holds a layer index outside 0..{layers - 1}")
         if layers:
             moe_layers = [i for i in range(layers) if i not in dense and (i + 1) % step == 0]
     elif family == "deepseek":
@@ -764,7 +792,8 @@ def _layer_kinds(reader: _Reader, model_type: str, layers: int) -> tuple[list[st
         start = r.need_int("max_window_layers", 0)
         return ["sliding" if i >= start else "full" for i in range(layers)], "max_window_layers"
     raise r.fail("sliding_window", f"{_show(text['sliding_window'])} on model_type {model_type!r}: which layers "
-                 "use it is not known to planner (it maps Mistral, Mixtral, Qwen2/3, Gemma 2/3, gpt-oss, Llama 4)")
+                 "use it is not known to planner (it maps Mistral, Mixtral, Phi-3, Qwen2/3, Gemma 2/3, gpt-oss, "
+                 "Llama 4)")
 
 
 def local_attention(reader: _Reader, model_type: str, layers: int | None) -> tuple[dict, list[str]]:
