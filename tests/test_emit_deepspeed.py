@@ -15,9 +15,11 @@ OFFLOADS = [EmitOptions(), EmitOptions(offload_optimizer="cpu"),
             EmitOptions(offload_optimizer="nvme", offload_param="nvme", nvme_path="/local_nvme")]
 
 
-def legal(zero, layout, opts) -> bool:
+def legal(zero, layout, opts, precision="fp16") -> bool:
     tp, pp, dp = layout
     if pp > 1 and zero >= 2:
+        return False
+    if pp > 1 and zero == 0 and precision == "bf16":  # runtime/engine.py: BF16_Optimizer shards like ZeRO-1
         return False
     if opts.offload_param != "none" and zero != 3:
         return False
@@ -26,7 +28,7 @@ def legal(zero, layout, opts) -> bool:
 
 MATRIX = [dict(zero=z, layout=lay, precision=pr, gas=gas, opts=o)
           for z in (0, 1, 2, 3) for lay in LAYOUTS for pr in ("bf16", "fp16") for gas in (1, 4) for o in OFFLOADS
-          if legal(z, lay, o)]
+          if legal(z, lay, o, pr)]
 
 
 def matrix_job(case):
@@ -113,6 +115,9 @@ REJECTED = [
     (dict(zero_stage=3), EmitOptions(offload_param="nvme"), "offload to nvme needs --nvme-path"),
     (dict(dp=8, global_batch_size=100), EmitOptions(), "global batch (100) must be divisible by micro batch x dp (1x8)"),
     (dict(zero_stage=3, grad_reduce="allreduce"), EmitOptions(), "ZeRO-3 always reduce-scatters gradients"),
+    # runtime/engine.py: a bf16 pipeline without ZeRO runs BF16_Optimizer, which shards like ZeRO-1
+    (dict(pp=2, zero_stage=0, precision="bf16"), EmitOptions(), "re-plan with ZeRO 1"),
+    (dict(zero_stage=3, offload_layers=4), EmitOptions(), "DeepSpeed has no activation offload of whole layers"),
 ]
 
 

@@ -183,6 +183,13 @@ REJECTED = [  # (plan/model change, words of the refusal); Megatron-LM's outcome
     (dict(grad_dtype="int8"), "gradient dtype int8: Megatron-LM reduces bf16 gradients in fp32 or bf16 only"),
     (dict(precision="bf16", grad_dtype="fp16"), "gradient dtype fp16: Megatron-LM reduces bf16 gradients in fp32 or bf16"),
     (dict(zero_stage=1, grad_reduce="allreduce"), "distributed optimizer reduce-scatters gradients"),
+    # transformer_config.py: no bf16 first/last layers under delayed scaling, at most layers // pp at each end
+    (dict(pp=2, precision="fp8", bf16_layers_start=1, bf16_layers_end=1, global_batch_size=8),
+     "fp8 delayed scaling does not keep first/last layers in bf16"),
+    (dict(pp=8, precision="fp8", fp8_recipe="tensorwise", bf16_layers_start=4, global_batch_size=8),
+     "at most num_layers // pp = 3 layers in bf16 at each end (got 4,0"),
+    # language_module.py + TE get_attention_backend: --attention-backend flash has no learnable softmax
+    (dict(attention_kernel="flash2", model=dict(attention_sinks=True)), "has no attention sinks"),
 ]
 
 
@@ -208,3 +215,51 @@ def test_launch_script_is_valid_bash(tmp_path, j):
     script = tmp_path / "launch.sh"
     script.write_text(megatron.launch_sh(j))
     subprocess.run(["bash", "-n", str(script)], check=True)
+
+
+def test_bf16_layers_within_a_stage_are_written():
+    """tensorwise fp8 with 3 bf16 layers at each end of 24 over pp 8 (3 per stage): Megatron accepts it."""
+    a = args_of(job(tiny(), pp=8, dp=1, precision="fp8", fp8_recipe="tensorwise", bf16_layers_start=3,
+                    bf16_layers_end=3, global_batch_size=8))
+    assert value(a, "--num-layers-at-start-in-bf16") == "3" and value(a, "--num-layers-at-end-in-bf16") == "3"
+
+
+@pytest.mark.parametrize("plan", [dict(tp=2, cp=4, dp=1, sequence_parallel=True, zero_stage=1),
+                                  dict(tp=2, cp=1, dp=4, sequence_parallel=True, zero_stage=1)])
+def test_gradient_overlap_follows_the_dp_x_cp_group(plan):
+    """distributed_data_parallel.py reduces dense gradients over dp x cp (dp_cp_group): with dp 1 and
+    cp 4 there is still a sync, which the plan prices as overlapped, so the overlap flags are written."""
+    a = args_of(job(tiny(), global_batch_size=8, **plan))
+    assert "--overlap-grad-reduce" in a and "--overlap-param-gather" in a
+
+
+def test_gradient_overlap_follows_expert_data_parallel():
+    """Expert gradients reduce over expert-DP (expt_dp_group): tp 8 x ep 4 on 8 GPUs leaves expert-DP 2."""
+    model = tiny(moe=dict(num_experts=8, experts_per_token=2, ffn_hidden_size=512))
+    a = args_of(job(model, tp=8, dp=1, ep=4, sequence_parallel=True, zero_stage=1, global_batch_size=8))
+    assert "--overlap-grad-reduce" in a
+
+
+def test_moe_router_graphs_with_deepep_keep_the_layernorm_recompute_refused():
+    """transformer_layer.py can_recompute_pre_mlp_layernorm_for_cudagraph: graphed router + flex dispatcher
+    drops the pre-MLP layernorm recompute on MoE layers."""
+    model = tiny(moe=dict(num_experts=8, experts_per_token=2, ffn_hidden_size=512))
+    with pytest.raises(PlannerError, match="pre-MLP layernorm"):
+        megatron.files(job(model, dp=8, ep=8, zero_stage=1, ep_dispatch="deepep", moe_cuda_graphs=True,
+                           recompute="selective", recompute_modules=["layernorm"], global_batch_size=8))
+
+
+
+@pytest.mark.parametrize("cluster,backend", [("gb200-nvl72", "hybridep"), ("dgx-h100", "deepep")])
+def test_flex_backend_follows_the_nvlink_domain(tmp_path, capsys, cluster, backend):
+    """DeepEP's kernels reach at most 8 NVLink peers (DeepEP csrc/kernels/configs.cuh NUM_MAX_NVL_PEERS);
+    on a 72-GPU NVLink domain of 4-GPU trays the dispatch the cost model prices (one crossing per
+    remote domain) is HybridEP's, which NVIDIA's GB200 recipes use."""
+    from planner.commands.main import main
+
+    assert main(["estimate", "qwen3-30b-a3b", cluster, "--gpus", "16", "--ep", "16", "--zero", "1",
+                 "--ep-dispatch", "deepep", "--gbs", "64", "--json"]) == 0
+    (tmp_path / "p.json").write_text(capsys.readouterr().out)
+    assert main(["emit", str(tmp_path / "p.json"), "--format", "megatron", "--out", str(tmp_path / "o")]) == 0
+    a = (tmp_path / "o" / "megatron" / "launch.sh").read_text()
+    assert f"--moe-flex-dispatcher-backend {backend}" in a

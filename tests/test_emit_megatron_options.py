@@ -85,3 +85,11 @@ def test_the_check_catches_what_megatron_would_refuse():
     assert check(["--normalization", "rmsnorm"]) == ["--normalization ['rmsnorm'] not in ['LayerNorm', 'RMSNorm']"]
     assert check(["--no-such-flag"]) == ["unknown option --no-such-flag"]
     assert check(["--num-layers"]) == ["--num-layers takes one value(s), got []"]
+
+
+def test_mxfp8_parameters_gather_through_the_gradient_buffer():
+    """Megatron-Bridge's bf16_with_mxfp8_mixed (mixed_precision.py) pairs fp8_param_gather with
+    reuse_grad_buf_for_mxfp8_param_ag, as the MXFP8 runs in validation/runs.yaml ran; without it
+    Megatron keeps a second parameter buffer (optimizer_config.py warns)."""
+    words = script_arguments(megatron.launch_sh(JOBS["mxfp8-tp-overlap"]()))
+    assert "--fp8-param-gather" in words and "--reuse-grad-buf-for-mxfp8-param-ag" in words

@@ -222,6 +222,12 @@ def refused(model: ModelSpec, **plan) -> str:
     ({}, {"dp": 8, "zero_stage": 3, "zero3_gather_unit": "tensor"}, "zero3_gather_unit tensor"),
     ({}, {"dp": 8, "zero_stage": 3, "grad_reduce": "allreduce"}, "grad_reduce allreduce"),
     ({}, {"pp": 4, "vpp": 2, "zero_stage": 1, "global_batch_size": 9}, "9 micro-batches not a multiple of 2 rounds"),
+    # config/configs.py (release/0.3): no activation offload, no fp8 parameter gather, no bf16 end layers
+    ({}, {"dp": 8, "zero_stage": 3, "offload_layers": 4}, "torchtitan has no activation offload"),
+    ({}, {"dp": 8, "zero_stage": 3, "precision": "fp8", "fp8_recipe": "rowwise", "weight_casts": "use",
+          "lowp_param_gather": True}, "all-gathers parameters in bf16"),
+    ({}, {"dp": 8, "zero_stage": 3, "precision": "fp8", "fp8_recipe": "rowwise", "weight_casts": "use",
+          "bf16_layers_start": 2, "bf16_layers_end": 2}, "keeps no first/last layers in bf16"),
 ])
 def test_rule_refuses(change, plan, needle):
     model = load_model_spec(L8).model_copy(update=change)

@@ -107,7 +107,7 @@ def moe_flags(job: Job) -> Flags:
     if job.plan.moe_cuda_graphs:
         out += [("--cuda-graph-impl", "transformer_engine"), ("--cuda-graph-scope", ("moe_router", "moe_preprocess"))]
     if job.plan.ep_dispatch == "deepep":  # needs the DeepEP library installed next to Megatron-LM
-        out += [("--moe-token-dispatcher-type", "flex"), ("--moe-flex-dispatcher-backend", "deepep")]
+        out += [("--moe-token-dispatcher-type", "flex"), ("--moe-flex-dispatcher-backend", flex_backend(job))]
     else:
         out.append(("--moe-token-dispatcher-type", "alltoall"))
     if moe.shared_ffn_hidden_size:
@@ -115,6 +115,15 @@ def moe_flags(job: Job) -> Flags:
     if moe.capacity_factor:
         out += [("--moe-expert-capacity-factor", moe.capacity_factor), ("--moe-pad-expert-input-to-capacity", None)]
     return out + router_flags(job)
+
+
+def flex_backend(job: Job) -> str:
+    """The flex dispatcher's library for Plan.ep_dispatch "deepep", which the cost model prices as one
+    crossing per remote NVLink domain, forwarded inside it: DeepEP within 8-GPU NVLink nodes; HybridEP
+    where the NVLink domain spans several nodes (GB200/GB300 NVL72), since DeepEP's kernels reach at
+    most 8 NVLink peers and send the rest over RDMA (deepseek-ai/DeepEP csrc/kernels/configs.cuh
+    NUM_MAX_NVL_PEERS 8). NVIDIA's GB200/GB300 recipes use hybridep (validation/runs.yaml notes)."""
+    return "hybridep" if job.nvlink_domain_size > job.gpus_per_node else "deepep"
 
 
 def router_flags(job: Job) -> Flags:
@@ -179,7 +188,9 @@ def pipeline_flags(job: Job) -> Flags:
 
 def parallel_flags(job: Job) -> Flags:
     """ZeRO-1 = --use-distributed-optimizer; --overlap-param-gather needs it and --overlap-grad-reduce
-    (arguments.py); overlap flags only when there is a data-parallel sync to overlap."""
+    (arguments.py); overlap flags only when there is a gradient sync to overlap: dense gradients reduce
+    over dp x cp, expert gradients over expert-DP (distributed_data_parallel.py dp_cp_group and
+    expt_dp_group), so dp 1 with cp or expert-DP ranks still syncs."""
     p = job.plan
     out: Flags = [("--tensor-model-parallel-size", p.tp), ("--pipeline-model-parallel-size", p.pp)]
     out += pipeline_flags(job) + context_flags(job)
@@ -197,7 +208,7 @@ def parallel_flags(job: Job) -> Flags:
         out.append(("--use-distributed-optimizer", None))
     if p.optimizer_states == "bf16":
         out += [("--use-precision-aware-optimizer", None), ("--exp-avg-dtype", "bf16"), ("--exp-avg-sq-dtype", "bf16")]
-    if p.overlap_dp_comm and p.dp > 1:
+    if p.overlap_dp_comm and (p.dp * p.cp > 1 or (job.cm_model.moe is not None and p.expert_dp > 1)):
         out.append(("--overlap-grad-reduce", None))
         if p.zero_stage == 1:
             out.append(("--overlap-param-gather", None))
@@ -222,7 +233,9 @@ def context_flags(job: Job) -> Flags:
 def low_precision_flags(p) -> Flags:
     """Transformer Engine recipes (arguments.py --fp8-format/--fp8-recipe, --fp4-format/--fp4-recipe;
     the formats Megatron-Bridge's mixed_precision.py pairs with each: hybrid E4M3/E5M2 for per-tensor
-    and blockwise fp8, E4M3 for MXFP8), the 16-bit first/last layers and low-precision parameters."""
+    and blockwise fp8, E4M3 for MXFP8), the 16-bit first/last layers and low-precision parameters
+    (MXFP8 ones gathered through the gradient buffer, as Megatron-Bridge's bf16_with_mxfp8_mixed sets
+    with fp8_param_gather: the memory NVIDIA's MXFP8 runs in validation/runs.yaml had)."""
     out: Flags = []
     if p.precision == "fp8":
         out += [("--fp8-format", "hybrid"), ("--fp8-recipe", p.fp8_recipe)]
@@ -235,6 +248,8 @@ def low_precision_flags(p) -> Flags:
                 ("--num-layers-at-end-in-bf16", p.bf16_layers_end)]
     if p.lowp_param_gather:
         out.append(("--fp4-param-gather" if p.precision == "nvfp4" else "--fp8-param-gather", None))
+        if p.precision == "mxfp8":  # no second parameter buffer (optimizer_config.py warns without it)
+            out.append(("--reuse-grad-buf-for-mxfp8-param-ag", None))
     return out
 
 

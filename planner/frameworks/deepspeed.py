@@ -57,6 +57,26 @@ def zero3_reduce_scatter(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     return None
 
 
+def pipelined_bf16_optimizer(model: cm.Model, plan: cm.Plan) -> Optional[str]:
+    """runtime/engine.py _do_optimizer_sanity_check (0.19.8): a bf16 pipeline model without ZeRO gets
+    BF16_Optimizer (runtime/bf16_optimizer.py), which shards the fp32 master weights and Adam states
+    over data parallel, like ZeRO-1, and keeps a full fp32 gradient buffer: not the ZeRO-0 memory the
+    plan was priced with."""
+    if plan.zero_stage == 0 and plan.pp > 1 and plan.precision == "bf16":
+        return ("DeepSpeed trains a bf16 pipeline with its BF16_Optimizer, which shards optimizer states over "
+                "data parallel (runtime/engine.py): re-plan with ZeRO 1")
+    return None
+
+
+def no_activation_offload(model: cm.Model, plan: cm.Plan) -> Optional[str]:
+    """ds_config offloads activation checkpoints only (activation_checkpointing.cpu_checkpointing, with
+    full recompute), not the layers' activations that Megatron's --cpu-offloading-num-layers moves."""
+    if plan.offload_layers:
+        return ("DeepSpeed has no activation offload of whole layers (offload_layers is Megatron-LM's "
+                "--cpu-offloading-num-layers); re-plan without it")
+    return None
+
+
 def grad_dtypes(precision: str) -> Choice:
     """runtime/config.py get_communication_data_type: fp16, bf16 or fp32 only (LC §1.3)."""
     allowed = ("fp32",) if precision == "fp32" else COMM_DTYPES
@@ -101,5 +121,5 @@ FRAMEWORK = Framework(
     name="deepspeed", title="DeepSpeed", source="deepspeedai/DeepSpeed edaa7221 (2026-08-22), PyPI 0.19.8",
     layout_rules=(no_interleaving, no_context_parallel, no_experts),
     knobs=knobs,
-    plan_rules=(zero3_reduce_scatter,),
+    plan_rules=(zero3_reduce_scatter, pipelined_bf16_optimizer, no_activation_offload),
 )

@@ -98,9 +98,16 @@ def fp8_recipe(model: cm.Model, plan: cm.Plan) -> Optional[str]:
 
 def attention_backend(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     """planner writes context-parallel Megatron plans with --attention-backend fused (emit/megatron.py):
-    Transformer Engine's context parallelism with Megatron's sbhd layout runs on cuDNN's fused attention."""
+    Transformer Engine's context parallelism with Megatron's sbhd layout runs on cuDNN's fused attention.
+    --attention-backend flash turns TE's fused and unfused backends off (language_module.py sets
+    NVTE_FUSED_ATTN=0, NVTE_UNFUSED_ATTN=0), and TE's FlashAttention takes no learnable softmax offset
+    (TransformerEngine v2.18 dot_product_attention/utils.py get_attention_backend), so a model with
+    attention sinks finds no backend at its first forward."""
     if plan.attention_kernel == "flash2" and plan.cp > 1:
         return "planner writes Megatron-LM context parallelism with cuDNN fused attention only (attention kernel cudnn)"
+    if plan.attention_kernel == "flash2" and model.attention_sinks:
+        return ("Transformer Engine's FlashAttention backend has no attention sinks (--softmax-type learnable): "
+                "Megatron-LM with --attention-backend flash finds no attention backend; use attention kernel cudnn")
     return None
 
 
@@ -195,6 +202,35 @@ def moe_cuda_graphs(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     return None
 
 
+def bf16_layers(model: cm.Model, plan: cm.Plan) -> Optional[str]:
+    """transformer_config.py __post_init__ (fp8, which mxfp8 is in Megatron): "Delayed scaling does not
+    support first / last layer in BF16", and num_layers_at_start/end_in_bf16 each at most
+    num_layers // pp. Reads pp itself: the search never sets bf16 layers (an estimate flag), so its
+    per-class probe of the plan rules does not meet this one."""
+    if not (plan.bf16_layers_start or plan.bf16_layers_end) or plan.precision not in ("fp8", "mxfp8"):
+        return None
+    if plan.precision == "fp8" and plan.fp8_recipe == "delayed":
+        return ("Megatron-LM's fp8 delayed scaling does not keep first/last layers in bf16 (transformer_config.py); "
+                "use another fp8 recipe")
+    most = model.num_layers // plan.pp
+    if max(plan.bf16_layers_start, plan.bf16_layers_end) > most:
+        return (f"Megatron-LM keeps at most num_layers // pp = {most} layers in bf16 at each end "
+                f"(got {plan.bf16_layers_start},{plan.bf16_layers_end}; transformer_config.py)")
+    return None
+
+
+def graphed_router_layernorm(model: cm.Model, plan: cm.Plan) -> Optional[str]:
+    """transformer_layer.py can_recompute_pre_mlp_layernorm_for_cudagraph: with the MoE router in a CUDA
+    graph, an MoE layer recomputes its pre-MLP layernorm only with the all-to-all dispatcher (the flex
+    dispatcher returns the norm's output from the graph in a static buffer); otherwise Megatron drops
+    that recompute with a warning, and the layer keeps the activation the plan was priced without."""
+    if (model.moe is not None and plan.moe_cuda_graphs and plan.ep_dispatch == "deepep"
+            and plan.recompute == "selective" and "layernorm" in plan.recompute_modules):
+        return ("Megatron-LM does not recompute an MoE layer's pre-MLP layernorm when its router is CUDA-graphed "
+                "with the flex (DeepEP) dispatcher (transformer_layer.py); drop layernorm from recompute_modules")
+    return None
+
+
 def delayed_scaling_recompute(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     """transformer_config.py: "Delayed scaling does not support moe_act and layernorm recompute"."""
     if plan.precision == "fp8" and plan.fp8_recipe == "delayed" and plan.recompute == "selective" \
@@ -285,6 +321,6 @@ FRAMEWORK = Framework(
     knobs=knobs,
     plan_rules=(distributed_optimizer_reduce, fp8_recipe, cpu_offloading, lowp_param_gather, moe_sequence_parallel,
                 moe_expert_bias, padded_dispatch, mtp_position, local_attention, ep_overlap, attention_sinks,
-                moe_cuda_graphs, delayed_scaling_recompute, deepep_groups,
+                moe_cuda_graphs, delayed_scaling_recompute, deepep_groups, bf16_layers, graphed_router_layernorm,
                 precision_aware_optimizer, attention_backend),
 )

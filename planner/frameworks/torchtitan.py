@@ -126,6 +126,21 @@ def fused_attention(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     return None
 
 
+def megatron_only_settings(model: cm.Model, plan: cm.Plan) -> Optional[str]:
+    """config/configs.py (release/0.3 @ 4f9e9a47): activation checkpointing recomputes, it never
+    offloads (enable_cpu_offload moves FSDP's parameters, gradients and optimizer states); torchao's
+    float8 converter gathers bf16 parameters (no fp8 all-gather setting) and converts every linear it
+    does not filter out (filter_fqns names modules, not a count of first/last layers)."""
+    if plan.offload_layers:
+        return "torchtitan has no activation offload (offload_layers is Megatron-LM's); re-plan without it"
+    if plan.lowp_param_gather:
+        return "torchtitan 0.3.0 all-gathers parameters in bf16 (no fp8 parameter gather); re-plan without it"
+    if plan.bf16_layers_start or plan.bf16_layers_end:
+        return ("torchtitan's float8 converter keeps no first/last layers in bf16 (Megatron-LM's "
+                "--first-last-layers-bf16); re-plan without them")
+    return None
+
+
 def knobs(tp_split: bool, pp_split: bool) -> Knobs:
     """ZeRO 0 = data_parallel_replicate, ZeRO 3 = data_parallel_shard (FSDP2). Up to v0.2.2 replicate
     (DDP) ran only alone (llama3/infra/parallelize.py: "DDP has not supported > 1D parallelism"); since
@@ -285,5 +300,5 @@ FRAMEWORK = Framework(
     interleaving_rules=(interleaving,),
     knobs=knobs,
     plan_rules=(fsdp_reduce_scatter, fsdp_gather_unit, fsdp_overlap, fused_attention, float8_recipe,
-                context_parallel_fsdp, async_tp),
+                context_parallel_fsdp, async_tp, megatron_only_settings),
 )
