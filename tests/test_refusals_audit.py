@@ -130,7 +130,9 @@ def test_a_union_field_error_names_the_key_not_pydantic_tags(capsys, tmp_path):
 
 @pytest.mark.parametrize("old, new, needle", [
     ("run1,llama3-70b,64,", "run1,llama3-70b,0,", "gpus must be a positive integer"),
-    ("selective,true,75.42", "selective,true,inf", "step_time_s must be a finite number > 0"),
+    ("selective,true,75.42", "selective,true,inf", "step_time_s must be between 1e-06 and 1e+09 seconds"),
+    ("selective,true,75.42", "selective,true,7_5.42", "step_time_s must be a number of seconds"),
+    ("sequence_parallel,step_time_s", "mb,step_time_s", "unknown column: mb"),  # not read as --mbs
     ("sequence_parallel,step_time_s", "sequence_parallel,step_time_s,bogus_col", "unknown column: bogus_col"),
 ])
 def test_step_time_rows_say_what_is_wrong_with_them(capsys, tmp_path, old, new, needle):
@@ -154,3 +156,14 @@ def test_a_fit_on_fewer_rows_than_constants_is_flagged(capsys, tmp_path):
     assert main(["validate", "--runs", str(tmp_path / "one.yaml"), "--fit-on", "all", "--json", "--workers", "1"]) == 0
     err = capsys.readouterr().err
     assert "1 row(s) for 8 shared constants: the fit can match them exactly" in err
+
+
+@pytest.mark.parametrize("value", [True, "7_5.42", 10 ** 400, "1e400", "١٢", 0, None, [75.42]])
+def test_a_step_time_must_be_a_plain_number_of_seconds(value):
+    """A YAML `true` was read as 1 s and fitted; '7_5.42' as 75.42 s; a 400-digit integer crashed."""
+    from planner.errors import PlannerError
+    from planner.inputs.step_times import seconds_of
+
+    with pytest.raises(PlannerError, match="step_time_s must be"):
+        seconds_of({"step_time_s": value})
+    assert seconds_of({"step_time_s": "75.42"}) == seconds_of({"step_time_s": 75.42}) == 75.42

@@ -25,7 +25,8 @@ SCALES = ("network", "nvlink", "hbm", "matmul_efficiency")
 # matmul_efficiency: the bounds a cluster file's matmul_efficiency_scale has. Imbalance: from balanced (1)
 # to every routed token on one rank of a 64-way group (a plan's own ceiling is costmodel/moe.py max_imbalance).
 BOUNDS = {"scale": (1e-3, 1e3), "matmul_efficiency": (L.MIN_EFFICIENCY_SCALE, L.MAX_EFFICIENCY_SCALE),
-          "price": (1e-3, L.MAX_USD_PER_GPU_HOUR), "power": (1.0, L.MAX_WATTS), "imbalance": (1.0, 64.0)}
+          "price": (L.MIN_USD_PER_GPU_HOUR, L.MAX_USD_PER_GPU_HOUR), "power": (L.MIN_WATTS, L.MAX_WATTS),
+          "imbalance": (1.0, 64.0)}  # price and power: the bounds a cluster file's own fields have
 
 
 @dataclass(frozen=True)

@@ -25,10 +25,11 @@ def parse_size(text: str) -> int:
     m = _SIZE_RE.match(text)
     if not m:
         raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 64M, 1G, 1048576)")
-    value = int(float(m.group(1)) * 2 ** (10 * " KMGT".index(m.group(2).upper() or " ")))
+    number = float(m.group(1))  # a digit string too long for a float is inf, refused below
+    value = number * 2 ** (10 * " KMGT".index(m.group(2).upper() or " "))
     if not 1 <= value <= 2**50:
-        raise argparse.ArgumentTypeError(f"size {text!r} must be between 1 B and 1P")
-    return value
+        raise argparse.ArgumentTypeError(f"size {text[:40]!r} must be between 1 B and 1P")
+    return int(value)
 
 
 def check_outputs(args) -> None:

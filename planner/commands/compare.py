@@ -7,7 +7,9 @@ from pathlib import Path
 
 from planner.commands.common import print_json
 
-REQUIRED = ("plan", "step_time_s", "time_breakdown_s", "memory_per_gpu_bytes", "usd_per_step", "mfu")
+# Every key the comparison and its text output read (the header line names the job of each plan).
+REQUIRED = ("plan", "step_time_s", "time_breakdown_s", "memory_per_gpu_bytes", "usd_per_step", "mfu", "model",
+            "num_gpus", "gpu", "seq_length", "fits")
 
 
 def load_scored(path: str) -> dict:

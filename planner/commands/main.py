@@ -33,10 +33,15 @@ def build_parser():
 
 
 def main(argv: list[str] | None = None) -> int:
+    from planner.inputs.loading import flush_notes
+
     try:
         args = build_parser().parse_args(argv)
-        return args.func(args)
+        code = args.func(args)
+        flush_notes()  # what a Hugging Face import left out, after the output it qualifies
+        return code
     except PlannerError as err:
+        flush_notes(say=False)  # one line on a failure: the error
         one_line = " ".join(str(err).split("\n"))  # a value the user typed may hold a newline
         print(f"planner: error: {one_line}", file=sys.stderr)
         return 2

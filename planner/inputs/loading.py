@@ -44,11 +44,22 @@ def load_model_spec(ref: str, seq_length: int | None = None, global_batch_size: 
     spec = parse(ModelSpec, data, str(path))
     if imported and spec.notes and spec.notes not in _SAID:  # what the import left out, said once per run
         _SAID.add(spec.notes)
-        print(f"planner: note: {spec.notes}", file=sys.stderr)
+        PENDING_NOTES.append(spec.notes)
     return spec
 
 
-_SAID: set[str] = set()  # import notes printed in this process (`size --what-if-grid` loads the model again)
+_SAID: set[str] = set()  # import notes queued in this process (`size --what-if-grid` loads the model again)
+# Import notes for the command to print once it succeeds (planner.commands.main.flush_notes): a command
+# that then fails prints its one error line alone.
+PENDING_NOTES: list[str] = []
+
+
+def flush_notes(say: bool = True) -> None:
+    """Print the queued import notes on stderr (`say`), or drop them; the queue is emptied."""
+    if say:
+        for note in PENDING_NOTES:
+            print(f"planner: note: {note}", file=sys.stderr)
+    PENDING_NOTES.clear()
 
 
 def load_cluster_spec(ref: str) -> ClusterSpec:

@@ -205,8 +205,31 @@ def _section(layout: _Layout, tokens: list[str], nth: int) -> tuple:
     return (float(tokens[t]) * scale, algbw, busbw, wrong)
 
 
+MAX_ROW_BYTES = 2**50  # calibrate --min-size's upper bound: no nccl-tests run moves more per rank
+MAX_ROW_TIME_US = 1e12  # 11.6 days for one collective
+
+
+class _ImpossibleRow(ValueError):
+    """A complete data row whose numbers cannot be a measurement (_check_section): dropped with a
+    warning wherever it is, unlike a truncated last line."""
+
+
+def _check_section(size: int, section: tuple) -> None:
+    """ValueError when a section's time cannot be the one a collective ran in: not in (0, 1e12] us.
+    (Its algbw column is not checked against size / time: nccl-tests' GetBw differs by collective,
+    e.g. hypercube's counts n - 1 transfers.)"""
+    time_us = section[0]
+    if time_us is not None and not math.isnan(time_us) and not 0 < time_us <= MAX_ROW_TIME_US:
+        raise _ImpossibleRow(f"size {size}: time {time_us:g} us is not in (0, {MAX_ROW_TIME_US:g}]")
+
+
 def _make_row(size: int, count: int | None, dtype: str | None, redop: str | None, oop: tuple, ip: tuple) -> NcclRow:
-    """A row from its out-of-place and in-place (time us, algbw, busbw, #wrong) sections."""
+    """A row from its out-of-place and in-place (time us, algbw, busbw, #wrong) sections; ValueError
+    for a size over MAX_ROW_BYTES or a section whose time is impossible (_check_section)."""
+    if not 0 <= size <= MAX_ROW_BYTES:
+        raise _ImpossibleRow(f"size {str(size)[:40]} bytes is not in [0, {MAX_ROW_BYTES}]")
+    _check_section(size, oop)
+    _check_section(size, ip)
     return NcclRow(
         size_bytes=size, count=count, dtype=dtype, redop=redop or None,
         out_of_place_time_us=oop[0], out_of_place_algbw_gbytes_per_s=oop[1], out_of_place_busbw_gbytes_per_s=oop[2],
@@ -250,6 +273,7 @@ class _Scan:
     rows: list[tuple[NcclRow, int | None]] = field(default_factory=list)
     last_row_line: int = 0
     bad_lines: list[int] = field(default_factory=list)
+    impossible: list[str] = field(default_factory=list)  # "line N (why)" of rows _check_section refused
     ranks: set[int] = field(default_factory=set)
     hosts: set[str] = field(default_factory=set)
     started: set[str] = field(default_factory=set)
@@ -293,6 +317,8 @@ def _scan_row(scan: _Scan, lineno: int, tokens: list[str]) -> None:
             raise ValueError
         scan.rows.append(_parse_row(scan.layout, fitted))
         scan.last_row_line = lineno
+    except _ImpossibleRow as err:
+        scan.impossible.append(f"line {lineno} ({err})")
     except (ValueError, TypeError, IndexError):
         scan.bad_lines.append(lineno)
 
@@ -334,6 +360,9 @@ def _set_layout(scan: _Scan, lineno: int, layout: _Layout) -> None:
 
 def _complete_rows(scan: _Scan) -> list[tuple[NcclRow, int | None]]:
     """Rows that parsed; malformed rows after the last good one are a truncated tail."""
+    if scan.impossible:
+        warnings.warn(f"{scan.name}: skipped {len(scan.impossible)} data row(s) that cannot be a measurement: "
+                      f"{'; '.join(scan.impossible[:3])}", stacklevel=3)
     middle = [n for n in scan.bad_lines if n < scan.last_row_line]
     if middle:
         warnings.warn(
@@ -425,8 +454,11 @@ def _json_float(value: object, where: str) -> float | None:
     if isinstance(value, str) and value.strip().lower() in ("nan", "-nan", "inf", "-inf"):
         return float(value)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise NcclParseError(f"{where}: expected a number, got {value!r}")
-    return float(value)
+        raise NcclParseError(f"{where}: expected a number, got {str(value)[:40]!r}")
+    try:
+        return float(value)
+    except OverflowError:
+        raise NcclParseError(f"{where}: {str(value)[:40]}... is too large a number") from None
 
 
 def _json_section(result: dict, key: str, where: str) -> tuple:
@@ -456,8 +488,11 @@ def _json_row(result: object, where: str) -> tuple[NcclRow, int | None]:
     ip = _json_section(result, "in_place", where)
     root = str(result.get("root", "")).strip()
     count = result.get("count")
-    row = _make_row(result["size"], count if isinstance(count, int) else None, result.get("type"),
-                    result.get("redop"), oop, ip)
+    try:
+        row = _make_row(result["size"], count if isinstance(count, int) else None, result.get("type"),
+                        result.get("redop"), oop, ip)
+    except ValueError as err:
+        raise NcclParseError(f"{where}: {err}") from None
     return row, int(root) if re.fullmatch(r"-?\d+", root) else None
 
 

@@ -26,7 +26,8 @@ def add_plan_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--mbs", type=batch_arg, default=1, help="micro-batch size in sequences (default 1)")
     g.add_argument("--gbs", type=batch_arg, help="global batch in sequences (default: the model's, else mbs*dp*gas)")
     g.add_argument("--gas", type=batch_arg, help="gradient accumulation steps (alternative to --gbs)")
-    g.add_argument("--zero", type=int, default=0, choices=[0, 1, 2, 3], help="ZeRO stage (default 0)")
+    g.add_argument("--zero", type=bounded_int(3, lower=0), default=0, metavar="{0,1,2,3}",
+                   help="ZeRO stage (default 0)")
     g.add_argument("--recompute", default="none", choices=["none", "selective", "op", "full"],
                    help="activation recompute: selective = Megatron (attention core), op = torchtitan per-op SAC")
     g.add_argument("--recompute-modules", metavar="M,M", default="core_attn",
@@ -127,7 +128,7 @@ def plan_spec_from_args(args: argparse.Namespace):
         "grad_sync": args.grad_sync,
         "repeat_kv": args.repeat_kv, "attention_kernel": args.attention_kernel, "sp_gathered": args.sp_gathered,
     }
-    if args.bf16_layers:
+    if args.bf16_layers is not None:
         start, comma, end = args.bf16_layers.partition(",")
         try:
             if not comma:  # one number would leave the other end to a guess
@@ -135,9 +136,9 @@ def plan_spec_from_args(args: argparse.Namespace):
             data["bf16_layers_start"], data["bf16_layers_end"] = plain_int(start), plain_int(end)
         except ValueError:
             raise PlannerError(f"--bf16-layers expects START,END integers (got {args.bf16_layers[:40]})") from None
-    if args.stage_layers:
+    if args.stage_layers is not None:
         try:
             data["stage_layers"] = [plain_int(x) for x in args.stage_layers.split(",")]
         except ValueError:
-            raise PlannerError(f"--stage-layers must be comma-separated integers (got {args.stage_layers})") from None
+            raise PlannerError(f"--stage-layers must be comma-separated integers (got {args.stage_layers[:40]!r})") from None
     return parse(PlanSpec, data, "plan flags")

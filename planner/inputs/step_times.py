@@ -17,7 +17,9 @@ from pathlib import Path
 
 from costmodel import types as cm
 from planner.errors import PlannerError
+from planner.inputs import limits as L
 from planner.inputs import reading
+from planner.inputs.argtypes import plain_float
 
 ROW_KEYS = ("name", "model", "gpus", "seq_length", "step_time_s")
 _TRUE, _FALSE = ("true", "yes", "1", "y"), ("false", "no", "0", "n", "")
@@ -48,7 +50,7 @@ class _RowParser(argparse.ArgumentParser):
 def plan_parser() -> _RowParser:
     from planner.inputs.planflags import add_plan_flags
 
-    p = _RowParser(prog="step-times row", add_help=False)
+    p = _RowParser(prog="step-times row", add_help=False, allow_abbrev=False)
     add_plan_flags(p)
     return p
 
@@ -86,6 +88,10 @@ def read_rows(path: Path) -> list[dict]:
 def flag_argv(row: dict, parser: argparse.ArgumentParser) -> list[str]:
     """Command-line flags for the plan keys of one row."""
     booleans = {a.dest for a in parser._actions if isinstance(a, argparse._StoreTrueAction)}
+    known = {a.dest for a in parser._actions}
+    unknown = [str(k) for k in row if str(k).strip().replace("-", "_") not in known | set(ROW_KEYS)]
+    if unknown:  # named before argparse, which would read a prefix of a flag or drop a false boolean
+        raise PlannerError(f"unknown column{'s' if len(unknown) > 1 else ''}: {', '.join(u[:40] for u in unknown)}")
     argv = []
     for key, value in row.items():
         dest = str(key).strip().replace("-", "_")
@@ -103,13 +109,18 @@ def flag_argv(row: dict, parser: argparse.ArgumentParser) -> list[str]:
 
 
 def seconds_of(row: dict) -> float:
+    """The measured step time: a YAML/JSON number or a CSV field in plain decimal or exponent form
+    (not a bool, nor '7_5.42'), between L.MIN_SECONDS and L.MAX_SECONDS."""
     value = row.get("step_time_s")
     try:
-        seconds = float(value)
-    except (TypeError, ValueError):
-        raise PlannerError(f"step_time_s must be a number of seconds (got {value!r})") from None
-    if not (seconds > 0 and math.isfinite(seconds)):
-        raise PlannerError(f"step_time_s must be a finite number > 0 (got {value})")
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            raise ValueError(value)
+        seconds = plain_float(value.strip()) if isinstance(value, str) else float(value)
+    except (ValueError, OverflowError):
+        raise PlannerError(f"step_time_s must be a number of seconds (got {str(value)[:40]!r})") from None
+    if not (math.isfinite(seconds) and L.MIN_SECONDS <= seconds <= L.MAX_SECONDS):
+        raise PlannerError(f"step_time_s must be between {L.MIN_SECONDS:g} and {L.MAX_SECONDS:g} seconds "
+                           f"(got {str(value)[:40]})")
     return seconds
 
 

@@ -145,6 +145,25 @@ def envelope_notes(chosen: dict[str, sizing.Option | None]) -> list[str]:
     return out
 
 
+def no_fit_message(model, options: list[sizing.Option], max_gpus: int, wi: whatif.WhatIf | None = None) -> str:
+    """Why no option fits: the search's own reason at the smallest count sized (whole nodes), which
+    says whether more GPUs would help (memory) or the job cannot be split over a node at all (heads,
+    layers, global batch)."""
+    head = f"no offering fits {model.name} within --max-gpus {max_gpus}"
+    if not options:
+        return head + " (try more GPUs)"
+    first = min(options, key=lambda o: (o.num_gpus, o.offering.name))
+    from planner.search import suggest
+    from planner.search.space import SearchSpec
+
+    cluster, eff = sizing.cluster_for(first.offering, first.num_gpus, wi)
+    try:
+        suggest.run(SearchSpec(model.to_model(), cluster, model.global_batch_size), suggest.Options(top_k=1), eff)
+    except PlannerError as err:
+        return f"{head}; at {first.num_gpus} x {first.offering.gpu.name} ({first.offering.name}): {err}"
+    return head + " (try more GPUs)"
+
+
 def size(args: SizeRequest, wi: whatif.WhatIf | None = None, progress=None) -> dict:
     """The sizing result (see size_dict); `progress(gpu, count)` is called after each plan search."""
     model = loading.load_model_spec(args.model, args.seq_length, args.gbs, need_seq_length=True)
@@ -165,7 +184,7 @@ def size(args: SizeRequest, wi: whatif.WhatIf | None = None, progress=None) -> d
                        fine=args.fine, deadline_days=args.deadline_days, workers=args.workers, wi=wi,
                        progress=progress)
     if not any(o.feasible for o in scan.options):
-        raise PlannerError(f"no offering fits {model.name} within --max-gpus {args.max_gpus} (try more GPUs)")
+        raise PlannerError(no_fit_message(model, scan.options, args.max_gpus, wi))
     cheapest = sizing.choose(scan.options, "usd", args.deadline_days, args.budget_usd)
     fastest = sizing.choose(scan.options, "days", args.deadline_days, args.budget_usd)
     return {"model": model.name, "tokens": args.tokens, "global_batch_size": model.global_batch_size,
