@@ -140,5 +140,6 @@ def plan_spec_from_args(args: argparse.Namespace):
         try:
             data["stage_layers"] = [plain_int(x) for x in args.stage_layers.split(",")]
         except ValueError:
-            raise PlannerError(f"--stage-layers must be comma-separated integers (got {args.stage_layers[:40]!r})") from None
+            raise PlannerError(f"--stage-layers must be comma-separated integers "
+                               f"(got {args.stage_layers[:40]!r})") from None
     return parse(PlanSpec, data, "plan flags")
