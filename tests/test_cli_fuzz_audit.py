@@ -36,7 +36,7 @@ def test_compare_refuses_an_estimate_without_the_keys_it_prints(tmp_path, capsys
 
 @pytest.mark.parametrize("flag,value", [("--deadline-days", "5e-324"), ("--deadline-days", "1e-300"),
                                         ("--budget-usd", "5e-324")])
-def test_size_refuses_a_deadline_or_budget_below_a_minute_or_a_cent(capsys, flag, value):
+def test_size_refuses_a_deadline_or_budget_below_86_seconds_or_a_cent(capsys, flag, value):
     """5e-324 days overflowed math.floor (traceback); 1e-300 printed a 300-digit GPU count."""
     one_line_error(capsys, ["size", M, "--max-gpus", "64", flag, value], flag)
 

@@ -22,7 +22,7 @@ def run(capsys, *argv):
     (["suggest", "llama2-7b", "dgx-h100", "--gpus", "8", "--gbs", "8", "--fix", "zero=5"], "--fix zero=5: must be between 0 and 3"),
     (["suggest", "llama2-7b", "dgx-h100", "--gpus", "8", "--gbs", "8", "--out", "x"], "--out is the folder for --emit"),
     (["size", "llama2-7b", "--tokens", "-1", "--gbs", "8"], "--tokens: must be >= 1 and <= 1e+17, got -1"),
-    (["size", "llama2-7b", "--tokens", "1e9", "--gbs", "8", "--deadline-days", "0"], "--deadline-days: must be > 0 and"),
+    (["size", "llama2-7b", "--tokens", "1e9", "--gbs", "8", "--deadline-days", "0"], "--deadline-days: must be >= 0.001 and"),
     (["size", "llama2-7b", "--tokens", "1e9", "--gbs", "8", "--plot", "x.png"], "write .svg or .html"),
     (["estimate", "llama2-7b", "dgx-h100", "--gpus", "8", "--what-if", "price.h100=2"], "unknown GPU 'h100'"),
     (["validate", "--group", "bogus"], "--group bogus: unknown"),

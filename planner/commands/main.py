@@ -32,9 +32,14 @@ def build_parser():
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    from planner.inputs.loading import flush_notes
+def flush_notes(say: bool = True) -> None:
+    """planner.inputs.loading.flush_notes when a command loaded a model (so `--help` imports nothing heavy)."""
+    loading = sys.modules.get("planner.inputs.loading")
+    if loading is not None:
+        loading.flush_notes(say)
 
+
+def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         code = args.func(args)

@@ -58,7 +58,7 @@ MIN_EFFICIENCY_SCALE = 0.01
 MIN_TOKENS = 1.0
 MIN_SECONDS = 1e-6
 MIN_USD_PER_GPU_HOUR = 1e-4
-MIN_DAYS = 1.0 / 1440  # a deadline of a minute: shorter ones are typos, and overflow the GPU counts they imply
+MIN_DAYS = 1e-3  # a deadline of 86 s: shorter ones are typos, and overflow the GPU counts they imply
 MIN_USD = 0.01  # a budget of one cent
 
 # The fastest shipped parts (2026): a value above these is legal but draws a warning, since it most
