@@ -6,6 +6,7 @@ dependency assumption fails here, by name.
 """
 from __future__ import annotations
 
+import json
 import random
 from dataclasses import replace
 
@@ -133,6 +134,37 @@ def test_deepep_in_one_domain_moves_what_the_all_to_all_moves():
         assert graphed.memory_per_gpu_bytes == a2a.memory_per_gpu_bytes == deepep.memory_per_gpu_bytes
         compared += 1
     assert compared >= 10
+
+
+def test_tight_bound_holds_over_any_subset_of_knobs():
+    """The tight bound is taken over the knobs that fit, any subset of a layout's. With two frameworks
+    one may offer no recompute without sequence parallel (DeepSpeed) and the other sequence parallel
+    only with selective recompute (Megatron-LM, when its no-recompute plans do not fit): the bound
+    once kept only knobs offering every fastest value at once, found none and raised
+    (`suggest llama3-8b aws-p4d-24xlarge --gpus 32 --gbs 256 --framework megatron,deepspeed`)."""
+    spec = make_spec("llama3-8b", "aws-p4d-24xlarge", 32, 256, frameworks=("megatron", "deepspeed"))
+    space, ctx = build_space(spec), TableContext(spec, cm.Efficiency())
+    rng, checked = random.Random(47), 0
+    for lay in rng.sample(list(space.knobs), min(25, len(space.knobs))):
+        tables, knobs = LayoutTables(ctx, lay), space.knobs[lay]
+        subsets = [tuple(k for k in knobs if not (k.recompute == "none" and k.sp))]
+        subsets += [tuple(rng.sample(knobs, max(1, len(knobs) // 3))) for _ in range(3)]
+        for subset in filter(None, subsets):
+            best = min(c.step_seconds for c in tables.candidates(subset))
+            assert bounds.lower_bound(tables, subset, tight=True) <= best * (1 + 1e-12), lay
+            checked += 1
+    assert checked >= 50
+
+
+def test_cpsat_answers_where_the_tight_bound_raised(capsys):
+    from planner.commands.main import main
+
+    argv = ["suggest", "llama3-8b", "aws-p4d-24xlarge", "--gpus", "32", "--gbs", "256", "--framework",
+            "megatron,deepspeed", "--json"]
+    assert main(argv) == 0
+    cpsat = json.loads(capsys.readouterr().out)["plans"][0]["step_time_s"]
+    assert main(argv + ["--solver", "enumerate"]) == 0
+    assert cpsat == pytest.approx(json.loads(capsys.readouterr().out)["plans"][0]["step_time_s"], rel=1e-9)
 
 
 def test_lower_bound_without_the_fast_knobs():

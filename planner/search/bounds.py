@@ -49,20 +49,25 @@ def lower_bound(tables: LayoutTables, knobs: tuple[Knobs, ...], tight: bool = Fa
     default): those fastest values whether the knobs offer them or not, one pipe per (precision, casts,
     CP exchange, dispatcher), except full recompute when it is all the knobs offer (the common case where nothing
     else fits: a bound with no recompute would sit a third below every plan and table nothing out);
-    `tight`: only the values the knobs offer, a few more pipes, each with its knob's own attention
-    kernel (frameworks differ in it)."""
-    def fastest(values: set, best) -> set:
-        return {best} if best in values or not tight else values
-
+    `tight`: per knob, each fastest value only where some knob offers it (else the knob's own, which
+    it never beats), with the knob's own precision, casts, exchange, dispatcher and attention kernel
+    (frameworks differ in it): a few more pipes. (It once kept only knobs offering every fastest value
+    at once, and had none to take when two frameworks each offered some of them.)"""
+    tp_split, moe = tables.lay.tp > 1, tables.ctx.spec.model.moe is not None
     offered = {k.recompute for k in knobs}
-    rcs = offered if offered == {"full"} else fastest(offered, "none")
-    sps = fastest({k.sp for k in knobs}, tables.lay.tp > 1)
-    tpos = fastest({k.tpo for k in knobs}, tables.lay.tp > 1)
-    epos = fastest({k.epo for k in knobs}, tables.ctx.spec.model.moe is not None)
-    mcgs = fastest({k.mcg for k in knobs}, tables.ctx.spec.model.moe is not None)
-    keys = {(rc, sp, k.precision, k.casts, tpo, k.cpc, epo, k.attn if tight else "cudnn", k.epd, mcg) for k in knobs
-            for rc in rcs for sp in sps for tpo in tpos for epo in epos for mcg in mcgs
-            if not tight or (k.recompute, k.sp, k.tpo, k.epo, k.mcg) == (rc, sp, tpo, epo, mcg)}
+    none = "full" if offered == {"full"} else "none"
+    if tight:  # per knob: each fastest value where some knob offers it, else the knob's own (never slower)
+        sps, tpos = {k.sp for k in knobs}, {k.tpo for k in knobs}
+        epos, mcgs = {k.epo for k in knobs}, {k.mcg for k in knobs}
+
+        def best(values: set, fast, own):
+            return fast if fast in values else own
+
+        keys = {(best(offered, none, k.recompute), best(sps, tp_split, k.sp), k.precision, k.casts,
+                 best(tpos, tp_split, k.tpo), k.cpc, best(epos, moe, k.epo), k.attn, k.epd, best(mcgs, moe, k.mcg))
+                for k in knobs}
+    else:
+        keys = {(none, tp_split, k.precision, k.casts, tp_split, k.cpc, moe, "cudnn", k.epd, moe) for k in knobs}
     flush = min(tables.flush(*key[:7], attn=key[7], epd=key[8], mcg=key[9]) for key in fastest_exchanges(tables, keys))
     return flush + tables.ctx.eff.step_overhead_seconds
 
