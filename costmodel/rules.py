@@ -42,10 +42,30 @@ def _context_rules(model: Model, plan: Plan) -> list[str]:
         out.append("context parallelism runs blockwise (flash) attention: it needs flash attention")
     if plan.cp_comm not in CP_COMMS:
         out.append(f"cp_comm must be one of {', '.join(CP_COMMS)} (got {plan.cp_comm})")
-    elif plan.cp_comm == "a2a" and (model.kv_heads // plan.tp) % plan.cp:
-        out.append(f"Ulysses (cp_comm a2a) splits the KV heads over cp: {model.kv_heads // plan.tp} KV heads per TP "
-                   f"rank must be divisible by cp ({plan.cp})")
+    else:
+        out += _ulysses_heads(model, plan)
     return out
+
+
+def _ulysses_heads(model: Model, plan: Plan) -> list[str]:
+    if plan.cp_comm == "a2a" and (model.kv_heads // plan.tp) % plan.cp:
+        return [f"Ulysses (cp_comm a2a) splits the KV heads over cp: {model.kv_heads // plan.tp} KV heads per TP "
+                f"rank must be divisible by cp ({plan.cp})"]
+    return []
+
+
+def _hierarchical_heads(model: Model, cluster: Cluster, plan: Plan) -> list[str]:
+    inner = topology.cp_ranks_per_domain(plan, cluster) if plan.cp > 1 else 1
+    if plan.cp_comm == "a2a+p2p" and (model.kv_heads // plan.tp) % inner:
+        return [f"a2a+p2p runs Ulysses over the {inner} CP ranks of an NVLink domain: {model.kv_heads // plan.tp} "
+                f"KV heads per TP rank must be divisible by {inner}"]
+    return []
+
+
+def cp_exchange_violations(model: Model, cluster: Cluster, plan: Plan) -> list[str]:
+    """The rules of the plan's CP exchange that read tp and cp themselves (the search checks them per
+    split): Ulysses' and the hierarchical exchange's KV-head splits."""
+    return _ulysses_heads(model, plan) + _hierarchical_heads(model, cluster, plan) if plan.cp > 1 else []
 
 
 def _expert_rules(model: Model, plan: Plan) -> list[str]:
@@ -153,10 +173,8 @@ def cluster_violations(cluster: Cluster, plan: Plan, model: Model | None = None)
     out = []
     if is_low(plan.precision) and not have:
         out.append(f"{plan.precision} needs {plan.precision.upper()} tensor cores, which {cluster.gpu.name} does not have")
-    inner = topology.cp_ranks_per_domain(plan, cluster) if plan.cp > 1 else 1
-    if model is not None and plan.cp_comm == "a2a+p2p" and (model.kv_heads // plan.tp) % inner:
-        out.append(f"a2a+p2p runs Ulysses over the {inner} CP ranks of an NVLink domain: {model.kv_heads // plan.tp} "
-                   f"KV heads per TP rank must be divisible by {inner}")
+    if model is not None:
+        out += _hierarchical_heads(model, cluster, plan)
     if plan.offload_layers > 0 and cluster.host_link_bytes_per_second <= 0:
         out.append(f"activation offload needs the host link's bandwidth, which cluster '{cluster.name}' does not give "
                    "(host_link_gbytes_per_s)")

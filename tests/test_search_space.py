@@ -186,3 +186,35 @@ def test_activation_floor_counts_the_first_stages_own_layers():
     sequences = min(8, 8 / 1)  # pp 8, global batch 8 over dp 1
     first_stage = sequences * 3 * 2.0 * 128 * 64 / 1  # 3 layers x 2 s h / tp bytes (s 128, h 64, tp 1)
     assert activation_floor_bytes(spec, 1, 1, 8, 1) <= first_stage
+
+
+def test_suggested_plans_pass_every_rule_of_their_split(capsys):
+    """Rules that read a split's degrees themselves, not only tp > 1 or ep > 1, are checked per split:
+    Megatron-LM's MoE biases need expert TP 1 (gpt-oss has them), and Ulysses splits each TP rank's KV
+    heads over cp. The knob probe of a class of splits once stood for them, and suggest returned
+    gpt-oss plans at etp 4 and at tp 4 x cp 4 with a2a (2 KV heads per TP rank over 4 CP ranks)."""
+    import json
+
+    from costmodel.rules import plan_violations
+    from planner.commands.main import main
+    from planner.frameworks import REGISTRY, base
+    from planner.inputs import loading, plans
+    from planner.inputs.reading import parse
+    from planner.inputs.specs import PlanSpec
+
+    cases = [(["gpt-oss-120b", "azure-nd-mi300x-v5", "--gpus", "32", "--gbs", "128", "--framework", "megatron",
+               "--fix", "ep=2", "--top", "3", "--objective", "cost"], "azure-nd-mi300x-v5", 32),
+             (["gpt-oss-120b", "gb200-nvl72", "--gpus", "256", "--gbs", "16", "--seq-length", "16384", "--framework",
+               "megatron", "--precision", "bf16,fp8", "--fix", "mbs=1", "--fix", "recompute=full", "--top", "3"],
+              "gb200-nvl72", 256)]
+    for argv, cluster_name, gpus in cases:
+        assert main(["suggest", *argv, "--json"]) == 0
+        ranked = json.loads(capsys.readouterr().out)["plans"]
+        seq = 16384 if "--seq-length" in argv else None
+        spec = loading.load_model_spec("gpt-oss-120b", seq)
+        model = spec.to_model()
+        cluster = loading.build_cluster(loading.load_cluster_spec(cluster_name), gpus)
+        for entry in ranked:
+            plan = plans.build_plan(parse(PlanSpec, entry["plan"], "plan"), spec, gpus)
+            assert plan_violations(model, cluster, plan) == []
+            assert base.violations(REGISTRY["megatron"], model, plan) == []

@@ -20,9 +20,10 @@ from itertools import product
 from typing import Iterator, Mapping
 
 from costmodel import types as cm
+from costmodel.types import CP_COMMS
 from costmodel.lowp import LOW_PRECISIONS, WEIGHT_CASTS
 from costmodel.pipeline import default_chunk_layers
-from costmodel.rules import cluster_violations
+from costmodel.rules import cluster_violations, cp_exchange_violations
 from costmodel.rules import plan_violations
 from costmodel.topology import domain_size, ranks_per_domain, tp_crosses_network
 from planner.analysis.cpnote import MIN_CP_TOKENS
@@ -289,8 +290,21 @@ def gpu_runs(spec: SearchSpec, precision: str) -> bool:
     return not cluster_violations(spec.cluster, probe)
 
 
+def legal_cp_comms(spec: SearchSpec, tp: int, cp: int) -> tuple[str, ...]:
+    """The CP exchanges the (tp, cp) split allows: Ulysses (a2a) splits each TP rank's KV heads over
+    cp, and a2a+p2p over the CP ranks of one NVLink domain (costmodel/rules.py _context_rules and
+    cluster_violations); they read tp and cp themselves, not only cp > 1, so the knob probe of a class
+    of splits cannot stand for them."""
+    if cp == 1:
+        return ("p2p",)
+    plan = plan_for(spec, Layout(tp, 1, spec.cluster.num_gpus // (tp * cp), 1, 1, cp))
+    return tuple(c for c in CP_COMMS
+                 if not cp_exchange_violations(spec.model, spec.cluster, replace(plan, cp_comm=c)))
+
+
 def knob_combinations(spec: SearchSpec, fws: tuple[str, ...], tp: int, pp: int, cp: int = 1,
-                      vpp: int = 1, ep: int = 1, etp: int = 1, ep_local: bool = False) -> tuple[Knobs, ...]:
+                      vpp: int = 1, ep: int = 1, etp: int = 1, ep_local: bool = False,
+                      cp_comms: tuple[str, ...] = CP_COMMS) -> tuple[Knobs, ...]:
     """Union over `fws` of the knob combinations each runs (its knob values and plan rules), within
     the user's options and fixes. Knob values and plan rules read the layout only through tp > 1,
     pp > 1, cp > 1, vpp > 1, ep > 1 and ep x etp > 1 (planner/frameworks/base.py), so one probe plan
@@ -298,7 +312,8 @@ def knob_combinations(spec: SearchSpec, fws: tuple[str, ...], tp: int, pp: int, 
     expert-parallel group lies in one NVLink domain, where DeepEP's dispatch moves what the
     all-to-all moves (moe.deduplicated_dispatch_seconds: no remote domain), so the all-to-all
     combinations are dropped when DeepEP with the MoE CUDA graphs (no host synchronisation) is offered,
-    and DeepEP without them when the all-to-all is (the same time; the plainer dispatcher is kept)."""
+    and DeepEP without them when the all-to-all is (the same time; the plainer dispatcher is kept).
+    `cp_comms`: the CP exchanges the split allows (legal_cp_comms)."""
     out: set[Knobs] = set()
     probe = plan_for(spec, Layout(tp, pp, spec.cluster.num_gpus // (tp * cp * pp), vpp, 1, cp, ep, etp))
     for name in fws:
@@ -311,7 +326,7 @@ def knob_combinations(spec: SearchSpec, fws: tuple[str, ...], tp: int, pp: int, 
             casts = ks.weight_casts.values if prec in LOW_PRECISIONS else ("step",)
             reshards = ks.zero3_reshard.values if zero == 3 else (True,)
             overlaps = ks.tp_comm_overlap.values if sp else (False,)  # TP overlap splits the SP collectives
-            cpcs = ks.cp_comm.values if cp > 1 else ("p2p",)
+            cpcs = tuple(c for c in ks.cp_comm.values if c in cp_comms) if cp > 1 else ("p2p",)
             moe = spec.model.moe is not None
             epos = ks.ep_overlap.values if moe else (False,)
             epds = ks.ep_dispatch.values if moe else ("alltoall",)
@@ -385,11 +400,12 @@ def build_space(spec: SearchSpec) -> Space:
             continue
         before = len(knobs)
         ep_local = ep > 1 and ranks_per_domain(ep, etp, spec.cluster) >= ep
+        cp_comms = legal_cp_comms(spec, tp, cp)
         for lay, fws in candidate_layouts(spec, tp, pp, cp, ep, etp):
-            key = (fws, tp > 1, pp > 1, cp > 1, lay.vpp > 1, ep > 1, ep * etp > 1, ep_local)
-            if key not in combos:  # the probe keeps ep > 1 and ep x etp > 1 with the smallest degrees
+            key = (fws, tp > 1, pp > 1, cp > 1, lay.vpp > 1, ep > 1, etp > 1, ep_local, cp_comms)
+            if key not in combos:  # the probe keeps ep > 1, etp > 1 (so ep x etp > 1) with the smallest degrees
                 combos[key] = tuple(interned.setdefault(k, k) for k in knob_combinations(
-                    spec, fws, tp, pp, cp, min(lay.vpp, 2), min(ep, 2), 1 if ep > 1 else min(etp, 2), ep_local))
+                    spec, fws, tp, pp, cp, min(lay.vpp, 2), min(ep, 2), min(etp, 2), ep_local, cp_comms))
             if combos[key]:
                 knobs[lay] = combos[key]
         if len(knobs) == before:
