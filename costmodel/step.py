@@ -208,11 +208,15 @@ def with_sync_group(plan: Plan, ranks: int) -> Plan:
 def dp_overlap_window_seconds(plan: Plan, stage: StageCost, bubble_seconds: float = 0.0) -> float:
     """Time the sync can hide behind: ZeRO-0's gradient AllReduce only the last micro-batch's
     backward (2/3 of its fwd+bwd); ZeRO-1 also the next step's first forward (parameter AllGather);
-    ZeRO-2/3 communicate every micro-batch, so every micro-batch's compute. With a pipeline, the
+    ZeRO-2/3 communicate every micro-batch, so every micro-batch. A micro-batch counts with its whole
+    wall time (StageCost.microbatch_seconds): the sync runs on its own stream while the compute stream
+    computes or waits on the TP, EP and CP exchanges that compute does not hide; counting compute
+    alone charged lost cover twice when compute got faster (the TP/EP exposure grew, then the DP
+    exposure again: 2x the dense peak made a DeepSeek-V3 step 9% slower). With a pipeline, the
     fill and drain bubbles add to it: a stage's gradients are final once its last backward is
     done, while later stages still drain (Megatron-core starts each chunk's reduce-scatter then,
     and its parameter all-gathers during the next fill)."""
-    one_mb = stage.compute_seconds + stage.recompute_seconds
+    one_mb = stage.microbatch_seconds
     busy = {0: one_mb * 2 / 3, 1: one_mb}.get(plan.zero_stage, plan.num_microbatches * one_mb)
     return busy + bubble_seconds
 
