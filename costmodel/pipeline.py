@@ -84,12 +84,20 @@ def pipeline_seconds(stage_seconds: tuple[float, ...], num_microbatches: int, vp
 
     Each micro-batch passes the slowest stage once (m * T_max); fill and drain add the other
     stages' time once, shortened v times by interleaving. Equal stages give (p-1) T / v, i.e.
-    the bubble ratio (p-1)/(v m) above. Interleaving only shortens the bubble when there are at
-    least p micro-batches to rotate through the chunks (Narayanan et al. Sec 2.2.2 takes m a
-    multiple of p): with fewer, one micro-batch still crosses all p x v chunks in sequence, so
-    the bubble stays the 1F1B one.
+    the bubble ratio (p-1)/(v m) above. Interleaving shortens the bubble this way when there are
+    at least p micro-batches to rotate through the chunks (Narayanan et al. Sec 2.2.2 takes m a
+    multiple of p). With fewer, the first micro-batch still crosses all p x v chunks in sequence
+    (p T for equal stages) and each later one ends a chunk, T / v, after it: p T + (m - 1) T / v,
+    which meets the formula above at m = p and the 1F1B flush at m = 1 (it was the 1F1B flush for
+    every m < p, so 3 micro-batches on 4 interleaved stages took longer than 4; a search audit).
     """
     slowest = max(stage_seconds)
-    busy = num_microbatches * slowest
-    bubble = (sum(stage_seconds) - slowest) / effective_vpp(len(stage_seconds), vpp, num_microbatches)
+    m = num_microbatches
+    busy = m * slowest
+    bubble = (sum(stage_seconds) - slowest) / effective_vpp(len(stage_seconds), vpp, m)
+    if vpp > 1 and m < len(stage_seconds):
+        # Fewer micro-batches than stages (torch.distributed.pipelining allows it): the first one
+        # crosses every chunk in sequence (the sum of the stages' times) and each later one follows a
+        # chunk behind, T_max / v, never sooner than the slowest stage's own work.
+        bubble = max((sum(stage_seconds) - slowest) / vpp, sum(stage_seconds) + (m - 1) * slowest / vpp - busy)
     return busy, bubble

@@ -316,3 +316,17 @@ def test_megatron_refuses_deepep_with_experts_padded_to_capacity():
     assert any("pad experts to a capacity" in v for v in plan_violations(megatron, padded, plan))
     assert not any("capacity" in v for v in plan_violations(megatron, dropless, plan))
     assert not any("capacity" in v for v in plan_violations(megatron, padded, replace(plan, ep_dispatch="alltoall")))
+
+
+def test_interleaving_with_fewer_micro_batches_than_stages():
+    """4 equal stages of T = 1 s in 6 chunks each: the first micro-batch crosses all 24 chunks (4 s),
+    each later one ends a chunk (1/6 s) behind it: m = 2 takes 4 + 1/6 s, m = 3 4 + 2/6 s, and m = 4
+    the interleaved formula's 4 + 3/6 s (Narayanan eq. 1: m T + (p - 1) T / v). The flush once stayed
+    the 1F1B one (m + 3 s) below m = 4, so 3 micro-batches took longer than 4."""
+    from costmodel.pipeline import pipeline_seconds
+
+    totals = [sum(pipeline_seconds((1.0,) * 4, m, 6)) for m in (1, 2, 3, 4, 5)]
+    assert totals == pytest.approx([4.0, 4 + 1 / 6, 4 + 2 / 6, 4 + 3 / 6, 5 + 3 / 6])
+    # one slow stage: never below the slowest stage's own work plus the others' fill
+    busy, bubble = pipeline_seconds((10.0, 1.0, 1.0, 1.0), 3, 2)
+    assert busy + bubble == pytest.approx(max(13 + 2 * 10 / 2, 30 + 3 / 2))
