@@ -63,20 +63,18 @@ def stage_layer_indices(chunk_layers: tuple[int, ...], pp: int, vpp: int) -> tup
     return tuple(tuple(i for j in range(vpp) for i in chunk(j * pp + r)) for r in range(pp))
 
 
-def effective_vpp(pp: int, vpp: int, num_microbatches: int) -> int:
-    """Interleaving helps only with at least pp micro-batches (see `pipeline_seconds`)."""
-    return vpp if num_microbatches >= pp else 1
-
-
 def bubble_overhead_ratio(pp: int, vpp: int, num_microbatches: int) -> float:
-    """Bubble time over ideal compute time: (p-1)/(v m) (Narayanan eq. 1 and Sec 2.2.2)."""
-    return (pp - 1) / (effective_vpp(pp, vpp, num_microbatches) * num_microbatches)
+    """Bubble time over ideal compute time for equal stages: (p-1)/(v m) (Narayanan eq. 1 and Sec
+    2.2.2) with at least p micro-batches; `pipeline_seconds` below it."""
+    busy, bubble = pipeline_seconds((1.0,) * pp, num_microbatches, vpp)
+    return bubble / busy
 
 
 def bubble_fraction(pp: int, vpp: int, num_microbatches: int) -> float:
-    """Share of the pipeline's wall time that is bubble, in [0, 1): (p-1) / (v m + p - 1)."""
-    v = effective_vpp(pp, vpp, num_microbatches)
-    return (pp - 1) / (v * num_microbatches + pp - 1)
+    """Share of the pipeline's wall time that is bubble for equal stages, in [0, 1): (p-1) / (v m + p - 1)
+    with at least p micro-batches."""
+    busy, bubble = pipeline_seconds((1.0,) * pp, num_microbatches, vpp)
+    return bubble / (busy + bubble)
 
 
 def pipeline_seconds(stage_seconds: tuple[float, ...], num_microbatches: int, vpp: int) -> tuple[float, float]:
@@ -91,13 +89,12 @@ def pipeline_seconds(stage_seconds: tuple[float, ...], num_microbatches: int, vp
     which meets the formula above at m = p and the 1F1B flush at m = 1 (it was the 1F1B flush for
     every m < p, so 3 micro-batches on 4 interleaved stages took longer than 4; a search audit).
     """
-    slowest = max(stage_seconds)
-    m = num_microbatches
+    slowest, total, m = max(stage_seconds), sum(stage_seconds), num_microbatches
     busy = m * slowest
-    bubble = (sum(stage_seconds) - slowest) / effective_vpp(len(stage_seconds), vpp, m)
-    if vpp > 1 and m < len(stage_seconds):
+    bubble = (total - slowest) / vpp
+    if m < len(stage_seconds):
         # Fewer micro-batches than stages (torch.distributed.pipelining allows it): the first one
         # crosses every chunk in sequence (the sum of the stages' times) and each later one follows a
         # chunk behind, T_max / v, never sooner than the slowest stage's own work.
-        bubble = max((sum(stage_seconds) - slowest) / vpp, sum(stage_seconds) + (m - 1) * slowest / vpp - busy)
+        bubble = max(bubble, total + (m - 1) * slowest / vpp - busy)
     return busy, bubble

@@ -11,7 +11,8 @@ framework's source at a named version:
     that says why any other value is refused; they depend on the layout only through tp > 1, pp > 1;
   * `plan_rules`: rules across knobs and on plan fields the search leaves at their defaults
     (gradient reduction, ZeRO-3 gather unit). They too read the layout only through tp > 1, pp > 1,
-    cp > 1 and vpp > 1 (the search probes one plan per such class).
+    cp > 1, vpp > 1, ep > 1 and etp > 1 (the search probes one plan per such class); the CP exchange's
+    own rules, which read tp and cp, the search checks per split (space.legal_cp_comms).
 The search builds its space from all three (planner/search/space.py) and the emitters refuse with
 `violations` (planner/emit), so what an emitter refuses is exactly what the search leaves out.
 

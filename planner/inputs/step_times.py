@@ -40,10 +40,7 @@ class TimedStep:
 class _RowParser(argparse.ArgumentParser):
     """The plan flags of `planner estimate`; errors become PlannerError instead of exiting."""
 
-    def error(self, message: str):  # argparse speaks of arguments; a row has columns
-        if message.startswith("unrecognized arguments: "):
-            columns = [a[2:].replace("-", "_") for a in message.split(": ", 1)[1].split() if a.startswith("--")]
-            raise PlannerError(f"unknown column{'s' if len(columns) > 1 else ''}: {', '.join(columns)}")
+    def error(self, message: str):  # argparse speaks of arguments; a row has columns (unknown ones: flag_argv)
         raise PlannerError(message.replace("argument --", "column "))
 
 
@@ -88,8 +85,8 @@ def read_rows(path: Path) -> list[dict]:
 def flag_argv(row: dict, parser: argparse.ArgumentParser) -> list[str]:
     """Command-line flags for the plan keys of one row."""
     booleans = {a.dest for a in parser._actions if isinstance(a, argparse._StoreTrueAction)}
-    known = {a.dest for a in parser._actions}
-    unknown = [str(k) for k in row if str(k).strip().replace("-", "_") not in known | set(ROW_KEYS)]
+    known = {a.dest for a in parser._actions} | set(ROW_KEYS)
+    unknown = [str(k) for k in row if str(k).strip().replace("-", "_") not in known]
     if unknown:  # named before argparse, which would read a prefix of a flag or drop a false boolean
         raise PlannerError(f"unknown column{'s' if len(unknown) > 1 else ''}: {', '.join(u[:40] for u in unknown)}")
     argv = []

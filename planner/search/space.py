@@ -20,7 +20,6 @@ from itertools import product
 from typing import Iterator, Mapping
 
 from costmodel import types as cm
-from costmodel.types import CP_COMMS
 from costmodel.lowp import LOW_PRECISIONS, WEIGHT_CASTS
 from costmodel.pipeline import default_chunk_layers
 from costmodel.rules import cluster_violations, cp_exchange_violations
@@ -298,16 +297,16 @@ def legal_cp_comms(spec: SearchSpec, tp: int, cp: int) -> tuple[str, ...]:
     if cp == 1:
         return ("p2p",)
     plan = plan_for(spec, Layout(tp, 1, spec.cluster.num_gpus // (tp * cp), 1, 1, cp))
-    return tuple(c for c in CP_COMMS
+    return tuple(c for c in cm.CP_COMMS
                  if not cp_exchange_violations(spec.model, spec.cluster, replace(plan, cp_comm=c)))
 
 
 def knob_combinations(spec: SearchSpec, fws: tuple[str, ...], tp: int, pp: int, cp: int = 1,
                       vpp: int = 1, ep: int = 1, etp: int = 1, ep_local: bool = False,
-                      cp_comms: tuple[str, ...] = CP_COMMS) -> tuple[Knobs, ...]:
+                      cp_comms: tuple[str, ...] = cm.CP_COMMS) -> tuple[Knobs, ...]:
     """Union over `fws` of the knob combinations each runs (its knob values and plan rules), within
     the user's options and fixes. Knob values and plan rules read the layout only through tp > 1,
-    pp > 1, cp > 1, vpp > 1, ep > 1 and ep x etp > 1 (planner/frameworks/base.py), so one probe plan
+    pp > 1, cp > 1, vpp > 1, ep > 1 and etp > 1 (planner/frameworks/base.py), so one probe plan
     of this (tp, pp, cp, vpp, ep, etp) stands for all with the same answers. `ep_local`: the
     expert-parallel group lies in one NVLink domain, where DeepEP's dispatch moves what the
     all-to-all moves (moe.deduplicated_dispatch_seconds: no remote domain), so the all-to-all

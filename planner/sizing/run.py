@@ -153,15 +153,10 @@ def no_fit_message(model, options: list[sizing.Option], max_gpus: int, wi: whati
     if not options:
         return head + " (try more GPUs)"
     first = min(options, key=lambda o: (o.num_gpus, o.offering.name))
-    from planner.search import suggest
-    from planner.search.space import SearchSpec
-
-    cluster, eff = sizing.cluster_for(first.offering, first.num_gpus, wi)
-    try:
-        suggest.run(SearchSpec(model.to_model(), cluster, model.global_batch_size), suggest.Options(top_k=1), eff)
-    except PlannerError as err:
-        return f"{head}; at {first.num_gpus} x {first.offering.gpu.name} ({first.offering.name}): {err}"
-    return head + " (try more GPUs)"
+    why = sizing.why_no_plan(model, *sizing.cluster_for(first.offering, first.num_gpus, wi))
+    if why is None:
+        return head + " (try more GPUs)"
+    return f"{head}; at {first.num_gpus} x {first.offering.gpu.name} ({first.offering.name}): {why}"
 
 
 def size(args: SizeRequest, wi: whatif.WhatIf | None = None, progress=None) -> dict:

@@ -385,18 +385,34 @@ def _pool(workers: int):
         yield pool
 
 
-def search_best_plan(model: ModelSpec, cluster: cm.Cluster, eff: cm.Efficiency | None = None) -> Optional[Scored]:
-    """The fastest fitting plan of `planner suggest` (CP-SAT, any framework), or None."""
-    from planner.errors import PlannerError
+def _search(model: ModelSpec, cluster: cm.Cluster, eff: cm.Efficiency | None):
+    """`planner suggest`'s search (CP-SAT, any framework) for its best plan; PlannerError if none."""
     from planner.search import suggest
     from planner.search.space import SearchSpec
 
+    return suggest.run(SearchSpec(model.to_model(), cluster, model.global_batch_size), suggest.Options(top_k=1), eff)
+
+
+def search_best_plan(model: ModelSpec, cluster: cm.Cluster, eff: cm.Efficiency | None = None) -> Optional[Scored]:
+    """The fastest fitting plan of `planner suggest` (CP-SAT, any framework), or None."""
+    from planner.errors import PlannerError
+
     try:
-        result = suggest.run(SearchSpec(model.to_model(), cluster, model.global_batch_size), suggest.Options(top_k=1),
-                             eff)
+        result = _search(model, cluster, eff)
     except PlannerError:
         return None
     return score(model, cluster, result.ranked[0].plan, eff)
+
+
+def why_no_plan(model: ModelSpec, cluster: cm.Cluster, eff: cm.Efficiency | None = None) -> Optional[str]:
+    """The search's own reason that no plan runs or fits (the refusal search_best_plan swallows), or None."""
+    from planner.errors import PlannerError
+
+    try:
+        _search(model, cluster, eff)
+    except PlannerError as err:
+        return str(err)
+    return None
 
 
 def best_by_gpu(options: list[Option], deadline_days: float | None) -> dict[str, Option]:
