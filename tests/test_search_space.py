@@ -167,6 +167,22 @@ def test_search_plans_equal_the_plans_built_by_their_constructor():
     assert seen > 100
 
 
+def test_plan_over_equals_dataclasses_replace():
+    """space.plan_over is replace() without __init__ (speed): on a plan with every field changed it must
+    equal and hash like dataclasses.replace, and leave the plan it started from as it was."""
+    import dataclasses
+
+    from planner.search.space import plan_over
+
+    base = cm.Plan(tp=2, pp=2, dp=2, micro_batch_size=2, global_batch_size=16)
+    before = vars(base).copy()
+    fields = {"zero_stage": 3, "precision": "fp8", "grad_dtype": "bf16", "weight_casts": "use",
+              "zero3_reshard": False, "grad_sync": "chunk_end", "tp_comm_overlap": True, "ep_dispatch": "deepep"}
+    fast, slow = plan_over(base, fields), dataclasses.replace(base, **fields)
+    assert fast == slow and hash(fast) == hash(slow) and vars(fast) == vars(slow)
+    assert vars(base) == before and fast != base
+
+
 def test_torchtitan_float8_is_searched():
     # torchtitan's float8 linears scale rowwise (torchao) with casts at every use; the search's probe plans
     # once kept Transformer Engine's delayed scaling for them, so torchtitan never ran fp8 in a search.

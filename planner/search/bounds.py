@@ -136,7 +136,11 @@ def families(space: Space) -> list[tuple[float, list[Layout]]]:
     out: dict[tuple, list[Layout]] = {}
     for lay in space.knobs:
         out.setdefault((lay.tp, lay.cp, lay.ep, lay.etp, lay.pp, lay.dp, lay.vpp), []).append(lay)
-    floors = {key: activation_floor_bytes(space.spec, key[0], key[1], key[4], key[5]) for key in out}
+    split_floors: dict[tuple, float] = {}  # the floor reads the split only, not vpp or the expert degrees
+    for tp, cp, _, _, pp, dp, _ in out:
+        if (tp, cp, pp, dp) not in split_floors:
+            split_floors[tp, cp, pp, dp] = activation_floor_bytes(space.spec, tp, cp, pp, dp)
+    floors = {key: split_floors[key[0], key[1], key[4], key[5]] for key in out}
     return [(floors[key], sorted(lays, key=lambda x: x.mbs)) for key, lays in sorted(out.items(), key=lambda e: floors[e[0]])]
 
 

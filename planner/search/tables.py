@@ -40,7 +40,7 @@ from costmodel.stage import (
     stage_kernels,
     stage_params,
 )
-from planner.search.space import Knobs, Layout, SearchSpec, plan_for
+from planner.search.space import Knobs, Layout, SearchSpec, plan_for, plan_over
 
 
 @dataclass(frozen=True)
@@ -146,8 +146,8 @@ class TableContext:
         key = (base.tp, base.cp, base.ep, base.etp, base.pp, base.dp, mix, first, last, zero, precision, grad, casts,
                reshard, gsync)
         if key not in self._states:
-            plan = replace(base, zero_stage=zero, precision=precision, grad_dtype=grad, weight_casts=casts,
-                           zero3_reshard=reshard, grad_sync=gsync)
+            plan = plan_over(base, {"zero_stage": zero, "precision": precision, "grad_dtype": grad,
+                                    "weight_casts": casts, "zero3_reshard": reshard, "grad_sync": gsync})
             params, experts, in_layers = stage_params(self.spec.model, plan, mix, rank)
             probe = StageCost(sum(n for _, n in mix), 0.0, 0.0, 0.0, 0.0, params, 0.0, expert_params=experts,
                               layer_params=in_layers, mix=mix)
