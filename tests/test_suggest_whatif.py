@@ -24,6 +24,14 @@ def test_what_if_network_half_flips_the_best_plan_to_a_deeper_pipeline(capsys):
     assert half["baseline_plan_step_time_s"] > half["best_step_time_s"]
 
 
+def test_what_if_grid_searches_a_repeated_value_once():
+    """network=0.5,0.50,1.0,0.5 names two assumptions: one row each, in the order first given."""
+    from planner.search.stability import parse_grid
+
+    key, items = parse_grid("network=0.5,0.50,1.0,0.5")
+    assert key == "network" and [wi.label() for wi in items] == ["network=0.5", "network=1"]
+
+
 def test_what_if_searches_under_the_assumption(capsys):
     base = run_json(capsys, *BASE)
     slow = run_json(capsys, *BASE, "--what-if", "network=0.5")

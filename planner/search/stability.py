@@ -30,7 +30,11 @@ def parse_grid(text: str) -> tuple[str, list[whatif.WhatIf]]:
         raise PlannerError(f"--what-if-grid {text}: expected KEY=V1,V2,...")
     if any(not v.strip() for v in values.split(",")):
         raise PlannerError(f"--what-if-grid {text}: an empty value between commas")
-    return key.strip(), [whatif.parse([f"{key.strip()}={v.strip()}"]) for v in values.split(",")]
+    items = [whatif.parse([f"{key.strip()}={v.strip()}"]) for v in values.split(",")]
+    unique: dict[str, whatif.WhatIf] = {}  # a value given twice (0.5 and 0.50) is searched once
+    for wi in items:
+        unique.setdefault(wi.label(), wi)
+    return key.strip(), list(unique.values())
 
 
 def layout_of(plan: cm.Plan) -> tuple[int, int, int]:
