@@ -17,7 +17,7 @@ from costmodel.topology import domain_size, ep_ranks_per_domain
 from planner.analysis.cpnote import MIN_CP_TOKENS
 from planner.analysis.score import Scored, score
 from planner.frameworks import REGISTRY
-from planner.frameworks.base import violations
+from planner.frameworks.base import Machine, violations
 
 COMM_PARTS = ("tp_comm", "cp_comm", "ep_comm", "pp_comm", "dp_comm_exposed")
 MIN_GAIN = 0.01  # a lever is shown when it saves at least 1% per sample
@@ -175,20 +175,21 @@ def try_levers(base: Scored, eff: cm.Efficiency | None = None) -> list[LeverResu
         changed = lever.change(base.plan, base.cluster, model)
         plans = changed if isinstance(changed, list) else [changed] if changed is not None else []
         results = [LeverResult(lever, score(base.model, base.cluster, plan, eff)) for plan in plans
-                   if not plan_violations(model, base.cluster, plan) and framework_allows(lever, model, base.plan, plan)]
+                   if not plan_violations(model, base.cluster, plan)
+                   and framework_allows(lever, model, base.plan, plan, base.cluster)]
         helps = [r for r in results if r.scored.est.fits and r.per_sample_seconds() < base_per_sample * (1 - MIN_GAIN)]
         if helps:  # a lever with several settings shows its best
             out.append(min(helps, key=LeverResult.per_sample_seconds))
     return sorted(out, key=LeverResult.per_sample_seconds)
 
 
-def framework_allows(lever: Lever, model: cm.Model, before: cm.Plan, after: cm.Plan) -> bool:
-    """Whether the lever's framework refuses nothing in `after` that it did not refuse in `before`
-    (planner/frameworks base.violations): Megatron-LM's A2A overlap with full recompute, say."""
+def framework_allows(lever: Lever, model: cm.Model, before: cm.Plan, after: cm.Plan, cluster: cm.Cluster) -> bool:
+    """Whether the lever's framework refuses nothing in `after` on `cluster` that it did not refuse in
+    `before` (planner/frameworks base.violations): Megatron-LM's A2A overlap with full recompute, say."""
     if not lever.framework:
         return True
-    fw = REGISTRY[lever.framework]
-    return set(violations(fw, model, after)) <= set(violations(fw, model, before))
+    fw, machine = REGISTRY[lever.framework], Machine.of(cluster)
+    return set(violations(fw, model, after, machine)) <= set(violations(fw, model, before, machine))
 
 
 def diagnosis_dict(base: Scored, threshold: float, levers: list[LeverResult]) -> dict:

@@ -22,7 +22,7 @@ def estimate_report(model: ModelSpec, cluster: cm.Cluster, plan_spec: PlanSpec, 
     d["diagnosis"] = diagnose.diagnosis_dict(scored, comm_threshold, diagnose.try_levers(scored))
     d["envelope"] = envelope.judge(cluster.gpu.name, plan.precision, d["mfu_causal"])
     d["unvalidated_settings"] = coverage.unvalidated(cluster.gpu.generation, plan)
-    d["warnings"] += unrun_warning(model.to_model(), plan)
+    d["warnings"] += unrun_warning(model.to_model(), plan, cluster)
     if what_if:
         wi = whatif.parse(what_if)
         whatif.check_applies(wi, model.moe is not None, {cluster.gpu.name})
@@ -31,10 +31,11 @@ def estimate_report(model: ModelSpec, cluster: cm.Cluster, plan_spec: PlanSpec, 
     return d
 
 
-def unrun_warning(model: cm.Model, plan: cm.Plan) -> list[str]:
-    """A warning when none of the frameworks planner writes launch files for runs the plan (each
-    one's first refusal, planner/frameworks): the cost model scores it all the same."""
-    reasons = {name: frameworks.violations(fw, model, plan) for name, fw in frameworks.REGISTRY.items()}
+def unrun_warning(model: cm.Model, plan: cm.Plan, cluster: cm.Cluster) -> list[str]:
+    """A warning when none of the frameworks planner writes launch files for runs the plan on `cluster`
+    (each one's first refusal, planner/frameworks): the cost model scores it all the same."""
+    machine = frameworks.Machine.of(cluster)
+    reasons = {name: frameworks.violations(fw, model, plan, machine) for name, fw in frameworks.REGISTRY.items()}
     if not all(reasons.values()):
         return []
     return ["no framework planner emits for runs this plan as given: "

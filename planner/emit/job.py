@@ -13,6 +13,7 @@ from costmodel.lowp import LOW_PRECISIONS
 from costmodel.rules import model_plan_violations
 from planner import frameworks
 from planner.errors import PlannerError
+from planner.frameworks.base import Machine
 from planner.inputs import catalogs, plans, reading
 from planner.inputs.specs import ModelSpec, PlanSpec
 
@@ -67,6 +68,18 @@ class Job:
         return self.model.to_model()
 
     @property
+    def machine(self) -> Machine:
+        """What the frameworks' machine rules read: the GPU's generation from the catalog (None for a GPU
+        it does not name), this job's node and NVLink domain sizes, and RDMA from the catalog cluster the
+        plan was scored on (None, not known, for a cluster YAML)."""
+        try:
+            generation = catalogs.resolve_gpu(str(self.estimate.get("gpu", ""))).generation
+        except PlannerError:
+            generation = None
+        spec = catalogs.cluster_catalog().get(str(self.estimate.get("cluster")))
+        return Machine(generation, self.gpus_per_node, self.nvlink_domain_size, spec.rdma if spec else None)
+
+    @property
     def nvlink_domain_size(self) -> int:
         """GPUs sharing one NVLink domain on the plan's cluster (estimate `nvlink_domain_size`), else a node."""
         size = self.estimate.get("nvlink_domain_size")
@@ -75,9 +88,11 @@ class Job:
 
 def refuse_unless_runs(job: Job, name: str) -> None:
     """Raise one PlannerError line naming every rule the plan breaks, the cost model's structural ones
-    (costmodel/rules.py) and framework `name`'s (planner/frameworks), before anything is written."""
+    (costmodel/rules.py) and framework `name`'s (planner/frameworks), its machine rules included, before
+    anything is written."""
     fw = frameworks.get(name)
-    broken = model_plan_violations(job.cm_model, job.plan) + frameworks.violations(fw, job.cm_model, job.plan)
+    broken = model_plan_violations(job.cm_model, job.plan) + frameworks.violations(fw, job.cm_model, job.plan,
+                                                                                   job.machine)
     if broken:
         raise PlannerError(f"{fw.title} would reject this plan: " + "; ".join(broken))
 

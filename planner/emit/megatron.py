@@ -12,6 +12,7 @@ import shlex
 from costmodel.lowp import is_low
 from costmodel.topology import ranks_in_domain
 from planner.emit.job import Job, refuse_unless_runs
+from planner.frameworks import megatron as megatron_rules
 from planner.frameworks.megatron import pipeline_layout, uneven_split
 
 Flags = list[tuple[str, object]]  # (flag, value): None for store_true flags, a tuple for nargs='+' flags
@@ -107,7 +108,8 @@ def moe_flags(job: Job) -> Flags:
     if job.plan.moe_cuda_graphs:
         out += [("--cuda-graph-impl", "transformer_engine"), ("--cuda-graph-scope", ("moe_router", "moe_preprocess"))]
     if job.plan.ep_dispatch == "deepep":  # needs the DeepEP library installed next to Megatron-LM
-        out += [("--moe-token-dispatcher-type", "flex"), ("--moe-flex-dispatcher-backend", flex_backend(job))]
+        backend = megatron_rules.flex_backend(job.machine)
+        out += [("--moe-token-dispatcher-type", "flex"), ("--moe-flex-dispatcher-backend", backend)]
     else:
         out.append(("--moe-token-dispatcher-type", "alltoall"))
     if moe.shared_ffn_hidden_size:
@@ -115,15 +117,6 @@ def moe_flags(job: Job) -> Flags:
     if moe.capacity_factor:
         out += [("--moe-expert-capacity-factor", moe.capacity_factor), ("--moe-pad-expert-input-to-capacity", None)]
     return out + router_flags(job)
-
-
-def flex_backend(job: Job) -> str:
-    """The flex dispatcher's library for Plan.ep_dispatch "deepep", which the cost model prices as one
-    crossing per remote NVLink domain, forwarded inside it: DeepEP within 8-GPU NVLink nodes; HybridEP
-    where the NVLink domain spans several nodes (GB200/GB300 NVL72), since DeepEP's kernels reach at
-    most 8 NVLink peers and send the rest over RDMA (deepseek-ai/DeepEP csrc/kernels/configs.cuh
-    NUM_MAX_NVL_PEERS 8). NVIDIA's GB200/GB300 recipes use hybridep (validation/runs.yaml notes)."""
-    return "hybridep" if job.nvlink_domain_size > job.gpus_per_node else "deepep"
 
 
 def router_flags(job: Job) -> Flags:
@@ -310,30 +303,35 @@ PRE_MULTICAST_GENERATIONS = ("volta", "turing", "ampere", "ada")  # compute capa
 
 
 def env_lines(job: Job) -> str:
-    """arguments.py: tp > 1 or cp > 1 before Blackwell asserts CUDA_DEVICE_MAX_CONNECTIONS == "1".
-    Transformer Engine's userbuffers (--tp-comm-overlap) use CUDA multicast objects, compute
-    capability 9.0+; older GPUs need UB_SKIPMC=1 to fall back to CUDA IPC handles, or initialize_ub
-    asserts (examples/pytorch/comm_gemm_overlap/README.md and pytorch/module/base.py @ v2.8)."""
+    """CUDA_DEVICE_MAX_CONNECTIONS with tp > 1 or cp > 1 (Megatron-LM d98e8a64 arguments.py): before
+    Blackwell it asserts "1", except with --overlap-moe-expert-parallel-comm, where it only warns and the
+    EP overlap needs more than 1 (core/transformer/moe/README.md), so 32; from Blackwell on it has no
+    rule and NeMo (8cfedd72 lightning/pytorch/callbacks/megatron_comm_overlap.py) recommends 32, so that
+    streams do not serialise. Transformer Engine's userbuffers (--tp-comm-overlap) use CUDA multicast
+    objects, which need compute capability 9.0+ and NVSwitch; elsewhere UB_SKIPMC=1 falls back to CUDA
+    IPC handles, or initialize_ub asserts (examples/pytorch/comm_gemm_overlap/README.md, pytorch/module/
+    base.py @ v2.8)."""
     out = ""
-    if job.plan.tp > 1 or job.plan.cp > 1:
-        out += ("# Megatron-LM asserts this with tensor or context parallelism (megatron/training/arguments.py).\n"
-                "export CUDA_DEVICE_MAX_CONNECTIONS=1\n")
-    if job.plan.tp_comm_overlap and gpu_generation(job) in PRE_MULTICAST_GENERATIONS:
-        out += ("# Transformer Engine's TP overlap needs CUDA multicast (compute capability 9.0+); this GPU uses its\n"
-                "# CUDA IPC fallback (examples/pytorch/comm_gemm_overlap/README.md @ v2.8).\n"
+    machine, plan = job.machine, job.plan
+    if plan.tp > 1 or plan.cp > 1:
+        if machine.generation == "blackwell":
+            out += ("# More connections than the default 8, so that streams do not serialise (NeMo's setting on\n"
+                    "# Blackwell, where Megatron-LM has no rule).\n"
+                    "export CUDA_DEVICE_MAX_CONNECTIONS=32\n")
+        elif plan.ep_overlap:
+            out += ("# The expert-parallel A2A overlap needs more than 1 (Megatron-LM MoE README); before Blackwell\n"
+                    "# megatron/training/arguments.py then warns instead of asserting 1.\n"
+                    "export CUDA_DEVICE_MAX_CONNECTIONS=32\n")
+        else:
+            out += ("# Megatron-LM asserts this with tensor or context parallelism before Blackwell\n"
+                    "# (megatron/training/arguments.py).\n"
+                    "export CUDA_DEVICE_MAX_CONNECTIONS=1\n")
+    no_multicast = machine.generation in PRE_MULTICAST_GENERATIONS or machine.nvlink_domain_size < machine.gpus_per_node
+    if plan.tp_comm_overlap and no_multicast:
+        out += ("# Transformer Engine's TP overlap needs CUDA multicast (compute capability 9.0+ and NVSwitch); this\n"
+                "# machine uses its CUDA IPC fallback (examples/pytorch/comm_gemm_overlap/README.md @ v2.8).\n"
                 "export UB_SKIPMC=1\n")
     return out
-
-
-def gpu_generation(job: Job) -> str | None:
-    """The plan's GPU generation from the catalog (None for a GPU the catalog does not name)."""
-    from planner.errors import PlannerError
-    from planner.inputs.catalogs import resolve_gpu
-
-    try:
-        return resolve_gpu(str(job.estimate.get("gpu", ""))).generation
-    except PlannerError:
-        return None
 
 
 def run_flags(job: Job) -> str:

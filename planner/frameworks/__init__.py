@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from planner.errors import PlannerError
 from planner.frameworks import deepspeed, megatron, torchtitan
-from planner.frameworks.base import Choice, Framework, Knobs, layout_violation, violations
+from planner.frameworks.base import Choice, Framework, Knobs, Machine, layout_violation, violations
 
 REGISTRY: dict[str, Framework] = {m.FRAMEWORK.name: m.FRAMEWORK for m in (megatron, deepspeed, torchtitan)}
 NAMES: tuple[str, ...] = tuple(REGISTRY)
@@ -19,4 +19,4 @@ def get(name: str) -> Framework:
     return REGISTRY[name]
 
 
-__all__ = ["Choice", "Framework", "Knobs", "NAMES", "REGISTRY", "get", "layout_violation", "violations"]
+__all__ = ["Choice", "Framework", "Knobs", "Machine", "NAMES", "REGISTRY", "get", "layout_violation", "violations"]

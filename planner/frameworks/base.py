@@ -13,7 +13,10 @@ framework's source at a named version:
     (gradient reduction, ZeRO-3 gather unit). They too read the layout only through tp > 1, pp > 1,
     cp > 1, vpp > 1, ep > 1 and etp > 1 (the search probes one plan per such class); the CP exchange's
     own rules, which read tp and cp, the search checks per split (space.legal_cp_comms).
-The search builds its space from all three (planner/search/space.py) and the emitters refuse with
+  * `machine_rules`: rules that read the machine (Machine: GPU vendor and generation, node and NVLink
+    domain sizes, RDMA), each on the search knobs it names, the split's degrees and nothing else, so
+    the search checks every value of those knobs once per split (space.machine_refusals).
+The search builds its space from all of them (planner/search/space.py) and the emitters refuse with
 `violations` (planner/emit), so what an emitter refuses is exactly what the search leaves out.
 
 Rules the cost model enforces for every plan whatever the framework (costmodel/rules.py: degrees
@@ -82,6 +85,30 @@ class Knobs:
 
 
 @dataclass(frozen=True)
+class Machine:
+    """What machine rules read of a cluster. `generation` (the catalog's: ampere, hopper, blackwell,
+    cdna3, ...) is None for a GPU the catalog does not name, `rdma` None when not known (a plan file
+    from a cluster YAML): rules that need an unknown fact do not refuse on it."""
+    generation: Optional[str]
+    gpus_per_node: int
+    nvlink_domain_size: int
+    rdma: Optional[bool] = None
+
+    @classmethod
+    def of(cls, cluster: cm.Cluster) -> "Machine":
+        return cls(cluster.gpu.generation, cluster.gpus_per_node, cluster.nvlink_domain_size, cluster.rdma)
+
+
+@dataclass(frozen=True)
+class MachineRule:
+    """A rule that reads the machine. `check(model, machine, plan)` must read of the plan only the
+    split's degrees (tp, cp, pp, dp, ep, etp) and the fields named in `knobs` (search knobs, Knobs
+    attribute names), so that one check per split and value of those knobs decides it."""
+    knobs: tuple[str, ...]
+    check: Callable[[cm.Model, Machine, cm.Plan], Optional[str]]
+
+
+@dataclass(frozen=True)
 class Framework:
     name: str  # as on the command line: megatron, deepspeed, torchtitan
     title: str  # as people write it: Megatron-LM
@@ -90,6 +117,7 @@ class Framework:
     knobs: Callable[[bool, bool], Knobs]
     plan_rules: tuple[Rule, ...] = ()
     interleaving_rules: tuple[Rule, ...] = ()
+    machine_rules: tuple[MachineRule, ...] = ()
 
     def knobs_for(self, plan: cm.Plan) -> Knobs:
         return self.knobs(plan.tp > 1, plan.pp > 1)
@@ -168,10 +196,16 @@ def plan_violations(fw: Framework, model: cm.Model, plan: cm.Plan) -> list[str]:
     return [msg for rule in (*fw.plan_rules, no_fp8_attention, no_repeat_kv) if (msg := rule(model, plan))]
 
 
-def violations(fw: Framework, model: cm.Model, plan: cm.Plan) -> list[str]:
-    """Every rule of `fw` that `plan` breaks: layout, knob values, knob combinations."""
+def machine_violations(fw: Framework, model: cm.Model, machine: Machine, plan: cm.Plan) -> list[str]:
+    return [msg for rule in fw.machine_rules if (msg := rule.check(model, machine, plan))]
+
+
+def violations(fw: Framework, model: cm.Model, plan: cm.Plan, machine: Optional[Machine] = None) -> list[str]:
+    """Every rule of `fw` that `plan` breaks: layout, knob values, knob combinations, and on `machine`
+    (when given) the machine rules."""
     layout = [msg for rule in (*fw.layout_rules, *fw.interleaving_rules) if (msg := rule(model, plan))]
-    return layout + knob_violations(fw, plan) + plan_violations(fw, model, plan)
+    broken = layout + knob_violations(fw, plan) + plan_violations(fw, model, plan)
+    return broken + (machine_violations(fw, model, machine, plan) if machine is not None else [])
 
 
 def _word(value: object) -> str:

@@ -14,7 +14,7 @@ from typing import Optional
 
 from costmodel import types as cm
 from costmodel.step import chunk_layers
-from planner.frameworks.base import Choice, Framework, Knobs, only_with_tp
+from planner.frameworks.base import Choice, Framework, Knobs, Machine, MachineRule, only_with_tp
 
 
 def pipeline_layout(model: cm.Model, plan: cm.Plan) -> Optional[str]:
@@ -271,6 +271,91 @@ def ep_overlap(model: cm.Model, plan: cm.Plan) -> Optional[str]:
         return "Megatron-LM's expert-parallel A2A overlap does not run with full recompute"
     if model.mtp_layers > 1:
         return "Megatron-LM's expert-parallel A2A overlap allows at most one MTP layer"
+    if plan.precision not in ("bf16", "fp16", "fp8", "mxfp8", "nvfp4"):
+        return "Megatron-LM's expert-parallel A2A overlap needs a bf16 or fp16 model (transformer_config.py)"
+    return None
+
+
+def tp_overlap_quantizer(model: cm.Model, plan: cm.Plan) -> Optional[str]:
+    """Transformer Engine (d0067d0d, pytorch/module/base.py fill_userbuffers_buffer_for_all_gather):
+    userbuffers gather unquantized, FP8 (delayed or current scaling) and MXFP8 tensors; any other
+    quantizer (fp8 blockwise, NVFP4) raises "Unsupported quantizer for Userbuffers" at the first
+    forward."""
+    blockwise = plan.precision == "fp8" and plan.fp8_recipe == "blockwise"
+    if plan.tp_comm_overlap and (plan.precision == "nvfp4" or blockwise):
+        what = "fp8 blockwise scaling" if blockwise else "nvfp4"
+        return f"Transformer Engine's TP overlap (userbuffers) does not gather {what} tensors (module/base.py)"
+    return None
+
+
+def tp_overlap_mla(model: cm.Model, plan: cm.Plan) -> Optional[str]:
+    """core/extensions/transformer_engine.py (TELinear): a linear whose userbuffer name is not qkv, proj,
+    fc1 or fc2 sets the shared config.tp_comm_overlap to False with a warning, and multi-latent
+    attention's projections are named q_down_proj, kv_down_proj, ... (multi_latent_attention.py): the
+    overlap the plan is priced with goes off for the layers built after them."""
+    if plan.tp_comm_overlap and model.mla is not None:
+        return ("Megatron-LM turns TP overlap off for multi-latent attention's projections (their userbuffer "
+                "names are not qkv/proj/fc1/fc2; core/extensions/transformer_engine.py)")
+    return None
+
+
+# DeepEP's dispatch and combine configurations by expert group size (deepseek-ai/DeepEP dd758caf, 2026-07,
+# deep_ep/buffers/legacy.py get_dispatch_config / get_combine_config; v1.2.1 lacks 48 and 96): any other
+# size asserts "Unsupported number of EP ranks". Megatron passes the expert TP x EP group (fused_a2a.py).
+DEEPEP_GROUP_SIZES = frozenset({2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 144, 160})
+# DeepEP README (Requirements, dd758caf): Hopper (SM90) GPUs or architectures with the SM90 PTX ISA.
+DEEPEP_GENERATIONS = ("hopper", "blackwell")
+
+
+def flex_backend(machine: Machine) -> str:
+    """The flex dispatcher's library for Plan.ep_dispatch "deepep", which the cost model prices as one
+    crossing per remote NVLink domain, forwarded inside it: DeepEP within 8-GPU NVLink nodes; HybridEP
+    where the NVLink domain spans several nodes (GB200/GB300 NVL72), since DeepEP's kernels reach at
+    most 8 NVLink peers and send the rest over RDMA (deepseek-ai/DeepEP csrc/kernels/configs.cuh
+    NUM_MAX_NVL_PEERS 8). NVIDIA's GB200/GB300 recipes use hybridep (validation/runs.yaml notes)."""
+    return "hybridep" if machine.nvlink_domain_size > machine.gpus_per_node else "deepep"
+
+
+def flex_dispatch_machine(model: cm.Model, machine: Machine, plan: cm.Plan) -> Optional[str]:
+    """The flex dispatcher's libraries run on NVIDIA Hopper or newer, with NVLink among a node's GPUs
+    and an RDMA network between NVLink domains (DeepEP README, Requirements); DeepEP itself only at the
+    expert group sizes it has configurations for (DEEPEP_GROUP_SIZES)."""
+    if plan.ep_dispatch != "deepep" or model.moe is None:
+        return None
+    if machine.generation is not None and machine.generation not in DEEPEP_GENERATIONS:
+        return f"the flex dispatcher (DeepEP/HybridEP) needs NVIDIA Hopper or newer GPUs, not {machine.generation} " \
+               "(DeepEP README)"
+    if machine.nvlink_domain_size < machine.gpus_per_node:
+        return "the flex dispatcher (DeepEP) needs NVLink between all GPUs of a node (DeepEP README)"
+    group = plan.ep * plan.etp
+    if flex_backend(machine) == "deepep" and group not in DEEPEP_GROUP_SIZES:
+        return (f"DeepEP has no dispatch configuration for an expert group of {group} ranks (expert TP x EP; sizes "
+                f"{', '.join(map(str, sorted(DEEPEP_GROUP_SIZES)))}; deep_ep/buffers/legacy.py)")
+    if machine.rdma is False and group > machine.nvlink_domain_size:
+        return "the flex dispatcher (DeepEP) needs an RDMA network between NVLink domains (DeepEP README)"
+    return None
+
+
+def userbuffers_domain(model: cm.Model, machine: Machine, plan: cm.Plan) -> Optional[str]:
+    """Transformer Engine's userbuffers (--tp-comm-overlap) share their buffers among the TP ranks of one
+    node (file descriptors over Unix sockets, userbuffers-host.cpp) or of one multi-node NVLink domain
+    (MNNVL, TransformerEngine PR 1470, v2.2): "Tensor-parallel GPUs must be on a single node"
+    (examples/pytorch/comm_gemm_overlap/README.md) outside such a domain."""
+    if plan.tp_comm_overlap and plan.tp > max(machine.nvlink_domain_size, 1):
+        return (f"Transformer Engine's TP overlap (userbuffers) needs the {plan.tp} TP ranks inside one NVLink domain "
+                f"({machine.nvlink_domain_size} GPUs)")
+    return None
+
+
+def overlap_connections(model: cm.Model, machine: Machine, plan: cm.Plan) -> Optional[str]:
+    """Before Blackwell the two overlaps want opposite CUDA_DEVICE_MAX_CONNECTIONS: TP overlap 1, so that
+    the communication kernel is queued before the GEMM it overlaps (NeMo 8cfedd72
+    lightning/pytorch/callbacks/megatron_comm_overlap.py), EP overlap more than 1 (Megatron-LM d98e8a64
+    core/transformer/moe/README.md, "Requirements for EP A2A Overlap"); arguments.py warns and leaves
+    the choice to the user. NVIDIA's H100 MoE recipes run one or the other (validation/runs.yaml)."""
+    if plan.tp_comm_overlap and plan.ep_overlap and machine.generation not in (None, "blackwell"):
+        return ("before Blackwell, TP overlap needs CUDA_DEVICE_MAX_CONNECTIONS=1 and EP overlap more than 1 "
+                "(NeMo megatron_comm_overlap.py, Megatron-LM MoE README): use one of them")
     return None
 
 
@@ -322,5 +407,8 @@ FRAMEWORK = Framework(
     plan_rules=(distributed_optimizer_reduce, fp8_recipe, cpu_offloading, lowp_param_gather, moe_sequence_parallel,
                 moe_expert_bias, padded_dispatch, mtp_position, local_attention, ep_overlap, attention_sinks,
                 moe_cuda_graphs, delayed_scaling_recompute, deepep_groups, bf16_layers, graphed_router_layernorm,
-                precision_aware_optimizer, attention_backend),
+                precision_aware_optimizer, attention_backend, tp_overlap_quantizer, tp_overlap_mla),
+    machine_rules=(MachineRule(("ep_dispatch",), flex_dispatch_machine),
+                   MachineRule(("tp_comm_overlap",), userbuffers_domain),
+                   MachineRule(("tp_comm_overlap", "ep_overlap"), overlap_connections)),
 )

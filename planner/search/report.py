@@ -30,13 +30,14 @@ def search_summary(result: suggest.Result, opts: suggest.Options) -> dict:
             "seconds": result.seconds, "notes": result.notes}
 
 
-def runs_on(framework: str, model: ModelSpec, plan) -> bool:
-    """Whether `framework` runs the plan (its rules in planner/frameworks, and the cost model's own)."""
+def runs_on(framework: str, model: ModelSpec, plan, cluster) -> bool:
+    """Whether `framework` runs the plan on `cluster` (its rules in planner/frameworks, and the cost model's own)."""
     from costmodel.rules import model_plan_violations
     from planner import frameworks
 
     m = model.to_model()
-    return not model_plan_violations(m, plan) and not frameworks.violations(frameworks.get(framework), m, plan)
+    return not model_plan_violations(m, plan) and not frameworks.violations(frameworks.get(framework), m, plan,
+                                                                            frameworks.Machine.of(cluster))
 
 
 def best_per_framework(model: ModelSpec, spec: SearchSpec, opts: suggest.Options, report: dict,
@@ -52,7 +53,7 @@ def best_per_framework(model: ModelSpec, spec: SearchSpec, opts: suggest.Options
                       model, best["num_gpus"])
     chosen, notes = {}, []
     for name in names:
-        if runs_on(name, model, plan):
+        if runs_on(name, model, plan, spec.cluster):
             chosen[name] = best
             continue
         try:

@@ -308,9 +308,27 @@ def legal_cp_comms(spec: SearchSpec, tp: int, cp: int) -> tuple[str, ...]:
                  if not cp_exchange_violations(spec.model, spec.cluster, replace(plan, cp_comm=c)))
 
 
+def machine_refusals(spec: SearchSpec, tp: int, pp: int, cp: int = 1, ep: int = 1, etp: int = 1) -> frozenset:
+    """(framework, rule index, knob values) that a selected framework's machine rules refuse on this
+    (tp, cp, pp, ep, etp) split of the cluster (base.MachineRule: each reads the split's degrees, the
+    machine and its own knobs only, so every value combination of those knobs is checked once here);
+    knob_combinations drops the combinations they name."""
+    machine = base.Machine.of(spec.cluster)
+    split = plan_for(spec, Layout(tp, pp, spec.cluster.num_gpus // (tp * cp * pp), 1, 1, cp, ep, etp))
+    out = set()
+    for name in spec.frameworks:
+        fw = REGISTRY[name]
+        ks = fw.knobs(tp > 1, pp > 1)
+        for i, rule in enumerate(fw.machine_rules):
+            for values in product(*(getattr(ks, knob).values for knob in rule.knobs)):
+                if rule.check(spec.model, machine, plan_over(split, dict(zip(rule.knobs, values)))):
+                    out.add((name, i, values))
+    return frozenset(out)
+
+
 def knob_combinations(spec: SearchSpec, fws: tuple[str, ...], tp: int, pp: int, cp: int = 1,
                       vpp: int = 1, ep: int = 1, etp: int = 1, ep_local: bool = False,
-                      cp_comms: tuple[str, ...] = cm.CP_COMMS) -> tuple[Knobs, ...]:
+                      cp_comms: tuple[str, ...] = cm.CP_COMMS, refused: frozenset = frozenset()) -> tuple[Knobs, ...]:
     """Union over `fws` of the knob combinations each runs (its knob values and plan rules), within
     the user's options and fixes. Knob values and plan rules read the layout only through tp > 1,
     pp > 1, cp > 1, vpp > 1, ep > 1 and etp > 1 (planner/frameworks/base.py), so one probe plan
@@ -319,7 +337,8 @@ def knob_combinations(spec: SearchSpec, fws: tuple[str, ...], tp: int, pp: int, 
     all-to-all moves (moe.deduplicated_dispatch_seconds: no remote domain), so the all-to-all
     combinations are dropped when DeepEP with the MoE CUDA graphs (no host synchronisation) is offered,
     and DeepEP without them when the all-to-all is (the same time; the plainer dispatcher is kept).
-    `cp_comms`: the CP exchanges the split allows (legal_cp_comms)."""
+    `cp_comms`: the CP exchanges the split allows (legal_cp_comms); `refused`: what the frameworks'
+    machine rules refuse on the split (machine_refusals)."""
     out: set[Knobs] = set()
     probe = plan_for(spec, Layout(tp, pp, spec.cluster.num_gpus // (tp * cp * pp), vpp, 1, cp, ep, etp))
     for name in fws:
@@ -348,7 +367,9 @@ def knob_combinations(spec: SearchSpec, fws: tuple[str, ...], tp: int, pp: int, 
                 plan = plan_over(probe, knob_plan_fields(k))
                 runs = plan.grad_comm_dtype in ks.grad_dtype(prec).values
                 if runs and not base.plan_violations(fw, spec.model, plan) \
-                        and not cluster_violations(spec.cluster, plan, spec.model):
+                        and not cluster_violations(spec.cluster, plan, spec.model) \
+                        and not any((name, i, tuple(getattr(plan, knob) for knob in rule.knobs)) in refused
+                                    for i, rule in enumerate(fw.machine_rules)):
                     out.add(k)
     if ep_local:
         out = {k for k in out if not (k.epd == "alltoall" and replace(k, epd="deepep", mcg=True) in out
@@ -407,11 +428,12 @@ def build_space(spec: SearchSpec) -> Space:
         before = len(knobs)
         ep_local = ep > 1 and ranks_per_domain(ep, etp, spec.cluster) >= ep
         cp_comms = legal_cp_comms(spec, tp, cp)
+        refused = machine_refusals(spec, tp, pp, cp, ep, etp)
         for lay, fws in candidate_layouts(spec, tp, pp, cp, ep, etp):
-            key = (fws, tp > 1, pp > 1, cp > 1, lay.vpp > 1, ep > 1, etp > 1, ep_local, cp_comms)
+            key = (fws, tp > 1, pp > 1, cp > 1, lay.vpp > 1, ep > 1, etp > 1, ep_local, cp_comms, refused)
             if key not in combos:  # the probe keeps ep > 1, etp > 1 (so ep x etp > 1) with the smallest degrees
                 combos[key] = tuple(interned.setdefault(k, k) for k in knob_combinations(
-                    spec, fws, tp, pp, cp, min(lay.vpp, 2), min(ep, 2), min(etp, 2), ep_local, cp_comms))
+                    spec, fws, tp, pp, cp, min(lay.vpp, 2), min(ep, 2), min(etp, 2), ep_local, cp_comms, refused))
             if combos[key]:
                 knobs[lay] = combos[key]
         if len(knobs) == before:

@@ -1,0 +1,161 @@
+"""Framework rules that read the machine (planner/frameworks base.MachineRule): Megatron-LM's flex
+dispatcher (DeepEP / HybridEP), Transformer Engine's userbuffers, and the CUDA_DEVICE_MAX_CONNECTIONS
+the two overlaps need before Blackwell. The search drops what they refuse per split, `emit` refuses
+the same plans and writes the connections each needs; plus the plan rules found beside them (EP
+overlap in fp32, TP overlap with quantizers userbuffers do not gather, and with MLA)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from costmodel import types as cm
+from planner.commands.main import main
+from planner.frameworks import REGISTRY, Machine, megatron
+from planner.inputs import loading
+
+MEGATRON = REGISTRY["megatron"]
+DGX_H100 = Machine("hopper", 8, 8, True)
+NVL72 = Machine("blackwell", 4, 72, True)
+
+
+def machine_of(name: str, gpus: int) -> Machine:
+    return Machine.of(loading.build_cluster(loading.load_cluster_spec(name), gpus))
+
+
+def moe_model(name: str = "qwen3-30b-a3b") -> cm.Model:
+    return loading.load_model_spec(name).to_model()
+
+
+def deepep(ep: int, etp: int = 1) -> cm.Plan:
+    return cm.Plan(ep=ep, etp=etp, ep_dispatch="deepep", dp=ep * etp)
+
+
+@pytest.mark.parametrize("group, refused", [(8, False), (16, False), (48, False), (128, False), (160, False),
+                                            (12, True), (256, True), (320, True)])
+def test_deepep_runs_only_the_group_sizes_it_has_configurations_for(group, refused):
+    """deep_ep/buffers/legacy.py (dd758caf) configures 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 144, 160
+    ranks and asserts on any other; Megatron passes it the expert TP x EP group (fused_a2a.py)."""
+    msg = megatron.flex_dispatch_machine(moe_model(), DGX_H100, deepep(group))
+    assert (msg is not None) is refused and (not refused or f"group of {group} ranks" in msg)
+    # expert TP counts: 64 EP ranks x 4 expert-TP ranks is a group of 256
+    assert megatron.flex_dispatch_machine(moe_model(), DGX_H100, deepep(64, 4)) is not None
+
+
+def test_hybridep_is_not_held_to_deepeps_group_sizes():
+    """On a multi-node NVLink domain Megatron runs HybridEP (flex_backend), which has no such table."""
+    assert megatron.flex_backend(NVL72) == "hybridep" and megatron.flex_backend(DGX_H100) == "deepep"
+    assert megatron.flex_dispatch_machine(moe_model(), NVL72, deepep(256)) is None
+
+
+@pytest.mark.parametrize("cluster, gpus, why", [
+    ("azure-nd-mi300x-v5", 16, "Hopper or newer"),       # AMD: DeepEP README, Hopper (SM90) GPUs
+    ("aws-g6e-48xlarge", 16, "Hopper or newer"),          # L40S (Ada)
+    ("pcie-h100-8x-nvlink-pairs", 16, "NVLink between all GPUs of a node"),
+])
+def test_deepep_needs_nvidia_hopper_with_nvlink_nodes(cluster, gpus, why):
+    msg = megatron.flex_dispatch_machine(moe_model(), machine_of(cluster, gpus), deepep(8))
+    assert msg is not None and why in msg
+    assert megatron.flex_dispatch_machine(moe_model(), machine_of("dgx-h100", 16), deepep(8)) is None
+
+
+def test_deepep_needs_rdma_between_nvlink_domains():
+    no_rdma = Machine("hopper", 8, 8, False)
+    assert "RDMA" in megatron.flex_dispatch_machine(moe_model(), no_rdma, deepep(16))
+    assert megatron.flex_dispatch_machine(moe_model(), no_rdma, deepep(8)) is None  # one node
+    assert megatron.flex_dispatch_machine(moe_model(), Machine("hopper", 8, 8, None), deepep(16)) is None  # unknown
+
+
+def test_userbuffers_keep_tp_inside_one_nvlink_domain():
+    """TE examples/pytorch/comm_gemm_overlap/README.md: TP ranks on one node, or one MNNVL domain."""
+    plan = cm.Plan(tp=16, tp_comm_overlap=True, sequence_parallel=True)
+    assert "inside one NVLink domain" in megatron.userbuffers_domain(moe_model(), DGX_H100, plan)
+    assert megatron.userbuffers_domain(moe_model(), NVL72, plan) is None
+    assert megatron.userbuffers_domain(moe_model(), DGX_H100, cm.Plan(tp=8, tp_comm_overlap=True)) is None
+
+
+def test_tp_and_ep_overlap_want_opposite_connections_before_blackwell():
+    both = cm.Plan(tp=2, ep=8, tp_comm_overlap=True, ep_overlap=True, sequence_parallel=True)
+    assert "CUDA_DEVICE_MAX_CONNECTIONS" in megatron.overlap_connections(moe_model(), DGX_H100, both)
+    assert megatron.overlap_connections(moe_model(), NVL72, both) is None
+
+
+def test_plan_rules_beside_them():
+    model = moe_model()
+    # transformer_config.py: EP overlap "is only supported with bf16 or fp16 model"
+    fp32 = cm.Plan(ep=8, dp=8, ep_overlap=True, precision="fp32")
+    assert "bf16 or fp16" in megatron.ep_overlap(model, fp32)
+    assert megatron.ep_overlap(model, cm.Plan(ep=8, dp=8, ep_overlap=True, precision="fp8")) is None
+    # TE module/base.py: userbuffers gather bf16, FP8 (delayed or current scaling) and MXFP8 only
+    tpo = dict(tp=2, sequence_parallel=True, tp_comm_overlap=True)
+    assert megatron.tp_overlap_quantizer(model, cm.Plan(precision="nvfp4", **tpo)) is not None
+    assert megatron.tp_overlap_quantizer(model, cm.Plan(precision="fp8", fp8_recipe="blockwise", **tpo)) is not None
+    for ok in (dict(precision="fp8", fp8_recipe="tensorwise"), dict(precision="mxfp8"), dict(precision="bf16")):
+        assert megatron.tp_overlap_quantizer(model, cm.Plan(**ok, **tpo)) is None
+    # core/extensions/transformer_engine.py turns the overlap off for MLA's projections
+    assert megatron.tp_overlap_mla(moe_model("deepseek-v3"), cm.Plan(**tpo)) is not None
+    assert megatron.tp_overlap_mla(model, cm.Plan(**tpo)) is None
+
+
+def _suggest(capsys, argv: list[str]) -> list[dict]:
+    assert main(["suggest", *argv, "--framework", "megatron", "--json"]) == 0
+    return json.loads(capsys.readouterr().out)["plans"]
+
+
+def test_search_leaves_out_what_the_machine_rules_refuse(capsys):
+    """DeepSeek-V3 on 2048 H100: the search once returned DeepEP over 256 expert ranks (refused by DeepEP);
+    every suggested plan now passes Megatron-LM's machine rules on its cluster, and so does each plan of
+    Qwen3-30B-A3B on MI300X, where the flex dispatcher does not run at all."""
+    from planner.frameworks import violations
+    from planner.inputs import plans
+    from planner.inputs.reading import parse
+    from planner.inputs.specs import PlanSpec
+
+    for name, cluster, gpus, extra in (("deepseek-v3", "dgx-h100", 2048, []),
+                                       ("qwen3-30b-a3b", "azure-nd-mi300x-v5", 32, ["--gbs", "256"])):
+        spec = loading.load_model_spec(name)
+        machine = machine_of(cluster, gpus)
+        ranked = _suggest(capsys, [name, cluster, "--gpus", str(gpus), "--top", "3", *extra])
+        assert ranked
+        for entry in ranked:
+            plan = plans.build_plan(parse(PlanSpec, entry["plan"], "plan"), spec, gpus)
+            assert violations(MEGATRON, spec.to_model(), plan, machine) == [], entry["plan"]
+
+
+def _emit_script(tmp_path, capsys, argv: list[str]) -> str:
+    plan_file, out = tmp_path / "plan.json", tmp_path / "out"
+    assert main(["estimate", *argv, "--json"]) == 0
+    plan_file.write_text(capsys.readouterr().out)
+    assert main(["emit", "--format", "megatron", "--out", str(out), str(plan_file)]) == 0
+    capsys.readouterr()
+    return (out / "megatron" / "launch.sh").read_text()
+
+
+@pytest.mark.parametrize("argv, connections", [
+    # Hopper, TP without EP overlap: arguments.py asserts 1
+    (["qwen3-30b-a3b", "dgx-h100", "--gpus", "16", "--gbs", "64", "--tp", "2", "--ep", "8",
+      "--sequence-parallel", "--zero", "1"], "1"),
+    # Hopper, EP overlap: the MoE README needs more than 1 (arguments.py only warns)
+    (["qwen3-30b-a3b", "dgx-h100", "--gpus", "16", "--gbs", "64", "--tp", "2", "--ep", "8",
+      "--sequence-parallel", "--zero", "1", "--ep-overlap"], "32"),
+    # Blackwell: no rule in Megatron-LM, NeMo recommends 32
+    (["llama3-8b", "dgx-b200", "--gpus", "8", "--gbs", "64", "--tp", "2", "--sequence-parallel"], "32"),
+    # no TP or CP: nothing to set
+    (["llama3-8b", "dgx-h100", "--gpus", "8", "--gbs", "64"], None),
+])
+def test_emit_sets_the_connections_each_overlap_needs(tmp_path, capsys, argv, connections):
+    script = _emit_script(tmp_path, capsys, argv)
+    lines = [line for line in script.splitlines() if line.startswith("export CUDA_DEVICE_MAX_CONNECTIONS=")]
+    assert lines == ([f"export CUDA_DEVICE_MAX_CONNECTIONS={connections}"] if connections else [])
+
+
+def test_emit_refuses_deepep_over_256_expert_ranks(tmp_path, capsys):
+    plan_file = tmp_path / "plan.json"
+    assert main(["estimate", "deepseek-v3", "dgx-h100", "--gpus", "2048", "--tp", "2", "--pp", "8", "--vpp", "4",
+                 "--ep", "256", "--sequence-parallel", "--ep-dispatch", "deepep", "--zero", "1", "--precision", "fp8",
+                 "--json"]) == 0
+    plan_file.write_text(capsys.readouterr().out)
+    assert main(["emit", "--format", "megatron", "--out", str(tmp_path / "o"), str(plan_file)]) == 2
+    err = capsys.readouterr().err
+    assert "DeepEP has no dispatch configuration for an expert group of 256 ranks" in err
+    assert not (tmp_path / "o").exists()
