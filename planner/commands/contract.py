@@ -114,7 +114,8 @@ class Plan(Strict):
     recompute_modules: list[RecomputeModule] = d("what selective recompute replays (Megatron --recompute-modules)")
     ep_overlap: bool = d("expert-parallel all-to-alls overlapped with another micro-batch's compute")
     ep_dispatch: Literal["alltoall", "deepep"] = d("MoE token dispatch: NCCL all-to-all, or DeepEP/HybridEP")
-    moe_cuda_graphs: bool = d("MoE router and dispatch preprocessing in CUDA graphs (no host sync per MoE layer)")
+    moe_cuda_graphs: bool = d("MoE router and dispatch preprocessing in CUDA graphs (no host sync per MoE layer with "
+                            "ep_dispatch deepep)")
     optimizer_states: Literal["fp32", "bf16"] = d("Adam states in fp32, or bf16 (Megatron's precision-aware optimizer)")
     fp8_attention: bool = d("the attention core's matmuls in FP8 (Transformer Engine fp8_dot_product_attention)")
     sequence_parallel: bool = d("Megatron sequence parallelism over the TP group")

@@ -61,9 +61,12 @@ def register(sub) -> None:
                         "asked for by name)")
     p.add_argument("--out", required=True, metavar="DIR", help="output folder (created if missing)")
     p.add_argument("--force", action="store_true", help="overwrite existing files")
-    p.add_argument("--model", help="override: model YAML, HF config.json or catalog name (default: the model "
-                                   "PLAN.json records)")
-    p.add_argument("--seq-length", type=seq_length_arg, help="override the sequence length PLAN.json records")
+    p.add_argument("--model", help="the model PLAN.json was scored for, as a model YAML, HF config.json or catalog "
+                                   "name (default: the name PLAN.json records; needed when that was a file); a "
+                                   "different model is refused")
+    p.add_argument("--seq-length", type=seq_length_arg,
+                   help="the sequence length the plan was scored at, when the model's own differs (as estimate "
+                        "--seq-length); any other value is refused")
     p.add_argument("--gpus-per-node", type=bounded_int(L.MAX_GPUS_PER_NODE), help="GPUs per node (default: the catalog cluster's, else 8)")
     g = p.add_argument_group("DeepSpeed offload (not in the cost model)")
     g.add_argument("--offload-optimizer", default="none", choices=["none", "cpu", "nvme"])

@@ -55,7 +55,7 @@ def summary_table(summary: dict, by_generation: dict | None = None, by_precision
 def print_floor(floor: dict, console: Console) -> None:
     """The error that equal-input rows force on any model, and the group that sets the largest one."""
     if not floor["groups"]:
-        console.print("No two scored rows have equal inputs: the data set no floor on the error.")
+        console.print("No two scored rows have equal inputs: the data set has no floor on the error.")
         return
     worst = floor["groups"][0]
     times = ", ".join(f"{t:g}" for t in worst["measured_step_time_s"])
