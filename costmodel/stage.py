@@ -409,10 +409,14 @@ def ep_exposed_seconds(model: Model, plan: Plan, k: StageKernels, eff: Efficienc
     synchronisation (host_synced_dispatch): all of them, or with ep_overlap
     (Megatron's 1F1B A2A overlap, which runs one micro-batch's dispatch and combine beside another's
     forward and backward; a_to_a_overlap in megatron/core/pipeline_parallel) only what the MoE layers'
-    compute (forward, backward and replay) cannot cover, plus its SM cost (overlap.py)."""
+    compute (forward, backward and replay) cannot cover, plus its SM cost (overlap.py). The schedule pairs
+    one micro-batch's backward with the next one's forward (combined_1f1b.py, Megatron-LM d98e8a64), so a
+    pipeline rank with a single micro-batch hides nothing. Not modelled: with m >= 2 the first forward
+    and the last backward run alone too, so one micro-batch's exchanges in m show, which this hides
+    (optimistic by at most total / m per micro-batch)."""
     total = moe_layers * (context.passes(plan) + 1) * k.ep_pass_seconds
     host = moe_layers * eff.moe_host_sync_seconds if host_synced_dispatch(plan) else 0.0
-    if not plan.ep_overlap or total <= 0:
+    if not plan.ep_overlap or total <= 0 or plan.num_microbatches <= 1:
         return total + host
     window = sum(n * (k.layers[r].forward_seconds + k.layers[r].backward_seconds + replay_seconds(plan, k.layers[r]))
                  for r, n in mix if model.is_moe_layer(r))
