@@ -371,7 +371,9 @@ class Efficiency:
     # Large-GEMM efficiency per generation, for GPUs whose catalog row has no measurement of its own
     # (compute.large_gemm_fraction): measured max achievable bf16 matmul / dense peak (stas00/
     # ml-engineering accelerator table: A100 271.2/312, H100 794.5/989; Blackwell: the mean of the
-    # measured parts, B200 0.776, GB200 0.729, B300 0.786).
+    # measured parts, B200 0.776, GB200 0.729, B300 0.786). Hopper BF16 rows come out 7-10% fast with it
+    # (README, "Out of sample"): a short best-of-shapes figure on a power-limited part; kept, as no source
+    # gives a sustained rate.
     matmul_peak_fraction: dict[str, float] = field(
         default_factory=lambda: {"ampere": 0.87, "hopper": 0.80, "blackwell": 0.764, "ada": 0.80, "cdna3": 0.60}
     )
