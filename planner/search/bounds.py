@@ -50,21 +50,24 @@ def lower_bound(tables: LayoutTables, knobs: tuple[Knobs, ...], tight: bool = Fa
     CP exchange, dispatcher), except full recompute when it is all the knobs offer (the common case where nothing
     else fits: a bound with no recompute would sit a third below every plan and table nothing out);
     `tight`: per knob, each fastest value only where some knob offers it (else the knob's own, which
-    it never beats), with the knob's own precision, casts, exchange, dispatcher and attention kernel
-    (frameworks differ in it): a few more pipes. (It once kept only knobs offering every fastest value
+    it never beats; TP and EP overlap as a pair, which a machine rule may not offer together), with
+    the knob's own precision, casts, exchange, dispatcher and attention kernel (frameworks differ in
+    it): a few more pipes. (It once kept only knobs offering every fastest value
     at once, and had none to take when two frameworks each offered some of them.)"""
     tp_split, moe = tables.lay.tp > 1, tables.ctx.spec.model.moe is not None
     offered = {k.recompute for k in knobs}
     none = "full" if offered == {"full"} else "none"
     if tight:  # per knob: each fastest value where some knob offers it, else the knob's own (never slower)
-        sps, tpos = {k.sp for k in knobs}, {k.tpo for k in knobs}
-        epos, mcgs = {k.epo for k in knobs}, {k.mcg for k in knobs}
+        sps, mcgs = {k.sp for k in knobs}, {k.mcg for k in knobs}
+        overlaps = {(k.tpo, k.epo) for k in knobs}  # TP and EP overlap together: a machine rule may offer
+        both = (tp_split, moe)                       # either one but not the pair (megatron.overlap_connections)
 
         def best(values: set, fast, own):
             return fast if fast in values else own
 
         keys = {(best(offered, none, k.recompute), best(sps, tp_split, k.sp), k.precision, k.casts,
-                 best(tpos, tp_split, k.tpo), k.cpc, best(epos, moe, k.epo), k.attn, k.epd, best(mcgs, moe, k.mcg))
+                 best(overlaps, both, (k.tpo, k.epo))[0], k.cpc, best(overlaps, both, (k.tpo, k.epo))[1], k.attn,
+                 k.epd, best(mcgs, moe, k.mcg))
                 for k in knobs}
     else:
         keys = {(none, tp_split, k.precision, k.casts, tp_split, k.cpc, moe, "cudnn", k.epd, moe) for k in knobs}
