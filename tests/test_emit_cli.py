@@ -127,7 +127,7 @@ def test_gpus_per_node_must_fill_nodes(capsys, inputs):
 
 
 def test_emit_files_api(tmp_path):
-    paths = emit_files(tiny(), estimate(tiny(), dp=8), "deepspeed", tmp_path, force=False)
+    paths = emit_files(tiny(), estimate(tiny(), dp=8, zero_stage=1), "deepspeed", tmp_path, force=False)
     assert sorted(p.name for p in paths) == ["README.txt", "ds_config.json", "hostfile", "launch.sh"]
 
 

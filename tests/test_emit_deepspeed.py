@@ -34,8 +34,11 @@ MATRIX = [dict(zero=z, layout=lay, precision=pr, gas=gas, opts=o)
 def matrix_job(case):
     tp, pp, dp = case["layout"]
     mbs = 2
+    # DeepSpeed reduces gradients after the backward under a pipeline or without ZeRO (runtime/engine.py):
+    # such plans are priced without DP overlap (frameworks/deepspeed.py exposed_gradient_reduction)
+    overlap = pp == 1 and case["zero"] > 0
     return job(tiny(), case["opts"], tp=tp, pp=pp, dp=dp, zero_stage=case["zero"], precision=case["precision"],
-               micro_batch_size=mbs, global_batch_size=mbs * dp * case["gas"])
+               micro_batch_size=mbs, global_batch_size=mbs * dp * case["gas"], overlap_dp_comm=overlap)
 
 
 def case_id(c):

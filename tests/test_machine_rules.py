@@ -159,3 +159,100 @@ def test_emit_refuses_deepep_over_256_expert_ranks(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "DeepEP has no dispatch configuration for an expert group of 256 ranks" in err
     assert not (tmp_path / "o").exists()
+
+
+def _emit_refusal(tmp_path, capsys, fmt: str, argv: list[str], *emit_args: str) -> str:
+    plan_file = tmp_path / "plan.json"
+    assert main(["estimate", *argv, "--json"]) == 0
+    plan_file.write_text(capsys.readouterr().out)
+    assert main(["emit", "--format", fmt, "--out", str(tmp_path / "o"), *emit_args, str(plan_file)]) == 2
+    assert not (tmp_path / "o").exists()
+    return capsys.readouterr().err
+
+
+def test_torchtitan_1f1b_needs_as_many_micro_batches_as_stages(tmp_path, capsys):
+    """torch 2.13 Schedule1F1B raises when micro-batches < stages (torchtitan only warns first): pp 4 with
+    one micro-batch is refused by emit, and the search's pp 4 plans run interleaved or 4 micro-batches."""
+    err = _emit_refusal(tmp_path, capsys, "torchtitan", ["llama3-8b", "dgx-h100", "--gpus", "16", "--pp", "4",
+                                                          "--zero", "1", "--gbs", "8", "--mbs", "2"])
+    assert "at least as many micro-batches as its 4 pipeline stages (got 1" in err
+    ranked = _suggest_fw(capsys, "torchtitan", ["llama3-70b", "dgx-h100", "--gpus", "64", "--gbs", "8", "--fix", "pp=4",
+                                                "--top", "3"])
+    assert ranked
+    for entry in ranked:
+        plan = entry["plan"]
+        assert plan["vpp"] > 1 or 8 // (plan["micro_batch_size"] * plan["dp"]) >= 4, plan
+
+
+def _suggest_fw(capsys, fw: str, argv: list[str]) -> list[dict]:
+    code = main(["suggest", *argv, "--framework", fw, "--json"])
+    out = capsys.readouterr().out
+    return json.loads(out)["plans"] if code == 0 else []
+
+
+def test_torchtitan_context_parallel_needs_whole_mask_blocks(tmp_path, capsys):
+    """torch's FlexAttention block mask under CP needs seq_len divisible by cp x 128
+    (_context_parallel/_attention.py _create_cp_block_mask): 4000 tokens over cp 2 fail on the first step."""
+    err = _emit_refusal(tmp_path, capsys, "torchtitan", ["llama3-8b", "dgx-h100", "--gpus", "16", "--cp", "2",
+                                                          "--zero", "3", "--cp-comm", "all_gather", "--gbs", "64",
+                                                          "--seq-length", "4000"], "--seq-length", "4000")
+    assert "cp x 128 = 256" in err
+
+
+def test_torchtitan_async_tp_needs_nvlink_peers(tmp_path, capsys):
+    """AsyncTP maps the TP peers' memory over NVLink (torch symmetric memory): refused on L40S (no NVLink)."""
+    err = _emit_refusal(tmp_path, capsys, "torchtitan", ["llama3-8b", "aws-g6e-48xlarge", "--gpus", "16", "--tp", "2",
+                                                          "--zero", "3", "--sequence-parallel", "--tp-comm-overlap",
+                                                          "--gbs", "64"])
+    assert "AsyncTP needs its 2 TP ranks inside one NVLink domain" in err
+
+
+def test_deepspeed_nvme_optimizer_offload_needs_zero3(tmp_path, capsys):
+    """ZeRO 1/2 take any offload device as CPU (stage_1_and_2.py): nvme would silently use host memory."""
+    err = _emit_refusal(tmp_path, capsys, "deepspeed", ["llama3-8b", "dgx-h100", "--gpus", "16", "--zero", "2",
+                                                         "--gbs", "64"], "--offload-optimizer", "nvme",
+                        "--nvme-path", "/local_nvme")
+    assert "offload_optimizer nvme needs ZeRO stage 3" in err
+
+
+def test_deepspeed_plans_with_exposed_gradient_reduction_are_priced_without_overlap(tmp_path, capsys):
+    """DeepSpeed 0.19.8 turns overlap_comm off for a pipeline model and all-reduces after the backward
+    without ZeRO (runtime/engine.py): suggest once ranked pp 2 / ZeRO-1 first on 32 L40S at 2.03 s with its
+    gradient sync hidden, 3.03 s exposed, behind a pp 1 plan at 2.18 s. With the overlap (the default) the
+    search now leaves those plans out; with --no-overlap it prices and returns them; emit refuses the
+    overlapped one."""
+    argv = ["megatron-1.7b", "aws-g6e-48xlarge", "--gpus", "32", "--gbs", "256", "--top", "5"]
+    for entry in _suggest_fw(capsys, "deepspeed", argv):
+        plan = entry["plan"]
+        assert plan["pp"] == 1 and plan["zero_stage"] > 0, plan
+    exposed = _suggest_fw(capsys, "deepspeed", [*argv, "--no-overlap"])
+    assert any(e["plan"]["pp"] > 1 or e["plan"]["zero_stage"] == 0 for e in exposed)
+    err = _emit_refusal(tmp_path, capsys, "deepspeed", ["megatron-1.7b", "aws-g6e-48xlarge", "--gpus", "32",
+                                                         "--gbs", "256", "--pp", "2", "--zero", "1"])
+    assert "DeepSpeed reduces gradients after the backward with a pipeline" in err
+
+
+def test_a_job_smaller_than_a_node_keeps_the_nodes_dispatcher(tmp_path, capsys):
+    """4 GPUs of an 8-GPU NVLink node (HGX H200): the job runs on part of one node, which is still not a
+    multi-node NVLink domain, so the flex dispatcher is DeepEP (as the plan was priced), not HybridEP."""
+    plan_file, out = tmp_path / "plan.json", tmp_path / "out"
+    assert main(["estimate", "qwen3-30b-a3b", "hgx-h200", "--gpus", "4", "--gbs", "256", "--tp", "4", "--ep", "4",
+                 "--sequence-parallel", "--ep-dispatch", "deepep", "--zero", "1", "--json"]) == 0
+    plan_file.write_text(capsys.readouterr().out)
+    assert main(["emit", "--format", "megatron", "--out", str(out), str(plan_file)]) == 0
+    script = " ".join((out / "megatron" / "launch.sh").read_text().split())
+    assert "--moe-flex-dispatcher-backend deepep" in script
+
+
+@pytest.mark.parametrize("argv, reason", [
+    (["mpt-7b", "gb200-nvl72", "--gpus", "8", "--gbs", "256", "--precision", "nvfp4", "--framework", "deepspeed"],
+     "DeepSpeed: precision nvfp4: ds_config has fp16 and bf16 blocks only"),
+    (["llama4-maverick", "dgx-b200", "--gpus", "128", "--gbs", "512", "--framework", "megatron", "--seq-length",
+      "32768"], "Megatron-LM: Megatron-LM has no chunked local attention"),
+])
+def test_nothing_legal_names_the_knob_rule_every_combination_breaks(capsys, argv, reason):
+    """When every split passes the layout rules but no knob combination runs, the refusal names the rule
+    they all break (it said only "no selected framework runs tp 1 x pp 1 with the allowed knobs")."""
+    assert main(["suggest", *argv]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and reason in err

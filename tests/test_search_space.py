@@ -71,10 +71,14 @@ def test_space_counted_by_hand():
     (1,1,4): mbs 1; (1,2,2): 1,2; (1,4,1): 1,2,4; (2,1,2): 1,2; (2,2,1): 1,2,4 -> 11 layouts
     (tp 4 breaks heads % tp). Plans: pp = 1 layouts 3 x (4 ZeRO x 2 recompute) = 24,
     pp > 1 layouts 8 x (1 x 2) = 16 (bf16 with pp > 1 runs DeepSpeed's BF16_Optimizer, ZeRO-1:
-    ZeRO 0 is refused); 40 in all."""
-    space = build_space(SearchSpec(model(4), cluster(4), 4, ("deepspeed",)))
+    ZeRO 0 is refused); 40 in all, searched without the DP overlap. With it (the default) DeepSpeed
+    refuses, where dp > 1, ZeRO 0 and pipelines (it reduces gradients after the backward there):
+    pp = 1 layouts 3 x (3 x 2) = 18, pp > 1 only at dp 1, 6 x 2 = 12; 30 plans in 9 layouts."""
+    space = build_space(SearchSpec(model(4), cluster(4), 4, ("deepspeed",), overlap_dp_comm=False))
     assert len(space.knobs) == 11
     assert space.size == 40
+    space = build_space(SearchSpec(model(4), cluster(4), 4, ("deepspeed",)))
+    assert (len(space.knobs), space.size) == (9, 30)
     assert all(lay.vpp == 1 for lay in space.knobs)
 
 

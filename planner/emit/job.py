@@ -77,7 +77,11 @@ class Job:
         except PlannerError:
             generation = None
         spec = catalogs.cluster_catalog().get(str(self.estimate.get("cluster")))
-        return Machine(generation, self.gpus_per_node, self.nvlink_domain_size, spec.rdma if spec else None)
+        # the cluster's node, not this job's share of it: 4 GPUs of an 8-GPU NVLink node are still one node
+        node = self.estimate.get("gpus_per_node")
+        node = node if isinstance(node, int) and not isinstance(node, bool) and node > self.gpus_per_node \
+            else self.gpus_per_node
+        return Machine(generation, node, self.nvlink_domain_size, spec.rdma if spec else None)
 
     @property
     def nvlink_domain_size(self) -> int:

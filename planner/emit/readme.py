@@ -59,7 +59,9 @@ def torchtitan_lines(job: Job) -> list[str]:
     flavour, _ = titan.match_flavour(job.cm_model)
     rank = "NODE_RANK=0" if job.nnodes == 1 else f"NODE_RANK=<0..{job.nnodes - 1}> MASTER_ADDR=<node 0>"
     where = "the node" if job.nnodes == 1 else f"each of the {job.nnodes} nodes"
-    out = [f"  torchtitan 0.3.0 (pip install torchtitan==0.3.0): on {where}, in your torchtitan checkout"]
+    out = [f"  torchtitan 0.3.0 (pip install torchtitan==0.3.0): on {where}, in a torchtitan checkout of release/0.3",
+           "    (git checkout release/0.3: the checkout's package is the one that runs, and main's config "
+           "fields differ)"]
     if flavour and flavour.assets:
         out.append(f"    python scripts/download_hf_assets.py --repo_id meta-llama/{flavour.assets} --assets tokenizer")
     return out + [f"    {rank} bash <this folder>/torchtitan/launch.sh"]

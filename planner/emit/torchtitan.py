@@ -213,7 +213,8 @@ def launch_sh(job: Job) -> str:
     return f"""#!/usr/bin/env bash
 # torchtitan launch for {job.title}.
 # Written by `planner emit`; see ../README.txt. Run it on every node with NODE_RANK=0..{job.nnodes - 1},
-# from your torchtitan checkout (the recipe's tokenizer path, ./assets/hf/..., is relative to it).
+# from a torchtitan checkout of release/0.3 (the recipe's tokenizer path, ./assets/hf/..., is relative to it,
+# and the checkout's package is the one that runs: main's config fields differ from 0.3.0's).
 set -euo pipefail
 HERE="$(cd "$(dirname "${{BASH_SOURCE[0]}}")" && pwd)"
 # {MODULE}.py is the configuration: --module/--config select it (torchtitan/config/README.md).

@@ -4,8 +4,8 @@ A framework module (megatron.py, deepspeed.py, torchtitan.py) states, each rule 
 framework's source at a named version:
   * `layout_rules`: rules on the split (tp, cp, pp, dp, ep, etp, vpp, layer split), which must not
     read the micro-batch size or count (the search checks them once per split and vpp), and
-    `interleaving_rules`: what an interleaved schedule (vpp > 1) asks of the micro-batch count
-    (the search checks them per micro-batch size, for vpp > 1 only);
+    `interleaving_rules`: what a pipeline schedule (pp > 1, interleaved or not) asks of the
+    micro-batch count (the search checks them per micro-batch size, for pp > 1 only);
   * `knobs(tp_split, pp_split)`: the values it accepts for each knob the search varies (ZeRO stage,
     recompute, sequence parallel, precision, gradient dtype per precision), each with the sentence
     that says why any other value is refused; they depend on the layout only through tp > 1, pp > 1;
@@ -13,9 +13,10 @@ framework's source at a named version:
     (gradient reduction, ZeRO-3 gather unit). They too read the layout only through tp > 1, pp > 1,
     cp > 1, vpp > 1, ep > 1 and etp > 1 (the search probes one plan per such class); the CP exchange's
     own rules, which read tp and cp, the search checks per split (space.legal_cp_comms).
-  * `machine_rules`: rules that read the machine (Machine: GPU vendor and generation, node and NVLink
-    domain sizes, RDMA), each on the search knobs it names, the split's degrees and nothing else, so
-    the search checks every value of those knobs once per split (space.machine_refusals).
+  * `machine_rules`: rules that read the machine (Machine: GPU generation, node and NVLink domain
+    sizes, RDMA) or a split's own degrees beside a knob, each on the search knobs it names, the split
+    and nothing else, so the search checks every value of those knobs once per split
+    (space.machine_refusals).
 The search builds its space from all of them (planner/search/space.py) and the emitters refuse with
 `violations` (planner/emit), so what an emitter refuses is exactly what the search leaves out.
 
@@ -101,9 +102,11 @@ class Machine:
 
 @dataclass(frozen=True)
 class MachineRule:
-    """A rule that reads the machine. `check(model, machine, plan)` must read of the plan only the
-    split's degrees (tp, cp, pp, dp, ep, etp) and the fields named in `knobs` (search knobs, Knobs
-    attribute names), so that one check per split and value of those knobs decides it."""
+    """A rule checked once per split: it reads the machine, or a split's own degrees beside a knob.
+    `check(model, machine, plan)` must read of the plan only the split's degrees (tp, cp, pp, dp, ep,
+    etp), the search's fixed settings (overlap_dp_comm, overlap_pp_comm, flash_attention) and the
+    fields named in `knobs` (search knobs, Knobs attribute names), so that one check per split and
+    value of those knobs decides it."""
     knobs: tuple[str, ...]
     check: Callable[[cm.Model, Machine, cm.Plan], Optional[str]]
 
@@ -142,8 +145,9 @@ def split_violation(fw: Framework, model: cm.Model, plan: cm.Plan) -> Optional[s
 
 
 def interleaving_violation(fw: Framework, model: cm.Model, plan: cm.Plan) -> Optional[str]:
-    """The first interleaving rule of `fw` that `plan` breaks, or None (always None for vpp 1)."""
-    if plan.vpp == 1:
+    """The first micro-batch rule of `fw`'s pipeline schedules that `plan` breaks, or None (always None
+    for pp 1)."""
+    if plan.pp == 1:
         return None
     return first_violation(fw.interleaving_rules, model, plan)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Optional
 
 from costmodel import types as cm
-from planner.frameworks.base import Choice, Framework, Knobs
+from planner.frameworks.base import Choice, Framework, Knobs, Machine, MachineRule
 
 COMM_DTYPES = ("fp32", "fp16", "bf16")
 OFFLOAD_DEVICES = ("none", "cpu", "nvme")
@@ -68,6 +68,20 @@ def pipelined_bf16_optimizer(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     return None
 
 
+def exposed_gradient_reduction(model: cm.Model, machine: Machine, plan: cm.Plan) -> Optional[str]:
+    """runtime/engine.py (0.19.8): a pipeline model turns overlap_comm off ("Pipeline parallelism does
+    not support overlapped communication") and its schedule reduces gradients after the last step
+    (runtime/pipe/schedule.py ReduceGrads); without ZeRO, allreduce_gradients all-reduces the buffered
+    gradients after the backward (buffered_allreduce_fallback). A plan priced with the DP sync hidden
+    behind the backward (overlap_dp_comm, the search's setting) does not run so there: its time would be
+    optimistic. Reads dp, so it is checked per split (a base.MachineRule on the ZeRO stage)."""
+    if plan.overlap_dp_comm and plan.dp > 1 and (plan.pp > 1 or plan.zero_stage == 0):
+        where = "a pipeline" if plan.pp > 1 else "ZeRO 0"
+        return (f"DeepSpeed reduces gradients after the backward with {where} (runtime/engine.py), not overlapped "
+                "with it: plan with --no-overlap")
+    return None
+
+
 def no_activation_offload(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     """ds_config offloads activation checkpoints only (activation_checkpointing.cpu_checkpointing, with
     full recompute), not the layers' activations that Megatron's --cpu-offloading-num-layers moves."""
@@ -103,7 +117,9 @@ def knobs(tp_split: bool, pp_split: bool) -> Knobs:
 def offload_violations(zero_stage: int, offload_optimizer: str, offload_param: str,
                        nvme_path: Optional[str]) -> list[str]:
     """ZeRO-Offload settings (runtime/zero/offload_config.py, runtime/zero/config.py): offload_param
-    "Valid only with stage 3", offload_optimizer "Valid for ZeRO stage 1, 2, 3", nvme needs a path."""
+    "Valid only with stage 3", offload_optimizer "Valid for ZeRO stage 1, 2, 3", nvme needs a path.
+    ZeRO 1 and 2 (runtime/zero/stage_1_and_2.py) take any offload device as CPU offload: NVMe swapping
+    of optimizer states exists in stage3.py only, so nvme there would silently use host memory."""
     out = []
     for name, device in (("offload_optimizer", offload_optimizer), ("offload_param", offload_param)):
         if device not in OFFLOAD_DEVICES:
@@ -112,6 +128,9 @@ def offload_violations(zero_stage: int, offload_optimizer: str, offload_param: s
         out.append(f"offload_param needs ZeRO stage 3 (plan has {zero_stage})")
     if offload_optimizer != "none" and zero_stage == 0:
         out.append("offload_optimizer needs ZeRO stage 1, 2 or 3 (plan has 0)")
+    if offload_optimizer == "nvme" and zero_stage in (1, 2):
+        out.append(f"offload_optimizer nvme needs ZeRO stage 3: stage {zero_stage} offloads to CPU memory whatever "
+                   "the device (runtime/zero/stage_1_and_2.py)")
     if "nvme" in (offload_optimizer, offload_param) and not nvme_path:
         out.append("offload to nvme needs --nvme-path")
     return out
@@ -122,4 +141,5 @@ FRAMEWORK = Framework(
     layout_rules=(no_interleaving, no_context_parallel, no_experts),
     knobs=knobs,
     plan_rules=(zero3_reduce_scatter, pipelined_bf16_optimizer, no_activation_offload),
+    machine_rules=(MachineRule(("zero_stage",), exposed_gradient_reduction),),
 )

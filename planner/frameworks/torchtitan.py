@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from costmodel import types as cm
-from planner.frameworks.base import Choice, Framework, Knobs, only_with_tp
+from planner.frameworks.base import Choice, Framework, Knobs, Machine, MachineRule, only_with_tp
 
 
 def float8_recipe(model: cm.Model, plan: cm.Plan) -> Optional[str]:
@@ -30,19 +30,29 @@ def float8_recipe(model: cm.Model, plan: cm.Plan) -> Optional[str]:
 
 
 def interleaving(model: cm.Model, plan: cm.Plan) -> Optional[str]:
-    """torch.distributed.pipelining schedules.py, ScheduleInterleaved1F1B: micro-batches run in
-    rounds = max(1, m // pp), and m must be a multiple of the number of rounds."""
+    """torch.distributed.pipelining schedules.py (torch 2.13): ScheduleInterleaved1F1B runs
+    micro-batches in rounds = max(1, m // pp), and m must be a multiple of the number of rounds;
+    Schedule1F1B (vpp 1, the schedule the emitter writes) raises when m < pp ("Number of microbatches
+    must be greater than or equal to the number of stages"; torchtitan only warns before it)."""
     m = plan.num_microbatches
     if plan.vpp > 1 and m % max(1, m // plan.pp):
         return f"torchtitan interleaved 1F1B: {m} micro-batches not a multiple of {m // plan.pp} rounds"
+    if plan.vpp == 1 and plan.pp > 1 and m < plan.pp:
+        return (f"torchtitan 1F1B needs at least as many micro-batches as its {plan.pp} pipeline stages "
+                f"(got {m}; torch Schedule1F1B)")
     return None
 
 
 def sequence_split(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     """llama3/infra/parallelize.py (LC §3.2): seq_len % (tp * 2 * cp) == 0. (0.3.0's trainer.py asks
-    seq_len % (tp with sequence parallelism x 2cp with cp > 1); this older rule is the stricter.)"""
+    seq_len % (tp with sequence parallelism x 2cp with cp > 1); this older rule is the stricter.) Under
+    context parallelism the FlexAttention block mask (torch 2.13 _create_cp_block_mask) also needs
+    seq_len divisible by cp x its 128-token block."""
     if model.seq_length % (2 * plan.tp * plan.cp):
         return f"torchtitan: seq_len {model.seq_length} not divisible by 2*tp*cp = {2 * plan.tp * plan.cp}"
+    if plan.cp > 1 and model.seq_length % (128 * plan.cp):
+        return (f"torchtitan's context parallelism (FlexAttention) needs seq_len {model.seq_length} divisible by "
+                f"cp x 128 = {128 * plan.cp} (torch _context_parallel/_attention.py _create_cp_block_mask)")
     return None
 
 
@@ -66,6 +76,14 @@ def context_parallel_fsdp(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     if plan.cp > 1 and not fsdp(plan):
         return ("torchtitan shards weights over dp_shard x cp with FSDP2 whenever cp > 1: the plan needs ZeRO-3 "
                 "(ZeRO-1 with pipeline parallelism)")
+    return None
+
+
+def tied_pipeline(model: cm.Model, plan: cm.Plan) -> Optional[str]:
+    """models/common/decoder.py update_from_config: weight tying is not supported with pipeline
+    parallelism (the embedding and the output layer would sit on different stages)."""
+    if model.tie_embeddings and plan.pp > 1:
+        return "torchtitan: weight tying is not supported with pipeline parallelism (models/common/decoder.py)"
     return None
 
 
@@ -116,6 +134,17 @@ def async_tp(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     a torch.compile pass; planner's plans compile only when elementwise work is fused (emit/torchtitan.py)."""
     if plan.tp_comm_overlap and not plan.fused_elementwise:
         return "torchtitan's AsyncTP (tp_comm_overlap) is a torch.compile pass: it needs compiled (fused) elementwise"
+    return None
+
+
+def async_tp_domain(model: cm.Model, machine: Machine, plan: cm.Plan) -> Optional[str]:
+    """AsyncTP's fused all-gather / reduce-scatter matmuls read and write the TP peers' buffers through
+    torch's symmetric memory (torch/distributed/_symmetric_memory), which maps peer GPU memory over
+    NVLink; torchtitan runs it on NVLink-connected H100s only (tests/integration_tests.py, "needs
+    NVLink"). The TP ranks must therefore share one NVLink domain of more than one GPU."""
+    if plan.tp_comm_overlap and plan.tp > 1 and machine.nvlink_domain_size < max(plan.tp, 2):
+        return (f"torchtitan's AsyncTP needs its {plan.tp} TP ranks inside one NVLink domain "
+                f"({machine.nvlink_domain_size} GPUs; symmetric memory maps peer GPUs over NVLink)")
     return None
 
 
@@ -272,13 +301,11 @@ def match_flavour(model: cm.Model) -> tuple[Optional[Flavour], str]:
 
 def launch_violations(model: cm.Model, plan: cm.Plan) -> list[str]:
     """Rules on the model torchtitan 0.3.0 builds, beyond the search's rules: a flavour of its own,
-    models/common/decoder.py update_from_config (no weight tying with pipeline parallelism;
-    seq_len at most the RoPE max_seq_len), components/loss.py ChunkedLossWrapper (seq_len a
-    multiple of num_chunks; the loss of a plan with fused cross-entropy)."""
+    models/common/decoder.py update_from_config (seq_len at most the RoPE max_seq_len),
+    components/loss.py ChunkedLossWrapper (seq_len a multiple of num_chunks; the loss of a plan with
+    fused cross-entropy)."""
     flavour, why = match_flavour(model)
     out = [why] if flavour is None else []
-    if model.tie_embeddings and plan.pp > 1:
-        out.append("weight tying is not supported with pipeline parallelism (models/common/decoder.py)")
     if model.seq_length > ROPE_MAX_SEQ_LEN:
         out.append(f"seq_len {model.seq_length} exceeds the llama3 RoPE max_seq_len {ROPE_MAX_SEQ_LEN}")
     if plan.fused_cross_entropy and model.seq_length % LOSS_CHUNKS:
@@ -296,9 +323,10 @@ def cuda_graphs_off(plan: cm.Plan) -> bool:
 FRAMEWORK = Framework(
     name="torchtitan", title="torchtitan",
     source="torchtitan 0.3.0 (PyPI; pytorch/torchtitan release/0.3 @ 4f9e9a47, 2026-08-21)",
-    layout_rules=(sequence_split, no_experts),
+    layout_rules=(sequence_split, no_experts, tied_pipeline),
     interleaving_rules=(interleaving,),
     knobs=knobs,
     plan_rules=(fsdp_reduce_scatter, fsdp_gather_unit, fsdp_overlap, fused_attention, float8_recipe,
                 context_parallel_fsdp, async_tp, megatron_only_settings),
+    machine_rules=(MachineRule(("tp_comm_overlap",), async_tp_domain),),
 )

@@ -273,8 +273,8 @@ def vpp_frameworks(spec: SearchSpec, tp: int, pp: int, cp: int, ep: int, etp: in
 def candidate_layouts(spec: SearchSpec, tp: int, pp: int, cp: int = 1, ep: int = 1, etp: int = 1
                       ) -> Iterator[tuple[Layout, tuple[str, ...]]]:
     """Every (vpp, micro-batch) layout of a legal (tp, cp, pp, ep, etp) split with the frameworks
-    (among those selected) that run it: its split passes their layout rules and, interleaved, its
-    micro-batch count their interleaving rules."""
+    (among those selected) that run it: its split passes their layout rules and, pipelined, its
+    micro-batch count their pipeline schedules' rules (interleaving_rules)."""
     dp = spec.cluster.num_gpus // (tp * cp * pp)
     for vpp, fws in vpp_frameworks(spec, tp, pp, cp, ep, etp).items():
         if not fws:
@@ -283,7 +283,7 @@ def candidate_layouts(spec: SearchSpec, tp: int, pp: int, cp: int = 1, ep: int =
             lay = Layout(tp, pp, dp, vpp, mbs, cp, ep, etp)
             if not _fixed_ok(spec, lay):
                 continue
-            if vpp == 1:
+            if pp == 1:
                 yield lay, fws
             else:
                 plan = plan_for(spec, lay)
@@ -441,6 +441,20 @@ def build_space(spec: SearchSpec) -> Space:
     return Space(spec, knobs, rejected)
 
 
+def knob_refusal(spec: SearchSpec, fw: base.Framework, probe: cm.Plan) -> str | None:
+    """A refusal `fw` gives the split `probe` under every ZeRO stage it offers and every precision the
+    user asked for (no recompute, sequence parallel where it splits), on the cluster: the reason no knob
+    combination gets past, when one reason is shared by all of them (else None: the knobs fail apart)."""
+    ks, machine = fw.knobs(probe.tp > 1, probe.pp > 1), base.Machine.of(spec.cluster)
+    shared: list[str] | None = None  # in the order the rules give them (knob values first)
+    for zero, precision in product(ks.zero_stage.values, spec.precisions):
+        knobs = Knobs(zero, "none", probe.tp > 1 and True in ks.sequence_parallel.values, precision, "")
+        plan = plan_over(probe, knob_plan_fields(knobs))
+        found = base.violations(fw, spec.model, plan, machine) + cluster_violations(spec.cluster, plan)
+        shared = found if shared is None else [msg for msg in shared if msg in found]
+    return shared[0] if shared else None
+
+
 def unrun_split_reason(spec: SearchSpec, tp: int, pp: int, cp: int, ep: int, etp: int) -> str:
     """Why no selected framework runs a split that breaks no cost-model rule: each framework's own
     layout rule where every one of them refuses the split outright (at vpp 1), else the knobs."""
@@ -448,6 +462,9 @@ def unrun_split_reason(spec: SearchSpec, tp: int, pp: int, cp: int, ep: int, etp
     rules = {name: base.split_violation(REGISTRY[name], spec.model, probe) for name in spec.frameworks}
     if all(rules.values()):
         return "; ".join(f"{REGISTRY[name].title}: {msg}" for name, msg in rules.items())
+    common = {name: knob_refusal(spec, REGISTRY[name], probe) for name in spec.frameworks}
+    if all(common.values()):
+        return "; ".join(f"{REGISTRY[name].title}: {msg}" for name, msg in common.items())
     split = f"tp {tp}" + (f" x cp {cp}" if cp > 1 else "") + f" x pp {pp}"
     split += f" with ep {ep}" + (f", etp {etp}" if etp > 1 else "") if ep * etp > 1 else ""
     return f"no selected framework ({', '.join(spec.frameworks)}) runs {split} with the allowed knobs"
