@@ -7,6 +7,7 @@ planner/frameworks, which `refuse_unless_runs` applies.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from costmodel import types as cm
 from costmodel.lowp import LOW_PRECISIONS
@@ -67,7 +68,7 @@ class Job:
     def cm_model(self) -> cm.Model:
         return self.model.to_model()
 
-    @property
+    @cached_property
     def machine(self) -> Machine:
         """What the frameworks' machine rules read: the GPU's generation from the catalog (None for a GPU
         it does not name), this job's node and NVLink domain sizes, and RDMA from the catalog cluster the

@@ -99,6 +99,10 @@ class Machine:
     def of(cls, cluster: cm.Cluster) -> "Machine":
         return cls(cluster.gpu.generation, cluster.gpus_per_node, cluster.nvlink_domain_size, cluster.rdma)
 
+    def nvlink_holds(self, ranks: int) -> bool:
+        """Whether a group of `ranks` consecutive ranks fits in one NVLink domain."""
+        return ranks <= self.nvlink_domain_size
+
 
 @dataclass(frozen=True)
 class MachineRule:

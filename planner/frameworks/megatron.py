@@ -331,7 +331,7 @@ def flex_dispatch_machine(model: cm.Model, machine: Machine, plan: cm.Plan) -> O
     if flex_backend(machine) == "deepep" and group not in DEEPEP_GROUP_SIZES:
         return (f"DeepEP has no dispatch configuration for an expert group of {group} ranks (expert TP x EP; sizes "
                 f"{', '.join(map(str, sorted(DEEPEP_GROUP_SIZES)))}; deep_ep/buffers/legacy.py)")
-    if machine.rdma is False and group > machine.nvlink_domain_size:
+    if machine.rdma is False and not machine.nvlink_holds(group):
         return "the flex dispatcher (DeepEP) needs an RDMA network between NVLink domains (DeepEP README)"
     return None
 
@@ -341,7 +341,7 @@ def userbuffers_domain(model: cm.Model, machine: Machine, plan: cm.Plan) -> Opti
     node (file descriptors over Unix sockets, userbuffers-host.cpp) or of one multi-node NVLink domain
     (MNNVL, TransformerEngine PR 1470, v2.2): "Tensor-parallel GPUs must be on a single node"
     (examples/pytorch/comm_gemm_overlap/README.md) outside such a domain."""
-    if plan.tp_comm_overlap and plan.tp > max(machine.nvlink_domain_size, 1):
+    if plan.tp_comm_overlap and not machine.nvlink_holds(plan.tp):
         return (f"Transformer Engine's TP overlap (userbuffers) needs the {plan.tp} TP ranks inside one NVLink domain "
                 f"({machine.nvlink_domain_size} GPUs)")
     return None

@@ -142,7 +142,7 @@ def async_tp_domain(model: cm.Model, machine: Machine, plan: cm.Plan) -> Optiona
     torch's symmetric memory (torch/distributed/_symmetric_memory), which maps peer GPU memory over
     NVLink; torchtitan runs it on NVLink-connected H100s only (tests/integration_tests.py, "needs
     NVLink"). The TP ranks must therefore share one NVLink domain of more than one GPU."""
-    if plan.tp_comm_overlap and plan.tp > 1 and machine.nvlink_domain_size < max(plan.tp, 2):
+    if plan.tp_comm_overlap and plan.tp > 1 and not machine.nvlink_holds(plan.tp):
         return (f"torchtitan's AsyncTP needs its {plan.tp} TP ranks inside one NVLink domain "
                 f"({machine.nvlink_domain_size} GPUs; symmetric memory maps peer GPUs over NVLink)")
     return None

@@ -65,10 +65,11 @@ def lower_bound(tables: LayoutTables, knobs: tuple[Knobs, ...], tight: bool = Fa
         def best(values: set, fast, own):
             return fast if fast in values else own
 
-        keys = {(best(offered, none, k.recompute), best(sps, tp_split, k.sp), k.precision, k.casts,
-                 best(overlaps, both, (k.tpo, k.epo))[0], k.cpc, best(overlaps, both, (k.tpo, k.epo))[1], k.attn,
-                 k.epd, best(mcgs, moe, k.mcg))
-                for k in knobs}
+        keys = set()
+        for k in knobs:
+            tpo, epo = best(overlaps, both, (k.tpo, k.epo))
+            keys.add((best(offered, none, k.recompute), best(sps, tp_split, k.sp), k.precision, k.casts, tpo, k.cpc,
+                      epo, k.attn, k.epd, best(mcgs, moe, k.mcg)))
     else:
         keys = {(none, tp_split, k.precision, k.casts, tp_split, k.cpc, moe, "cudnn", k.epd, moe) for k in knobs}
     flush = min(tables.flush(*key[:7], attn=key[7], epd=key[8], mcg=key[9]) for key in fastest_exchanges(tables, keys))
