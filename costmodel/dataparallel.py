@@ -119,13 +119,16 @@ def dp_sync_seconds(
     ZeRO-3 gathers the weights of the stage's `layers` one unit at a time, each collective paying
     a ring latency: a layer (FSDP2's per-block fully_shard) or a weight tensor
     (`zero3_gather_unit` "tensor", DeepSpeed ZeRO-3 of 2021, whose list all_gather also copies the
-    gathered weights through HBM at `hbm_bytes_per_second` when given).
+    gathered weights through HBM at `hbm_bytes_per_second` when given). ZeRO 0 with grad_sync
+    "microbatch" all-reduces after every micro-batch, as ZeRO-2 reduce-scatters.
     """
     if plan.dp <= 1:
         return 0.0
     param_bytes = params * param_gather_bytes_per_param(plan.precision, plan.lowp_param_gather)
     rs, ag = _dp_collectives(plan.dp, ranks_per_domain, fast, slow)
     reduce = grad_reduce_seconds(params, plan, layers, rs, ag)
+    if plan.zero_stage == 0 and plan.grad_sync == "microbatch":
+        return num_microbatches * reduce
     if plan.zero_stage <= 1:
         return reduce + (ag(param_bytes) if plan.zero_stage == 1 else 0.0)
     if plan.zero_stage == 2:

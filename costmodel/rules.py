@@ -99,6 +99,9 @@ def _pipeline_rules(model: Model, plan: Plan) -> list[str]:
     elif plan.grad_sync == "chunk_end" and plan.zero_stage != 1:
         out.append("grad_sync chunk_end (FSDP2 under a pipeline: unsharded gradients over a sharded optimizer) "
                    f"is ZeRO-1 (got ZeRO {plan.zero_stage})")
+    elif plan.grad_sync == "microbatch" and plan.zero_stage != 0:
+        out.append("grad_sync microbatch (an all-reduce after every micro-batch) is ZeRO 0; ZeRO 2/3 reduce every "
+                   f"micro-batch already (got ZeRO {plan.zero_stage})")
     if plan.pipeline_buffers not in PIPELINE_BUFFERS:
         out.append(f"pipeline_buffers must be one of {', '.join(PIPELINE_BUFFERS)} (got {plan.pipeline_buffers})")
     if plan.vpp > 1 and plan.pp == 1:

@@ -28,7 +28,7 @@ CP_COMMS = ("p2p", "all_gather", "a2a", "a2a+p2p")
 # FlashAttention-2-class kernel (the flash-attn 2 package, SDPA's flash backend).
 ATTENTION_KERNELS = ("cudnn", "flash2")
 PIPELINE_BUFFERS = ("freed", "per_microbatch")  # Plan.pipeline_buffers (memory.pipeline_buffer_units)
-GRAD_SYNCS = ("buckets", "chunk_end")  # Plan.grad_sync (step.dp_tail_seconds, step.memory_breakdown)
+GRAD_SYNCS = ("buckets", "chunk_end", "microbatch")  # Plan.grad_sync (dataparallel.dp_sync_seconds, step.py)
 WINDOW_KINDS = ("sliding", "chunked")
 QK_NORMS = ("none", "learned", "l2")  # Model.qk_norm
 GATED_MLPS = ("swiglu", "geglu", "quick_geglu")
@@ -316,7 +316,10 @@ class Plan:
     # FSDP2 without a pipeline); "chunk_end" once per pipeline chunk after its last backward, into new
     # shard storage: FSDP2 under torch.distributed.pipelining, which accumulates unsharded gradients
     # and reduce-scatters them in post_backward (pipelining/stage.py backward_maybe_with_nosync and
-    # _post_backward; fsdp/_fully_shard/_fsdp_collectives.py foreach_reduce). ZeRO-1 only.
+    # _post_backward; fsdp/_fully_shard/_fsdp_collectives.py foreach_reduce). ZeRO-1 only. "microbatch":
+    # without ZeRO, an all-reduce after every micro-batch's backward into reduced gradients (DDP, or
+    # FSDP2's replicate axis, never told to skip the sync: torchtitan's trainer calls no no_sync nor
+    # set_requires_gradient_sync). ZeRO 0 only: ZeRO-2/3 reduce every micro-batch whatever this says.
     grad_sync: str = "buckets"
     # K and V repeated to the query heads before attention (a grouped-query model run through an
     # attention kernel without GQA: torchtitan's llama until it passed enable_gqa, repeat_kv), so the

@@ -1,12 +1,13 @@
 """Smaller cost-model facts, each checked against hand arithmetic or a published configuration."""
 from dataclasses import replace
+from types import SimpleNamespace
 
 import pytest
 from conftest import gpt, selene
 
 from costmodel.comm import Link, hierarchical_allreduce_seconds, ring_allreduce_seconds
 from costmodel.pipeline import bubble_overhead_ratio, default_chunk_layers, stage_layer_counts
-from costmodel.step import estimate
+from costmodel.step import dp_overlap_window_seconds, estimate
 from costmodel.topology import network_link
 from costmodel.types import Efficiency, Plan
 
@@ -111,6 +112,25 @@ def test_zero3_moves_one_and_a_half_times_zero1_per_microbatch():
     z1 = estimate(model, selene(16), replace(plan, zero_stage=1), NO_LATENCY).dp_comm_seconds
     z3 = estimate(model, selene(16), replace(plan, zero_stage=3), NO_LATENCY).dp_comm_seconds
     assert z3 / z1 == pytest.approx(1.5, rel=1e-9)
+
+
+def test_an_all_reduce_per_micro_batch_moves_m_times_the_gradients():
+    """torchtitan's data_parallel_replicate (DDP / FSDP2 replicate, no no_sync in its trainer) all-reduces
+    after each of the m = 16 / (dp 4 x mbs 1) = 4 micro-batches: 4 x the volume of one all-reduce per step,
+    the same all-reduce each time (DP ring of 4 over NVLink); the sync after every micro-batch can hide
+    behind every micro-batch (as ZeRO-2's), not only the last backward."""
+    from costmodel.rules import plan_violations
+
+    model = gpt(8, 2048, 16)
+    plan = Plan(dp=4, micro_batch_size=1, global_batch_size=16, overlap_dp_comm=False, grad_dtype="bf16")
+    once = estimate(model, selene(4), plan, NO_LATENCY).dp_comm_seconds
+    every = estimate(model, selene(4), replace(plan, grad_sync="microbatch"), NO_LATENCY).dp_comm_seconds
+    assert every == pytest.approx(4 * once, rel=1e-9)
+    assert any("grad_sync microbatch" in v for v in plan_violations(model, selene(4), replace(
+        plan, grad_sync="microbatch", zero_stage=1)))
+    one_mb = SimpleNamespace(microbatch_seconds=1.0)  # a micro-batch of 1 s: the windows in micro-batches
+    assert dp_overlap_window_seconds(plan, one_mb) == pytest.approx(2 / 3)  # the last backward only
+    assert dp_overlap_window_seconds(replace(plan, grad_sync="microbatch"), one_mb) == pytest.approx(4.0)
 
 
 def test_fp8_needs_fp8_tensor_cores():

@@ -217,7 +217,7 @@ def refused(model: ModelSpec, **plan) -> str:
     ({}, {"dp": 8, "zero_stage": 3, "recompute": "selective"}, "recompute selective"),
     ({}, {"dp": 8, "zero_stage": 3, "precision": "fp16"}, "precision fp16"),
     ({}, {"dp": 8, "zero_stage": 3, "grad_dtype": "int8"}, "gradient dtype int8"),
-    ({}, {"dp": 8, "zero_stage": 3, "overlap_dp_comm": False}, "overlap_dp_comm off is not a setting"),
+    ({}, {"dp": 8, "zero_stage": 3, "overlap_dp_comm": False}, "DP gradient sync overlapped off: torchtitan's FSDP2"),
     ({}, {"dp": 8, "zero_stage": 3, "flash_attention": False}, "flash_attention off is not a setting"),
     ({}, {"dp": 8, "zero_stage": 3, "zero3_gather_unit": "tensor"}, "zero3_gather_unit tensor"),
     ({}, {"dp": 8, "zero_stage": 3, "grad_reduce": "allreduce"}, "grad_reduce allreduce"),

@@ -218,15 +218,18 @@ def test_deepspeed_nvme_optimizer_offload_needs_zero3(tmp_path, capsys):
 def test_deepspeed_plans_with_exposed_gradient_reduction_are_priced_without_overlap(tmp_path, capsys):
     """DeepSpeed 0.19.8 turns overlap_comm off for a pipeline model and all-reduces after the backward
     without ZeRO (runtime/engine.py): suggest once ranked pp 2 / ZeRO-1 first on 32 L40S at 2.03 s with its
-    gradient sync hidden, 3.03 s exposed, behind a pp 1 plan at 2.18 s. With the overlap (the default) the
-    search now leaves those plans out; with --no-overlap it prices and returns them; emit refuses the
-    overlapped one."""
+    gradient sync hidden, 3.03 s exposed, behind a pp 1 plan at 2.18 s. The search now offers those plans
+    with the sync after the backward (the knob overlap_dp_comm, which the machine rule refuses on there), so
+    their whole sync shows and a pp 1 plan, whose sync hides, ranks first; emit refuses the overlapped one."""
     argv = ["megatron-1.7b", "aws-g6e-48xlarge", "--gpus", "32", "--gbs", "256", "--top", "5"]
-    for entry in _suggest_fw(capsys, "deepspeed", argv):
-        plan = entry["plan"]
-        assert plan["pp"] == 1 and plan["zero_stage"] > 0, plan
-    exposed = _suggest_fw(capsys, "deepspeed", [*argv, "--no-overlap"])
-    assert any(e["plan"]["pp"] > 1 or e["plan"]["zero_stage"] == 0 for e in exposed)
+    plans = _suggest_fw(capsys, "deepspeed", argv)
+    assert plans[0]["plan"]["pp"] == 1 and plans[0]["plan"]["overlap_dp_comm"] is True
+    exposed = [e for e in plans if e["plan"]["pp"] > 1 or e["plan"]["zero_stage"] == 0]
+    assert exposed, "the pipelines are searched without --no-overlap"
+    for entry in exposed:
+        parts = entry["time_breakdown_s"]
+        assert entry["plan"]["overlap_dp_comm"] is False and parts["dp_comm_exposed"] == parts["dp_comm"] > 0
+    assert all(e["plan"]["overlap_dp_comm"] is False for e in _suggest_fw(capsys, "deepspeed", [*argv, "--no-overlap"]))
     err = _emit_refusal(tmp_path, capsys, "deepspeed", ["megatron-1.7b", "aws-g6e-48xlarge", "--gpus", "32",
                                                          "--gbs", "256", "--pp", "2", "--zero", "1"])
     assert "DeepSpeed reduces gradients after the backward with a pipeline" in err

@@ -71,14 +71,18 @@ def test_space_counted_by_hand():
     (1,1,4): mbs 1; (1,2,2): 1,2; (1,4,1): 1,2,4; (2,1,2): 1,2; (2,2,1): 1,2,4 -> 11 layouts
     (tp 4 breaks heads % tp). Plans: pp = 1 layouts 3 x (4 ZeRO x 2 recompute) = 24,
     pp > 1 layouts 8 x (1 x 2) = 16 (bf16 with pp > 1 runs DeepSpeed's BF16_Optimizer, ZeRO-1:
-    ZeRO 0 is refused); 40 in all, searched without the DP overlap. With it (the default) DeepSpeed
-    refuses, where dp > 1, ZeRO 0 and pipelines (it reduces gradients after the backward there):
-    pp = 1 layouts 3 x (3 x 2) = 18, pp > 1 only at dp 1, 6 x 2 = 12; 30 plans in 9 layouts."""
+    ZeRO 0 is refused); 40 in all, searched without the DP overlap. With it (the default) the same 40:
+    where dp > 1 DeepSpeed runs ZeRO 0 and pipelines with the sync after the backward (the overlapped one
+    is refused there), which the search then offers instead; elsewhere the overlapped sync (the one after
+    the backward never costs less: space.undominated)."""
     space = build_space(SearchSpec(model(4), cluster(4), 4, ("deepspeed",), overlap_dp_comm=False))
     assert len(space.knobs) == 11
     assert space.size == 40
     space = build_space(SearchSpec(model(4), cluster(4), 4, ("deepspeed",)))
-    assert (len(space.knobs), space.size) == (9, 30)
+    assert (len(space.knobs), space.size) == (11, 40)
+    off = {(lay.pp, lay.dp, k.zero) for lay, ks in space.knobs.items() for k in ks if not k.dpo}
+    assert off == {(pp, dp, zero) for pp, dp, zero in off if dp > 1 and (pp > 1 or zero == 0)}
+    assert off >= {(1, 4, 0), (2, 2, 1), (1, 2, 0)}
     assert all(lay.vpp == 1 for lay in space.knobs)
 
 
@@ -100,6 +104,18 @@ def test_any_framework_is_the_union():
     # 8 layers on pp 2 x vpp 3 (1, 2, 2, 1, 1, 1: middle chunks unlike) are not searched; --fix vpp=3 reaches them
     assert not [lay for lay in build_space(SearchSpec(model(8), cluster(4), 8)).knobs if lay.vpp == 3]
     assert [lay for lay in build_space(SearchSpec(model(8), cluster(4), 8, fixed={"vpp": 3})).knobs]
+
+
+def test_torchtitan_reduces_where_its_runtime_does():
+    """torchtitan's gradient sync (Plan.grad_sync): without a pipeline its trainer keeps the sync on for
+    every micro-batch, so data_parallel_replicate (ZeRO 0) all-reduces each time ("microbatch") and FSDP2
+    (ZeRO 3) reduce-scatters each time; under a pipeline each stage reduce-scatters once after its last
+    backward ("chunk_end", ZeRO-1). Megatron-LM and DeepSpeed reduce in buckets once per step."""
+    space = build_space(SearchSpec(model(8), cluster(4), 8, ("torchtitan",)))
+    syncs = {(lay.pp > 1, k.zero, k.gsync) for lay, ks in space.knobs.items() for k in ks}
+    assert syncs == {(False, 0, "microbatch"), (False, 3, "buckets"), (True, 1, "chunk_end")}
+    other = build_space(SearchSpec(model(8), cluster(4), 8, ("megatron", "deepspeed")))
+    assert {k.gsync for ks in other.knobs.values() for k in ks} == {"buckets"}
 
 
 def test_fixes_restrict_the_space():

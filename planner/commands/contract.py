@@ -142,9 +142,10 @@ class Plan(Strict):
         "buffer per micro-batch for activations and gradients (torch.distributed.pipelining, torchtitan)")
     sp_gathered: bool = d("sequence parallel's QKV and MLP inputs saved for backward gathered, whole on every TP "
                           "rank (DTensor, torchtitan), not as the shard Megatron re-gathers in backward")
-    grad_sync: Literal["buckets", "chunk_end"] = d(
-        "gradients reduced in buckets as the last backward produces them (in place), or, under ZeRO-1, once per "
-        "pipeline chunk after its last backward into new shard storage (FSDP2 under torch.distributed.pipelining)")
+    grad_sync: Literal["buckets", "chunk_end", "microbatch"] = d(
+        "gradients reduced in buckets as the last backward produces them (in place); under ZeRO-1, once per "
+        "pipeline chunk after its last backward into new shard storage (chunk_end: FSDP2 under "
+        "torch.distributed.pipelining); under ZeRO 0, all-reduced after every micro-batch (microbatch)")
     repeat_kv: bool = d("K/V repeated to the query heads before attention (attention without grouped-query "
                         "support): saved and exchanged at the query heads' width")
     attention_kernel: Literal["cudnn", "flash2"] = d(

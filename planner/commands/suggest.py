@@ -22,7 +22,7 @@ LAYOUT_FIX_KEYS = {"tp": "tp", "pp": "pp", "dp": "dp", "vpp": "vpp", "mbs": "mbs
 FIX_HELP = ("pin a choice (repeatable): tp, pp, dp, vpp, mbs, cp, ep, etp, or a knob by its plan field: zero_stage, "
             "recompute, sequence_parallel, precision, grad_dtype, weight_casts, zero3_reshard, tp_comm_overlap, "
             "cp_comm, ep_overlap, pipeline_buffers, attention_kernel, grad_sync, sp_gathered, ep_dispatch, "
-            "moe_cuda_graphs (short names: zero, sp, grad, ...)")
+            "moe_cuda_graphs, overlap_dp_comm (short names: zero, sp, grad, ...)")
 
 
 def fix_keys() -> dict[str, str]:
@@ -229,7 +229,9 @@ def register(sub) -> None:
     p.add_argument("--grad-dtype", help="comma-separated gradient dtypes to consider, e.g. fp32,bf16 "
                                         "(default: the precision's own)")
     p.add_argument("--no-flash-attention", action="store_true", help="unfused attention (pre-FlashAttention stacks)")
-    p.add_argument("--no-overlap", action="store_true", help="DP/ZeRO sync does not overlap backward compute")
+    p.add_argument("--no-overlap", action="store_true",
+                   help="DP/ZeRO sync does not overlap backward compute, in every plan (the same as --fix "
+                        "overlap_dp_comm=false; without it each framework's plans overlap where it can)")
     p.add_argument("--no-pp-overlap", action="store_true", help="pipeline p2p does not overlap compute")
     add_what_if(p, "search")
     add_what_if_grid(p, "rank stability: search again for each value (e.g. network=0.5,0.6,0.7,0.8,0.9,1.0) and "

@@ -59,6 +59,10 @@ class Knobs:
     ep_dispatch: Choice = Choice(("alltoall",), "all-to-all token dispatch only")
     # MoE router/dispatch in CUDA graphs (Plan.moe_cuda_graphs).
     moe_cuda_graphs: Choice = Choice((False,), "no CUDA graphs for the MoE layers")
+    # The DP/ZeRO gradient sync run beside the backward (Plan.overlap_dp_comm) or after it. Where both
+    # run, the search offers the overlap unless the user turns it off (--no-overlap) and keeps the
+    # plain sync only when the overlapped one is refused (a rule) or off.
+    overlap_dp_comm: Choice = Choice((True, False), "the gradient sync may overlap the backward or follow it")
     # Adam states (Plan.optimizer_states).
     optimizer_states: Choice = Choice(("fp32",), "fp32 optimizer states only")
     # Expert-parallel all-to-alls overlapped with another micro-batch's compute (Plan.ep_overlap).
@@ -74,7 +78,7 @@ class Knobs:
     # (Megatron's linears re-gather it in backward). A property of the implementation: not checked.
     sp_gathered: Choice = Choice((False,), "sequence-parallel inputs are saved as the shard and re-gathered in "
                                            "backward (tensor_parallel/layers.py)")
-    # When the gradients are reduced (Plan.grad_sync), when pp > 1: in buckets during the last backward,
+    # When the gradients are reduced (Plan.grad_sync) under ZeRO 0 and 1: in buckets during the last backward,
     # in place. Like pipeline_buffers a property of the runtime, not a launch setting: not checked.
     grad_sync: Choice = Choice(("buckets",), "gradients are reduced in buckets during the last backward")
     # The fused attention kernel the framework's stack runs (Plan.attention_kernel). Like
@@ -108,7 +112,7 @@ class Machine:
 class MachineRule:
     """A rule checked once per split: it reads the machine, or a split's own degrees beside a knob.
     `check(model, machine, plan)` must read of the plan only the split's degrees (tp, cp, pp, dp, ep,
-    etp), the search's fixed settings (overlap_dp_comm, overlap_pp_comm, flash_attention) and the
+    etp), the search's fixed settings (overlap_pp_comm, flash_attention) and the
     fields named in `knobs` (search knobs, Knobs attribute names), so that one check per split and
     value of those knobs decides it."""
     knobs: tuple[str, ...]
@@ -177,6 +181,7 @@ def knob_violations(fw: Framework, plan: cm.Plan) -> list[str]:
         checks.append(("token dispatch", plan.ep_dispatch, ks.ep_dispatch))
     if plan.moe_cuda_graphs:
         checks.append(("MoE CUDA graphs", plan.moe_cuda_graphs, ks.moe_cuda_graphs))
+    checks.append(("DP gradient sync overlapped", plan.overlap_dp_comm, ks.overlap_dp_comm))
     if plan.optimizer_states != "fp32":
         checks.append(("optimizer states", plan.optimizer_states, ks.optimizer_states))
     return [f"{label} {_word(value)}: {choice.why}" for label, value, choice in checks if value not in choice.values]

@@ -73,12 +73,13 @@ def exposed_gradient_reduction(model: cm.Model, machine: Machine, plan: cm.Plan)
     not support overlapped communication") and its schedule reduces gradients after the last step
     (runtime/pipe/schedule.py ReduceGrads); without ZeRO, allreduce_gradients all-reduces the buffered
     gradients after the backward (buffered_allreduce_fallback). A plan priced with the DP sync hidden
-    behind the backward (overlap_dp_comm, the search's setting) does not run so there: its time would be
-    optimistic. Reads dp, so it is checked per split (a base.MachineRule on the ZeRO stage)."""
+    behind the backward (overlap_dp_comm) does not run so there: its time would be optimistic; the search
+    prices such plans with the sync after the backward. Reads dp, so it is checked per split (a
+    base.MachineRule on the ZeRO stage and the overlap)."""
     if plan.overlap_dp_comm and plan.dp > 1 and (plan.pp > 1 or plan.zero_stage == 0):
         where = "a pipeline" if plan.pp > 1 else "ZeRO 0"
         return (f"DeepSpeed reduces gradients after the backward with {where} (runtime/engine.py), not overlapped "
-                "with it: plan with --no-overlap")
+                "with it: re-plan with --no-overlap")
     return None
 
 
@@ -141,5 +142,5 @@ FRAMEWORK = Framework(
     layout_rules=(no_interleaving, no_context_parallel, no_experts),
     knobs=knobs,
     plan_rules=(zero3_reduce_scatter, pipelined_bf16_optimizer, no_activation_offload),
-    machine_rules=(MachineRule(("zero_stage",), exposed_gradient_reduction),),
+    machine_rules=(MachineRule(("zero_stage", "overlap_dp_comm"), exposed_gradient_reduction),),
 )

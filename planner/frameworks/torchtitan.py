@@ -121,14 +121,6 @@ def fsdp_gather_unit(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     return None
 
 
-def fsdp_overlap(model: cm.Model, plan: cm.Plan) -> Optional[str]:
-    """distributed/fsdp.py: FSDP2 prefetches the next block's all-gather and reduce-scatters on its
-    own stream during backward; no torchtitan setting turns that overlap off."""
-    if not plan.overlap_dp_comm:
-        return "torchtitan's FSDP2 always overlaps gradient sync with backward; overlap_dp_comm off is not a setting"
-    return None
-
-
 def async_tp(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     """config/configs.py (release/0.3 @ 4f9e9a47): AsyncTP is CompileConfig.enable_async_tensor_parallel,
     a torch.compile pass; planner's plans compile only when elementwise work is fused (emit/torchtitan.py)."""
@@ -191,6 +183,9 @@ def knobs(tp_split: bool, pp_split: bool) -> Knobs:
         precision=Choice(("fp32", "bf16", "fp8"), "training.mixed_precision_param is float32 or bfloat16; FP8 "
                                                   "linears come from torchao (float8); no fp16 mode"),
         grad_dtype=grad_dtypes,
+        overlap_dp_comm=Choice((True,), "torchtitan's FSDP2 prefetches the next block's all-gather and reduce-scatters "
+                                        "on its own stream during backward, and no setting turns that off "
+                                        "(distributed/fsdp.py)"),
         tp_comm_overlap=Choice((False, True) if tp_split else (False,),
                                "torchtitan overlaps TP communication with AsyncTP (compile.enable_async_tensor_"
                                "parallel, with torch.compile and sequence parallel)"),
@@ -203,7 +198,10 @@ def knobs(tp_split: bool, pp_split: bool) -> Knobs:
                                     "column-parallel linears is an autograd op whose output they save"),
         grad_sync=Choice(("chunk_end",), "FSDP2 under torch.distributed.pipelining reduce-scatters each stage's "
                                          "gradients once, after its last backward (pipelining/stage.py "
-                                         "_post_backward), into new shard storage"),
+                                         "_post_backward), into new shard storage") if pp_split else
+        Choice(("microbatch",), "without a pipeline the trainer runs each micro-batch's backward with the "
+                                "gradient sync on (trainer.py calls no set_requires_gradient_sync), so "
+                                "data_parallel_replicate all-reduces after every micro-batch"),
         pipeline_buffers=Choice(("per_microbatch",), "torch.distributed.pipelining allocates an activation and a "
                                                      "gradient receive buffer per micro-batch and keeps them "
                                                      "(pipelining/stage.py _prepare_forward_infra)"),
@@ -326,7 +324,7 @@ FRAMEWORK = Framework(
     layout_rules=(sequence_split, no_experts, tied_pipeline),
     interleaving_rules=(interleaving,),
     knobs=knobs,
-    plan_rules=(fsdp_reduce_scatter, fsdp_gather_unit, fsdp_overlap, fused_attention, float8_recipe,
+    plan_rules=(fsdp_reduce_scatter, fsdp_gather_unit, fused_attention, float8_recipe,
                 context_parallel_fsdp, async_tp, megatron_only_settings),
     machine_rules=(MachineRule(("tp_comm_overlap",), async_tp_domain),),
 )

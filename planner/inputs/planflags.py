@@ -71,10 +71,11 @@ def add_plan_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--pipeline-buffers", default="freed", choices=["freed", "per_microbatch"],
                    help="stage outputs freed once sent (Megatron-core, default) or a receive buffer per micro-batch "
                         "for activations and gradients (torch.distributed.pipelining: torchtitan)")
-    g.add_argument("--grad-sync", default="buckets", choices=["buckets", "chunk_end"],
-                   help="gradients reduced in buckets during the last backward (default) or, under ZeRO-1, once per "
-                        "pipeline chunk after its last backward into new shard storage (FSDP2 under "
-                        "torch.distributed.pipelining: torchtitan)")
+    g.add_argument("--grad-sync", default="buckets", choices=["buckets", "chunk_end", "microbatch"],
+                   help="gradients reduced in buckets during the last backward (default); under ZeRO-1, once per "
+                        "pipeline chunk after its last backward into new shard storage (chunk_end: FSDP2 under "
+                        "torch.distributed.pipelining, torchtitan); under ZeRO 0, all-reduced after every "
+                        "micro-batch (microbatch: torchtitan's data_parallel_replicate)")
     g.add_argument("--attention-kernel", default="cudnn", choices=["cudnn", "flash2"],
                    help="fused attention kernel: cuDNN's (Transformer Engine on Hopper and later, PyTorch SDPA from "
                         "2.9 with cuDNN > 9.15; default) or a FlashAttention-2-class one (flash-attn 2, older SDPA); "

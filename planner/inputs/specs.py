@@ -329,7 +329,7 @@ class PlanSpec(Spec):
     # stage-boundary buffers the pipeline runtime keeps (costmodel memory.pipeline_buffer_units)
     pipeline_buffers: Literal["freed", "per_microbatch"] = "freed"
     # when gradients are reduced: in buckets during backward, or per pipeline chunk after it (costmodel Plan.grad_sync)
-    grad_sync: Literal["buckets", "chunk_end"] = "buckets"
+    grad_sync: Literal["buckets", "chunk_end", "microbatch"] = "buckets"
     repeat_kv: Flag = False  # K/V repeated to the query heads before attention (costmodel Plan.repeat_kv)
     sp_gathered: Flag = False  # sequence parallel's QKV/MLP inputs saved gathered (costmodel Plan.sp_gathered)
     ep: count(L.MAX_DEGREE) = 1

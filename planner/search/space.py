@@ -69,6 +69,7 @@ class Knobs:
     spg: bool = False  # sequence parallel's inputs saved gathered (Plan.sp_gathered; only with SP)
     epd: str = "alltoall"  # MoE token dispatch (Plan.ep_dispatch: all-to-all, or DeepEP / HybridEP; MoE only)
     mcg: bool = False  # MoE router and dispatch in CUDA graphs (Plan.moe_cuda_graphs; MoE only)
+    dpo: bool = True  # DP/ZeRO gradient sync overlapped with the backward (Plan.overlap_dp_comm)
 
     # The memory walk asks for these tens of thousands of times per search (planner/search/bounds.py);
     # cached on the instance (a frozen dataclass keeps its __dict__ writable for cached_property), they
@@ -90,14 +91,20 @@ class Knobs:
 PLAN_FIELDS = {"zero": "zero_stage", "recompute": "recompute", "sp": "sequence_parallel", "precision": "precision",
                "grad": "grad_dtype", "casts": "weight_casts", "reshard": "zero3_reshard", "tpo": "tp_comm_overlap",
                "cpc": "cp_comm", "epo": "ep_overlap", "pbuf": "pipeline_buffers", "attn": "attention_kernel",
-               "gsync": "grad_sync", "spg": "sp_gathered", "epd": "ep_dispatch", "mcg": "moe_cuda_graphs"}
+               "gsync": "grad_sync", "spg": "sp_gathered", "epd": "ep_dispatch", "mcg": "moe_cuda_graphs",
+               "dpo": "overlap_dp_comm"}
+
+
+# The ZeRO stage each grad_sync value other than "buckets" describes (costmodel/rules.py).
+GSYNC_ZERO = {("chunk_end", 1), ("microbatch", 0)}
 
 
 # The values each knob takes (booleans: False/True), for --fix (planner/commands/suggest.py); zero is a number.
 KNOB_CHOICES = {"recompute": cm.RECOMPUTE_MODES, "sp": (False, True), "precision": cm.PRECISIONS,
                 "grad": cm.GRAD_DTYPES, "casts": WEIGHT_CASTS, "reshard": (False, True), "tpo": (False, True),
                 "cpc": cm.CP_COMMS, "epo": (False, True), "pbuf": cm.PIPELINE_BUFFERS, "attn": cm.ATTENTION_KERNELS,
-                "gsync": cm.GRAD_SYNCS, "spg": (False, True), "epd": ("alltoall", "deepep"), "mcg": (False, True)}
+                "gsync": cm.GRAD_SYNCS, "spg": (False, True), "epd": ("alltoall", "deepep"), "mcg": (False, True),
+                "dpo": (False, True)}
 
 
 @lru_cache(maxsize=4096)
@@ -164,11 +171,10 @@ def divisors(n: int) -> tuple[int, ...]:
 
 def plan_for(spec: SearchSpec, lay: Layout, knobs: Knobs | None = None) -> cm.Plan:
     """The cost-model plan of a layout and knob combination (default knobs: ZeRO 0, no recompute)."""
-    k = knobs or Knobs(0, "none", False, spec.precisions[0], "")
+    k = knobs or Knobs(0, "none", False, spec.precisions[0], "", dpo=spec.overlap_dp_comm)
     fields = {"tp": lay.tp, "pp": lay.pp, "dp": lay.dp, "vpp": lay.vpp, "micro_batch_size": lay.mbs, "cp": lay.cp,
               "ep": lay.ep, "etp": lay.etp, "global_batch_size": spec.global_batch_size,
-              "flash_attention": spec.flash_attention, "overlap_dp_comm": spec.overlap_dp_comm,
-              "overlap_pp_comm": spec.overlap_pp_comm}
+              "flash_attention": spec.flash_attention, "overlap_pp_comm": spec.overlap_pp_comm}
     fields.update(knob_plan_fields(k))
     return _plan_with(fields)
 
@@ -357,13 +363,15 @@ def knob_combinations(spec: SearchSpec, fws: tuple[str, ...], tp: int, pp: int, 
             epds = ks.ep_dispatch.values if moe else ("alltoall",)
             mcgs = ks.moe_cuda_graphs.values if moe else (False,)
             pbufs = ks.pipeline_buffers.values if pp > 1 else ("freed",)
-            gsync = ks.grad_sync.values[0] if pp > 1 and zero == 1 else "buckets"  # one per framework
+            # one per framework and ZeRO stage: chunk_end is ZeRO-1 under a pipeline, microbatch ZeRO 0
+            gsync = next((g for g in ks.grad_sync.values if (g, zero) in GSYNC_ZERO), "buckets")
             spg = ks.sp_gathered.values[0] if sp else False  # one per framework
-            for grad, cast, reshard, tpo, cpc, epo, pbuf, attn, epd, mcg in product(
+            dpos = tuple(v for v in ks.overlap_dp_comm.values if spec.overlap_dp_comm or not v)  # --no-overlap
+            for grad, cast, reshard, tpo, cpc, epo, pbuf, attn, epd, mcg, dpo in product(
                     spec.grad_dtypes, casts, reshards, overlaps, cpcs, epos, pbufs, ks.attention_kernel.values, epds,
-                    mcgs):
+                    mcgs, dpos):
                 # grad "": the precision's own
-                k = Knobs(zero, rc, sp, prec, grad, cast, reshard, tpo, cpc, epo, pbuf, attn, gsync, spg, epd, mcg)
+                k = Knobs(zero, rc, sp, prec, grad, cast, reshard, tpo, cpc, epo, pbuf, attn, gsync, spg, epd, mcg, dpo)
                 plan = plan_over(probe, knob_plan_fields(k))
                 runs = plan.grad_comm_dtype in ks.grad_dtype(prec).values
                 if runs and not base.plan_violations(fw, spec.model, plan) \
@@ -381,7 +389,9 @@ def undominated(knobs) -> set[Knobs]:
     """Drops a combination with TP or EP overlap off when the same one with it on is offered: the
     overlapped collective never costs more (costmodel/overlap.py: decomposed_exposed_seconds and
     overlapped_cost_seconds are at most the transfer), only a pipeline bubble's share of the saving
-    leaves the DP overlap window, and memory does not depend on either; one that keeps pipeline
+    leaves the DP overlap window, and memory does not depend on either; likewise the DP/ZeRO sync after
+    the backward when the overlapped one is offered (step.dp_exposed_with_contention is at most the
+    transfer); one that keeps pipeline
     buffers per micro-batch when the same one that frees them is offered (same time, less memory);
     one without the MoE CUDA graphs when the same one with them is offered (they only take away the
     per-layer host synchronisation, stage.host_synced_dispatch; no memory);
@@ -391,6 +401,7 @@ def undominated(knobs) -> set[Knobs]:
     (tests/test_search_tables.py checks the step and the memory on random plans)."""
     ks = set(knobs)
     return {k for k in ks if not ((not k.tpo and replace(k, tpo=True) in ks)
+                                  or (not k.dpo and replace(k, dpo=True) in ks)
                                   or (not k.epo and replace(k, epo=True) in ks)
                                   or (not k.mcg and replace(k, mcg=True) in ks)
                                   or (k.pbuf != "freed" and replace(k, pbuf="freed") in ks)
@@ -448,7 +459,8 @@ def knob_refusal(spec: SearchSpec, fw: base.Framework, probe: cm.Plan) -> str | 
     ks, machine = fw.knobs(probe.tp > 1, probe.pp > 1), base.Machine.of(spec.cluster)
     shared: list[str] | None = None  # in the order the rules give them (knob values first)
     for zero, precision in product(ks.zero_stage.values, spec.precisions):
-        knobs = Knobs(zero, "none", probe.tp > 1 and True in ks.sequence_parallel.values, precision, "")
+        knobs = Knobs(zero, "none", probe.tp > 1 and True in ks.sequence_parallel.values, precision, "",
+                      dpo=spec.overlap_dp_comm)
         plan = plan_over(probe, knob_plan_fields(knobs))
         found = base.violations(fw, spec.model, plan, machine) + cluster_violations(spec.cluster, plan)
         shared = found if shared is None else [msg for msg in shared if msg in found]
