@@ -118,6 +118,8 @@ REJECTED = [
     (dict(zero_stage=3), EmitOptions(offload_param="nvme"), "offload to nvme needs --nvme-path"),
     (dict(dp=8, global_batch_size=100), EmitOptions(), "global batch (100) must be divisible by micro batch x dp (1x8)"),
     (dict(zero_stage=3, grad_reduce="allreduce"), EmitOptions(), "ZeRO-3 always reduce-scatters gradients"),
+    (dict(zero_stage=0, grad_dtype="fp32", precision="bf16"), EmitOptions(),
+     "DeepSpeed accumulates bf16 gradients in fp32 only under ZeRO 1-3"),
     # runtime/engine.py: a bf16 pipeline without ZeRO runs BF16_Optimizer, which shards like ZeRO-1
     (dict(pp=2, zero_stage=0, precision="bf16"), EmitOptions(), "re-plan with ZeRO 1"),
     (dict(zero_stage=3, offload_layers=4), EmitOptions(), "DeepSpeed has no activation offload of whole layers"),

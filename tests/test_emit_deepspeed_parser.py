@@ -122,6 +122,25 @@ def test_parser_rejects_int8_communication():
         parse(cfg, MATRIX[0]["layout"][2])
 
 
+@pytest.mark.parametrize("zero, precision", [(z, pr) for z in (1, 2, 3) for pr in ("bf16", "fp16")])
+def test_fp32_gradients_are_held_in_fp32(tmp_path, zero, precision):
+    """A plan priced with fp32 gradients (--grad-dtype fp32 under a 16-bit precision) must get fp32
+    gradient buffers, not only an fp32 collective: DeepSpeed reads data_types.grad_accum_dtype for the
+    buffers (runtime/config.py, default: the model's dtype) and communication_data_type for the wire.
+    Under bf16 with ZeRO-1 (BF16_Optimizer) each parameter's bf16 .grad is folded into the fp32 buffer
+    as it is produced (bf16.immediate_grad_update, default false)."""
+    path = tmp_path / "ds_config.json"
+    plan = job(tiny(), zero_stage=zero, dp=2, global_batch_size=2, precision=precision, grad_dtype="fp32")
+    path.write_text(render(plan, "deepspeed")["deepspeed/ds_config.json"][0])
+    cfg = parse(str(path), 2)
+    assert cfg.grad_accum_dtype == "fp32" and cfg.communication_data_type == torch.float32
+    assert cfg.bfloat16_config.immediate_grad_update is (precision == "bf16" and zero == 1)
+    default = tmp_path / "default.json"  # the precision's own gradients: DeepSpeed's default buffers
+    default.write_text(render(job(tiny(), zero_stage=zero, dp=2, global_batch_size=2, precision=precision),
+                              "deepspeed")["deepspeed/ds_config.json"][0])
+    assert parse(str(default), 2).grad_accum_dtype is None
+
+
 # MATRIX[0] is pure data parallelism over 8 GPUs (one 8-GPU node); tp 8 x dp 4 is 32 GPUs, four nodes
 # of 8 (the default node size for a cluster outside the catalog).
 HOSTFILES = [(matrix_job(MATRIX[0]), {"localhost": 8}),

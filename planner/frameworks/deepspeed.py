@@ -68,6 +68,17 @@ def pipelined_bf16_optimizer(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     return None
 
 
+def fp32_gradients_need_zero(model: cm.Model, plan: cm.Plan) -> Optional[str]:
+    """runtime/engine.py _do_optimizer_sanity_check (0.19.8): under bf16 or fp16 without ZeRO, a
+    data_types.grad_accum_dtype other than the model's raises NotImplementedError ("unsupported mix"),
+    so the fp32 gradient buffers an fp32 gradient dtype is priced with (costmodel/memory.py: gradients
+    held in their communication dtype) exist under ZeRO 1-3 only."""
+    if plan.zero_stage == 0 and plan.precision in ("bf16", "fp16") and plan.grad_comm_dtype == "fp32":
+        return (f"DeepSpeed accumulates {plan.precision} gradients in fp32 only under ZeRO 1-3 (runtime/engine.py "
+                "raises for grad_accum_dtype fp32 without ZeRO): re-plan with ZeRO 1 or a 16-bit gradient dtype")
+    return None
+
+
 def exposed_gradient_reduction(model: cm.Model, machine: Machine, plan: cm.Plan) -> Optional[str]:
     """runtime/engine.py (0.19.8): a pipeline model turns overlap_comm off ("Pipeline parallelism does
     not support overlapped communication") and its schedule reduces gradients after the last step
@@ -141,6 +152,6 @@ FRAMEWORK = Framework(
     name="deepspeed", title="DeepSpeed", source="deepspeedai/DeepSpeed edaa7221 (2026-08-22), PyPI 0.19.8",
     layout_rules=(no_interleaving, no_context_parallel, no_experts),
     knobs=knobs,
-    plan_rules=(zero3_reduce_scatter, pipelined_bf16_optimizer, no_activation_offload),
+    plan_rules=(zero3_reduce_scatter, pipelined_bf16_optimizer, fp32_gradients_need_zero, no_activation_offload),
     machine_rules=(MachineRule(("zero_stage", "overlap_dp_comm"), exposed_gradient_reduction),),
 )
