@@ -157,6 +157,27 @@ def test_layout_rules_do_not_read_the_micro_batches():
     assert checked == 3 * 4 * 3 * 2 * 3 * len(REGISTRY)
 
 
+def test_plan_rules_do_not_read_the_dp_overlap():
+    """space.knob_combinations checks a combination's plan rules once, then takes the first DP-overlap
+    value the machine rules and the knob's Choice let through: so no plan rule may read overlap_dp_comm."""
+    import itertools
+    from dataclasses import replace
+
+    from planner.frameworks import REGISTRY
+    from planner.frameworks.base import first_violation
+    checked = 0
+    for zero, pp, tp, precision, grad in itertools.product((0, 1, 2, 3), (1, 2), (1, 2), ("bf16", "fp16"),
+                                                           ("", "fp32")):
+        plan = cm.Plan(tp=tp, pp=pp, dp=2, zero_stage=zero, precision=precision, grad_dtype=grad,
+                       global_batch_size=8)
+        for fw in REGISTRY.values():
+            answers = {first_violation(fw.plan_rules, model(8), replace(plan, overlap_dp_comm=on))
+                       for on in (False, True)}
+            assert len(answers) == 1, (fw.name, zero, pp, tp, precision, grad, answers)
+            checked += 1
+    assert checked == 4 * 2 * 2 * 2 * 2 * len(REGISTRY)
+
+
 def test_every_knob_sets_a_plan_field_and_has_its_values():
     import dataclasses
 

@@ -12,7 +12,9 @@ framework's source at a named version:
   * `plan_rules`: rules across knobs and on plan fields the search leaves at their defaults
     (gradient reduction, ZeRO-3 gather unit). They too read the layout only through tp > 1, pp > 1,
     cp > 1, vpp > 1, ep > 1 and etp > 1 (the search probes one plan per such class); the CP exchange's
-    own rules, which read tp and cp, the search checks per split (space.legal_cp_comms).
+    own rules, which read tp and cp, the search checks per split (space.legal_cp_comms);
+    they do not read overlap_dp_comm (the search checks them once for all its values; machine rules and
+    the knob's own Choice decide it).
   * `machine_rules`: rules that read the machine (Machine: GPU generation, node and NVLink domain
     sizes, RDMA) or a split's own degrees beside a knob, each on the search knobs it names, the split
     and nothing else, so the search checks every value of those knobs once per split

@@ -366,23 +366,38 @@ def knob_combinations(spec: SearchSpec, fws: tuple[str, ...], tp: int, pp: int, 
             # one per framework and ZeRO stage: chunk_end is ZeRO-1 under a pipeline, microbatch ZeRO 0
             gsync = next((g for g in ks.grad_sync.values if (g, zero) in GSYNC_ZERO), "buckets")
             spg = ks.sp_gathered.values[0] if sp else False  # one per framework
-            dpos = tuple(v for v in ks.overlap_dp_comm.values if spec.overlap_dp_comm or not v)  # --no-overlap
-            for grad, cast, reshard, tpo, cpc, epo, pbuf, attn, epd, mcg, dpo in product(
+            # the DP overlap where it runs, else the sync after the backward: the first value that passes
+            dpos = tuple(v for v in sorted(ks.overlap_dp_comm.values, reverse=True)
+                         if (spec.overlap_dp_comm or not v) and spec.fixed.get("dpo", v) == v)  # --no-overlap, --fix
+            if not dpos:
+                continue
+            for grad, cast, reshard, tpo, cpc, epo, pbuf, attn, epd, mcg in product(
                     spec.grad_dtypes, casts, reshards, overlaps, cpcs, epos, pbufs, ks.attention_kernel.values, epds,
-                    mcgs, dpos):
+                    mcgs):
                 # grad "": the precision's own
-                k = Knobs(zero, rc, sp, prec, grad, cast, reshard, tpo, cpc, epo, pbuf, attn, gsync, spg, epd, mcg, dpo)
+                k = Knobs(zero, rc, sp, prec, grad, cast, reshard, tpo, cpc, epo, pbuf, attn, gsync, spg, epd, mcg,
+                          dpos[0])
                 plan = plan_over(probe, knob_plan_fields(k))
-                runs = plan.grad_comm_dtype in ks.grad_dtype(prec).values
-                if runs and not base.plan_violations(fw, spec.model, plan) \
-                        and not cluster_violations(spec.cluster, plan, spec.model) \
-                        and not any((name, i, tuple(getattr(plan, knob) for knob in rule.knobs)) in refused
-                                    for i, rule in enumerate(fw.machine_rules)):
-                    out.add(k)
+                if not runs_on(spec, fw, plan, ks):
+                    continue
+                for dpo in dpos:  # of the rules only machine rules read the DP overlap (base.py)
+                    with_dpo = plan if dpo == plan.overlap_dp_comm else plan_over(plan, {"overlap_dp_comm": dpo})
+                    if not refused or not any((name, i, tuple(getattr(with_dpo, knob) for knob in rule.knobs)) in refused
+                               for i, rule in enumerate(fw.machine_rules)):
+                        out.add(k if dpo == k.dpo else replace(k, dpo=dpo))
+                        break
     if ep_local:
         out = {k for k in out if not (k.epd == "alltoall" and replace(k, epd="deepep", mcg=True) in out
                                       or k.epd == "deepep" and not k.mcg and replace(k, epd="alltoall") in out)}
     return tuple(sorted(undominated(k for k in out if _fixed_ok(spec, k))))
+
+
+def runs_on(spec: SearchSpec, fw: base.Framework, plan: cm.Plan, ks: base.Knobs) -> bool:
+    """Whether `fw` runs the probe plan with these knobs as far as its gradient dtypes, its plan rules and
+    the cost model's cluster rules go (its machine rules are the split's refusals, machine_refusals)."""
+    return (plan.grad_comm_dtype in ks.grad_dtype(plan.precision).values
+            and not base.plan_violations(fw, spec.model, plan)
+            and not cluster_violations(spec.cluster, plan, spec.model))
 
 
 def undominated(knobs) -> set[Knobs]:
@@ -390,8 +405,8 @@ def undominated(knobs) -> set[Knobs]:
     overlapped collective never costs more (costmodel/overlap.py: decomposed_exposed_seconds and
     overlapped_cost_seconds are at most the transfer), only a pipeline bubble's share of the saving
     leaves the DP overlap window, and memory does not depend on either; likewise the DP/ZeRO sync after
-    the backward when the overlapped one is offered (step.dp_exposed_with_contention is at most the
-    transfer); one that keeps pipeline
+    the backward when another framework offers the overlapped one (step.dp_exposed_with_contention is at
+    most the transfer); one that keeps pipeline
     buffers per micro-batch when the same one that frees them is offered (same time, less memory);
     one without the MoE CUDA graphs when the same one with them is offered (they only take away the
     per-layer host synchronisation, stage.host_synced_dispatch; no memory);
