@@ -187,6 +187,20 @@ def flash_attention_fraction(seq_length: int, eff: Efficiency, generation: str =
     return peak * seq_length / (seq_length + eff.flash_attention_half_seq)
 
 
+def attention_rate_scale(gpu: Gpu, eff: Efficiency) -> tuple[float, float]:
+    """How much faster this GPU runs fused attention, forward and backward, than the part its generation's
+    fitted attention fraction stands for: its own measured kernel rate over that part's, both as fractions
+    of their bf16 peaks at one shape (Gpu.attention_fraction, Efficiency.attention_reference_fraction).
+    GB300 (Blackwell Ultra: twice GB200's special-function exp rate, on which the softmax runs, at the same
+    bf16 peak) runs cuDNN's attention 1.18x faster forward and 1.08x backward than GB200 at 8k. (1, 1) for a
+    part without a measurement of its own: B300 shares GB300's SFU rate but has no published attention
+    benchmark, so it keeps its generation's fitted fraction."""
+    reference = eff.attention_reference_fraction.get(gpu.generation)
+    if not reference or len(gpu.attention_fraction) != 2:
+        return 1.0, 1.0
+    return gpu.attention_fraction[0] / reference[0], gpu.attention_fraction[1] / reference[1]
+
+
 def attention_exp_seconds(model: Model, batch: int, tp: int, gpu: Gpu, index: int = -1, cp: int = 1) -> float:
     """Seconds of the softmax exponentials of one fused-attention pass: one per attention score the
     kernel computes (the causal ones, flops.attention_keys_per_query), on the special-function units

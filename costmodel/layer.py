@@ -14,6 +14,7 @@ from . import moe
 from .compute import (
     attention_core_seconds,
     attention_exp_seconds,
+    attention_rate_scale,
     attention_score_bytes,
     attention_work,
     block_cast_bytes,
@@ -69,8 +70,9 @@ def layer_times(
     hbm = gpu.hbm_bandwidth_bytes_per_second * eff.hbm_efficiency
     # FlashAttention's backward recomputes QK^T: 5 matmuls against the forward's 2 (Dao 2023 Alg. 2),
     # and the softmax's exponentials once more; each pass is as slow as the slower of the two.
-    attn_bwd = max((2.5 if flash else 2.0) * attn, exps)
-    attn = max(attn, exps)
+    forward_scale, backward_scale = attention_rate_scale(gpu, eff) if flash else (1.0, 1.0)
+    attn_bwd = max((2.5 if flash else 2.0) * attn / backward_scale, exps)
+    attn = max(attn / forward_scale, exps)
     forward = gemms + attn + (moved + cast_fwd) / hbm
     backward = 2.0 * (gemms + moved / hbm) + cast_bwd / hbm + attn_bwd
     # Selective recompute replays the attention core: its GEMMs and, unfused, the softmax/dropout.

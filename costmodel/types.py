@@ -182,6 +182,9 @@ class Gpu:
     # measurement use Efficiency's per-generation value.
     matmul_fraction: dict[str, float] = field(default_factory=dict)
     exp_per_second: float = 0.0  # special-function exp throughput (softmax), 0 = not modelled
+    # Measured fused-attention kernel rate as fractions of the bf16 peak, (forward, backward), at the shape
+    # Efficiency.attention_reference_fraction names; () = not measured (the generation's fitted fraction).
+    attention_fraction: tuple[float, ...] = ()
 
     def peak_flops_per_second(self, precision: str) -> float:
         """Dense peak for a GEMM precision; fp8 falls back to bf16 on GPUs without fp8 units."""
@@ -406,12 +409,21 @@ class Efficiency:
     flash_attention_peak_fraction_ampere: float = 0.3824
     # ... Blackwell's kernels (cuDNN / Transformer Engine fused attention built for its tensor cores),
     # either kernel name; prior 0.33 ...
-    flash_attention_peak_fraction_blackwell: float = 0.3214
+    flash_attention_peak_fraction_blackwell: float = 0.3102
     # ... and the sequence length at which each reaches half of its fraction (prior one 128-row tile).
     # The fitted values give, at s = 8192: cuDNN's on H100 313 TFLOP/s, FlashAttention-2's 163, A100 88,
     # B200 533: about half of what the kernels reach alone in benchmarks, the rest being work around
     # the kernel that the rows' steps include and the model does not count (layout copies, RoPE, GQA).
     flash_attention_half_seq: float = 2916.0
+    # ... measured on the part each generation's fitted fraction stands for: its fused-attention kernel rate
+    # as fractions of its bf16 peak, (forward, backward) (compute.attention_rate_scale; a part with its own
+    # measurement, Gpu.attention_fraction, runs attention at the ratio of the two). Blackwell: GB200 in NVIDIA
+    # cudnn-frontend's SDPA training benchmark (benchmark/sdpa_benchmark_training/results/llama3.1/gb200/
+    # llama3.1_20260424_100750.csv @ fb682ce7, cuDNN 9.22; bf16, causal, head dim 128, 64 query / 8 KV heads,
+    # batch 2, 8,192 tokens), 1574 / 1332 TFLOP/s of 2500. Measured, not fitted.
+    attention_reference_fraction: dict[str, tuple[float, float]] = field(
+        default_factory=lambda: {"blackwell": (1574 / 2500, 1332 / 2500)}
+    )
     # FITTED (planner/fit.py, `planner validate --fit-on all`, all rows of validation/runs.yaml):
     # GEMM output dimension at which efficiency is half its large-shape value (saturation) ...
     matmul_half_dim: float = 383.0
@@ -443,7 +455,7 @@ class Efficiency:
     # copied to the host (Megatron's dispatchers size the all-to-all from them, a stream sync) drain the
     # GPU's queue, which then waits for the host to launch the layer's remaining kernels. FITTED on the
     # MoE rows (planner/validation/fit.py); prior 0.
-    moe_host_sync_seconds: float = 0.002747
+    moe_host_sync_seconds: float = 0.002682
     # Per layer and micro-batch (forward + backward): kernel launches and stream synchronisation
     # the roofline does not see (FITTED as above).
     layer_overhead_seconds: float = 0.0003910

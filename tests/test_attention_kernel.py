@@ -131,3 +131,37 @@ def test_emit_says_when_the_framework_runs_another_kernel():
     assert "re-score with planner estimate ... --attention-kernel flash2" in readme("cudnn")
     assert "fused attention: cudnn" in readme("cudnn")
     assert "--attention-kernel" not in readme("flash2")
+
+
+def test_a_part_with_its_own_attention_benchmark_runs_at_its_measured_rate():
+    """cuDNN's SDPA training benchmark (cudnn-frontend @ fb682ce7, bf16, causal, head dim 128, 8k; catalogs/
+    gpus.yaml) measured 1574 / 1332 TFLOP/s forward / backward on GB200 and 1856 / 1435 on GB300, both of a
+    2500 TFLOP/s bf16 peak. The fitted Blackwell fraction stands for GB200 (Efficiency.attention_reference_
+    fraction), so a GB300 layer's attention takes 1574/1856 of GB200's forward and 1332/1435 of its backward;
+    B300 (no benchmark of its own) and H100 keep their generation's fraction. Exponentials are left out
+    (exp_per_second 0) so that the matmul side alone sets the attention time, and both parts take the
+    generation's GEMM fraction (GB300 has no MAMF measurement), so attention is all that differs."""
+    from costmodel.compute import attention_rate_scale
+    from costmodel.layer import layer_times
+
+    eff = cm.Efficiency()
+    gb200, gb300 = (replace(gpu(n), exp_per_second=0.0, matmul_fraction={}) for n in ("gb200", "gb300"))
+    assert attention_rate_scale(gb300, eff) == pytest.approx((1856 / 1574, 1435 / 1332))
+    assert attention_rate_scale(gb200, eff) == pytest.approx((1.0, 1.0))
+    assert attention_rate_scale(gpu("b300-sxm-270gb"), eff) == attention_rate_scale(gpu("h100-sxm-80gb"), eff) == (1, 1)
+    core = attention_core_seconds(LLAMA_8B, 1, 1, gb200, "bf16", True, eff)
+    assert core == attention_core_seconds(LLAMA_8B, 1, 1, gb300, "bf16", True, eff)  # same peak, same fraction
+    t200, t300 = (layer_times(LLAMA_8B, 1, 1, False, True, g, "bf16", eff) for g in (gb200, gb300))
+    assert t200.forward_seconds - t300.forward_seconds == pytest.approx(core * (1 - 1574 / 1856))
+    assert t200.backward_seconds - t300.backward_seconds == pytest.approx(2.5 * core * (1 - 1332 / 1435))
+
+
+def test_an_attention_measurement_needs_both_passes():
+    from planner.inputs.specs import GpuSpec
+
+    row = dict(name="x", generation="blackwell", memory_gib=80, dense_tflops={"bf16": 1000},
+               hbm_bandwidth_gbytes_per_s=3000)
+    with pytest.raises(ValueError, match="needs both forward and backward"):
+        GpuSpec.model_validate({**row, "measured_attention_bf16_tflops": {"forward": 500}})
+    both = GpuSpec.model_validate({**row, "measured_attention_bf16_tflops": {"forward": 500, "backward": 400}})
+    assert both.to_gpu().attention_fraction == pytest.approx((0.5, 0.4))

@@ -190,6 +190,10 @@ class GpuSpec(Spec):
     # Exponentials per second of the special-function units (SMs x exp2 results per clock per SM x
     # boost clock): what softmax in attention runs on. 0/absent = not modelled for this GPU.
     exp_tops: Optional[quantity(L.MAX_TFLOPS, L.MIN_TFLOPS)] = None
+    # Measured fused-attention kernel throughput (bf16) at the shape costmodel/types.py
+    # Efficiency.attention_reference_fraction names, forward and backward; absent = not measured.
+    measured_attention_bf16_tflops: Optional[dict[Literal["forward", "backward"],
+                                                  quantity(L.MAX_TFLOPS, L.MIN_TFLOPS)]] = None
     tdp_watts: Optional[quantity(L.MAX_WATTS, L.MIN_WATTS)] = None  # rated board power the peaks hold at
     power_limit_watts: Optional[quantity(L.MAX_WATTS, L.MIN_WATTS)] = None  # a lower cap the GPU runs under
     source: Optional[Text] = None
@@ -202,6 +206,8 @@ class GpuSpec(Spec):
             raise ValueError("dense_tflops needs at least a bf16 or fp16 entry")
         if self.power_limit_watts is not None and self.tdp_watts is None:
             raise ValueError("power_limit_watts needs tdp_watts (the board power the peaks are rated at)")
+        if self.measured_attention_bf16_tflops is not None and len(self.measured_attention_bf16_tflops) != 2:
+            raise ValueError("measured_attention_bf16_tflops needs both forward and backward")
         return self
 
     def to_gpu(self) -> cm.Gpu:
@@ -217,7 +223,15 @@ class GpuSpec(Spec):
             tdp_watts=self.tdp_watts or 0.0,
             matmul_fraction=self.measured_fractions(table),
             exp_per_second=(self.exp_tops or 0.0) * 1e12,
+            attention_fraction=self.attention_fraction(table["bf16"]),
         )
+
+    def attention_fraction(self, bf16_peak: float) -> tuple[float, ...]:
+        """The measured attention kernel rate as fractions of the bf16 peak, (forward, backward), or ()."""
+        measured = self.measured_attention_bf16_tflops
+        if not measured or bf16_peak <= 0:
+            return ()
+        return tuple(min(1.0, measured[k] * 1e12 / bf16_peak) for k in ("forward", "backward"))
 
     def measured_fractions(self, table: dict[str, float]) -> dict[str, float]:
         """Measured large-GEMM fraction of the dense peak, per format with a measurement."""
