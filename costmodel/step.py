@@ -208,8 +208,9 @@ def with_sync_group(plan: Plan, ranks: int) -> Plan:
 def dp_overlap_window_seconds(plan: Plan, stage: StageCost, bubble_seconds: float = 0.0) -> float:
     """Time the sync can hide behind: ZeRO-0's gradient AllReduce only the last micro-batch's
     backward (2/3 of its fwd+bwd); ZeRO-1 also the next step's first forward (parameter AllGather);
-    ZeRO-2/3 communicate every micro-batch, so every micro-batch, and so does ZeRO 0 with grad_sync
-    "microbatch" (an all-reduce after each). A micro-batch counts with its whole
+    ZeRO-2/3 communicate every micro-batch, so every micro-batch; ZeRO 0 with grad_sync "microbatch"
+    (an all-reduce after each) every micro-batch's backward, as DDP and FSDP2 wait for each backward's
+    reduction before the next forward (DDP's reducer finalize_backward). A micro-batch counts with its whole
     wall time (StageCost.microbatch_seconds): the sync runs on its own stream while the compute stream
     computes or waits on the TP, EP and CP exchanges that compute does not hide; counting compute
     alone charged lost cover twice when compute got faster (the TP/EP exposure grew, then the DP
@@ -218,8 +219,10 @@ def dp_overlap_window_seconds(plan: Plan, stage: StageCost, bubble_seconds: floa
     done, while later stages still drain (Megatron-core starts each chunk's reduce-scatter then,
     and its parameter all-gathers during the next fill)."""
     one_mb = stage.microbatch_seconds
-    if plan.zero_stage >= 2 or plan.grad_sync == "microbatch":
+    if plan.zero_stage >= 2:
         return plan.num_microbatches * one_mb + bubble_seconds
+    if plan.grad_sync == "microbatch":  # DDP / FSDP2 wait for each backward's reduction before the next forward
+        return plan.num_microbatches * one_mb * 2 / 3 + bubble_seconds
     return (one_mb * 2 / 3 if plan.zero_stage == 0 else one_mb) + bubble_seconds
 
 

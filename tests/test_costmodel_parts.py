@@ -117,8 +117,8 @@ def test_zero3_moves_one_and_a_half_times_zero1_per_microbatch():
 def test_an_all_reduce_per_micro_batch_moves_m_times_the_gradients():
     """torchtitan's data_parallel_replicate (DDP / FSDP2 replicate, no no_sync in its trainer) all-reduces
     after each of the m = 16 / (dp 4 x mbs 1) = 4 micro-batches: 4 x the volume of one all-reduce per step,
-    the same all-reduce each time (DP ring of 4 over NVLink); the sync after every micro-batch can hide
-    behind every micro-batch (as ZeRO-2's), not only the last backward."""
+    the same all-reduce each time (DP ring of 4 over NVLink); each hides behind its own micro-batch's
+    backward (2/3 of the micro-batch: DDP waits for the reduction before the next forward), so 4 x 2/3."""
     from costmodel.rules import plan_violations
 
     model = gpt(8, 2048, 16)
@@ -130,7 +130,10 @@ def test_an_all_reduce_per_micro_batch_moves_m_times_the_gradients():
         plan, grad_sync="microbatch", zero_stage=1)))
     one_mb = SimpleNamespace(microbatch_seconds=1.0)  # a micro-batch of 1 s: the windows in micro-batches
     assert dp_overlap_window_seconds(plan, one_mb) == pytest.approx(2 / 3)  # the last backward only
-    assert dp_overlap_window_seconds(replace(plan, grad_sync="microbatch"), one_mb) == pytest.approx(4.0)
+    assert dp_overlap_window_seconds(replace(plan, grad_sync="microbatch"), one_mb) == pytest.approx(4 * 2 / 3)
+    single = replace(plan, global_batch_size=4, overlap_dp_comm=True)  # one micro-batch: the same sync either way
+    assert estimate(model, selene(4), replace(single, grad_sync="microbatch")).step_time_seconds == \
+        pytest.approx(estimate(model, selene(4), single).step_time_seconds, rel=1e-12)
 
 
 def test_fp8_needs_fp8_tensor_cores():

@@ -127,14 +127,15 @@ def test_fp32_gradients_are_held_in_fp32(tmp_path, zero, precision):
     """A plan priced with fp32 gradients (--grad-dtype fp32 under a 16-bit precision) must get fp32
     gradient buffers, not only an fp32 collective: DeepSpeed reads data_types.grad_accum_dtype for the
     buffers (runtime/config.py, default: the model's dtype) and communication_data_type for the wire.
-    Under bf16 with ZeRO-1 (BF16_Optimizer) each parameter's bf16 .grad is folded into the fp32 buffer
-    as it is produced (bf16.immediate_grad_update, default false)."""
+    Except under bf16 with ZeRO-1, where an fp32 grad_accum_dtype selects BF16_Optimizer (runtime/
+    engine.py), which all-reduces after the backward, not overlapped as the plan was priced: there the
+    bf16 .grad stays and only the collective runs in fp32."""
     path = tmp_path / "ds_config.json"
     plan = job(tiny(), zero_stage=zero, dp=2, global_batch_size=2, precision=precision, grad_dtype="fp32")
     path.write_text(render(plan, "deepspeed")["deepspeed/ds_config.json"][0])
     cfg = parse(str(path), 2)
-    assert cfg.grad_accum_dtype == "fp32" and cfg.communication_data_type == torch.float32
-    assert cfg.bfloat16_config.immediate_grad_update is (precision == "bf16" and zero == 1)
+    assert cfg.communication_data_type == torch.float32
+    assert cfg.grad_accum_dtype == (None if precision == "bf16" and zero == 1 else "fp32")
     default = tmp_path / "default.json"  # the precision's own gradients: DeepSpeed's default buffers
     default.write_text(render(job(tiny(), zero_stage=zero, dp=2, global_batch_size=2, precision=precision),
                               "deepspeed")["deepspeed/ds_config.json"][0])

@@ -297,6 +297,19 @@ def test_readme_says_how_to_launch():
     assert "NODE_RANK=0 bash <this folder>/torchtitan/launch.sh" in text
 
 
+def test_readme_says_when_torchtitan_reduces_otherwise_than_priced():
+    """torchtitan's data_parallel_replicate (ZeRO 0) all-reduces after every micro-batch (its trainer keeps the
+    gradient sync on): a plan scored with one all-reduce per step (grad_sync buckets) says how to re-score;
+    one scored with grad_sync microbatch, or with a single micro-batch, does not."""
+    model = load_model_spec("llama3-8b")
+    def readme(**plan):
+        return " ".join(render(job(model, dp=8, zero_stage=0, **plan), "torchtitan")["README.txt"][0].split())
+    note = "re-score with planner estimate ... --grad-sync microbatch"
+    assert note in readme(global_batch_size=32)  # mbs 1: 4 micro-batches per rank
+    assert note not in readme(global_batch_size=32, grad_sync="microbatch")
+    assert note not in readme(global_batch_size=8)
+
+
 # ---- the commands ------------------------------------------------------------------------------------
 
 

@@ -235,6 +235,22 @@ def test_deepspeed_plans_with_exposed_gradient_reduction_are_priced_without_over
     assert "DeepSpeed reduces gradients after the backward with a pipeline" in err
 
 
+def test_levers_keep_to_the_searched_frameworks(capsys):
+    """On 64 L40S DeepSpeed's best plan is a pipeline (pp 4, ZeRO-1), whose gradient sync DeepSpeed cannot
+    overlap: the diagnosis must not offer overlapping it, while for the same plan without --framework
+    (estimate: any framework, Megatron-LM overlaps a pipeline's sync) it does."""
+    argv = ["megatron-1.7b", "aws-g6e-48xlarge", "--gpus", "64", "--gbs", "256"]
+    assert main(["suggest", *argv, "--framework", "deepspeed", "--top", "1", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    plan = out["plans"][0]["plan"]
+    assert plan["pp"] > 1 and plan["overlap_dp_comm"] is False
+    assert not any("overlap DP" in lever["lever"] for lever in out["diagnosis"]["levers"])
+    assert main(["estimate", *argv, "--pp", str(plan["pp"]), "--mbs", str(plan["micro_batch_size"]), "--zero", "1",
+                 "--recompute", plan["recompute"], "--no-overlap", "--json"]) == 0
+    levers = json.loads(capsys.readouterr().out)["diagnosis"]["levers"]
+    assert any("overlap DP" in lever["lever"] for lever in levers)
+
+
 def test_a_job_smaller_than_a_node_keeps_the_nodes_dispatcher(tmp_path, capsys):
     """4 GPUs of an 8-GPU NVLink node (HGX H200): the job runs on part of one node, which is still not a
     multi-node NVLink domain, so the flex dispatcher is DeepEP (as the plan was priced), not HybridEP."""

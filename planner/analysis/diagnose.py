@@ -165,9 +165,10 @@ class LeverResult:
         return self.scored.est.step_time_seconds / self.scored.plan.global_batch_size
 
 
-def try_levers(base: Scored, eff: cm.Efficiency | None = None) -> list[LeverResult]:
-    """Every lever that applies, is legal (to the cost model, and to the framework whose feature it is),
-    fits and helps, re-scored; fastest per sample first."""
+def try_levers(base: Scored, eff: cm.Efficiency | None = None, frameworks: tuple[str, ...] = ()) -> list[LeverResult]:
+    """Every lever that applies, is legal (to the cost model, to the framework whose feature it is, and to
+    one of `frameworks` that runs the plan, when given: suggest's --framework), fits and helps, re-scored;
+    fastest per sample first."""
     model = base.model.to_model()
     base_per_sample = base.est.step_time_seconds / base.plan.global_batch_size
     out = []
@@ -176,7 +177,8 @@ def try_levers(base: Scored, eff: cm.Efficiency | None = None) -> list[LeverResu
         plans = changed if isinstance(changed, list) else [changed] if changed is not None else []
         results = [LeverResult(lever, score(base.model, base.cluster, plan, eff)) for plan in plans
                    if not plan_violations(model, base.cluster, plan)
-                   and framework_allows(lever, model, base.plan, plan, base.cluster)]
+                   and framework_allows(lever, model, base.plan, plan, base.cluster)
+                   and any_framework_allows(frameworks, model, base.plan, plan, base.cluster)]
         helps = [r for r in results if r.scored.est.fits and r.per_sample_seconds() < base_per_sample * (1 - MIN_GAIN)]
         if helps:  # a lever with several settings shows its best
             out.append(min(helps, key=LeverResult.per_sample_seconds))
@@ -190,6 +192,15 @@ def framework_allows(lever: Lever, model: cm.Model, before: cm.Plan, after: cm.P
         return True
     fw, machine = REGISTRY[lever.framework], Machine.of(cluster)
     return set(violations(fw, model, after, machine)) <= set(violations(fw, model, before, machine))
+
+
+def any_framework_allows(frameworks: tuple[str, ...], model: cm.Model, before: cm.Plan, after: cm.Plan,
+                         cluster: cm.Cluster) -> bool:
+    """Whether one of `frameworks` that runs `before` also runs `after` (all of them when none is given
+    or none runs `before`): DeepSpeed's pipelines cannot take the DP overlap lever, say."""
+    machine = Machine.of(cluster)
+    running = [REGISTRY[name] for name in frameworks if not violations(REGISTRY[name], model, before, machine)]
+    return not running or any(not violations(fw, model, after, machine) for fw in running)
 
 
 def diagnosis_dict(base: Scored, threshold: float, levers: list[LeverResult]) -> dict:

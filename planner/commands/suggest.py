@@ -117,6 +117,8 @@ def search_spec(args: argparse.Namespace):
         precisions = (fixed["precision"],)
     grads = ("",) if args.grad_dtype is None else parse_list(args.grad_dtype, cm.GRAD_DTYPES, "--grad-dtype")
     grads = (fixed["grad"],) if "grad" in fixed else grads
+    if args.no_overlap and fixed.get("dpo") is True:
+        raise PlannerError("--fix overlap_dp_comm=true contradicts --no-overlap")
     spec = SearchSpec(model.to_model(), cluster, model.global_batch_size, fws, precisions, grads, fixed,
                       flash_attention=not args.no_flash_attention, overlap_dp_comm=not args.no_overlap,
                       overlap_pp_comm=not args.no_pp_overlap)

@@ -52,15 +52,17 @@ def precision_blocks(job: Job) -> dict:
     """bf16 / fp16 blocks (never both: runtime/config.py asserts), communication_data_type, and with fp32
     gradients under a 16-bit precision data_types.grad_accum_dtype "fp32": the gradients are then held
     in fp32, as the plan was priced, where DeepSpeed otherwise accumulates them in the model's dtype and
-    casts only for the collective (runtime/engine.py get_data_types; 0.19.8). Under bf16 with ZeRO-1
-    that selects BF16_Optimizer, whose fp32 buffer sits beside the bf16 .grad of each parameter unless
-    immediate_grad_update folds each into the buffer as it is produced (runtime/bf16_optimizer.py)."""
+    casts only for the collective (runtime/engine.py get_data_types; 0.19.8). Not under bf16 with ZeRO-1:
+    there it would select BF16_Optimizer (engine.py _do_optimizer_sanity_check), which all-reduces the
+    whole fp32 buffer after the backward, neither overlapped nor reduce-scattered as the plan was priced;
+    DeepSpeed's ZeRO-1 optimizer instead keeps the bf16 .grad and reduces it in fp32 in overlapped buckets,
+    so the plan's fp32 gradient buffer overstates its memory by 2 B per parameter (on the safe side)."""
     out: dict = {}
-    fp32_grads = job.half_dtype is not None and job.plan.grad_comm_dtype == "fp32"
+    p = job.plan
+    fp32_grads = job.half_dtype is not None and p.grad_comm_dtype == "fp32"
     if job.half_dtype == "bf16":
         out["bf16"] = {"enabled": True}
-        if fp32_grads and job.plan.zero_stage == 1:
-            out["bf16"]["immediate_grad_update"] = True
+        fp32_grads = fp32_grads and p.zero_stage != 1
     elif job.half_dtype == "fp16":
         out["fp16"] = dict(FP16_BLOCK)
     out["communication_data_type"] = job.plan.grad_comm_dtype

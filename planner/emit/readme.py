@@ -4,6 +4,7 @@ from __future__ import annotations
 from planner.emit.job import Job
 from planner.frameworks import REGISTRY
 from planner.frameworks import torchtitan as titan
+from planner.frameworks.base import grad_sync_for
 
 GIB = 2**30
 
@@ -87,7 +88,7 @@ def note_lines(job: Job, frameworks: list[str]) -> list[str]:
             notes.append("DeepSpeed: the uneven layer split is chosen in code (PipelineModule partition_method).")
     if "torchtitan" in frameworks:
         notes += torchtitan_notes(job)
-    notes += kernel_notes(job, frameworks)
+    notes += kernel_notes(job, frameworks) + runtime_notes(job, frameworks)
     notes += [f"planner: {w}" for w in job.estimate.get("warnings") or []]
     return ["Notes"] + [f"  - {n}" for n in notes] if notes else []
 
@@ -102,6 +103,23 @@ def kernel_notes(job: Job, frameworks: list[str]) -> list[str]:
         if p.flash_attention and p.attention_kernel not in choice.values:
             notes.append(f"{fw.title}: the prediction above assumes {p.attention_kernel} attention, but "
                          f"{choice.why}; re-score with planner estimate ... --attention-kernel {choice.values[0]}.")
+    return notes
+
+
+def runtime_notes(job: Job, frameworks: list[str]) -> list[str]:
+    """A framework whose runtime reduces gradients otherwise than the plan was scored with (Plan.grad_sync,
+    frameworks.base.grad_sync_for: torchtitan all-reduces after every micro-batch without a pipeline):
+    no launch setting changes that, so say how to re-score."""
+    p, notes = job.plan, []
+    if p.dp * p.cp <= 1 or p.zero_stage >= 2:
+        return notes
+    for name in frameworks:
+        fw = REGISTRY[name]
+        runs = grad_sync_for(fw.knobs_for(p), p.zero_stage)
+        if runs != p.grad_sync and (runs != "microbatch" or p.num_microbatches > 1):
+            notes.append(f"{fw.title}: the prediction above assumes grad_sync {p.grad_sync}, but {fw.title} "
+                         f"reduces as grad_sync {runs} ({fw.knobs_for(p).grad_sync.why}); re-score with planner "
+                         f"estimate ... --grad-sync {runs}.")
     return notes
 
 

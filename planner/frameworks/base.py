@@ -136,6 +136,15 @@ class Framework:
         return self.knobs(plan.tp > 1, plan.pp > 1)
 
 
+# The ZeRO stage each grad_sync value other than "buckets" describes (costmodel/rules.py).
+GRAD_SYNC_ZERO = {("chunk_end", 1), ("microbatch", 0)}
+
+
+def grad_sync_for(ks: Knobs, zero_stage: int) -> str:
+    """When the framework reduces gradients under this ZeRO stage (Knobs.grad_sync, a runtime property)."""
+    return next((g for g in ks.grad_sync.values if (g, zero_stage) in GRAD_SYNC_ZERO), "buckets")
+
+
 def first_violation(rules: tuple[Rule, ...], model: cm.Model, plan: cm.Plan) -> Optional[str]:
     for rule in rules:
         msg = rule(model, plan)

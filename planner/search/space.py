@@ -65,7 +65,7 @@ class Knobs:
     epo: bool = False  # expert-parallel all-to-alls overlapped with compute (Plan.ep_overlap; MoE only)
     pbuf: str = "freed"  # stage-boundary buffers the pipeline runtime keeps (Plan.pipeline_buffers; pp > 1)
     attn: str = "cudnn"  # the fused attention kernel the framework runs (Plan.attention_kernel)
-    gsync: str = "buckets"  # when gradients are reduced (Plan.grad_sync; "chunk_end" only under ZeRO-1 with pp > 1)
+    gsync: str = "buckets"  # when gradients are reduced (Plan.grad_sync; chunk_end: ZeRO-1, pp > 1; microbatch: ZeRO 0)
     spg: bool = False  # sequence parallel's inputs saved gathered (Plan.sp_gathered; only with SP)
     epd: str = "alltoall"  # MoE token dispatch (Plan.ep_dispatch: all-to-all, or DeepEP / HybridEP; MoE only)
     mcg: bool = False  # MoE router and dispatch in CUDA graphs (Plan.moe_cuda_graphs; MoE only)
@@ -93,10 +93,6 @@ PLAN_FIELDS = {"zero": "zero_stage", "recompute": "recompute", "sp": "sequence_p
                "cpc": "cp_comm", "epo": "ep_overlap", "pbuf": "pipeline_buffers", "attn": "attention_kernel",
                "gsync": "grad_sync", "spg": "sp_gathered", "epd": "ep_dispatch", "mcg": "moe_cuda_graphs",
                "dpo": "overlap_dp_comm"}
-
-
-# The ZeRO stage each grad_sync value other than "buckets" describes (costmodel/rules.py).
-GSYNC_ZERO = {("chunk_end", 1), ("microbatch", 0)}
 
 
 # The values each knob takes (booleans: False/True), for --fix (planner/commands/suggest.py); zero is a number.
@@ -364,7 +360,7 @@ def knob_combinations(spec: SearchSpec, fws: tuple[str, ...], tp: int, pp: int, 
             mcgs = ks.moe_cuda_graphs.values if moe else (False,)
             pbufs = ks.pipeline_buffers.values if pp > 1 else ("freed",)
             # one per framework and ZeRO stage: chunk_end is ZeRO-1 under a pipeline, microbatch ZeRO 0
-            gsync = next((g for g in ks.grad_sync.values if (g, zero) in GSYNC_ZERO), "buckets")
+            gsync = base.grad_sync_for(ks, zero)
             spg = ks.sp_gathered.values[0] if sp else False  # one per framework
             # the DP overlap where it runs, else the sync after the backward: the first value that passes
             dpos = tuple(v for v in sorted(ks.overlap_dp_comm.values, reverse=True)
@@ -475,7 +471,7 @@ def knob_refusal(spec: SearchSpec, fw: base.Framework, probe: cm.Plan) -> str | 
     shared: list[str] | None = None  # in the order the rules give them (knob values first)
     for zero, precision in product(ks.zero_stage.values, spec.precisions):
         knobs = Knobs(zero, "none", probe.tp > 1 and True in ks.sequence_parallel.values, precision, "",
-                      dpo=spec.overlap_dp_comm)
+                      dpo=spec.fixed.get("dpo", spec.overlap_dp_comm))
         plan = plan_over(probe, knob_plan_fields(knobs))
         found = base.violations(fw, spec.model, plan, machine) + cluster_violations(spec.cluster, plan)
         shared = found if shared is None else [msg for msg in shared if msg in found]
