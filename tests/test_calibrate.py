@@ -138,6 +138,44 @@ def test_parse_size_binary_units():
     assert parse_size("1048576") == 2**20
 
 
+def test_a_given_collective_must_not_contradict_the_log(capsys):
+    """The 8-GPU example is all_reduce_perf output: read as all_gather its bus-bandwidth factor, (n-1)/n
+    instead of 2(n-1)/n, would halve the fitted NVLink rate (340 -> 170 GB/s), so the override is refused."""
+    code, _, err = run(capsys, "calibrate", "dgx-h100", "--nccl", EXAMPLES / "all_reduce_8gpu.txt",
+                       "--collective", "all_gather")
+    assert_one_line_error(code, err, "the log is all_reduce output; collective all_gather contradicts it")
+
+
+def test_a_log_from_another_gpu_is_refused(capsys, tmp_path):
+    """Device lines name the GPU each rank ran on: a V100 run calibrating an H100 cluster would write
+    NVLink 2's rate as NVLink 4's."""
+    text = (EXAMPLES / "all_reduce_8gpu.txt").read_text().replace("NVIDIA H100 80GB HBM3", "Tesla V100-SXM2-16GB")
+    log = tmp_path / "all_reduce_perf.txt"
+    log.write_text(text)
+    code, _, err = run(capsys, "calibrate", "dgx-h100", "--nccl", log)
+    assert_one_line_error(code, err, "the run was on Tesla V100-SXM2-16GB, but dgx-h100 has h100-sxm-80gb")
+    code, _, _ = run(capsys, "calibrate", "dgx-h100", "--nccl", EXAMPLES / "all_reduce_8gpu.txt")
+    assert code == 0
+
+
+@pytest.mark.parametrize("hosts, needle", [
+    (["node-01"] * 16, "the run put 16 ranks on one host, but dgx-h100 has 8 GPUs per node"),
+    (["node-01"] * 12 + ["node-02"] * 4, "ranks are spread unevenly over its hosts (12, 4 per host)"),
+])
+def test_hosts_in_the_log_must_match_the_cluster(capsys, tmp_path, hosts, needle):
+    """The 2-node example with its 16 ranks' hosts rewritten: all on one host (a single-host run that would
+    have been fitted as the network tier), or 12 + 4 (fitted as 8 + 8)."""
+    lines = (EXAMPLES / "all_reduce_2node16gpu.txt").read_text().splitlines()
+    ranks = [i for i, line in enumerate(lines) if line.startswith("#  Rank ")]
+    assert len(ranks) == 16
+    for i, host in zip(ranks, hosts):
+        lines[i] = lines[i].replace("node-01", host).replace("node-02", host)
+    log = tmp_path / "all_reduce_perf.txt"
+    log.write_text("\n".join(lines) + "\n")
+    code, _, err = run(capsys, "calibrate", "dgx-h100", "--nccl", log)
+    assert_one_line_error(code, err, needle)
+
+
 # ------------------------------------------------------------------------------- the command
 
 

@@ -70,10 +70,20 @@ def test_commands_refuse_what_would_be_dropped_or_misread(capsys, argv, needle):
     one_line_error(capsys, argv, needle)
 
 
-def test_calibrate_refuses_logs_of_other_hardware(capsys):
+def test_calibrate_refuses_logs_of_other_hardware(capsys, tmp_path):
     """An 8-GPU NVLink all-reduce log (340 GB/s) fitted to a cluster of 4 L40S per node on 200 Gb/s
-    (25 GB/s): over twice the nominal rate, so not this cluster's links."""
+    (25 GB/s): its device lines name the H100s it ran on, and 8 ranks on one host where the cluster has 4
+    GPUs per node; with neither (no GPU named, 4 ranks on each of two hosts), its rate is over twice the
+    nominal network rate: not this cluster's links whichever way it is told."""
     one_line_error(capsys, ["calibrate", "l40s-4gpu-mlperf", "--nccl", "examples/nccl/all_reduce_8gpu.txt"],
+                   "the run was on NVIDIA H100 80GB HBM3, but l40s-4gpu-mlperf has l40s-48gb")
+    lines = open("examples/nccl/all_reduce_8gpu.txt").read().splitlines()
+    log = tmp_path / "all_reduce_perf.txt"
+    ranks = [i for i, line in enumerate(lines) if line.startswith("#  Rank ")]
+    for k, i in enumerate(ranks):
+        lines[i] = lines[i].replace("NVIDIA H100 80GB HBM3", "NVIDIA GPU").replace("node-01", f"node-0{1 + k // 4}")
+    log.write_text("\n".join(lines) + "\n")
+    one_line_error(capsys, ["calibrate", "l40s-4gpu-mlperf", "--nccl", str(log)],
                    "the network fit gives 340 GB/s, over 2x the nominal 25 GB/s")
 
 

@@ -35,6 +35,26 @@ def test_rdma_false_halves_nominal_network_bandwidth(capsys):
         2 * d["time_breakdown_s"]["dp_comm"], rel=0.02)
 
 
+def test_rdma_what_if_moves_a_measured_network_rate_too(tmp_path, capsys):
+    """A calibrated cluster's network rate was measured with its own RDMA, so rdma=false halves it as it
+    halves a nominal one (the seed article's "doubles", Efficiency.no_rdma_bandwidth_factor); it used to
+    leave the step unchanged; rdma=true on a cluster measured without RDMA doubles it back."""
+    import yaml
+
+    spec = {"name": "measured", "gpu": "a100-sxm-80gb", "gpus_per_node": 8, "nvlink_domain_size": 8,
+            "network_bandwidth_gbits_per_s": 200, "network_busbw_gbytes_per_s": 20.0, "rdma": True}
+    path = tmp_path / "measured.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    args = ["llama2-7b", str(path), "--gpus", "16", "--gbs", "16", "--no-overlap", "--tp", "8"]
+    d = estimate_json(capsys, *args, "--what-if", "rdma=false")
+    assert d["what_if"]["estimate"]["time_breakdown_s"]["dp_comm"] == pytest.approx(
+        2 * d["time_breakdown_s"]["dp_comm"], rel=0.02)
+    path.write_text(yaml.safe_dump({**spec, "rdma": False}))
+    d = estimate_json(capsys, *args, "--what-if", "rdma=true")
+    assert d["what_if"]["estimate"]["time_breakdown_s"]["dp_comm"] == pytest.approx(
+        d["time_breakdown_s"]["dp_comm"] / 2, rel=0.02)
+
+
 def test_lower_matmul_efficiency_slows_compute(capsys):
     d = estimate_json(capsys, *SEED, "--what-if", "matmul_efficiency=0.5")
     assert d["what_if"]["estimate"]["time_breakdown_s"]["compute"] > 1.6 * d["time_breakdown_s"]["compute"]

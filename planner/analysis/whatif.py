@@ -122,8 +122,19 @@ def apply_cluster(cluster: cm.Cluster, wi: WhatIf) -> cm.Cluster:
     if cluster.gpu.name in wi.prices:
         out = replace(out, usd_per_gpu_hour=wi.prices[cluster.gpu.name])
     if wi.rdma is not None:
-        out = replace(out, rdma=wi.rdma)
+        out = replace(out, rdma=wi.rdma, network_busbw_bytes_per_second=measured_without_rdma(out, wi.rdma))
     return out
+
+
+def measured_without_rdma(cluster: cm.Cluster, rdma: bool) -> float:
+    """A measured network rate (planner calibrate) under `rdma`: it was taken with the cluster's own
+    RDMA setting, so turning RDMA off (on) scales it by the factor the cost model gives nominal rates
+    without RDMA (its inverse)."""
+    measured = cluster.network_busbw_bytes_per_second
+    if not measured or cluster.rdma == rdma:
+        return measured
+    factor = cm.Efficiency().no_rdma_bandwidth_factor
+    return measured * factor if not rdma else measured / factor
 
 
 def apply_efficiency(eff: cm.Efficiency, wi: WhatIf) -> cm.Efficiency:

@@ -18,6 +18,7 @@ errors, so every message size weighs the same. Pure functions; no I/O.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from math import gcd
 
@@ -121,6 +122,34 @@ def ranks_per_domain(ranks: int, num_nodes: int | None, cluster: cm.Cluster) -> 
     return gcd(ranks, gcd(per_node, d))
 
 
+# GPU product names as device lines (nvidia-smi / rocm names) and catalog names both carry them.
+_PRODUCT_RE = re.compile(r"(?<![a-z0-9])(gh200|gb200|gb300|[abhlv]\d{2,3}[a-z]?|mi\d{3}[a-z]?)(?![a-z0-9])")
+
+
+def product(gpu_name: str) -> str | None:
+    """The GPU product a device or catalog name names ("NVIDIA H100 80GB HBM3", "h100-sxm-80gb": h100),
+    None when it names none this recognises."""
+    m = _PRODUCT_RE.search(gpu_name.lower())
+    return m.group(1) if m else None
+
+
+def check_hosts(log: NcclLog, name: str, cluster: cm.Cluster) -> None:
+    """The device lines must name the cluster's GPU product, and their hosts hold the same number of ranks
+    each, no more than a node of the cluster has GPUs: otherwise the run's links are not the cluster's (a
+    V100 log calibrating an H100 cluster, 16 ranks on one host fitted as a two-node network run)."""
+    counts = log.ranks_per_host
+    other = [d for d in log.devices if product(d) and product(d) != product(cluster.gpu.name)]
+    if other and product(cluster.gpu.name):
+        raise PlannerError(f"{name}: the run was on {other[0]}, but {cluster.name} has {cluster.gpu.name}; "
+                           "are the logs from it?")
+    if len(set(counts)) > 1:
+        raise PlannerError(f"{name}: ranks are spread unevenly over its hosts ({', '.join(map(str, counts))} per "
+                           "host); calibrate from runs with the same number of GPUs on each node")
+    if counts and counts[0] > cluster.gpus_per_node:
+        raise PlannerError(f"{name}: the run put {counts[0]} ranks on one host, but {cluster.name} has "
+                           f"{cluster.gpus_per_node} GPUs per node; are the logs from it?")
+
+
 def log_samples(log: NcclLog, name: str, cluster: cm.Cluster, min_size_bytes: int) -> list[Sample]:
     """The rows of `log` to calibrate from: large messages with a usable time and no wrong elements."""
     if log.collective not in COLLECTIVES:
@@ -130,6 +159,7 @@ def log_samples(log: NcclLog, name: str, cluster: cm.Cluster, min_size_bytes: in
         raise PlannerError(f"{name}: the log does not say how many ranks ran (no '#  Rank' device lines)")
     if log.num_ranks < 2:
         raise PlannerError(f"{name}: a run on one rank moves nothing between GPUs; run on 2 or more")
+    check_hosts(log, name, cluster)
     k = ranks_per_domain(log.num_ranks, log.num_nodes, cluster)
     samples = [Sample(name, log.collective, log.num_ranks, k, r.size_bytes, t)
                for r in large_message_rows(log, min_size_bytes)

@@ -72,6 +72,10 @@ class NcclLog:
     rows: tuple[NcclRow, ...]
     avg_busbw_gbytes_per_s: float | None
     source_format: str
+    # Ranks on each host named in the device lines (largest first); () when the log names no hosts.
+    ranks_per_host: tuple[int, ...] = ()
+    # The GPU models the device lines name ("NVIDIA H100 80GB HBM3"), sorted; () when they name none.
+    devices: tuple[str, ...] = ()
 
 
 class NcclParseError(ValueError):
@@ -258,6 +262,7 @@ _PREFIX_RE = re.compile(r"^(?:\[\d+,\d+\]<std(?:out|err)>:|\s*\d+: )")
 _NOISE_RE = re.compile(r"\bNCCL (?:INFO|WARN|TRACE|ERROR|ABORT)\b")
 _INFO_NRANKS_RE = re.compile(r"\bnranks (\d+)", re.IGNORECASE)
 _RANK_RE = re.compile(r"^Rank\s+(\d+)\b.*?\bon\s+(\S+)\s+device\b")
+_DEVICE_RE = re.compile(r"\]\s*(\S.*)$")  # "... device 0 [0000:18:00] NVIDIA H100 80GB HBM3"
 _STARTING_RE = re.compile(r"Collective test (?:starting|concluded):\s*(\S+)")
 _AVG_BW_RE = re.compile(r"Avg bus bandwidth\s*:\s*(\S+)")
 _MARKER_RE = re.compile(r"\bnThread \d+ nGpus \d+|^Using devices\b|^nccl-tests version\b")
@@ -276,6 +281,8 @@ class _Scan:
     impossible: list[str] = field(default_factory=list)  # "line N (why)" of rows _check_section refused
     ranks: set[int] = field(default_factory=set)
     hosts: set[str] = field(default_factory=set)
+    host_of: dict[int, str] = field(default_factory=dict)  # rank -> host
+    devices: set[str] = field(default_factory=set)  # GPU models after the bus id of device lines
     started: set[str] = field(default_factory=set)
     mentioned: set[str] = field(default_factory=set)
     avg_busbw: float | None = None
@@ -334,6 +341,10 @@ def _scan_comment(scan: _Scan, lineno: int, line: str) -> None:
     if m:
         scan.ranks.add(int(m.group(1)))
         scan.hosts.add(m.group(2))
+        scan.host_of[int(m.group(1))] = m.group(2)
+        device = _DEVICE_RE.search(body)
+        if device:
+            scan.devices.add(device.group(1).strip())
     m = _STARTING_RE.search(body)
     if m:
         scan.started |= _programs_in(m.group(1))
@@ -441,7 +452,17 @@ def parse_text(text: str, name: str = "<string>", collective: str | None = None)
         rows=rows,
         avg_busbw_gbytes_per_s=scan.avg_busbw,
         source_format="text-current" if era == "text-2022" and scan.current else era,
+        ranks_per_host=_per_host(scan.host_of),
+        devices=tuple(sorted(scan.devices)),
     )
+
+
+def _per_host(host_of: dict) -> tuple[int, ...]:
+    """How many ranks each host ran, largest first, from rank -> host."""
+    counts: dict[str, int] = {}
+    for host in host_of.values():
+        counts[host] = counts.get(host, 0) + 1
+    return tuple(sorted(counts.values(), reverse=True))
 
 
 # --------------------------------------------------------------------------- JSON
@@ -539,6 +560,7 @@ def parse_json(text: str, name: str = "<string>", collective: str | None = None)
     devices = _json_devices(doc)
     num_ranks = len({d.get("rank") for d in devices}) or None
     hosts = {d.get("hostname") for d in devices if d.get("hostname")}
+    host_of = {d.get("rank"): d.get("hostname") for d in devices if d.get("hostname")}
     args = doc.get("args")
     program = _programs_in(str(args[0])) if isinstance(args, list) and args else set()
     rows, roots = tuple(r for r, _ in pairs), [root for _, root in pairs]
@@ -557,6 +579,7 @@ def parse_json(text: str, name: str = "<string>", collective: str | None = None)
         rows=rows,
         avg_busbw_gbytes_per_s=_json_float(avg_bw, f"{name}: average_bus_bandwidth"),
         source_format="json",
+        ranks_per_host=_per_host(host_of),
     )
 
 
@@ -638,12 +661,17 @@ def _infer_collective(ev: _Evidence) -> list[str]:
 def _resolve_collective(
     override: str | None, sources: list[set[str]], ev: _Evidence, name: str
 ) -> str:
-    """Override, else the first unambiguous name source, else inference, else an error."""
+    """Override, else the first unambiguous name source, else inference, else an error. An override
+    that contradicts the test the log names is an error: its bus-bandwidth factor would be wrong."""
+    named = next((next(iter(found)) for found in sources if len(found) == 1), None)
     if override:
-        return normalize_collective(override)
-    for found in sources:
-        if len(found) == 1:
-            return next(iter(found))
+        wanted = normalize_collective(override)
+        if named is not None and named != wanted:
+            raise NcclParseError(f"{name}: the log is {named} output; collective {wanted} contradicts it "
+                                 "(give the collective only for logs that do not name their test)")
+        return wanted
+    if named is not None:
+        return named
     candidates = _infer_collective(ev)
     if len(candidates) == 1:
         return candidates[0]
