@@ -259,3 +259,28 @@ def test_why_other_gpus_lose_is_in_the_json_too(capsys):
     text = capsys.readouterr().out
     for o in d["other_gpus"]:
         assert f"  {o['gpu']} ({o['offering']}, {o['num_gpus']} GPUs" in text and o["why"] in text
+
+
+def test_a_deadline_and_a_budget_each_met_but_not_together_are_said():
+    """Option A: 20 days for $900k; option B: 40 days for $700k. A 30-day deadline is met (A) and an $800k
+    budget is met (B), but no option meets both: the command chose nothing and said nothing; now a note
+    names the cheapest within the deadline ($100,000 over) and the fastest within the budget (10 days late)."""
+    from planner.sizing.run import SizeRequest, impossible_lines
+
+    a, b = fake_option(20.0, 9e5, 0), fake_option(40.0, 7e5, 1)
+    assert sizing.choose([a, b], "usd", 30.0, 8e5) is None
+    (line,) = impossible_lines([a, b], SizeRequest("m", deadline_days=30.0, budget_usd=8e5))
+    assert "no option meets both 30 days and $800,000" in line
+    assert "c0 with 1 GPUs, $900,000 (20.0 days, $100,000 over budget)" in line
+    assert "c1 with 1 GPUs, 40.0 days (10.0 days late)" in line
+    assert impossible_lines([a, b], SizeRequest("m", deadline_days=30.0, budget_usd=9e5)) == []
+
+
+def test_a_run_that_never_finishes_is_not_called_a_model_that_does_not_fit(capsys):
+    """GPT-3 175B needs 64 H100s or more: with 100 failures per 1000 GPU-days that is 6.4 a day, each losing
+    a day to restart, so runtime.run_wall_clock never finishes. The plans fit, so the error must name the
+    failure rates, not "try more GPUs" (more GPUs fail more often)."""
+    code = main(["size", "gpt3-175b", "--tokens", "1e12", "--gpu-types", "h100-sxm-80gb", "--max-gpus", "256",
+                 "--failures-per-1000-gpu-days", "100", "--restart-minutes", "1440"])
+    err = capsys.readouterr().err
+    assert code == 2 and "the run never finishes" in err and "try more GPUs" not in err

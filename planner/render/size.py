@@ -45,6 +45,9 @@ def print_size(r: dict, deadline_days: float | None) -> None:
                           f"{o.days:.1f} days, ${o.usd:,.0f} (plan {option_row(o)[3]}, "
                           f"{100 * o.wall.overhead_fraction(o.step_seconds_total):.1f}% checkpoint/failure overhead, "
                           f"{o.wall.expected_failures:.1f} expected interruptions)")
+    if r["other_gpus"]:
+        console.print("other GPU types, each at its best count sized (a count that an option found beats even at "
+                      "its step floor is not sized, so a type's best may lie at a count not shown):")
     for o, why in r["other_gpus"]:
         console.print(f"  {o.offering.gpu.name} ({o.offering.name}, {o.num_gpus} GPUs, {o.days:.1f} days, "
                       f"${o.usd:,.0f}): {why}")

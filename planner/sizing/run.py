@@ -107,7 +107,21 @@ def impossible_lines(options: list[sizing.Option], args: SizeRequest) -> list[st
         lines.append(f"no option fits ${args.budget_usd:,.0f}: the cheapest{scope} is {c.offering.name} with "
                      f"{c.num_gpus} GPUs, ${c.usd:,.0f} ({c.days:.1f} days); the budget would need "
                      f"${c.usd - args.budget_usd:,.0f} more, or buys about {args.budget_usd / c.usd:.2%} of the tokens")
+    if args.deadline_days and args.budget_usd and not lines and not any(
+            o.days <= args.deadline_days and o.usd <= args.budget_usd for o in feasible):
+        lines.append(both_limits_line(feasible, args.deadline_days, args.budget_usd))
     return lines
+
+
+def both_limits_line(feasible: list[sizing.Option], deadline_days: float, budget_usd: float) -> str:
+    """Each limit is met by some option but none meets both: the cheapest in time and the fastest in budget."""
+    in_time = min((o for o in feasible if o.days <= deadline_days), key=lambda o: (o.usd, o.days))
+    in_budget = min((o for o in feasible if o.usd <= budget_usd), key=lambda o: (o.days, o.usd))
+    return (f"no option meets both {deadline_days:g} days and ${budget_usd:,.0f}: within the deadline the cheapest is "
+            f"{in_time.offering.name} with {in_time.num_gpus} GPUs, ${in_time.usd:,.0f} ({in_time.days:.1f} days, "
+            f"${in_time.usd - budget_usd:,.0f} over budget); within the budget the fastest is "
+            f"{in_budget.offering.name} with {in_budget.num_gpus} GPUs, {in_budget.days:.1f} days "
+            f"({in_budget.days - deadline_days:.1f} days late)")
 
 
 def front(options: list[sizing.Option], deadline_days: float | None) -> list[sizing.Option]:
@@ -152,6 +166,12 @@ def no_fit_message(model, options: list[sizing.Option], max_gpus: int, wi: whati
     head = f"no offering fits {model.name} within --max-gpus {max_gpus}"
     if not options:
         return head + " (try more GPUs)"
+    endless = [o for o in options if o.best is not None]
+    if endless:  # plans fit, but the run never finishes between failures (runtime.run_wall_clock)
+        o = min(endless, key=lambda o: (o.num_gpus, o.offering.name))
+        return (f"no option finishes training {model.name}: plans fit (from {o.num_gpus} x {o.offering.gpu.name}), "
+                "but with these failure and restart rates the run never finishes (more GPUs fail more often): "
+                "lower --failures-per-1000-gpu-days or --restart-minutes")
     first = min(options, key=lambda o: (o.num_gpus, o.offering.name))
     why = sizing.why_no_plan(model, *sizing.cluster_for(first.offering, first.num_gpus, wi))
     if why is None:
