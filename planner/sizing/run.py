@@ -95,7 +95,10 @@ def impossible_lines(options: list[sizing.Option], args: SizeRequest) -> list[st
         head = (f"no offering meets {args.deadline_days:g} days: the fastest is {f.offering.name} with "
                 f"{f.num_gpus} GPUs, {f.days:.1f} days (${f.usd:,.0f}); ")
         largest = max(o.num_gpus for o in feasible if o.offering.name == f.offering.name)
-        if need > args.max_gpus:
+        if need > L.MAX_GPUS:
+            lines.append(head + f"meeting the deadline would need more than the {L.MAX_GPUS:,} GPUs planner sizes "
+                                "even if scaling held: train fewer tokens or allow more days")
+        elif need > args.max_gpus:
             lines.append(head + f"meeting the deadline needs about {need} GPUs if scaling held (raise --max-gpus) "
                                 "or fewer tokens")
         else:  # counts up to `need` were within the scan: the step stopped shrinking before the deadline
