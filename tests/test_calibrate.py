@@ -146,6 +146,15 @@ def test_a_given_collective_must_not_contradict_the_log(capsys):
     assert_one_line_error(code, err, "the log is all_reduce output; collective all_gather contradicts it")
 
 
+def test_the_output_never_overwrites_an_input(capsys, tmp_path):
+    """--force overwrites an earlier output, never the log being read (an audit lost the shipped example so)."""
+    log = tmp_path / "all_reduce_perf.txt"
+    log.write_text((EXAMPLES / "all_reduce_8gpu.txt").read_text())
+    code, _, err = run(capsys, "calibrate", "dgx-h100", "--nccl", log, "--out", log, "--force")
+    assert_one_line_error(code, err, "is one of the inputs; write the output elsewhere")
+    assert log.read_text() == (EXAMPLES / "all_reduce_8gpu.txt").read_text()
+
+
 def test_a_log_from_another_gpu_is_refused(capsys, tmp_path):
     """Device lines name the GPU each rank ran on: a V100 run calibrating an H100 cluster would write
     NVLink 2's rate as NVLink 4's."""

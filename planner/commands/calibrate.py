@@ -33,7 +33,8 @@ def parse_size(text: str) -> int:
 
 
 def check_outputs(args) -> None:
-    """Refuse before any work: a plot without logs, one path for two files, existing outputs without --force."""
+    """Refuse before any work: a plot without logs, one path for two files, an output over an input (even with
+    --force), existing outputs without --force."""
     if args.plot and not args.nccl:
         raise PlannerError("--plot draws the nccl-tests fit; pass --nccl LOG")
     if args.plot and Path(args.plot).suffix.lower() != ".svg":
@@ -44,6 +45,10 @@ def check_outputs(args) -> None:
         require("--plot")
     if args.out and args.plot and Path(args.out).resolve() == Path(args.plot).resolve():
         raise PlannerError(f"--out and --plot name the same file ({args.out}); give each its own")
+    inputs = {Path(p).resolve() for p in [*args.nccl, args.step_times, args.cluster] if p and Path(p).is_file()}
+    for path in (args.out, args.plot):
+        if path and Path(path).resolve() in inputs:
+            raise PlannerError(f"{path} is one of the inputs; write the output elsewhere")
     for path in (args.out, args.plot):
         if path and Path(path).is_dir():
             raise PlannerError(f"{path}: is a folder")
