@@ -171,6 +171,8 @@ def try_levers(base: Scored, eff: cm.Efficiency | None = None, frameworks: tuple
     fastest per sample first."""
     model = base.model.to_model()
     base_per_sample = base.est.step_time_seconds / base.plan.global_batch_size
+    machine = Machine.of(base.cluster)
+    running = [REGISTRY[name] for name in frameworks if not violations(REGISTRY[name], model, base.plan, machine)]
     out = []
     for lever in LEVERS:
         changed = lever.change(base.plan, base.cluster, model)
@@ -178,7 +180,7 @@ def try_levers(base: Scored, eff: cm.Efficiency | None = None, frameworks: tuple
         results = [LeverResult(lever, score(base.model, base.cluster, plan, eff)) for plan in plans
                    if not plan_violations(model, base.cluster, plan)
                    and framework_allows(lever, model, base.plan, plan, base.cluster)
-                   and any_framework_allows(frameworks, model, base.plan, plan, base.cluster)]
+                   and one_runs(running, model, plan, machine)]
         helps = [r for r in results if r.scored.est.fits and r.per_sample_seconds() < base_per_sample * (1 - MIN_GAIN)]
         if helps:  # a lever with several settings shows its best
             out.append(min(helps, key=LeverResult.per_sample_seconds))
@@ -194,13 +196,10 @@ def framework_allows(lever: Lever, model: cm.Model, before: cm.Plan, after: cm.P
     return set(violations(fw, model, after, machine)) <= set(violations(fw, model, before, machine))
 
 
-def any_framework_allows(frameworks: tuple[str, ...], model: cm.Model, before: cm.Plan, after: cm.Plan,
-                         cluster: cm.Cluster) -> bool:
-    """Whether one of `frameworks` that runs `before` also runs `after` (all of them when none is given
-    or none runs `before`): DeepSpeed's pipelines cannot take the DP overlap lever, say."""
-    machine = Machine.of(cluster)
-    running = [REGISTRY[name] for name in frameworks if not violations(REGISTRY[name], model, before, machine)]
-    return not running or any(not violations(fw, model, after, machine) for fw in running)
+def one_runs(running: list, model: cm.Model, plan: cm.Plan, machine: Machine) -> bool:
+    """Whether one of the frameworks that run the base plan (`running`: those of suggest's --framework;
+    none: any) also runs the lever's `plan`: DeepSpeed's pipelines cannot take the DP overlap lever, say."""
+    return not running or any(not violations(fw, model, plan, machine) for fw in running)
 
 
 def diagnosis_dict(base: Scored, threshold: float, levers: list[LeverResult]) -> dict:

@@ -115,10 +115,11 @@ def runtime_notes(job: Job, frameworks: list[str]) -> list[str]:
         return notes
     for name in frameworks:
         fw = REGISTRY[name]
-        runs = grad_sync_for(fw.knobs_for(p), p.zero_stage)
+        ks = fw.knobs_for(p)
+        runs = grad_sync_for(ks, p.zero_stage)
         if runs != p.grad_sync and (runs != "microbatch" or p.num_microbatches > 1):
             notes.append(f"{fw.title}: the prediction above assumes grad_sync {p.grad_sync}, but {fw.title} "
-                         f"reduces as grad_sync {runs} ({fw.knobs_for(p).grad_sync.why}); re-score with planner "
+                         f"reduces as grad_sync {runs} ({ks.grad_sync.why}); re-score with planner "
                          f"estimate ... --grad-sync {runs}.")
     return notes
 

@@ -374,12 +374,11 @@ def knob_combinations(spec: SearchSpec, fws: tuple[str, ...], tp: int, pp: int, 
                 k = Knobs(zero, rc, sp, prec, grad, cast, reshard, tpo, cpc, epo, pbuf, attn, gsync, spg, epd, mcg,
                           dpos[0])
                 plan = plan_over(probe, knob_plan_fields(k))
-                if not runs_on(spec, fw, plan, ks):
+                if not probe_passes(spec, fw, plan, ks):
                     continue
                 for dpo in dpos:  # of the rules only machine rules read the DP overlap (base.py)
                     with_dpo = plan if dpo == plan.overlap_dp_comm else plan_over(plan, {"overlap_dp_comm": dpo})
-                    if not refused or not any((name, i, tuple(getattr(with_dpo, knob) for knob in rule.knobs)) in refused
-                               for i, rule in enumerate(fw.machine_rules)):
+                    if not machine_refused(refused, name, fw, with_dpo):
                         out.add(k if dpo == k.dpo else replace(k, dpo=dpo))
                         break
     if ep_local:
@@ -388,12 +387,19 @@ def knob_combinations(spec: SearchSpec, fws: tuple[str, ...], tp: int, pp: int, 
     return tuple(sorted(undominated(k for k in out if _fixed_ok(spec, k))))
 
 
-def runs_on(spec: SearchSpec, fw: base.Framework, plan: cm.Plan, ks: base.Knobs) -> bool:
+def probe_passes(spec: SearchSpec, fw: base.Framework, plan: cm.Plan, ks: base.Knobs) -> bool:
     """Whether `fw` runs the probe plan with these knobs as far as its gradient dtypes, its plan rules and
     the cost model's cluster rules go (its machine rules are the split's refusals, machine_refusals)."""
     return (plan.grad_comm_dtype in ks.grad_dtype(plan.precision).values
             and not base.plan_violations(fw, spec.model, plan)
             and not cluster_violations(spec.cluster, plan, spec.model))
+
+
+def machine_refused(refused: frozenset, name: str, fw: base.Framework, plan: cm.Plan) -> bool:
+    """Whether one of `fw`'s machine rules refuses `plan`'s values of its knobs on the split, as
+    machine_refusals recorded them."""
+    return bool(refused) and any((name, i, tuple(getattr(plan, knob) for knob in rule.knobs)) in refused
+                                 for i, rule in enumerate(fw.machine_rules))
 
 
 def undominated(knobs) -> set[Knobs]:
