@@ -39,7 +39,8 @@ def test_a_plan_that_does_not_fit_is_named():
 
 
 def test_command_prints_the_warnings(tmp_path, capsys):
-    (tmp_path / "a.json").write_text(json.dumps(est("llama3-70b", gpus=64, gbs=512, step=57.0, fits=False)))
+    (tmp_path / "a.json").write_text(json.dumps(est("llama3-70b", gpus=64, gbs=512, step=57.0, fits=False,
+                                                          mem=90 * 2**30)))
     (tmp_path / "b.json").write_text(json.dumps(est("llama3-8b")))
     assert main(["compare", str(tmp_path / "a.json"), str(tmp_path / "b.json")]) == 0
     out = capsys.readouterr().out
@@ -58,3 +59,26 @@ def test_a_per_node_network_figure_draws_a_warning(tmp_path, capsys):
     assert main(["estimate", "llama3-8b", str(tmp_path / "d.yaml"), "--gpus", "16", "--tp", "8", "--gbs", "64",
                  "--json"]) == 0
     assert "warning" not in capsys.readouterr().err
+
+
+def test_an_edited_estimate_is_refused(tmp_path, capsys):
+    """An estimate whose numbers break the identities planner writes them with (the step is the sum of
+    its time parts, dp_comm listed beside them; memory the sum of its parts; tokens/s = gbs x seq / step;
+    fits = memory <= capacity) is one error, not a ranking: an emptied breakdown had tied with any plan,
+    and a step cut to 1 s won "53x faster" with TP communication at 359% of the step."""
+    good = dict(est(step=10.0), time_breakdown_s={"compute": 9.0, "tp_comm": 0.5, "dp_comm_exposed": 0.5,
+                                                   "dp_comm": 4.0},
+                memory_breakdown_bytes={"parameters": 20 * 2**30, "activations": 40 * 2**30})
+    edits = {"empty breakdown": {"time_breakdown_s": {}},
+             "step cut": {"step_time_s": 1.0, "tokens_per_s": 64 * 4096 / 1.0},
+             "tokens/s raised": {"tokens_per_s": 2 * 64 * 4096 / 10.0},
+             "memory cut": {"memory_per_gpu_bytes": 30 * 2**30},
+             "fits flipped": {"fits": False}}
+    (tmp_path / "good.json").write_text(json.dumps(good))
+    assert main(["compare", str(tmp_path / "good.json"), str(tmp_path / "good.json")]) == 0
+    capsys.readouterr()
+    for name, edit in edits.items():
+        (tmp_path / "bad.json").write_text(json.dumps({**good, **edit}))
+        assert main(["compare", str(tmp_path / "good.json"), str(tmp_path / "bad.json")]) == 2, name
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "bad.json" in err and "edited" in err, (name, err)

@@ -119,15 +119,12 @@ def plan_from_estimate(estimate: dict, model: ModelSpec) -> tuple[cm.Plan, int]:
 
 
 def check_seq_length(estimate: dict, model: ModelSpec, plan: cm.Plan) -> None:
-    """The sequence length PLAN.json was scored at must be the model's: its `seq_length`, which
-    tokens_per_s x step_time_s / global batch must agree with (else the file was edited), or for files
+    """The sequence length PLAN.json was scored at must be the model's: its `seq_length` (which
+    loading.load_estimate checked against tokens_per_s x step_time_s / global batch), or for files
     without it that product alone."""
     tps, step, seq = estimate.get("tokens_per_s"), estimate.get("step_time_s"), estimate.get("seq_length")
-    derived = round(tps * step / plan.global_batch_size) if tps and step else None
-    if seq is not None and derived is not None and derived != seq:
-        raise PlannerError(f"PLAN.json: tokens_per_s x step_time_s / global batch gives {derived} tokens per sequence, "
-                           f"not its seq_length {seq}: the file was edited")
-    seq = seq if seq is not None else derived
+    if seq is None and tps and step:
+        seq = round(tps * step / plan.global_batch_size)
     if seq is None:
         return
     if seq != model.seq_length:

@@ -6,6 +6,7 @@ finite numbers, each within the bounds of planner/inputs/limits.py; names are on
 """
 from __future__ import annotations
 
+import math
 from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -434,4 +435,34 @@ class EstimateRecord(BaseModel):
         if self.num_gpus is not None and p.dp is not None and p.tp * p.cp * p.pp * p.dp != self.num_gpus:
             raise ValueError(f"num_gpus {self.num_gpus} is not the plan's tp x cp x pp x dp = "
                              f"{p.tp}x{p.cp}x{p.pp}x{p.dp}")
+        return self
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "EstimateRecord":
+        """The identities every estimate planner writes holds (planner/analysis/score.py to_dict): the step
+        is the sum of its time parts (dp_comm, the whole DP sync, is listed beside its exposed part), the
+        memory the sum of its parts, tokens/s the batch's tokens over the step (emit reads the
+        sequence length so), and fits memory <= capacity. A file that breaks one was edited, and compare would rank it on numbers no model gave."""
+        checks = []
+        if self.step_time_s is not None and self.time_breakdown_s is not None:
+            parts = sum(v for k, v in self.time_breakdown_s.items() if k != "dp_comm")
+            checks.append(("time_breakdown_s", parts, "step_time_s", self.step_time_s))
+        if self.memory_per_gpu_bytes is not None and self.memory_breakdown_bytes is not None:
+            checks.append(("memory_breakdown_bytes", sum(self.memory_breakdown_bytes.values()), "memory_per_gpu_bytes",
+                           self.memory_per_gpu_bytes))
+        for name, value, of, expected in checks:
+            if not math.isclose(value, expected, rel_tol=1e-6, abs_tol=1e-9):
+                raise ValueError(f"{name} gives {value:.6g}, not the {of} {expected:.6g}: the estimate was edited "
+                                 "(re-run `planner estimate --json`)")
+        gbs = self.plan.global_batch_size
+        if None not in (self.tokens_per_s, self.step_time_s, self.seq_length, gbs):
+            per_sequence = self.tokens_per_s * self.step_time_s / gbs
+            if not math.isclose(per_sequence, self.seq_length, rel_tol=1e-6):
+                raise ValueError(f"tokens_per_s x step_time_s / global batch gives {round(per_sequence)} tokens per "
+                                 f"sequence, not its seq_length {self.seq_length}: the estimate was edited")
+        if None not in (self.fits, self.memory_per_gpu_bytes, self.memory_capacity_bytes):
+            if self.fits != (self.memory_per_gpu_bytes <= self.memory_capacity_bytes):
+                raise ValueError(f"fits {str(self.fits).lower()} contradicts memory_per_gpu_bytes "
+                                 f"{self.memory_per_gpu_bytes:.6g} against memory_capacity_bytes "
+                                 f"{self.memory_capacity_bytes:.6g}: the estimate was edited")
         return self
