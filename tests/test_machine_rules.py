@@ -233,6 +233,8 @@ def test_deepspeed_plans_with_exposed_gradient_reduction_are_priced_without_over
     err = _emit_refusal(tmp_path, capsys, "deepspeed", ["megatron-1.7b", "aws-g6e-48xlarge", "--gpus", "32",
                                                          "--gbs", "256", "--pp", "2", "--zero", "1"])
     assert "DeepSpeed reduces gradients after the backward with a pipeline" in err
+    # the remedy names the knob, which suggest's --fix overlap_dp_comm=true sets too (not only --no-overlap)
+    assert "re-plan with overlap_dp_comm off (--no-overlap)" in err
 
 
 def test_levers_keep_to_the_searched_frameworks(capsys):

@@ -90,7 +90,7 @@ def exposed_gradient_reduction(model: cm.Model, machine: Machine, plan: cm.Plan)
     if plan.overlap_dp_comm and plan.dp > 1 and (plan.pp > 1 or plan.zero_stage == 0):
         where = "a pipeline" if plan.pp > 1 else "ZeRO 0"
         return (f"DeepSpeed reduces gradients after the backward with {where} (runtime/engine.py), not overlapped "
-                "with it: re-plan with --no-overlap")
+                "with it: re-plan with overlap_dp_comm off (--no-overlap)")
     return None
 
 
