@@ -44,7 +44,7 @@ SWIGLU_ACTIVATIONS = {"silu", "swish", "swiglu"}
 GELU_ACTIVATIONS = {"gelu", "gelu_new", "gelu_fast", "gelu_pytorch_tanh", "gelu_python", "gelu_accurate"}
 ALIBI_MODELS = {"bloom", "mpt"}
 QKV_BIAS_MODELS = {"qwen2", "qwen2_moe"}
-BIAS_FREE_MODELS = {"llama", "mistral", "mixtral", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3_text"}
+BIAS_FREE_MODELS = {"llama", "mistral", "mixtral", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3_text", "phi3"}
 # Gemma's MLP is gated (GemmaMLP / Gemma2MLP / Gemma3MLP: gate_proj, up_proj, down_proj) with a GeLU
 # activation (`hidden_activation` "gelu_pytorch_tanh"): GeGLU, 3 matrices (Gemma report, arXiv:2403.08295).
 GEGLU_MODELS = {"gemma", "gemma2", "gemma3_text"}
@@ -108,7 +108,8 @@ CLASS_DEFAULTS: dict[str, dict[str, Any]] = {
     "gemma2": {"tie_word_embeddings": True, "head_dim": 256, "hidden_activation": "gelu_pytorch_tanh",
                "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "attention_bias": False, "sliding_window": 4096,
                "max_position_embeddings": 8192, "vocab_size": 256000},
-    "gemma3_text": {"tie_word_embeddings": True, "vocab_size": 262208, "head_dim": 256,
+    "gemma3_text": {"tie_word_embeddings": True, "vocab_size": 262208, "hidden_size": 2304, "intermediate_size": 9216,
+                    "num_hidden_layers": 26, "num_attention_heads": 8, "head_dim": 256,
                     "hidden_activation": "gelu_pytorch_tanh", "max_position_embeddings": 131072,
                     "rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "attention_bias": False, "sliding_window": 4096,
                     "sliding_window_pattern": 6, "use_bidirectional_attention": False},
@@ -143,6 +144,10 @@ HYBRID_KEYS = ("hybrid_override_pattern", "layers_block_type", "layer_block_type
                "state_size", "time_step_rank", "conv_kernel", "ssm_cfg", "lru_width", "slstm_block_map",
                "full_attn_idxs")
 HYBRID_PREFIXES = ("ssm_", "mamba_", "linear_", "lightning_")
+# DeepSeek-V3.2's sparse attention (DSA): a lightning indexer picks index_topk keys per query
+# (DeepSeek-V3.2-Exp config.json: index_n_heads 64, index_head_dim 128, index_topk 2048), so attention
+# costs O(s x k), not the dense causal O(s^2 / 2) the cost model counts.
+SPARSE_ATTENTION_KEYS = ("index_topk", "index_n_heads", "index_head_dim")
 HYBRID_MODEL_TYPES = {"mamba", "mamba2", "falcon_mamba", "jamba", "zamba", "zamba2", "bamba", "nemotron_h",
                       "falcon_h1", "granitemoehybrid", "qwen3_next", "minimax", "rwkv", "recurrent_gemma", "xlstm",
                       "lfm2", "plamo2"}
@@ -295,9 +300,9 @@ def _text_config(data: dict, name: str) -> tuple[dict, str, list[str]]:
         if "tie_word_embeddings" not in text and "tie_word_embeddings" in data:
             text["tie_word_embeddings"] = data["tie_word_embeddings"]
         text["model_type"] = inner
-        if data.get("vision_config") is not None:
-            notes.append("the vision tower (vision_config) and its projector are not modelled: this is the "
-                         "language model alone")
+        for key in towers(data):
+            notes.append(f"the {key.removesuffix('_config')} tower ({key}) and its projector are not modelled: this "
+                         "is the language model alone")
     kind = text.get("model_type")
     defaults = CLASS_DEFAULTS.get(str(kind), {})
     text = {**{k: v for k, v in defaults.items() if k not in text}, **text}
@@ -457,6 +462,16 @@ def architecture(data: dict) -> dict:
     return out
 
 
+def towers(data: dict) -> list[str]:
+    """The wrapper's sub-configs other than the language model's that describe a network of their own (a
+    vision, audio or speech encoder: a dict with a model_type or a layer count), e.g. Gemma 3's
+    vision_config, Voxtral's audio_config; quantization_config and the like are not towers."""
+    return [key for key, value in data.items()
+            if key != "text_config" and key.endswith("_config") and isinstance(value, dict)
+            and ("model_type" in value or _pick(value, KEY_ALIASES["num_layers"] + ("depth", "encoder_layers"))
+                 is not None)]
+
+
 def _dicts(node: Any, path: str = ""):
     """Every dict in a parsed config, with its dotted path ('' for the top level)."""
     if isinstance(node, dict):
@@ -478,12 +493,19 @@ def refuse_unrepresentable(data: dict, text: dict, reader: _Reader) -> None:
         for key, value in node.items():
             if value is None or value is False or value == [] or value == {}:
                 continue
+            if key in SPARSE_ATTENTION_KEYS:
+                raise PlannerError(f"{name} config.json: {path}{key}: sparse attention (DeepSeek Sparse Attention's "
+                                   "indexer picks the keys each query attends to), which planner's dense causal "
+                                   "attention cost does not represent")
+            if key == "attn_type_list" and isinstance(value, list) and value and all(v == 1 for v in value):
+                continue  # MiniMax: 1 = softmax attention on every layer, no linear-attention layer
             if key in HYBRID_KEYS or key.startswith(HYBRID_PREFIXES):
                 raise PlannerError(f"{name} config.json: {path}{key}: a state-space / linear-attention hybrid "
                                    "layer stack, which planner's cost model (attention + MLP layers) cannot represent")
-    if model_type in HYBRID_MODEL_TYPES or str(data.get("model_type") or "") in HYBRID_MODEL_TYPES:
-        raise PlannerError(f"{name} config.json: model_type {model_type!r}: a state-space / recurrent hybrid, "
-                           "which planner's cost model (attention + MLP layers) cannot represent")
+    for kind in (model_type, str(data.get("model_type") or "")):
+        if kind in HYBRID_MODEL_TYPES:
+            raise PlannerError(f"{name} config.json: model_type {kind!r}: a family of state-space / recurrent "
+                               "hybrids, which planner does not map (its cost model has attention and MLP layers)")
     if reader.has("use_bidirectional_attention") and text["use_bidirectional_attention"] is not False:
         raise reader.fail("use_bidirectional_attention", "an encoder (bidirectional attention), not the causal "
                           "decoder planner models")
@@ -848,6 +870,9 @@ def ignored_details(text: dict, model_type: str) -> list[str]:
     elif qk == "l2":
         notes.append("Llama 4's query/key L2 norm runs on its RoPE layers only; the activations it keeps are "
                      "counted on every layer")
+    if text.get("dual_chunk_attention_config"):
+        notes.append("dual_chunk_attention_config (Qwen2.5-1M's chunked attention for long-context inference) is "
+                     "not a training setting: attention is counted as full causal attention")
     if model_type in ("gemma2", "gemma3_text"):
         notes.append("Gemma's extra post-attention / post-MLP norms, logit soft-capping and embedding "
                      "scaling are not counted (no weights beyond the norms)")
