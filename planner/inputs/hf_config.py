@@ -592,17 +592,32 @@ def moe_fields(reader: _Reader, model_type: str, layers: int | None) -> tuple[di
     family = MOE_FAMILIES.get(model_type)
     if family is None:
         return None, None, []
-    r = reader
+    counts = experts_and_top_k(reader, model_type, family)
+    if counts is None:
+        return None, None, []
+    moe: dict = {"num_experts": counts[0], "experts_per_token": counts[1]}
+    notes: list[str] = []
+    read_layout = FAMILY_LAYOUTS.get(family, plain_moe_layout)
+    dense_ffn, moe_layers, layout_key = read_layout(reader, model_type, layers, moe, notes)
+    if moe_layers is not None:
+        moe.update(layout_fields(reader, moe_layers, layers, layout_key))
+    router, router_notes = router_fields(reader, model_type, counts[1])
+    moe.update(router)
+    return moe, dense_ffn, notes + router_notes
+
+
+def experts_and_top_k(r: _Reader, model_type: str, family: str) -> tuple[int, int] | None:
+    """(routed experts, experts per token), or None where the class builds a dense MLP (Qwen2/3-MoE with
+    no experts); refusals for counts that make no mixture."""
     key = expert_count_key(model_type)
     experts = r.integer(key, 0)
     if experts == 0 and family == "qwen_moe":  # Qwen2/3MoeDecoderLayer: num_experts > 0 or a dense MLP
-        return None, None, []
+        return None
     if not experts:  # DeepseekV2/V3DecoderLayer build experts from first_k_dense_replace on, whatever this says
         raise r.fail(key, "is 0 or null: a mixture-of-experts class without experts")
     if experts == 1:
         raise r.fail(key, "is 1: a one-expert layer is not a mixture planner represents")
     top_k = r.integer("num_experts_per_tok", 1)
-    notes: list[str] = []
     if family == "gpt_oss":
         alt = r.integer("experts_per_token", 1)
         if top_k is not None and alt is not None and alt != top_k:
@@ -610,73 +625,81 @@ def moe_fields(reader: _Reader, model_type: str, layers: int | None) -> tuple[di
         top_k = top_k or alt
     if top_k is None:
         raise r.fail("num_experts_per_tok", "is missing or null: how many experts each token uses is unknown")
-    moe: dict = {"num_experts": experts, "experts_per_token": top_k}
-    dense_ffn = None
-    moe_layers: list[int] | None = None
-    layout_key = key
-    if family in ("mixtral", "gpt_oss", "olmoe"):
-        moe["ffn_hidden_size"] = r.need_int("intermediate_size", 1)
-    elif family == "qwen_moe":
-        moe["ffn_hidden_size"] = r.need_int("moe_intermediate_size", 1)
-        shared = r.integer("shared_expert_intermediate_size", 0) or 0
-        if shared and model_type == "qwen3_moe":
-            raise r.fail("shared_expert_intermediate_size", "Qwen3-MoE has no shared expert (Qwen3MoeSparseMoeBlock); "
-                         "the key would be ignored by Transformers")
-        if shared:
-            moe["shared_ffn_hidden_size"] = shared
-            notes.append("the shared expert's sigmoid gate (h weights a layer) is not counted")
-        step = r.need_int("decoder_sparse_step", 1)
-        dense = r.int_list("mlp_only_layers") or []
-        layout_key = "mlp_only_layers" if dense else "decoder_sparse_step"
-        if layers and any(not 0 <= i < layers for i in dense):
-            raise r.fail("mlp_only_layers", f"holds a layer index outside 0..{layers - 1}")
-        if layers:
-            moe_layers = [i for i in range(layers) if i not in dense and (i + 1) % step == 0]
-    elif family == "deepseek":
-        moe["ffn_hidden_size"] = r.need_int("moe_intermediate_size", 1)
-        shared = r.integer("n_shared_experts", 0) or 0
-        if shared:
-            moe["shared_ffn_hidden_size"] = shared * moe["ffn_hidden_size"]
-        freq = r.data.get("moe_layer_freq", 1)
-        if isinstance(freq, bool) or not isinstance(freq, int):
-            raise r.fail("moe_layer_freq", f"must be an integer (got {_show(freq)}); a per-layer MoE pattern "
-                         "is not one planner represents")
-        if freq != 1:
-            raise r.fail("moe_layer_freq", f"{freq}: DeepSeek's modeling code puts experts on layers with "
-                         "i % moe_layer_freq == 0 while Transformers' DeepseekV2/V3 classes ignore the key; "
-                         "planner represents only 1")
-        first = r.integer("first_k_dense_replace", 0) or 0
-        layout_key = "first_k_dense_replace"
-        if layers:
-            moe_layers = list(range(first, layers))
-    elif family == "llama4":
-        moe["ffn_hidden_size"] = r.need_int("intermediate_size", 1)
-        moe["shared_ffn_hidden_size"] = moe["ffn_hidden_size"]  # Llama4TextMoe.shared_expert
-        dense_ffn = r.integer("intermediate_size_mlp", 1)
-        explicit = r.int_list("moe_layers")
-        step = r.need_int("interleave_moe_layer_step", 1)
-        layout_key = "moe_layers" if explicit is not None else "interleave_moe_layer_step"
-        if layers:
-            moe_layers = explicit if explicit is not None else list(range(step - 1, layers, step))
-            if any(not 0 <= i < layers for i in moe_layers):
-                raise r.fail("moe_layers", f"holds a layer index outside 0..{layers - 1}")
-    if moe_layers is not None:
-        fit = fit_moe_layout(moe_layers, layers)
-        if fit is None:
-            if not moe_layers:
-                raise r.fail(layout_key, "leaves no MoE layer in a mixture-of-experts model")
-            raise r.fail(layout_key, f"puts experts on layers {_show(sorted(moe_layers))}: not 'the first k dense, "
-                         "then every f-th layer', the only layouts planner represents")
-        first, freq = fit
-        if first:
-            moe["first_dense_layers"] = first
-        if freq != 1:
-            moe["layer_freq"] = freq
-    if family in ("mixtral", "gpt_oss", "olmoe"):
-        dense_ffn = moe["ffn_hidden_size"]  # no dense layer; keeps ffn_hidden_size the expert width
-    router, router_notes = router_fields(r, model_type, top_k)
-    moe.update(router)
-    return moe, dense_ffn, notes + router_notes
+    return experts, top_k
+
+
+# Each family's reading of its expert width, shared experts and MoE layers (moe_fields' docstring): it fills
+# `moe` and `notes` and returns (dense MLP width or None, MoE layer indices or None for all, the key they
+# come from).
+def plain_moe_layout(r: _Reader, model_type: str, layers: int | None, moe: dict, notes: list) -> tuple:
+    """Mixtral, gpt-oss, OLMoE: every layer MoE, experts of intermediate_size; no dense layer, so the
+    dense width stays the expert width."""
+    moe["ffn_hidden_size"] = r.need_int("intermediate_size", 1)
+    return moe["ffn_hidden_size"], None, expert_count_key(model_type)
+
+
+def qwen_moe_layout(r: _Reader, model_type: str, layers: int | None, moe: dict, notes: list) -> tuple:
+    moe["ffn_hidden_size"] = r.need_int("moe_intermediate_size", 1)
+    shared = r.integer("shared_expert_intermediate_size", 0) or 0
+    if shared and model_type == "qwen3_moe":
+        raise r.fail("shared_expert_intermediate_size", "Qwen3-MoE has no shared expert (Qwen3MoeSparseMoeBlock); "
+                     "the key would be ignored by Transformers")
+    if shared:
+        moe["shared_ffn_hidden_size"] = shared
+        notes.append("the shared expert's sigmoid gate (h weights a layer) is not counted")
+    step = r.need_int("decoder_sparse_step", 1)
+    dense = r.int_list("mlp_only_layers") or []
+    if layers and any(not 0 <= i < layers for i in dense):
+        raise r.fail("mlp_only_layers", f"holds a layer index outside 0..{layers - 1}")
+    moe_layers = [i for i in range(layers) if i not in dense and (i + 1) % step == 0] if layers else None
+    return None, moe_layers, "mlp_only_layers" if dense else "decoder_sparse_step"
+
+
+def deepseek_layout(r: _Reader, model_type: str, layers: int | None, moe: dict, notes: list) -> tuple:
+    moe["ffn_hidden_size"] = r.need_int("moe_intermediate_size", 1)
+    shared = r.integer("n_shared_experts", 0) or 0
+    if shared:
+        moe["shared_ffn_hidden_size"] = shared * moe["ffn_hidden_size"]
+    freq = r.data.get("moe_layer_freq", 1)
+    if isinstance(freq, bool) or not isinstance(freq, int):
+        raise r.fail("moe_layer_freq", f"must be an integer (got {_show(freq)}); a per-layer MoE pattern "
+                     "is not one planner represents")
+    if freq != 1:
+        raise r.fail("moe_layer_freq", f"{freq}: DeepSeek's modeling code puts experts on layers with "
+                     "i % moe_layer_freq == 0 while Transformers' DeepseekV2/V3 classes ignore the key; "
+                     "planner represents only 1")
+    first = r.integer("first_k_dense_replace", 0) or 0
+    return None, list(range(first, layers)) if layers else None, "first_k_dense_replace"
+
+
+def llama4_layout(r: _Reader, model_type: str, layers: int | None, moe: dict, notes: list) -> tuple:
+    moe["ffn_hidden_size"] = r.need_int("intermediate_size", 1)
+    moe["shared_ffn_hidden_size"] = moe["ffn_hidden_size"]  # Llama4TextMoe.shared_expert
+    dense_ffn = r.integer("intermediate_size_mlp", 1)
+    explicit = r.int_list("moe_layers")
+    step = r.need_int("interleave_moe_layer_step", 1)
+    moe_layers = None
+    if layers:
+        moe_layers = explicit if explicit is not None else list(range(step - 1, layers, step))
+        if any(not 0 <= i < layers for i in moe_layers):
+            raise r.fail("moe_layers", f"holds a layer index outside 0..{layers - 1}")
+    return dense_ffn, moe_layers, "moe_layers" if explicit is not None else "interleave_moe_layer_step"
+
+
+FAMILY_LAYOUTS = {"qwen_moe": qwen_moe_layout, "deepseek": deepseek_layout, "llama4": llama4_layout}
+
+
+def layout_fields(r: _Reader, moe_layers: list[int], layers: int | None, layout_key: str) -> dict:
+    """The spec's first_dense_layers / layer_freq for the MoE layer set, or a refusal naming `layout_key`
+    when the set is not 'the first k dense, then every f-th layer'."""
+    fit = fit_moe_layout(moe_layers, layers)
+    if fit is None:
+        if not moe_layers:
+            raise r.fail(layout_key, "leaves no MoE layer in a mixture-of-experts model")
+        raise r.fail(layout_key, f"puts experts on layers {_show(sorted(moe_layers))}: not 'the first k dense, "
+                     "then every f-th layer', the only layouts planner represents")
+    first, freq = fit
+    return {**({"first_dense_layers": first} if first else {}), **({"layer_freq": freq} if freq != 1 else {})}
 
 
 def router_fields(reader: _Reader, model_type: str, top_k: int) -> tuple[dict, list[str]]:
