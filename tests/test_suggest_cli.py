@@ -30,7 +30,8 @@ def estimate_argv(plan: dict) -> list[str]:
             "--recompute", plan["recompute"], "--precision", plan["precision"], "--grad-dtype", plan["grad_dtype"]]
     flags = {"--sequence-parallel": plan["sequence_parallel"], "--tp-comm-overlap": plan["tp_comm_overlap"],
              "--lowp-param-gather": plan["lowp_param_gather"], "--no-zero3-reshard": not plan["zero3_reshard"]}
-    return argv + [f for f, on in flags.items() if on] + ["--weight-casts", plan["weight_casts"]]
+    return argv + [f for f, on in flags.items() if on] + ["--weight-casts", plan["weight_casts"],
+                                                          "--optimizer-states", plan["optimizer_states"]]
 
 
 def test_plans_are_estimate_objects(capsys):
@@ -41,6 +42,28 @@ def test_plans_are_estimate_objects(capsys):
         assert rc == 0, err
         est = json.loads(out)
         assert {k: est[k] for k in d} == d
+
+
+def test_numerics_flags_hold_for_every_plan(capsys):
+    """--optimizer-states bf16 and --lowp-param-gather are the user's numerics: every plan searched carries
+    them (the search never picks them), each plan is the estimate of the same flags, and a framework that
+    does not offer them is left out with its reason. Megatron's precision-aware optimizer keeps bf16 Adam
+    moments (2 + 2 B) and the 16-bit remainder of the fp32 master weight (2 B): 6 B per parameter against
+    mixed-precision Adam's 12 (ZeRO Sec 3.1), half the optimizer-state bytes of the same plan."""
+    got = suggest_json(capsys, "--top", "3", "--optimizer-states", "bf16")
+    assert {d["plan"]["optimizer_states"] for d in got["plans"]} == {"bf16"}
+    for d in got["plans"]:
+        rc, out, err = run(capsys, estimate_argv(d["plan"]))
+        assert rc == 0, err
+        assert {k: v for k, v in json.loads(out).items() if k in d} == d
+        argv = estimate_argv({**d["plan"], "optimizer_states": "fp32"})
+        rc, out, err = run(capsys, argv)
+        fp32 = json.loads(out)["memory_breakdown_bytes"]["optimizer_states"]
+        assert d["memory_breakdown_bytes"]["optimizer_states"] == pytest.approx(fp32 * 6 / 12, rel=1e-12)
+    low = suggest_json(capsys, "--top", "2", "--precision", "fp8", "--lowp-param-gather", "--framework", "megatron")
+    assert all(d["plan"]["lowp_param_gather"] and d["plan"]["precision"] == "fp8" for d in low["plans"])
+    rc, out, err = run(capsys, ["suggest", *SMALL, "--framework", "deepspeed", "--optimizer-states", "bf16"])
+    assert rc == 2 and "DeepSpeed: optimizer states bf16: fp32 optimizer states only" in err
 
 
 def test_ranked_distinct_and_deterministic(capsys):

@@ -15,6 +15,7 @@ from planner.commands.common import EPILOG, add_inputs, add_what_if, add_what_if
 from planner.errors import PlannerError
 from planner.inputs import limits as L
 from planner.inputs.argtypes import batch_arg, bounded_int, file_arg, fraction_arg, plain_int
+from planner.inputs.planflags import NUMERICS, add_numerics_flags
 
 # --fix KEY -> the search's Layout field; knobs by their own name or the plan field's (fix_keys).
 LAYOUT_FIX_KEYS = {"tp": "tp", "pp": "pp", "dp": "dp", "vpp": "vpp", "mbs": "mbs", "micro_batch_size": "mbs",
@@ -119,9 +120,10 @@ def search_spec(args: argparse.Namespace):
     grads = (fixed["grad"],) if "grad" in fixed else grads
     if args.no_overlap and fixed.get("dpo") is True:
         raise PlannerError("--fix overlap_dp_comm=true contradicts --no-overlap")
+    numerics = {name: getattr(args, name) for name in NUMERICS}
     spec = SearchSpec(model.to_model(), cluster, model.global_batch_size, fws, precisions, grads, fixed,
                       flash_attention=not args.no_flash_attention, overlap_dp_comm=not args.no_overlap,
-                      overlap_pp_comm=not args.no_pp_overlap)
+                      overlap_pp_comm=not args.no_pp_overlap, numerics=numerics)
     return model, spec
 
 
@@ -235,6 +237,7 @@ def register(sub) -> None:
                    help="DP/ZeRO sync does not overlap backward compute, in every plan (the same as --fix "
                         "overlap_dp_comm=false; without it each framework's plans overlap where it can)")
     p.add_argument("--no-pp-overlap", action="store_true", help="pipeline p2p does not overlap compute")
+    add_numerics_flags(p.add_argument_group("numerics (every plan searched uses them; the search never picks them)"))
     add_what_if(p, "search")
     add_what_if_grid(p, "rank stability: search again for each value (e.g. network=0.5,0.6,0.7,0.8,0.9,1.0) and "
                         "show whether the best plan stays best")

@@ -193,9 +193,20 @@ def knob_violations(fw: Framework, plan: cm.Plan) -> list[str]:
     if plan.moe_cuda_graphs:
         checks.append(("MoE CUDA graphs", plan.moe_cuda_graphs, ks.moe_cuda_graphs))
     checks.append(("DP gradient sync overlapped", plan.overlap_dp_comm, ks.overlap_dp_comm))
-    if plan.optimizer_states != "fp32":
-        checks.append(("optimizer states", plan.optimizer_states, ks.optimizer_states))
-    return [f"{label} {_word(value)}: {choice.why}" for label, value, choice in checks if value not in choice.values]
+    broken = [f"{label} {_word(value)}: {choice.why}" for label, value, choice in checks if value not in choice.values]
+    return broken + numerics_violations(fw, plan)
+
+
+# The numerics the user sets for every plan (planner/inputs/planflags.py NUMERICS) that a framework offers
+# as a Knobs choice: (label, Plan and Knobs field). The search checks them once per framework.
+NUMERIC_CHOICES = (("optimizer states", "optimizer_states"),)
+
+
+def numerics_violations(fw: Framework, plan: cm.Plan) -> list[str]:
+    """Each NUMERIC_CHOICES value of `plan` that `fw` does not offer, with the framework's reason."""
+    ks = fw.knobs_for(plan)
+    return [f"{label} {_word(getattr(plan, name))}: {getattr(ks, name).why}" for label, name in NUMERIC_CHOICES
+            if getattr(plan, name) not in getattr(ks, name).values]
 
 
 def no_fp8_attention(model: cm.Model, plan: cm.Plan) -> Optional[str]:

@@ -10,8 +10,23 @@ from planner.inputs import limits as L
 from planner.inputs.argtypes import batch_arg, bounded_int, degree_arg, plain_int
 
 
+NUMERICS = ("optimizer_states", "lowp_param_gather")  # Plan fields that change the numerics: the user's choice
+
+
+def add_numerics_flags(g) -> None:
+    """Flags for the numerics a plan may change (NUMERICS): estimate scores one plan with them, suggest
+    searches every plan under them (it never picks them itself)."""
+    g.add_argument("--optimizer-states", default="fp32", choices=["fp32", "bf16"],
+                   help="Adam states in fp32 (default) or bf16 moments with 16-bit master remainders (Megatron "
+                        "--use-precision-aware-optimizer)")
+    g.add_argument("--lowp-param-gather", action="store_true",
+                   help="keep parameters in the low-precision format and all-gather them so (Megatron "
+                        "--fp8-param-gather / --fp4-param-gather)")
+
+
 def add_plan_flags(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("plan")
+    add_numerics_flags(g)
     g.add_argument("--tp", type=degree_arg, default=1, help="tensor-parallel degree (default 1)")
     g.add_argument("--pp", type=degree_arg, default=1, help="pipeline-parallel degree (default 1)")
     g.add_argument("--dp", type=degree_arg, help="data-parallel degree (default GPUs / (tp*cp*pp))")
@@ -36,9 +51,6 @@ def add_plan_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--ep-overlap", action="store_true",
                    help="overlap expert-parallel all-to-alls with another micro-batch's compute (Megatron "
                         "--overlap-moe-expert-parallel-comm)")
-    g.add_argument("--optimizer-states", default="fp32", choices=["fp32", "bf16"],
-                   help="Adam states in fp32 (default) or bf16 moments with 16-bit master remainders (Megatron "
-                        "--use-precision-aware-optimizer)")
     g.add_argument("--ep-dispatch", default="alltoall", choices=["alltoall", "deepep"],
                    help="MoE token dispatch: NCCL all-to-all (default) or DeepEP/HybridEP, which sends a token once "
                         "per remote NVLink domain (Megatron --moe-token-dispatcher-type flex)")
@@ -63,9 +75,6 @@ def add_plan_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--offload-layers", type=bounded_int(L.MAX_LAYERS, lower=0), default=0,
                    help="layers per pipeline stage whose activations go to host memory (needs the cluster's "
                         "host_link_gbytes_per_s)")
-    g.add_argument("--lowp-param-gather", action="store_true",
-                   help="keep parameters in the low-precision format and all-gather them so (Megatron "
-                        "--fp8-param-gather / --fp4-param-gather)")
     g.add_argument("--no-zero3-reshard", action="store_true",
                    help="ZeRO-3 keeps each layer's gathered weights from forward to backward (torchtitan with PP)")
     g.add_argument("--pipeline-buffers", default="freed", choices=["freed", "per_microbatch"],

@@ -68,6 +68,10 @@ def plan_label(plan: dict) -> str:
         parts.append("per-tensor gathers")
     if plan.get("fused_cross_entropy") is False:
         parts.append("eager fp32 loss")
+    if plan.get("optimizer_states") == "bf16":
+        parts.append("bf16 Adam states")
+    if plan.get("lowp_param_gather"):
+        parts.append(f"{plan['precision']} parameter gathers")
     if plan.get("attention_kernel") == "flash2":
         parts.append("FlashAttention-2-class attention")
     return ", ".join(parts)

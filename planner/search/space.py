@@ -128,6 +128,9 @@ class SearchSpec:
     flash_attention: bool = True
     overlap_dp_comm: bool = True
     overlap_pp_comm: bool = True
+    # Plan fields set on every plan, numerics the search never picks (planflags.NUMERICS: bf16 Adam states,
+    # parameters gathered in the low precision), the user's choice as in estimate.
+    numerics: Mapping[str, object] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -170,7 +173,7 @@ def plan_for(spec: SearchSpec, lay: Layout, knobs: Knobs | None = None) -> cm.Pl
     k = knobs or Knobs(0, "none", False, spec.precisions[0], "", dpo=spec.overlap_dp_comm)
     fields = {"tp": lay.tp, "pp": lay.pp, "dp": lay.dp, "vpp": lay.vpp, "micro_batch_size": lay.mbs, "cp": lay.cp,
               "ep": lay.ep, "etp": lay.etp, "global_batch_size": spec.global_batch_size,
-              "flash_attention": spec.flash_attention, "overlap_pp_comm": spec.overlap_pp_comm}
+              "flash_attention": spec.flash_attention, "overlap_pp_comm": spec.overlap_pp_comm, **spec.numerics}
     fields.update(knob_plan_fields(k))
     return _plan_with(fields)
 
@@ -346,6 +349,8 @@ def knob_combinations(spec: SearchSpec, fws: tuple[str, ...], tp: int, pp: int, 
     for name in fws:
         fw = REGISTRY[name]
         ks = fw.knobs(tp > 1, pp > 1)
+        if base.numerics_violations(fw, probe):  # the user's numerics (SearchSpec.numerics), same on every plan
+            continue
         for zero, rc, sp, prec in product(ks.zero_stage.values, ks.recompute.values, ks.sequence_parallel.values,
                                           ks.precision.values):
             if (sp and tp == 1) or prec not in spec.precisions or not gpu_runs(spec, prec):
