@@ -41,6 +41,8 @@ def check(words: list[str]) -> list[str]:
             problems.append(f"unknown option {flag}")
             i += 1
             continue
+        if spec.get("hidden"):
+            problems.append(f"{flag} is hidden (a deprecated alias)")
         if not spec["value"]:
             i += 1
             continue
@@ -71,6 +73,11 @@ JOBS = {
                                    precision="nvfp4", bf16_layers_start=1, bf16_layers_end=2),
     "fp8-cs-offload": lambda: job(load_model_spec("llama3-8b"), dp=8, global_batch_size=32, zero_stage=1,
                                   precision="fp8", fp8_recipe="tensorwise", offload_layers=8),
+    "llama4-maverick-graphs": lambda: job(load_model_spec("llama4-maverick"), tp=8, pp=4, dp=8, ep=8,
+                                          global_batch_size=1024, zero_stage=1, sequence_parallel=True,
+                                          moe_cuda_graphs=True, ep_dispatch="deepep"),
+    "qwen3-30b-eager": lambda: job(load_model_spec("qwen3-30b-a3b"), dp=8, ep=8, global_batch_size=256, zero_stage=1,
+                                   fused_elementwise=False),
 }
 
 
@@ -87,9 +94,39 @@ def test_the_check_catches_what_megatron_would_refuse():
     assert check(["--num-layers"]) == ["--num-layers takes one value(s), got []"]
 
 
+def test_launch_details_the_model_and_plan_state():
+    """What the audit of 2026-12-02 found missing, each Megatron-LM's own flag at d98e8a64: Llama 4's NoPE
+    layers every 4th (TransformerConfig.no_rope_freq, the pattern [0, 0, 0, 1] per four layers, as
+    Llama4TextConfig's no_rope_layer_interval 4) and its router weight on the expert input
+    (moe_apply_probs_on_input, top-1); Qwen3's RMSNorm epsilon 1e-6 (config.json rms_norm_eps) against
+    Megatron's 1e-5; the MoE graph scopes as --cuda-graph-modules (--cuda-graph-scope is a hidden,
+    deprecated alias); an eager plan's unfused elementwise kernels."""
+    mav = script_arguments(megatron.launch_sh(JOBS["llama4-maverick-graphs"]()))
+    assert mav[mav.index("--no-rope-freq") + 1] == "4" and "--moe-apply-probs-on-input" in mav
+    assert mav[mav.index("--cuda-graph-modules") + 1:][:2] == ["moe_router", "moe_preprocess"]
+    assert "--norm-epsilon" not in mav  # Llama 4's 1e-5 is Megatron's default
+    eager = script_arguments(megatron.launch_sh(JOBS["qwen3-30b-eager"]()))
+    assert eager[eager.index("--norm-epsilon") + 1] == "1e-06"
+    assert {"--no-bias-swiglu-fusion", "--no-bias-dropout-fusion", "--no-rope-fusion"} <= set(eager)
+    fused = script_arguments(megatron.launch_sh(job(load_model_spec("qwen3-30b-a3b"), dp=8, ep=8,
+                                                    global_batch_size=256, zero_stage=1)))
+    assert not any(w.endswith("-fusion") for w in fused)
+    assert check(["--cuda-graph-scope", "moe_router"]) == ["--cuda-graph-scope is hidden (a deprecated alias)"]
+
+
 def test_mxfp8_parameters_gather_through_the_gradient_buffer():
     """Megatron-Bridge's bf16_with_mxfp8_mixed (mixed_precision.py) pairs fp8_param_gather with
     reuse_grad_buf_for_mxfp8_param_ag, as the MXFP8 runs in validation/runs.yaml ran; without it
     Megatron keeps a second parameter buffer (optimizer_config.py warns)."""
     words = script_arguments(megatron.launch_sh(JOBS["mxfp8-tp-overlap"]()))
     assert "--fp8-param-gather" in words and "--reuse-grad-buf-for-mxfp8-param-ag" in words
+
+
+def test_an_eager_fp32_loss_is_refused():
+    """Megatron-LM computes the loss with vocab_parallel_cross_entropy, in place on one fp32 copy of the
+    logits (language_module.py, cross_entropy.py @d98e8a64), which fused_cross_entropy prices; a plan priced
+    with torchtitan's eager loss (three or four fp32 logit-sized tensors) does not run there as priced."""
+    from planner.errors import PlannerError
+
+    with pytest.raises(PlannerError, match="Megatron-LM has no eager fp32 loss"):
+        megatron.launch_sh(job(load_model_spec("llama3-8b"), dp=8, global_batch_size=32, fused_cross_entropy=False))

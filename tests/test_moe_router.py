@@ -17,7 +17,7 @@ from planner.inputs.specs import MoeSpec
 
 HF = "tests/data/hf_configs"
 DEFAULT = {"router": "topk_softmax", "router_expert_bias": False, "router_groups": 0, "router_group_topk": 0,
-           "router_scaling_factor": 1.0}
+           "router_scaling_factor": 1.0, "router_probs_on_input": False}
 
 
 def router(spec) -> dict:
@@ -35,7 +35,8 @@ def router(spec) -> dict:
                      "router_scaling_factor": 2.5}),
     # Kimi K2: one group (no limit), routed_scaling_factor 2.827
     ("kimi-k2", {"router": "sigmoid", "router_expert_bias": True, "router_scaling_factor": 2.827}),
-    ("llama4-scout-17b-16e", {"router": "sigmoid"}),
+    # Llama4TextMoe: the sigmoid weight scales the routed expert's input (Megatron moe_apply_probs_on_input)
+    ("llama4-scout-17b-16e", {"router": "sigmoid", "router_probs_on_input": True}),
 ])
 def test_configs_import_their_router(config, expected):
     assert router(load_model_spec(f"{HF}/{config}.json")) == {**DEFAULT, **expected}

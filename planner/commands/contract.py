@@ -168,6 +168,7 @@ class MoeShape(Strict):
     router_groups: int = d("group-limited routing: expert groups (0: none)")
     router_group_topk: int = d("groups a token's experts come from (0: none)")
     router_scaling_factor: float = d("factor on the experts' weights")
+    router_probs_on_input: bool = d("the router's weight scales the expert's input, not its output (Llama 4)")
 
 
 class MlaShape(Strict):
@@ -201,6 +202,8 @@ class ModelShape(Strict):
     position_embedding: PositionEmbedding = d("position embedding")
     rope_theta: float = omitted("RoPE base frequency; absent when not given")
     rotary_percent: float = d("share of each head's dimensions RoPE rotates")
+    nope_every: int = d("every n-th layer has no position encoding (Llama 4's NoPE layers; 0: none)")
+    norm_epsilon: float = omitted("the norms' epsilon; absent: the framework's default (Megatron-LM 1e-5)")
     linear_bias: bool = d("linear layers carry biases")
     qkv_bias: bool = d("the QKV projection carries a bias")
     head_dim: int = omitted("per-head dimension when not hidden_size / heads")

@@ -18,6 +18,11 @@ from planner.frameworks.megatron import pipeline_layout, uneven_split
 Flags = list[tuple[str, object]]  # (flag, value): None for store_true flags, a tuple for nargs='+' flags
 # The MLP activations pretrain_gpt.py takes as a flag (GeLU is its default; GeGLU it has not: frameworks/megatron.py)
 MLP_FLAGS = {"swiglu": "--swiglu", "relu2": "--squared-relu", "quick_geglu": "--quick-geglu"}
+MEGATRON_NORM_EPSILON = 1e-5  # TransformerConfig.layernorm_epsilon's default (--norm-epsilon)
+# The fusions Megatron-LM runs by default and switches off one flag each (arguments.py store_false flags):
+# what an eager plan (Plan.fused_elementwise off) prices, each elementwise op its own kernel.
+UNFUSED_FLAGS = ("--no-masked-softmax-fusion", "--no-bias-gelu-fusion", "--no-bias-swiglu-fusion",
+                 "--no-bias-dropout-fusion", "--no-rope-fusion")
 
 
 def model_flags(job: Job) -> Flags:
@@ -41,6 +46,8 @@ def model_flags(job: Job) -> Flags:
         out.append(("--untie-embeddings-and-output-weights", None))
     if not m.dropout:
         out += [("--attention-dropout", 0.0), ("--hidden-dropout", 0.0)]
+    if not job.plan.fused_elementwise:
+        out += [(flag, None) for flag in UNFUSED_FLAGS]
     if not job.plan.flash_attention:
         out.append(("--attention-backend", "unfused"))
     elif job.plan.attention_kernel == "flash2":  # else Transformer Engine picks cuDNN's on Hopper and later
@@ -106,7 +113,7 @@ def moe_flags(job: Job) -> Flags:
                   ("--moe-ffn-hidden-size", moe.ffn_hidden_size), ("--moe-layer-freq", moe_layer_pattern(job.cm_model)),
                   ("--moe-grouped-gemm", None)]
     if job.plan.moe_cuda_graphs:
-        out += [("--cuda-graph-impl", "transformer_engine"), ("--cuda-graph-scope", ("moe_router", "moe_preprocess"))]
+        out += [("--cuda-graph-impl", "transformer_engine"), ("--cuda-graph-modules", ("moe_router", "moe_preprocess"))]
     if job.plan.ep_dispatch == "deepep":  # needs the DeepEP library installed next to Megatron-LM
         backend = megatron_rules.flex_backend(job.machine)
         out += [("--moe-token-dispatcher-type", "flex"), ("--moe-flex-dispatcher-backend", backend)]
@@ -137,6 +144,8 @@ def router_flags(job: Job) -> Flags:
         out += [("--moe-router-num-groups", moe.router_groups), ("--moe-router-group-topk", moe.router_group_topk)]
     if moe.router_scaling_factor != 1.0:
         out.append(("--moe-router-topk-scaling-factor", moe.router_scaling_factor))
+    if moe.router_probs_on_input:
+        out.append(("--moe-apply-probs-on-input", None))
     return out
 
 
@@ -147,10 +156,14 @@ def architecture_flags(job: Job) -> Flags:
     m, out = job.model, []
     if m.normalization == "rmsnorm":
         out.append(("--normalization", "RMSNorm"))
+    if m.norm_epsilon is not None and m.norm_epsilon != MEGATRON_NORM_EPSILON:
+        out.append(("--norm-epsilon", m.norm_epsilon))
     if m.position_embedding == "rope":
         out += [("--position-embedding-type", "rope"), ("--rotary-base", round(m.rope_theta or 10000))]
         if m.rotary_percent != 1.0:
             out.append(("--rotary-percent", m.rotary_percent))
+        if m.nope_every:  # TransformerConfig.no_rope_freq n: layers n-1, 2n-1, ... skip RoPE
+            out.append(("--no-rope-freq", m.nope_every))
     elif m.position_embedding == "none":
         out.append(("--position-embedding-type", "none"))
     if not m.linear_bias:

@@ -89,6 +89,16 @@ def activation(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     return None
 
 
+def eager_loss(model: cm.Model, plan: cm.Plan) -> Optional[str]:
+    """language_module.py compute_language_model_loss (d98e8a64): vocab_parallel_cross_entropy, which
+    upcasts the logits once and works in place on them (what fused_cross_entropy prices), or the fused
+    --cross-entropy-loss-fusion kernel; no eager F.cross_entropy(logits.float()) with its extra copies."""
+    if not plan.fused_cross_entropy:
+        return ("Megatron-LM has no eager fp32 loss (its vocab-parallel cross entropy works in place on one fp32 "
+                "copy of the logits): re-plan without --eager-loss")
+    return None
+
+
 def fp8_recipe(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     """arguments.py --fp8-recipe: tensorwise, delayed, mxfp8, blockwise (no rowwise)."""
     if plan.precision == "fp8" and plan.fp8_recipe not in ("delayed", "tensorwise", "blockwise"):
@@ -386,7 +396,7 @@ def knobs(tp_split: bool, pp_split: bool) -> Knobs:
         ep_dispatch=Choice(("alltoall", "deepep"), "Megatron-LM dispatches tokens with --moe-token-dispatcher-type "
                                                    "alltoall, or flex with the DeepEP/HybridEP library"),
         moe_cuda_graphs=Choice((False, True), "Megatron-LM graphs the MoE router and dispatch with --cuda-graph-impl "
-                                              "transformer_engine --cuda-graph-scope moe_router moe_preprocess"),
+                                              "transformer_engine --cuda-graph-modules moe_router moe_preprocess"),
         optimizer_states=Choice(("fp32", "bf16"), "Megatron-LM keeps Adam states in fp32, or bf16 with "
                                                   "--use-precision-aware-optimizer"),
         ep_overlap=Choice((False, True), "Megatron-LM overlaps expert-parallel all-to-alls with "
@@ -404,10 +414,11 @@ FRAMEWORK = Framework(
     layout_rules=(interleaving, query_groups, position_embedding, activation),
     interleaving_rules=(interleaving_groups,),
     knobs=knobs,
-    plan_rules=(distributed_optimizer_reduce, fp8_recipe, cpu_offloading, lowp_param_gather, moe_sequence_parallel,
-                moe_expert_bias, padded_dispatch, mtp_position, local_attention, ep_overlap, attention_sinks,
-                moe_cuda_graphs, delayed_scaling_recompute, deepep_groups, bf16_layers, graphed_router_layernorm,
-                precision_aware_optimizer, attention_backend, tp_overlap_quantizer, tp_overlap_mla),
+    plan_rules=(distributed_optimizer_reduce, eager_loss, fp8_recipe, cpu_offloading, lowp_param_gather,
+                moe_sequence_parallel, moe_expert_bias, padded_dispatch, mtp_position, local_attention, ep_overlap,
+                attention_sinks, moe_cuda_graphs, delayed_scaling_recompute, deepep_groups, bf16_layers,
+                graphed_router_layernorm, precision_aware_optimizer, attention_backend, tp_overlap_quantizer,
+                tp_overlap_mla),
     machine_rules=(MachineRule(("ep_dispatch",), flex_dispatch_machine),
                    MachineRule(("tp_comm_overlap",), userbuffers_domain),
                    MachineRule(("tp_comm_overlap", "ep_overlap"), overlap_connections)),

@@ -426,6 +426,11 @@ def qk_norm_kind(data: dict, model_type: str) -> str:
     return "l2" if model_type == "llama4_text" and data.get("use_qk_norm") else "none"
 
 
+# The norms' epsilon by the name each class gives it (LlamaConfig rms_norm_eps, GPTNeoXConfig layer_norm_eps,
+# GPT2Config / BloomConfig layer_norm_epsilon): a launch detail Megatron-LM states as --norm-epsilon.
+NORM_EPSILON_KEYS = ("rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon")
+
+
 def architecture(data: dict) -> dict:
     """Norm, position encoding and biases, from the keys the Transformers config classes define:
     `rms_norm_eps` only on RMSNorm models (LlamaConfig, MistralConfig, Qwen2Config), `rope_theta` /
@@ -459,6 +464,9 @@ def architecture(data: dict) -> dict:
         out["linear_bias"] = False
     if (qk := qk_norm_kind(data, model_type)) != "none":
         out["qk_norm"] = qk
+    eps = _pick(data, NORM_EPSILON_KEYS)
+    if eps is not None:
+        out["norm_epsilon"] = eps
     return out
 
 
@@ -719,9 +727,8 @@ def router_fields(reader: _Reader, model_type: str, top_k: int) -> tuple[dict, l
     r, family = reader, MOE_FAMILIES.get(model_type)
     if family in ("mixtral", "gpt_oss"):
         return {}, []
-    if family == "llama4":
-        return {"router": "sigmoid"}, ["Llama 4 multiplies the router weight into the expert input (Megatron-core "
-                                       "moe_apply_probs_on_input), which planner does not state"]
+    if family == "llama4":  # Llama4TextMoe scales the routed expert's input by its weight
+        return {"router": "sigmoid", "router_probs_on_input": True}, []
     normalised = r.data.get("norm_topk_prob")
     if not isinstance(normalised, bool):
         raise r.fail("norm_topk_prob", f"must be true or false (got {_show(normalised)})")
@@ -873,8 +880,9 @@ def local_attention(reader: _Reader, model_type: str, layers: int | None) -> tup
     if every:
         out["global_attention_every"] = every
     notes = []
-    if model_type == "llama4_text":
-        notes.append("Llama 4's global layers are its NoPE layers (no RoPE, attention temperature tuning)")
+    if model_type == "llama4_text" and every:  # its global layers are its NoPE layers (no_rope_layers 0)
+        out["nope_every"] = every
+        notes.append("Llama 4's NoPE layers' attention temperature tuning is not counted")
     return out, notes
 
 

@@ -56,7 +56,7 @@ def add_plan_flags(p: argparse.ArgumentParser) -> None:
                         "per remote NVLink domain (Megatron --moe-token-dispatcher-type flex)")
     g.add_argument("--moe-cuda-graphs", action="store_true",
                    help="MoE router and dispatch preprocessing captured in CUDA graphs (Megatron --cuda-graph-impl "
-                        "transformer_engine --cuda-graph-scope moe_router moe_preprocess): no host sync per MoE layer "
+                        "transformer_engine --cuda-graph-modules moe_router moe_preprocess): no host sync per MoE layer "
                         "with --ep-dispatch deepep (the all-to-all dispatcher syncs all the same)")
     g.add_argument("--fp8-attention", action="store_true",
                    help="the attention core's matmuls in FP8 too (Transformer Engine fp8_dot_product_attention; "

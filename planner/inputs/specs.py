@@ -45,6 +45,9 @@ class MoeSpec(Spec):
     router_groups: count(L.MAX_EXPERTS, lower=0) = 0  # group-limited routing: experts in equal groups ...
     router_group_topk: count(L.MAX_EXPERTS, lower=0) = 0  # ... a token's k taken from this many of them
     router_scaling_factor: quantity(L.MAX_ROUTER_SCALE) = 1.0  # multiplies the k weights (DeepSeek-V3: 2.5)
+    # the router's weight scales the expert's input, not its output (Llama 4's Llama4TextMoe; Megatron-core
+    # moe_apply_probs_on_input, which takes top-1 routing only: moe/experts.py @d98e8a64)
+    router_probs_on_input: Flag = False
 
     @model_validator(mode="after")
     def _routing(self) -> "MoeSpec":
@@ -57,6 +60,8 @@ class MoeSpec(Spec):
                              "no gradient: use softmax_topk (Switch Transformer) or sigmoid (Llama 4)")
         if self.router_expert_bias and self.router != "sigmoid":
             raise ValueError("router_expert_bias needs router: sigmoid (DeepSeek-V3's aux-loss-free balancing)")
+        if self.router_probs_on_input and self.experts_per_token != 1:
+            raise ValueError("router_probs_on_input scales one expert's input: it needs experts_per_token 1 (Llama 4)")
         return self._groups()
 
     def _groups(self) -> "MoeSpec":
@@ -112,6 +117,10 @@ class ModelSpec(Spec):
     position_embedding: Literal["learned", "rope", "alibi", "none"] = "learned"
     rope_theta: Optional[quantity(1e12)] = None  # RoPE base frequency, with position_embedding: rope
     rotary_percent: quantity(1.0) = 1.0  # share of each head's dimensions RoPE rotates (Nemotron-4: 0.5)
+    # every n-th layer (n-1, 2n-1, ...) without position encoding (Llama 4's NoPE layers; Megatron
+    # --no-rope-freq); 0: none. A launch detail, like the norm's epsilon (absent: the framework's, 1e-5).
+    nope_every: count(L.MAX_LAYERS, lower=0) = 0
+    norm_epsilon: Optional[quantity(1e-2)] = None
     linear_bias: Flag = True
     qkv_bias: Flag = False
     head_dim: Optional[count(L.MAX_HIDDEN)] = None  # absent: hidden_size / num_attention_heads
@@ -148,8 +157,11 @@ class ModelSpec(Spec):
         if self.window_kind != "sliding" and not self.attention_window:
             raise ValueError("window_kind needs attention_window")
         kv = self.num_kv_heads or self.num_attention_heads
-        if (self.rope_theta is not None or self.rotary_percent != 1.0) and self.position_embedding != "rope":
-            raise ValueError("rope_theta and rotary_percent need position_embedding: rope")
+        if (self.rope_theta is not None or self.rotary_percent != 1.0 or self.nope_every) \
+                and self.position_embedding != "rope":
+            raise ValueError("rope_theta, rotary_percent and nope_every need position_embedding: rope")
+        if self.nope_every and self.num_layers % self.nope_every:
+            raise ValueError(f"nope_every ({self.nope_every}) must divide num_layers ({self.num_layers})")
         if self.num_attention_heads % kv:
             raise ValueError(f"num_attention_heads ({self.num_attention_heads}) must be divisible by "
                              f"num_kv_heads ({kv})")

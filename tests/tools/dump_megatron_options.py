@@ -1,7 +1,7 @@
 """Dump the command-line options of Megatron-LM's pretrain_gpt.py (names, whether they take a value,
-their choices) from a Megatron-LM checkout, as JSON: the data tests/test_emit_megatron_options.py
-checks every emitted flag against. Run by hand, not in CI (Megatron-LM's training package is not on
-PyPI):
+their choices, whether the parser hides them from --help) from a Megatron-LM checkout, as JSON: the data
+tests/test_emit_megatron_options.py checks every emitted flag against. Run by hand, not in CI
+(Megatron-LM's training package is not on PyPI):
 
     MEGATRON_LM=path/to/Megatron-LM python tests/tools/dump_megatron_options.py > tests/data/emit/megatron_options.json
 
@@ -34,7 +34,8 @@ def main() -> None:
         for name in action.option_strings:
             takes = action.nargs != 0
             options[name] = {"value": takes, "nargs": action.nargs if isinstance(action.nargs, (str, int)) else None,
-                             "choices": [str(getattr(c, "name", c)) for c in action.choices] if action.choices else None}
+                             "choices": [str(getattr(c, "name", c)) for c in action.choices] if action.choices else None,
+                             "hidden": action.help == argparse.SUPPRESS}  # deprecated aliases the parser hides
     commit = subprocess.run(["git", "-C", root, "log", "-1", "--format=%H %cs"], capture_output=True,
                             text=True).stdout.strip()
     json.dump({"source": f"NVIDIA/Megatron-LM {commit}, megatron/training/arguments.py add_megatron_arguments",
