@@ -275,3 +275,17 @@ def test_suggested_plans_pass_every_rule_of_their_split(capsys):
             plan = plans.build_plan(parse(PlanSpec, entry["plan"], "plan"), spec, gpus)
             assert plan_violations(model, cluster, plan) == []
             assert base.violations(REGISTRY["megatron"], model, plan) == []
+
+
+def test_hierarchical_cp_is_offered_only_where_it_is_hierarchical():
+    """a2a+p2p runs Ulysses over the CP ranks in one NVLink domain and a ring across (costmodel/context.py).
+    On 8-GPU domains: tp 8, cp 2 puts one CP rank per domain (gcd(2, 8 / 8) = 1), the ring by another name;
+    tp 2, cp 4 puts all four in one (gcd(4, 8 / 2) = 4), Ulysses by another name; tp 1, cp 16 puts 8 of
+    the 16 in each, a true hierarchy. The search offers a2a+p2p in the last case only."""
+    from planner.search.space import legal_cp_comms
+
+    m = cm.Model("m", 8, 4096, 32, 256, 32768, num_kv_heads=16)
+    spec = SearchSpec(m, cluster(256, domain=8), 64)
+    assert "a2a+p2p" not in legal_cp_comms(spec, 8, 2)
+    assert "a2a+p2p" not in legal_cp_comms(spec, 2, 4) and "a2a" in legal_cp_comms(spec, 2, 4)
+    assert "a2a+p2p" in legal_cp_comms(spec, 1, 16)

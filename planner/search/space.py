@@ -24,7 +24,7 @@ from costmodel.lowp import LOW_PRECISIONS, WEIGHT_CASTS
 from costmodel.pipeline import default_chunk_layers
 from costmodel.rules import cluster_violations, cp_exchange_violations
 from costmodel.rules import plan_violations
-from costmodel.topology import domain_size, ranks_per_domain, tp_crosses_network
+from costmodel.topology import cp_ranks_per_domain, domain_size, ranks_per_domain, tp_crosses_network
 from planner.analysis.cpnote import MIN_CP_TOKENS
 from planner.frameworks import NAMES, REGISTRY, base
 
@@ -305,12 +305,16 @@ def legal_cp_comms(spec: SearchSpec, tp: int, cp: int) -> tuple[str, ...]:
     """The CP exchanges the (tp, cp) split allows: Ulysses (a2a) splits each TP rank's KV heads over
     cp, and a2a+p2p over the CP ranks of one NVLink domain (costmodel/rules.py _context_rules and
     cluster_violations); they read tp and cp themselves, not only cp > 1, so the knob probe of a class
-    of splits cannot stand for them."""
+    of splits cannot stand for them. a2a+p2p is left out where its a2a group is one rank or all cp of
+    them: it is then the ring or Ulysses by another name (Transformer Engine runs it so, and the cost
+    model prices it so), and would only relabel them as a setting no published run used."""
     if cp == 1:
         return ("p2p",)
     plan = plan_for(spec, Layout(tp, 1, spec.cluster.num_gpus // (tp * cp), 1, 1, cp))
+    inner = cp_ranks_per_domain(plan, spec.cluster)
     return tuple(c for c in cm.CP_COMMS
-                 if not cp_exchange_violations(spec.model, spec.cluster, replace(plan, cp_comm=c)))
+                 if not (c == "a2a+p2p" and inner in (1, cp))
+                 and not cp_exchange_violations(spec.model, spec.cluster, replace(plan, cp_comm=c)))
 
 
 def machine_refusals(spec: SearchSpec, tp: int, pp: int, cp: int = 1, ep: int = 1, etp: int = 1) -> frozenset:
