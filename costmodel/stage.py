@@ -44,6 +44,7 @@ class StageCost:
     activation_bytes: float
     offload_seconds: float = 0.0  # activation copies to and from host that compute does not hide
     ep_comm_seconds: float = 0.0  # expert-parallel token exchanges
+    moe_sync_seconds: float = 0.0  # MoE layers waiting on the host for their token counts (moe_sync_seconds)
     cp_comm_seconds: float = 0.0  # context-parallel K/V exchanges that attention does not hide
     expert_params: float = 0.0  # of `params`, the routed experts' (synced over expert-DP)
     layer_params: float = 0.0  # of `params`, the transformer layers'
@@ -52,7 +53,7 @@ class StageCost:
     @property
     def microbatch_seconds(self) -> float:
         return (self.compute_seconds + self.recompute_seconds + self.tp_comm_seconds + self.pp_comm_seconds
-                + self.offload_seconds + self.ep_comm_seconds + self.cp_comm_seconds)
+                + self.offload_seconds + self.ep_comm_seconds + self.moe_sync_seconds + self.cp_comm_seconds)
 
 
 def local_model(model: Model, plan: Plan) -> Model:
@@ -382,6 +383,7 @@ def stage_cost(model: Model, cluster: Cluster, plan: Plan, layers, stage: int, e
         activation_bytes=activations,
         offload_seconds=offload_seconds(model, cluster, plan, k, mix),
         ep_comm_seconds=ep_exposed_seconds(model, plan, k, eff, mix, moe_layers),
+        moe_sync_seconds=moe_sync_seconds(plan, eff, moe_layers),
         cp_comm_seconds=sum(n * cp_layer_seconds(plan, k, r) for r, n in mix),
         expert_params=experts,
         layer_params=in_layers,
@@ -405,8 +407,7 @@ def stage_compute_seconds(model: Model, plan: Plan, k: StageKernels, mix: LayerM
 
 def ep_exposed_seconds(model: Model, plan: Plan, k: StageKernels, eff: Efficiency, mix: LayerMix,
                        moe_layers: int) -> float:
-    """The stage's expert-parallel exchanges per micro-batch that show, plus each MoE layer's host
-    synchronisation (host_synced_dispatch): all of them, or with ep_overlap
+    """The stage's expert-parallel exchanges per micro-batch that show: all of them, or with ep_overlap
     (Megatron's 1F1B A2A overlap, which runs one micro-batch's dispatch and combine beside another's
     forward and backward; a_to_a_overlap in megatron/core/pipeline_parallel) only what the MoE layers'
     compute (forward, backward and replay) cannot cover, plus its SM cost (overlap.py). The schedule pairs
@@ -415,13 +416,19 @@ def ep_exposed_seconds(model: Model, plan: Plan, k: StageKernels, eff: Efficienc
     and the last backward run alone too, so one micro-batch's exchanges in m show, which this hides
     (optimistic by at most total / m per micro-batch)."""
     total = moe_layers * (context.passes(plan) + 1) * k.ep_pass_seconds
-    host = moe_layers * eff.moe_host_sync_seconds if host_synced_dispatch(plan) else 0.0
     if not plan.ep_overlap or total <= 0 or plan.num_microbatches <= 1:
-        return total + host
+        return total
     window = sum(n * (k.layers[r].forward_seconds + k.layers[r].backward_seconds + replay_seconds(plan, k.layers[r]))
                  for r, n in mix if model.is_moe_layer(r))
     hidden, exposed = overlap.hidden_and_exposed(total, window)
-    return overlap.overlapped_cost_seconds(exposed, hidden, eff.collective_sm_share) + host
+    return overlap.overlapped_cost_seconds(exposed, hidden, eff.collective_sm_share)
+
+
+def moe_sync_seconds(plan: Plan, eff: Efficiency, moe_layers: int) -> float:
+    """Per micro-batch, the stage's MoE layers waiting on the host (host_synced_dispatch): the fitted
+    Efficiency.moe_host_sync_seconds each; no token crosses a link in it, so it is not ep_comm (an MoE
+    layer syncs at ep 1 too)."""
+    return moe_layers * eff.moe_host_sync_seconds if host_synced_dispatch(plan) else 0.0
 
 
 def host_synced_dispatch(plan: Plan) -> bool:

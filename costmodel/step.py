@@ -15,7 +15,7 @@ from .flops import embedding_parameters, hardware_flops_per_step, layer_represen
 from .stage import StageCost, layer_mix, stage_cost, stage_kernels
 from .types import Cluster, Efficiency, Model, Plan
 
-TIME_PARTS = ("compute", "recompute", "tp_comm", "cp_comm", "ep_comm", "pp_comm", "offload", "pp_bubble",
+TIME_PARTS = ("compute", "recompute", "tp_comm", "cp_comm", "ep_comm", "moe_sync", "pp_comm", "offload", "pp_bubble",
               "dp_comm_exposed", "optimizer", "overhead")
 MEMORY_PARTS = ("parameters", "gradients", "optimizer_states", "activations", "zero3_gather_buffers", "overhead")
 
@@ -299,6 +299,7 @@ def pipeline_parts(plan: Plan, stages: list[StageCost]) -> dict[str, float]:
         "tp_comm": m * slowest.tp_comm_seconds,
         "cp_comm": m * slowest.cp_comm_seconds,
         "ep_comm": m * slowest.ep_comm_seconds,
+        "moe_sync": m * slowest.moe_sync_seconds,
         "pp_comm": m * slowest.pp_comm_seconds,
         "offload": m * slowest.offload_seconds,
         "pp_bubble": bubble,

@@ -307,7 +307,7 @@ def test_all_to_all_dispatch_waits_on_the_host_even_with_moe_cuda_graphs():
     graph scopes (token_dispatcher.py, sync point "before_ep_alltoall"); only a fixed-buffer
     dispatcher (DeepEP / HybridEP) under CUDA graphs skips it. Qwen3-30B-A3B (48 MoE layers) on 8
     GPUs, ep 8, global batch 16 of micro-batch 1 over dp 8: 2 micro-batches, so the host waits
-    2 x 48 x moe_host_sync_seconds per step."""
+    2 x 48 x moe_host_sync_seconds per step, its own time part (moe_sync), not the token exchange's."""
     from planner.inputs.loading import build_cluster, load_cluster_spec, load_model_spec
 
     model = load_model_spec("qwen3-30b-a3b").to_model()
@@ -315,14 +315,18 @@ def test_all_to_all_dispatch_waits_on_the_host_even_with_moe_cuda_graphs():
     base = Plan(tp=1, pp=1, dp=8, ep=8, micro_batch_size=1, global_batch_size=16)
     eff = Efficiency()
 
-    def ep_comm(**kw) -> float:
-        return estimate(model, cluster, replace(base, **kw), eff).time_breakdown_seconds["ep_comm"]
+    def part(name: str, **kw) -> float:
+        return estimate(model, cluster, replace(base, **kw), eff).time_breakdown_seconds[name]
 
     synced = 2 * 48 * eff.moe_host_sync_seconds
-    assert ep_comm(ep_dispatch="alltoall", moe_cuda_graphs=True) == pytest.approx(
-        ep_comm(ep_dispatch="alltoall", moe_cuda_graphs=False))
-    assert ep_comm(ep_dispatch="deepep", moe_cuda_graphs=False) - ep_comm(ep_dispatch="deepep", moe_cuda_graphs=True) \
-        == pytest.approx(synced)
+    assert part("moe_sync", ep_dispatch="alltoall", moe_cuda_graphs=True) == pytest.approx(synced)
+    assert part("moe_sync", ep_dispatch="alltoall", moe_cuda_graphs=False) == pytest.approx(synced)
+    assert part("moe_sync", ep_dispatch="deepep", moe_cuda_graphs=False) == pytest.approx(synced)
+    assert part("moe_sync", ep_dispatch="deepep", moe_cuda_graphs=True) == 0.0
+    assert part("ep_comm", ep_dispatch="deepep", moe_cuda_graphs=False) == part("ep_comm", ep_dispatch="deepep",
+                                                                                 moe_cuda_graphs=True) > 0
+    assert part("moe_sync", ep=1, ep_dispatch="alltoall") == pytest.approx(synced)  # no exchange at ep 1, still a sync
+    assert part("ep_comm", ep=1, ep_dispatch="alltoall") == 0.0
 
 
 def test_megatron_refuses_deepep_with_experts_padded_to_capacity():

@@ -77,10 +77,11 @@ def test_estimate_json_carries_the_diagnosis(capsys):
     diag = d["diagnosis"]
     assert diag["comm_bound"] and diag["threshold"] == 0.30
     # Fastest first. By hand: overlap can hide the sync behind up to all of the ~1.3 s of compute, while
-    # INT8 only trims the gradient reduce-scatter from 4 B to 1 B per parameter (80 of 160 GB -> 20 GB,
-    # ~0.5 s saved), and BF16 to 2 B (~0.35 s saved).
-    assert [lv["lever"] for lv in diag["levers"]] == ["overlap DP/ZeRO sync with backward",
-                                                      "INT8 gradient compression", "BF16 gradients"]
+    # BF16 only trims the gradient reduce-scatter from 4 B to 2 B per parameter (~0.35 s saved). The seed's
+    # INT8 compression (1 B, ~0.5 s; test_each_lever_lowers_the_communication_share) is not offered here:
+    # estimate's levers keep to what a framework running the plan runs (DeepSpeed and torchtitan here, ZeRO-3),
+    # and none of the three reduces int8 gradients.
+    assert [lv["lever"] for lv in diag["levers"]] == ["overlap DP/ZeRO sync with backward", "BF16 gradients"]
     speedups = [lv["per_sample_speedup"] for lv in diag["levers"]]
     assert speedups == sorted(speedups, reverse=True) and speedups[-1] > 1.01
     # each lever's speed-up is the base step over its step (same global batch of 64)

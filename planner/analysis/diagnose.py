@@ -13,6 +13,7 @@ from typing import Callable
 
 from costmodel import types as cm
 from costmodel.rules import plan_violations
+from costmodel.stage import host_synced_dispatch
 from costmodel.topology import domain_size, ep_ranks_per_domain
 from planner.analysis.cpnote import MIN_CP_TOKENS
 from planner.analysis.score import Scored, score
@@ -21,7 +22,7 @@ from planner.frameworks.base import Machine, violations
 
 COMM_PARTS = ("tp_comm", "cp_comm", "ep_comm", "pp_comm", "dp_comm_exposed")
 MIN_GAIN = 0.01  # a lever is shown when it saves at least 1% per sample
-SHARE_PARTS = ("compute", "recompute", "tp_comm", "cp_comm", "ep_comm", "pp_comm", "offload", "dp_comm_exposed",
+SHARE_PARTS = ("compute", "recompute", "tp_comm", "cp_comm", "ep_comm", "moe_sync", "pp_comm", "offload", "dp_comm_exposed",
                "pp_bubble", "optimizer", "overhead")
 
 
@@ -96,6 +97,11 @@ LEVERS = (
     Lever("deduplicated token dispatch", "DeepEP / HybridEP (Megatron --moe-token-dispatcher-type flex): a token "
           "crosses the network once per node, not once per expert",
           lambda p, c, m: _if(p.ep > 1 and p.ep_dispatch != "deepep", p, ep_dispatch="deepep"), framework="megatron"),
+    Lever("MoE CUDA graphs with DeepEP dispatch", "the router and dispatch preprocessing captured in CUDA graphs "
+          "(Megatron --cuda-graph-impl transformer_engine --cuda-graph-modules moe_router moe_preprocess) with "
+          "fixed-size DeepEP buffers: no host sync per MoE layer",
+          lambda p, c, m: _if(m.moe is not None and host_synced_dispatch(p), p, ep_dispatch="deepep",
+                              moe_cuda_graphs=True), framework="megatron"),
     Lever("context parallelism", "each sequence split over cp GPUs in 2 x cp chunks (causal balance), their keys "
           "and values exchanged; activations / cp (Megatron --context-parallel-size)",
           lambda p, c, m: _more_cp(p, m)),
@@ -165,26 +171,38 @@ class LeverResult:
         return self.scored.est.step_time_seconds / self.scored.plan.global_batch_size
 
 
-def try_levers(base: Scored, eff: cm.Efficiency | None = None, frameworks: tuple[str, ...] = ()) -> list[LeverResult]:
+def try_levers(base: Scored, eff: cm.Efficiency | None = None, frameworks: tuple[str, ...] = (),
+               memory_fraction: float = 1.0, keep: dict | None = None) -> list[LeverResult]:
     """Every lever that applies, is legal (to the cost model, to the framework whose feature it is, and to
-    one of `frameworks` that runs the plan, when given: suggest's --framework), fits and helps, re-scored;
-    fastest per sample first."""
+    one of `frameworks` that runs the plan: suggest's --framework, or all of them), keeps the plan fields
+    `keep` (suggest's --fix), fits in `memory_fraction` of the GPU (suggest's --max-memory-fraction) and
+    helps, re-scored; fastest per sample first. Helping is saving MIN_GAIN per sample, or making a plan
+    that does not fit fit. Two levers that give one plan show once, under the first's name."""
     model = base.model.to_model()
     base_per_sample = base.est.step_time_seconds / base.plan.global_batch_size
     machine = Machine.of(base.cluster)
     running = [REGISTRY[name] for name in frameworks if not violations(REGISTRY[name], model, base.plan, machine)]
-    out = []
+    out, seen = [], set()
     for lever in LEVERS:
         changed = lever.change(base.plan, base.cluster, model)
         plans = changed if isinstance(changed, list) else [changed] if changed is not None else []
         results = [LeverResult(lever, score(base.model, base.cluster, plan, eff)) for plan in plans
-                   if not plan_violations(model, base.cluster, plan)
+                   if plan not in seen and all(getattr(plan, k) == v for k, v in (keep or {}).items())
+                   and not plan_violations(model, base.cluster, plan)
                    and framework_allows(lever, model, base.plan, plan, base.cluster)
                    and one_runs(running, model, plan, machine)]
-        helps = [r for r in results if r.scored.est.fits and r.per_sample_seconds() < base_per_sample * (1 - MIN_GAIN)]
+        helps = [r for r in results if fits(r.scored, memory_fraction)
+                 and (r.per_sample_seconds() < base_per_sample * (1 - MIN_GAIN) or not fits(base, memory_fraction))]
         if helps:  # a lever with several settings shows its best
-            out.append(min(helps, key=LeverResult.per_sample_seconds))
+            best = min(helps, key=LeverResult.per_sample_seconds)
+            seen.add(best.scored.plan)
+            out.append(best)
     return sorted(out, key=LeverResult.per_sample_seconds)
+
+
+def fits(s: Scored, memory_fraction: float) -> bool:
+    """Whether the plan's memory is within `memory_fraction` of its GPU's."""
+    return s.est.memory_per_gpu_bytes <= memory_fraction * s.est.memory_capacity_bytes
 
 
 def framework_allows(lever: Lever, model: cm.Model, before: cm.Plan, after: cm.Plan, cluster: cm.Cluster) -> bool:

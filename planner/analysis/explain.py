@@ -3,12 +3,15 @@ from __future__ import annotations
 
 PART_WORDS = {
     "compute": "compute", "recompute": "recompute", "tp_comm": "TP communication",
-    "cp_comm": "CP key/value exchange", "ep_comm": "EP dispatch/combine", "pp_comm": "PP p2p",
+    "cp_comm": "CP key/value exchange", "ep_comm": "EP dispatch/combine",
+    "moe_sync": "MoE host syncs", "pp_comm": "PP p2p",
     "offload": "activation offload",
     "pp_bubble": "pipeline bubble", "dp_comm_exposed": "exposed DP/ZeRO sync", "optimizer": "optimizer step",
     "overhead": "overhead",
 }
-LAYOUT_KEYS = ("tp", "cp", "pp", "dp", "ep", "etp", "vpp", "zero_stage", "micro_batch_size", "recompute", "precision", "grad_dtype")
+LAYOUT_KEYS = ("tp", "cp", "pp", "dp", "ep", "etp", "vpp", "zero_stage", "micro_batch_size", "recompute", "precision",
+               "grad_dtype", "tp_comm_overlap", "ep_overlap", "ep_dispatch", "moe_cuda_graphs", "optimizer_states",
+               "lowp_param_gather", "cp_comm")
 
 
 def plan_differences(a: dict, b: dict) -> list[str]:
@@ -17,9 +20,18 @@ def plan_differences(a: dict, b: dict) -> list[str]:
     for key in LAYOUT_KEYS:
         va, vb = a["plan"].get(key), b["plan"].get(key)
         if va != vb:
-            label = {"zero_stage": "ZeRO", "micro_batch_size": "mbs", "grad_dtype": "gradients in"}.get(key, key)
-            out.append(f"{label} {va} instead of {vb}")
+            label = KEY_WORDS.get(key, key)
+            out.append(f"{label} {_value(va)} instead of {_value(vb)}")
     return out
+
+
+KEY_WORDS = {"zero_stage": "ZeRO", "micro_batch_size": "mbs", "grad_dtype": "gradients in", "tp_comm_overlap": "TP overlap",
+             "ep_overlap": "EP overlap", "ep_dispatch": "dispatch", "moe_cuda_graphs": "MoE CUDA graphs",
+             "optimizer_states": "Adam states", "lowp_param_gather": "low-precision gathers", "cp_comm": "CP exchange"}
+
+
+def _value(v) -> str:
+    return ("on" if v else "off") if isinstance(v, bool) else str(v)
 
 
 def biggest_part_gap(a: dict, b: dict) -> tuple[str, float, float]:

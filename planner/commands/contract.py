@@ -224,6 +224,7 @@ class TimeBreakdown(Strict):
     tp_comm: float = d("tensor-parallel collectives")
     cp_comm: float = d("context-parallel key/value exchanges attention does not hide")
     ep_comm: float = d("expert-parallel token dispatch and combine")
+    moe_sync: float = d("MoE layers waiting on the host for their token counts (dispatch without CUDA graphs)")
     pp_comm: float = d("exposed pipeline p2p")
     offload: float = d("activation copies to and from host memory that compute does not hide")
     pp_bubble: float = d("pipeline fill and drain")
@@ -295,6 +296,7 @@ class Shares(Strict):
     tp_comm: float = d("TP communication share")
     cp_comm: float = d("exposed CP exchange share")
     ep_comm: float = d("EP dispatch and combine share")
+    moe_sync: float = d("MoE host synchronisation share")
     pp_comm: float = d("exposed PP p2p share")
     offload: float = d("exposed activation offload share")
     dp_comm_exposed: float = d("exposed DP/ZeRO sync share")
@@ -404,6 +406,7 @@ class StabilityRow(Strict):
     best_step_time_s: float = d("its step time under it")
     baseline_plan_step_time_s: float = d("the baseline's best plan re-scored under it")
     baseline_rank: int | None = d("rank of the baseline's layout in the new top K; null: not in it")
+    baseline_plan_fits: bool = d("the baseline's best plan fits the search's memory limit under this assumption")
 
 
 class EmittedFramework(Strict):

@@ -16,6 +16,7 @@ TIME_LABELS = {
     "tp_comm": "TP communication",
     "cp_comm": "CP K/V exchange (exposed)",
     "ep_comm": "EP dispatch/combine",
+    "moe_sync": "MoE host syncs",
     "pp_comm": "PP point-to-point",
     "offload": "activation offload (exposed)",
     "pp_bubble": "pipeline bubble",

@@ -8,6 +8,7 @@ from planner.render.estimate import GIB, TIME_LABELS
 
 TIME_COLORS = {"compute": "#4c78a8", "recompute": "#9ecae9", "tp_comm": "#f58518", "pp_comm": "#ffbf79",
                "offload": "#d6a5c9", "cp_comm": "#72b7b2", "ep_comm": "#b279a2",
+               "moe_sync": "#ff9da6",
                "pp_bubble": "#bab0ac", "dp_comm_exposed": "#e45756", "optimizer": "#54a24b", "overhead": "#79706e"}
 MEMORY_COLORS = ("#4c78a8", "#72b7b2", "#54a24b", "#f58518", "#b279a2", "#9d755d", "#bab0ac", "#eeca3b")
 

@@ -79,20 +79,25 @@ def print_suggestions(plans: list[dict], why: str | None, search: dict, console:
     console.print(render.memory_table(plans[0]))
 
 
+def layout_words(p: dict) -> str:
+    """'tp 2, pp 1, dp 8, ep 8': the degrees that make a distinct layout (cp, ep, etp where not 1)."""
+    words = [f"tp {p['tp']}"] + ([f"cp {p['cp']}"] if p.get("cp", 1) > 1 else []) + [f"pp {p['pp']}", f"dp {p['dp']}"]
+    return ", ".join(words + [f"{k} {p[k]}" for k in ("ep", "etp") if p.get(k, 1) > 1])
+
+
 def print_stability(rows: list[dict], baseline: dict, console: Console | None = None) -> None:
     """One row per assumption (search.stability.grid_dicts): the winning layout there, and how the
     baseline winner fares."""
     console = console or render.make_console()
-    base = baseline["plan"]
-    table = Table(title=f"Rank stability of the best plan (tp {base['tp']}, pp {base['pp']}, dp {base['dp']})",
-                  title_justify="left")
+    table = Table(title=f"Rank stability of the best plan ({layout_words(baseline['plan'])})", title_justify="left")
     for col in ("assumption", "best there", "its step s", "baseline plan step s", "baseline rank", "stays best"):
         table.add_column(col, justify="left" if col in ("assumption", "best there") else "right")
     for r in rows:
         p = r["best_plan"]
         stays = r["baseline_rank"] == 1
-        table.add_row(r["assumption"], f"tp {p['tp']}, pp {p['pp']}, dp {p['dp']}, ZeRO {p['zero_stage']}",
-                      f"{r['best_step_time_s']:.2f}", f"{r['baseline_plan_step_time_s']:.2f}",
+        baseline_s = f"{r['baseline_plan_step_time_s']:.2f}" + ("" if r["baseline_plan_fits"] else " (does not fit)")
+        table.add_row(r["assumption"], f"{layout_words(p)}, ZeRO {p['zero_stage']}",
+                      f"{r['best_step_time_s']:.2f}", baseline_s,
                       "-" if r["baseline_rank"] is None else f"#{r['baseline_rank']}",
                       "[green]yes[/green]" if stays else "[red]no[/red]")
     console.print(table)

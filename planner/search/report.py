@@ -8,7 +8,7 @@ from costmodel import types as cm
 from planner.analysis import coverage, cpnote, diagnose, envelope, explain, score, whatif
 from planner.inputs.specs import ModelSpec
 from planner.search import stability, suggest
-from planner.search.space import SearchSpec
+from planner.search.space import SearchSpec, fixed_plan_fields
 
 
 def agreement_warnings(ranked, dicts: list[dict]) -> list[str]:
@@ -87,7 +87,8 @@ def suggest_report(model: ModelSpec, spec: SearchSpec, opts: suggest.Options, wi
     out = {"plans": dicts, "why": explain.why_faster(dicts[0], dicts[1]) if len(dicts) > 1 else None,
            "search": {**search_summary(result, opts), "context_parallel": cpnote.context_parallel_note(
                scored[0], spec.cluster.gpu.memory_bytes * opts.max_memory_fraction, eff)},
-           "diagnosis": diagnose.diagnosis_dict(scored[0], 0.30, diagnose.try_levers(scored[0], eff, spec.frameworks)),
+           "diagnosis": diagnose.diagnosis_dict(scored[0], 0.30, diagnose.try_levers(
+               scored[0], eff, spec.frameworks, opts.max_memory_fraction, fixed_plan_fields(spec))),
            "warnings": agreement_warnings(result.ranked, dicts),
            "envelope": envelope.judge(spec.cluster.gpu.name, scored[0].plan.precision, dicts[0]["mfu_causal"]),
            "unvalidated_settings": coverage.unvalidated(spec.cluster.gpu.generation, scored[0].plan)}

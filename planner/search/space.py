@@ -95,6 +95,13 @@ PLAN_FIELDS = {"zero": "zero_stage", "recompute": "recompute", "sp": "sequence_p
                "dpo": "overlap_dp_comm"}
 
 
+def fixed_plan_fields(spec: "SearchSpec") -> dict[str, object]:
+    """The user's --fix values as cm.Plan fields (Layout's mbs is micro_batch_size, Knobs' by PLAN_FIELDS):
+    what a lever offered beside the search's plans must keep."""
+    names = {**PLAN_FIELDS, "mbs": "micro_batch_size"}
+    return {names.get(key, key): value for key, value in spec.fixed.items()}
+
+
 # The values each knob takes (booleans: False/True), for --fix (planner/commands/suggest.py); zero is a number.
 KNOB_CHOICES = {"recompute": cm.RECOMPUTE_MODES, "sp": (False, True), "precision": cm.PRECISIONS,
                 "grad": cm.GRAD_DTYPES, "casts": WEIGHT_CASTS, "reshard": (False, True), "tpo": (False, True),

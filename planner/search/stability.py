@@ -21,6 +21,7 @@ class GridRow:
     best: report.Scored
     baseline_plan_seconds: float  # the baseline winner re-scored under this assumption
     baseline_rank: int | None  # its layout's rank in the new top K (None: not in it)
+    baseline_fits: bool = True  # within the search's memory limit (opts.max_memory_fraction) under the assumption
 
 
 def parse_grid(text: str) -> tuple[str, list[whatif.WhatIf]]:
@@ -37,8 +38,9 @@ def parse_grid(text: str) -> tuple[str, list[whatif.WhatIf]]:
     return key.strip(), list(unique.values())
 
 
-def layout_of(plan: cm.Plan) -> tuple[int, int, int]:
-    return plan.tp, plan.pp, plan.dp
+def layout_of(plan: cm.Plan) -> tuple[int, ...]:
+    """The distinct-layout key of the search's top K (space.Layout.group)."""
+    return plan.tp, plan.cp, plan.pp, plan.dp, plan.ep, plan.etp
 
 
 def search_under(model: ModelSpec, spec, opts, wi: whatif.WhatIf) -> list[report.Scored]:
@@ -59,11 +61,12 @@ def grid(model: ModelSpec, spec, opts, baseline_best: cm.Plan, grid_items: list[
                              whatif.apply_efficiency(cm.Efficiency(), wi))
         layouts = [layout_of(s.plan) for s in ranked]
         rank = layouts.index(layout_of(baseline_best)) + 1 if layout_of(baseline_best) in layouts else None
-        rows.append(GridRow(wi.label(), ranked[0], again.est.step_time_seconds, rank))
+        fits = again.est.memory_per_gpu_bytes <= opts.max_memory_fraction * again.est.memory_capacity_bytes
+        rows.append(GridRow(wi.label(), ranked[0], again.est.step_time_seconds, rank, fits))
     return rows
 
 
 def grid_dicts(rows: list[GridRow]) -> list[dict]:
     return [{"assumption": r.label, "best_plan": report.to_dict(r.best)["plan"],
              "best_step_time_s": r.best.est.step_time_seconds, "baseline_plan_step_time_s": r.baseline_plan_seconds,
-             "baseline_rank": r.baseline_rank} for r in rows]
+             "baseline_rank": r.baseline_rank, "baseline_plan_fits": r.baseline_fits} for r in rows]
