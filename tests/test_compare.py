@@ -82,3 +82,15 @@ def test_an_edited_estimate_is_refused(tmp_path, capsys):
         assert main(["compare", str(tmp_path / "good.json"), str(tmp_path / "bad.json")]) == 2, name
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "bad.json" in err and "edited" in err, (name, err)
+
+
+def test_a_cluster_without_a_price_is_not_shown_as_free(tmp_path, capsys):
+    """A priced plan against one on a cluster the catalog has no price for: "no price", not $0.00 and a
+    saving of the whole cost."""
+    priced = {**est(step=10.0), "usd_per_gpu_hour": 2.0, "usd_per_step": 16 * 2.0 * 10.0 / 3600}
+    unpriced = {**est(step=12.0), "usd_per_gpu_hour": 0.0, "usd_per_step": 0.0}
+    (tmp_path / "a.json").write_text(json.dumps(priced))
+    (tmp_path / "b.json").write_text(json.dumps(unpriced))
+    assert main(["compare", str(tmp_path / "a.json"), str(tmp_path / "b.json")]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if "$ per step" in line)
+    assert "no price" in row and "0.09" in row and "-0.09" not in row

@@ -269,7 +269,8 @@ class Estimate(Strict):
     step_time_s: float = d("seconds per optimizer step")
     tokens_per_s: float = d("training tokens per second, whole job")
     parameters: int = d("weights of the model (all experts; multi-token prediction modules apart)")
-    active_parameters: int = d("weights one token uses (its top-k experts)")
+    active_parameters: int = d("weights one token uses (its top-k experts), the input embedding included (OpenAI's "
+                               "and DeepSeek's cards leave it out)")
     model_tflops_per_gpu: float = d("model TFLOP/s per GPU (no recompute; attention counted as the full s x s square)")
     mfu: float = d("model FLOPs utilisation against the precision's dense peak, attention counted as the full "
                    "s x s square (the papers' convention)")

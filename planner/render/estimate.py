@@ -136,7 +136,7 @@ def parameters_line(d: dict) -> str:
     """Total parameters, and for a mixture of experts those one token uses."""
     line = f"{d['parameters'] / 1e9:,.2f}B parameters"
     if d["active_parameters"] < d["parameters"]:
-        line += f", {d['active_parameters'] / 1e9:,.2f}B active per token"
+        line += f", {d['active_parameters'] / 1e9:,.2f}B active per token (input embedding included)"
     return line
 
 
@@ -203,9 +203,14 @@ def print_side_by_side(a: dict, b: dict, name_a: str, name_b: str, console: Cons
             ("MFU %", 100 * a["mfu"], 100 * b["mfu"], "{:.1f}"),
             ("GiB per GPU", a["memory_per_gpu_bytes"] / GIB, b["memory_per_gpu_bytes"] / GIB, "{:.1f}"),
             ("$ per step", a["usd_per_step"], b["usd_per_step"], "{:.2f}")]
+    priced = bool(a.get("usd_per_gpu_hour")), bool(b.get("usd_per_gpu_hour"))
     for label, va, vb, fmt in rows:
-        if label == "$ per step" and not (va or vb):
+        if label == "$ per step" and not any(priced):
             continue  # no price on either side
+        if label == "$ per step" and not all(priced):  # a cluster without a price is not free
+            table.add_row(f"[bold]{label}[/bold]", *(fmt.format(v) if p else "no price" for v, p in zip((va, vb), priced)),
+                          "")
+            continue
         table.add_row(f"[bold]{label}[/bold]", fmt.format(va), fmt.format(vb), ("{:+" + fmt[2:]).format(vb - va))
     fits = {True: "yes", False: "[red]no[/red]"}
     table.add_row("[bold]fits in memory[/bold]", fits[a["fits"]], fits[b["fits"]], "")
