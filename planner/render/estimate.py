@@ -208,8 +208,8 @@ def print_side_by_side(a: dict, b: dict, name_a: str, name_b: str, console: Cons
         if label == "$ per step" and not any(priced):
             continue  # no price on either side
         if label == "$ per step" and not all(priced):  # a cluster without a price is not free
-            table.add_row(f"[bold]{label}[/bold]", *(fmt.format(v) if p else "no price" for v, p in zip((va, vb), priced)),
-                          "")
+            cells = (fmt.format(v) if p else "no price" for v, p in zip((va, vb), priced))
+            table.add_row(f"[bold]{label}[/bold]", *cells, "")
             continue
         table.add_row(f"[bold]{label}[/bold]", fmt.format(va), fmt.format(vb), ("{:+" + fmt[2:]).format(vb - va))
     fits = {True: "yes", False: "[red]no[/red]"}
