@@ -94,3 +94,18 @@ def test_a_cluster_without_a_price_is_not_shown_as_free(tmp_path, capsys):
     assert main(["compare", str(tmp_path / "a.json"), str(tmp_path / "b.json")]) == 0
     row = next(line for line in capsys.readouterr().out.splitlines() if "$ per step" in line)
     assert "no price" in row and "0.09" in row and "-0.09" not in row
+
+
+def test_a_file_of_an_older_contract_compares_on_what_both_state(tmp_path, capsys):
+    """A schema-6 plan has no moe_sync part (the host syncs were in ep_comm) and a schema-3 one no ep_overlap:
+    the comparison shows '-' for the part and leaves the field out of 'why', not '0.000' or 'None'."""
+    new = {**est(step=10.0), "time_breakdown_s": {"compute": 8.0, "ep_comm": 1.0, "moe_sync": 1.0}}
+    new["plan"] = {**new["plan"], "ep_overlap": False, "micro_batch_size": 1}
+    old = {**est(step=11.0), "time_breakdown_s": {"compute": 9.0, "ep_comm": 2.0}}
+    old["plan"] = {**old["plan"], "micro_batch_size": 2}
+    assert "None" not in compare(new, old)["why"] and "mbs 1 instead of 2" in compare(new, old)["why"]
+    (tmp_path / "a.json").write_text(json.dumps(new))
+    (tmp_path / "b.json").write_text(json.dumps(old))
+    assert main(["compare", str(tmp_path / "a.json"), str(tmp_path / "b.json")]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if "MoE host syncs" in line)
+    assert "1.000" in row and "-" in row.split("1.000")[1]

@@ -167,3 +167,26 @@ def test_tp_overlap_before_hopper_uses_te_ipc_fallback(tmp_path, capsys):
         script = (tmp_path / cluster / "megatron" / "launch.sh").read_text()
         assert ("export UB_SKIPMC=1" in script) is expected, cluster
         assert "--tp-comm-overlap" in script
+
+
+def test_an_estimate_from_before_the_launch_details_takes_them_from_the_catalog(tmp_path, capsys):
+    """A schema-6 file's model_spec has no norm_epsilon (nor nope_every, router_probs_on_input): for a catalog
+    model of the same shape emit takes them from the catalog (DeepSeek-V3's RMSNorm epsilon 1e-6), for any
+    other model it refuses rather than launch without them."""
+    import json
+
+    from planner.commands.main import main as run
+
+    assert run(["estimate", "deepseek-v3", "dgx-h100", "--gpus", "64", "--pp", "8", "--ep", "8", "--mbs", "1",
+                "--gbs", "512", "--zero", "1", "--json"]) == 0
+    est = json.loads(capsys.readouterr().out)
+    old = {**est, "schema_version": "6",
+           "model_spec": {k: v for k, v in est["model_spec"].items() if k not in ("norm_epsilon", "nope_every")}}
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    assert run(["emit", str(tmp_path / "old.json"), "--format", "megatron", "--out", str(tmp_path / "o")]) == 0
+    capsys.readouterr()
+    assert "--norm-epsilon 1e-06" in (tmp_path / "o" / "megatron" / "launch.sh").read_text()
+    other = {**old, "model": "my-deepseek", "model_spec": {**old["model_spec"], "name": "my-deepseek"}}
+    (tmp_path / "other.json").write_text(json.dumps(other))
+    assert run(["emit", str(tmp_path / "other.json"), "--format", "megatron", "--out", str(tmp_path / "p")]) == 2
+    assert "predates schema 7" in capsys.readouterr().err and not (tmp_path / "p").exists()

@@ -107,3 +107,13 @@ def test_dual_chunk_attention_is_noted():
             "num_attention_heads": 28, "num_key_value_heads": 4, "vocab_size": 152064, "rope_theta": 1e7,
             "rms_norm_eps": 1e-5, "dual_chunk_attention_config": {"chunk_size": 262144, "local_size": 8192}}
     assert "dual_chunk_attention_config" in hf_to_spec_dict(qwen, "qwen", 4096)["notes"]
+
+
+def test_llama4_nope_layers_do_not_depend_on_chunked_attention(tmp_path):
+    """Llama4TextConfig's no_rope_layers put NoPE on every 4th layer whether or not attention is chunked
+    (attention_chunk_size null): the spec says so (nope_every 4), so the launch writes --no-rope-freq 4."""
+    with open("tests/data/hf_configs/llama4-scout-17b-16e.json") as f:
+        config = json.load(f)
+    config["text_config"] = {**config["text_config"], "attention_chunk_size": None}
+    spec = load_model_spec(write(tmp_path, config), 8192)
+    assert spec.nope_every == 4 and spec.attention_window is None

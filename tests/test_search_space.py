@@ -289,3 +289,5 @@ def test_hierarchical_cp_is_offered_only_where_it_is_hierarchical():
     assert "a2a+p2p" not in legal_cp_comms(spec, 8, 2)
     assert "a2a+p2p" not in legal_cp_comms(spec, 2, 4) and "a2a" in legal_cp_comms(spec, 2, 4)
     assert "a2a+p2p" in legal_cp_comms(spec, 1, 16)
+    pinned = SearchSpec(m, cluster(256, domain=8), 64, fixed={"cpc": "a2a+p2p"})
+    assert "a2a+p2p" in legal_cp_comms(pinned, 8, 2)  # --fix cp_comm=a2a+p2p is the user's: kept

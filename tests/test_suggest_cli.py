@@ -152,3 +152,12 @@ def test_fix_help_names_every_knob(capsys):
     assert all(field in FIX_HELP for field in PLAN_FIELDS.values())
     rc, _, err = run(capsys, ["suggest", *SMALL, "--fix", "cp_comm=ring"])
     assert rc == 2 and err.count("\n") == 1 and "--fix cp_comm=ring: expected one of p2p" in err
+
+
+def test_low_precision_gathers_do_not_depend_on_the_order_of_precisions(capsys):
+    """--precision bf16,fp8 --lowp-param-gather: the split probes take fp8 (bf16 cannot keep fp8 parameters);
+    it had refused every split, while fp8,bf16 worked."""
+    a = suggest_json(capsys, "--top", "1", "--precision", "bf16,fp8", "--lowp-param-gather")
+    b = suggest_json(capsys, "--top", "1", "--precision", "fp8,bf16", "--lowp-param-gather")
+    assert a["plans"][0]["plan"] == b["plans"][0]["plan"]
+    assert a["plans"][0]["plan"]["precision"] == "fp8" and a["plans"][0]["plan"]["lowp_param_gather"]

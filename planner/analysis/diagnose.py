@@ -182,6 +182,7 @@ def try_levers(base: Scored, eff: cm.Efficiency | None = None, frameworks: tuple
     base_per_sample = base.est.step_time_seconds / base.plan.global_batch_size
     machine = Machine.of(base.cluster)
     running = [REGISTRY[name] for name in frameworks if not violations(REGISTRY[name], model, base.plan, machine)]
+    running = running or [REGISTRY[name] for name in frameworks]  # none runs the base: a lever one of them runs
     out, seen = [], set()
     for lever in LEVERS:
         changed = lever.change(base.plan, base.cluster, model)
@@ -215,8 +216,9 @@ def framework_allows(lever: Lever, model: cm.Model, before: cm.Plan, after: cm.P
 
 
 def one_runs(running: list, model: cm.Model, plan: cm.Plan, machine: Machine) -> bool:
-    """Whether one of the frameworks that run the base plan (`running`: those of suggest's --framework;
-    none: any) also runs the lever's `plan`: DeepSpeed's pipelines cannot take the DP overlap lever, say."""
+    """Whether one of the frameworks that run the base plan (`running`: those of suggest's --framework, or
+    all of them when none runs it; none given: any) also runs the lever's `plan`: DeepSpeed's pipelines
+    cannot take the DP overlap lever, say."""
     return not running or any(not violations(fw, model, plan, machine) for fw in running)
 
 

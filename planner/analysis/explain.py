@@ -18,7 +18,9 @@ def plan_differences(a: dict, b: dict) -> list[str]:
     """'pp 8 instead of 16'-style phrases for the plan fields that differ (a's value first)."""
     out = []
     for key in LAYOUT_KEYS:
-        va, vb = a["plan"].get(key), b["plan"].get(key)
+        if key not in a["plan"] or key not in b["plan"]:
+            continue  # a file of an older contract that had no such field
+        va, vb = a["plan"][key], b["plan"][key]
         if va != vb:
             label = KEY_WORDS.get(key, key)
             out.append(f"{label} {_value(va)} instead of {_value(vb)}")

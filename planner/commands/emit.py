@@ -13,6 +13,30 @@ Megatron-LM (launch.sh running pretrain_gpt.py under torchrun), plus README.txt.
 framework would reject is refused, naming the rule. Existing files are kept unless --force."""
 
 
+# Files from before this contract version carry a model_spec without the launch details the Megatron-LM
+# launch states since (ModelSpec norm_epsilon and nope_every, MoeSpec router_probs_on_input).
+LAUNCH_DETAILS_SCHEMA = 7
+SHAPE_KEYS = ("num_layers", "hidden_size", "num_attention_heads", "num_kv_heads", "ffn_hidden_size", "vocab_size")
+
+
+def with_launch_details(data: dict, name: str | None, where: str) -> dict:
+    """An older file's model_spec with the launch details of the catalog model of the same name and shape;
+    a model the catalog does not hold cannot be completed, so it is refused rather than launched without them."""
+    from planner.inputs import catalogs, loading
+
+    if not name or name not in catalogs.model_catalog():
+        raise PlannerError(f"{where} predates schema {LAUNCH_DETAILS_SCHEMA}: its model_spec does not state the norms' "
+                           "epsilon, NoPE layers or router placement a launch needs; pass --model MODEL")
+    catalog = loading.load_model_spec(name, data.get("seq_length"), need_seq_length=True).model_dump(exclude_none=True)
+    if any(data.get(k) != catalog.get(k) for k in SHAPE_KEYS):
+        raise PlannerError(f"{where} predates schema {LAUNCH_DETAILS_SCHEMA} and its model is not catalog model "
+                           f"'{name}' any more; pass --model MODEL")
+    out = {**data, **{k: catalog[k] for k in ("norm_epsilon", "nope_every") if k in catalog}}
+    if isinstance(out.get("moe"), dict) and "moe" in catalog:
+        out["moe"] = {**out["moe"], "router_probs_on_input": catalog["moe"].get("router_probs_on_input", False)}
+    return out
+
+
 def model_for(args: argparse.Namespace, estimate: dict):
     """--model (with --seq-length), else the model PLAN.json was scored with: its `model_spec`, or
     for older files its name looked up in the catalog."""
@@ -25,6 +49,8 @@ def model_for(args: argparse.Namespace, estimate: dict):
         data = dict(estimate["model_spec"])
         if args.seq_length:
             data["seq_length"] = args.seq_length
+        if int(estimate.get("schema_version") or 0) < LAUNCH_DETAILS_SCHEMA:
+            data = with_launch_details(data, estimate.get("model"), args.plan)
         return reading.parse(ModelSpec, data, f"{args.plan} model_spec")
     ref = estimate.get("model")
     if not ref:

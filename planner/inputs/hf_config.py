@@ -372,6 +372,9 @@ def hf_to_spec_dict(data: dict, name: str, seq_length: int | None = None) -> dic
         spec["mtp_layers"] = mtp
     window, window_notes = local_attention(reader, model_type, layers)
     spec.update(window)
+    spec.update(nope_every(reader, model_type, layers))
+    if spec.get("nope_every"):
+        window_notes.append("Llama 4's NoPE layers' attention temperature tuning is not counted")
     notes += window_notes
     notes += ignored_details(text, model_type)
     if notes:
@@ -797,6 +800,33 @@ def mtp_layers(reader: _Reader, model_type: str) -> int:
     return reader.integer("num_nextn_predict_layers", 0) or 0
 
 
+def llama4_rope_layers(r: _Reader, layers: int) -> list[int]:
+    """Llama4TextConfig.no_rope_layers: 1 where the layer applies RoPE, 0 where it does not (NoPE); by
+    default a NoPE layer every no_rope_layer_interval (4) layers (Transformers treats [] like None)."""
+    rope = r.int_list("no_rope_layers")
+    if not rope:
+        interval = r.need_int("no_rope_layer_interval", 1)
+        return [int((i + 1) % interval != 0) for i in range(layers)]
+    if len(rope) < layers:
+        raise r.fail("no_rope_layers", f"has {len(rope)} entries for {layers} layers")
+    return rope[:layers]
+
+
+def nope_every(reader: _Reader, model_type: str, layers: int | None) -> dict:
+    """ModelSpec.nope_every: Llama 4's NoPE layers, whatever its attention chunking, when they fall every
+    n-th layer (Megatron-LM's --no-rope-freq n); another pattern is refused, not launched with RoPE."""
+    if model_type != "llama4_text" or not layers:
+        return {}
+    nope = [i for i, rope in enumerate(llama4_rope_layers(reader, layers)) if not rope]
+    if not nope:
+        return {}
+    every = nope[0] + 1
+    if nope != list(range(every - 1, layers, every)) or layers % every:
+        raise reader.fail("no_rope_layers", f"puts NoPE layers at {_show(nope)}: not every n-th layer of "
+                          f"{layers}, the only pattern planner's launch states (--no-rope-freq)")
+    return {"nope_every": every}
+
+
 def _layer_kinds(reader: _Reader, model_type: str, layers: int) -> tuple[list[str], str] | None:
     """Per layer 'full', 'sliding' or 'chunked', and the key the pattern came from; None when every
     layer is full attention."""
@@ -811,17 +841,11 @@ def _layer_kinds(reader: _Reader, model_type: str, layers: int) -> tuple[list[st
                          "layers are represented (not linear attention, state-space or convolution layers)")
         return [ATTENTION_LAYER_TYPES[t] for t in types], "layer_types"
     if model_type == "llama4_text":
-        # Llama4TextConfig: no_rope_layers[i] == 1 (RoPE) -> chunked_attention, 0 (NoPE) -> full_attention;
-        # by default a NoPE layer every no_rope_layer_interval (4) layers.
-        nope = r.int_list("no_rope_layers")
-        if not nope:  # Transformers treats [] like None
-            interval = r.need_int("no_rope_layer_interval", 1)
-            nope = [int((i + 1) % interval != 0) for i in range(layers)]
-        elif len(nope) < layers:
-            raise r.fail("no_rope_layers", f"has {len(nope)} entries for {layers} layers")
+        # Llama4TextConfig: no_rope_layers[i] == 1 (RoPE) -> chunked_attention, 0 (NoPE) -> full_attention.
+        rope = llama4_rope_layers(r, layers)
         if not r.has("attention_chunk_size"):
             return None
-        return ["chunked" if nope[i] else "full" for i in range(layers)], "no_rope_layers"
+        return ["chunked" if rope[i] else "full" for i in range(layers)], "no_rope_layers"
     if model_type == "gemma2" or model_type == "gpt_oss":
         # Gemma2Config / GptOssConfig: layer i slides when (i + 1) % 2 != 0.
         return ["sliding" if (i + 1) % 2 else "full" for i in range(layers)], "sliding_window"
@@ -879,11 +903,7 @@ def local_attention(reader: _Reader, model_type: str, layers: int | None) -> tup
     out = {"attention_window": window, "window_kind": kind}
     if every:
         out["global_attention_every"] = every
-    notes = []
-    if model_type == "llama4_text" and every:  # its global layers are its NoPE layers (no_rope_layers 0)
-        out["nope_every"] = every
-        notes.append("Llama 4's NoPE layers' attention temperature tuning is not counted")
-    return out, notes
+    return out, []
 
 
 def ignored_details(text: dict, model_type: str) -> list[str]:

@@ -46,7 +46,12 @@ class Layout:
     @property
     def group(self) -> tuple[int, ...]:
         """What makes two plans 'distinct layouts' in the top K: (tp, cp, pp, dp, ep, etp)."""
-        return (self.tp, self.cp, self.pp, self.dp, self.ep, self.etp)
+        return plan_group(self)
+
+
+def plan_group(plan) -> tuple[int, ...]:
+    """Layout.group of a Layout or a cm.Plan (they name the degrees alike)."""
+    return (plan.tp, plan.cp, plan.pp, plan.dp, plan.ep, plan.etp)
 
 
 @dataclass(frozen=True, order=True)
@@ -99,7 +104,8 @@ def fixed_plan_fields(spec: "SearchSpec") -> dict[str, object]:
     """The user's --fix values as cm.Plan fields (Layout's mbs is micro_batch_size, Knobs' by PLAN_FIELDS):
     what a lever offered beside the search's plans must keep."""
     names = {**PLAN_FIELDS, "mbs": "micro_batch_size"}
-    return {names.get(key, key): value for key, value in spec.fixed.items()}
+    out = {names.get(key, key): value for key, value in spec.fixed.items()}
+    return out if spec.overlap_dp_comm else {**out, "overlap_dp_comm": False}  # --no-overlap
 
 
 # The values each knob takes (booleans: False/True), for --fix (planner/commands/suggest.py); zero is a number.
@@ -177,12 +183,20 @@ def divisors(n: int) -> tuple[int, ...]:
 
 def plan_for(spec: SearchSpec, lay: Layout, knobs: Knobs | None = None) -> cm.Plan:
     """The cost-model plan of a layout and knob combination (default knobs: ZeRO 0, no recompute)."""
-    k = knobs or Knobs(0, "none", False, spec.precisions[0], "", dpo=spec.overlap_dp_comm)
+    k = knobs or Knobs(0, "none", False, probe_precision(spec), "", dpo=spec.overlap_dp_comm)
     fields = {"tp": lay.tp, "pp": lay.pp, "dp": lay.dp, "vpp": lay.vpp, "micro_batch_size": lay.mbs, "cp": lay.cp,
               "ep": lay.ep, "etp": lay.etp, "global_batch_size": spec.global_batch_size,
               "flash_attention": spec.flash_attention, "overlap_pp_comm": spec.overlap_pp_comm, **spec.numerics}
     fields.update(knob_plan_fields(k))
     return _plan_with(fields)
+
+
+def probe_precision(spec: SearchSpec) -> str:
+    """The precision a layout's probe plan takes: the first asked for, or under --lowp-param-gather the first
+    low one (a 16-bit probe would break "low-precision parameters need a low precision" on every split)."""
+    if spec.numerics.get("lowp_param_gather"):
+        return next((p for p in spec.precisions if p in LOW_PRECISIONS), spec.precisions[0])
+    return spec.precisions[0]
 
 
 _DEFAULT_PLAN = cm.Plan()
@@ -314,13 +328,14 @@ def legal_cp_comms(spec: SearchSpec, tp: int, cp: int) -> tuple[str, ...]:
     cluster_violations); they read tp and cp themselves, not only cp > 1, so the knob probe of a class
     of splits cannot stand for them. a2a+p2p is left out where its a2a group is one rank or all cp of
     them: it is then the ring or Ulysses by another name (Transformer Engine runs it so, and the cost
-    model prices it so), and would only relabel them as a setting no published run used."""
+    model prices it so), and would only relabel them as a setting no published run used; --fix
+    cp_comm=a2a+p2p keeps it."""
     if cp == 1:
         return ("p2p",)
     plan = plan_for(spec, Layout(tp, 1, spec.cluster.num_gpus // (tp * cp), 1, 1, cp))
     inner = cp_ranks_per_domain(plan, spec.cluster)
     return tuple(c for c in cm.CP_COMMS
-                 if not (c == "a2a+p2p" and inner in (1, cp))
+                 if not (c == "a2a+p2p" and inner in (1, cp) and spec.fixed.get("cpc") != c)
                  and not cp_exchange_violations(spec.model, spec.cluster, replace(plan, cp_comm=c)))
 
 

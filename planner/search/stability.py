@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 
 from costmodel import types as cm
 from planner.analysis import score as report
-from planner.analysis import whatif
+from planner.analysis import diagnose, whatif
 from planner.errors import PlannerError
 from planner.inputs.specs import ModelSpec
 
@@ -40,7 +40,9 @@ def parse_grid(text: str) -> tuple[str, list[whatif.WhatIf]]:
 
 def layout_of(plan: cm.Plan) -> tuple[int, ...]:
     """The distinct-layout key of the search's top K (space.Layout.group)."""
-    return plan.tp, plan.cp, plan.pp, plan.dp, plan.ep, plan.etp
+    from planner.search.space import plan_group
+
+    return plan_group(plan)
 
 
 def search_under(model: ModelSpec, spec, opts, wi: whatif.WhatIf) -> list[report.Scored]:
@@ -61,8 +63,8 @@ def grid(model: ModelSpec, spec, opts, baseline_best: cm.Plan, grid_items: list[
                              whatif.apply_efficiency(cm.Efficiency(), wi))
         layouts = [layout_of(s.plan) for s in ranked]
         rank = layouts.index(layout_of(baseline_best)) + 1 if layout_of(baseline_best) in layouts else None
-        fits = again.est.memory_per_gpu_bytes <= opts.max_memory_fraction * again.est.memory_capacity_bytes
-        rows.append(GridRow(wi.label(), ranked[0], again.est.step_time_seconds, rank, fits))
+        rows.append(GridRow(wi.label(), ranked[0], again.est.step_time_seconds, rank,
+                            diagnose.fits(again, opts.max_memory_fraction)))
     return rows
 
 
