@@ -139,3 +139,24 @@ def test_levers_show_no_dollars_on_a_cluster_without_a_price():
     assert [c.header for c in unpriced.columns] == ["lever", "step s", "per-sample speedup", "exposed comm",
                                                    "GiB/GPU", "what it costs"]
     assert "$/step" in [c.header for c in priced.columns]
+
+
+def test_tp_overlap_is_a_lever_where_a_framework_runs_it(capsys):
+    """Llama 3 70B, tp 8 with sequence parallelism and its TP collectives exposed: overlapping them (Megatron
+    --tp-comm-overlap, torchtitan AsyncTP) is offered, at exactly estimate's figure for the overlapped plan;
+    without sequence parallelism (which the overlap splits) it is not."""
+    import json
+
+    from planner.commands.main import main
+
+    argv = ["estimate", "llama3-70b", "dgx-h100", "--gpus", "64", "--tp", "8", "--mbs", "1", "--gbs", "512",
+            "--zero", "1", "--json"]
+    assert main([*argv, "--sequence-parallel"]) == 0
+    levers = {lv["lever"]: lv for lv in json.loads(capsys.readouterr().out)["diagnosis"]["levers"]}
+    assert main([*argv, "--sequence-parallel", "--tp-comm-overlap"]) == 0
+    overlapped = json.loads(capsys.readouterr().out)
+    assert levers["overlap TP collectives with the GEMMs"]["step_time_s"] == pytest.approx(overlapped["step_time_s"],
+                                                                                           rel=1e-12)
+    assert main(argv) == 0
+    names = [lv["lever"] for lv in json.loads(capsys.readouterr().out)["diagnosis"]["levers"]]
+    assert "overlap TP collectives with the GEMMs" not in names

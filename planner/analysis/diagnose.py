@@ -82,6 +82,9 @@ LEVERS = (
     Lever("sequence parallelism", "Megatron --sequence-parallel: norms and dropouts split over the TP group, "
           "same TP traffic as reduce-scatter + all-gather, less activation memory",
           lambda p, c, m: _if(p.tp > 1 and not p.sequence_parallel, p, sequence_parallel=True)),
+    Lever("overlap TP collectives with the GEMMs", "Megatron --tp-comm-overlap (Transformer Engine userbuffers) or "
+          "torchtitan AsyncTP; needs sequence parallelism; the collectives' SMs slow the GEMMs they hide behind",
+          lambda p, c, m: _if(p.tp > 1 and p.sequence_parallel and not p.tp_comm_overlap, p, tp_comm_overlap=True)),
     Lever("TP inside the NVLink domain", "more pipeline or data parallelism instead",
           lambda p, c, m: _if(p.tp > domain_size(c) > 1, p, tp=domain_size(c), pp=p.pp * p.tp // domain_size(c))),
     Lever("EP inside the NVLink domain", "fewer experts' ranks per token exchange, more experts (and their "
