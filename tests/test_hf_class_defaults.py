@@ -4,19 +4,12 @@ the shape-only reading wrong on most unmapped types)."""
 import json
 
 import pytest
+from hf_support import refusal, write
 
 from costmodel.flops import total_parameters
-from planner.errors import PlannerError
 from planner.inputs.loading import load_model_spec
 
 HF = "tests/data/hf_configs"
-
-
-def write(tmp_path, config: dict, name="model") -> str:
-    folder = tmp_path / name
-    folder.mkdir(exist_ok=True)
-    (folder / "config.json").write_text(json.dumps(config))
-    return str(folder / "config.json")
 
 
 def llama(**changes) -> dict:
@@ -24,13 +17,6 @@ def llama(**changes) -> dict:
         config = json.load(f)
     config.update(changes)
     return {k: v for k, v in config.items() if v is not None}
-
-
-def refusal(tmp_path, config: dict) -> str:
-    with pytest.raises(PlannerError) as err:
-        load_model_spec(write(tmp_path, config))
-    assert "\n" not in str(err.value)
-    return str(err.value)
 
 
 # tiiuae/falcon-7b's config.json (model card: 7B parameters): multi_query true means ONE K/V head for

@@ -4,25 +4,11 @@ attention read as dense, and two refusals that named a hybrid layer stack the fi
 import json
 
 import pytest
+from hf_support import refusal, write
 
 from costmodel.flops import total_parameters
-from planner.errors import PlannerError
 from planner.inputs.hf_config import hf_to_spec_dict
 from planner.inputs.loading import load_model_spec
-
-
-def write(tmp_path, config: dict, name="model") -> str:
-    folder = tmp_path / name
-    folder.mkdir(exist_ok=True)
-    (folder / "config.json").write_text(json.dumps(config))
-    return str(folder / "config.json")
-
-
-def refusal(tmp_path, config: dict) -> str:
-    with pytest.raises(PlannerError) as err:
-        load_model_spec(write(tmp_path, config), 4096)
-    assert "\n" not in str(err.value)
-    return str(err.value)
 
 
 # mistralai/Voxtral-Mini-3B-2507 config.json (shape keys): a Whisper-style audio encoder beside a Llama decoder.
@@ -81,7 +67,7 @@ def test_deepseek_sparse_attention_is_refused_by_its_keys(tmp_path):
         v3 = json.load(f)
     for model_type in ("deepseek_v32", "deepseek_v3"):
         config = {**v3, "model_type": model_type, "index_n_heads": 64, "index_head_dim": 128, "index_topk": 2048}
-        assert "sparse attention (DeepSeek Sparse Attention" in refusal(tmp_path, config)
+        assert "sparse attention (DeepSeek Sparse Attention" in refusal(tmp_path, config, 4096)
 
 
 def test_refusals_name_the_real_reason(tmp_path):
@@ -91,13 +77,15 @@ def test_refusals_name_the_real_reason(tmp_path):
     minimax = {"model_type": "minimax_m2", "hidden_size": 3072, "num_hidden_layers": 62, "num_attention_heads": 48,
                "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 200064, "intermediate_size": 1536,
                "num_local_experts": 256, "num_experts_per_tok": 8, "attn_type_list": [1] * 62}
-    msg = refusal(tmp_path, minimax)
+    msg = refusal(tmp_path, minimax, 4096)
     assert "num_local_experts 256: a mixture of experts on model_type 'minimax_m2'" in msg and "hybrid" not in msg
-    assert "linear-attention hybrid" in refusal(tmp_path, {**minimax, "attn_type_list": [0, 0, 0, 1] * 15 + [0, 1]})
+    hybrid = {**minimax, "attn_type_list": [0, 0, 0, 1] * 15 + [0, 1]}
+    assert "linear-attention hybrid" in refusal(tmp_path, hybrid, 4096)
     granite = {"model_type": "granitemoehybrid", "hidden_size": 2560, "num_hidden_layers": 40,
                "num_attention_heads": 40, "num_key_value_heads": 8, "vocab_size": 100352, "intermediate_size": 8192,
                "layer_types": ["attention"] * 40}
-    assert "model_type 'granitemoehybrid': a family of state-space / recurrent hybrids" in refusal(tmp_path, granite)
+    assert "model_type 'granitemoehybrid': a family of state-space / recurrent hybrids" in refusal(tmp_path, granite,
+                                                                                                   4096)
 
 
 def test_dual_chunk_attention_is_noted():

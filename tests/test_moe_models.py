@@ -13,9 +13,9 @@ first, so the conventions are the publishers', not a fit.
 import json
 
 import pytest
+from hf_support import refusal, write
 
 from costmodel.flops import embedding_parameters, mtp_parameters, total_parameters
-from planner.errors import PlannerError
 from planner.inputs.loading import load_model_spec
 
 HF = "tests/data/hf_configs"
@@ -345,21 +345,6 @@ def test_mistral_7b_matches_the_checkpoint():
 # ---------------------------------------------------------------- refusals: one line, the key named
 
 
-def write(tmp_path, config: dict, name="model"):
-    folder = tmp_path / name
-    folder.mkdir(exist_ok=True)
-    (folder / "config.json").write_text(json.dumps(config))
-    return str(folder / "config.json")
-
-
-def refused(tmp_path, config: dict) -> str:
-    with pytest.raises(PlannerError) as err:
-        load_model_spec(write(tmp_path, config))
-    message = str(err.value)
-    assert "\n" not in message
-    return message
-
-
 def base(**changes):
     config = read_json(f"{HF}/qwen3-30b-a3b.json")
     config.update(changes)
@@ -382,44 +367,44 @@ def dense(**changes):
     ("linear_num_value_heads", 32),  # Qwen3-Next
 ])
 def test_hybrid_layer_stacks_are_refused(tmp_path, key, value):
-    message = refused(tmp_path, dense(**{key: value}))
+    message = refusal(tmp_path, dense(**{key: value}))
     assert key in message and "hybrid" in message
 
 
 def test_nemotron_h_is_refused_by_its_pattern(tmp_path):
     config = {"model_type": "nemotron_h", "num_hidden_layers": 4, "hidden_size": 64, "num_attention_heads": 4,
               "vocab_size": 100, "max_position_embeddings": 128, "hybrid_override_pattern": "M*M-"}
-    assert "hybrid_override_pattern" in refused(tmp_path, config)
+    assert "hybrid_override_pattern" in refusal(tmp_path, config)
 
 
 def test_linear_attention_layer_types_are_refused(tmp_path):
     types = ["linear_attention", "linear_attention", "linear_attention", "full_attention"] * 9
-    message = refused(tmp_path, dense(layer_types=types))
+    message = refusal(tmp_path, dense(layer_types=types))
     assert "layer_types" in message and "linear_attention" in message
 
 
 def test_global_layers_off_the_every_nth_pattern_are_refused(tmp_path):
     types = ["full_attention"] * 3 + ["sliding_attention"] * 33
-    message = refused(tmp_path, dense(layer_types=types, sliding_window=4096))
+    message = refusal(tmp_path, dense(layer_types=types, sliding_window=4096))
     assert "layer_types" in message
 
 
 @pytest.mark.parametrize("key", ["num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts"])
 def test_experts_on_an_unmapped_model_type_are_refused_never_dense(tmp_path, key):
     config = dense(model_type="phimoe", **{key: 64, "num_experts_per_tok": 8})  # Phi-3.5-MoE: not mapped
-    message = refused(tmp_path, config)
+    message = refusal(tmp_path, config)
     assert key in message and "phimoe" in message and "dense" in message
 
 
 def test_nested_expert_counts_are_found(tmp_path):
     config = dense(model_type="dbrx", ffn_config={"moe_num_experts": 16, "moe_top_k": 4})
-    assert "ffn_config.moe_num_experts" in refused(tmp_path, config)
+    assert "ffn_config.moe_num_experts" in refusal(tmp_path, config)
 
 
 def test_mlp_only_layers_map_only_as_the_first_k(tmp_path):
     first = load_model_spec(write(tmp_path, base(mlp_only_layers=[0, 1, 2]), "first"))
     assert (first.moe.first_dense_layers, first.moe.layer_freq) == (3, 1)
-    message = refused(tmp_path, base(mlp_only_layers=[5, 9]))
+    message = refusal(tmp_path, base(mlp_only_layers=[5, 9]))
     assert "mlp_only_layers" in message
 
 
@@ -434,37 +419,37 @@ def test_decoder_sparse_step_maps_to_layer_freq(tmp_path):
 def test_moe_layer_freq_other_than_1_is_refused(tmp_path, value, why):
     config = read_json(f"{HF}/deepseek-v3.json")
     config["moe_layer_freq"] = value
-    message = refused(tmp_path, config)
+    message = refusal(tmp_path, config)
     assert "moe_layer_freq" in message and why in message
 
 
 def test_llama4_moe_layers_off_pattern_are_refused(tmp_path):
     config = read_json(f"{HF}/llama4-maverick-17b-128e.json")
     config["text_config"]["moe_layers"] = [1, 2, 5]
-    assert "text_config.moe_layers" in refused(tmp_path, config)
+    assert "text_config.moe_layers" in refusal(tmp_path, config)
     config["text_config"]["moe_layers"] = list(range(3, 48, 4))  # regular: every 4th
     m = load_model_spec(write(tmp_path, config, "regular")).to_model()
     assert m.moe.layer_freq == 4 and m.moe_layers == 12
 
 
 def test_shared_expert_width_on_qwen3_moe_is_refused(tmp_path):
-    assert "shared_expert_intermediate_size" in refused(tmp_path, base(shared_expert_intermediate_size=4096))
+    assert "shared_expert_intermediate_size" in refusal(tmp_path, base(shared_expert_intermediate_size=4096))
 
 
 def test_one_expert_and_missing_top_k_are_refused(tmp_path):
-    assert "num_experts" in refused(tmp_path, base(num_experts=1))
+    assert "num_experts" in refusal(tmp_path, base(num_experts=1))
     config = read_json(f"{HF}/deepseek-v2-lite.json")
     del config["num_experts_per_tok"]  # DeepseekV2Config default: None
-    assert "num_experts_per_tok" in refused(tmp_path, config)
+    assert "num_experts_per_tok" in refusal(tmp_path, config)
 
 
 def test_mla_and_mtp_outside_deepseek_are_refused(tmp_path):
-    assert "kv_lora_rank" in refused(tmp_path, dense(kv_lora_rank=512))
-    assert "num_nextn_predict_layers" in refused(tmp_path, dense(num_nextn_predict_layers=1))
+    assert "kv_lora_rank" in refusal(tmp_path, dense(kv_lora_rank=512))
+    assert "num_nextn_predict_layers" in refusal(tmp_path, dense(num_nextn_predict_layers=1))
 
 
 def test_sliding_window_on_an_unmapped_model_type_is_refused(tmp_path):
-    message = refused(tmp_path, dense(model_type="llama", sliding_window=2047, use_sliding_window=None))
+    message = refusal(tmp_path, dense(model_type="llama", sliding_window=2047, use_sliding_window=None))
     assert "sliding_window" in message and "llama" in message
 
 
@@ -473,7 +458,7 @@ def test_qwen_sliding_from_max_window_layers(tmp_path):
     everything = load_model_spec(write(tmp_path, dense(use_sliding_window=True, sliding_window=4096,
                                                        max_window_layers=0), "all"))
     assert (everything.attention_window, everything.global_attention_every) == (4096, 0)
-    assert "max_window_layers" in refused(tmp_path, dense(use_sliding_window=True, sliding_window=4096,
+    assert "max_window_layers" in refusal(tmp_path, dense(use_sliding_window=True, sliding_window=4096,
                                                           max_window_layers=28))
 
 
