@@ -186,6 +186,7 @@ def try_levers(base: Scored, eff: cm.Efficiency | None = None, frameworks: tuple
     machine = Machine.of(base.cluster)
     running = [REGISTRY[name] for name in frameworks if not violations(REGISTRY[name], model, base.plan, machine)]
     running = running or [REGISTRY[name] for name in frameworks]  # none runs the base: a lever one of them runs
+    base_fits = fits(base, memory_fraction)
     out, seen = [], set()
     for lever in LEVERS:
         changed = lever.change(base.plan, base.cluster, model)
@@ -196,7 +197,7 @@ def try_levers(base: Scored, eff: cm.Efficiency | None = None, frameworks: tuple
                    and framework_allows(lever, model, base.plan, plan, base.cluster)
                    and one_runs(running, model, plan, machine)]
         helps = [r for r in results if fits(r.scored, memory_fraction)
-                 and (r.per_sample_seconds() < base_per_sample * (1 - MIN_GAIN) or not fits(base, memory_fraction))]
+                 and (r.per_sample_seconds() < base_per_sample * (1 - MIN_GAIN) or not base_fits)]
         if helps:  # a lever with several settings shows its best
             best = min(helps, key=LeverResult.per_sample_seconds)
             seen.add(best.scored.plan)

@@ -3,7 +3,6 @@ what-if assumptions, as the JSON object the command prints."""
 from __future__ import annotations
 
 from costmodel import types as cm
-from costmodel.moe import ExpertLayout, max_imbalance
 from planner import frameworks
 from planner.analysis import coverage, diagnose, envelope, score, whatif
 from planner.inputs import plans
@@ -30,23 +29,8 @@ def estimate_report(model: ModelSpec, cluster: cm.Cluster, plan_spec: PlanSpec, 
         whatif.check_applies(wi, model.moe is not None, {cluster.gpu.name})
         alt = score.score(model, whatif.apply_cluster(cluster, wi), plan, whatif.apply_efficiency(cm.Efficiency(), wi))
         d["what_if"] = {"assumptions": wi.label(), "estimate": score.to_dict(alt)}
-        d["warnings"] += imbalance_ceiling(model.to_model(), plan, wi)
+        d["warnings"] += whatif.imbalance_ceiling(model.to_model(), plan, wi)
     return d
-
-
-def imbalance_ceiling(model: cm.Model, plan: cm.Plan, wi: whatif.WhatIf) -> list[str]:
-    """A warning when --what-if imbalance asks for more than the plan's routing can do (costmodel/moe.py
-    max_imbalance, at which it is priced), or when experts padded to a capacity make it moot."""
-    if wi.imbalance is None or model.moe is None:
-        return []
-    if model.moe.capacity_factor:
-        return [f"what-if imbalance={wi.imbalance:g} changes nothing: experts padded to capacity factor "
-                f"{model.moe.capacity_factor:g} take that many rows whatever the routing"]
-    ceiling = max_imbalance(model, ExpertLayout(plan.ep, plan.etp))
-    if wi.imbalance <= ceiling:
-        return []
-    return [f"what-if imbalance={wi.imbalance:g} is more than ep {plan.ep} routing can send to one rank "
-            f"(ep x min(k, experts / ep) / k = {ceiling:g}); priced at {ceiling:g}"]
 
 
 def unrun_warning(model: cm.Model, plan: cm.Plan, cluster: cm.Cluster) -> list[str]:

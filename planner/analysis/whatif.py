@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 
 from costmodel import types as cm
 from costmodel.compute import power_capped_clock_fraction, scale_matmul_efficiency
+from costmodel.moe import ExpertLayout, max_imbalance
 from planner.errors import PlannerError
 from planner.inputs import limits as L
 from planner.inputs.argtypes import plain_float
@@ -143,3 +144,18 @@ def apply_efficiency(eff: cm.Efficiency, wi: WhatIf) -> cm.Efficiency:
     `imbalance=x` sets the busiest expert rank's share of routed rows."""
     eff = scale_matmul_efficiency(eff, wi.scales.get("matmul_efficiency", 1.0))
     return eff if wi.imbalance is None else replace(eff, moe_routing_imbalance=wi.imbalance)
+
+
+def imbalance_ceiling(model: cm.Model, plan: cm.Plan, wi: WhatIf) -> list[str]:
+    """A warning when --what-if imbalance asks for more than the plan's routing can do (costmodel/moe.py
+    max_imbalance, at which it is priced), or when experts padded to a capacity make it moot."""
+    if wi.imbalance is None or model.moe is None:
+        return []
+    if model.moe.capacity_factor:
+        return [f"what-if imbalance={wi.imbalance:g} changes nothing: experts padded to capacity factor "
+                f"{model.moe.capacity_factor:g} take that many rows whatever the routing"]
+    ceiling = max_imbalance(model, ExpertLayout(plan.ep, plan.etp))
+    if wi.imbalance <= ceiling:
+        return []
+    return [f"what-if imbalance={wi.imbalance:g} is more than ep {plan.ep} routing can send to one rank "
+            f"(ep x min(k, experts / ep) / k = {ceiling:g}); priced at {ceiling:g}"]

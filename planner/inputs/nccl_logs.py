@@ -29,6 +29,7 @@ import json
 import math
 import re
 import warnings
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -459,10 +460,7 @@ def parse_text(text: str, name: str = "<string>", collective: str | None = None)
 
 def _per_host(host_of: dict) -> tuple[int, ...]:
     """How many ranks each host ran, largest first, from rank -> host."""
-    counts: dict[str, int] = {}
-    for host in host_of.values():
-        counts[host] = counts.get(host, 0) + 1
-    return tuple(sorted(counts.values(), reverse=True))
+    return tuple(sorted(Counter(host_of.values()).values(), reverse=True))
 
 
 # --------------------------------------------------------------------------- JSON

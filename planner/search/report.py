@@ -6,7 +6,6 @@ from dataclasses import replace
 
 from costmodel import types as cm
 from planner.analysis import coverage, cpnote, diagnose, envelope, explain, score, whatif
-from planner.analysis.report import imbalance_ceiling
 from planner.inputs.specs import ModelSpec
 from planner.search import stability, suggest
 from planner.search.space import SearchSpec, fixed_plan_fields
@@ -91,7 +90,7 @@ def suggest_report(model: ModelSpec, spec: SearchSpec, opts: suggest.Options, wi
            "diagnosis": diagnose.diagnosis_dict(scored[0], 0.30, diagnose.try_levers(
                scored[0], eff, spec.frameworks, opts.max_memory_fraction, fixed_plan_fields(spec))),
            "warnings": agreement_warnings(result.ranked, dicts) + [
-               w for item in (wi, *(grid or ())) for w in imbalance_ceiling(spec.model, scored[0].plan, item)],
+               w for item in (wi, *(grid or ())) for w in whatif.imbalance_ceiling(spec.model, scored[0].plan, item)],
            "envelope": envelope.judge(spec.cluster.gpu.name, scored[0].plan.precision, dicts[0]["mfu_causal"]),
            "unvalidated_settings": coverage.unvalidated(spec.cluster.gpu.generation, scored[0].plan)}
     if wi.label() != "as given":

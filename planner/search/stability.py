@@ -13,6 +13,7 @@ from planner.analysis import score as report
 from planner.analysis import diagnose, whatif
 from planner.errors import PlannerError
 from planner.inputs.specs import ModelSpec
+from planner.search.space import plan_group
 
 
 @dataclass(frozen=True)
@@ -38,13 +39,6 @@ def parse_grid(text: str) -> tuple[str, list[whatif.WhatIf]]:
     return key.strip(), list(unique.values())
 
 
-def layout_of(plan: cm.Plan) -> tuple[int, ...]:
-    """The distinct-layout key of the search's top K (space.Layout.group)."""
-    from planner.search.space import plan_group
-
-    return plan_group(plan)
-
-
 def search_under(model: ModelSpec, spec, opts, wi: whatif.WhatIf) -> list[report.Scored]:
     """Top plans of the search with the assumption applied, scored by the cost model."""
     from planner.search import suggest
@@ -61,8 +55,8 @@ def grid(model: ModelSpec, spec, opts, baseline_best: cm.Plan, grid_items: list[
         ranked = search_under(model, spec, opts, wi)
         again = report.score(model, whatif.apply_cluster(spec.cluster, wi), baseline_best,
                              whatif.apply_efficiency(cm.Efficiency(), wi))
-        layouts = [layout_of(s.plan) for s in ranked]
-        rank = layouts.index(layout_of(baseline_best)) + 1 if layout_of(baseline_best) in layouts else None
+        layouts = [plan_group(s.plan) for s in ranked]  # the search's distinct-layout key
+        rank = layouts.index(plan_group(baseline_best)) + 1 if plan_group(baseline_best) in layouts else None
         rows.append(GridRow(wi.label(), ranked[0], again.est.step_time_seconds, rank,
                             diagnose.fits(again, opts.max_memory_fraction)))
     return rows
