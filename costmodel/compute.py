@@ -129,7 +129,7 @@ def projection_gemms(model: Model, tokens: int, tp: int) -> list[tuple[int, int,
 
 def attention_core_seconds(
     model: Model, batch: int, tp: int, gpu: Gpu, precision: str, flash: bool, eff: Efficiency,
-    index: int = -1, cp: int = 1, fp8: bool = False, kernel: str = "cudnn",
+    index: int = -1, cp: int = 1, kernel: str = "cudnn",
 ) -> float:
     """QK^T and softmax(.)V for `batch` sequences, heads split over TP, in 16-bit (fp32 if training fp32).
 
@@ -142,13 +142,13 @@ def attention_core_seconds(
     the length of the blocks it works on (`flash_attention_fraction`).
     Context parallelism gives each GPU s/cp queries in 2 x cp load-balanced chunks (Megatron-core
     context_parallel; Llama 3 paper Sec 3.3.2), so each rank does 1/cp of the causal work, in blocks
-    of s/cp. With `fp8` (Transformer Engine's FP8 dot-product attention) its matmuls run at the FP8
-    peak. FLOP counts for MFU are flops.py's, not these.
+    of s/cp. FP8 attention is the 16-bit time over its measured speedup (fp8_attention_speedup, applied
+    by the caller to the forward and the backward). FLOP counts for MFU are flops.py's, not these.
     """
     s = model.seq_length
     heads = max(1, model.num_attention_heads // tp)
     per_head = (q_width(model) + value_width(model)) / model.num_attention_heads  # qk + v dims
-    attn_precision = "fp32" if precision == "fp32" else "fp8" if fp8 else "bf16"
+    attn_precision = "fp32" if precision == "fp32" else "bf16"
     if flash:
         keys = attention_keys_per_query(model, index, causal=True)
         flops = 2.0 * (s / cp) * keys * per_head
@@ -199,6 +199,18 @@ def attention_rate_scale(gpu: Gpu, eff: Efficiency) -> tuple[float, float]:
     if not reference or len(gpu.attention_fraction) != 2:
         return 1.0, 1.0
     return gpu.attention_fraction[0] / reference[0], gpu.attention_fraction[1] / reference[1]
+
+
+def fp8_attention_speedup(gpu: Gpu, eff: Efficiency) -> tuple[float, float]:
+    """How much faster the fused attention kernel runs in FP8 than in bf16, (forward, backward): the part's
+    own measurement (Gpu.attention_fp8_speedup), else Efficiency.fp8_attention_speedup (GB200's).
+
+    Not the 2x of the FP8 tensor-core peak: in NVIDIA's cudnn-frontend SDPA training benchmark (one run per
+    part, 8k causal, head dim 128) FP8 gains 1.09-1.21x forward and 1.04-1.32x backward on B200, GB200 and
+    GB300. Its softmax, the exponentials (attention_exp_seconds) and the bf16 gradient paths do not speed
+    up with the format; the matmuls alone would."""
+    measured = gpu.attention_fp8_speedup if len(gpu.attention_fp8_speedup) == 2 else eff.fp8_attention_speedup
+    return measured[0], measured[1]
 
 
 def attention_exp_seconds(model: Model, batch: int, tp: int, gpu: Gpu, index: int = -1, cp: int = 1) -> float:

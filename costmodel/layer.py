@@ -19,6 +19,7 @@ from .compute import (
     attention_work,
     block_cast_bytes,
     dense_mlp_work,
+    fp8_attention_speedup,
     gemms_seconds,
     projection_gemms,
 )
@@ -62,8 +63,7 @@ def layer_times(
     else:
         mlp_work = moe.mlp_work(local, tokens, tp, experts or moe.ExpertLayout())
     gemms = gemms_seconds(attn_work.gemms + mlp_work.gemms, gpu, precision, eff)
-    attn = attention_core_seconds(model, batch, tp, gpu, precision, flash, eff, index, cp, fp8_attention,
-                                  attention_kernel)
+    attn = attention_core_seconds(model, batch, tp, gpu, precision, flash, eff, index, cp, attention_kernel)
     exps = attention_exp_seconds(model, batch, tp, gpu, index, cp) if flash else 0.0
     moved = attn_work.moved_bytes + mlp_work.moved_bytes
     cast_fwd, cast_bwd = block_cast_bytes([attn_work, mlp_work], precision, recipe, weight_casts)
@@ -71,6 +71,9 @@ def layer_times(
     # FlashAttention's backward recomputes QK^T: 5 matmuls against the forward's 2 (Dao 2023 Alg. 2),
     # and the softmax's exponentials once more; each pass is as slow as the slower of the two.
     forward_scale, backward_scale = attention_rate_scale(gpu, eff) if flash else (1.0, 1.0)
+    if fp8_attention:  # measured FP8 over bf16 rates of the same kernel
+        fp8_forward, fp8_backward = fp8_attention_speedup(gpu, eff)
+        forward_scale, backward_scale = forward_scale * fp8_forward, backward_scale * fp8_backward
     attn_bwd = max((2.5 if flash else 2.0) * attn / backward_scale, exps)
     attn = max(attn / forward_scale, exps)
     forward = gemms + attn + (moved + cast_fwd) / hbm

@@ -395,9 +395,10 @@ def stage_compute_seconds(model: Model, plan: Plan, k: StageKernels, mix: LayerM
     """StageCost.compute_seconds: the stage's layers forward and backward with the per-layer overhead,
     the extra of the layers kept 16-bit, and on the last stage the logits and the MTP layers. Of the
     plan's recompute, overlap and communication settings it reads only the MTP layers' replay, which
-    recompute "none" makes 0 (the search's compute-only bound, planner/search/bounds.py, uses that)."""
-    compute_s = sum(n * (k.layers[r].forward_seconds + k.layers[r].backward_seconds + k.eff.layer_overhead_seconds)
-                    for r, n in mix)
+    recompute "none" makes 0 (the search's compute-only bound, planner/search/bounds.py, uses that), and
+    of its CUDA graphs the whole-iteration one (layer_overhead_seconds), which the search never sets."""
+    overhead = layer_overhead_seconds(plan, k.eff)
+    compute_s = sum(n * (k.layers[r].forward_seconds + k.layers[r].backward_seconds + overhead) for r, n in mix)
     compute_s += sixteen_bit_delta(model, plan, k, mix_layers(mix), stage)
     if stage == plan.pp - 1:
         compute_s += k.logits_seconds * (1 + model.mtp_layers)
@@ -445,6 +446,8 @@ def host_synced_dispatch(plan: Plan) -> bool:
     15-37% fast and the refit raised the MoE rows' MAPE from 9.5% to 10.1%, so the fitted
     Efficiency.moe_host_sync_seconds also stands for per-layer time those layers have as well (not
     identified; see validation/README.md)."""
+    if plan.full_iteration_graph:  # nothing inside a captured graph can wait on the host
+        return False
     return not plan.moe_cuda_graphs or plan.ep_dispatch == "alltoall"
 
 
@@ -483,8 +486,17 @@ def mtp_layer_seconds(model: Model, plan: Plan, k: StageKernels, eff: Efficiency
     if not model.mtp_layers:
         return 0.0
     lt = k.layers[mtp_representative(model)]
-    return model.mtp_layers * (lt.forward_seconds + lt.backward_seconds + eff.layer_overhead_seconds
+    return model.mtp_layers * (lt.forward_seconds + lt.backward_seconds + layer_overhead_seconds(plan, eff)
                                + replay_seconds(plan, lt))
+
+
+def layer_overhead_seconds(plan: Plan, eff: Efficiency) -> float:
+    """Per layer and micro-batch, what the host adds to the kernels' own time (Efficiency.
+    layer_overhead_seconds, fitted: launches, stream synchronisation, the gaps they leave). A step captured
+    as one CUDA graph (Plan.full_iteration_graph) launches no kernel from the host: the GPU replays the
+    recorded work back to back (CUDA Programming Guide, "CUDA Graphs": a graph's launch submits all its
+    work at once and removes the per-kernel CPU launch cost). Assumes the replay leaves no gap of its own."""
+    return 0.0 if plan.full_iteration_graph else eff.layer_overhead_seconds
 
 
 def layer_tp_comm_seconds(plan: Plan, lt: LayerTimes, ar: float, eff: Efficiency, exchanges: int = 2) -> float:

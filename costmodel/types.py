@@ -185,6 +185,9 @@ class Gpu:
     # Measured fused-attention kernel rate as fractions of the bf16 peak, (forward, backward), at the shape
     # Efficiency.attention_reference_fraction names; () = not measured (the generation's fitted fraction).
     attention_fraction: tuple[float, ...] = ()
+    # Measured FP8 over bf16 fused-attention rate, (forward, backward), one benchmark run at one shape
+    # (compute.fp8_attention_speedup); () = not measured (Efficiency.fp8_attention_speedup).
+    attention_fp8_speedup: tuple[float, ...] = ()
 
     def peak_flops_per_second(self, precision: str) -> float:
         """Dense peak for a GEMM precision; fp8 falls back to bf16 on GPUs without fp8 units."""
@@ -303,11 +306,14 @@ class Plan:
     # domain that holds one of its experts, and is forwarded to them inside it; costmodel/moe.py).
     ep_dispatch: str = "alltoall"
     # The MoE layers' router and dispatch preprocessing captured in CUDA graphs (Megatron
-    # --cuda-graph-impl transformer_engine with the moe_router and moe_preprocess scopes, or the whole
-    # iteration): no host synchronisation per MoE layer (Efficiency.moe_host_sync_seconds) with a
-    # fixed-buffer dispatcher; the all-to-all dispatcher still waits for its split sizes
-    # (stage.host_synced_dispatch).
+    # --cuda-graph-impl transformer_engine with the moe_router and moe_preprocess scopes): no host
+    # synchronisation per MoE layer (Efficiency.moe_host_sync_seconds) with a fixed-buffer dispatcher; the
+    # all-to-all dispatcher still waits for its split sizes (stage.host_synced_dispatch).
     moe_cuda_graphs: bool = False
+    # The whole forward-backward of a step (every micro-batch, not the optimizer) captured as one CUDA
+    # graph and replayed (Megatron --cuda-graph-impl full_iteration): no per-layer kernel launches from the
+    # host (Efficiency.layer_overhead_seconds) and no host synchronisation (stage.layer_overhead_seconds).
+    full_iteration_graph: bool = False
     cp: int = 1  # context parallel: the sequence split over cp ranks (2 x cp load-balanced chunks)
     cp_comm: str = "p2p"  # how CP ranks exchange K/V (CP_COMMS)
     # What the pipeline runtime holds between stages besides the layers' activations: "freed"
@@ -399,22 +405,22 @@ class Efficiency:
     flash_attention_peak_fraction: float = 0.33
     # ... FITTED with the others below: cuDNN's fused attention on Hopper, prior 631.3 TFLOP/s = 0.64 of
     # 989 (pytorch#142132: H100, torch 2.6.0.dev20241204, batch 1, 24 heads, seq 4608, hd 128) ...
-    flash_attention_peak_fraction_cudnn_hopper: float = 0.4293
+    flash_attention_peak_fraction_cudnn_hopper: float = 0.4298
     # ... (FlashAttention-2-class kernels on Hopper run at this share of cuDNN's rate, measured, not
     # fitted: SDPA's flash backend 329.5 against 631.3 TFLOP/s on the same shape, pytorch#142132; so the
     # Hopper rows of either kernel fit one fraction) ...
     flash2_over_cudnn_hopper: float = 329.5 / 631.3
     # ... either kernel on Ampere, where the two perform alike: prior 136.4 TFLOP/s = 0.44 of 312
     # (pytorch PR #192799's sm80 forward benchmark: cuDNN 135.4, flash 136.4) ...
-    flash_attention_peak_fraction_ampere: float = 0.3824
+    flash_attention_peak_fraction_ampere: float = 0.3873
     # ... Blackwell's kernels (cuDNN / Transformer Engine fused attention built for its tensor cores),
     # either kernel name; prior 0.33 ...
-    flash_attention_peak_fraction_blackwell: float = 0.3102
+    flash_attention_peak_fraction_blackwell: float = 0.3319
     # ... and the sequence length at which each reaches half of its fraction (prior one 128-row tile).
     # The fitted values give, at s = 8192: cuDNN's on H100 313 TFLOP/s, FlashAttention-2's 163, A100 88,
-    # B200 515: about half of what the kernels reach alone in benchmarks, the rest being work around
+    # B200 568: about half of what the kernels reach alone in benchmarks, the rest being work around
     # the kernel that the rows' steps include and the model does not count (layout copies, RoPE, GQA).
-    flash_attention_half_seq: float = 2916.0
+    flash_attention_half_seq: float = 3068.0
     # ... measured on the part each generation's fitted fraction stands for: its fused-attention kernel rate
     # as fractions of its bf16 peak, (forward, backward) (compute.attention_rate_scale; a part with its own
     # measurement, Gpu.attention_fraction, runs attention at the ratio of the two). Blackwell: GB200 in NVIDIA
@@ -424,6 +430,14 @@ class Efficiency:
     attention_reference_fraction: dict[str, tuple[float, float]] = field(
         default_factory=lambda: {"blackwell": (1574 / 2500, 1332 / 2500)}
     )
+    # FP8 attention (Transformer Engine's fp8 dot-product attention, cuDNN's FP8 SDPA) over the same kernel
+    # in bf16, (forward, backward), for parts without a measurement of their own (compute.
+    # fp8_attention_speedup): GB200's, the part the Blackwell fraction stands for, in NVIDIA cudnn-frontend's
+    # SDPA training benchmark (benchmark/sdpa_benchmark_training/artifacts/sdpa_fp8_benchmark_results_NVIDIA_
+    # GB200.csv @ d48a60eb: causal, head dim 128, 128 query / 8 KV heads, batch 1, 8,192 tokens; fp8 1894 /
+    # 1263 TFLOP/s against bf16 1583 / 1211 in the same run). Measured, not fitted; no Hopper figure is
+    # published there, so Hopper parts take it too.
+    fp8_attention_speedup: tuple[float, float] = (1894 / 1583, 1263 / 1211)
     # FITTED (planner/fit.py, `planner validate --fit-on all`, all rows of validation/runs.yaml):
     # GEMM output dimension at which efficiency is half its large-shape value (saturation) ...
     matmul_half_dim: float = 383.0
@@ -455,10 +469,10 @@ class Efficiency:
     # copied to the host (Megatron's dispatchers size the all-to-all from them, a stream sync) drain the
     # GPU's queue, which then waits for the host to launch the layer's remaining kernels. FITTED on the
     # MoE rows (planner/validation/fit.py); prior 0.
-    moe_host_sync_seconds: float = 0.002682
+    moe_host_sync_seconds: float = 0.002819
     # Per layer and micro-batch (forward + backward): kernel launches and stream synchronisation
     # the roofline does not see (FITTED as above).
-    layer_overhead_seconds: float = 0.0003910
+    layer_overhead_seconds: float = 0.0003690
     # Fixed per-step cost outside the model: optimizer launch, logging, data loading.
     step_overhead_seconds: float = 0.0
     # Framework memory not in the analytic terms: CUDA context, NCCL buffers, allocator slack.

@@ -165,3 +165,48 @@ def test_an_attention_measurement_needs_both_passes():
         GpuSpec.model_validate({**row, "measured_attention_bf16_tflops": {"forward": 500}})
     both = GpuSpec.model_validate({**row, "measured_attention_bf16_tflops": {"forward": 500, "backward": 400}})
     assert both.to_gpu().attention_fraction == pytest.approx((0.5, 0.4))
+
+
+def test_fp8_attention_runs_at_its_measured_speedup_not_the_fp8_peak():
+    """Transformer Engine's FP8 attention is cuDNN's SDPA in FP8. NVIDIA's cudnn-frontend SDPA training
+    benchmark (artifacts/sdpa_fp8_benchmark_results_NVIDIA_GB200.csv @ d48a60eb, causal, head dim 128,
+    8,192 tokens) measured FP8 1894 / 1263 TFLOP/s forward / backward against bf16 1583 / 1211 in the same
+    run: 1.197x and 1.043x, not the 2x of the FP8 peak. A GB200 layer's FP8 attention therefore takes
+    1583/1894 of its bf16 forward and 1211/1263 of its bf16 backward (2.5x the forward's kernel time);
+    exponentials are left out so that the kernel alone sets the time."""
+    from costmodel.layer import layer_times
+
+    eff = cm.Efficiency()
+    gb200 = replace(gpu("gb200"), exp_per_second=0.0)
+    core = attention_core_seconds(LLAMA_8B, 1, 1, gb200, "mxfp8", True, eff)
+    assert core == attention_core_seconds(LLAMA_8B, 1, 1, gb200, "bf16", True, eff)  # the 16-bit kernel
+    bf16, fp8 = (layer_times(LLAMA_8B, 1, 1, False, True, gb200, "mxfp8", eff, fp8_attention=f) for f in (False, True))
+    assert bf16.forward_seconds - fp8.forward_seconds == pytest.approx(core * (1 - 1583 / 1894), rel=1e-3)
+    assert bf16.backward_seconds - fp8.backward_seconds == pytest.approx(2.5 * core * (1 - 1211 / 1263), rel=1e-3)
+
+
+def test_each_part_takes_its_own_fp8_attention_speedup_else_gb200s():
+    """B200 (csv @ 0b1577c8: 1502.114 / 1384.231 forward, 1254.687 / 994.850 backward) and GB300 (2073.580 /
+    1716.056, 1513.772 / 1150.498) have their own; B300 and H100 have none and take GB200's."""
+    from costmodel.compute import fp8_attention_speedup
+
+    eff = cm.Efficiency()
+    assert fp8_attention_speedup(gpu("b200-sxm-180gb"), eff) == pytest.approx((1502.114 / 1384.231, 1254.687 / 994.850),
+                                                                                rel=1e-4)
+    assert fp8_attention_speedup(gpu("gb300"), eff) == pytest.approx((2073.580 / 1716.056, 1513.772 / 1150.498),
+                                                                      rel=1e-4)
+    for name in ("gb200", "b300-sxm-270gb", "h100-sxm-80gb"):
+        assert fp8_attention_speedup(gpu(name), eff) == pytest.approx((1894 / 1583, 1263 / 1211), rel=1e-4)
+
+
+def test_an_fp8_attention_measurement_needs_both_passes():
+    from planner.inputs.specs import GpuSpec
+
+    row = dict(name="x", generation="blackwell", memory_gib=80, dense_tflops={"bf16": 1000},
+               hbm_bandwidth_gbytes_per_s=3000)
+    with pytest.raises(ValueError, match="needs both forward and backward"):
+        GpuSpec.model_validate({**row, "measured_attention_fp8_over_bf16": {"forward": 1.2}})
+    with pytest.raises(ValueError):
+        GpuSpec.model_validate({**row, "measured_attention_fp8_over_bf16": {"forward": True, "backward": 1.1}})
+    both = GpuSpec.model_validate({**row, "measured_attention_fp8_over_bf16": {"forward": 1.2, "backward": 1.1}})
+    assert both.to_gpu().attention_fp8_speedup == (1.2, 1.1)

@@ -357,3 +357,54 @@ def test_interleaving_with_fewer_micro_batches_than_stages():
     # one slow stage: never below the slowest stage's own work plus the others' fill
     busy, bubble = pipeline_seconds((10.0, 1.0, 1.0, 1.0), 3, 2)
     assert busy + bubble == pytest.approx(max(13 + 2 * 10 / 2, 30 + 3 / 2))
+
+
+def test_a_whole_iteration_graph_has_no_per_layer_host_overhead():
+    """Plan.full_iteration_graph: the GPU replays the recorded step, so neither the per-layer launch
+    overhead (Efficiency.layer_overhead_seconds, per layer and micro-batch) nor the MoE layers' host wait
+    is paid. Llama 3 8B (32 layers) on 8 GPUs, dp 8, global batch 32 of micro-batch 1: 4 micro-batches, so
+    the graph saves 4 x 32 x layer_overhead_seconds of compute; Qwen3-30B-A3B with DeepEP dispatch and no
+    MoE graphs waits 2 x 48 x moe_host_sync_seconds, and nothing under the whole-iteration graph."""
+    from planner.inputs.loading import build_cluster, load_cluster_spec, load_model_spec
+
+    cluster = build_cluster(load_cluster_spec("dgx-h100"), 8)
+    eff = Efficiency()
+    dense = load_model_spec("llama3-8b").to_model()
+    base = Plan(tp=1, pp=1, dp=8, micro_batch_size=1, global_batch_size=32)
+    plain, graphed = (estimate(dense, cluster, replace(base, full_iteration_graph=g), eff) for g in (False, True))
+    saved = plain.time_breakdown_seconds["compute"] - graphed.time_breakdown_seconds["compute"]
+    assert saved == pytest.approx(4 * 32 * eff.layer_overhead_seconds)
+    moe = load_model_spec("qwen3-30b-a3b").to_model()
+    base = Plan(tp=1, pp=1, dp=8, ep=8, micro_batch_size=1, global_batch_size=16, ep_dispatch="deepep")
+    assert estimate(moe, cluster, base, eff).time_breakdown_seconds["moe_sync"] == pytest.approx(
+        2 * 48 * eff.moe_host_sync_seconds)
+    assert estimate(moe, cluster, replace(base, full_iteration_graph=True), eff).time_breakdown_seconds["moe_sync"] == 0
+
+
+def test_megatron_captures_a_whole_iteration_only_without_host_waits():
+    """Megatron-LM d98e8a64: one --cuda-graph-impl, so not with the MoE layers' transformer_engine graphs;
+    a dropless MoE layer with the all-to-all dispatcher needs its split sizes on the host (uncapturable,
+    moe/README.md), the flex dispatcher and experts padded to a capacity do not. DeepSpeed and torchtitan
+    capture no whole-iteration graph."""
+    from planner.frameworks import REGISTRY
+    from planner.frameworks.base import knob_violations, plan_violations
+    from planner.inputs.loading import load_model_spec
+
+    dropless = load_model_spec("qwen3-30b-a3b").to_model()
+    padded = replace(dropless, moe=replace(dropless.moe, capacity_factor=1.0))
+    graph = Plan(tp=1, pp=1, dp=8, ep=8, micro_batch_size=1, global_batch_size=16, full_iteration_graph=True)
+    megatron = REGISTRY["megatron"]
+
+    def refused(model, plan) -> str:
+        return " ".join(plan_violations(megatron, model, plan))
+
+    assert "split sizes" in refused(dropless, graph)
+    assert refused(dropless, replace(graph, ep_dispatch="deepep")) == ""
+    assert refused(padded, graph) == ""
+    assert "one --cuda-graph-impl" in refused(dropless, replace(graph, ep_dispatch="deepep", moe_cuda_graphs=True))
+    dense = load_model_spec("llama3-8b").to_model()
+    plan = Plan(tp=1, pp=1, dp=8, micro_batch_size=1, global_batch_size=16, full_iteration_graph=True)
+    assert knob_violations(megatron, plan) == []
+    for name in ("deepspeed", "torchtitan"):
+        assert any("whole-iteration CUDA graph" in v for v in knob_violations(REGISTRY[name], plan)), name
+    assert refused(dense, plan) == ""

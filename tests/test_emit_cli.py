@@ -190,3 +190,24 @@ def test_an_estimate_from_before_the_launch_details_takes_them_from_the_catalog(
     (tmp_path / "other.json").write_text(json.dumps(other))
     assert run(["emit", str(tmp_path / "other.json"), "--format", "megatron", "--out", str(tmp_path / "p")]) == 2
     assert "predates schema 7" in capsys.readouterr().err and not (tmp_path / "p").exists()
+
+
+def test_a_whole_iteration_graph_from_estimate_to_megatron_only(capsys, tmp_path):
+    """`estimate --full-iteration-graph` scores the plan without the per-layer host overhead and records it
+    in plan.full_iteration_graph; Megatron-LM's launch writes --cuda-graph-impl full_iteration, DeepSpeed
+    (no whole-iteration graph) is refused in one line."""
+    argv = ["estimate", "llama3-8b", "dgx-h100", "--gpus", "8", "--gbs", "32", "--zero", "1", "--json"]
+    code, out, _ = run(capsys, *argv)
+    plain = json.loads(out)
+    code, out, _ = run(capsys, *argv, "--full-iteration-graph")
+    graphed = json.loads(out)
+    assert code == 0 and graphed["plan"]["full_iteration_graph"] is True
+    assert plain["plan"]["full_iteration_graph"] is False
+    assert graphed["step_time_s"] < plain["step_time_s"]
+    (tmp_path / "plan.json").write_text(json.dumps(graphed))
+    code, _, err = run(capsys, "emit", tmp_path / "plan.json", "--format", "megatron", "--out", tmp_path / "m")
+    assert code == 0, err
+    launch = (tmp_path / "m" / "megatron" / "launch.sh").read_text()
+    assert "--cuda-graph-impl full_iteration" in launch and "--no-check-for-nan-in-loss-and-grad" in launch
+    code, _, err = run(capsys, "emit", tmp_path / "plan.json", "--format", "deepspeed", "--out", tmp_path / "d")
+    one_line_error(code, err, "whole-iteration CUDA graph")

@@ -76,6 +76,8 @@ JOBS = {
     "llama4-maverick-graphs": lambda: job(load_model_spec("llama4-maverick"), tp=8, pp=4, dp=8, ep=8,
                                           global_batch_size=1024, zero_stage=1, sequence_parallel=True,
                                           moe_cuda_graphs=True, ep_dispatch="deepep"),
+    "qwen3-30b-full-graph": lambda: job(load_model_spec("qwen3-30b-a3b"), dp=8, ep=8, global_batch_size=256,
+                                        zero_stage=1, ep_dispatch="deepep", full_iteration_graph=True),
     "qwen3-30b-eager": lambda: job(load_model_spec("qwen3-30b-a3b"), dp=8, ep=8, global_batch_size=256, zero_stage=1,
                                    fused_elementwise=False),
 }
@@ -130,3 +132,14 @@ def test_an_eager_fp32_loss_is_refused():
 
     with pytest.raises(PlannerError, match="Megatron-LM has no eager fp32 loss"):
         megatron.launch_sh(job(load_model_spec("llama3-8b"), dp=8, global_batch_size=32, fused_cross_entropy=False))
+
+
+def test_a_whole_iteration_graph_is_megatrons_full_iteration_impl():
+    """transformer_config.py (d98e8a64): cuda_graph_impl "full_iteration" captures the forward-backward in
+    one graph; arguments.py asserts --no-check-for-nan-in-loss-and-grad with it. No --cuda-graph-modules
+    (it must be empty there)."""
+    words = script_arguments(megatron.launch_sh(JOBS["qwen3-30b-full-graph"]()))
+    assert words[words.index("--cuda-graph-impl") + 1] == "full_iteration"
+    assert "--no-check-for-nan-in-loss-and-grad" in words and "--cuda-graph-modules" not in words
+    plain = script_arguments(megatron.launch_sh(JOBS["qwen3-30b-eager"]()))
+    assert "--cuda-graph-impl" not in plain and "--no-check-for-nan-in-loss-and-grad" not in plain

@@ -42,22 +42,33 @@ from planner.validation import runs as validation
 # 1.18x GB200 forward, 1.08x backward at 8k); the refit moved the Blackwell fraction 0.3214 -> 0.3102 and the
 # MoE host wait 2.747 -> 2.682 ms: overall 7.70% -> 7.40%, mbridge-dense 8.08% -> 7.28% (max 24.7% -> 21.8%),
 # mbridge-moe 9.46% -> 9.10% (max 44.65% -> 44.55%); the other groups have no Blackwell row and did not move.
-STEP_MAPE_BOUND = 0.075      # reached 0.0740 over 234 rows (0.0927 before the attention kernels)
+# Then (2026-12-02, later) FP8 attention runs at its measured speedup over bf16 (cudnn-frontend's SDPA benchmark:
+# 1.20x forward, 1.04x backward on GB200), not at the FP8 peak (2x), and a whole-iteration CUDA graph
+# (Plan.full_iteration_graph, 26 Megatron-Bridge rows) has no per-layer host overhead; the fit gained a fourth
+# start (half length 3072), and the refit moved the Blackwell fraction 0.3102 -> 0.3319, the half length 2916 ->
+# 3068, the layer overhead 391 -> 369 us, the MoE host wait 2.682 -> 2.819 ms, Hopper's cuDNN fraction 0.4293 ->
+# 0.4298, Ampere's 0.3824 -> 0.3873. Overall 7.40% -> 7.17%, leaving a source out 10.75% -> 10.15%, a generation
+# 8.7% -> 8.17%, held out 11.23% -> 11.15%. Four per-group bounds were RAISED, each by the shared constants'
+# move (the Blackwell rows moved the half length and the layer overhead that the Hopper rows share): torchtitan
+# in sample 5.34% -> 5.53% (max 14.47% -> 14.72%, the 8B 32k float8 row), and out of sample fsdp-2023-2024 7.8% ->
+# 8.3%, torchtitan 12.2% -> 13.2%, hopper (generation) 8.9% -> 9.2%. Every other bound was lowered to its reached
+# value.
+STEP_MAPE_BOUND = 0.072      # reached 0.0717 over 234 rows (0.0927 before the attention kernels)
 GROUP_STEP_BOUNDS = {        # (MAPE, max) per source group, reached + a hair
-    "bloom": (0.072, 0.085), "korthikanti-2022": (0.060, 0.102), "megatron-2021": (0.044, 0.131),
-    "mlperf": (0.008, 0.008), "nemo": (0.052, 0.139),
-    # 9 Llama 3.1 8B rows of torchtitan's benchmarks and the two 405B long-context rows (32k cp 1: -1.9%;
-    # 64k cp 2: -3.4%): reached 5.34%, max 14.47% (the 8B 32k float8 row)
-    "torchtitan": (0.054, 0.145),
-    # MoE: 9.10% over 100 rows; the worst are B200/B300 rows at micro-batch 1 with the all-to-all
+    "bloom": (0.072, 0.085), "korthikanti-2022": (0.059, 0.101), "megatron-2021": (0.044, 0.131),
+    "mlperf": (0.003, 0.008), "nemo": (0.051, 0.138),
+    # 9 Llama 3.1 8B rows of torchtitan's benchmarks and the two 405B long-context rows (32k cp 1: -1.7%;
+    # 64k cp 2: -3.2%): reached 5.53%, max 14.72% (the 8B 32k float8 row)
+    "torchtitan": (0.056, 0.148),
+    # MoE: 8.83% over 100 rows; the worst are B200/B300 rows at micro-batch 1 with the all-to-all
     # dispatcher, 2.2-2.9x slower than later releases' micro-batch 2-4 DeepEP layouts (README, Accuracy)
-    "mbridge-moe": (0.092, 0.446),
-    # dense Llama 3: reached 7.28% over 44 rows, max 21.78% (25.11 Llama 3 8B GB300 FP8, predicted slower:
+    "mbridge-moe": (0.089, 0.446),
+    # dense Llama 3: reached 6.89% over 44 rows, max 16.57% (25.11 Llama 3 8B GB300 FP8, predicted slower:
     # the catalog has no GB300 GEMM measurement of its own)
-    "mbridge-dense": (0.073, 0.218),
-    # full-shard FSDP, no TP/PP: reached 7.12% over 28 rows, max 18.62%; the H100 rows predicted fast
+    "mbridge-dense": (0.069, 0.166),
+    # full-shard FSDP, no TP/PP: reached 6.85% over 28 rows, max 18.27%; the H100 rows predicted fast
     # (validation/README.md, "FSDP rows")
-    "fsdp-2023-2024": (0.072, 0.187),
+    "fsdp-2023-2024": (0.069, 0.183),
 }
 # Memory over the 11 torchtitan rows with a published peak: 2.18% / 7.38% over the 9 before the 405B rows.
 # Those were 12.1% / 12.8% low while their weights were counted at 2 B; since torchao's float8 all-gather
@@ -83,16 +94,20 @@ GROUP_MEMORY_BOUNDS = {"torchtitan": (0.032, 0.074)}
 # 16.2% -> 12.8%; mlperf 0.9% -> 1.8%). mbridge-moe left out is 16.6%: without MoE rows the
 # host-synchronisation constant stays at its prior 0. With GB300's measured attention rate (2026-12-02): 10.75%
 # (mbridge-moe 15.6%, mbridge-dense 7.7%, torchtitan 12.2%, fsdp-2023-2024 7.8%, korthikanti-2022 7.2%).
-LOO_STEP_MAPE_BOUND = 0.108
+# With FP8 attention at its measured speedup, the whole-iteration graph and the fit's fourth start (2026-12-02):
+# 10.15% (mbridge-moe 14.3%, mbridge-dense 7.1%, torchtitan 13.2% and fsdp-2023-2024 8.3%, both raised, above).
+LOO_STEP_MAPE_BOUND = 0.102
 LOO_GROUP_STEP_MAPE_BOUNDS = {
-    "bloom": 0.073, "korthikanti-2022": 0.073, "megatron-2021": 0.045, "mlperf": 0.019, "nemo": 0.058,
-    "torchtitan": 0.128, "mbridge-moe": 0.157, "mbridge-dense": 0.078, "fsdp-2023-2024": 0.080,
+    "bloom": 0.072, "korthikanti-2022": 0.072, "megatron-2021": 0.044, "mlperf": 0.009, "nemo": 0.054,
+    "torchtitan": 0.133, "mbridge-moe": 0.143, "mbridge-dense": 0.072, "fsdp-2023-2024": 0.084,
 }
 # Leave one GPU generation out (fit on the other generations): reached 10.05% over 160 rows; 10.3% over
 # 234; 9.2% with the attention kernels; 8.9% with the all-to-all host wait (ampere 5.3%, hopper 9.1%,
 # blackwell 10.1%); 8.7% with GB300's measured attention rate (ampere 5.3%, hopper 8.9%, blackwell 9.8%).
-LOGO_STEP_MAPE_BOUND = 0.088
-LOGO_GENERATION_STEP_MAPE_BOUNDS = {"ampere": 0.055, "hopper": 0.090, "blackwell": 0.099}
+# With FP8 attention, the whole-iteration graph and the fourth start: 8.17% (ampere 5.05%, hopper 9.16%, raised
+# above, blackwell 8.78%).
+LOGO_STEP_MAPE_BOUND = 0.082
+LOGO_GENERATION_STEP_MAPE_BOUNDS = {"ampere": 0.051, "hopper": 0.092, "blackwell": 0.088}
 
 
 @pytest.fixture(scope="module")
@@ -181,7 +196,7 @@ def test_generation_split_mape_does_not_regress(out_of_sample, scored):
 # 8.05% over 9, max 18.1%; with DTensor loss parallel's four fp32 logit shards: memory MAPE 5.91%, max 15.9%.
 # Then (2026-12-01, later) Llama 3's Table 4 rows at 8k (405B, tp 8 x pp 16 x vpp 8 on 8,192 and 16,384 H100, no
 # peak published), predictions read after the rows were written: -15.4% and -16.6%; all 31: step 11.23%, max 29.8%.
-HOLDOUT_STEP_BOUNDS = (0.113, 0.299)
+HOLDOUT_STEP_BOUNDS = (0.112, 0.296)  # 0.1115, 0.2950 with FP8 attention and the graph (2026-12-02)
 HOLDOUT_MEMORY_BOUNDS = (0.059, 0.155)  # 0.0584, 0.154 since 2026-12-01 (slack on per-step bytes)
 
 
@@ -221,8 +236,8 @@ def test_every_row_is_legal_and_cited(every_row):
 MECHANISMS = ("overlap_dp_comm", "overlap_pp_comm", "fused_elementwise", "fused_cross_entropy", "zero3_gather_unit",
               "grad_reduce", "grad_dtype", "zero3_reshard", "fp8_recipe", "weight_casts", "bf16_layers_start",
               "bf16_layers_end", "tp_comm_overlap", "offload_layers", "lowp_param_gather", "recompute_modules",
-              "ep_overlap", "ep_dispatch", "moe_cuda_graphs", "optimizer_states", "fp8_attention", "cp_comm",
-              "attention_kernel")
+              "ep_overlap", "ep_dispatch", "moe_cuda_graphs", "full_iteration_graph", "optimizer_states",
+              "fp8_attention", "cp_comm", "attention_kernel")
 # Under a low-precision format these select how it runs whether or not the row sets them; so does
 # tp_comm_overlap under tensor parallelism.
 LOW_PRECISION = {"fp8", "mxfp8", "nvfp4"}

@@ -39,6 +39,7 @@ SETTINGS: dict[str, Callable[[cm.Plan], str | None]] = {
     "ep_overlap": lambda p: _on(p.ep_overlap, p.ep > 1),
     "ep_dispatch": lambda p: _on(p.ep_dispatch, p.ep > 1),
     "moe_cuda_graphs": lambda p: _on(p.moe_cuda_graphs, p.ep > 1),
+    "full_iteration_graph": lambda p: _on(p.full_iteration_graph, True),
     "activation_offload": lambda p: _on(p.offload_layers > 0, True),
     "weight_casts": lambda p: _on(p.weight_casts, lowp.is_low(p.precision)),
     "lowp_param_gather": lambda p: _on(p.lowp_param_gather, lowp.is_low(p.precision)),

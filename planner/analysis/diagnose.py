@@ -105,6 +105,12 @@ LEVERS = (
           "fixed-size DeepEP buffers: no host sync per MoE layer",
           lambda p, c, m: _if(m.moe is not None and host_synced_dispatch(p), p, ep_dispatch="deepep",
                               moe_cuda_graphs=True), framework="megatron"),
+    Lever("whole-iteration CUDA graph", "the forward-backward captured once and replayed (Megatron --cuda-graph-impl "
+          "full_iteration): no per-layer launch overhead or host sync; static shapes, MoE needs DeepEP dispatch, "
+          "no NaN check of the loss",
+          lambda p, c, m: _if(not p.full_iteration_graph, p, full_iteration_graph=True, moe_cuda_graphs=False,
+                              ep_dispatch="deepep" if m.moe is not None and not m.moe.capacity_factor
+                              else p.ep_dispatch), framework="megatron"),
     Lever("context parallelism", "each sequence split over cp GPUs in 2 x cp chunks (causal balance), their keys "
           "and values exchanged; activations / cp (Megatron --context-parallel-size)",
           lambda p, c, m: _more_cp(p, m)),

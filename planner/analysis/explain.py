@@ -11,7 +11,7 @@ PART_WORDS = {
 }
 LAYOUT_KEYS = ("tp", "cp", "pp", "dp", "ep", "etp", "vpp", "zero_stage", "micro_batch_size", "recompute", "precision",
                "grad_dtype", "tp_comm_overlap", "ep_overlap", "ep_dispatch", "moe_cuda_graphs", "optimizer_states",
-               "lowp_param_gather", "cp_comm")
+               "lowp_param_gather", "cp_comm", "full_iteration_graph")
 
 
 def plan_differences(a: dict, b: dict) -> list[str]:
@@ -29,7 +29,8 @@ def plan_differences(a: dict, b: dict) -> list[str]:
 
 KEY_WORDS = {"zero_stage": "ZeRO", "micro_batch_size": "mbs", "grad_dtype": "gradients in", "tp_comm_overlap": "TP overlap",
              "ep_overlap": "EP overlap", "ep_dispatch": "dispatch", "moe_cuda_graphs": "MoE CUDA graphs",
-             "optimizer_states": "Adam states", "lowp_param_gather": "low-precision gathers", "cp_comm": "CP exchange"}
+             "optimizer_states": "Adam states", "lowp_param_gather": "low-precision gathers", "cp_comm": "CP exchange",
+             "full_iteration_graph": "whole-iteration CUDA graph"}
 
 
 def _value(v) -> str:

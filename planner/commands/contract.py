@@ -116,6 +116,8 @@ class Plan(Strict):
     ep_dispatch: Literal["alltoall", "deepep"] = d("MoE token dispatch: NCCL all-to-all, or DeepEP/HybridEP")
     moe_cuda_graphs: bool = d("MoE router and dispatch preprocessing in CUDA graphs (no host sync per MoE layer with "
                             "ep_dispatch deepep)")
+    full_iteration_graph: bool = d("the whole forward-backward captured as one CUDA graph (no per-layer launch "
+                                   "overhead, no host sync)")
     optimizer_states: Literal["fp32", "bf16"] = d("Adam states in fp32, or bf16 (Megatron's precision-aware optimizer)")
     fp8_attention: bool = d("the attention core's matmuls in FP8 (Transformer Engine fp8_dot_product_attention)")
     sequence_parallel: bool = d("Megatron sequence parallelism over the TP group")

@@ -286,13 +286,22 @@ def recompute_flags(job: Job) -> Flags:
     return []
 
 
+def graph_flags(job: Job) -> Flags:
+    """The whole forward-backward as one CUDA graph (transformer_config.py cuda_graph_impl "full_iteration");
+    arguments.py asserts --no-check-for-nan-in-loss-and-grad with it (the check reads the loss on the host)."""
+    if not job.plan.full_iteration_graph:
+        return []
+    return [("--cuda-graph-impl", "full_iteration"), ("--no-check-for-nan-in-loss-and-grad", None)]
+
+
 def plan_flags(job: Job) -> dict[str, Flags]:
     """The plan-derived flag groups, after Megatron-LM's rules have been checked."""
     refuse_unless_runs(job, "megatron")
     p = job.plan
     batch: Flags = [("--micro-batch-size", p.micro_batch_size), ("--global-batch-size", p.global_batch_size)]
     return {"MODEL_ARGS": model_flags(job), "PARALLEL_ARGS": parallel_flags(job), "BATCH_ARGS": batch,
-            "PRECISION_ARGS": precision_flags(job), "RECOMPUTE_ARGS": recompute_flags(job)}
+            "PRECISION_ARGS": precision_flags(job), "RECOMPUTE_ARGS": recompute_flags(job),
+            "GRAPH_ARGS": graph_flags(job)}
 
 
 def flat_args(job: Job) -> list[str]:

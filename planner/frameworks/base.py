@@ -61,6 +61,9 @@ class Knobs:
     ep_dispatch: Choice = Choice(("alltoall",), "all-to-all token dispatch only")
     # MoE router/dispatch in CUDA graphs (Plan.moe_cuda_graphs).
     moe_cuda_graphs: Choice = Choice((False,), "no CUDA graphs for the MoE layers")
+    # The whole forward-backward as one CUDA graph (Plan.full_iteration_graph). Not searched: the search
+    # scores plans without it (what they cost at least); estimate and emit take it from the user.
+    full_iteration_graph: Choice = Choice((False,), "no whole-iteration CUDA graph")
     # The DP/ZeRO gradient sync run beside the backward (Plan.overlap_dp_comm) or after it. Where both
     # run, the search offers the overlap unless the user turns it off (--no-overlap) and keeps the
     # plain sync only when the overlapped one is refused (a rule) or off.
@@ -192,6 +195,8 @@ def knob_violations(fw: Framework, plan: cm.Plan) -> list[str]:
         checks.append(("token dispatch", plan.ep_dispatch, ks.ep_dispatch))
     if plan.moe_cuda_graphs:
         checks.append(("MoE CUDA graphs", plan.moe_cuda_graphs, ks.moe_cuda_graphs))
+    if plan.full_iteration_graph:
+        checks.append(("whole-iteration CUDA graph", plan.full_iteration_graph, ks.full_iteration_graph))
     checks.append(("DP gradient sync overlapped", plan.overlap_dp_comm, ks.overlap_dp_comm))
     broken = [f"{label} {_word(value)}: {choice.why}" for label, value, choice in checks if value not in choice.values]
     return broken + numerics_violations(fw, plan)

@@ -212,6 +212,24 @@ def moe_cuda_graphs(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     return None
 
 
+def full_iteration_graph(model: cm.Model, plan: cm.Plan) -> Optional[str]:
+    """transformer_config.py (d98e8a64): cuda_graph_impl is one value, so the whole-iteration graph and the
+    MoE layers' Transformer Engine graphs (cuda_graph_modules, which must be empty with full_iteration)
+    exclude each other. A dropless MoE layer with the all-to-all dispatcher copies its split sizes to the
+    host (token_dispatcher.py; moe/README.md: "the resulting dynamic shapes make MoE layers uncapturable"),
+    which no captured graph can do: it needs the flex (DeepEP/HybridEP) dispatcher's fixed buffers, or
+    experts padded to a capacity."""
+    if not plan.full_iteration_graph:
+        return None
+    if plan.moe_cuda_graphs:
+        return ("Megatron-LM runs one --cuda-graph-impl: full_iteration or the MoE layers' transformer_engine "
+                "graphs, not both (transformer_config.py)")
+    if model.moe is not None and plan.ep_dispatch == "alltoall" and not model.moe.capacity_factor:
+        return ("a dropless MoE layer with the all-to-all dispatcher waits on the host for its split sizes, which "
+                "a whole-iteration CUDA graph cannot capture (Megatron-LM moe/README.md); use --ep-dispatch deepep")
+    return None
+
+
 def bf16_layers(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     """transformer_config.py __post_init__ (fp8, which mxfp8 is in Megatron): "Delayed scaling does not
     support first / last layer in BF16", and num_layers_at_start/end_in_bf16 each at most
@@ -397,6 +415,8 @@ def knobs(tp_split: bool, pp_split: bool) -> Knobs:
                                                    "alltoall, or flex with the DeepEP/HybridEP library"),
         moe_cuda_graphs=Choice((False, True), "Megatron-LM graphs the MoE router and dispatch with --cuda-graph-impl "
                                               "transformer_engine --cuda-graph-modules moe_router moe_preprocess"),
+        full_iteration_graph=Choice((False, True), "Megatron-LM captures the whole forward-backward with "
+                                                   "--cuda-graph-impl full_iteration"),
         optimizer_states=Choice(("fp32", "bf16"), "Megatron-LM keeps Adam states in fp32, or bf16 with "
                                                   "--use-precision-aware-optimizer"),
         ep_overlap=Choice((False, True), "Megatron-LM overlaps expert-parallel all-to-alls with "
@@ -416,7 +436,8 @@ FRAMEWORK = Framework(
     knobs=knobs,
     plan_rules=(distributed_optimizer_reduce, eager_loss, fp8_recipe, cpu_offloading, lowp_param_gather,
                 moe_sequence_parallel, moe_expert_bias, padded_dispatch, mtp_position, local_attention, ep_overlap,
-                attention_sinks, moe_cuda_graphs, delayed_scaling_recompute, deepep_groups, bf16_layers,
+                attention_sinks, moe_cuda_graphs, full_iteration_graph, delayed_scaling_recompute, deepep_groups,
+                bf16_layers,
                 graphed_router_layernorm, precision_aware_optimizer, attention_backend, tp_overlap_quantizer,
                 tp_overlap_mla),
     machine_rules=(MachineRule(("ep_dispatch",), flex_dispatch_machine),

@@ -58,6 +58,9 @@ def add_plan_flags(p: argparse.ArgumentParser) -> None:
                    help="MoE router and dispatch preprocessing captured in CUDA graphs (Megatron --cuda-graph-impl "
                         "transformer_engine --cuda-graph-modules moe_router moe_preprocess): no host sync per MoE layer "
                         "with --ep-dispatch deepep (the all-to-all dispatcher syncs all the same)")
+    g.add_argument("--full-iteration-graph", action="store_true",
+                   help="the whole forward-backward captured as one CUDA graph (Megatron --cuda-graph-impl "
+                        "full_iteration): no per-layer launch overhead, no host sync; MoE needs --ep-dispatch deepep")
     g.add_argument("--fp8-attention", action="store_true",
                    help="the attention core's matmuls in FP8 too (Transformer Engine fp8_dot_product_attention; "
                         "needs a low --precision)")
@@ -135,7 +138,8 @@ def plan_spec_from_args(args: argparse.Namespace):
         "recompute_modules": [m.strip() for m in args.recompute_modules.split(",") if m.strip()],
         "ep_overlap": args.ep_overlap, "optimizer_states": args.optimizer_states,
         "fp8_attention": args.fp8_attention, "ep_dispatch": args.ep_dispatch,
-        "moe_cuda_graphs": args.moe_cuda_graphs, "pipeline_buffers": args.pipeline_buffers,
+        "moe_cuda_graphs": args.moe_cuda_graphs, "full_iteration_graph": args.full_iteration_graph,
+        "pipeline_buffers": args.pipeline_buffers,
         "grad_sync": args.grad_sync,
         "repeat_kv": args.repeat_kv, "attention_kernel": args.attention_kernel, "sp_gathered": args.sp_gathered,
     }

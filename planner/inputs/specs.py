@@ -207,6 +207,9 @@ class GpuSpec(Spec):
     # Efficiency.attention_reference_fraction names, forward and backward; absent = not measured.
     measured_attention_bf16_tflops: Optional[dict[Literal["forward", "backward"],
                                                   quantity(L.MAX_TFLOPS, L.MIN_TFLOPS)]] = None
+    # The same kernel's measured FP8 rate over its bf16 rate in one run, forward and backward (dimensionless);
+    # absent = Efficiency.fp8_attention_speedup (costmodel/compute.py fp8_attention_speedup).
+    measured_attention_fp8_over_bf16: Optional[dict[Literal["forward", "backward"], quantity(4.0, 0.25)]] = None
     tdp_watts: Optional[quantity(L.MAX_WATTS, L.MIN_WATTS)] = None  # rated board power the peaks hold at
     power_limit_watts: Optional[quantity(L.MAX_WATTS, L.MIN_WATTS)] = None  # a lower cap the GPU runs under
     source: Optional[Text] = None
@@ -221,6 +224,8 @@ class GpuSpec(Spec):
             raise ValueError("power_limit_watts needs tdp_watts (the board power the peaks are rated at)")
         if self.measured_attention_bf16_tflops is not None and len(self.measured_attention_bf16_tflops) != 2:
             raise ValueError("measured_attention_bf16_tflops needs both forward and backward")
+        if self.measured_attention_fp8_over_bf16 is not None and len(self.measured_attention_fp8_over_bf16) != 2:
+            raise ValueError("measured_attention_fp8_over_bf16 needs both forward and backward")
         return self
 
     def to_gpu(self) -> cm.Gpu:
@@ -237,6 +242,8 @@ class GpuSpec(Spec):
             matmul_fraction=self.measured_fractions(table),
             exp_per_second=(self.exp_tops or 0.0) * 1e12,
             attention_fraction=self.attention_fraction(table["bf16"]),
+            attention_fp8_speedup=tuple(self.measured_attention_fp8_over_bf16[k] for k in ("forward", "backward"))
+            if self.measured_attention_fp8_over_bf16 else (),
         )
 
     def attention_fraction(self, bf16_peak: float) -> tuple[float, ...]:
@@ -373,6 +380,7 @@ class PlanSpec(Spec):
     ep_overlap: Flag = False  # expert-parallel all-to-alls overlapped with another micro-batch's compute
     ep_dispatch: Literal["alltoall", "deepep"] = "alltoall"  # deepep: DeepEP/HybridEP (Megatron flex)
     moe_cuda_graphs: Flag = False  # MoE router and dispatch preprocessing in CUDA graphs
+    full_iteration_graph: Flag = False  # the whole forward-backward as one CUDA graph (Megatron full_iteration)
     optimizer_states: Literal["fp32", "bf16"] = "fp32"  # bf16: Megatron's precision-aware optimizer
     fp8_attention: Flag = False  # the attention core in FP8 (Transformer Engine fp8_dot_product_attention)
     attention_kernel: Literal["cudnn", "flash2"] = "cudnn"  # fused attention kernel (costmodel Plan.attention_kernel)

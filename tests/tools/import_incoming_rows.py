@@ -92,7 +92,8 @@ def plan_fields(row: dict) -> tuple[dict, list[str]]:
             plan["stage_layers"] = counts
     plan["grad_dtype"] = rec["grad_reduce_dtype"]["value"]
     cg = rec["cuda_graphs"]
-    plan["moe_cuda_graphs"] = cg.get("impl") == "full_iteration" or "moe_preprocess" in (cg.get("scope") or [])
+    plan["full_iteration_graph"] = cg.get("impl") == "full_iteration" or cg.get("scope") == "full_iteration"
+    plan["moe_cuda_graphs"] = not plan["full_iteration_graph"] and "moe_preprocess" in (cg.get("scope") or [])
     plan["ep_dispatch"] = "deepep" if rec["moe_dispatcher"]["value"].startswith("flex") else "alltoall"
     plan["fp8_attention"] = bool((rec.get("fusions") or {}).get("fp8_dot_product_attention")) and plan["precision"] != "bf16"
     if plan["precision"] != "bf16":
@@ -234,7 +235,9 @@ def megatron_dense_plan(row: dict) -> tuple[dict, list[str], list[str]]:
 
     # what the recipe sets that no plan field holds
     cg = rec["cuda_graphs"]
-    if cg.get("value") or cg.get("impl") not in (None, "none"):
+    if cg.get("impl") == "full_iteration" or cg.get("scope") == "full_iteration":
+        plan["full_iteration_graph"] = True
+    elif cg.get("value") or cg.get("impl") not in (None, "none"):
         unmapped.append(f"CUDA graphs ({cg.get('impl')}, scope {cg.get('scope')}): a dense model has no graphed "
                         "mechanism in the cost model, which charges layer_overhead_seconds per layer and "
                         "micro-batch either way")
@@ -438,7 +441,8 @@ def assumed_fields(entries: list[str]) -> tuple[list[str], list[str]]:
 
 MECHANISM_FIELDS = ("overlap_dp_comm", "grad_dtype", "fp8_recipe", "bf16_layers_start", "bf16_layers_end",
                     "tp_comm_overlap", "lowp_param_gather", "recompute", "recompute_modules", "ep_overlap",
-                    "ep_dispatch", "moe_cuda_graphs", "optimizer_states", "fp8_attention", "sequence_parallel",
+                    "ep_dispatch", "moe_cuda_graphs", "full_iteration_graph", "optimizer_states", "fp8_attention",
+                    "sequence_parallel",
                     "zero_stage", "stage_layers")
 # further plan fields the dense and torchtitan rows set from their recipes
 DENSE_FIELDS = ("cp", "cp_comm", "zero3_reshard", "offload_layers", "overlap_pp_comm", "weight_casts",
