@@ -445,7 +445,8 @@ def host_synced_dispatch(plan: Plan) -> bool:
     charged too: without it the twelve padded rows (validation/runs.yaml, 25.09 token drop) came out
     15-37% fast and the refit raised the MoE rows' MAPE from 9.5% to 10.1%, so the fitted
     Efficiency.moe_host_sync_seconds also stands for per-layer time those layers have as well (not
-    identified; see validation/README.md)."""
+    identified; see validation/README.md). Under a whole-iteration graph nothing waits on the host, and
+    padded layers lose that unidentified time with the wait: no published row tests that case."""
     if plan.full_iteration_graph:  # nothing inside a captured graph can wait on the host
         return False
     return not plan.moe_cuda_graphs or plan.ep_dispatch == "alltoall"

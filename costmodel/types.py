@@ -312,7 +312,8 @@ class Plan:
     moe_cuda_graphs: bool = False
     # The whole forward-backward of a step (every micro-batch, not the optimizer) captured as one CUDA
     # graph and replayed (Megatron --cuda-graph-impl full_iteration): no per-layer kernel launches from the
-    # host (Efficiency.layer_overhead_seconds) and no host synchronisation (stage.layer_overhead_seconds).
+    # host (Efficiency.layer_overhead_seconds, stage.layer_overhead_seconds) and no host synchronisation
+    # (stage.host_synced_dispatch).
     full_iteration_graph: bool = False
     cp: int = 1  # context parallel: the sequence split over cp ranks (2 x cp load-balanced chunks)
     cp_comm: str = "p2p"  # how CP ranks exchange K/V (CP_COMMS)
@@ -436,7 +437,8 @@ class Efficiency:
     # SDPA training benchmark (benchmark/sdpa_benchmark_training/artifacts/sdpa_fp8_benchmark_results_NVIDIA_
     # GB200.csv @ d48a60eb: causal, head dim 128, 128 query / 8 KV heads, batch 1, 8,192 tokens; fp8 1894 /
     # 1263 TFLOP/s against bf16 1583 / 1211 in the same run). Measured, not fitted; no Hopper figure is
-    # published there, so Hopper parts take it too.
+    # published there, so Hopper parts take it too, and so does B300, which has no SDPA benchmark of its own
+    # in either format (its bf16 attention keeps the generation's fraction too, not GB300's rate).
     fp8_attention_speedup: tuple[float, float] = (1894 / 1583, 1263 / 1211)
     # FITTED (planner/fit.py, `planner validate --fit-on all`, all rows of validation/runs.yaml):
     # GEMM output dimension at which efficiency is half its large-shape value (saturation) ...

@@ -6,6 +6,7 @@ parse_args/validate_args by tests/tools/megatron_validate.py, see tests/data/emi
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 import shlex
 
 import pytest
@@ -58,6 +59,15 @@ def check(words: list[str]) -> list[str]:
     return problems
 
 
+def rack_job(model, **plan):
+    """A job on GB200 NVL72 trays: 4 GPUs a node, one 72-GPU NVLink domain (the flex dispatcher is HybridEP)."""
+    from emit_support import estimate
+
+    from planner.emit import build_job
+
+    return build_job(model, {**estimate(model, **plan), "gpu": "gb200", "gpus_per_node": 4, "nvlink_domain_size": 72})
+
+
 JOBS = {
     "llama3-70b": lambda: job(load_model_spec("llama3-70b"), tp=8, pp=4, dp=2, vpp=5, global_batch_size=512,
                               zero_stage=1, recompute="selective", sequence_parallel=True),
@@ -76,8 +86,8 @@ JOBS = {
     "llama4-maverick-graphs": lambda: job(load_model_spec("llama4-maverick"), tp=8, pp=4, dp=8, ep=8,
                                           global_batch_size=1024, zero_stage=1, sequence_parallel=True,
                                           moe_cuda_graphs=True, ep_dispatch="deepep"),
-    "qwen3-30b-full-graph": lambda: job(load_model_spec("qwen3-30b-a3b"), dp=8, ep=8, global_batch_size=256,
-                                        zero_stage=1, ep_dispatch="deepep", full_iteration_graph=True),
+    "qwen3-30b-full-graph": lambda: rack_job(load_model_spec("qwen3-30b-a3b"), dp=8, ep=8, global_batch_size=256,
+                                             zero_stage=1, ep_dispatch="deepep", full_iteration_graph=True),
     "qwen3-30b-eager": lambda: job(load_model_spec("qwen3-30b-a3b"), dp=8, ep=8, global_batch_size=256, zero_stage=1,
                                    fused_elementwise=False),
 }
@@ -143,3 +153,30 @@ def test_a_whole_iteration_graph_is_megatrons_full_iteration_impl():
     assert "--no-check-for-nan-in-loss-and-grad" in words and "--cuda-graph-modules" not in words
     plain = script_arguments(megatron.launch_sh(JOBS["qwen3-30b-eager"]()))
     assert "--cuda-graph-impl" not in plain and "--no-check-for-nan-in-loss-and-grad" not in plain
+
+
+def test_a_graphed_moe_iteration_runs_hybridep_with_a_token_budget():
+    """Megatron-LM d98e8a64: DeepEP's dispatch waits on the host (fused_a2a.py, "not compatible with CUDA
+    graph"), and HybridEP sizes its buffers on the host unless moe_expert_rank_capacity_factor fixes them
+    (token_dispatcher.py), which with HybridEP needs the Transformer Engine op fuser (transformer_config.py).
+    So a graphed MoE iteration dispatches with HybridEP, on an NVL72 rack as on 8-GPU nodes (NVIDIA's DGX-B300
+    recipe does), with NVIDIA's recipes' budget, 1.5. Graphed recomputation takes no random numbers, so a
+    model with dropout cannot recompute core_attn inside the graph."""
+    from planner.frameworks import REGISTRY
+    from planner.frameworks.base import plan_violations
+
+    for built in (JOBS["qwen3-30b-full-graph"](),
+                  job(load_model_spec("qwen3-30b-a3b"), dp=8, ep=8, global_batch_size=256, zero_stage=1,
+                      ep_dispatch="deepep", full_iteration_graph=True)):
+        words = script_arguments(megatron.launch_sh(built))
+        assert words[words.index("--moe-flex-dispatcher-backend") + 1] == "hybridep"
+        assert words[words.index("--moe-expert-rank-capacity-factor") + 1] == "1.5"
+        assert "--use-transformer-engine-op-fuser" in words and check(words) == []
+    plain = job(load_model_spec("qwen3-30b-a3b"), dp=8, ep=8, global_batch_size=256, zero_stage=1, ep_dispatch="deepep")
+    words = script_arguments(megatron.launch_sh(plain))
+    assert words[words.index("--moe-flex-dispatcher-backend") + 1] == "deepep"
+    assert "--moe-expert-rank-capacity-factor" not in words
+    fw, plan = REGISTRY["megatron"], replace(plain.plan, ep=1, ep_dispatch="alltoall", recompute="selective",
+                                             full_iteration_graph=True)
+    assert any("dropout" in r for r in plan_violations(fw, replace(tiny().to_model(), dropout=True), plan))
+    assert not any("dropout" in r for r in plan_violations(fw, replace(tiny().to_model(), dropout=False), plan))

@@ -6,6 +6,7 @@ overlap in fp32, TP overlap with quantizers userbuffers do not gather, and with 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -44,7 +45,10 @@ def test_deepep_runs_only_the_group_sizes_it_has_configurations_for(group, refus
 
 def test_hybridep_is_not_held_to_deepeps_group_sizes():
     """On a multi-node NVLink domain Megatron runs HybridEP (flex_backend), which has no such table."""
-    assert megatron.flex_backend(NVL72) == "hybridep" and megatron.flex_backend(DGX_H100) == "deepep"
+    plan = cm.Plan()
+    assert megatron.flex_backend(NVL72, plan) == "hybridep" and megatron.flex_backend(DGX_H100, plan) == "deepep"
+    # a whole-iteration CUDA graph needs HybridEP's fixed buffers (DeepEP's dispatch waits on the host)
+    assert megatron.flex_backend(DGX_H100, replace(plan, full_iteration_graph=True)) == "hybridep"
     assert megatron.flex_dispatch_machine(moe_model(), NVL72, deepep(256)) is None
 
 

@@ -106,8 +106,8 @@ LEVERS = (
           lambda p, c, m: _if(m.moe is not None and host_synced_dispatch(p), p, ep_dispatch="deepep",
                               moe_cuda_graphs=True), framework="megatron"),
     Lever("whole-iteration CUDA graph", "the forward-backward captured once and replayed (Megatron --cuda-graph-impl "
-          "full_iteration): no per-layer launch overhead or host sync; static shapes, MoE needs DeepEP dispatch, "
-          "no NaN check of the loss",
+          "full_iteration): no per-layer launch overhead or host sync; static shapes (MoE: HybridEP dispatch with a "
+          "per-rank token budget, or experts padded to a capacity), no NaN check of the loss; graph memory not counted",
           lambda p, c, m: _if(not p.full_iteration_graph, p, full_iteration_graph=True, moe_cuda_graphs=False,
                               ep_dispatch="deepep" if m.moe is not None and not m.moe.capacity_factor
                               else p.ep_dispatch), framework="megatron"),

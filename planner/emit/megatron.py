@@ -115,7 +115,7 @@ def moe_flags(job: Job) -> Flags:
     if job.plan.moe_cuda_graphs:
         out += [("--cuda-graph-impl", "transformer_engine"), ("--cuda-graph-modules", ("moe_router", "moe_preprocess"))]
     if job.plan.ep_dispatch == "deepep":  # needs the DeepEP library installed next to Megatron-LM
-        backend = megatron_rules.flex_backend(job.machine)
+        backend = megatron_rules.flex_backend(job.machine, job.plan)
         out += [("--moe-token-dispatcher-type", "flex"), ("--moe-flex-dispatcher-backend", backend)]
     else:
         out.append(("--moe-token-dispatcher-type", "alltoall"))
@@ -288,10 +288,17 @@ def recompute_flags(job: Job) -> Flags:
 
 def graph_flags(job: Job) -> Flags:
     """The whole forward-backward as one CUDA graph (transformer_config.py cuda_graph_impl "full_iteration");
-    arguments.py asserts --no-check-for-nan-in-loss-and-grad with it (the check reads the loss on the host)."""
+    arguments.py asserts --no-check-for-nan-in-loss-and-grad with it (the check reads the loss on the host).
+    An MoE plan's HybridEP dispatch gets a per-rank token budget so that its buffers have fixed sizes
+    (moe_expert_rank_capacity_factor 1.5 as NVIDIA's Megatron-Bridge recipes, validation/incoming/
+    moe_2025_2026.yaml; tokens over 1.5x a rank's balanced share would be dropped, none under the balanced
+    routing the plan is priced with), with the Transformer Engine op fuser that budget requires."""
     if not job.plan.full_iteration_graph:
         return []
-    return [("--cuda-graph-impl", "full_iteration"), ("--no-check-for-nan-in-loss-and-grad", None)]
+    out: Flags = [("--cuda-graph-impl", "full_iteration"), ("--no-check-for-nan-in-loss-and-grad", None)]
+    if job.cm_model.moe is not None and job.plan.ep_dispatch == "deepep":
+        out += [("--moe-expert-rank-capacity-factor", 1.5), ("--use-transformer-engine-op-fuser", None)]
+    return out
 
 
 def plan_flags(job: Job) -> dict[str, Flags]:

@@ -88,6 +88,10 @@ def note_lines(job: Job, frameworks: list[str]) -> list[str]:
             notes.append("DeepSpeed: the uneven layer split is chosen in code (PipelineModule partition_method).")
     if "torchtitan" in frameworks:
         notes += torchtitan_notes(job)
+    if "megatron" in frameworks and p.full_iteration_graph:
+        notes.append("Megatron-LM: the whole iteration runs as one CUDA graph, so the loss and gradients are not "
+                     "checked for NaN (--no-check-for-nan-in-loss-and-grad, which Megatron-LM requires with it); "
+                     "the graph's own memory pool is not in the memory above.")
     notes += kernel_notes(job, frameworks) + runtime_notes(job, frameworks)
     notes += [f"planner: {w}" for w in job.estimate.get("warnings") or []]
     return ["Notes"] + [f"  - {n}" for n in notes] if notes else []

@@ -217,8 +217,9 @@ def full_iteration_graph(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     MoE layers' Transformer Engine graphs (cuda_graph_modules, which must be empty with full_iteration)
     exclude each other. A dropless MoE layer with the all-to-all dispatcher copies its split sizes to the
     host (token_dispatcher.py; moe/README.md: "the resulting dynamic shapes make MoE layers uncapturable"),
-    which no captured graph can do: it needs the flex (DeepEP/HybridEP) dispatcher's fixed buffers, or
-    experts padded to a capacity."""
+    which no captured graph can do (the flex dispatcher runs HybridEP with fixed buffers then: flex_backend).
+    And a graphed layer replays no random numbers, so __post_init__ refuses attention dropout with core_attn
+    recomputed and hidden dropout with the MLP or MoE recomputed under a full graph."""
     if not plan.full_iteration_graph:
         return None
     if plan.moe_cuda_graphs:
@@ -226,7 +227,11 @@ def full_iteration_graph(model: cm.Model, plan: cm.Plan) -> Optional[str]:
                 "graphs, not both (transformer_config.py)")
     if model.moe is not None and plan.ep_dispatch == "alltoall" and not model.moe.capacity_factor:
         return ("a dropless MoE layer with the all-to-all dispatcher waits on the host for its split sizes, which "
-                "a whole-iteration CUDA graph cannot capture (Megatron-LM moe/README.md); use --ep-dispatch deepep")
+                "a whole-iteration CUDA graph cannot capture (Megatron-LM moe/README.md)")
+    replayed = {"core_attn", "mlp", "moe_act"} & set(plan.recompute_modules)
+    if model.dropout and plan.recompute == "selective" and replayed:
+        return (f"Megatron-LM does not recompute {', '.join(sorted(replayed))} with dropout inside a whole-iteration "
+                "CUDA graph (graphed recomputation takes no random numbers, transformer_config.py)")
     return None
 
 
@@ -335,13 +340,20 @@ DEEPEP_GROUP_SIZES = frozenset({2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 144, 160})
 DEEPEP_GENERATIONS = ("hopper", "blackwell")
 
 
-def flex_backend(machine: Machine) -> str:
+def flex_backend(machine: Machine, plan: cm.Plan) -> str:
     """The flex dispatcher's library for Plan.ep_dispatch "deepep", which the cost model prices as one
     crossing per remote NVLink domain, forwarded inside it: DeepEP within 8-GPU NVLink nodes; HybridEP
     where the NVLink domain spans several nodes (GB200/GB300 NVL72), since DeepEP's kernels reach at
     most 8 NVLink peers and send the rest over RDMA (deepseek-ai/DeepEP csrc/kernels/configs.cuh
-    NUM_MAX_NVL_PEERS 8). NVIDIA's GB200/GB300 recipes use hybridep (validation/runs.yaml notes)."""
-    return "hybridep" if machine.nvlink_domain_size > machine.gpus_per_node else "deepep"
+    NUM_MAX_NVL_PEERS 8). NVIDIA's GB200/GB300 recipes use hybridep (validation/runs.yaml notes). Under a
+    whole-iteration CUDA graph HybridEP everywhere: DeepEP's dispatch waits on the host (Megatron-LM
+    d98e8a64 fused_a2a.py: "the CPU will wait for GPU's signal to arrive, so this is not compatible with
+    CUDA graph"), HybridEP with a per-rank token budget does not (token_dispatcher.py; the emitter writes
+    the budget), and NVIDIA's DGX-B300 recipe with that graph runs it on 8-GPU nodes (validation/runs.yaml,
+    mbridge-26.06-qwen3-30b-a3b-b300-mxfp8)."""
+    if plan.full_iteration_graph or machine.nvlink_domain_size > machine.gpus_per_node:
+        return "hybridep"
+    return "deepep"
 
 
 def flex_dispatch_machine(model: cm.Model, machine: Machine, plan: cm.Plan) -> Optional[str]:
@@ -356,7 +368,7 @@ def flex_dispatch_machine(model: cm.Model, machine: Machine, plan: cm.Plan) -> O
     if machine.nvlink_domain_size < machine.gpus_per_node:
         return "the flex dispatcher (DeepEP) needs NVLink between all GPUs of a node (DeepEP README)"
     group = plan.ep * plan.etp
-    if flex_backend(machine) == "deepep" and group not in DEEPEP_GROUP_SIZES:
+    if flex_backend(machine, plan) == "deepep" and group not in DEEPEP_GROUP_SIZES:
         return (f"DeepEP has no dispatch configuration for an expert group of {group} ranks (expert TP x EP; sizes "
                 f"{', '.join(map(str, sorted(DEEPEP_GROUP_SIZES)))}; deep_ep/buffers/legacy.py)")
     if machine.rdma is False and not machine.nvlink_holds(group):
@@ -440,7 +452,7 @@ FRAMEWORK = Framework(
                 bf16_layers,
                 graphed_router_layernorm, precision_aware_optimizer, attention_backend, tp_overlap_quantizer,
                 tp_overlap_mla),
-    machine_rules=(MachineRule(("ep_dispatch",), flex_dispatch_machine),
+    machine_rules=(MachineRule(("ep_dispatch", "full_iteration_graph"), flex_dispatch_machine),
                    MachineRule(("tp_comm_overlap",), userbuffers_domain),
                    MachineRule(("tp_comm_overlap", "ep_overlap"), overlap_connections)),
 )

@@ -60,7 +60,8 @@ def add_plan_flags(p: argparse.ArgumentParser) -> None:
                         "with --ep-dispatch deepep (the all-to-all dispatcher syncs all the same)")
     g.add_argument("--full-iteration-graph", action="store_true",
                    help="the whole forward-backward captured as one CUDA graph (Megatron --cuda-graph-impl "
-                        "full_iteration): no per-layer launch overhead, no host sync; MoE needs --ep-dispatch deepep")
+                        "full_iteration): no per-layer launch overhead, no host sync; an MoE plan needs --ep-dispatch "
+                        "deepep (written as HybridEP with a per-rank token budget) or experts padded to a capacity")
     g.add_argument("--fp8-attention", action="store_true",
                    help="the attention core's matmuls in FP8 too (Transformer Engine fp8_dot_product_attention; "
                         "needs a low --precision)")

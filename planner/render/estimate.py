@@ -75,6 +75,8 @@ def plan_label(plan: dict) -> str:
         parts.append(f"{plan['precision']} parameter gathers")
     if plan.get("attention_kernel") == "flash2":
         parts.append("FlashAttention-2-class attention")
+    if plan.get("full_iteration_graph"):
+        parts.append("whole-iteration CUDA graph")
     return ", ".join(parts)
 
 
