@@ -418,8 +418,8 @@ class Efficiency:
     # either kernel name; prior 0.33 ...
     flash_attention_peak_fraction_blackwell: float = 0.3319
     # ... and the sequence length at which each reaches half of its fraction (prior one 128-row tile).
-    # The fitted values give, at s = 8192: cuDNN's on H100 313 TFLOP/s, FlashAttention-2's 163, A100 88,
-    # B200 568: about half of what the kernels reach alone in benchmarks, the rest being work around
+    # The fitted values give, at s = 8192: cuDNN's on H100 309 TFLOP/s, FlashAttention-2's 161, A100 88,
+    # B200 543: about half of what the kernels reach alone in benchmarks, the rest being work around
     # the kernel that the rows' steps include and the model does not count (layout copies, RoPE, GQA).
     flash_attention_half_seq: float = 3068.0
     # ... measured on the part each generation's fitted fraction stands for: its fused-attention kernel rate
