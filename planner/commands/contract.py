@@ -226,7 +226,8 @@ class TimeBreakdown(Strict):
     tp_comm: float = d("tensor-parallel collectives")
     cp_comm: float = d("context-parallel key/value exchanges attention does not hide")
     ep_comm: float = d("expert-parallel token dispatch and combine")
-    moe_sync: float = d("MoE layers waiting on the host for their token counts (all but DeepEP with MoE CUDA graphs)")
+    moe_sync: float = d("MoE layers waiting on the host for their token counts (all but DeepEP with MoE CUDA graphs "
+                        "and whole-iteration graphs)")
     pp_comm: float = d("exposed pipeline p2p")
     offload: float = d("activation copies to and from host memory that compute does not hide")
     pp_bubble: float = d("pipeline fill and drain")

@@ -62,7 +62,7 @@ class Knobs:
     # MoE router/dispatch in CUDA graphs (Plan.moe_cuda_graphs).
     moe_cuda_graphs: Choice = Choice((False,), "no CUDA graphs for the MoE layers")
     # The whole forward-backward as one CUDA graph (Plan.full_iteration_graph). Not searched: the search
-    # scores plans without it (what they cost at least); estimate and emit take it from the user.
+    # scores plans without it (the graph could only shorten their steps); estimate and emit take it from the user.
     full_iteration_graph: Choice = Choice((False,), "no whole-iteration CUDA graph")
     # The DP/ZeRO gradient sync run beside the backward (Plan.overlap_dp_comm) or after it. Where both
     # run, the search offers the overlap unless the user turns it off (--no-overlap) and keeps the

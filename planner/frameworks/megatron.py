@@ -219,7 +219,8 @@ def full_iteration_graph(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     host (token_dispatcher.py; moe/README.md: "the resulting dynamic shapes make MoE layers uncapturable"),
     which no captured graph can do (the flex dispatcher runs HybridEP with fixed buffers then: flex_backend).
     And a graphed layer replays no random numbers, so __post_init__ refuses attention dropout with core_attn
-    recomputed and hidden dropout with the MLP or MoE recomputed under a full graph."""
+    recomputed and hidden dropout with the mlp or moe modules recomputed under a full graph (Plan's
+    recompute modules have no "moe": moe_act, the experts' activation alone, is not among them)."""
     if not plan.full_iteration_graph:
         return None
     if plan.moe_cuda_graphs:
@@ -228,7 +229,7 @@ def full_iteration_graph(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     if model.moe is not None and plan.ep_dispatch == "alltoall" and not model.moe.capacity_factor:
         return ("a dropless MoE layer with the all-to-all dispatcher waits on the host for its split sizes, which "
                 "a whole-iteration CUDA graph cannot capture (Megatron-LM moe/README.md)")
-    replayed = {"core_attn", "mlp", "moe_act"} & set(plan.recompute_modules)
+    replayed = {"core_attn", "mlp"} & set(plan.recompute_modules)
     if model.dropout and plan.recompute == "selective" and replayed:
         return (f"Megatron-LM does not recompute {', '.join(sorted(replayed))} with dropout inside a whole-iteration "
                 "CUDA graph (graphed recomputation takes no random numbers, transformer_config.py)")
