@@ -68,12 +68,27 @@ def cp_exchange_violations(model: Model, cluster: Cluster, plan: Plan) -> list[s
     return _ulysses_heads(model, plan) + _hierarchical_heads(model, cluster, plan) if plan.cp > 1 else []
 
 
+DISPATCH_DTYPES = ("bf16", "mxfp8")
+
+
+def _dispatch_dtype_rules(plan: Plan) -> list[str]:
+    """An MXFP8 token dispatch hands its payload to the experts' GEMM as quantized (Plan.ep_dispatch_dtype):
+    the experts must run MXFP8 themselves, and there must be expert ranks to send to."""
+    if plan.ep_dispatch_dtype not in DISPATCH_DTYPES:
+        return [f"ep_dispatch_dtype must be {' or '.join(DISPATCH_DTYPES)} (got {plan.ep_dispatch_dtype})"]
+    if plan.ep_dispatch_dtype == "mxfp8" and (plan.precision != "mxfp8" or plan.ep * plan.etp <= 1):
+        return ["an MXFP8 token dispatch needs precision mxfp8 (the experts' GEMM reads the quantized tokens as "
+                "they arrive) and more than one expert rank"]
+    return []
+
+
 def _expert_rules(model: Model, plan: Plan) -> list[str]:
     """Expert parallelism: only for MoE models; ep divides the experts, and the experts fold over
     the stage's tp x cp x dp ranks as etp x ep x expert-DP."""
     if model.moe is None:
         knobs = (("ep and etp", plan.ep != 1 or plan.etp != 1), ("ep_overlap", plan.ep_overlap),
                  ("ep_dispatch deepep", plan.ep_dispatch != "alltoall"), ("moe_cuda_graphs", plan.moe_cuda_graphs),
+                 ("FP8 token dispatch", plan.ep_dispatch_dtype != "bf16"),
                  ("recompute module moe_act", "moe_act" in plan.recompute_modules))
         moe_only = [name for name, on in knobs if on]
         if not moe_only:
@@ -155,6 +170,7 @@ def _choice_rules(model: Model, plan: Plan) -> list[str]:
         out.append("recompute modules choose what selective recompute replays: they need recompute selective")
     if plan.ep_dispatch not in ("alltoall", "deepep"):
         out.append(f"ep_dispatch must be alltoall or deepep (got {plan.ep_dispatch})")
+    out += _dispatch_dtype_rules(plan)
     if plan.fp8_attention and (not is_low(plan.precision) or not plan.flash_attention):
         out.append("FP8 attention needs a low precision (fp8, mxfp8, nvfp4) and fused (flash) attention")
     if plan.optimizer_states not in ("fp32", "bf16"):

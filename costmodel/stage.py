@@ -285,8 +285,8 @@ class StageKernels:
     """What every stage of one plan shares; step.stage_costs computes it once per plan.
 
     Reads only plan.tp, cp, ep, etp, cp_comm, micro_batch_size, sequence_parallel, flash_attention,
-    fused_elementwise, precision and its recipe and casts, fp8_attention, attention_kernel (and the
-    cluster), so the plan search
+    fused_elementwise, precision and its recipe and casts, fp8_attention, attention_kernel, ep_dispatch
+    and ep_dispatch_dtype (and the cluster), so the plan search
     (planner/search/tables.py) reuses one per such combination."""
 
     eff: Efficiency  # with the cluster's matmul_efficiency_scale applied
@@ -330,21 +330,33 @@ def ep_pass_seconds(model: Model, cluster: Cluster, plan: Plan, eff: Efficiency,
     """One MoE layer's expert-parallel exchanges in one pass of one micro-batch: the dispatch and
     combine all-to-alls (forward; their mirror in backward, again in a full recompute's replay), and
     with etp > 1 the routed rows' all-gather over the etp ranks before the experts and reduce-scatter
-    after. Priced on the links the EP group spans (topology.ep_ranks_per_domain); not overlapped."""
+    after. Priced on the links the EP group spans (topology.ep_ranks_per_domain); not overlapped. Each
+    pass sends one exchange towards the experts (the dispatch forward, the combine's gradient backward),
+    in Plan.ep_dispatch_dtype, and one back from them in bf16; the etp exchanges stay bf16."""
     if model.moe is None or plan.ep * plan.etp <= 1:
         return 0.0
     tokens = plan.micro_batch_size * local_model(model, plan).seq_length
     fast, slow = topology.nvlink_link(cluster, eff), topology.network_link(cluster, eff)
     per_domain = topology.ep_ranks_per_domain(plan, cluster)
-    if plan.ep_dispatch == "deepep" and plan.ep > 1:
-        a2a = moe.deduplicated_dispatch_seconds(model, tokens, plan.tp, layout, per_domain, fast.bandwidth_bytes_per_second,
-                                                slow.bandwidth_bytes_per_second,
-                                                fast.latency_seconds + (slow.latency_seconds if per_domain < plan.ep else 0))
-    else:
-        a2a = alltoall_seconds(moe.dispatch_bytes(model, tokens, plan.tp, layout), plan.ep, per_domain, fast, slow)
+
+    def a2a(element_bytes: float) -> float:
+        if plan.ep_dispatch == "deepep" and plan.ep > 1:
+            latency = fast.latency_seconds + (slow.latency_seconds if per_domain < plan.ep else 0)
+            return moe.deduplicated_dispatch_seconds(model, tokens, plan.tp, layout, per_domain,
+                                                     fast.bandwidth_bytes_per_second, slow.bandwidth_bytes_per_second,
+                                                     latency, element_bytes)
+        return alltoall_seconds(moe.dispatch_bytes(model, tokens, plan.tp, layout, element_bytes), plan.ep, per_domain,
+                                fast, slow)
+
     gather = hierarchical_allgather_seconds(moe.etp_gather_bytes(model, tokens, plan.tp, layout), plan.etp,
                                             topology.ranks_per_domain(plan.etp, 1, cluster), fast, slow)
-    return 2 * (a2a + gather)
+    return a2a(dispatch_element_bytes(plan)) + a2a(2.0) + 2 * gather
+
+
+def dispatch_element_bytes(plan: Plan) -> float:
+    """Bytes per element of the exchanges towards the experts (Plan.ep_dispatch_dtype): 2 in bf16, or an
+    MXFP8 element and its share of the scales (1 + 1/32, OCP Microscaling spec v1.0; lowp.SCALE_BYTES)."""
+    return 2.0 if plan.ep_dispatch_dtype == "bf16" else lowp.quantized_bytes_per_element(plan.ep_dispatch_dtype)
 
 
 def tp_exchanges(model: Model, rep: int) -> int:

@@ -305,6 +305,13 @@ class Plan:
     # HybridEP through Megatron's flex dispatcher: a token crosses the network once per remote NVLink
     # domain that holds one of its experts, and is forwarded to them inside it; costmodel/moe.py).
     ep_dispatch: str = "alltoall"
+    # Wire format of the tokens an MoE layer sends to its experts (the forward dispatch) and of the
+    # gradients sent back to them (the backward of the combine): "bf16", or "mxfp8" (E4M3 elements with
+    # one byte of scale per 32, quantized before the exchange, which the experts' MXFP8 GEMM reads as is:
+    # Megatron-LM's --moe-dispatch-fwd-dtype / --moe-combine-bwd-dtype mxfp8). The combine's forward and
+    # the dispatch's backward stay bf16, as in DeepSeek-V3 (arXiv:2412.19437 Sec 3.3: FP8 dispatch, BF16
+    # combine). DISPATCH_DTYPES.
+    ep_dispatch_dtype: str = "bf16"
     # The MoE layers' router and dispatch preprocessing captured in CUDA graphs (Megatron
     # --cuda-graph-impl transformer_engine with the moe_router and moe_preprocess scopes): no host
     # synchronisation per MoE layer (Efficiency.moe_host_sync_seconds) with a fixed-buffer dispatcher; the

@@ -408,3 +408,44 @@ def test_megatron_captures_a_whole_iteration_only_without_host_waits():
     for name in ("deepspeed", "torchtitan"):
         assert any("whole-iteration CUDA graph" in v for v in knob_violations(REGISTRY[name], plan)), name
     assert refused(dense, plan) == ""
+
+
+def test_an_mxfp8_dispatch_sends_one_direction_of_each_pass_in_one_byte_and_a_scale():
+    """Plan.ep_dispatch_dtype "mxfp8": the exchange towards the experts (the forward dispatch, the
+    combine's gradient in backward) carries one E4M3 byte per element plus one E8M0 scale byte per 32
+    (OCP Microscaling spec v1.0), the exchange back stays bf16 (2 bytes). Without latency the exchanges
+    are linear in their bytes, so the step's EP time scales by (1 + 1/32 + 2) / (2 + 2) = 0.7578125,
+    inside one node (all-to-all) as across two (the deduplicated flex path). The sync and compute do not
+    change. Qwen3-30B-A3B on DGX B200s, ep over all GPUs."""
+    from planner.inputs.loading import build_cluster, load_cluster_spec, load_model_spec
+
+    model = load_model_spec("qwen3-30b-a3b").to_model()
+    for gpus, dispatch in ((8, "alltoall"), (16, "deepep")):
+        cluster = build_cluster(load_cluster_spec("dgx-b200"), gpus)
+        base = Plan(tp=1, pp=1, dp=gpus, ep=gpus, micro_batch_size=1, global_batch_size=2 * gpus,
+                    precision="mxfp8", ep_dispatch=dispatch)
+        bf16 = estimate(model, cluster, base, NO_LATENCY).time_breakdown_seconds
+        fp8 = estimate(model, cluster, replace(base, ep_dispatch_dtype="mxfp8"), NO_LATENCY).time_breakdown_seconds
+        assert bf16["ep_comm"] > 0
+        assert fp8["ep_comm"] == pytest.approx(bf16["ep_comm"] * (1 + 1 / 32 + 2) / 4, rel=1e-9)
+        assert (fp8["compute"], fp8["moe_sync"]) == (bf16["compute"], bf16["moe_sync"])
+
+
+def test_an_mxfp8_dispatch_needs_mxfp8_experts_and_an_moe_model():
+    """The experts' GEMM reads the MXFP8 tokens as they arrive, so they must run MXFP8 (rules.py); a dense
+    model has no dispatch to quantize; the value is one of bf16 and mxfp8."""
+    from costmodel.rules import plan_violations
+    from planner.inputs.loading import build_cluster, load_cluster_spec, load_model_spec
+
+    moe = load_model_spec("qwen3-30b-a3b").to_model()
+    cluster = build_cluster(load_cluster_spec("dgx-b200"), 8)
+    plan = Plan(tp=1, pp=1, dp=8, ep=8, micro_batch_size=1, global_batch_size=16, precision="mxfp8",
+                ep_dispatch="deepep", ep_dispatch_dtype="mxfp8")
+    assert plan_violations(moe, cluster, plan) == []
+    assert any("needs precision mxfp8" in v for v in plan_violations(moe, cluster, replace(plan, precision="bf16")))
+    assert any("more than one expert rank" in v for v in plan_violations(moe, cluster, replace(plan, ep=1)))
+    assert any("ep_dispatch_dtype must be" in v
+               for v in plan_violations(moe, cluster, replace(plan, ep_dispatch_dtype="fp8")))
+    dense = load_model_spec("llama3-8b").to_model()
+    assert any("FP8 token dispatch" in v and "dense" in v
+               for v in plan_violations(dense, cluster, replace(plan, ep=1, ep_dispatch="alltoall")))

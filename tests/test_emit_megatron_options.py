@@ -68,6 +68,16 @@ def rack_job(model, **plan):
     return build_job(model, {**estimate(model, **plan), "gpu": "gb200", "gpus_per_node": 4, "nvlink_domain_size": 72})
 
 
+def b200_job(model, **plan):
+    """A job on DGX B200 nodes: 8 GPUs a node and NVLink domain (the flex dispatcher is DeepEP, or NCCL EP)."""
+    from emit_support import estimate
+
+    from planner.emit import build_job
+
+    return build_job(model, {**estimate(model, **plan), "gpu": "b200-sxm-180gb", "gpus_per_node": 8,
+                             "nvlink_domain_size": 8})
+
+
 JOBS = {
     "llama3-70b": lambda: job(load_model_spec("llama3-70b"), tp=8, pp=4, dp=2, vpp=5, global_batch_size=512,
                               zero_stage=1, recompute="selective", sequence_parallel=True),
@@ -88,6 +98,9 @@ JOBS = {
                                           moe_cuda_graphs=True, ep_dispatch="deepep"),
     "qwen3-30b-full-graph": lambda: rack_job(load_model_spec("qwen3-30b-a3b"), dp=8, ep=8, global_batch_size=256,
                                              zero_stage=1, ep_dispatch="deepep", full_iteration_graph=True),
+    "qwen3-30b-mxfp8-dispatch": lambda: b200_job(load_model_spec("qwen3-30b-a3b"), dp=16, ep=16, global_batch_size=256,
+                                                  zero_stage=1, precision="mxfp8", ep_dispatch="deepep",
+                                                  ep_dispatch_dtype="mxfp8", full_iteration_graph=True),
     "qwen3-30b-eager": lambda: job(load_model_spec("qwen3-30b-a3b"), dp=8, ep=8, global_batch_size=256, zero_stage=1,
                                    fused_elementwise=False),
 }
@@ -183,3 +196,37 @@ def test_a_graphed_moe_iteration_runs_hybridep_with_a_token_budget():
     # Megatron's hidden-dropout check names the whole "moe" module, not moe_act (the experts' activation)
     act_only = replace(plan, recompute_modules=("moe_act",))
     assert not any("dropout" in r for r in plan_violations(fw, replace(tiny().to_model(), dropout=True), act_only))
+
+
+def test_an_mxfp8_dispatch_runs_on_nccl_ep_where_megatron_runs_it():
+    """Megatron-LM d98e8a64 (transformer_config.py, from #6524): --moe-dispatch-fwd-dtype and
+    --moe-combine-bwd-dtype mxfp8 need the flex dispatcher's NCCL EP backend with the Transformer Engine op
+    fuser and grouped GEMMs; the NCCL EP manager refuses experts padded to a capacity (token_dispatcher.py),
+    and only HybridEP runs across a multi-node NVLink domain (moe_flex_dispatcher_backend). With a per-rank
+    token budget and MXFP8 it asserts NVTE_CUTEDSL_FUSED_GROUPED_MLP. DeepSpeed and torchtitan send bf16."""
+    from planner.frameworks import REGISTRY
+    from planner.frameworks.base import Machine, knob_violations, machine_violations, plan_violations
+
+    built = JOBS["qwen3-30b-mxfp8-dispatch"]()
+    script = megatron.launch_sh(built)
+    words = script_arguments(script)
+    assert words[words.index("--moe-flex-dispatcher-backend") + 1] == "ncclep"
+    assert words[words.index("--moe-dispatch-fwd-dtype") + 1] == "mxfp8"
+    assert words[words.index("--moe-combine-bwd-dtype") + 1] == "mxfp8"
+    assert words.count("--use-transformer-engine-op-fuser") == 1 and "--moe-grouped-gemm" in words
+    assert "export NVTE_CUTEDSL_FUSED_GROUPED_MLP=1" in script and check(words) == []
+    eager = b200_job(load_model_spec("qwen3-30b-a3b"), dp=16, ep=16, global_batch_size=256, zero_stage=1,
+                     precision="mxfp8", ep_dispatch="deepep", ep_dispatch_dtype="mxfp8")
+    assert "NVTE_CUTEDSL_FUSED_GROUPED_MLP" not in megatron.launch_sh(eager)
+    model, plan, fw = built.cm_model, built.plan, REGISTRY["megatron"]
+    assert not plan_violations(fw, model, plan)
+    assert any("flex dispatcher" in v for v in plan_violations(fw, model, replace(plan, ep_dispatch="alltoall",
+                                                                                full_iteration_graph=False)))
+    padded = replace(model, moe=replace(model.moe, capacity_factor=1.0))
+    assert any("NCCL EP" in v for v in plan_violations(fw, padded, plan))
+    rack = Machine(generation="blackwell", gpus_per_node=4, nvlink_domain_size=72, rdma=True)
+    assert any("multi-node NVLink" in v for v in machine_violations(fw, model, rack, plan))
+    assert not machine_violations(fw, model, rack, replace(plan, ep_dispatch_dtype="bf16"))
+    for other in ("deepspeed", "torchtitan"):
+        assert any("token dispatch in mxfp8" in v for v in knob_violations(REGISTRY[other], plan))
+    assert not any("token dispatch in" in v for v in knob_violations(fw, plan))

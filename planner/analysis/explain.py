@@ -10,7 +10,8 @@ PART_WORDS = {
     "overhead": "overhead",
 }
 LAYOUT_KEYS = ("tp", "cp", "pp", "dp", "ep", "etp", "vpp", "zero_stage", "micro_batch_size", "recompute", "precision",
-               "grad_dtype", "tp_comm_overlap", "ep_overlap", "ep_dispatch", "moe_cuda_graphs", "optimizer_states",
+               "grad_dtype", "tp_comm_overlap", "ep_overlap", "ep_dispatch", "ep_dispatch_dtype", "moe_cuda_graphs",
+               "optimizer_states",
                "lowp_param_gather", "cp_comm", "full_iteration_graph")
 
 
@@ -28,7 +29,8 @@ def plan_differences(a: dict, b: dict) -> list[str]:
 
 
 KEY_WORDS = {"zero_stage": "ZeRO", "micro_batch_size": "mbs", "grad_dtype": "gradients in", "tp_comm_overlap": "TP overlap",
-             "ep_overlap": "EP overlap", "ep_dispatch": "dispatch", "moe_cuda_graphs": "MoE CUDA graphs",
+             "ep_overlap": "EP overlap", "ep_dispatch": "dispatch", "ep_dispatch_dtype": "dispatch in",
+             "moe_cuda_graphs": "MoE CUDA graphs",
              "optimizer_states": "Adam states", "lowp_param_gather": "low-precision gathers", "cp_comm": "CP exchange",
              "full_iteration_graph": "whole-iteration CUDA graph"}
 

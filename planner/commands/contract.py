@@ -114,6 +114,9 @@ class Plan(Strict):
     recompute_modules: list[RecomputeModule] = d("what selective recompute replays (Megatron --recompute-modules)")
     ep_overlap: bool = d("expert-parallel all-to-alls overlapped with another micro-batch's compute")
     ep_dispatch: Literal["alltoall", "deepep"] = d("MoE token dispatch: NCCL all-to-all, or DeepEP/HybridEP")
+    ep_dispatch_dtype: Literal["bf16", "mxfp8"] = d("wire format of the tokens sent to the experts (forward) and of "
+                                                    "the gradients sent back to them (backward); the other direction "
+                                                    "stays bf16")
     moe_cuda_graphs: bool = d("MoE router and dispatch preprocessing in CUDA graphs (no host sync per MoE layer with "
                             "ep_dispatch deepep)")
     full_iteration_graph: bool = d("the whole forward-backward captured as one CUDA graph (no per-layer launch "

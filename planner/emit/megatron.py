@@ -117,6 +117,7 @@ def moe_flags(job: Job) -> Flags:
     if job.plan.ep_dispatch == "deepep":  # needs the DeepEP library installed next to Megatron-LM
         backend = megatron_rules.flex_backend(job.machine, job.plan)
         out += [("--moe-token-dispatcher-type", "flex"), ("--moe-flex-dispatcher-backend", backend)]
+        out += fp8_dispatch_flags(job)
     else:
         out.append(("--moe-token-dispatcher-type", "alltoall"))
     if moe.shared_ffn_hidden_size:
@@ -124,6 +125,17 @@ def moe_flags(job: Job) -> Flags:
     if moe.capacity_factor:
         out += [("--moe-expert-capacity-factor", moe.capacity_factor), ("--moe-pad-expert-input-to-capacity", None)]
     return out + router_flags(job)
+
+
+def fp8_dispatch_flags(job: Job) -> Flags:
+    """An MXFP8 token dispatch (Plan.ep_dispatch_dtype): the forward dispatch and the combine's backward in
+    MXFP8 on NCCL EP, which transformer_config.py (d98e8a64) allows only with the Transformer Engine op fuser
+    and grouped GEMMs (written with the experts)."""
+    if job.plan.ep_dispatch_dtype == "bf16":
+        return []
+    dtype = job.plan.ep_dispatch_dtype
+    return [("--moe-dispatch-fwd-dtype", dtype), ("--moe-combine-bwd-dtype", dtype),
+            ("--use-transformer-engine-op-fuser", None)]
 
 
 def router_flags(job: Job) -> Flags:
@@ -297,7 +309,9 @@ def graph_flags(job: Job) -> Flags:
         return []
     out: Flags = [("--cuda-graph-impl", "full_iteration"), ("--no-check-for-nan-in-loss-and-grad", None)]
     if job.cm_model.moe is not None and job.plan.ep_dispatch == "deepep":
-        out += [("--moe-expert-rank-capacity-factor", 1.5), ("--use-transformer-engine-op-fuser", None)]
+        out.append(("--moe-expert-rank-capacity-factor", 1.5))
+        if job.plan.ep_dispatch_dtype == "bf16":  # fp8_dispatch_flags writes it otherwise
+            out.append(("--use-transformer-engine-op-fuser", None))
     return out
 
 
@@ -360,6 +374,10 @@ def env_lines(job: Job) -> str:
         out += ("# Transformer Engine's TP overlap needs CUDA multicast (compute capability 9.0+ and NVSwitch); this\n"
                 "# machine uses its CUDA IPC fallback (examples/pytorch/comm_gemm_overlap/README.md @ v2.8).\n"
                 "export UB_SKIPMC=1\n")
+    if plan.full_iteration_graph and plan.ep_dispatch == "deepep" and plan.ep_dispatch_dtype != "bf16":
+        out += ("# NCCL EP with a per-rank token budget and MXFP8 runs the experts in the CuTe DSL grouped GEMM,\n"
+                "# which Megatron-LM asserts is switched on (token_dispatcher.py _NCCLEPManager).\n"
+                "export NVTE_CUTEDSL_FUSED_GROUPED_MLP=1\n")
     return out
 
 

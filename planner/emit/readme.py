@@ -92,6 +92,10 @@ def note_lines(job: Job, frameworks: list[str]) -> list[str]:
         notes.append("Megatron-LM: the whole iteration runs as one CUDA graph, so the loss and gradients are not "
                      "checked for NaN (--no-check-for-nan-in-loss-and-grad, which Megatron-LM requires with it); "
                      "the graph's own memory pool is not in the memory above.")
+    if "megatron" in frameworks and p.ep_dispatch_dtype != "bf16":
+        notes.append("Megatron-LM: the MXFP8 token dispatch runs on the NCCL EP backend, which needs a Transformer "
+                     "Engine with its EP API (transformer_engine.pytorch.ep; Megatron-LM experts.py names TE PR 3355); "
+                     "planner prices NCCL EP's exchanges like DeepEP's, which no published run has checked.")
     notes += kernel_notes(job, frameworks) + runtime_notes(job, frameworks)
     notes += [f"planner: {w}" for w in job.estimate.get("warnings") or []]
     return ["Notes"] + [f"  - {n}" for n in notes] if notes else []

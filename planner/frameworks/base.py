@@ -59,6 +59,8 @@ class Knobs:
     zero3_reshard: Choice = Choice((True,), "ZeRO-3 frees each layer's gathered weights after its forward")
     # MoE token dispatch (Plan.ep_dispatch).
     ep_dispatch: Choice = Choice(("alltoall",), "all-to-all token dispatch only")
+    # The tokens' wire format towards the experts (Plan.ep_dispatch_dtype). Not searched, as below.
+    ep_dispatch_dtype: Choice = Choice(("bf16",), "bf16 token dispatch only")
     # MoE router/dispatch in CUDA graphs (Plan.moe_cuda_graphs).
     moe_cuda_graphs: Choice = Choice((False,), "no CUDA graphs for the MoE layers")
     # The whole forward-backward as one CUDA graph (Plan.full_iteration_graph). Not searched: the search
@@ -193,6 +195,8 @@ def knob_violations(fw: Framework, plan: cm.Plan) -> list[str]:
         checks.append(("expert-parallel overlap", plan.ep_overlap, ks.ep_overlap))
     if plan.ep_dispatch != "alltoall":
         checks.append(("token dispatch", plan.ep_dispatch, ks.ep_dispatch))
+    if plan.ep_dispatch_dtype != "bf16":
+        checks.append(("token dispatch in", plan.ep_dispatch_dtype, ks.ep_dispatch_dtype))
     if plan.moe_cuda_graphs:
         checks.append(("MoE CUDA graphs", plan.moe_cuda_graphs, ks.moe_cuda_graphs))
     if plan.full_iteration_graph:

@@ -172,6 +172,22 @@ def padded_dispatch(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     return None
 
 
+def fp8_dispatch(model: cm.Model, plan: cm.Plan) -> Optional[str]:
+    """Megatron-LM sends tokens to the experts in MXFP8 (--moe-dispatch-fwd-dtype / --moe-combine-bwd-dtype
+    mxfp8, transformer_config.py d98e8a64, from #6524) only through the flex dispatcher's NCCL EP backend
+    ("require the 'ncclep' flex dispatcher backend"), whose manager refuses experts padded to a capacity
+    (token_dispatcher.py _NCCLEPManager: "drop and pad is not supported yet")."""
+    if plan.ep_dispatch_dtype == "bf16" or model.moe is None:
+        return None
+    if plan.ep_dispatch != "deepep":
+        return ("Megatron-LM sends MXFP8 tokens only through its flex dispatcher (NCCL EP backend, "
+                "transformer_config.py): use --ep-dispatch deepep")
+    if model.moe.capacity_factor > 0:
+        return ("Megatron-LM's NCCL EP dispatcher, the one that sends MXFP8 tokens, does not pad experts to a "
+                "capacity (token_dispatcher.py)")
+    return None
+
+
 def mtp_position(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     """arguments.py: --mtp-num-layers needs --position-embedding-type rope or none."""
     if model.mtp_layers and model.position_embedding not in ("rope", "none"):
@@ -351,7 +367,11 @@ def flex_backend(machine: Machine, plan: cm.Plan) -> str:
     d98e8a64 fused_a2a.py: "the CPU will wait for GPU's signal to arrive, so this is not compatible with
     CUDA graph"), HybridEP with a per-rank token budget does not (token_dispatcher.py; the emitter writes
     the budget), and NVIDIA's DGX-B300 recipe with that graph runs it on 8-GPU nodes (validation/runs.yaml,
-    mbridge-26.06-qwen3-30b-a3b-b300-mxfp8)."""
+    mbridge-26.06-qwen3-30b-a3b-b300-mxfp8). NCCL EP for an MXFP8 dispatch (Plan.ep_dispatch_dtype), the only
+    backend that sends one (transformer_config.py); the cost model prices its exchanges as the other flex
+    backends', one crossing per remote NVLink domain (an assumption: no published measurement)."""
+    if plan.ep_dispatch_dtype != "bf16":
+        return "ncclep"
     if plan.full_iteration_graph or machine.nvlink_domain_size > machine.gpus_per_node:
         return "hybridep"
     return "deepep"
@@ -360,7 +380,8 @@ def flex_backend(machine: Machine, plan: cm.Plan) -> str:
 def flex_dispatch_machine(model: cm.Model, machine: Machine, plan: cm.Plan) -> Optional[str]:
     """The flex dispatcher's libraries run on NVIDIA Hopper or newer, with NVLink among a node's GPUs
     and an RDMA network between NVLink domains (DeepEP README, Requirements); DeepEP itself only at the
-    expert group sizes it has configurations for (DEEPEP_GROUP_SIZES)."""
+    expert group sizes it has configurations for (DEEPEP_GROUP_SIZES), NCCL EP not across a multi-node
+    NVLink domain."""
     if plan.ep_dispatch != "deepep" or model.moe is None:
         return None
     if machine.generation is not None and machine.generation not in DEEPEP_GENERATIONS:
@@ -368,8 +389,11 @@ def flex_dispatch_machine(model: cm.Model, machine: Machine, plan: cm.Plan) -> O
                "(DeepEP README)"
     if machine.nvlink_domain_size < machine.gpus_per_node:
         return "the flex dispatcher (DeepEP) needs NVLink between all GPUs of a node (DeepEP README)"
-    group = plan.ep * plan.etp
-    if flex_backend(machine, plan) == "deepep" and group not in DEEPEP_GROUP_SIZES:
+    group, backend = plan.ep * plan.etp, flex_backend(machine, plan)
+    if backend == "ncclep" and machine.nvlink_domain_size > machine.gpus_per_node:
+        return ("Megatron-LM's NCCL EP dispatcher (MXFP8 tokens) does not run across a multi-node NVLink domain: only "
+                "HybridEP does (transformer_config.py moe_flex_dispatcher_backend)")
+    if backend == "deepep" and group not in DEEPEP_GROUP_SIZES:
         return (f"DeepEP has no dispatch configuration for an expert group of {group} ranks (expert TP x EP; sizes "
                 f"{', '.join(map(str, sorted(DEEPEP_GROUP_SIZES)))}; deep_ep/buffers/legacy.py)")
     if machine.rdma is False and not machine.nvlink_holds(group):
@@ -426,6 +450,9 @@ def knobs(tp_split: bool, pp_split: bool) -> Knobs:
                                "userbuffers), with tensor and sequence parallelism (arguments.py)"),
         ep_dispatch=Choice(("alltoall", "deepep"), "Megatron-LM dispatches tokens with --moe-token-dispatcher-type "
                                                    "alltoall, or flex with the DeepEP/HybridEP library"),
+        ep_dispatch_dtype=Choice(("bf16", "mxfp8"), "Megatron-LM sends MXFP8 tokens with --moe-flex-dispatcher-"
+                                                    "backend ncclep --moe-dispatch-fwd-dtype mxfp8 "
+                                                    "--moe-combine-bwd-dtype mxfp8"),
         moe_cuda_graphs=Choice((False, True), "Megatron-LM graphs the MoE router and dispatch with --cuda-graph-impl "
                                               "transformer_engine --cuda-graph-modules moe_router moe_preprocess"),
         full_iteration_graph=Choice((False, True), "Megatron-LM captures the whole forward-backward with "
@@ -448,12 +475,13 @@ FRAMEWORK = Framework(
     interleaving_rules=(interleaving_groups,),
     knobs=knobs,
     plan_rules=(distributed_optimizer_reduce, eager_loss, fp8_recipe, cpu_offloading, lowp_param_gather,
-                moe_sequence_parallel, moe_expert_bias, padded_dispatch, mtp_position, local_attention, ep_overlap,
+                moe_sequence_parallel, moe_expert_bias, padded_dispatch, fp8_dispatch, mtp_position, local_attention,
+                ep_overlap,
                 attention_sinks, moe_cuda_graphs, full_iteration_graph, delayed_scaling_recompute, deepep_groups,
                 bf16_layers,
                 graphed_router_layernorm, precision_aware_optimizer, attention_backend, tp_overlap_quantizer,
                 tp_overlap_mla),
-    machine_rules=(MachineRule(("ep_dispatch", "full_iteration_graph"), flex_dispatch_machine),
+    machine_rules=(MachineRule(("ep_dispatch", "ep_dispatch_dtype", "full_iteration_graph"), flex_dispatch_machine),
                    MachineRule(("tp_comm_overlap",), userbuffers_domain),
                    MachineRule(("tp_comm_overlap", "ep_overlap"), overlap_connections)),
 )

@@ -54,6 +54,10 @@ def add_plan_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--ep-dispatch", default="alltoall", choices=["alltoall", "deepep"],
                    help="MoE token dispatch: NCCL all-to-all (default) or DeepEP/HybridEP, which sends a token once "
                         "per remote NVLink domain (Megatron --moe-token-dispatcher-type flex)")
+    g.add_argument("--ep-dispatch-dtype", default="bf16", choices=["bf16", "mxfp8"],
+                   help="wire format of the tokens sent to the experts and of the gradients sent back to them: bf16 "
+                        "(default) or mxfp8, quantized before the exchange (Megatron --moe-dispatch-fwd-dtype and "
+                        "--moe-combine-bwd-dtype mxfp8, NCCL EP); needs --precision mxfp8")
     g.add_argument("--moe-cuda-graphs", action="store_true",
                    help="MoE router and dispatch preprocessing captured in CUDA graphs (Megatron --cuda-graph-impl "
                         "transformer_engine --cuda-graph-modules moe_router moe_preprocess): no host sync per MoE layer "
@@ -139,6 +143,7 @@ def plan_spec_from_args(args: argparse.Namespace):
         "recompute_modules": [m.strip() for m in args.recompute_modules.split(",") if m.strip()],
         "ep_overlap": args.ep_overlap, "optimizer_states": args.optimizer_states,
         "fp8_attention": args.fp8_attention, "ep_dispatch": args.ep_dispatch,
+        "ep_dispatch_dtype": args.ep_dispatch_dtype,
         "moe_cuda_graphs": args.moe_cuda_graphs, "full_iteration_graph": args.full_iteration_graph,
         "pipeline_buffers": args.pipeline_buffers,
         "grad_sync": args.grad_sync,

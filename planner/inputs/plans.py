@@ -53,6 +53,7 @@ def build_plan(spec: PlanSpec, model: ModelSpec, num_gpus: int) -> cm.Plan:
         repeat_kv=spec.repeat_kv, sp_gathered=spec.sp_gathered, ep=spec.ep, etp=spec.etp,
         recompute_modules=tuple(dict.fromkeys(spec.recompute_modules)), ep_overlap=spec.ep_overlap,
         optimizer_states=spec.optimizer_states, fp8_attention=spec.fp8_attention, ep_dispatch=spec.ep_dispatch,
+        ep_dispatch_dtype=spec.ep_dispatch_dtype,
         moe_cuda_graphs=spec.moe_cuda_graphs, full_iteration_graph=spec.full_iteration_graph,
         attention_kernel=spec.attention_kernel,
     )
@@ -73,7 +74,8 @@ def plan_to_dict(plan: cm.Plan) -> dict:
         "zero_stage": plan.zero_stage, "micro_batch_size": plan.micro_batch_size,
         "global_batch_size": plan.global_batch_size, "grad_accum_steps": plan.grad_accum_steps,
         "recompute": plan.recompute, "recompute_modules": list(plan.recompute_modules),
-        "ep_overlap": plan.ep_overlap, "ep_dispatch": plan.ep_dispatch, "moe_cuda_graphs": plan.moe_cuda_graphs,
+        "ep_overlap": plan.ep_overlap, "ep_dispatch": plan.ep_dispatch, "ep_dispatch_dtype": plan.ep_dispatch_dtype,
+        "moe_cuda_graphs": plan.moe_cuda_graphs,
         "full_iteration_graph": plan.full_iteration_graph,
         "optimizer_states": plan.optimizer_states, "fp8_attention": plan.fp8_attention,
         "sequence_parallel": plan.sequence_parallel,

@@ -379,6 +379,7 @@ class PlanSpec(Spec):
         default=["core_attn"], min_length=1, max_length=5)
     ep_overlap: Flag = False  # expert-parallel all-to-alls overlapped with another micro-batch's compute
     ep_dispatch: Literal["alltoall", "deepep"] = "alltoall"  # deepep: DeepEP/HybridEP (Megatron flex)
+    ep_dispatch_dtype: Literal["bf16", "mxfp8"] = "bf16"  # wire format towards the experts (Plan.ep_dispatch_dtype)
     moe_cuda_graphs: Flag = False  # MoE router and dispatch preprocessing in CUDA graphs
     full_iteration_graph: Flag = False  # the whole forward-backward as one CUDA graph (Megatron full_iteration)
     optimizer_states: Literal["fp32", "bf16"] = "fp32"  # bf16: Megatron's precision-aware optimizer

@@ -77,6 +77,8 @@ def plan_label(plan: dict) -> str:
         parts.append("FlashAttention-2-class attention")
     if plan.get("full_iteration_graph"):
         parts.append("whole-iteration CUDA graph")
+    if plan.get("ep_dispatch_dtype", "bf16") != "bf16":
+        parts.append(f"{plan['ep_dispatch_dtype'].upper()} token dispatch")
     return ", ".join(parts)
 
 

@@ -76,7 +76,7 @@ class PipeEntry:
 
 class KernelCache:
     """stage.stage_kernels per (tp, cp, ep, etp, cp_comm, micro-batch, SP, flash, precision, casts, FP8
-    attention, attention kernel): the only plan fields it reads."""
+    attention, attention kernel, token dispatch and its wire format): the only plan fields it reads."""
 
     def __init__(self, spec: SearchSpec, eff: cm.Efficiency):
         self.spec, self.eff, self.table = spec, eff, {}
@@ -84,7 +84,7 @@ class KernelCache:
     def get(self, plan: cm.Plan) -> StageKernels:
         key = (plan.tp, plan.cp, plan.ep, plan.etp, plan.cp_comm, plan.micro_batch_size, plan.sequence_parallel,
                plan.flash_attention, plan.precision, plan.weight_casts, plan.fp8_attention, plan.attention_kernel,
-               plan.ep_dispatch)
+               plan.ep_dispatch, plan.ep_dispatch_dtype)
         if key not in self.table:
             self.table[key] = stage_kernels(self.spec.model, self.spec.cluster, plan, self.eff)
         return self.table[key]
