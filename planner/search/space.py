@@ -359,7 +359,8 @@ def machine_refusals(spec: SearchSpec, tp: int, pp: int, cp: int = 1, ep: int = 
 
 def knob_combinations(spec: SearchSpec, fws: tuple[str, ...], tp: int, pp: int, cp: int = 1,
                       vpp: int = 1, ep: int = 1, etp: int = 1, ep_local: bool = False,
-                      cp_comms: tuple[str, ...] = cm.CP_COMMS, refused: frozenset = frozenset()) -> tuple[Knobs, ...]:
+                      cp_comms: tuple[str, ...] = cm.CP_COMMS, refused: frozenset = frozenset(),
+                      runs: dict | None = None) -> tuple[Knobs, ...]:
     """Union over `fws` of the knob combinations each runs (its knob values and plan rules), within
     the user's options and fixes. Knob values and plan rules read the layout only through tp > 1,
     pp > 1, cp > 1, vpp > 1, ep > 1 and etp > 1 (planner/frameworks/base.py), so one probe plan
@@ -369,53 +370,72 @@ def knob_combinations(spec: SearchSpec, fws: tuple[str, ...], tp: int, pp: int, 
     combinations are dropped when DeepEP with the MoE CUDA graphs (no host synchronisation) is offered,
     and DeepEP without them when the all-to-all is (the same time; the plainer dispatcher is kept).
     `cp_comms`: the CP exchanges the split allows (legal_cp_comms); `refused`: what the frameworks'
-    machine rules refuse on the split (machine_refusals)."""
+    machine rules refuse on the split (machine_refusals); `runs`: framework_knobs' answers, shared by the
+    calls of one search (splits that differ only in their machine refusals, CP exchanges or frameworks
+    ask the same questions)."""
     out: set[Knobs] = set()
+    runs = {} if runs is None else runs
     probe = plan_for(spec, Layout(tp, pp, spec.cluster.num_gpus // (tp * cp * pp), vpp, 1, cp, ep, etp))
     for name in fws:
+        key = (name, tp > 1, pp > 1, cp > 1, vpp > 1, ep > 1, etp > 1, cp_comms if cp > 1 else ())
+        if key not in runs:
+            runs[key] = framework_knobs(spec, name, probe, cp_comms)
         fw = REGISTRY[name]
-        ks = fw.knobs(tp > 1, pp > 1)
-        if base.numerics_violations(fw, probe):  # the user's numerics (SearchSpec.numerics), same on every plan
-            continue
-        for zero, rc, sp, prec in product(ks.zero_stage.values, ks.recompute.values, ks.sequence_parallel.values,
-                                          ks.precision.values):
-            if (sp and tp == 1) or prec not in spec.precisions or not gpu_runs(spec, prec):
+        for k, dpos in runs[key]:
+            if not refused:  # no machine rule refuses anything on the split
+                out.add(k)
                 continue
-            casts = ks.weight_casts.values if prec in LOW_PRECISIONS else ("step",)
-            reshards = ks.zero3_reshard.values if zero == 3 else (True,)
-            overlaps = ks.tp_comm_overlap.values if sp else (False,)  # TP overlap splits the SP collectives
-            cpcs = tuple(c for c in ks.cp_comm.values if c in cp_comms) if cp > 1 else ("p2p",)
-            moe = spec.model.moe is not None
-            epos = ks.ep_overlap.values if moe else (False,)
-            epds = ks.ep_dispatch.values if moe else ("alltoall",)
-            mcgs = ks.moe_cuda_graphs.values if moe else (False,)
-            pbufs = ks.pipeline_buffers.values if pp > 1 else ("freed",)
-            # one per framework and ZeRO stage: chunk_end is ZeRO-1 under a pipeline, microbatch ZeRO 0
-            gsync = base.grad_sync_for(ks, zero)
-            spg = ks.sp_gathered.values[0] if sp else False  # one per framework
-            # the DP overlap where it runs, else the sync after the backward: the first value that passes
-            dpos = tuple(v for v in sorted(ks.overlap_dp_comm.values, reverse=True)
-                         if (spec.overlap_dp_comm or not v) and spec.fixed.get("dpo", v) == v)  # --no-overlap, --fix
-            if not dpos:
-                continue
-            for grad, cast, reshard, tpo, cpc, epo, pbuf, attn, epd, mcg in product(
-                    spec.grad_dtypes, casts, reshards, overlaps, cpcs, epos, pbufs, ks.attention_kernel.values, epds,
-                    mcgs):
-                # grad "": the precision's own
-                k = Knobs(zero, rc, sp, prec, grad, cast, reshard, tpo, cpc, epo, pbuf, attn, gsync, spg, epd, mcg,
-                          dpos[0])
-                plan = plan_over(probe, knob_plan_fields(k))
-                if not probe_passes(spec, fw, plan, ks):
-                    continue
-                for dpo in dpos:  # of the rules only machine rules read the DP overlap (base.py)
-                    with_dpo = plan if dpo == plan.overlap_dp_comm else plan_over(plan, {"overlap_dp_comm": dpo})
-                    if not machine_refused(refused, name, fw, with_dpo):
-                        out.add(k if dpo == k.dpo else replace(k, dpo=dpo))
-                        break
+            plan = plan_over(probe, knob_plan_fields(k))
+            for dpo in dpos:  # of the rules only machine rules read the DP overlap (base.py)
+                with_dpo = plan if dpo == plan.overlap_dp_comm else plan_over(plan, {"overlap_dp_comm": dpo})
+                if not machine_refused(refused, name, fw, with_dpo):
+                    out.add(k if dpo == k.dpo else replace(k, dpo=dpo))
+                    break
     if ep_local:
         out = {k for k in out if not (k.epd == "alltoall" and replace(k, epd="deepep", mcg=True) in out
                                       or k.epd == "deepep" and not k.mcg and replace(k, epd="alltoall") in out)}
     return tuple(sorted(undominated(k for k in out if _fixed_ok(spec, k))))
+
+
+def framework_knobs(spec: SearchSpec, name: str, probe: cm.Plan, cp_comms: tuple[str, ...]) -> list:
+    """The knob combinations framework `name` runs on the probe plan's split, before its machine rules:
+    (knobs with the first DP overlap value allowed, the DP overlap values in the order to try)."""
+    fw = REGISTRY[name]
+    tp, pp, cp = probe.tp, probe.pp, probe.cp
+    ks = fw.knobs(tp > 1, pp > 1)
+    if base.numerics_violations(fw, probe):  # the user's numerics (SearchSpec.numerics), same on every plan
+        return []
+    found = []
+    for zero, rc, sp, prec in product(ks.zero_stage.values, ks.recompute.values, ks.sequence_parallel.values,
+                                      ks.precision.values):
+        if (sp and tp == 1) or prec not in spec.precisions or not gpu_runs(spec, prec):
+            continue
+        casts = ks.weight_casts.values if prec in LOW_PRECISIONS else ("step",)
+        reshards = ks.zero3_reshard.values if zero == 3 else (True,)
+        overlaps = ks.tp_comm_overlap.values if sp else (False,)  # TP overlap splits the SP collectives
+        cpcs = tuple(c for c in ks.cp_comm.values if c in cp_comms) if cp > 1 else ("p2p",)
+        moe = spec.model.moe is not None
+        epos = ks.ep_overlap.values if moe else (False,)
+        epds = ks.ep_dispatch.values if moe else ("alltoall",)
+        mcgs = ks.moe_cuda_graphs.values if moe else (False,)
+        pbufs = ks.pipeline_buffers.values if pp > 1 else ("freed",)
+        # one per framework and ZeRO stage: chunk_end is ZeRO-1 under a pipeline, microbatch ZeRO 0
+        gsync = base.grad_sync_for(ks, zero)
+        spg = ks.sp_gathered.values[0] if sp else False  # one per framework
+        # the DP overlap where it runs, else the sync after the backward: the first value that passes
+        dpos = tuple(v for v in sorted(ks.overlap_dp_comm.values, reverse=True)
+                     if (spec.overlap_dp_comm or not v) and spec.fixed.get("dpo", v) == v)  # --no-overlap, --fix
+        if not dpos:
+            continue
+        for grad, cast, reshard, tpo, cpc, epo, pbuf, attn, epd, mcg in product(
+                spec.grad_dtypes, casts, reshards, overlaps, cpcs, epos, pbufs, ks.attention_kernel.values, epds,
+                mcgs):
+            # grad "": the precision's own
+            k = Knobs(zero, rc, sp, prec, grad, cast, reshard, tpo, cpc, epo, pbuf, attn, gsync, spg, epd, mcg,
+                      dpos[0])
+            if probe_passes(spec, fw, plan_over(probe, knob_plan_fields(k)), ks):
+                found.append((k, dpos))
+    return found
 
 
 def probe_passes(spec: SearchSpec, fw: base.Framework, plan: cm.Plan, ks: base.Knobs) -> bool:
@@ -479,6 +499,7 @@ def build_space(spec: SearchSpec) -> Space:
     rejected: Counter = Counter()
     combos: dict[tuple, tuple[Knobs, ...]] = {}
     interned: dict[Knobs, Knobs] = {}  # one object per knob combination: the search keys on identity
+    runs: dict[tuple, list] = {}  # framework_knobs' answers
     for tp, cp, pp, ep, etp in splits(spec):
         broken = split_violations(spec, tp, pp, cp, ep, etp)
         if broken:
@@ -492,7 +513,8 @@ def build_space(spec: SearchSpec) -> Space:
             key = (fws, tp > 1, pp > 1, cp > 1, lay.vpp > 1, ep > 1, etp > 1, ep_local, cp_comms, refused)
             if key not in combos:  # the probe keeps ep > 1, etp > 1 (so ep x etp > 1) with the smallest degrees
                 combos[key] = tuple(interned.setdefault(k, k) for k in knob_combinations(
-                    spec, fws, tp, pp, cp, min(lay.vpp, 2), min(ep, 2), min(etp, 2), ep_local, cp_comms, refused))
+                    spec, fws, tp, pp, cp, min(lay.vpp, 2), min(ep, 2), min(etp, 2), ep_local, cp_comms, refused,
+                    runs))
             if combos[key]:
                 knobs[lay] = combos[key]
         if len(knobs) == before:
