@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from . import topology
 from .lowp import FP8_RECIPES, WEIGHT_CASTS, is_low
-from .types import ATTENTION_KERNELS, CP_COMMS, GRAD_DTYPES, GRAD_SYNCS, PIPELINE_BUFFERS, PRECISIONS, RECOMPUTE_MODES, RECOMPUTE_MODULES, Cluster, Model, Plan
+from .types import (ATTENTION_KERNELS, CP_COMMS, DISPATCH_DTYPES, GRAD_DTYPES, GRAD_SYNCS, PIPELINE_BUFFERS, PRECISIONS,
+                    RECOMPUTE_MODES, RECOMPUTE_MODULES, Cluster, Model, Plan)
 
 
 def _degree_rules(model: Model, plan: Plan) -> list[str]:
@@ -68,17 +69,12 @@ def cp_exchange_violations(model: Model, cluster: Cluster, plan: Plan) -> list[s
     return _ulysses_heads(model, plan) + _hierarchical_heads(model, cluster, plan) if plan.cp > 1 else []
 
 
-DISPATCH_DTYPES = ("bf16", "mxfp8")
-
-
 def _dispatch_dtype_rules(plan: Plan) -> list[str]:
-    """An MXFP8 token dispatch hands its payload to the experts' GEMM as quantized (Plan.ep_dispatch_dtype):
-    the experts must run MXFP8 themselves, and there must be expert ranks to send to."""
+    """A token dispatch in a low precision (Plan.ep_dispatch_dtype) needs expert ranks to send to."""
     if plan.ep_dispatch_dtype not in DISPATCH_DTYPES:
         return [f"ep_dispatch_dtype must be {' or '.join(DISPATCH_DTYPES)} (got {plan.ep_dispatch_dtype})"]
-    if plan.ep_dispatch_dtype == "mxfp8" and (plan.precision != "mxfp8" or plan.ep * plan.etp <= 1):
-        return ["an MXFP8 token dispatch needs precision mxfp8 (the experts' GEMM reads the quantized tokens as "
-                "they arrive) and more than one expert rank"]
+    if plan.ep_dispatch_dtype != "bf16" and plan.ep * plan.etp <= 1:
+        return [f"an {plan.ep_dispatch_dtype.upper()} token dispatch needs more than one expert rank to send to"]
     return []
 
 

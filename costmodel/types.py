@@ -23,6 +23,7 @@ MLPS = ("gelu", "relu2", "swiglu", "geglu", "quick_geglu")
 # point-to-point overlapped with blockwise attention, all-gather of K/V, all-to-all over heads
 # (DeepSpeed-Ulysses), and all-to-all inside a group then ring across groups.
 CP_COMMS = ("p2p", "all_gather", "a2a", "a2a+p2p")
+DISPATCH_DTYPES = ("bf16", "mxfp8")  # Plan.ep_dispatch_dtype
 # The fused attention kernel a plan's stack runs (Plan.attention_kernel; compute.flash_attention_fraction):
 # cuDNN's fused attention (Transformer Engine's FusedAttention, PyTorch SDPA's cuDNN backend) or a
 # FlashAttention-2-class kernel (the flash-attn 2 package, SDPA's flash backend).
@@ -307,10 +308,11 @@ class Plan:
     ep_dispatch: str = "alltoall"
     # Wire format of the tokens an MoE layer sends to its experts (the forward dispatch) and of the
     # gradients sent back to them (the backward of the combine): "bf16", or "mxfp8" (E4M3 elements with
-    # one byte of scale per 32, quantized before the exchange, which the experts' MXFP8 GEMM reads as is:
+    # one byte of scale per 32, quantized before the exchange whatever the experts' own precision:
     # Megatron-LM's --moe-dispatch-fwd-dtype / --moe-combine-bwd-dtype mxfp8). The combine's forward and
     # the dispatch's backward stay bf16, as in DeepSeek-V3 (arXiv:2412.19437 Sec 3.3: FP8 dispatch, BF16
-    # combine). DISPATCH_DTYPES.
+    # combine). Only the bytes on the links are priced, not the quantizing (or, for experts that are not
+    # MXFP8, dequantizing) pass on each side. DISPATCH_DTYPES.
     ep_dispatch_dtype: str = "bf16"
     # The MoE layers' router and dispatch preprocessing captured in CUDA graphs (Megatron
     # --cuda-graph-impl transformer_engine with the moe_router and moe_preprocess scopes): no host

@@ -138,8 +138,8 @@ def test_suggest_warns_of_an_imbalance_past_what_routing_allows(capsys):
 def test_fp8_dispatch_is_a_lever_where_megatron_runs_it(capsys):
     """Qwen3-30B-A3B in MXFP8 on two DGX B200 nodes, ep 16 with the flex dispatcher: the FP8 dispatch lever's
     figures are estimate's of the same plan with --ep-dispatch-dtype mxfp8, which sends less (ep_comm drops).
-    In bf16 experts (the MXFP8 payload has no GEMM to read it) and on a GB200 rack (only HybridEP crosses a
-    multi-node NVLink domain in Megatron-LM) the lever is not offered."""
+    On Hopper (no MXFP8) and on a GB200 rack (only HybridEP crosses a multi-node NVLink domain in Megatron-LM)
+    the lever is not offered."""
     argv = ["qwen3-30b-a3b", "dgx-b200", "--gpus", "16", "--gbs", "256", "--tp", "1", "--pp", "1", "--ep", "16",
             "--mbs", "4", "--zero", "1", "--precision", "mxfp8", "--ep-dispatch", "deepep"]
     base = estimate(capsys, *argv)
@@ -148,7 +148,7 @@ def test_fp8_dispatch_is_a_lever_where_megatron_runs_it(capsys):
     assert fp8["plan"]["ep_dispatch_dtype"] == "mxfp8"
     assert 0 < fp8["time_breakdown_s"]["ep_comm"] < base["time_breakdown_s"]["ep_comm"]
     assert lever["step_time_s"] == pytest.approx(fp8["step_time_s"], rel=1e-12)
-    bf16 = estimate(capsys, *[a if a != "mxfp8" else "bf16" for a in argv])
-    assert not any(lv["lever"] == "FP8 token dispatch" for lv in bf16["diagnosis"]["levers"])
+    hopper = estimate(capsys, *[{"dgx-b200": "dgx-h100", "mxfp8": "fp8"}.get(a, a) for a in argv])
+    assert not any(lv["lever"] == "FP8 token dispatch" for lv in hopper["diagnosis"]["levers"])
     rack = estimate(capsys, *[a if a != "dgx-b200" else "gb200-nvl72" for a in argv])
     assert not any(lv["lever"] == "FP8 token dispatch" for lv in rack["diagnosis"]["levers"])

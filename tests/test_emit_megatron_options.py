@@ -201,32 +201,62 @@ def test_a_graphed_moe_iteration_runs_hybridep_with_a_token_budget():
 def test_an_mxfp8_dispatch_runs_on_nccl_ep_where_megatron_runs_it():
     """Megatron-LM d98e8a64 (transformer_config.py, from #6524): --moe-dispatch-fwd-dtype and
     --moe-combine-bwd-dtype mxfp8 need the flex dispatcher's NCCL EP backend with the Transformer Engine op
-    fuser and grouped GEMMs; the NCCL EP manager refuses experts padded to a capacity (token_dispatcher.py),
-    and only HybridEP runs across a multi-node NVLink domain (moe_flex_dispatcher_backend). With a per-rank
-    token budget and MXFP8 it asserts NVTE_CUTEDSL_FUSED_GROUPED_MLP. DeepSpeed and torchtitan send bf16."""
+    fuser and grouped GEMMs, whatever the experts' precision (fp8_utils.py get_fp8_recipe_for_a2a); NCCL EP
+    refuses experts padded to a capacity (token_dispatcher.py), runs MXFP8 only on Blackwell, and only HybridEP
+    is documented across a multi-node NVLink domain (moe_flex_dispatcher_backend). DeepSpeed and torchtitan
+    send bf16."""
     from planner.frameworks import REGISTRY
     from planner.frameworks.base import Machine, knob_violations, machine_violations, plan_violations
 
     built = JOBS["qwen3-30b-mxfp8-dispatch"]()
-    script = megatron.launch_sh(built)
-    words = script_arguments(script)
+    words = script_arguments(megatron.launch_sh(built))
     assert words[words.index("--moe-flex-dispatcher-backend") + 1] == "ncclep"
     assert words[words.index("--moe-dispatch-fwd-dtype") + 1] == "mxfp8"
     assert words[words.index("--moe-combine-bwd-dtype") + 1] == "mxfp8"
     assert words.count("--use-transformer-engine-op-fuser") == 1 and "--moe-grouped-gemm" in words
-    assert "export NVTE_CUTEDSL_FUSED_GROUPED_MLP=1" in script and check(words) == []
-    eager = b200_job(load_model_spec("qwen3-30b-a3b"), dp=16, ep=16, global_batch_size=256, zero_stage=1,
-                     precision="mxfp8", ep_dispatch="deepep", ep_dispatch_dtype="mxfp8")
-    assert "NVTE_CUTEDSL_FUSED_GROUPED_MLP" not in megatron.launch_sh(eager)
+    assert check(words) == []
     model, plan, fw = built.cm_model, built.plan, REGISTRY["megatron"]
-    assert not plan_violations(fw, model, plan)
+    assert not plan_violations(fw, model, replace(plan, precision="bf16"))
     assert any("flex dispatcher" in v for v in plan_violations(fw, model, replace(plan, ep_dispatch="alltoall",
                                                                                 full_iteration_graph=False)))
     padded = replace(model, moe=replace(model.moe, capacity_factor=1.0))
-    assert any("NCCL EP" in v for v in plan_violations(fw, padded, plan))
+    assert any("NCCL EP dispatcher does not pad" in v for v in plan_violations(fw, padded, plan))
     rack = Machine(generation="blackwell", gpus_per_node=4, nvlink_domain_size=72, rdma=True)
     assert any("multi-node NVLink" in v for v in machine_violations(fw, model, rack, plan))
     assert not machine_violations(fw, model, rack, replace(plan, ep_dispatch_dtype="bf16"))
+    hopper = Machine(generation="hopper", gpus_per_node=8, nvlink_domain_size=8, rdma=True)
+    assert any("needs Blackwell" in v for v in machine_violations(fw, model, hopper, plan))
+    assert not any("token dispatch in" in v for v in knob_violations(fw, plan))
     for other in ("deepspeed", "torchtitan"):
         assert any("token dispatch in mxfp8" in v for v in knob_violations(REGISTRY[other], plan))
-    assert not any("token dispatch in" in v for v in knob_violations(fw, plan))
+
+
+def test_the_op_fuser_comes_with_what_megatron_asserts_for_it():
+    """experts.py (d98e8a64) asserts _is_fused_impl_supported under --use-transformer-engine-op-fuser: no
+    expert tensor parallelism, a gated SiLU or quick-GELU expert, and for those NVTE_CUTEDSL_FUSED_GROUPED_MLP
+    set. The fuser is written with an MXFP8 dispatch (eager or graphed) and with a per-rank token budget,
+    which a whole-iteration graph needs (HybridEP in bf16 as NCCL EP) and NCCL EP under the MoE layers' CUDA
+    graphs (its eager mode sizes the receive buffer on the host, token_dispatcher.py)."""
+    from planner.frameworks import REGISTRY
+    from planner.frameworks.base import plan_violations
+
+    qwen = load_model_spec("qwen3-30b-a3b")
+    common = dict(dp=16, ep=16, global_batch_size=256, zero_stage=1, precision="mxfp8", ep_dispatch="deepep")
+    eager = b200_job(qwen, ep_dispatch_dtype="mxfp8", **common)
+    graphed = b200_job(qwen, ep_dispatch_dtype="mxfp8", moe_cuda_graphs=True, **common)
+    whole_bf16 = JOBS["qwen3-30b-full-graph"]()
+    plain = b200_job(qwen, **common)
+    whole_fp8 = JOBS["qwen3-30b-mxfp8-dispatch"]()
+    for built, budget in ((eager, False), (graphed, True), (whole_bf16, True), (whole_fp8, True)):
+        script = megatron.launch_sh(built)
+        words = script_arguments(script)
+        assert "--use-transformer-engine-op-fuser" in words
+        assert ("--moe-expert-rank-capacity-factor" in words) == budget
+        assert "export NVTE_CUTEDSL_FUSED_GROUPED_MLP=1" in script and check(words) == []
+    script = megatron.launch_sh(plain)
+    assert "--use-transformer-engine-op-fuser" not in script and "NVTE_CUTEDSL" not in script
+    fw, plan = REGISTRY["megatron"], eager.plan
+    assert any("etp 1" in v for v in plan_violations(fw, eager.cm_model, replace(plan, dp=8, etp=2)))
+    gelu = replace(eager.cm_model, mlp="gelu")
+    assert any("not gelu" in v for v in plan_violations(fw, gelu, plan))
+    assert not any("op fuser" in v for v in plan_violations(fw, gelu, replace(plan, ep_dispatch_dtype="bf16")))

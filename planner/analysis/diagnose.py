@@ -102,10 +102,9 @@ LEVERS = (
           lambda p, c, m: _if(p.ep > 1 and p.ep_dispatch != "deepep", p, ep_dispatch="deepep"), framework="megatron"),
     Lever("FP8 token dispatch", "tokens sent to the experts and gradients sent back to them in MXFP8, about half "
           "those exchanges' bytes (Megatron --moe-flex-dispatcher-backend ncclep --moe-dispatch-fwd-dtype mxfp8 "
-          "--moe-combine-bwd-dtype mxfp8; NCCL EP priced like DeepEP, not validated); needs MXFP8 experts",
-          lambda p, c, m: _if(m.moe is not None and p.ep * p.etp > 1 and p.precision == "mxfp8"
-                              and p.ep_dispatch_dtype == "bf16", p, ep_dispatch="deepep", ep_dispatch_dtype="mxfp8"),
-          framework="megatron"),
+          "--moe-combine-bwd-dtype mxfp8, Blackwell; NCCL EP priced like DeepEP, not validated)",
+          lambda p, c, m: _if(m.moe is not None and p.ep_dispatch == "deepep" and p.ep_dispatch_dtype == "bf16",
+                              p, ep_dispatch_dtype="mxfp8"), framework="megatron"),
     Lever("MoE CUDA graphs with DeepEP dispatch", "the router and dispatch preprocessing captured in CUDA graphs "
           "(Megatron --cuda-graph-impl transformer_engine --cuda-graph-modules moe_router moe_preprocess) with "
           "fixed-size DeepEP buffers: no host sync per MoE layer",

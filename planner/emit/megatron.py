@@ -12,6 +12,7 @@ import shlex
 from costmodel.lowp import is_low
 from costmodel.topology import ranks_in_domain
 from planner.emit.job import Job, refuse_unless_runs
+from planner.errors import PlannerError
 from planner.frameworks import megatron as megatron_rules
 from planner.frameworks.megatron import pipeline_layout, uneven_split
 
@@ -117,7 +118,7 @@ def moe_flags(job: Job) -> Flags:
     if job.plan.ep_dispatch == "deepep":  # needs the DeepEP library installed next to Megatron-LM
         backend = megatron_rules.flex_backend(job.machine, job.plan)
         out += [("--moe-token-dispatcher-type", "flex"), ("--moe-flex-dispatcher-backend", backend)]
-        out += fp8_dispatch_flags(job)
+        out += flex_flags(job)
     else:
         out.append(("--moe-token-dispatcher-type", "alltoall"))
     if moe.shared_ffn_hidden_size:
@@ -127,15 +128,25 @@ def moe_flags(job: Job) -> Flags:
     return out + router_flags(job)
 
 
-def fp8_dispatch_flags(job: Job) -> Flags:
-    """An MXFP8 token dispatch (Plan.ep_dispatch_dtype): the forward dispatch and the combine's backward in
-    MXFP8 on NCCL EP, which transformer_config.py (d98e8a64) allows only with the Transformer Engine op fuser
-    and grouped GEMMs (written with the experts)."""
-    if job.plan.ep_dispatch_dtype == "bf16":
-        return []
-    dtype = job.plan.ep_dispatch_dtype
-    return [("--moe-dispatch-fwd-dtype", dtype), ("--moe-combine-bwd-dtype", dtype),
-            ("--use-transformer-engine-op-fuser", None)]
+def flex_flags(job: Job) -> Flags:
+    """The flex dispatcher's settings (planner/frameworks/megatron.py): an MXFP8 token dispatch
+    (Plan.ep_dispatch_dtype; the forward dispatch and the combine's backward in MXFP8 on NCCL EP), a fixed
+    per-rank token budget (rank_budget) and the Transformer Engine op fuser they need (op_fuser; the
+    grouped GEMMs are written with the experts). The fused expert MLP does not pre-multiply the router's
+    probabilities (experts.py _is_fused_impl_supported), so a model that does is refused here."""
+    model, plan, out = job.cm_model, job.plan, []
+    if plan.ep_dispatch_dtype != "bf16":
+        dtype = plan.ep_dispatch_dtype
+        out += [("--moe-dispatch-fwd-dtype", dtype), ("--moe-combine-bwd-dtype", dtype)]
+    if megatron_rules.rank_budget(model, plan):
+        out.append(("--moe-expert-rank-capacity-factor", megatron_rules.RANK_CAPACITY_FACTOR))
+    if megatron_rules.op_fuser(model, plan):
+        if job.model.moe.router_probs_on_input:
+            raise PlannerError("Megatron-LM's fused expert MLP (Transformer Engine op fuser), which this plan's "
+                               "dispatch needs, does not apply the router's probabilities to the experts' input "
+                               "(experts.py)")
+        out.append(("--use-transformer-engine-op-fuser", None))
+    return out
 
 
 def router_flags(job: Job) -> Flags:
@@ -301,18 +312,11 @@ def recompute_flags(job: Job) -> Flags:
 def graph_flags(job: Job) -> Flags:
     """The whole forward-backward as one CUDA graph (transformer_config.py cuda_graph_impl "full_iteration");
     arguments.py asserts --no-check-for-nan-in-loss-and-grad with it (the check reads the loss on the host).
-    An MoE plan's HybridEP dispatch gets a per-rank token budget so that its buffers have fixed sizes
-    (moe_expert_rank_capacity_factor 1.5 as NVIDIA's Megatron-Bridge recipes, validation/incoming/
-    moe_2025_2026.yaml; tokens over 1.5x a rank's balanced share would be dropped, none under the balanced
-    routing the plan is priced with), with the Transformer Engine op fuser that budget requires."""
+    An MoE plan's flex dispatch gets a per-rank token budget so that its buffers have fixed sizes, with the
+    op fuser that budget requires (flex_flags)."""
     if not job.plan.full_iteration_graph:
         return []
-    out: Flags = [("--cuda-graph-impl", "full_iteration"), ("--no-check-for-nan-in-loss-and-grad", None)]
-    if job.cm_model.moe is not None and job.plan.ep_dispatch == "deepep":
-        out.append(("--moe-expert-rank-capacity-factor", 1.5))
-        if job.plan.ep_dispatch_dtype == "bf16":  # fp8_dispatch_flags writes it otherwise
-            out.append(("--use-transformer-engine-op-fuser", None))
-    return out
+    return [("--cuda-graph-impl", "full_iteration"), ("--no-check-for-nan-in-loss-and-grad", None)]
 
 
 def plan_flags(job: Job) -> dict[str, Flags]:
@@ -374,9 +378,9 @@ def env_lines(job: Job) -> str:
         out += ("# Transformer Engine's TP overlap needs CUDA multicast (compute capability 9.0+ and NVSwitch); this\n"
                 "# machine uses its CUDA IPC fallback (examples/pytorch/comm_gemm_overlap/README.md @ v2.8).\n"
                 "export UB_SKIPMC=1\n")
-    if plan.full_iteration_graph and plan.ep_dispatch == "deepep" and plan.ep_dispatch_dtype != "bf16":
-        out += ("# NCCL EP with a per-rank token budget and MXFP8 runs the experts in the CuTe DSL grouped GEMM,\n"
-                "# which Megatron-LM asserts is switched on (token_dispatcher.py _NCCLEPManager).\n"
+    if megatron_rules.op_fuser(job.cm_model, plan) and job.cm_model.gated_mlp:
+        out += ("# The op fuser (--use-transformer-engine-op-fuser) fuses gated experts only with Transformer\n"
+                "# Engine's CuTe DSL grouped MLP switched on, or Megatron-LM asserts (moe/experts.py).\n"
                 "export NVTE_CUTEDSL_FUSED_GROUPED_MLP=1\n")
     return out
 

@@ -165,26 +165,66 @@ def moe_expert_bias(model: cm.Model, plan: cm.Plan) -> Optional[str]:
 
 def padded_dispatch(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     """transformer_config.py __post_init__ (d98e8a64): the flex dispatcher with the DeepEP backend
-    refuses moe_pad_expert_input_to_capacity, which a capacity factor is written with (emit)."""
+    refuses moe_pad_expert_input_to_capacity, which a capacity factor is written with (emit); so does
+    its NCCL EP backend (token_dispatcher.py _NCCLEPManager: "drop and pad is not supported yet")."""
     if plan.ep_dispatch == "deepep" and model.moe is not None and model.moe.capacity_factor > 0:
-        return ("Megatron-LM's DeepEP dispatcher does not pad experts to a capacity "
-                "(transformer_config.py); a capacity factor needs the all-to-all dispatcher")
+        backend, where = ("NCCL EP", "token_dispatcher.py") if plan.ep_dispatch_dtype != "bf16" else \
+            ("DeepEP", "transformer_config.py")
+        return (f"Megatron-LM's {backend} dispatcher does not pad experts to a capacity ({where}); a capacity "
+                "factor needs the all-to-all dispatcher")
     return None
 
 
 def fp8_dispatch(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     """Megatron-LM sends tokens to the experts in MXFP8 (--moe-dispatch-fwd-dtype / --moe-combine-bwd-dtype
     mxfp8, transformer_config.py d98e8a64, from #6524) only through the flex dispatcher's NCCL EP backend
-    ("require the 'ncclep' flex dispatcher backend"), whose manager refuses experts padded to a capacity
-    (token_dispatcher.py _NCCLEPManager: "drop and pad is not supported yet")."""
-    if plan.ep_dispatch_dtype == "bf16" or model.moe is None:
-        return None
-    if plan.ep_dispatch != "deepep":
+    ("require the 'ncclep' flex dispatcher backend"). Experts padded to a capacity: padded_dispatch."""
+    if plan.ep_dispatch_dtype != "bf16" and model.moe is not None and plan.ep_dispatch != "deepep":
         return ("Megatron-LM sends MXFP8 tokens only through its flex dispatcher (NCCL EP backend, "
                 "transformer_config.py): use --ep-dispatch deepep")
-    if model.moe.capacity_factor > 0:
-        return ("Megatron-LM's NCCL EP dispatcher, the one that sends MXFP8 tokens, does not pad experts to a "
-                "capacity (token_dispatcher.py)")
+    return None
+
+
+# Per-rank token budget of a flex dispatcher with fixed-size buffers, over the balanced share
+# (--moe-expert-rank-capacity-factor): NVIDIA's Megatron-Bridge recipes' value (validation/incoming/
+# moe_2025_2026.yaml); under the balanced routing plans are priced with, no token is dropped.
+RANK_CAPACITY_FACTOR = 1.5
+# The expert activations Transformer Engine's fused grouped MLP takes (experts.py _is_fused_impl_supported:
+# gated SiLU or quick GELU; a weighted squared ReLU too, which planner does not write).
+OP_FUSER_MLPS = ("swiglu", "quick_geglu")
+
+
+def rank_budget(model: cm.Model, plan: cm.Plan) -> bool:
+    """Whether the flex dispatcher's buffers get a fixed size (RANK_CAPACITY_FACTOR), for CUDA graphs
+    to capture them: under the whole-iteration graph (HybridEP or NCCL EP), and NCCL EP under the MoE
+    layers' graphs too, whose eager mode sizes its receive buffer per step from a token count on the
+    host (token_dispatcher.py _NCCLEPManager: "set for static shapes (fixed receive buffer, CUDA-graph
+    capturable ...), unset for eager"). The cost model prices these plans without a host wait
+    (costmodel/stage.py host_synced_dispatch)."""
+    if model.moe is None or plan.ep_dispatch != "deepep":
+        return False
+    return plan.full_iteration_graph or (plan.ep_dispatch_dtype != "bf16" and plan.moe_cuda_graphs)
+
+
+def op_fuser(model: cm.Model, plan: cm.Plan) -> bool:
+    """Whether the experts run through Transformer Engine's op fuser (--use-transformer-engine-op-fuser),
+    which a per-rank token budget needs (transformer_config.py, HybridEP and NCCL EP), and an MXFP8
+    dispatch too ("require BOTH use_transformer_engine_op_fuser and moe_grouped_gemm")."""
+    return rank_budget(model, plan) or (model.moe is not None and plan.ep_dispatch_dtype != "bf16")
+
+
+def fused_experts(model: cm.Model, plan: cm.Plan) -> Optional[str]:
+    """experts.py (d98e8a64) asserts _is_fused_impl_supported when the op fuser is on (op_fuser): no
+    expert tensor parallelism, and an activation it fuses (OP_FUSER_MLPS)."""
+    if not op_fuser(model, plan):
+        return None
+    why = "an MXFP8 token dispatch" if plan.ep_dispatch_dtype != "bf16" else "a fixed per-rank token budget"
+    if plan.etp > 1:
+        return (f"{why} runs the experts through Transformer Engine's op fuser, which Megatron-LM allows without "
+                "expert tensor parallelism only (experts.py): use etp 1")
+    if model.mlp not in OP_FUSER_MLPS:
+        return (f"{why} runs the experts through Transformer Engine's op fuser, which Megatron-LM allows with "
+                f"{' or '.join(OP_FUSER_MLPS)} experts only (experts.py), not {model.mlp}")
     return None
 
 
@@ -380,8 +420,8 @@ def flex_backend(machine: Machine, plan: cm.Plan) -> str:
 def flex_dispatch_machine(model: cm.Model, machine: Machine, plan: cm.Plan) -> Optional[str]:
     """The flex dispatcher's libraries run on NVIDIA Hopper or newer, with NVLink among a node's GPUs
     and an RDMA network between NVLink domains (DeepEP README, Requirements); DeepEP itself only at the
-    expert group sizes it has configurations for (DEEPEP_GROUP_SIZES), NCCL EP not across a multi-node
-    NVLink domain."""
+    expert group sizes it has configurations for (DEEPEP_GROUP_SIZES), NCCL EP (an MXFP8 dispatch) on
+    Blackwell and not across a multi-node NVLink domain."""
     if plan.ep_dispatch != "deepep" or model.moe is None:
         return None
     if machine.generation is not None and machine.generation not in DEEPEP_GENERATIONS:
@@ -390,9 +430,12 @@ def flex_dispatch_machine(model: cm.Model, machine: Machine, plan: cm.Plan) -> O
     if machine.nvlink_domain_size < machine.gpus_per_node:
         return "the flex dispatcher (DeepEP) needs NVLink between all GPUs of a node (DeepEP README)"
     group, backend = plan.ep * plan.etp, flex_backend(machine, plan)
+    if backend == "ncclep" and machine.generation is not None and machine.generation != "blackwell":
+        return (f"an MXFP8 token dispatch quantizes with Transformer Engine's MXFP8 recipe, which needs Blackwell "
+                f"(compute capability 10.0+), not {machine.generation} (Megatron-LM's NCCL EP tests skip without it)")
     if backend == "ncclep" and machine.nvlink_domain_size > machine.gpus_per_node:
-        return ("Megatron-LM's NCCL EP dispatcher (MXFP8 tokens) does not run across a multi-node NVLink domain: only "
-                "HybridEP does (transformer_config.py moe_flex_dispatcher_backend)")
+        return ("Megatron-LM documents HybridEP as its only flex backend across a multi-node NVLink domain "
+                "(transformer_config.py moe_flex_dispatcher_backend), not NCCL EP, which sends MXFP8 tokens")
     if backend == "deepep" and group not in DEEPEP_GROUP_SIZES:
         return (f"DeepEP has no dispatch configuration for an expert group of {group} ranks (expert TP x EP; sizes "
                 f"{', '.join(map(str, sorted(DEEPEP_GROUP_SIZES)))}; deep_ep/buffers/legacy.py)")
@@ -475,8 +518,8 @@ FRAMEWORK = Framework(
     interleaving_rules=(interleaving_groups,),
     knobs=knobs,
     plan_rules=(distributed_optimizer_reduce, eager_loss, fp8_recipe, cpu_offloading, lowp_param_gather,
-                moe_sequence_parallel, moe_expert_bias, padded_dispatch, fp8_dispatch, mtp_position, local_attention,
-                ep_overlap,
+                moe_sequence_parallel, moe_expert_bias, padded_dispatch, fp8_dispatch, fused_experts, mtp_position,
+                local_attention, ep_overlap,
                 attention_sinks, moe_cuda_graphs, full_iteration_graph, delayed_scaling_recompute, deepep_groups,
                 bf16_layers,
                 graphed_router_layernorm, precision_aware_optimizer, attention_backend, tp_overlap_quantizer,

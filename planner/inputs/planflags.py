@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 
+from costmodel.types import DISPATCH_DTYPES
+
 from planner.errors import PlannerError
 from planner.inputs import limits as L
 from planner.inputs.argtypes import batch_arg, bounded_int, degree_arg, plain_int
@@ -54,10 +56,10 @@ def add_plan_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--ep-dispatch", default="alltoall", choices=["alltoall", "deepep"],
                    help="MoE token dispatch: NCCL all-to-all (default) or DeepEP/HybridEP, which sends a token once "
                         "per remote NVLink domain (Megatron --moe-token-dispatcher-type flex)")
-    g.add_argument("--ep-dispatch-dtype", default="bf16", choices=["bf16", "mxfp8"],
+    g.add_argument("--ep-dispatch-dtype", default="bf16", choices=list(DISPATCH_DTYPES),
                    help="wire format of the tokens sent to the experts and of the gradients sent back to them: bf16 "
                         "(default) or mxfp8, quantized before the exchange (Megatron --moe-dispatch-fwd-dtype and "
-                        "--moe-combine-bwd-dtype mxfp8, NCCL EP); needs --precision mxfp8")
+                        "--moe-combine-bwd-dtype mxfp8, NCCL EP, Blackwell)")
     g.add_argument("--moe-cuda-graphs", action="store_true",
                    help="MoE router and dispatch preprocessing captured in CUDA graphs (Megatron --cuda-graph-impl "
                         "transformer_engine --cuda-graph-modules moe_router moe_preprocess): no host sync per MoE layer "
