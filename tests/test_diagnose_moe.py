@@ -152,3 +152,21 @@ def test_fp8_dispatch_is_a_lever_where_megatron_runs_it(capsys):
     assert not any(lv["lever"] == "FP8 token dispatch" for lv in hopper["diagnosis"]["levers"])
     rack = estimate(capsys, *[a if a != "dgx-b200" else "gb200-nvl72" for a in argv])
     assert not any(lv["lever"] == "FP8 token dispatch" for lv in rack["diagnosis"]["levers"])
+
+
+def test_the_plan_line_names_how_tokens_move(capsys):
+    """What the launch files must repeat is on the plan line: the dispatcher, the A2A overlap and the MoE
+    CUDA graphs of an MoE plan (suggest's #1 line printed none of them), and TP overlap."""
+    plan_line = lambda out: next(line for line in out.splitlines() if line.startswith("plan: "))  # noqa: E731
+    argv = ["estimate", *QWEN30, "--gpus", "8", "--gbs", "256", "--tp", "1", "--pp", "1", "--ep", "8", "--mbs", "1",
+            "--zero", "1"]
+    assert main([*argv, "--ep-dispatch", "deepep", "--moe-cuda-graphs", "--ep-overlap"]) == 0
+    line = plan_line(capsys.readouterr().out)
+    assert "DeepEP/HybridEP dispatch, EP overlap, MoE CUDA graphs" in line
+    assert main(argv) == 0
+    line = plan_line(capsys.readouterr().out)
+    assert "all-to-all dispatch" in line and "EP overlap" not in line and "MoE CUDA graphs" not in line
+    assert main(["estimate", "llama3-8b", "dgx-h100", "--gpus", "8", "--tp", "2", "--pp", "1", "--mbs", "1",
+                 "--gbs", "64", "--sequence-parallel", "--tp-comm-overlap"]) == 0
+    line = plan_line(capsys.readouterr().out)
+    assert "SP, TP overlap" in line and "dispatch" not in line

@@ -49,6 +49,19 @@ def step_usd(usd: float) -> str:
     return f"${usd:.{1 - math.floor(math.log10(usd))}f}"
 
 
+def moe_words(plan: dict) -> list[str]:
+    """How an MoE plan moves its tokens, which the launch files must repeat: the dispatcher, the A2A
+    overlap and the MoE layers' CUDA graphs (none of them applies without expert ranks)."""
+    if plan.get("ep", 1) * plan.get("etp", 1) <= 1:
+        return ["MoE CUDA graphs"] if plan.get("moe_cuda_graphs") else []
+    words = ["DeepEP/HybridEP dispatch" if plan.get("ep_dispatch") == "deepep" else "all-to-all dispatch"]
+    if plan.get("ep_overlap"):
+        words.append("EP overlap")
+    if plan.get("moe_cuda_graphs"):
+        words.append("MoE CUDA graphs")
+    return words
+
+
 def plan_label(plan: dict) -> str:
     parts = [f"tp {plan['tp']}"]
     if plan.get("cp", 1) > 1:
@@ -62,6 +75,9 @@ def plan_label(plan: dict) -> str:
               f"recompute {plan['recompute']}"]
     if plan["sequence_parallel"]:
         parts.append("SP")
+    if plan.get("tp_comm_overlap"):
+        parts.append("TP overlap")
+    parts += moe_words(plan)
     parts.append(plan["precision"])
     if plan.get("grad_reduce") == "allreduce" and plan["zero_stage"] >= 1:
         parts.append("gradient all-reduce")
