@@ -445,9 +445,10 @@ class Efficiency:
     # fp8_attention_speedup): GB200's, the part the Blackwell fraction stands for, in NVIDIA cudnn-frontend's
     # SDPA training benchmark (benchmark/sdpa_benchmark_training/artifacts/sdpa_fp8_benchmark_results_NVIDIA_
     # GB200.csv @ d48a60eb: causal, head dim 128, 128 query / 8 KV heads, batch 1, 8,192 tokens; fp8 1894 /
-    # 1263 TFLOP/s against bf16 1583 / 1211 in the same run). Measured, not fitted; no Hopper figure is
-    # published there, so Hopper parts take it too, and so does B300, which has no SDPA benchmark of its own
-    # in either format (its bf16 attention keeps the generation's fraction too, not GB300's rate).
+    # 1263 TFLOP/s against bf16 1583 / 1211 in the same run). Measured, not fitted. Hopper parts have their own
+    # (H200 measured, 1.50x forward and 0.79x backward: catalogs/gpus.yaml); B300, which has no SDPA benchmark
+    # of its own in either format, takes this one (its bf16 attention keeps the generation's fraction too, not
+    # GB300's rate).
     fp8_attention_speedup: tuple[float, float] = (1894 / 1583, 1263 / 1211)
     # FITTED (planner/fit.py, `planner validate --fit-on all`, all rows of validation/runs.yaml):
     # GEMM output dimension at which efficiency is half its large-shape value (saturation) ...
