@@ -50,11 +50,16 @@ def step_usd(usd: float) -> str:
 
 
 def moe_words(plan: dict) -> list[str]:
-    """How an MoE plan moves its tokens, which the launch files must repeat: the dispatcher, the A2A
-    overlap and the MoE layers' CUDA graphs (none of them applies without expert ranks)."""
+    """How an MoE plan moves its tokens, which the launch files must repeat: the dispatcher and the wire
+    format of what it sends to the experts, the A2A overlap and the MoE layers' CUDA graphs (none of them
+    applies without expert ranks)."""
     if plan.get("ep", 1) * plan.get("etp", 1) <= 1:
         return ["MoE CUDA graphs"] if plan.get("moe_cuda_graphs") else []
-    words = ["DeepEP/HybridEP dispatch" if plan.get("ep_dispatch") == "deepep" else "all-to-all dispatch"]
+    dtype = plan.get("ep_dispatch_dtype", "bf16")
+    if plan.get("ep_dispatch") == "deepep":  # the flex path: DeepEP/HybridEP, NCCL EP for a low-precision wire
+        words = ["DeepEP/HybridEP dispatch" if dtype == "bf16" else f"{dtype.upper()} flex dispatch"]
+    else:
+        words = ["all-to-all dispatch" + ("" if dtype == "bf16" else f" in {dtype.upper()}")]
     if plan.get("ep_overlap"):
         words.append("EP overlap")
     if plan.get("moe_cuda_graphs"):
@@ -93,8 +98,6 @@ def plan_label(plan: dict) -> str:
         parts.append("FlashAttention-2-class attention")
     if plan.get("full_iteration_graph"):
         parts.append("whole-iteration CUDA graph")
-    if plan.get("ep_dispatch_dtype", "bf16") != "bf16":
-        parts.append(f"{plan['ep_dispatch_dtype'].upper()} token dispatch")
     return ", ".join(parts)
 
 
