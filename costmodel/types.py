@@ -67,6 +67,9 @@ class Moe:
     first_dense_layers: int = 0  # leading layers with the dense MLP (DeepSeek-V3 first_k_dense_replace 3)
     layer_freq: int = 1  # after those, layer i (0-based) is MoE when (i + 1) % layer_freq == 0
     capacity_factor: float = 0.0  # expert capacity over the balanced share; 0 = dropless
+    # the router's weight scales the expert's input, not its output (Llama 4): an element-wise product that
+    # costs nothing here, carried so that framework rules can refuse the kernels that cannot apply it
+    router_probs_on_input: bool = False
 
 
 @dataclass(frozen=True)

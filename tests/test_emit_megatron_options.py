@@ -260,3 +260,7 @@ def test_the_op_fuser_comes_with_what_megatron_asserts_for_it():
     gelu = replace(eager.cm_model, mlp="gelu")
     assert any("not gelu" in v for v in plan_violations(fw, gelu, plan))
     assert not any("op fuser" in v for v in plan_violations(fw, gelu, replace(plan, ep_dispatch_dtype="bf16")))
+    # Llama 4 scales the expert's input by the router's weight; the fused MLP does not (experts.py)
+    on_input = replace(eager.cm_model, moe=replace(eager.cm_model.moe, router_probs_on_input=True))
+    assert any("experts' input" in v for v in plan_violations(fw, on_input, plan))
+    assert not any("experts' input" in v for v in plan_violations(fw, on_input, replace(plan, ep_dispatch_dtype="bf16")))

@@ -12,7 +12,6 @@ import shlex
 from costmodel.lowp import is_low
 from costmodel.topology import ranks_in_domain
 from planner.emit.job import Job, refuse_unless_runs
-from planner.errors import PlannerError
 from planner.frameworks import megatron as megatron_rules
 from planner.frameworks.megatron import pipeline_layout, uneven_split
 
@@ -132,8 +131,8 @@ def flex_flags(job: Job) -> Flags:
     """The flex dispatcher's settings (planner/frameworks/megatron.py): an MXFP8 token dispatch
     (Plan.ep_dispatch_dtype; the forward dispatch and the combine's backward in MXFP8 on NCCL EP), a fixed
     per-rank token budget (rank_budget) and the Transformer Engine op fuser they need (op_fuser; the
-    grouped GEMMs are written with the experts). The fused expert MLP does not pre-multiply the router's
-    probabilities (experts.py _is_fused_impl_supported), so a model that does is refused here."""
+    grouped GEMMs are written with the experts; what the fused expert MLP cannot run is refused by
+    megatron_rules.fused_experts before this runs)."""
     model, plan, out = job.cm_model, job.plan, []
     if plan.ep_dispatch_dtype != "bf16":
         dtype = plan.ep_dispatch_dtype
@@ -141,10 +140,6 @@ def flex_flags(job: Job) -> Flags:
     if megatron_rules.rank_budget(model, plan):
         out.append(("--moe-expert-rank-capacity-factor", megatron_rules.RANK_CAPACITY_FACTOR))
     if megatron_rules.op_fuser(model, plan):
-        if job.model.moe.router_probs_on_input:
-            raise PlannerError("Megatron-LM's fused expert MLP (Transformer Engine op fuser), which this plan's "
-                               "dispatch needs, does not apply the router's probabilities to the experts' input "
-                               "(experts.py)")
         out.append(("--use-transformer-engine-op-fuser", None))
     return out
 

@@ -215,10 +215,14 @@ def op_fuser(model: cm.Model, plan: cm.Plan) -> bool:
 
 def fused_experts(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     """experts.py (d98e8a64) asserts _is_fused_impl_supported when the op fuser is on (op_fuser): no
-    expert tensor parallelism, and an activation it fuses (OP_FUSER_MLPS)."""
+    expert tensor parallelism, an activation it fuses (OP_FUSER_MLPS), and the router's probabilities
+    applied to the experts' output (the fused MLP does not pre-multiply their input)."""
     if not op_fuser(model, plan):
         return None
     why = "an MXFP8 token dispatch" if plan.ep_dispatch_dtype != "bf16" else "a fixed per-rank token budget"
+    if model.moe.router_probs_on_input:
+        return (f"{why} runs the experts through Transformer Engine's op fuser, which does not apply the router's "
+                "probabilities to the experts' input as this model does (experts.py)")
     if plan.etp > 1:
         return (f"{why} runs the experts through Transformer Engine's op fuser, which Megatron-LM allows without "
                 "expert tensor parallelism only (experts.py): use etp 1")

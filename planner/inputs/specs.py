@@ -79,7 +79,8 @@ class MoeSpec(Spec):
 
     def to_moe(self) -> cm.Moe:
         return cm.Moe(self.num_experts, self.experts_per_token, self.ffn_hidden_size, self.shared_ffn_hidden_size,
-                      self.first_dense_layers, self.layer_freq, self.capacity_factor or 0.0)
+                      self.first_dense_layers, self.layer_freq, self.capacity_factor or 0.0,
+                      self.router_probs_on_input)
 
 
 class MlaSpec(Spec):
