@@ -343,15 +343,18 @@ def machine_refusals(spec: SearchSpec, tp: int, pp: int, cp: int = 1, ep: int = 
     """(framework, rule index, knob values) that a selected framework's machine rules refuse on this
     (tp, cp, pp, ep, etp) split of the cluster (base.MachineRule: each reads the split's degrees, the
     machine and its own knobs only, so every value combination of those knobs is checked once here);
-    knob_combinations drops the combinations they name."""
+    knob_combinations drops the combinations they name. A plan field the search does not set (not in
+    PLAN_FIELDS: an MXFP8 dispatch, the whole-iteration graph) is checked at its default only."""
     machine = base.Machine.of(spec.cluster)
     split = plan_for(spec, Layout(tp, pp, spec.cluster.num_gpus // (tp * cp * pp), 1, 1, cp, ep, etp))
+    searched = set(PLAN_FIELDS.values())
     out = set()
     for name in spec.frameworks:
         fw = REGISTRY[name]
         ks = fw.knobs(tp > 1, pp > 1)
         for i, rule in enumerate(fw.machine_rules):
-            for values in product(*(getattr(ks, knob).values for knob in rule.knobs)):
+            options = (getattr(ks, k).values if k in searched else (getattr(split, k),) for k in rule.knobs)
+            for values in product(*options):
                 if rule.check(spec.model, machine, plan_over(split, dict(zip(rule.knobs, values)))):
                     out.add((name, i, values))
     return frozenset(out)
