@@ -38,7 +38,7 @@ SETTINGS: dict[str, Callable[[cm.Plan], str | None]] = {
     "cp_comm": lambda p: _on(p.cp_comm, p.cp > 1),
     "ep_overlap": lambda p: _on(p.ep_overlap, p.ep > 1),
     "ep_dispatch": lambda p: _on(p.ep_dispatch, p.ep > 1),
-    "ep_dispatch_dtype": lambda p: _on(p.ep_dispatch_dtype, p.ep * p.etp > 1),
+    "ep_dispatch_dtype": lambda p: _on(p.ep_dispatch_dtype, p.ep > 1),  # it prices the all-to-all only
     "moe_cuda_graphs": lambda p: _on(p.moe_cuda_graphs, p.ep > 1),
     "full_iteration_graph": lambda p: _on(p.full_iteration_graph, True),
     "activation_offload": lambda p: _on(p.offload_layers > 0, True),
