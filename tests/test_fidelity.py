@@ -198,10 +198,23 @@ def test_generation_split_mape_does_not_regress(out_of_sample, scored):
 # peak published), predictions read after the rows were written: -15.4% and -16.6%; all 31: step 11.23%, max 29.8%.
 HOLDOUT_STEP_BOUNDS = (0.112, 0.296)  # 0.1115, 0.2950 with FP8 attention and the graph (2026-12-02)
 HOLDOUT_MEMORY_BOUNDS = (0.059, 0.155)  # 0.0584, 0.154 since 2026-12-01 (slack on per-step bytes)
+# Megatron-LM's H100 weak-scaling table (group megatron-core-2024, 9 rows, GPT 1.7B-462B at tp 1-8, pp 1-16),
+# added 2026-12-02 to judge where the search lands for dense H100 bf16 plans; bounded on its own so that the
+# bound above keeps meaning the 31 rows it was set on. First read: -12.1% .. +22.3%, MAPE 14.0%.
+MEGATRON_CORE_2024_STEP_BOUNDS = (0.141, 0.224)
+
+
+def test_megatron_core_h100_weak_scaling_rows(holdout):
+    rows = [r for r in holdout if r.group == "megatron-core-2024"]
+    step = validation.group_errors(validation.evaluate(rows))["step_time"]
+    print(f"megatron-core-2024 held out: step MAPE {step['mape']:.4f}, max {step['max_abs']:.4f}")
+    assert step["n"] == len(rows) == 9
+    assert step["mape"] <= MEGATRON_CORE_2024_STEP_BOUNDS[0] and step["max_abs"] <= MEGATRON_CORE_2024_STEP_BOUNDS[1]
 
 
 def test_held_out_rows_are_never_fitted_and_do_not_regress(runs, holdout):
     assert holdout and not {r.id for r in holdout} & {r.id for r in runs}  # no fit reads holdout.yaml
+    holdout = [r for r in holdout if r.group != "megatron-core-2024"]  # bounded on its own, above
     results = validation.evaluate(holdout)
     assert len(results) == len(holdout)
     errors = validation.group_errors(results)
