@@ -240,6 +240,12 @@ def plan_violations(fw: Framework, model: cm.Model, plan: cm.Plan) -> list[str]:
     return [msg for rule in (*fw.plan_rules, no_fp8_attention, no_repeat_kv) if (msg := rule(model, plan))]
 
 
+def runs_plan(fw: Framework, model: cm.Model, plan: cm.Plan) -> bool:
+    """Whether no plan rule of `fw` refuses `plan` (plan_violations empty), stopping at the first refusal:
+    what the search asks of every knob combination."""
+    return first_violation((*fw.plan_rules, no_fp8_attention, no_repeat_kv), model, plan) is None
+
+
 def machine_violations(fw: Framework, model: cm.Model, machine: Machine, plan: cm.Plan) -> list[str]:
     return [msg for rule in fw.machine_rules if (msg := rule.check(model, machine, plan))]
 

@@ -445,7 +445,7 @@ def probe_passes(spec: SearchSpec, fw: base.Framework, plan: cm.Plan, ks: base.K
     """Whether `fw` runs the probe plan with these knobs as far as its gradient dtypes, its plan rules and
     the cost model's cluster rules go (its machine rules are the split's refusals, machine_refusals)."""
     return (plan.grad_comm_dtype in ks.grad_dtype(plan.precision).values
-            and not base.plan_violations(fw, spec.model, plan)
+            and base.runs_plan(fw, spec.model, plan)
             and not cluster_violations(spec.cluster, plan, spec.model))
 
 
