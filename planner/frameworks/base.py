@@ -236,14 +236,19 @@ def no_repeat_kv(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     return None
 
 
+def all_plan_rules(fw: Framework) -> tuple[Rule, ...]:
+    """`fw`'s own plan rules and those every framework shares."""
+    return (*fw.plan_rules, no_fp8_attention, no_repeat_kv)
+
+
 def plan_violations(fw: Framework, model: cm.Model, plan: cm.Plan) -> list[str]:
-    return [msg for rule in (*fw.plan_rules, no_fp8_attention, no_repeat_kv) if (msg := rule(model, plan))]
+    return [msg for rule in all_plan_rules(fw) if (msg := rule(model, plan))]
 
 
 def runs_plan(fw: Framework, model: cm.Model, plan: cm.Plan) -> bool:
     """Whether no plan rule of `fw` refuses `plan` (plan_violations empty), stopping at the first refusal:
     what the search asks of every knob combination."""
-    return first_violation((*fw.plan_rules, no_fp8_attention, no_repeat_kv), model, plan) is None
+    return first_violation(all_plan_rules(fw), model, plan) is None
 
 
 def machine_violations(fw: Framework, model: cm.Model, machine: Machine, plan: cm.Plan) -> list[str]:

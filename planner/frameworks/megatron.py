@@ -220,15 +220,15 @@ def fused_experts(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     if not op_fuser(model, plan):
         return None
     why = "an MXFP8 token dispatch" if plan.ep_dispatch_dtype != "bf16" else "a fixed per-rank token budget"
+    fuser = f"{why} runs the experts through Transformer Engine's op fuser, which"
     if model.moe.router_probs_on_input:
-        return (f"{why} runs the experts through Transformer Engine's op fuser, which does not apply the router's "
-                "probabilities to the experts' input as this model does (experts.py)")
+        return (f"{fuser} does not apply the router's probabilities to the experts' input as this model does "
+                "(experts.py)")
     if plan.etp > 1:
-        return (f"{why} runs the experts through Transformer Engine's op fuser, which Megatron-LM allows without "
-                "expert tensor parallelism only (experts.py): use etp 1")
+        return f"{fuser} Megatron-LM allows without expert tensor parallelism only (experts.py): use etp 1"
     if model.mlp not in OP_FUSER_MLPS:
-        return (f"{why} runs the experts through Transformer Engine's op fuser, which Megatron-LM allows with "
-                f"{' or '.join(OP_FUSER_MLPS)} experts only (experts.py), not {model.mlp}")
+        return (f"{fuser} Megatron-LM allows with {' or '.join(OP_FUSER_MLPS)} experts only (experts.py), "
+                f"not {model.mlp}")
     return None
 
 
