@@ -28,7 +28,7 @@ from typing import Iterator
 
 from costmodel.pipeline import default_chunk_layers, pipeline_seconds, stage_layer_counts
 from costmodel.stage import stage_compute_seconds
-from planner.search.space import Knobs, Layout, SearchSpec, Space, plan_for, vpp_choices
+from planner.search.space import Knobs, Layout, SearchSpec, Space, vpp_choices
 from planner.search.tables import Candidate, LayoutTables, TableContext
 
 
@@ -86,7 +86,7 @@ def compute_bound(tables: LayoutTables, knobs: tuple[Knobs, ...]) -> float:
     spec, (of_rank, reps) = tables.ctx.spec, tables.classes
     best = math.inf
     for precision, casts in {(k.precision, k.casts) for k in knobs}:
-        plan = plan_for(spec, tables.lay, Knobs(0, "none", tables.lay.tp > 1, precision, "", casts))
+        plan = tables.plan(Knobs(0, "none", tables.lay.tp > 1, precision, "", casts))
         kernels = tables.ctx.kernels.get(plan)
         per_class = [stage_compute_seconds(spec.model, plan, kernels, mix, rank) for mix, rank in reps]
         busy, bubble = pipeline_seconds(tuple(per_class[i] for i in of_rank), plan.num_microbatches, plan.vpp)

@@ -14,9 +14,10 @@ tp (Megatron-core's folding allows others; --fix etp=N asks for one).
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from functools import cached_property, lru_cache
 from itertools import product
+from operator import attrgetter
 from typing import Iterator, Mapping
 
 from costmodel import types as cm
@@ -125,6 +126,21 @@ def knob_plan_fields(k: Knobs) -> dict[str, object]:
     out = {plan_field: getattr(k, name) for name, plan_field in PLAN_FIELDS.items()}
     out["fp8_recipe"] = "rowwise" if k.casts == "use" else "delayed"
     return out
+
+
+# A Knobs as the tuple of its field values: the dominance checks below compare combinations as tuples,
+# which spares building a Knobs per variant (dataclasses.replace, about 15 us each).
+_KNOB_FIELDS = tuple(f.name for f in fields(Knobs))
+_KNOB_INDEX = {name: i for i, name in enumerate(_KNOB_FIELDS)}
+knob_values = attrgetter(*_KNOB_FIELDS)
+
+
+def knob_variant(values: tuple, **changes) -> tuple:
+    """knob_values(replace(k, **changes)) from knob_values(k)."""
+    out = list(values)
+    for name, value in changes.items():
+        out[_KNOB_INDEX[name]] = value
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -305,14 +321,15 @@ def candidate_layouts(spec: SearchSpec, tp: int, pp: int, cp: int = 1, ep: int =
     for vpp, fws in vpp_frameworks(spec, tp, pp, cp, ep, etp).items():
         if not fws:
             continue
+        probe = plan_for(spec, Layout(tp, pp, dp, vpp, 1, cp, ep, etp)) if pp > 1 else None
         for mbs in divisors(spec.global_batch_size // dp):
             lay = Layout(tp, pp, dp, vpp, mbs, cp, ep, etp)
             if not _fixed_ok(spec, lay):
                 continue
-            if pp == 1:
+            if probe is None:
                 yield lay, fws
-            else:
-                plan = plan_for(spec, lay)
+            else:  # plan_for(spec, lay): the probe with this micro-batch
+                plan = plan_over(probe, {"micro_batch_size": mbs})
                 yield lay, tuple(f for f in fws if base.interleaving_violation(REGISTRY[f], spec.model, plan) is None)
 
 
@@ -336,7 +353,7 @@ def legal_cp_comms(spec: SearchSpec, tp: int, cp: int) -> tuple[str, ...]:
     inner = cp_ranks_per_domain(plan, spec.cluster)
     return tuple(c for c in cm.CP_COMMS
                  if not (c == "a2a+p2p" and inner in (1, cp) and spec.fixed.get("cpc") != c)
-                 and not cp_exchange_violations(spec.model, spec.cluster, replace(plan, cp_comm=c)))
+                 and not cp_exchange_violations(spec.model, spec.cluster, plan_over(plan, {"cp_comm": c})))
 
 
 def machine_refusals(spec: SearchSpec, tp: int, pp: int, cp: int = 1, ep: int = 1, etp: int = 1) -> frozenset:
@@ -395,8 +412,11 @@ def knob_combinations(spec: SearchSpec, fws: tuple[str, ...], tp: int, pp: int, 
                     out.add(k if dpo == k.dpo else replace(k, dpo=dpo))
                     break
     if ep_local:
-        out = {k for k in out if not (k.epd == "alltoall" and replace(k, epd="deepep", mcg=True) in out
-                                      or k.epd == "deepep" and not k.mcg and replace(k, epd="alltoall") in out)}
+        values = {k: knob_values(k) for k in out}
+        offered = set(values.values())
+        out = {k for k, v in values.items()
+               if not (k.epd == "alltoall" and knob_variant(v, epd="deepep", mcg=True) in offered
+                       or k.epd == "deepep" and not k.mcg and knob_variant(v, epd="alltoall") in offered)}
     return tuple(sorted(undominated(k for k in out if _fixed_ok(spec, k))))
 
 
@@ -430,23 +450,24 @@ def framework_knobs(spec: SearchSpec, name: str, probe: cm.Plan, cp_comms: tuple
                      if (spec.overlap_dp_comm or not v) and spec.fixed.get("dpo", v) == v)  # --no-overlap, --fix
         if not dpos:
             continue
+        # grad "": the precision's own; those whose wire dtype the framework reduces in (Plan.grad_comm_dtype)
+        allowed = ks.grad_dtype(prec).values
+        grads = [g for g in spec.grad_dtypes
+                 if plan_over(probe, {"precision": prec, "grad_dtype": g}).grad_comm_dtype in allowed]
         for grad, cast, reshard, tpo, cpc, epo, pbuf, attn, epd, mcg in product(
-                spec.grad_dtypes, casts, reshards, overlaps, cpcs, epos, pbufs, ks.attention_kernel.values, epds,
-                mcgs):
-            # grad "": the precision's own
+                grads, casts, reshards, overlaps, cpcs, epos, pbufs, ks.attention_kernel.values, epds, mcgs):
             k = Knobs(zero, rc, sp, prec, grad, cast, reshard, tpo, cpc, epo, pbuf, attn, gsync, spg, epd, mcg,
                       dpos[0])
-            if probe_passes(spec, fw, plan_over(probe, knob_plan_fields(k)), ks):
+            if probe_passes(spec, fw, plan_over(probe, knob_plan_fields(k))):
                 found.append((k, dpos))
     return found
 
 
-def probe_passes(spec: SearchSpec, fw: base.Framework, plan: cm.Plan, ks: base.Knobs) -> bool:
-    """Whether `fw` runs the probe plan with these knobs as far as its gradient dtypes, its plan rules and
-    the cost model's cluster rules go (its machine rules are the split's refusals, machine_refusals)."""
-    return (plan.grad_comm_dtype in ks.grad_dtype(plan.precision).values
-            and base.runs_plan(fw, spec.model, plan)
-            and not cluster_violations(spec.cluster, plan, spec.model))
+def probe_passes(spec: SearchSpec, fw: base.Framework, plan: cm.Plan) -> bool:
+    """Whether `fw` runs the probe plan with these knobs as far as its plan rules and the cost model's
+    cluster rules go (framework_knobs has checked its gradient dtype; its machine rules are the split's
+    refusals, machine_refusals)."""
+    return base.runs_plan(fw, spec.model, plan) and not cluster_violations(spec.cluster, plan, spec.model)
 
 
 def machine_refused(refused: frozenset, name: str, fw: base.Framework, plan: cm.Plan) -> bool:
@@ -470,13 +491,14 @@ def undominated(knobs) -> set[Knobs]:
     fraction of peak on every generation but Hopper, where FlashAttention-2 runs at the measured
     flash2_over_cudnn_hopper <= 1 of cuDNN's, tests/test_attention_kernel.py)
     (tests/test_search_tables.py checks the step and the memory on random plans)."""
-    ks = set(knobs)
-    return {k for k in ks if not ((not k.tpo and replace(k, tpo=True) in ks)
-                                  or (not k.dpo and replace(k, dpo=True) in ks)
-                                  or (not k.epo and replace(k, epo=True) in ks)
-                                  or (not k.mcg and replace(k, mcg=True) in ks)
-                                  or (k.pbuf != "freed" and replace(k, pbuf="freed") in ks)
-                                  or (k.attn != "cudnn" and replace(k, attn="cudnn") in ks))}
+    values = {k: knob_values(k) for k in knobs}
+    ks = set(values.values())
+    return {k for k, v in values.items() if not ((not k.tpo and knob_variant(v, tpo=True) in ks)
+                                                 or (not k.dpo and knob_variant(v, dpo=True) in ks)
+                                                 or (not k.epo and knob_variant(v, epo=True) in ks)
+                                                 or (not k.mcg and knob_variant(v, mcg=True) in ks)
+                                                 or (k.pbuf != "freed" and knob_variant(v, pbuf="freed") in ks)
+                                                 or (k.attn != "cudnn" and knob_variant(v, attn="cudnn") in ks))}
 
 
 def _split_fixed_ok(spec: SearchSpec, tp: int, cp: int, pp: int) -> bool:

@@ -40,7 +40,7 @@ from costmodel.stage import (
     stage_kernels,
     stage_params,
 )
-from planner.search.space import Knobs, Layout, SearchSpec, plan_for, plan_over
+from planner.search.space import Knobs, Layout, SearchSpec, knob_plan_fields, plan_for, plan_over
 
 
 @dataclass(frozen=True)
@@ -138,6 +138,7 @@ class TableContext:
         self.slope = activation_slope(spec, eff)
         self._states: dict[tuple, float] = {}
         self.cp_seconds: dict[tuple, dict] = {}  # LayoutTables.cp_exposed, shared by layouts with one kernel key
+        self.held_kv: dict[tuple, float] = {}  # LayoutTables.exchange_held, by (tp, cp, micro-batch, exchange)
 
     def states_bytes(self, base: cm.Plan, mix: tuple, rank: int, knob: tuple) -> float:
         """step.memory_breakdown total of a stage with no activations, for the knobs space.Knobs.states names."""
@@ -170,7 +171,11 @@ class LayoutTables:
         self.states: dict[tuple, tuple[float, ...]] = {}
         self.acts: dict[tuple, tuple[float, ...]] = {}
         self.held: dict[tuple, tuple[float, ...]] = {}  # class_states
-        self.held_kv: dict[str, float] = {}  # exchange_held
+
+    def plan(self, k: Knobs) -> cm.Plan:
+        """plan_for(spec, layout, k), from the layout's base plan: knob_plan_fields sets every field the
+        knobs own, so the base's default knobs are all overwritten (tests/test_search_tables.py checks it)."""
+        return plan_over(self.base, knob_plan_fields(k))
 
     def activations(self, rc: str, sp: bool, precision: str, casts: str = "step", cpc: str = "p2p",
                     pbuf: str = "freed", spg: bool = False) -> tuple[float, ...]:
@@ -184,8 +189,7 @@ class LayoutTables:
         if key not in self.acts:
             plain = (rc, sp, precision, casts, "a2a", pbuf, spg)
             if plain not in self.acts:
-                base = plan_for(self.ctx.spec, self.lay, Knobs(0, rc, sp, precision, "", casts, cpc="a2a", pbuf=pbuf,
-                                                               spg=spg))
+                base = self.plan(Knobs(0, rc, sp, precision, "", casts, cpc="a2a", pbuf=pbuf, spg=spg))
                 self.acts[plain] = tuple(stage_activation_bytes(self.ctx.spec.model, base, mix, rank,
                                                                 self.ctx.eff.moe_routing_imbalance)
                                          for mix, rank in self.classes[1])
@@ -195,12 +199,15 @@ class LayoutTables:
         return self.acts[key]
 
     def exchange_held(self, cpc: str) -> float:
-        """context.exchange_buffer_bytes of the layout under the CP exchange `cpc`: it reads the layout's
-        fields, the exchange and repeat_kv (no search knob), so one value per exchange."""
-        if cpc not in self.held_kv:
-            plan = plan_for(self.ctx.spec, self.lay, Knobs(0, "none", False, self.base.precision, "", cpc=cpc))
-            self.held_kv[cpc] = exchange_buffer_bytes(self.ctx.spec.model, plan)
-        return self.held_kv[cpc]
+        """context.exchange_buffer_bytes of the layout under the CP exchange `cpc`: it reads tp, cp, the
+        micro-batch, the exchange and repeat_kv (no search knob), so one value per such key, shared by the
+        layouts of the search (TableContext.held_kv)."""
+        lay = self.lay
+        key = (lay.tp, lay.cp, lay.mbs, cpc)
+        table = self.ctx.held_kv
+        if key not in table:
+            table[key] = exchange_buffer_bytes(self.ctx.spec.model, plan_over(self.base, {"cp_comm": cpc}))
+        return table[key]
 
     def peak_memory(self, k: Knobs) -> float:
         """The plan's peak memory per GPU without timing it: max over the classes of ranks of
@@ -238,7 +245,7 @@ class LayoutTables:
         key = (lay.tp, lay.cp, lay.ep, lay.etp, lay.mbs, sp, precision, casts, cpc, attn)  # KernelCache's, by layout
         table = self.ctx.cp_seconds
         if key not in table:
-            plan = plan_for(self.ctx.spec, lay, Knobs(0, "none", sp, precision, "", casts, cpc=cpc, attn=attn))
+            plan = self.plan(Knobs(0, "none", sp, precision, "", casts, cpc=cpc, attn=attn))
             table[key] = self.ctx.kernels.get(plan).cp_seconds or {}
         return table[key]
 
@@ -278,8 +285,8 @@ class LayoutTables:
         """The plan of a pipe key (pipe's and flush's) and its stages' costs (class_stage_costs)."""
         rc, sp, precision, casts, tpo, cpc, epo, pbuf, attn, spg, epd, mcg = key
         spec = self.ctx.spec
-        plan = plan_for(spec, self.lay, Knobs(0, rc, sp, precision, "", casts, True, tpo, cpc, epo, pbuf, attn,
-                                              spg=spg, epd=epd, mcg=mcg))
+        plan = self.plan(Knobs(0, rc, sp, precision, "", casts, True, tpo, cpc, epo, pbuf, attn, spg=spg, epd=epd,
+                               mcg=mcg))
         return plan, class_stage_costs(spec.model, spec.cluster, plan, self.ctx.eff, self.ctx.kernels.get(plan),
                                        self.classes, with_bytes)
 
@@ -309,7 +316,7 @@ class LayoutTables:
 
     def candidate(self, k: Knobs) -> Candidate:
         spec, eff = self.ctx.spec, self.ctx.eff
-        plan = plan_for(spec, self.lay, k)
+        plan = self.plan(k)
         pipe = self.pipe(k.recompute, k.sp, k.precision, k.casts, k.tpo, k.cpc, k.epo, k.pbuf, k.attn, k.spg, k.epd,
                          k.mcg)
         opt = step.optimizer_step_seconds(spec.cluster, plan, pipe.critical, eff)
