@@ -172,8 +172,9 @@ def test_deepseek_v3_layout_is_nvidias():
 
 
 REJECTED = [  # (plan/model change, words of the refusal); Megatron-LM's outcome in data/emit/README.md
-    (dict(zero_stage=2), "ZeRO stage 2"),
-    (dict(zero_stage=3), "ZeRO stage 3"),
+    # frameworks/megatron.py megatron_fsdp_stages: Megatron-FSDP written without pipeline parallelism only
+    (dict(pp=2, zero_stage=2, global_batch_size=8), "ZeRO stage 2: Megatron-LM shards optimizer states"),
+    (dict(pp=2, zero_stage=3, global_batch_size=8), "Megatron-FSDP (ZeRO-2/3) only without pipeline parallelism"),
     (dict(dp=8, global_batch_size=100), "global batch (100) must be divisible by micro batch x dp (1x8)"),
     (dict(tp=8, model=dict(num_attention_heads=12, hidden_size=768)), "attention heads (12) must be divisible by tp (8)"),
     (dict(tp=2, model=dict(num_attention_heads=12, hidden_size=768, num_kv_heads=3)), "num_query_groups (3)"),
@@ -206,7 +207,7 @@ def test_rule_refuses(change, words):
 
 def test_refusal_lists_every_broken_rule():
     with pytest.raises(PlannerError) as err:
-        megatron.files(job(tiny(), tp=1, zero_stage=3, sequence_parallel=True))
+        megatron.files(job(tiny(), tp=1, pp=2, zero_stage=3, sequence_parallel=True, global_batch_size=8))
     assert "ZeRO stage 3" in str(err.value) and "sequence parallel" in str(err.value)
 
 

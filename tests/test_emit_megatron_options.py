@@ -103,6 +103,13 @@ JOBS = {
                                                   ep_dispatch_dtype="mxfp8", full_iteration_graph=True),
     "qwen3-30b-eager": lambda: job(load_model_spec("qwen3-30b-a3b"), dp=8, ep=8, global_batch_size=256, zero_stage=1,
                                    fused_elementwise=False),
+    # Megatron-FSDP: NVIDIA's Llama 3 70B GB200 FP8 recipe (FSDP over 64 GPUs, 40 layers offloaded), and
+    # ZeRO-2 with TP and fp32 gradients
+    "llama3-70b-fsdp-offload": lambda: rack_job(load_model_spec("llama3-70b"), dp=64, global_batch_size=256,
+                                                micro_batch_size=2, zero_stage=3, precision="fp8",
+                                                offload_layers=40, lowp_param_gather=True),
+    "llama3-8b-zero2-tp": lambda: rack_job(load_model_spec("llama3-8b"), tp=2, dp=4, global_batch_size=32,
+                                           zero_stage=2, sequence_parallel=True, grad_dtype="fp32"),
 }
 
 
@@ -264,3 +271,51 @@ def test_the_op_fuser_comes_with_what_megatron_asserts_for_it():
     on_input = replace(eager.cm_model, moe=replace(eager.cm_model.moe, router_probs_on_input=True))
     assert any("experts' input" in v for v in plan_violations(fw, on_input, plan))
     assert not any("experts' input" in v for v in plan_violations(fw, on_input, replace(plan, ep_dispatch_dtype="bf16")))
+
+
+def test_megatron_fsdp_launch():
+    """ZeRO-2/3 are Megatron-FSDP (Megatron-LM d98e8a64 arguments.py and docs/user-guide/features/megatron_fsdp.md):
+    --use-megatron-fsdp with the sharding strategy, the checkpoint format validate_args asserts, unfused
+    gradient accumulation as Megatron-LM's examples/megatron_fsdp run it, CUDA_DEVICE_MAX_CONNECTIONS unset
+    (asserted not 1), gradients in fp32 through Megatron-FSDP's own dtype flag (it ignores
+    --grad-reduce-in-bf16), and no MXFP8 gradient-buffer reuse (Megatron-FSDP turns it off). Both scripts
+    went through validate_args too (tests/data/emit/README.md)."""
+    z3 = JOBS["llama3-70b-fsdp-offload"]()
+    words = script_arguments(megatron.launch_sh(z3))
+    at = words.index("--data-parallel-sharding-strategy")
+    assert words[at + 1] == "optim_grads_params"
+    assert {"--use-megatron-fsdp", "--use-distributed-optimizer", "--no-gradient-accumulation-fusion",
+            "--overlap-grad-reduce", "--overlap-param-gather", "--fp8-param-gather"} <= set(words)
+    assert words[words.index("--ckpt-format") + 1] == "fsdp_dtensor"
+    assert words[words.index("--cpu-offloading-num-layers") + 1] == "40"
+    assert "unset CUDA_DEVICE_MAX_CONNECTIONS" in megatron.launch_sh(z3)
+    z2 = JOBS["llama3-8b-zero2-tp"]()  # tp 2 on GB200: 32 connections, as without FSDP on Blackwell
+    script = megatron.launch_sh(z2)
+    words = script_arguments(script)
+    assert words[words.index("--data-parallel-sharding-strategy") + 1] == "optim_grads"
+    assert words[words.index("--megatron-fsdp-main-grads-dtype") + 1] == "fp32"
+    assert "--grad-reduce-in-bf16" not in words and "export CUDA_DEVICE_MAX_CONNECTIONS=32" in script
+    mx = script_arguments(megatron.launch_sh(b200_job(load_model_spec("llama3-8b"), dp=8, global_batch_size=32,
+                                                      zero_stage=3, precision="mxfp8", lowp_param_gather=True)))
+    assert "--fp8-param-gather" in mx and "--reuse-grad-buf-for-mxfp8-param-ag" not in mx
+    one = script_arguments(megatron.launch_sh(JOBS["fp8-cs-offload"]()))  # ZeRO-1: the distributed optimizer only
+    assert "--use-distributed-optimizer" in one and "--use-megatron-fsdp" not in one
+
+
+def test_megatron_fsdp_with_tp_only_from_blackwell():
+    """Before Blackwell, TP wants CUDA_DEVICE_MAX_CONNECTIONS=1 and Megatron-FSDP asserts it is not 1;
+    arguments.py warns against the pair and the cost model does not price it, so it is refused there
+    (frameworks/megatron.py fsdp_connections) and written on Blackwell."""
+    from emit_support import estimate
+
+    from planner.emit import build_job
+
+    def h100(**plan):
+        model = load_model_spec("llama3-8b")
+        return build_job(model, {**estimate(model, global_batch_size=32, zero_stage=3, **plan), "gpu": "h100-sxm-80gb",
+                                 "gpus_per_node": 8, "nvlink_domain_size": 8})
+
+    with pytest.raises(Exception, match="Megatron-FSDP \\(ZeRO-2/3\\) needs CUDA_DEVICE_MAX_CONNECTIONS other than 1"):
+        megatron.files(h100(tp=2, dp=4, sequence_parallel=True))
+    assert "unset CUDA_DEVICE_MAX_CONNECTIONS" in megatron.launch_sh(h100(dp=8))  # tp 1: runs
+    megatron.files(JOBS["llama3-8b-zero2-tp"]())

@@ -94,4 +94,7 @@ def test_report_renders_in_chromium(chromium, tmp_path, capsys):
     assert seen.get(rgb(TIME_COLORS["compute"]), 0) > 10_000  # the time chart's compute bars are painted
     dom, console, fetched = load(chromium, page, tmp_path / "w2", "--dump-dom")
     assert console == [] and fetched == []
-    assert dom.count("<svg") == 2 and dom.count("<table") == 1 and "Diagnosis of #1" in dom
+    # the ranked plans' table, and the levers' when one applies (a whole-iteration graph for this plan, since
+    # Megatron-LM runs its ZeRO-3 as Megatron-FSDP): every table the page has is in the rendered DOM
+    assert dom.count("<svg") == 2 and dom.count("<table") == page.read_text().count("<table") >= 1
+    assert "Diagnosis of #1" in dom

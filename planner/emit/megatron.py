@@ -13,7 +13,7 @@ from costmodel.lowp import is_low
 from costmodel.topology import ranks_in_domain
 from planner.emit.job import Job, refuse_unless_runs
 from planner.frameworks import megatron as megatron_rules
-from planner.frameworks.megatron import pipeline_layout, uneven_split
+from planner.frameworks.megatron import FSDP_SHARDING, pipeline_layout, uneven_split
 
 Flags = list[tuple[str, object]]  # (flag, value): None for store_true flags, a tuple for nargs='+' flags
 # The MLP activations pretrain_gpt.py takes as a flag (GeLU is its default; GeGLU it has not: frameworks/megatron.py)
@@ -211,10 +211,14 @@ def pipeline_flags(job: Job) -> Flags:
 
 
 def parallel_flags(job: Job) -> Flags:
-    """ZeRO-1 = --use-distributed-optimizer; --overlap-param-gather needs it and --overlap-grad-reduce
-    (arguments.py); overlap flags only when there is a gradient sync to overlap: dense gradients reduce
-    over dp x cp, expert gradients over expert-DP (distributed_data_parallel.py dp_cp_group and
-    expt_dp_group), so dp 1 with cp or expert-DP ranks still syncs."""
+    """ZeRO-1 = --use-distributed-optimizer; ZeRO-2/3 = Megatron-FSDP (--use-megatron-fsdp with the sharding
+    strategy, frameworks/megatron.py FSDP_SHARDING), which asserts --ckpt-format fsdp_dtensor (arguments.py)
+    and which Megatron-LM's examples/megatron_fsdp and NVIDIA's recipes run with
+    --no-gradient-accumulation-fusion (arguments.py only warns that Transformer Engine's fused accumulation
+    may not support it). --overlap-param-gather needs the distributed optimizer or Megatron-FSDP and
+    --overlap-grad-reduce (arguments.py); overlap flags only when there is a gradient sync to overlap: dense
+    gradients reduce over dp x cp, expert gradients over expert-DP (distributed_data_parallel.py dp_cp_group
+    and expt_dp_group), so dp 1 with cp or expert-DP ranks still syncs."""
     p = job.plan
     out: Flags = [("--tensor-model-parallel-size", p.tp), ("--pipeline-model-parallel-size", p.pp)]
     out += pipeline_flags(job) + context_flags(job)
@@ -228,13 +232,16 @@ def parallel_flags(job: Job) -> Flags:
         out.append(("--tp-comm-overlap", None))
     if p.offload_layers:
         out.append(("--cpu-offloading-num-layers", p.offload_layers))
-    if p.zero_stage == 1:
+    if p.zero_stage >= 1:
         out.append(("--use-distributed-optimizer", None))
+    if p.zero_stage >= 2:  # Megatron-FSDP: its checkpoint format is asserted; NVIDIA's examples run it unfused
+        out += [("--use-megatron-fsdp", None), ("--data-parallel-sharding-strategy", FSDP_SHARDING[p.zero_stage]),
+                ("--ckpt-format", "fsdp_dtensor"), ("--no-gradient-accumulation-fusion", None)]
     if p.optimizer_states == "bf16":
         out += [("--use-precision-aware-optimizer", None), ("--exp-avg-dtype", "bf16"), ("--exp-avg-sq-dtype", "bf16")]
     if p.overlap_dp_comm and (p.dp * p.cp > 1 or (job.cm_model.moe is not None and p.expert_dp > 1)):
         out.append(("--overlap-grad-reduce", None))
-        if p.zero_stage == 1:
+        if p.zero_stage >= 1:
             out.append(("--overlap-param-gather", None))
     return out
 
@@ -272,7 +279,8 @@ def low_precision_flags(p) -> Flags:
                 ("--num-layers-at-end-in-bf16", p.bf16_layers_end)]
     if p.lowp_param_gather:
         out.append(("--fp4-param-gather" if p.precision == "nvfp4" else "--fp8-param-gather", None))
-        if p.precision == "mxfp8":  # no second parameter buffer (optimizer_config.py warns without it)
+        if p.precision == "mxfp8" and p.zero_stage == 1:  # no second parameter buffer (optimizer_config.py warns
+            # without it; Megatron-FSDP turns it off, arguments.py)
             out.append(("--reuse-grad-buf-for-mxfp8-param-ag", None))
     return out
 
@@ -283,7 +291,10 @@ def precision_flags(job: Job) -> Flags:
     if job.half_dtype:
         out.append((f"--{job.half_dtype}", None))
     out += low_precision_flags(p)
-    if job.half_dtype == "bf16" and p.grad_comm_dtype == "bf16":
+    if p.zero_stage >= 2:  # Megatron-FSDP's own dtypes: main gradients "auto" = the parameters' 16-bit type,
+        if job.half_dtype and p.grad_comm_dtype == "fp32":  # and the reduction follows them (arguments.py)
+            out.append(("--megatron-fsdp-main-grads-dtype", "fp32"))
+    elif job.half_dtype == "bf16" and p.grad_comm_dtype == "bf16":
         out.append(("--grad-reduce-in-bf16", None))
     elif job.half_dtype == "fp16" and p.grad_comm_dtype == "fp32":
         out.append(("--accumulate-allreduce-grads-in-fp32", None))
@@ -347,7 +358,9 @@ PRE_MULTICAST_GENERATIONS = ("volta", "turing", "ampere", "ada")  # compute capa
 def env_lines(job: Job) -> str:
     """CUDA_DEVICE_MAX_CONNECTIONS with tp > 1 or cp > 1 (Megatron-LM d98e8a64 arguments.py): before
     Blackwell it asserts "1", except with --overlap-moe-expert-parallel-comm, where it only warns and the
-    EP overlap needs more than 1 (core/transformer/moe/README.md), so 32; from Blackwell on it has no
+    EP overlap needs more than 1 (core/transformer/moe/README.md), so 32; Megatron-FSDP asserts it is not
+    1 and its docs unset it (docs/user-guide/features/megatron_fsdp.md), so unset (before Blackwell only
+    at tp 1 and cp 1: frameworks/megatron.py fsdp_connections); from Blackwell on it has no
     rule and NeMo (8cfedd72 lightning/pytorch/callbacks/megatron_comm_overlap.py) recommends 32, so that
     streams do not serialise. Transformer Engine's userbuffers (--tp-comm-overlap) use CUDA multicast
     objects, which need compute capability 9.0+ and NVSwitch; elsewhere UB_SKIPMC=1 falls back to CUDA
@@ -355,7 +368,11 @@ def env_lines(job: Job) -> str:
     base.py @ v2.8)."""
     out = ""
     machine, plan = job.machine, job.plan
-    if plan.tp > 1 or plan.cp > 1:
+    fsdp_unset = plan.zero_stage >= 2 and not (machine.generation == "blackwell" and (plan.tp > 1 or plan.cp > 1))
+    if fsdp_unset:
+        out += ("# Megatron-FSDP asserts this is not 1 (megatron/training/arguments.py) and its docs leave it unset.\n"
+                "unset CUDA_DEVICE_MAX_CONNECTIONS\n")
+    elif plan.tp > 1 or plan.cp > 1:
         if machine.generation == "blackwell":
             out += ("# More connections than the default 8, so that streams do not serialise (NeMo's setting on\n"
                     "# Blackwell, where Megatron-LM has no rule).\n"

@@ -471,6 +471,19 @@ def overlap_connections(model: cm.Model, machine: Machine, plan: cm.Plan) -> Opt
     return None
 
 
+def fsdp_connections(model: cm.Model, machine: Machine, plan: cm.Plan) -> Optional[str]:
+    """Before Blackwell, tensor and context parallelism want CUDA_DEVICE_MAX_CONNECTIONS=1 (arguments.py
+    asserts it for them alone) and Megatron-FSDP asserts it is not 1; with both, arguments.py only warns
+    that they "require different CUDA_MAX_CONNECTIONS settings for best performance" and advises against
+    using them together. The cost model does not price that conflict, so the pair is not offered there
+    (as overlap_connections does for TP and EP overlap)."""
+    if plan.zero_stage >= 2 and (plan.tp > 1 or plan.cp > 1) and machine.generation not in (None, "blackwell"):
+        return ("before Blackwell, Megatron-FSDP (ZeRO-2/3) needs CUDA_DEVICE_MAX_CONNECTIONS other than 1 and "
+                "tensor or context parallelism wants 1 (Megatron-LM arguments.py warns against the pair): use "
+                "tp 1 and cp 1 with it, or ZeRO-1")
+    return None
+
+
 def grad_dtypes(precision: str) -> Choice:
     """arguments.py / distributed_data_parallel.py (LC §2.2 rule 9): gradients reduce in fp32, or in
     the 16-bit parameter dtype (--grad-reduce-in-bf16 for bf16 and fp8, whose parameters are bf16;
@@ -480,11 +493,30 @@ def grad_dtypes(precision: str) -> Choice:
     return Choice(allowed, f"Megatron-LM reduces {precision} gradients in {' or '.join(allowed)} only")
 
 
+# Megatron-FSDP's --data-parallel-sharding-strategy per ZeRO stage it runs (arguments.py; docs/user-guide/
+# features/megatron_fsdp.md: optim_grads = ZeRO-2, optim_grads_params = ZeRO-3).
+FSDP_SHARDING = {2: "optim_grads", 3: "optim_grads_params"}
+
+
+def megatron_fsdp_stages(pp_split: bool) -> Choice:
+    """ZeRO 0 is plain DDP, 1 the distributed optimizer (core/optimizer/distrib_optimizer.py), 2 and 3
+    Megatron-FSDP (--use-megatron-fsdp, version 1, the default: arguments.py turns the distributed optimizer
+    on for it). planner writes Megatron-FSDP as Megatron-LM's own examples (examples/megatron_fsdp: Llama 3 8B,
+    DeepSeek-V3) and NVIDIA's Megatron-Bridge Llama 3 70B recipes run it, without pipeline parallelism:
+    validate_args does not refuse the pair, but no example or recipe runs it, and version 2 refuses tp, pp
+    and cp > 1 (core/distributed/fsdp/mcore_fsdp_adapter.py _validate_config)."""
+    if pp_split:
+        return Choice((0, 1), "Megatron-LM shards optimizer states with its distributed optimizer (ZeRO-1); planner "
+                              "writes Megatron-FSDP (ZeRO-2/3) only without pipeline parallelism, as Megatron-LM's "
+                              "examples/megatron_fsdp run it")
+    return Choice((0, 1, 2, 3), "Megatron-LM shards optimizer states with its distributed optimizer (ZeRO-1), and "
+                                "gradients (ZeRO-2) or parameters too (ZeRO-3) with Megatron-FSDP (--use-megatron-"
+                                "fsdp --data-parallel-sharding-strategy optim_grads|optim_grads_params)")
+
+
 def knobs(tp_split: bool, pp_split: bool) -> Knobs:
     return Knobs(
-        zero_stage=Choice((0, 1), "Megatron-LM's distributed optimizer (--use-distributed-optimizer, "
-                                  "core/optimizer/distrib_optimizer.py) shards optimizer states only (ZeRO-1); "
-                                  "gradient and parameter sharding needs Megatron-FSDP, which planner does not emit"),
+        zero_stage=megatron_fsdp_stages(pp_split),
         recompute=Choice(("none", "selective", "full"), "Megatron-LM recomputes with --recompute-granularity "
                                                         "selective|full (torchtitan's per-op SAC is not one of them)"),
         sequence_parallel=only_with_tp(tp_split, "Megatron-LM turns --sequence-parallel off at tp 1 (arguments.py)"),
@@ -530,5 +562,6 @@ FRAMEWORK = Framework(
                 tp_overlap_mla),
     machine_rules=(MachineRule(("ep_dispatch", "ep_dispatch_dtype", "full_iteration_graph"), flex_dispatch_machine),
                    MachineRule(("tp_comm_overlap",), userbuffers_domain),
-                   MachineRule(("tp_comm_overlap", "ep_overlap"), overlap_connections)),
+                   MachineRule(("tp_comm_overlap", "ep_overlap"), overlap_connections),
+                   MachineRule(("zero_stage",), fsdp_connections)),
 )
