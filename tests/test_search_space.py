@@ -186,7 +186,7 @@ def test_every_knob_sets_a_plan_field_and_has_its_values():
     knobs = {f.name for f in dataclasses.fields(Knobs)}
     assert set(PLAN_FIELDS) == knobs  # a knob the plan never sees would be searched for nothing
     assert set(PLAN_FIELDS.values()) <= {f.name for f in dataclasses.fields(cm.Plan)}
-    assert set(KNOB_CHOICES) == knobs - {"zero"}  # ZeRO is a number (--fix bounds it)
+    assert set(KNOB_CHOICES) == knobs - {"zero", "offl"}  # ZeRO and the offloaded layers: numbers (--fix bounds)
 
 
 def test_search_plans_equal_the_plans_built_by_their_constructor():

@@ -66,6 +66,9 @@ class Knobs:
     # The whole forward-backward as one CUDA graph (Plan.full_iteration_graph). Not searched: the search
     # scores plans without it (the graph could only shorten their steps); estimate and emit take it from the user.
     full_iteration_graph: Choice = Choice((False,), "no whole-iteration CUDA graph")
+    # Activations of whole layers copied to host memory during forward and back for backward (Plan.offload_layers):
+    # True = the search tries a quarter, half and three quarters of the stage's layers (space.offload_counts).
+    activation_offload: Choice = Choice((False,), "no activation offload of whole layers")
     # The DP/ZeRO gradient sync run beside the backward (Plan.overlap_dp_comm) or after it. Where both
     # run, the search offers the overlap unless the user turns it off (--no-overlap) and keeps the
     # plain sync only when the overlapped one is refused (a rule) or off.

@@ -545,6 +545,9 @@ def knobs(tp_split: bool, pp_split: bool) -> Knobs:
                        "attn_forward_func_with_cp)"),
         attention_kernel=Choice(("cudnn", "flash2"), "Megatron-LM picks Transformer Engine's attention with "
                                                      "--attention-backend fused (cuDNN) or flash (FlashAttention-2)"),
+        activation_offload=Choice((False,) if pp_split else (False, True),
+                                  "Megatron-LM offloads the activations of whole layers with "
+                                  "--cpu-offloading-num-layers, without pipeline parallelism (cpu_offloading)"),
     )
 
 

@@ -82,6 +82,8 @@ def plan_label(plan: dict) -> str:
         parts.append("SP")
     if plan.get("tp_comm_overlap"):
         parts.append("TP overlap")
+    if plan.get("offload_layers"):
+        parts.append(f"{plan['offload_layers']} layers' activations offloaded")
     parts += moe_words(plan)
     parts.append(plan["precision"])
     if plan.get("grad_reduce") == "allreduce" and plan["zero_stage"] >= 1:

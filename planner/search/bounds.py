@@ -9,7 +9,8 @@ parallel and TP/EP overlap on, over the other pipe keys (precision, weight casts
 plus the fixed overhead; the exposed DP sync and the optimizer step are >= 0. It holds because, in
 the cost model, for a fixed layout and precision:
   * recompute only adds time (stage.stage_cost: recompute_seconds >= 0, 6 instead of 4 TP
-    collectives per layer under full recompute; compute and p2p do not depend on it);
+    collectives per layer under full recompute; compute and p2p do not depend on it), and so does
+    activation offload (stage.offload_seconds >= 0; nothing else reads it), which the bounds leave off;
   * sequence parallel never adds time (same TP ring cost, less elementwise HBM traffic), an
     overlapped collective never costs more than the collective, and the flush
     (pipeline.pipeline_seconds) grows with every stage's time.
@@ -28,7 +29,8 @@ from typing import Iterator
 
 from costmodel.pipeline import default_chunk_layers, pipeline_seconds, stage_layer_counts
 from costmodel.stage import stage_compute_seconds
-from planner.search.space import Knobs, Layout, SearchSpec, Space, vpp_choices
+from planner.search.space import (Knobs, Layout, SearchSpec, Space, knob_values, knob_variant, offload_counts,
+                                  vpp_choices)
 from planner.search.tables import Candidate, LayoutTables, TableContext
 
 
@@ -126,10 +128,13 @@ def activation_floor_bytes(spec: SearchSpec, tp: int, cp: int, pp: int, dp: int)
     than L / pp), the least over the searched vpp. Per
     layer and sequence: full recompute's layer input, 2 (s / cp) h / tp bytes, the least any
     recompute mode keeps (memory.layer_activation_bytes; sequence parallel shards it over tp).
-    The search adds no activation offload, so nothing leaves the GPU."""
+    Without pipeline parallelism a framework may offload layers to host (space.offload_counts): the stage
+    then keeps the others and one offloaded layer's copy in flight (stage.stage_activation_bytes)."""
     model = spec.model
     layers = min(stage_layer_counts(default_chunk_layers(model.num_layers, pp, v), pp, v)[0]
                  for v in vpp_choices(spec, pp) or [1])
+    if pp == 1:
+        layers = min(layers, layers - max(offload_counts(spec)) + 1)
     sequences = min(pp, spec.global_batch_size / dp)
     return sequences * layers * 2.0 * (model.seq_length // cp) * model.hidden_size / tp
 
@@ -191,12 +196,13 @@ SMALLER_RECOMPUTE = {("selective", "none"), ("op", "none")}
 def no_larger(a: Knobs, b: Knobs) -> bool:
     """Whether `a`'s peak memory is at most `b`'s on every layout: the same model states and CP
     exchange, and activations that differ only by a smaller recompute set, sequence parallel on where
-    `b` has it off, pipeline buffers freed where `b` keeps them, or sequence-parallel inputs saved as
-    the shard where `b` saves them gathered (each shrinks every stage's activations:
-    memory.layer_activation_bytes, memory.pipeline_buffer_units)."""
+    `b` has it off, pipeline buffers freed where `b` keeps them, sequence-parallel inputs saved as
+    the shard where `b` saves them gathered, or at least as many layers offloaded to host (each shrinks
+    every stage's activations: memory.layer_activation_bytes, memory.pipeline_buffer_units,
+    stage.stage_activation_bytes)."""
     return (_states(a) == _states(b)
             and (a.recompute == b.recompute or (a.recompute, b.recompute) in SMALLER_RECOMPUTE)
-            and a.sp >= b.sp and (a.pbuf == b.pbuf or a.pbuf == "freed") and a.spg <= b.spg)
+            and a.sp >= b.sp and (a.pbuf == b.pbuf or a.pbuf == "freed") and a.spg <= b.spg and a.offl >= b.offl)
 
 
 def _states(k: Knobs) -> tuple:
@@ -228,17 +234,31 @@ def layout_peaks(t: LayoutTables, knobs: list[Knobs], capacity_bytes: float) -> 
 
 def _memory_order(k: Knobs) -> tuple:
     """Smaller activations first, so that a combination that does not fit is met before those it bounds."""
-    return (k.recompute == "none", not k.sp, k.pbuf != "freed", k.spg)
+    return (k.recompute == "none", not k.sp, k.pbuf != "freed", k.spg, -k.offl)
 
 
 def fitting_tables(space: Space, ctx: TableContext, capacity_bytes: float) -> dict:
-    """Per layout with a plan that fits, (its LayoutTables, the knob combinations that fit)."""
+    """Per layout with a plan that fits, (its LayoutTables, the knob combinations that fit, less those
+    that offload more layers than a fitting one that is otherwise the same: fewest_offloaded)."""
     out = {}
     for _, lay, t, peaks in memory_walk(space, ctx, capacity_bytes):
-        fits = tuple(k for k, peak in peaks if peak <= capacity_bytes)
+        fits = fewest_offloaded(tuple(k for k, peak in peaks if peak <= capacity_bytes))
         if fits:
             out[lay] = (t, fits)
     return out
+
+
+def fewest_offloaded(knobs: tuple[Knobs, ...]) -> tuple[Knobs, ...]:
+    """Of fitting combinations that differ only in the layers they offload to host, the one that offloads
+    fewest: offload only adds time (stage.offload_seconds grows with the count and nothing else reads it),
+    so it is never slower, and it holds the least in host memory, which the cost model does not count."""
+    if all(k.offl == 0 for k in knobs):
+        return knobs
+    least: dict[tuple, int] = {}
+    for k in knobs:
+        key = knob_variant(knob_values(k), offl=0)
+        least[key] = min(least.get(key, k.offl), k.offl)
+    return tuple(k for k in knobs if k.offl == least[knob_variant(knob_values(k), offl=0)])
 
 
 def table_best_first(space: Space, ctx: TableContext, capacity_bytes: float, k: int) -> Tabled:

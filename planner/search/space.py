@@ -76,6 +76,7 @@ class Knobs:
     epd: str = "alltoall"  # MoE token dispatch (Plan.ep_dispatch: all-to-all, or DeepEP / HybridEP; MoE only)
     mcg: bool = False  # MoE router and dispatch in CUDA graphs (Plan.moe_cuda_graphs; MoE only)
     dpo: bool = True  # DP/ZeRO gradient sync overlapped with the backward (Plan.overlap_dp_comm)
+    offl: int = 0  # layers per stage whose activations go to host memory (Plan.offload_layers; offload_counts)
 
     # The memory walk asks for these tens of thousands of times per search (planner/search/bounds.py);
     # cached on the instance (a frozen dataclass keeps its __dict__ writable for cached_property), they
@@ -89,7 +90,7 @@ class Knobs:
     def memory(self) -> tuple:
         """The knobs a plan's peak memory depends on (tables.LayoutTables.peak_memory): the model
         states', the activations' and the CP exchange's; not the TP/EP overlap or attention kernel."""
-        return (*self.states, self.recompute, self.sp, self.cpc, self.pbuf, self.spg)
+        return (*self.states, self.recompute, self.sp, self.cpc, self.pbuf, self.spg, self.offl)
 
 
 # Knobs field -> the cm.Plan field it sets: plan_for and knob_combinations both write a plan's knobs
@@ -98,7 +99,7 @@ PLAN_FIELDS = {"zero": "zero_stage", "recompute": "recompute", "sp": "sequence_p
                "grad": "grad_dtype", "casts": "weight_casts", "reshard": "zero3_reshard", "tpo": "tp_comm_overlap",
                "cpc": "cp_comm", "epo": "ep_overlap", "pbuf": "pipeline_buffers", "attn": "attention_kernel",
                "gsync": "grad_sync", "spg": "sp_gathered", "epd": "ep_dispatch", "mcg": "moe_cuda_graphs",
-               "dpo": "overlap_dp_comm"}
+               "dpo": "overlap_dp_comm", "offl": "offload_layers"}
 
 
 def fixed_plan_fields(spec: "SearchSpec") -> dict[str, object]:
@@ -109,7 +110,8 @@ def fixed_plan_fields(spec: "SearchSpec") -> dict[str, object]:
     return out if spec.overlap_dp_comm else {**out, "overlap_dp_comm": False}  # --no-overlap
 
 
-# The values each knob takes (booleans: False/True), for --fix (planner/commands/suggest.py); zero is a number.
+# The values each knob takes (booleans: False/True), for --fix (planner/commands/suggest.py); zero and offl
+# are numbers.
 KNOB_CHOICES = {"recompute": cm.RECOMPUTE_MODES, "sp": (False, True), "precision": cm.PRECISIONS,
                 "grad": cm.GRAD_DTYPES, "casts": WEIGHT_CASTS, "reshard": (False, True), "tpo": (False, True),
                 "cpc": cm.CP_COMMS, "epo": (False, True), "pbuf": cm.PIPELINE_BUFFERS, "attn": cm.ATTENTION_KERNELS,
@@ -454,13 +456,32 @@ def framework_knobs(spec: SearchSpec, name: str, probe: cm.Plan, cp_comms: tuple
         allowed = ks.grad_dtype(prec).values
         grads = [g for g in spec.grad_dtypes
                  if plan_over(probe, {"precision": prec, "grad_dtype": g}).grad_comm_dtype in allowed]
-        for grad, cast, reshard, tpo, cpc, epo, pbuf, attn, epd, mcg in product(
-                grads, casts, reshards, overlaps, cpcs, epos, pbufs, ks.attention_kernel.values, epds, mcgs):
+        offls = offload_counts(spec) if True in ks.activation_offload.values else (0,)
+        for grad, cast, reshard, tpo, cpc, epo, pbuf, attn, epd, mcg, offl in product(
+                grads, casts, reshards, overlaps, cpcs, epos, pbufs, ks.attention_kernel.values, epds, mcgs, offls):
             k = Knobs(zero, rc, sp, prec, grad, cast, reshard, tpo, cpc, epo, pbuf, attn, gsync, spg, epd, mcg,
-                      dpos[0])
+                      dpos[0], offl)
             if probe_passes(spec, fw, plan_over(probe, knob_plan_fields(k))):
                 found.append((k, dpos))
     return found
+
+
+OFFLOAD_SHARES = (0.25, 0.5)
+
+
+def offload_counts(spec: SearchSpec) -> tuple[int, ...]:
+    """Layers offloaded to host (Plan.offload_layers) the search tries where a framework offloads: none, a
+    quarter and half of the layers, the shares NVIDIA's Llama 3 70B Megatron-FSDP recipes offload (20 and 40
+    of 80: validation/runs.yaml), or the --fix value. No more: the host memory they fill is not in the cost
+    model (40 layers of that recipe hold about 160 GB per GPU on a Grace host of 480 GB per two GPUs). The
+    frameworks offload only without pipeline parallelism, so the stage holds every layer; the rules refuse
+    the counts a plan cannot run (no recompute, fewer than the model's layers: frameworks/megatron.py
+    cpu_offloading)."""
+    fixed = spec.fixed.get("offl")
+    if isinstance(fixed, int):
+        return (fixed,)
+    layers = spec.model.num_layers
+    return (0, *sorted({n for n in (round(layers * f) for f in OFFLOAD_SHARES) if 0 < n < layers}))
 
 
 def probe_passes(spec: SearchSpec, fw: base.Framework, plan: cm.Plan) -> bool:

@@ -178,18 +178,19 @@ class LayoutTables:
         return plan_over(self.base, knob_plan_fields(k))
 
     def activations(self, rc: str, sp: bool, precision: str, casts: str = "step", cpc: str = "p2p",
-                    pbuf: str = "freed", spg: bool = False) -> tuple[float, ...]:
+                    pbuf: str = "freed", spg: bool = False, offl: int = 0) -> tuple[float, ...]:
         """stage.stage_activation_bytes of each (layer mix, first, last) class of ranks. The precision
         and weight casts enter through the element size (stage.ACTIVATION_BYTES) and the bytes of the
         GEMM inputs kept for backward (stage.saved_gemm_input_bytes: the quantized copy under cached
         casts), the pipeline runtime through the buffers it keeps, the CP exchange through the K/V it
         holds, the same on every stage (context.exchange_buffer_bytes): added to the bytes without it
-        (Ulysses' a2a, which holds none), so the exchanges share one stage pass."""
-        key = (rc, sp, precision, casts, cpc if self.lay.cp > 1 else "a2a", pbuf, spg)
+        (Ulysses' a2a, which holds none), so the exchanges share one stage pass; the layers offloaded to host
+        through what the stage keeps (stage.stage_activation_bytes)."""
+        key = (rc, sp, precision, casts, cpc if self.lay.cp > 1 else "a2a", pbuf, spg, offl)
         if key not in self.acts:
-            plain = (rc, sp, precision, casts, "a2a", pbuf, spg)
+            plain = (rc, sp, precision, casts, "a2a", pbuf, spg, offl)
             if plain not in self.acts:
-                base = self.plan(Knobs(0, rc, sp, precision, "", casts, cpc="a2a", pbuf=pbuf, spg=spg))
+                base = self.plan(Knobs(0, rc, sp, precision, "", casts, cpc="a2a", pbuf=pbuf, spg=spg, offl=offl))
                 self.acts[plain] = tuple(stage_activation_bytes(self.ctx.spec.model, base, mix, rank,
                                                                 self.ctx.eff.moe_routing_imbalance)
                                          for mix, rank in self.classes[1])
@@ -216,7 +217,7 @@ class LayoutTables:
         does not change memory (TP/EP overlap) share one value."""
         key = k.memory
         if key not in self.peaks:
-            acts = self.activations(k.recompute, k.sp, k.precision, k.casts, k.cpc, k.pbuf, k.spg)
+            acts = self.activations(k.recompute, k.sp, k.precision, k.casts, k.cpc, k.pbuf, k.spg, k.offl)
             slope = self.ctx.slope
             held = self.class_states(k.states)
             self.peaks[key] = max(h + slope * act for h, act in zip(held, acts, strict=True))
@@ -255,11 +256,11 @@ class LayoutTables:
 
     def pipe(self, rc: str, sp: bool, precision: str, casts: str = "step", tpo: bool = False,
              cpc: str = "p2p", epo: bool = False, pbuf: str = "freed", attn: str = "cudnn",
-             spg: bool = False, epd: str = "alltoall", mcg: bool = False) -> PipeEntry:
+             spg: bool = False, epd: str = "alltoall", mcg: bool = False, offl: int = 0) -> PipeEntry:
         """Pipeline flush, DP-critical stage and memory-candidate stages for (recompute, SP, precision,
         casts, TP overlap, CP exchange, EP overlap, pipeline buffers, attention kernel, SP inputs
-        gathered, MoE dispatch, MoE CUDA graphs)."""
-        key = (rc, sp, precision, casts, tpo, cpc, epo, pbuf, attn, spg, epd, mcg)
+        gathered, MoE dispatch, MoE CUDA graphs, layers offloaded)."""
+        key = (rc, sp, precision, casts, tpo, cpc, epo, pbuf, attn, spg, epd, mcg, offl)
         if key not in self.pipes:
             plan, stages = self.stage_costs(key, with_bytes=True)
             parts = step.pipeline_parts(plan, stages)
@@ -270,10 +271,10 @@ class LayoutTables:
 
     def flush(self, rc: str, sp: bool, precision: str, casts: str = "step", tpo: bool = False,
               cpc: str = "p2p", epo: bool = False, pbuf: str = "freed", attn: str = "cudnn",
-              spg: bool = False, epd: str = "alltoall", mcg: bool = False) -> float:
+              spg: bool = False, epd: str = "alltoall", mcg: bool = False, offl: int = 0) -> float:
         """PipeEntry.flush_seconds of the same key, from stage costs without their bytes (the bounds
         need the flush only); the tabled pipe's when it is already there."""
-        key = (rc, sp, precision, casts, tpo, cpc, epo, pbuf, attn, spg, epd, mcg)
+        key = (rc, sp, precision, casts, tpo, cpc, epo, pbuf, attn, spg, epd, mcg, offl)
         if key in self.pipes:
             return self.pipes[key].flush_seconds
         if key not in self.flushes:
@@ -283,10 +284,10 @@ class LayoutTables:
 
     def stage_costs(self, key: tuple, with_bytes: bool) -> tuple[cm.Plan, list[StageCost]]:
         """The plan of a pipe key (pipe's and flush's) and its stages' costs (class_stage_costs)."""
-        rc, sp, precision, casts, tpo, cpc, epo, pbuf, attn, spg, epd, mcg = key
+        rc, sp, precision, casts, tpo, cpc, epo, pbuf, attn, spg, epd, mcg, offl = key
         spec = self.ctx.spec
         plan = self.plan(Knobs(0, rc, sp, precision, "", casts, True, tpo, cpc, epo, pbuf, attn, spg=spg, epd=epd,
-                               mcg=mcg))
+                               mcg=mcg, offl=offl))
         return plan, class_stage_costs(spec.model, spec.cluster, plan, self.ctx.eff, self.ctx.kernels.get(plan),
                                        self.classes, with_bytes)
 
@@ -318,7 +319,7 @@ class LayoutTables:
         spec, eff = self.ctx.spec, self.ctx.eff
         plan = self.plan(k)
         pipe = self.pipe(k.recompute, k.sp, k.precision, k.casts, k.tpo, k.cpc, k.epo, k.pbuf, k.attn, k.spg, k.epd,
-                         k.mcg)
+                         k.mcg, k.offl)
         opt = step.optimizer_step_seconds(spec.cluster, plan, pipe.critical, eff)
         return Candidate(self.lay, k, pipe.flush_seconds, self.exposed(k, plan, pipe.critical, pipe.bubble_seconds), opt,
                          eff.step_overhead_seconds, self.memory(k, plan, pipe.slots))
