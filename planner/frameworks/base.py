@@ -14,7 +14,10 @@ framework's source at a named version:
     cp > 1, vpp > 1, ep > 1 and etp > 1 (the search probes one plan per such class); the CP exchange's
     own rules, which read tp and cp, the search checks per split (space.legal_cp_comms);
     they do not read overlap_dp_comm (the search checks them once for all its values; machine rules and
-    the knob's own Choice decide it).
+    the knob's own Choice decide it). They read the layers offloaded to host (Plan.offload_layers) only
+    through whether there are any and fewer than the model's layers, and refuse no plan without offload
+    that they would run with it (the search probes one count on the combinations that run without:
+    space.framework_knobs).
   * `machine_rules`: rules that read the machine (Machine: GPU generation, node and NVLink domain
     sizes, RDMA) or a split's own degrees beside a knob, each on the search knobs it names, the split
     and nothing else, so the search checks every value of those knobs once per split

@@ -456,13 +456,18 @@ def framework_knobs(spec: SearchSpec, name: str, probe: cm.Plan, cp_comms: tuple
         allowed = ks.grad_dtype(prec).values
         grads = [g for g in spec.grad_dtypes
                  if plan_over(probe, {"precision": prec, "grad_dtype": g}).grad_comm_dtype in allowed]
-        offls = offload_counts(spec) if True in ks.activation_offload.values else (0,)
-        for grad, cast, reshard, tpo, cpc, epo, pbuf, attn, epd, mcg, offl in product(
-                grads, casts, reshards, overlaps, cpcs, epos, pbufs, ks.attention_kernel.values, epds, mcgs, offls):
+        # offload counts other than 0: probed once, on a combination that runs without (base.py, plan rules)
+        offls = offload_counts(spec)[1:] if True in ks.activation_offload.values else ()
+        for grad, cast, reshard, tpo, cpc, epo, pbuf, attn, epd, mcg in product(
+                grads, casts, reshards, overlaps, cpcs, epos, pbufs, ks.attention_kernel.values, epds, mcgs):
             k = Knobs(zero, rc, sp, prec, grad, cast, reshard, tpo, cpc, epo, pbuf, attn, gsync, spg, epd, mcg,
-                      dpos[0], offl)
-            if probe_passes(spec, fw, plan_over(probe, knob_plan_fields(k))):
-                found.append((k, dpos))
+                      dpos[0])
+            if not probe_passes(spec, fw, plan_over(probe, knob_plan_fields(k))):
+                continue
+            found.append((k, dpos))
+            if offls and probe_passes(spec, fw, plan_over(probe, {**knob_plan_fields(k), "offload_layers": offls[0]})):
+                found += [(Knobs(zero, rc, sp, prec, grad, cast, reshard, tpo, cpc, epo, pbuf, attn, gsync, spg, epd,
+                                 mcg, dpos[0], n), dpos) for n in offls]
     return found
 
 
