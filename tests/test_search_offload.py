@@ -49,6 +49,7 @@ def test_search_offloads_where_nothing_else_fits_unsharded_activations(capsys):
     assert best["plan"]["offload_layers"] in (20, 40) and best["plan"]["zero_stage"] == 3
     without = suggest_json(capsys, "--fix", "offload_layers=0")["plans"][0]
     assert without["plan"]["offload_layers"] == 0
+    assert suggest_json(capsys, "--fix", "offl=40")["plans"][0]["plan"]["offload_layers"] == 40
     assert best["step_time_s"] < without["step_time_s"]
     kept = dict(best["plan"], offload_layers=0)
     argv = ["estimate", "llama3-70b", "gb200-nvl72", "--gpus", "64", "--json"]

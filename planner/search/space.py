@@ -457,7 +457,7 @@ def framework_knobs(spec: SearchSpec, name: str, probe: cm.Plan, cp_comms: tuple
         grads = [g for g in spec.grad_dtypes
                  if plan_over(probe, {"precision": prec, "grad_dtype": g}).grad_comm_dtype in allowed]
         # offload counts other than 0: probed once, on a combination that runs without (base.py, plan rules)
-        offls = offload_counts(spec)[1:] if True in ks.activation_offload.values else ()
+        offls = tuple(n for n in offload_counts(spec) if n) if True in ks.activation_offload.values else ()
         for grad, cast, reshard, tpo, cpc, epo, pbuf, attn, epd, mcg in product(
                 grads, casts, reshards, overlaps, cpcs, epos, pbufs, ks.attention_kernel.values, epds, mcgs):
             k = Knobs(zero, rc, sp, prec, grad, cast, reshard, tpo, cpc, epo, pbuf, attn, gsync, spg, epd, mcg,
