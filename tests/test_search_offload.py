@@ -70,3 +70,26 @@ def test_offload_adds_time_and_takes_memory():
     runs = [estimate(m, cluster, replace(plan, offload_layers=n), cm.Efficiency()) for n in (0, 8, 16)]
     times, peaks = [e.step_time_seconds for e in runs], [e.memory_per_gpu_bytes for e in runs]
     assert times[0] <= times[1] <= times[2] and peaks[0] > peaks[1] > peaks[2]
+
+
+def test_diagnose_offers_offload_to_a_plan_that_does_not_fit():
+    """NVIDIA's Llama 3 70B GB200 FP8 layout (tp 1, pp 1, dp 64, ZeRO-3, micro-batch 2) keeping every layer's
+    activations needs more than the GPU has; the offload lever gives the fewest layers of a quarter and half
+    that fit, the recipe's own 40, and leaves the step as it was (the copies hide behind the compute on
+    NVLink-C2C, as Megatron's offload context overlaps them)."""
+    from planner.analysis import diagnose
+    from planner.analysis import score as report
+    from planner.inputs import loading
+    from planner.inputs.plans import build_plan
+    from planner.inputs.specs import PlanSpec
+
+    model = loading.load_model_spec("llama3-70b")
+    cluster = loading.build_cluster(loading.load_cluster_spec("gb200-nvl72"), 64)
+    plan = build_plan(PlanSpec(tp=1, pp=1, dp=64, micro_batch_size=2, global_batch_size=256, zero_stage=3,
+                               precision="fp8"), model, 64)
+    base = report.score(model, cluster, plan)
+    assert base.est.memory_per_gpu_bytes > base.est.memory_capacity_bytes
+    levers = {r.lever.name: r for r in diagnose.try_levers(base)}
+    offload = levers["activation offload"].scored
+    assert offload.plan.offload_layers == 40 and offload.est.fits
+    assert offload.est.step_time_seconds == base.est.step_time_seconds

@@ -18,7 +18,7 @@ from costmodel.topology import domain_size, ep_ranks_per_domain
 from planner.analysis.cpnote import MIN_CP_TOKENS
 from planner.analysis.score import Scored, score
 from planner.frameworks import REGISTRY
-from planner.frameworks.base import Machine, violations
+from planner.frameworks.base import Machine, offload_layer_counts, violations
 
 COMM_PARTS = ("tp_comm", "cp_comm", "ep_comm", "pp_comm", "dp_comm_exposed")
 MIN_GAIN = 0.01  # a lever is shown when it saves at least 1% per sample
@@ -116,6 +116,11 @@ LEVERS = (
           lambda p, c, m: _if(not p.full_iteration_graph, p, full_iteration_graph=True, moe_cuda_graphs=False,
                               ep_dispatch="deepep" if m.moe is not None and not m.moe.capacity_factor
                               else p.ep_dispatch), framework="megatron"),
+    Lever("activation offload", "whole layers' activations copied to host memory in forward and back in backward, "
+          "beside the compute, over the host link (Megatron --cpu-offloading-num-layers: pp 1, no recompute); "
+          "the host memory they fill is not counted",
+          lambda p, c, m: [replace(p, offload_layers=n) for n in offload_layer_counts(m.num_layers)]
+          if p.pp == 1 and not p.offload_layers else [], framework="megatron"),
     Lever("context parallelism", "each sequence split over cp GPUs in 2 x cp chunks (causal balance), their keys "
           "and values exchanged; activations / cp (Megatron --context-parallel-size)",
           lambda p, c, m: _more_cp(p, m)),
@@ -179,6 +184,8 @@ class LeverResult:
             return f"{self.lever.name} (cp {p.cp}, dp {p.dp})"
         if p.cp_comm != base.cp_comm:
             return f"{self.lever.name} ({p.cp_comm})"
+        if p.offload_layers != base.offload_layers:
+            return f"{self.lever.name} ({p.offload_layers} layers)"
         return self.lever.name
 
     def per_sample_seconds(self) -> float:

@@ -275,6 +275,19 @@ def _word(value: object) -> str:
     return str(value)
 
 
+# The shares of the layers a framework's activation offload (Knobs.activation_offload) is tried at: those
+# NVIDIA's Llama 3 70B Megatron-FSDP recipes offload (20 and 40 of 80: validation/runs.yaml). No more: the
+# host memory the copies fill is not in the cost model (40 layers of that recipe hold about 160 GB per GPU
+# on a Grace host of 480 GB per two GPUs).
+OFFLOAD_SHARES = (0.25, 0.5)
+
+
+def offload_layer_counts(num_layers: int) -> tuple[int, ...]:
+    """The layer counts OFFLOAD_SHARES give for a model of `num_layers` layers, each at least 1 and below
+    the layer count (the search's space.offload_counts and diagnose's offload lever)."""
+    return tuple(sorted({n for n in (round(num_layers * f) for f in OFFLOAD_SHARES) if 0 < n < num_layers}))
+
+
 def only_with_tp(tp_split: bool, why: str) -> Choice:
     """Sequence parallelism: on or off with tensor parallelism, off without (it splits along TP)."""
     return Choice((False, True) if tp_split else (False,), why)

@@ -471,22 +471,15 @@ def framework_knobs(spec: SearchSpec, name: str, probe: cm.Plan, cp_comms: tuple
     return found
 
 
-OFFLOAD_SHARES = (0.25, 0.5)
-
-
 def offload_counts(spec: SearchSpec) -> tuple[int, ...]:
-    """Layers offloaded to host (Plan.offload_layers) the search tries where a framework offloads: none, a
-    quarter and half of the layers, the shares NVIDIA's Llama 3 70B Megatron-FSDP recipes offload (20 and 40
-    of 80: validation/runs.yaml), or the --fix value. No more: the host memory they fill is not in the cost
-    model (40 layers of that recipe hold about 160 GB per GPU on a Grace host of 480 GB per two GPUs). The
-    frameworks offload only without pipeline parallelism, so the stage holds every layer; the rules refuse
-    the counts a plan cannot run (no recompute, fewer than the model's layers: frameworks/megatron.py
-    cpu_offloading)."""
+    """Layers offloaded to host (Plan.offload_layers) the search tries where a framework offloads: none and
+    base.offload_layer_counts (a quarter and half of the layers), or the --fix value. The frameworks offload
+    only without pipeline parallelism, so the stage holds every layer; the rules refuse the counts a plan
+    cannot run (no recompute, fewer than the model's layers: frameworks/megatron.py cpu_offloading)."""
     fixed = spec.fixed.get("offl")
     if isinstance(fixed, int):
         return (fixed,)
-    layers = spec.model.num_layers
-    return (0, *sorted({n for n in (round(layers * f) for f in OFFLOAD_SHARES) if 0 < n < layers}))
+    return (0, *base.offload_layer_counts(spec.model.num_layers))
 
 
 def probe_passes(spec: SearchSpec, fw: base.Framework, plan: cm.Plan) -> bool:
