@@ -13,7 +13,7 @@ from costmodel.lowp import is_low
 from costmodel.topology import ranks_in_domain
 from planner.emit.job import Job, refuse_unless_runs
 from planner.frameworks import megatron as megatron_rules
-from planner.frameworks.megatron import FSDP_SHARDING, pipeline_layout, uneven_split
+from planner.frameworks.megatron import FSDP_SHARDING, megatron_fsdp, pipeline_layout, uneven_split
 
 Flags = list[tuple[str, object]]  # (flag, value): None for store_true flags, a tuple for nargs='+' flags
 # The MLP activations pretrain_gpt.py takes as a flag (GeLU is its default; GeGLU it has not: frameworks/megatron.py)
@@ -234,7 +234,7 @@ def parallel_flags(job: Job) -> Flags:
         out.append(("--cpu-offloading-num-layers", p.offload_layers))
     if p.zero_stage >= 1:
         out.append(("--use-distributed-optimizer", None))
-    if p.zero_stage >= 2:  # Megatron-FSDP: its checkpoint format is asserted; NVIDIA's examples run it unfused
+    if megatron_fsdp(p):  # its checkpoint format is asserted; NVIDIA's examples run it unfused
         out += [("--use-megatron-fsdp", None), ("--data-parallel-sharding-strategy", FSDP_SHARDING[p.zero_stage]),
                 ("--ckpt-format", "fsdp_dtensor"), ("--no-gradient-accumulation-fusion", None)]
     if p.optimizer_states == "bf16":
@@ -291,7 +291,7 @@ def precision_flags(job: Job) -> Flags:
     if job.half_dtype:
         out.append((f"--{job.half_dtype}", None))
     out += low_precision_flags(p)
-    if p.zero_stage >= 2:  # Megatron-FSDP's own dtypes: main gradients "auto" = the parameters' 16-bit type,
+    if megatron_fsdp(p):  # Megatron-FSDP's own dtypes: main gradients "auto" = the parameters' 16-bit type,
         if job.half_dtype and p.grad_comm_dtype == "fp32":  # and the reduction follows them (arguments.py)
             out.append(("--megatron-fsdp-main-grads-dtype", "fp32"))
     elif job.half_dtype == "bf16" and p.grad_comm_dtype == "bf16":
@@ -368,7 +368,7 @@ def env_lines(job: Job) -> str:
     base.py @ v2.8)."""
     out = ""
     machine, plan = job.machine, job.plan
-    fsdp_unset = plan.zero_stage >= 2 and not (machine.generation == "blackwell" and (plan.tp > 1 or plan.cp > 1))
+    fsdp_unset = megatron_fsdp(plan) and not (machine.generation == "blackwell" and (plan.tp > 1 or plan.cp > 1))
     if fsdp_unset:
         out += ("# Megatron-FSDP asserts this is not 1 (megatron/training/arguments.py) and its docs leave it unset.\n"
                 "unset CUDA_DEVICE_MAX_CONNECTIONS\n")

@@ -70,7 +70,7 @@ class Knobs:
     # scores plans without it (the graph could only shorten their steps); estimate and emit take it from the user.
     full_iteration_graph: Choice = Choice((False,), "no whole-iteration CUDA graph")
     # Activations of whole layers copied to host memory during forward and back for backward (Plan.offload_layers):
-    # True = the search tries a quarter, half and three quarters of the stage's layers (space.offload_counts).
+    # True = the search tries the counts offload_layer_counts gives (space.offload_counts).
     activation_offload: Choice = Choice((False,), "no activation offload of whole layers")
     # The DP/ZeRO gradient sync run beside the backward (Plan.overlap_dp_comm) or after it. Where both
     # run, the search offers the overlap unless the user turns it off (--no-overlap) and keeps the

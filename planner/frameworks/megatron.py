@@ -477,7 +477,7 @@ def fsdp_connections(model: cm.Model, machine: Machine, plan: cm.Plan) -> Option
     that they "require different CUDA_MAX_CONNECTIONS settings for best performance" and advises against
     using them together. The cost model does not price that conflict, so the pair is not offered there
     (as overlap_connections does for TP and EP overlap)."""
-    if plan.zero_stage >= 2 and (plan.tp > 1 or plan.cp > 1) and machine.generation not in (None, "blackwell"):
+    if megatron_fsdp(plan) and (plan.tp > 1 or plan.cp > 1) and machine.generation not in (None, "blackwell"):
         return ("before Blackwell, Megatron-FSDP (ZeRO-2/3) needs CUDA_DEVICE_MAX_CONNECTIONS other than 1 and "
                 "tensor or context parallelism wants 1 (Megatron-LM arguments.py warns against the pair): use "
                 "tp 1 and cp 1 with it, or ZeRO-1")
@@ -496,6 +496,11 @@ def grad_dtypes(precision: str) -> Choice:
 # Megatron-FSDP's --data-parallel-sharding-strategy per ZeRO stage it runs (arguments.py; docs/user-guide/
 # features/megatron_fsdp.md: optim_grads = ZeRO-2, optim_grads_params = ZeRO-3).
 FSDP_SHARDING = {2: "optim_grads", 3: "optim_grads_params"}
+
+
+def megatron_fsdp(plan: cm.Plan) -> bool:
+    """Whether Megatron-LM runs the plan's ZeRO stage as Megatron-FSDP (FSDP_SHARDING)."""
+    return plan.zero_stage in FSDP_SHARDING
 
 
 def megatron_fsdp_stages(pp_split: bool) -> Choice:

@@ -254,11 +254,11 @@ def fewest_offloaded(knobs: tuple[Knobs, ...]) -> tuple[Knobs, ...]:
     so it is never slower, and it holds the least in host memory, which the cost model does not count."""
     if all(k.offl == 0 for k in knobs):
         return knobs
+    keys = [knob_variant(knob_values(k), offl=0) for k in knobs]
     least: dict[tuple, int] = {}
-    for k in knobs:
-        key = knob_variant(knob_values(k), offl=0)
+    for key, k in zip(keys, knobs):
         least[key] = min(least.get(key, k.offl), k.offl)
-    return tuple(k for k in knobs if k.offl == least[knob_variant(knob_values(k), offl=0)])
+    return tuple(k for key, k in zip(keys, knobs) if k.offl == least[key])
 
 
 def table_best_first(space: Space, ctx: TableContext, capacity_bytes: float, k: int) -> Tabled:

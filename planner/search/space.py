@@ -466,8 +466,7 @@ def framework_knobs(spec: SearchSpec, name: str, probe: cm.Plan, cp_comms: tuple
                 continue
             found.append((k, dpos))
             if offls and probe_passes(spec, fw, plan_over(probe, {**knob_plan_fields(k), "offload_layers": offls[0]})):
-                found += [(Knobs(zero, rc, sp, prec, grad, cast, reshard, tpo, cpc, epo, pbuf, attn, gsync, spg, epd,
-                                 mcg, dpos[0], n), dpos) for n in offls]
+                found += [(replace(k, offl=n), dpos) for n in offls]
     return found
 
 
