@@ -181,12 +181,16 @@ def test_plan_rules_do_not_read_the_dp_overlap():
 def test_every_knob_sets_a_plan_field_and_has_its_values():
     import dataclasses
 
+    from planner.search import space
     from planner.search.space import KNOB_CHOICES, PLAN_FIELDS, Knobs
 
     knobs = {f.name for f in dataclasses.fields(Knobs)}
     assert set(PLAN_FIELDS) == knobs  # a knob the plan never sees would be searched for nothing
     assert set(PLAN_FIELDS.values()) <= {f.name for f in dataclasses.fields(cm.Plan)}
     assert set(KNOB_CHOICES) == knobs - {"zero", "offl"}  # ZeRO and the offloaded layers: numbers (--fix bounds)
+    # framework_knobs' probes set every knob's field, each once
+    probed = (*space.OUTER_PLAN_FIELDS, *space.INNER_PLAN_FIELDS)
+    assert sorted(probed) == sorted(PLAN_FIELDS.values())
 
 
 def test_search_plans_equal_the_plans_built_by_their_constructor():
@@ -291,3 +295,31 @@ def test_hierarchical_cp_is_offered_only_where_it_is_hierarchical():
     assert "a2a+p2p" in legal_cp_comms(spec, 1, 16)
     pinned = SearchSpec(m, cluster(256, domain=8), 64, fixed={"cpc": "a2a+p2p"})
     assert "a2a+p2p" in legal_cp_comms(pinned, 8, 2)  # --fix cp_comm=a2a+p2p is the user's: kept
+
+
+def test_probe_rules_answer_like_the_rules_in_their_own_order():
+    """framework_knobs asks the rule that refused last first (space.ProbeRules): over a stream of MoE
+    plans whose refusals move its order around, every answer must be the frameworks' own (runs_plan) and
+    the cost model's cluster rules', which stop at the first refusal in the declared order."""
+    import itertools
+
+    from costmodel.rules import cluster_violations
+    from planner.frameworks import REGISTRY, base
+    from planner.inputs import loading
+    from planner.search.space import ProbeRules
+
+    moe = loading.load_model_spec("qwen3-30b-a3b").to_model()
+    gb200 = loading.build_cluster(loading.load_cluster_spec("gb200-nvl72"), 64)
+    spec = SearchSpec(moe, gb200, 64)
+    settings = list(itertools.product((1, 2), (1, 8), (False, True), ("none", "full"), (False, True),
+                                      ("alltoall", "deepep"), (False, True), ("cudnn", "flash2"), (0, 12)))
+    for name, fw in REGISTRY.items():
+        rules, moved, refused = ProbeRules(spec, fw), set(), 0
+        for tp, ep, sp, rc, epo, epd, mcg, attn, offl in settings:
+            plan = cm.Plan(tp=tp, ep=ep, dp=64 // tp, sequence_parallel=sp, recompute=rc, ep_overlap=epo,
+                           ep_dispatch=epd, moe_cuda_graphs=mcg, attention_kernel=attn, offload_layers=offl)
+            expected = not base.runs_plan(fw, moe, plan) or bool(cluster_violations(gb200, plan, moe))
+            assert rules.refuse(plan) is expected, (name, plan)
+            refused += expected
+            moved.add(tuple(map(id, rules.rules[:3])))
+        assert refused and len(moved) > 1, name  # the order did move, and answers stayed the frameworks'

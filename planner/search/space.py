@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field, fields, replace
-from functools import cached_property, lru_cache
+from functools import cached_property, lru_cache, partial
 from itertools import product
 from operator import attrgetter
 from typing import Iterator, Mapping
@@ -126,8 +126,13 @@ def knob_plan_fields(k: Knobs) -> dict[str, object]:
     Cached (a search asks for the same few hundred combinations tens of thousands of times): callers
     unpack it and never change it."""
     out = {plan_field: getattr(k, name) for name, plan_field in PLAN_FIELDS.items()}
-    out["fp8_recipe"] = "rowwise" if k.casts == "use" else "delayed"
+    out["fp8_recipe"] = fp8_recipe_for(k.casts)
     return out
+
+
+def fp8_recipe_for(casts: str) -> str:
+    """The fp8 scaling weight casts imply (knob_plan_fields)."""
+    return "rowwise" if casts == "use" else "delayed"
 
 
 # A Knobs as the tuple of its field values: the dominance checks below compare combinations as tuples,
@@ -394,7 +399,7 @@ def knob_combinations(spec: SearchSpec, fws: tuple[str, ...], tp: int, pp: int, 
     `cp_comms`: the CP exchanges the split allows (legal_cp_comms); `refused`: what the frameworks'
     machine rules refuse on the split (machine_refusals); `runs`: framework_knobs' answers, shared by the
     calls of one search (splits that differ only in their machine refusals, CP exchanges or frameworks
-    ask the same questions)."""
+    ask the same questions), and by (framework, knobs) their refusal_keys."""
     out: set[Knobs] = set()
     runs = {} if runs is None else runs
     probe = plan_for(spec, Layout(tp, pp, spec.cluster.num_gpus // (tp * cp * pp), vpp, 1, cp, ep, etp))
@@ -402,15 +407,14 @@ def knob_combinations(spec: SearchSpec, fws: tuple[str, ...], tp: int, pp: int, 
         key = (name, tp > 1, pp > 1, cp > 1, vpp > 1, ep > 1, etp > 1, cp_comms if cp > 1 else ())
         if key not in runs:
             runs[key] = framework_knobs(spec, name, probe, cp_comms)
-        fw = REGISTRY[name]
         for k, dpos in runs[key]:
             if not refused:  # no machine rule refuses anything on the split
                 out.add(k)
                 continue
-            plan = plan_over(probe, knob_plan_fields(k))
-            for dpo in dpos:  # of the rules only machine rules read the DP overlap (base.py)
-                with_dpo = plan if dpo == plan.overlap_dp_comm else plan_over(plan, {"overlap_dp_comm": dpo})
-                if not machine_refused(refused, name, fw, with_dpo):
+            if (name, k) not in runs:
+                runs[name, k] = refusal_keys(name, plan_over(probe, knob_plan_fields(k)), dpos)
+            for dpo, keys in runs[name, k]:  # of the rules only machine rules read the DP overlap (base.py)
+                if not any(key in refused for key in keys):
                     out.add(k if dpo == k.dpo else replace(k, dpo=dpo))
                     break
     if ep_local:
@@ -430,7 +434,7 @@ def framework_knobs(spec: SearchSpec, name: str, probe: cm.Plan, cp_comms: tuple
     ks = fw.knobs(tp > 1, pp > 1)
     if base.numerics_violations(fw, probe):  # the user's numerics (SearchSpec.numerics), same on every plan
         return []
-    found = []
+    found, rules = [], ProbeRules(spec, fw)
     for zero, rc, sp, prec in product(ks.zero_stage.values, ks.recompute.values, ks.sequence_parallel.values,
                                       ks.precision.values):
         if (sp and tp == 1) or prec not in spec.precisions or not gpu_runs(spec, prec):
@@ -458,16 +462,54 @@ def framework_knobs(spec: SearchSpec, name: str, probe: cm.Plan, cp_comms: tuple
                  if plan_over(probe, {"precision": prec, "grad_dtype": g}).grad_comm_dtype in allowed]
         # offload counts other than 0: probed once, on a combination that runs without (base.py, plan rules)
         offls = tuple(n for n in offload_counts(spec) if n) if True in ks.activation_offload.values else ()
-        for grad, cast, reshard, tpo, cpc, epo, pbuf, attn, epd, mcg in product(
-                grads, casts, reshards, overlaps, cpcs, epos, pbufs, ks.attention_kernel.values, epds, mcgs):
+        outer = dict(zip(OUTER_PLAN_FIELDS, (zero, rc, sp, prec, gsync, spg, dpos[0], 0)))
+        for inner in product(grads, casts, reshards, overlaps, cpcs, epos, pbufs, ks.attention_kernel.values, epds,
+                             mcgs):
+            fields = dict(zip(INNER_PLAN_FIELDS, inner))
+            fields.update(outer, fp8_recipe=fp8_recipe_for(fields["weight_casts"]))
+            plan = plan_over(probe, fields)
+            if rules.refuse(plan):  # most are refused: no Knobs built for them
+                continue
+            grad, cast, reshard, tpo, cpc, epo, pbuf, attn, epd, mcg = inner
             k = Knobs(zero, rc, sp, prec, grad, cast, reshard, tpo, cpc, epo, pbuf, attn, gsync, spg, epd, mcg,
                       dpos[0])
-            if not probe_passes(spec, fw, plan_over(probe, knob_plan_fields(k))):
-                continue
             found.append((k, dpos))
-            if offls and probe_passes(spec, fw, plan_over(probe, {**knob_plan_fields(k), "offload_layers": offls[0]})):
+            if offls and not rules.refuse(plan_over(plan, {"offload_layers": offls[0]})):
                 found += [(replace(k, offl=n), dpos) for n in offls]
     return found
+
+
+# The cm.Plan fields framework_knobs sets per combination of its outer loop and of its inner loop, in
+# their orders: between them every knob (tests/test_search_space.py).
+OUTER_PLAN_FIELDS = tuple(PLAN_FIELDS[name] for name in ("zero", "recompute", "sp", "precision", "gsync", "spg", "dpo",
+                                                         "offl"))
+INNER_PLAN_FIELDS = tuple(PLAN_FIELDS[name] for name in
+                          ("grad", "casts", "reshard", "tpo", "cpc", "epo", "pbuf", "attn", "epd", "mcg"))
+
+
+class ProbeRules:
+    """Whether a framework runs a probe plan with its knobs, as far as its plan rules and the cost model's
+    cluster rules go (framework_knobs has checked the gradient dtype; its machine rules are the split's
+    refusals, machine_refusals). For the many probes of one framework_knobs call it asks the rule that
+    refused last first: whether some rule refuses does not depend on the order, and one split's probes
+    fall to the same few rules (Megatron-LM's MoE rules refuse most of a MoE space: sequence parallelism
+    under TP, the EP overlap's schedule), so most are refused by the first rule asked, not the tenth."""
+
+    def __init__(self, spec: SearchSpec, fw: base.Framework) -> None:
+        self.model = spec.model
+        self.rules = [*base.all_plan_rules(fw), partial(_cluster_rule, spec.cluster)]
+
+    def refuse(self, plan: cm.Plan) -> bool:
+        for i, rule in enumerate(self.rules):
+            if rule(self.model, plan):
+                if i:
+                    self.rules.insert(0, self.rules.pop(i))
+                return True
+        return False
+
+
+def _cluster_rule(cluster: cm.Cluster, model: cm.Model, plan: cm.Plan) -> list[str]:
+    return cluster_violations(cluster, plan, model)
 
 
 def offload_counts(spec: SearchSpec) -> tuple[int, ...]:
@@ -481,18 +523,15 @@ def offload_counts(spec: SearchSpec) -> tuple[int, ...]:
     return (0, *base.offload_layer_counts(spec.model.num_layers))
 
 
-def probe_passes(spec: SearchSpec, fw: base.Framework, plan: cm.Plan) -> bool:
-    """Whether `fw` runs the probe plan with these knobs as far as its plan rules and the cost model's
-    cluster rules go (framework_knobs has checked its gradient dtype; its machine rules are the split's
-    refusals, machine_refusals)."""
-    return base.runs_plan(fw, spec.model, plan) and not cluster_violations(spec.cluster, plan, spec.model)
-
-
-def machine_refused(refused: frozenset, name: str, fw: base.Framework, plan: cm.Plan) -> bool:
-    """Whether one of `fw`'s machine rules refuses `plan`'s values of its knobs on the split, as
-    machine_refusals recorded them."""
-    return bool(refused) and any((name, i, tuple(getattr(plan, knob) for knob in rule.knobs)) in refused
-                                 for i, rule in enumerate(fw.machine_rules))
+def refusal_keys(name: str, plan: cm.Plan, dpos: tuple[bool, ...]) -> tuple:
+    """Per DP overlap value, the (framework, rule index, knob values) that machine_refusals records if
+    framework `name`'s machine rules refuse `plan` with it. The values are of the fields each rule names
+    (base.MachineRule.knobs): the plan's knobs and the search's fixed settings, not its split, so one
+    knob combination has the same keys on every split of a search (knob_combinations keeps them)."""
+    rules = REGISTRY[name].machine_rules
+    return tuple((dpo, tuple((name, i, tuple(dpo if f == "overlap_dp_comm" else getattr(plan, f) for f in rule.knobs))
+                             for i, rule in enumerate(rules)))
+                 for dpo in dpos)
 
 
 def undominated(knobs) -> set[Knobs]:
