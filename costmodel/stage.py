@@ -376,7 +376,7 @@ def stage_cost(model: Model, cluster: Cluster, plan: Plan, layers, stage: int, e
     eff, mix = k.eff, as_mix(model, layers)
     count = mix_layers(mix)
     compute_s = stage_compute_seconds(model, plan, k, mix, stage)
-    replay = sum(n * replay_seconds(plan, k.layers[r]) for r, n in mix)
+    replay = stage_replay_seconds(plan, k, mix)
     tp = sum(n * layer_tp_comm_seconds(plan, k.layers[r], k.tp_allreduce_seconds, eff, tp_exchanges(model, r))
              for r, n in mix)
     edge_ar = (stage == 0) + (stage == plan.pp - 1)  # vocab-parallel embedding / output layer
@@ -468,6 +468,11 @@ def cp_layer_seconds(plan: Plan, k: StageKernels, rep: int) -> float:
     """One layer's exposed CP exchanges per micro-batch: forward (twice under full recompute) and backward."""
     forward, backward = (k.cp_seconds or {}).get(rep, (0.0, 0.0))
     return context.passes(plan) * forward + backward
+
+
+def stage_replay_seconds(plan: Plan, k: StageKernels, mix: LayerMix) -> float:
+    """StageCost.recompute_seconds: the forward seconds the stage's layers replay in backward per micro-batch."""
+    return sum(n * replay_seconds(plan, k.layers[r]) for r, n in mix)
 
 
 def replay_seconds(plan: Plan, lt: LayerTimes) -> float:

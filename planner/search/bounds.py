@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from costmodel.pipeline import default_chunk_layers, pipeline_seconds, stage_layer_counts
-from costmodel.stage import replay_seconds, stage_compute_seconds
+from costmodel.stage import stage_compute_seconds, stage_replay_seconds
 from planner.search.space import (Knobs, Layout, SearchSpec, Space, knob_values, knob_variant, offload_counts,
                                   vpp_choices)
 from planner.search.tables import Candidate, LayoutTables, TableContext
@@ -57,8 +57,7 @@ def lower_bound(tables: LayoutTables, knobs: tuple[Knobs, ...], tight: bool = Fa
     it): a few more pipes. (It once kept only knobs offering every fastest value
     at once, and had none to take when two frameworks each offered some of them.)"""
     tp_split, moe = tables.lay.tp > 1, tables.ctx.spec.model.moe is not None
-    offered = {k.recompute for k in knobs}
-    none = "full" if offered == {"full"} else "none"
+    offered, none = {k.recompute for k in knobs}, bound_recompute(knobs)
     if tight:  # per knob: each fastest value where some knob offers it, else the knob's own (never slower)
         sps, mcgs = {k.sp for k in knobs}, {k.mcg for k in knobs}
         overlaps = {(k.tpo, k.epo) for k in knobs}  # TP and EP overlap together: a machine rule may offer
@@ -78,6 +77,12 @@ def lower_bound(tables: LayoutTables, knobs: tuple[Knobs, ...], tight: bool = Fa
     return flush + tables.ctx.eff.step_overhead_seconds
 
 
+def bound_recompute(knobs: tuple[Knobs, ...]) -> str:
+    """The recompute mode the bounds take: none, the fastest, unless full recompute is all the knobs offer
+    (the common case where nothing else fits: a bound with no recompute would sit a third below every plan)."""
+    return "full" if {k.recompute for k in knobs} == {"full"} else "none"
+
+
 def compute_bound(tables: LayoutTables, knobs: tuple[Knobs, ...]) -> float:
     """A step time no plan of the layout beats, from compute alone (seconds): the pipeline flush
     (costmodel.pipeline.pipeline_seconds) of each stage's compute seconds (stage.stage_compute_seconds)
@@ -90,13 +95,12 @@ def compute_bound(tables: LayoutTables, knobs: tuple[Knobs, ...]) -> float:
     when a stage's time grows. Cheap (the kernels are shared by every layout with one kernel key,
     tables.KernelCache), so it goes first."""
     spec, (of_rank, reps) = tables.ctx.spec, tables.classes
-    rc = "full" if {k.recompute for k in knobs} == {"full"} else "none"  # as the loose bound
     best = math.inf
     for precision, casts in {(k.precision, k.casts) for k in knobs}:
-        plan = tables.plan(Knobs(0, rc, tables.lay.tp > 1, precision, "", casts))
+        plan = tables.plan(Knobs(0, bound_recompute(knobs), tables.lay.tp > 1, precision, "", casts))
         kernels = tables.ctx.kernels.get(plan)
         per_class = [stage_compute_seconds(spec.model, plan, kernels, mix, rank)
-                     + sum(n * replay_seconds(plan, kernels.layers[r]) for r, n in mix) for mix, rank in reps]
+                     + stage_replay_seconds(plan, kernels, mix) for mix, rank in reps]
         busy, bubble = pipeline_seconds(tuple(per_class[i] for i in of_rank), plan.num_microbatches, plan.vpp)
         best = min(best, busy + bubble)
     return best + tables.ctx.eff.step_overhead_seconds
