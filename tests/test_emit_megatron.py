@@ -171,6 +171,26 @@ def test_deepseek_v3_layout_is_nvidias():
     assert expand_layout(value(a, "--pipeline-model-parallel-layout")) == expand_layout("Et*4|(t*4|)*14tmL")
 
 
+def test_glm_4_5_is_written_as_megatron_bridges_glm45_bridge_builds_it():
+    """NVIDIA-NeMo/Megatron-Bridge src/megatron/bridge/models/glm/glm45_bridge.py (GLM45Bridge.provider_bridge)
+    and its unit test (tests/unit_tests/models/glm/test_glm45_bridge.py @282e0ba8): qkv bias from
+    attention_bias, qk_layernorm from use_qk_norm, rotary_percent from partial_rotary_factor, kv_channels from
+    head_dim, no other linear bias, moe_layer_freq [0] * first_k_dense_replace + [1] * the rest, a shared
+    expert of moe_intermediate_size, sigmoid scores with the expert bias, mtp_num_layers from
+    num_nextn_predict_layers; the top-k scaling factor is routed_scaling_factor."""
+    model = load_model_spec("tests/data/hf_configs/glm-4.5.json", seq_length=4096)
+    a = args_of(job(model, tp=1, pp=1, dp=8, ep=8, micro_batch_size=1, global_batch_size=8))
+    for flag in ("--add-qkv-bias", "--qk-layernorm", "--disable-bias-linear", "--moe-router-enable-expert-bias",
+                 "--swiglu", "--untie-embeddings-and-output-weights", "--group-query-attention"):
+        assert flag in a, flag
+    expected = {"--rotary-percent": "0.5", "--kv-channels": "128", "--num-query-groups": "8",
+                "--moe-layer-freq": "([0]*3+[1]*89)", "--moe-shared-expert-intermediate-size": "1536",
+                "--moe-ffn-hidden-size": "1536", "--ffn-hidden-size": "12288", "--num-experts": "160",
+                "--moe-router-topk": "8", "--moe-router-score-function": "sigmoid",
+                "--moe-router-topk-scaling-factor": "2.5", "--mtp-num-layers": "1"}
+    assert {flag: value(a, flag) for flag in expected} == expected
+
+
 REJECTED = [  # (plan/model change, words of the refusal); Megatron-LM's outcome in data/emit/README.md
     # frameworks/megatron.py megatron_fsdp_stages: Megatron-FSDP written without pipeline parallelism only
     (dict(pp=2, zero_stage=2, global_batch_size=8), "ZeRO stage 2: Megatron-LM shards optimizer states"),

@@ -119,6 +119,32 @@ def test_kimi_k2_reads_as_deepseek_v3():
     assert data["model_type"] == "kimi_k2"
 
 
+def test_glm_4_5_reads_as_deepseek_v3_moe_on_grouped_query_attention():
+    """Glm4MoeDecoderLayer / Glm4MoeMoE / Glm4MoeTopkRouter are DeepSeek-V3's classes (transformers
+    modular_glm4_moe.py), on GQA attention with biases on q/k/v only (Glm4MoeAttention: o_proj bias=False),
+    RMSNorms on queries and keys when use_qk_norm, half the head rotated (partial_rotary_factor 0.5).
+    GLM-4.5 report (arXiv:2508.06471) Table 1: 3 dense + 89 MoE layers, 1 MTP layer, 160 experts, 8 routed,
+    1 shared of 1536, 96 heads / 8 KV heads of 128; GLM-4.5-Air 1 dense + 45 MoE, 128 experts."""
+    s = spec("glm-4.5")
+    assert (s.moe.num_experts, s.moe.experts_per_token, s.moe.ffn_hidden_size) == (160, 8, 1536)
+    assert (s.moe.shared_ffn_hidden_size, s.moe.first_dense_layers, s.moe.layer_freq) == (1536, 3, 1)
+    assert (s.moe.router, s.moe.router_expert_bias, s.moe.router_scaling_factor) == ("sigmoid", True, 2.5)
+    assert s.mla is None and s.mtp_layers == 1 and s.to_model().moe_layers == 89
+    assert (s.num_kv_heads, s.head_dim, s.ffn_hidden_size) == (8, 128, 12288)
+    assert s.qkv_bias and not s.linear_bias and s.qk_norm == "learned" and s.rotary_percent == 0.5
+    air = spec("glm-4.5-air")
+    assert (air.moe.num_experts, air.moe.first_dense_layers, air.to_model().moe_layers) == (128, 1, 45)
+    assert air.qk_norm == "none" and air.moe.router_scaling_factor == 1.0
+
+
+def test_glm_4_5_router_is_the_class_whatever_the_file_says(tmp_path):
+    """Glm4MoeTopkRouter reads no scoring_func or topk_method: a file that names others still routes by
+    sigmoid scores with the balancing bias, as Transformers and Megatron-Bridge's GLM45Bridge run it."""
+    config = read_json(f"{HF}/glm-4.5-air.json")
+    s = load_model_spec(write(tmp_path, {**config, "scoring_func": "softmax", "topk_method": "greedy"}))
+    assert (s.moe.router, s.moe.router_expert_bias) == ("sigmoid", True)
+
+
 def test_llama4_maverick_interleaves_dense_and_moe_with_chunked_attention():
     s = spec("llama4-maverick-17b-128e")
     m = s.to_model()
@@ -327,6 +353,27 @@ def test_kimi_k2():
     assert round(total / 1000) == 1
     assert off(active, 32) < 0.011
     assert 1.02 < total / 1000 < 1.03  # 1.3% under the report's 1.04T, as documented above
+
+
+@pytest.mark.parametrize("name,layers,total,active", [("glm-4.5", 92, 355, 32), ("glm-4.5-air", 46, 106, 12)])
+def test_glm_4_5_matches_its_report(name, layers, total, active):
+    """GLM-4.5 report (arXiv:2508.06471) Table 1: 355B total / 32B activated, Air 106B / 12B: the main model
+    without its MTP layer, and activated weights without the embedding and the output layer. By hand for Air
+    (h 4096, 46 layers, vocab 151,552): attention 4096 x 12288 x 2 + 4096 x 1024 x 2 = 109,051,904 (its q/k/v
+    biases, 14,336 a layer, not counted); a MoE layer adds 128 x 3 x 4096 x 1408 experts + 3 x 4096 x 1408
+    shared + 128 x 4096 router = 2,232,418,304, the dense one 3 x 4096 x 10944 = 134,479,872, each two norms
+    of 4096; so 45 x 2,341,478,400 + 243,539,968 + 2 x 151,552 x 4096 + 4096 = 106,851,586,048, 0.8% over
+    106B; activated, 8 experts not 128: 45 x 265,297,920 + 243,539,968 + 4096 = 12,181,950,464. Counting the
+    output layer (the DeepSeek convention) gives 12.8B and 32.9B, which round to 13 and 33, not the table's."""
+    m = spec(name).to_model()
+    ours_total = total_parameters(m) / B
+    without_embeddings = (total_parameters(m, active=True) - 2 * embedding_parameters(m)) / B
+    if name == "glm-4.5-air":
+        assert total_parameters(m) == 45 * 2_341_478_400 + 243_539_968 + 2 * 151_552 * 4096 + 4096
+        assert total_parameters(m, active=True) - 2 * embedding_parameters(m) == 12_181_950_464
+    assert m.num_layers == layers and off(ours_total, total) < 0.01, ours_total
+    assert round(without_embeddings) == active and off(without_embeddings, active) < 0.02, without_embeddings
+    assert round((total_parameters(m, active=True) - embedding_parameters(m)) / B) == active + 1
 
 
 def test_deepseek_v2_lite_total():

@@ -1,11 +1,12 @@
 """Map a Hugging Face `config.json` to a ModelSpec.
 
 Dense models (Llama, Mistral, Qwen2, Qwen3, Gemma 1/2/3, GPT-2, GPT-NeoX style), mixtures of experts
-(Mixtral, Qwen2-MoE, Qwen3-MoE, DeepSeek-V2/V3, Kimi K2, Llama 4, gpt-oss, OLMoE), multi-head latent
-attention and multi-token prediction (DeepSeek-V2/V3, Kimi K2) and local attention (Mistral's sliding
-window, Gemma 2/3 and gpt-oss sliding layers, Llama 4 chunked layers). A wrapper config that holds the
-language model under `text_config` (Llama 4, Gemma 3, Kimi K2.5) is read from there; its vision
-tower is not modelled (said in the spec's `notes`). Any other model_type is refused (KNOWN_MODEL_TYPES).
+(Mixtral, Qwen2-MoE, Qwen3-MoE, DeepSeek-V2/V3, Kimi K2, GLM-4.5, Llama 4, gpt-oss, OLMoE), multi-head
+latent attention (DeepSeek-V2/V3, Kimi K2), multi-token prediction (DeepSeek-V3, Kimi K2, GLM-4.5) and
+local attention (Mistral's sliding window, Gemma 2/3 and gpt-oss sliding layers, Llama 4 chunked layers).
+A wrapper config that holds the language model under `text_config` (Llama 4, Gemma 3, Kimi K2.5) is read
+from there; its vision tower is not modelled (said in the spec's `notes`). Any other model_type is
+refused (KNOWN_MODEL_TYPES).
 
 Any key that changes the arithmetic and that the cost model cannot represent is refused in one line
 naming the key (PlannerError): state-space / linear-attention hybrids, MoE layer layouts other than
@@ -16,8 +17,9 @@ read as dense, and a family whose MLP class is gated (`GATED_MODELS`) never as a
 Defaults and semantics are those of the Transformers configuration and modeling classes, read at
 transformers v4.57.1 (PyPI wheel; src/transformers/models/<name>/configuration_<name>.py and
 modeling_<name>.py for mixtral, mistral, qwen2, qwen2_moe, qwen3, qwen3_moe, deepseek_v2, deepseek_v3,
-llama4, gpt_oss, gemma, gemma2, gemma3, olmoe). Where a config.json omits a key, the class default applies
-(`CLASS_DEFAULTS`); a key given as null is None, as the classes read it.
+llama4, gpt_oss, gemma, gemma2, gemma3, olmoe; glm4_moe at modular_glm4_moe.py @0e97420c). Where a
+config.json omits a key, the class default applies (`CLASS_DEFAULTS`); a key given as null is None, as
+the classes read it.
 """
 from __future__ import annotations
 
@@ -44,6 +46,9 @@ SWIGLU_ACTIVATIONS = {"silu", "swish", "swiglu"}
 GELU_ACTIVATIONS = {"gelu", "gelu_new", "gelu_fast", "gelu_pytorch_tanh", "gelu_python", "gelu_accurate"}
 ALIBI_MODELS = {"bloom", "mpt"}
 QKV_BIAS_MODELS = {"qwen2", "qwen2_moe"}
+# Classes whose attention_bias puts a bias on q/k/v_proj only (Glm4MoeAttention: o_proj bias=False; its MLPs,
+# DeepSeek-V3's, have none).
+QKV_ONLY_ATTENTION_BIAS = {"glm4_moe"}
 BIAS_FREE_MODELS = {"llama", "mistral", "mixtral", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3_text", "phi3"}
 # Gemma's MLP is gated (GemmaMLP / Gemma2MLP / Gemma3MLP: gate_proj, up_proj, down_proj) with a GeLU
 # activation (`hidden_activation` "gelu_pytorch_tanh"): GeGLU, 3 matrices (Gemma report, arXiv:2403.08295).
@@ -54,7 +59,7 @@ GEGLU_MODELS = {"gemma", "gemma2", "gemma3_text"}
 # gate_up_proj, OLMoE's experts, the Gemma MLPs). Their activation
 # only names the gate's function: SiLU is SwiGLU, a GeLU is GeGLU, any other is refused (not modelled).
 GATED_MODELS = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "deepseek_v2",
-                "deepseek_v3", "kimi_k2", "llama4_text", "phi3", "olmoe", *GEGLU_MODELS}
+                "deepseek_v3", "kimi_k2", "llama4_text", "phi3", "olmoe", "glm4_moe", *GEGLU_MODELS}
 # A learned RMSNorm on each head's queries and keys before RoPE (Transformers v4.57.1 Qwen3Attention,
 # Qwen3MoeAttention, Gemma3Attention: q_norm / k_norm over head_dim; OlmoeAttention's span all heads, the same
 # elementwise work); Llama 4's is a weightless L2 norm
@@ -121,13 +126,27 @@ KV_HEAD_DEFAULTS = {"mistral": 8, "mixtral": 8, "gpt_oss": 8, "qwen3_moe": 4, "q
 for _kind, _kv in KV_HEAD_DEFAULTS.items():
     CLASS_DEFAULTS[_kind]["num_key_value_heads"] = _kv
 CLASS_DEFAULTS["kimi_k2"] = CLASS_DEFAULTS["deepseek_v3"]
+# GLM-4.5 (Glm4MoeConfig.__init__, transformers modular_glm4_moe.py @0e97420c: the defaults describe GLM-4.5-Air's
+# shape; head_dim has no default, Glm4MoeAttention takes hidden_size / num_attention_heads when the file omits
+# it). Its router is DeepSeek-V3's class (Glm4MoeTopkRouter(DeepseekV3TopkRouter)), which has no topk_method or
+# scoring_func key: router_fields gives it DeepSeek-V3's noaux_tc sigmoid routing.
+CLASS_DEFAULTS["glm4_moe"] = {
+    "tie_word_embeddings": False, "vocab_size": 151552, "hidden_size": 4096, "intermediate_size": 10944,
+    "num_hidden_layers": 46, "num_attention_heads": 96, "num_key_value_heads": 8, "partial_rotary_factor": 0.5,
+    "hidden_act": "silu", "max_position_embeddings": 131072, "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
+    "attention_bias": False, "moe_intermediate_size": 1408, "num_experts_per_tok": 8, "n_shared_experts": 1,
+    "n_routed_experts": 128, "routed_scaling_factor": 1.0, "n_group": 1, "topk_group": 1,
+    "first_k_dense_replace": 1, "norm_topk_prob": True, "use_qk_norm": False}
 # Wrapper configs whose language model sits under `text_config`, and that part's model_type when the
 # nested dict does not say (Llama4Config -> Llama4TextConfig, Gemma3Config -> Gemma3TextConfig).
 TEXT_CONFIG_TYPES = {"llama4": "llama4_text", "gemma3": "gemma3_text", "kimi_k25": "kimi_k2"}
 
 MOE_FAMILIES = {"mixtral": "mixtral", "qwen2_moe": "qwen_moe", "qwen3_moe": "qwen_moe", "deepseek_v2": "deepseek",
                 "deepseek_v3": "deepseek", "kimi_k2": "deepseek", "llama4_text": "llama4", "gpt_oss": "gpt_oss",
-                "olmoe": "olmoe"}
+                "olmoe": "olmoe", "glm4_moe": "glm"}
+# Families with DeepSeek-V3's multi-token prediction modules (num_nextn_predict_layers): GLM-4.5 keeps one
+# (Glm4MoeModel skips layer 92 / 46 at load, as Transformers' DeepSeek-V3 skips layer 61).
+MTP_FAMILIES = {"deepseek", "glm"}
 # Keys that count routed experts, in any model family (and DBRX's nested ffn_config.moe_num_experts).
 EXPERT_COUNT_KEYS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts", "num_moe_experts",
                      "n_experts", "num_routed_experts", "expert_num")
@@ -171,7 +190,7 @@ ROPE_THETA_DEFAULTS = {"llama": 10000.0, "mistral": 10000.0, "mixtral": 1e6, "qw
 # The mapped classes whose norms are RMSNorms whether or not the file gives rms_norm_eps (LlamaRMSNorm,
 # MistralRMSNorm, Qwen2RMSNorm, ... Phi3RMSNorm, GemmaRMSNorm); GPT-2, GPT-NeoX, BLOOM and MPT use LayerNorm.
 RMSNORM_MODELS = {"llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen2_moe", "qwen3_moe", "deepseek_v2",
-                  "deepseek_v3", "kimi_k2", "llama4_text", "gpt_oss", "olmoe", "phi3", *GEGLU_MODELS}
+                  "deepseek_v3", "kimi_k2", "llama4_text", "gpt_oss", "olmoe", "phi3", "glm4_moe", *GEGLU_MODELS}
 # GPTNeoXConfig: rotary_pct 0.25 of each head's dimensions rotate.
 ROTARY_PERCENT_DEFAULTS = {"gpt_neox": 0.25}
 ATTENTION_LAYER_TYPES = {"full_attention": "full", "sliding_attention": "sliding", "chunked_attention": "chunked"}
@@ -423,8 +442,9 @@ def mlp_kind(text: dict, reader: _Reader) -> str:
 
 
 def qk_norm_kind(data: dict, model_type: str) -> str:
-    """ModelSpec.qk_norm of a config: QK_NORM_MODELS' learned norms, Llama 4's L2 norm when use_qk_norm."""
-    if model_type in QK_NORM_MODELS:
+    """ModelSpec.qk_norm of a config: QK_NORM_MODELS' learned norms, GLM-4.5's when use_qk_norm
+    (Glm4MoeAttention: q_norm / k_norm RMSNorms over head_dim), Llama 4's L2 norm when use_qk_norm."""
+    if model_type in QK_NORM_MODELS or (model_type == "glm4_moe" and data.get("use_qk_norm")):
         return "learned"
     return "l2" if model_type == "llama4_text" and data.get("use_qk_norm") else "none"
 
@@ -461,6 +481,8 @@ def architecture(data: dict) -> dict:
         out["position_embedding"] = "alibi"
     if model_type in QKV_BIAS_MODELS:
         out.update(linear_bias=False, qkv_bias=True)
+    elif model_type in QKV_ONLY_ATTENTION_BIAS:
+        out.update(linear_bias=False, qkv_bias=bool(data.get("attention_bias")))
     elif "attention_bias" in data or "mlp_bias" in data:
         out["linear_bias"] = bool(data.get("attention_bias")) or bool(data.get("mlp_bias"))
     elif model_type in BIAS_FREE_MODELS:
@@ -533,8 +555,8 @@ def refuse_unrepresentable(data: dict, text: dict, reader: _Reader) -> None:
             if not own:
                 raise PlannerError(f"{name} config.json: {shown} {_show(value)}: a mixture of experts on model_type "
                                    f"{model_type or '(none)'!r}, which planner does not map (it maps mixtral, qwen2_moe, "
-                                   "qwen3_moe, deepseek_v2, deepseek_v3, kimi_k2, llama4, gpt_oss, olmoe); it will not "
-                                   "be read as dense")
+                                   "qwen3_moe, deepseek_v2, deepseek_v3, kimi_k2, glm4_moe, llama4, gpt_oss, "
+                                   "olmoe); it will not be read as dense")
             raise PlannerError(f"{name} config.json: {shown} {_show(value)}: experts outside the language model's "
                                f"{expert_count_key(model_type) or 'expert count'}, which planner does not model")
     if not own:
@@ -548,13 +570,14 @@ def refuse_unrepresentable(data: dict, text: dict, reader: _Reader) -> None:
                 raise reader.fail(key, f"multi-head latent attention on model_type {model_type!r}, whose layout "
                                        "planner does not map (it maps DeepSeek-V2/V3 and Kimi K2)")
         for key in ("num_nextn_predict_layers", "num_mtp_modules", "mtp_num_layers"):
-            if reader.has(key) and text[key] != 0:
+            if MOE_FAMILIES.get(model_type) not in MTP_FAMILIES and reader.has(key) and text[key] != 0:
                 raise reader.fail(key, f"multi-token prediction modules on model_type {model_type!r}, whose "
                                        "layout planner does not map (it maps DeepSeek-V3's)")
 
 
 def expert_count_key(model_type: str) -> str | None:
     return {"mixtral": "num_local_experts", "qwen_moe": "num_experts", "deepseek": "n_routed_experts",
+            "glm": "n_routed_experts",
             "llama4": "num_local_experts", "gpt_oss": "num_local_experts",
             "olmoe": "num_experts"}.get(MOE_FAMILIES.get(model_type, ""))
 
@@ -590,6 +613,7 @@ def moe_fields(reader: _Reader, model_type: str, layers: int | None) -> tuple[di
       ones of the same width (DeepseekV3MoE: shared_experts = MLP(intermediate_size = moe_intermediate_size
       x n_shared_experts)); dense layers of intermediate_size. DeepSeek's own modeling_deepseek.py also
       reads moe_layer_freq (MoE when i % moe_layer_freq == 0), which Transformers ignores: only 1 maps.
+      glm4_moe (Glm4MoeDecoderLayer is DeepseekV3DecoderLayer, Glm4MoeMoE DeepseekV3MoE) reads the same keys.
     - llama4_text (Llama4TextConfig.__init__: moe_layers defaults to range(interleave_moe_layer_step - 1,
       num_hidden_layers, interleave_moe_layer_step); Llama4TextMoe: num_local_experts experts of
       intermediate_size, top num_experts_per_tok, and one shared_expert of intermediate_size; dense
@@ -697,7 +721,8 @@ def llama4_layout(r: _Reader, model_type: str, layers: int | None, moe: dict, no
     return dense_ffn, moe_layers, "moe_layers" if explicit is not None else "interleave_moe_layer_step"
 
 
-FAMILY_LAYOUTS = {"qwen_moe": qwen_moe_layout, "deepseek": deepseek_layout, "llama4": llama4_layout}
+FAMILY_LAYOUTS = {"qwen_moe": qwen_moe_layout, "deepseek": deepseek_layout, "glm": deepseek_layout,
+                  "llama4": llama4_layout}
 
 
 def layout_fields(r: _Reader, moe_layers: list[int], layers: int | None, layout_key: str) -> dict:
@@ -721,7 +746,8 @@ def router_fields(reader: _Reader, model_type: str, top_k: int) -> tuple[dict, l
       of a full softmax, the same weights; GptOssTopKRouter takes the softmax of the top-k logits).
     - qwen2_moe / qwen3_moe, olmoe (Qwen2-MoE's top-k router): a softmax over all experts, the top-k
       renormalised when norm_topk_prob.
-    - deepseek_v2 / deepseek_v3 / kimi_k2: scoring_func (V3: sigmoid; DeepseekV3TopkRouter always),
+    - deepseek_v2 / deepseek_v3 / kimi_k2: scoring_func (V3: sigmoid; DeepseekV3TopkRouter always, and
+      glm4_moe's Glm4MoeTopkRouter, a DeepseekV3TopkRouter, whatever the file says),
       topk_method noaux_tc (V3: a per-expert bias on the scores that choose, and groups scored by their
       top-2) or group_limited_greedy (V2: groups scored by their best expert; Megatron-core scores them
       by the sum of their top k/group_topk, which the launch uses), n_group / topk_group,
@@ -737,13 +763,19 @@ def router_fields(reader: _Reader, model_type: str, top_k: int) -> tuple[dict, l
         raise r.fail("norm_topk_prob", f"must be true or false (got {_show(normalised)})")
     if family in ("qwen_moe", "olmoe"):
         return {"router": "topk_softmax" if normalised else "softmax_topk"}, []
+    if family == "glm":  # Glm4MoeTopkRouter is DeepseekV3TopkRouter, which reads no scoring or method key
+        return deepseek_router(r, top_k, normalised, fixed=("sigmoid", "noaux_tc"))
     return deepseek_router(r, top_k, normalised)
 
 
-def deepseek_router(r: _Reader, top_k: int, normalised: bool) -> tuple[dict, list[str]]:
-    """DeepSeek's MoEGate keys (router_fields) onto the spec; one line naming the key otherwise."""
+def deepseek_router(r: _Reader, top_k: int, normalised: bool,
+                    fixed: tuple[str, str] | None = None) -> tuple[dict, list[str]]:
+    """DeepSeek's MoEGate keys (router_fields) onto the spec; one line naming the key otherwise. `fixed`:
+    the (scoring, method) of a class that reads neither key (GLM-4.5)."""
     score = r.data.get("scoring_func", "sigmoid" if r.data.get("model_type") != "deepseek_v2" else "softmax")
     method = r.data.get("topk_method")
+    if fixed is not None:
+        score, method = fixed
     if score not in ("softmax", "sigmoid"):
         raise r.fail("scoring_func", f"{_show(score)}: planner maps softmax and sigmoid routers")
     if method not in ("greedy", "group_limited_greedy", "noaux_tc"):
@@ -795,7 +827,7 @@ def mtp_layers(reader: _Reader, model_type: str) -> int:
     """DeepSeek-V3's multi-token prediction modules (num_nextn_predict_layers; README_WEIGHTS.md of
     deepseek-ai/DeepSeek-V3: layer 61 holds the one MTP module). Transformers drops them at load; a
     training run trains them, so the spec keeps them (mtp_layers)."""
-    if MOE_FAMILIES.get(model_type) != "deepseek":
+    if MOE_FAMILIES.get(model_type) not in MTP_FAMILIES:
         return 0
     return reader.integer("num_nextn_predict_layers", 0) or 0
 
