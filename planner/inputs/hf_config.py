@@ -441,12 +441,16 @@ def mlp_kind(text: dict, reader: _Reader) -> str:
                            "GeGLU and squared ReLU)")
 
 
+# The classes whose query/key norm is switched by `use_qk_norm`, and its kind: GLM-4.5's learned RMSNorms over
+# head_dim (Glm4MoeAttention q_norm / k_norm), Llama 4's weightless L2 norm.
+USE_QK_NORM_KINDS = {"glm4_moe": "learned", "llama4_text": "l2"}
+
+
 def qk_norm_kind(data: dict, model_type: str) -> str:
-    """ModelSpec.qk_norm of a config: QK_NORM_MODELS' learned norms, GLM-4.5's when use_qk_norm
-    (Glm4MoeAttention: q_norm / k_norm RMSNorms over head_dim), Llama 4's L2 norm when use_qk_norm."""
-    if model_type in QK_NORM_MODELS or (model_type == "glm4_moe" and data.get("use_qk_norm")):
+    """ModelSpec.qk_norm of a config: QK_NORM_MODELS' learned norms; USE_QK_NORM_KINDS' when use_qk_norm."""
+    if model_type in QK_NORM_MODELS:
         return "learned"
-    return "l2" if model_type == "llama4_text" and data.get("use_qk_norm") else "none"
+    return USE_QK_NORM_KINDS.get(model_type, "none") if data.get("use_qk_norm") else "none"
 
 
 # The norms' epsilon by the name each class gives it (LlamaConfig rms_norm_eps, GPTNeoXConfig layer_norm_eps,
@@ -564,15 +568,16 @@ def refuse_unrepresentable(data: dict, text: dict, reader: _Reader) -> None:
             if reader.has(key) and text[key] != 0:
                 raise reader.fail(key, f"{_show(text[key])}: a mixture-of-experts setting on model_type "
                                        f"{model_type!r}, which planner does not map as one; it will not be read as dense")
-    if MOE_FAMILIES.get(model_type) != "deepseek":
+    if own != "deepseek":
         for key in ("kv_lora_rank", "q_lora_rank"):
             if reader.has(key):
                 raise reader.fail(key, f"multi-head latent attention on model_type {model_type!r}, whose layout "
                                        "planner does not map (it maps DeepSeek-V2/V3 and Kimi K2)")
+    if own not in MTP_FAMILIES:
         for key in ("num_nextn_predict_layers", "num_mtp_modules", "mtp_num_layers"):
-            if MOE_FAMILIES.get(model_type) not in MTP_FAMILIES and reader.has(key) and text[key] != 0:
+            if reader.has(key) and text[key] != 0:
                 raise reader.fail(key, f"multi-token prediction modules on model_type {model_type!r}, whose "
-                                       "layout planner does not map (it maps DeepSeek-V3's)")
+                                       "layout planner does not map (it maps DeepSeek-V3's and GLM-4.5's)")
 
 
 def expert_count_key(model_type: str) -> str | None:
@@ -772,10 +777,8 @@ def deepseek_router(r: _Reader, top_k: int, normalised: bool,
                     fixed: tuple[str, str] | None = None) -> tuple[dict, list[str]]:
     """DeepSeek's MoEGate keys (router_fields) onto the spec; one line naming the key otherwise. `fixed`:
     the (scoring, method) of a class that reads neither key (GLM-4.5)."""
-    score = r.data.get("scoring_func", "sigmoid" if r.data.get("model_type") != "deepseek_v2" else "softmax")
-    method = r.data.get("topk_method")
-    if fixed is not None:
-        score, method = fixed
+    score, method = fixed or (r.data.get("scoring_func", "sigmoid" if r.data.get("model_type") != "deepseek_v2"
+                                         else "softmax"), r.data.get("topk_method"))
     if score not in ("softmax", "sigmoid"):
         raise r.fail("scoring_func", f"{_show(score)}: planner maps softmax and sigmoid routers")
     if method not in ("greedy", "group_limited_greedy", "noaux_tc"):
