@@ -495,6 +495,15 @@ def test_mla_and_mtp_outside_deepseek_are_refused(tmp_path):
     assert "num_nextn_predict_layers" in refusal(tmp_path, dense(num_nextn_predict_layers=1))
 
 
+@pytest.mark.parametrize("name", ["deepseek-v3", "glm-4.5"])
+@pytest.mark.parametrize("key", ["num_mtp_modules", "mtp_num_layers"])
+def test_mtp_counts_under_another_key_are_refused_not_ignored(tmp_path, name, key):
+    """DeepSeek-V3's and GLM-4.5's files count MTP modules in num_nextn_predict_layers (mtp_layers reads
+    only that); MiniMax's or Megatron's key for the same count in such a file is refused, not dropped."""
+    message = refusal(tmp_path, {**read_json(f"{HF}/{name}.json"), key: 2})
+    assert key in message and "num_nextn_predict_layers" in message
+
+
 def test_sliding_window_on_an_unmapped_model_type_is_refused(tmp_path):
     message = refusal(tmp_path, dense(model_type="llama", sliding_window=2047, use_sliding_window=None))
     assert "sliding_window" in message and "llama" in message

@@ -573,11 +573,15 @@ def refuse_unrepresentable(data: dict, text: dict, reader: _Reader) -> None:
             if reader.has(key):
                 raise reader.fail(key, f"multi-head latent attention on model_type {model_type!r}, whose layout "
                                        "planner does not map (it maps DeepSeek-V2/V3 and Kimi K2)")
-    if own not in MTP_FAMILIES:
-        for key in ("num_nextn_predict_layers", "num_mtp_modules", "mtp_num_layers"):
-            if reader.has(key) and text[key] != 0:
-                raise reader.fail(key, f"multi-token prediction modules on model_type {model_type!r}, whose "
-                                       "layout planner does not map (it maps DeepSeek-V3's and GLM-4.5's)")
+    for key in ("num_nextn_predict_layers", "num_mtp_modules", "mtp_num_layers"):
+        if not reader.has(key) or text[key] == 0:
+            continue
+        if own not in MTP_FAMILIES:
+            raise reader.fail(key, f"multi-token prediction modules on model_type {model_type!r}, whose "
+                                   "layout planner does not map (it maps DeepSeek-V3's and GLM-4.5's)")
+        if key != "num_nextn_predict_layers":  # mtp_layers reads only the key DeepSeek's and GLM's files use
+            raise reader.fail(key, f"model_type {model_type!r} counts its multi-token prediction modules in "
+                                   "num_nextn_predict_layers; this key would be ignored")
 
 
 def expert_count_key(model_type: str) -> str | None:
