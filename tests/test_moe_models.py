@@ -529,7 +529,7 @@ def test_a_moe_config_never_imports_without_its_experts():
     """Every example with an expert count imports with `moe` set: none falls back to dense."""
     import glob
 
-    from planner.inputs.hf_config import EXPERT_COUNT_KEYS
+    from planner.inputs.hf_classes import EXPERT_COUNT_KEYS
 
     for path in sorted(glob.glob(f"{HF}/*.json")):
         data = read_json(path)
