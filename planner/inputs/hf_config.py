@@ -337,9 +337,8 @@ def refuse_unrepresentable(data: dict, text: dict, reader: Reader) -> None:
             shown = reader.prefix + key if is_text else path + key
             if not own:
                 raise PlannerError(f"{name} config.json: {shown} {show(value)}: a mixture of experts on model_type "
-                                   f"{model_type or '(none)'!r}, which planner does not map (it maps mixtral, "
-                                   "qwen2_moe, qwen3_moe, deepseek_v2, deepseek_v3, kimi_k2, glm4_moe, llama4, "
-                                   "gpt_oss, olmoe); it will not be read as dense")
+                                   f"{model_type or '(none)'!r}, which planner does not map (it maps "
+                                   f"{', '.join(MOE_FAMILIES)}); it will not be read as dense")
             raise PlannerError(f"{name} config.json: {shown} {show(value)}: experts outside the language model's "
                                f"{expert_count_key(model_type) or 'expert count'}, which planner does not model")
     if not own:
