@@ -667,13 +667,18 @@ class HeldOutRow(Strict):
     memory_error: float | None = d("predicted / measured - 1; null: no published memory")
 
 
+FIT_OBJECTIVE = ("what the fit minimised, as reached: the mean over source groups of each group's step-time MAPE, so "
+                 "that every source weighs the same (not the rows' MAPE)")
+
+
 class ValidateFitOnOutput(Output):
     """`planner validate --fit-on G --json`: constants fitted on one generation, judged on the rest."""
 
     fit_on: str = d("GPU generation fitted on (one the rows hold), or 'all'")
     fitted: FittedConstants = d("the fitted constants")
     train_rows: int = d("rows fitted on")
-    train_mape: float = d("step-time MAPE on them")
+    train_mape: float = d("step-time MAPE on them, each row weighing the same")
+    train_objective: float = d(FIT_OBJECTIVE)
     train_memory_mape: float | None = d("memory MAPE on them; null: none publishes a peak")
     heldout_rows: int = d("held-out rows")
     heldout_mape: float | None = d("step-time MAPE on the held-out rows; null: none")
@@ -687,7 +692,8 @@ class HeldOutFit(Strict):
 
     train_rows: int = d("rows fitted on (every other group's)")
     fitted: FittedConstants = d("the constants fitted on them")
-    train_mape: float = d("step-time MAPE on the rows fitted on")
+    train_mape: float = d("step-time MAPE on the rows fitted on, each row weighing the same")
+    train_objective: float = d(FIT_OBJECTIVE)
     train_memory_mape: float | None = d("memory MAPE on them; null: none publishes a peak")
     step_time: ErrorStats = d("step-time errors of the held-out rows, out of sample")
     memory: ErrorStats = d("memory errors of the held-out rows with a peak, out of sample")
@@ -705,7 +711,8 @@ class InSampleFit(SplitErrors):
     """Constants fitted on all rows and scored on the same rows."""
 
     fitted: FittedConstants = d("the constants fitted on all rows")
-    train_mape: float = d("step-time MAPE reached by the fit")
+    train_mape: float = d("step-time MAPE on all rows, each row weighing the same")
+    train_objective: float = d(FIT_OBJECTIVE)
     train_memory_mape: float | None = d("memory MAPE reached; null: no row publishes a peak")
 
 

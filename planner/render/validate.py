@@ -69,7 +69,8 @@ def print_generalisation(out: dict, console: Console | None = None) -> None:
     """`validate --fit-on`: the fit's error on its own rows and on the held-out rows."""
     console = console or Console()
     held = "-" if out["heldout_mape"] is None else f"{100 * out['heldout_mape']:.1f}%"
-    console.print(f"fitted on {out['fit_on']} ({out['train_rows']} rows): step MAPE {100 * out['train_mape']:.1f}%; "
+    console.print(f"fitted on {out['fit_on']} ({out['train_rows']} rows): step MAPE {100 * out['train_mape']:.1f}% "
+                  f"(the fit's objective, the mean of each source's MAPE: {100 * out['train_objective']:.1f}%); "
                   f"held-out rows ({out['heldout_rows']}): step MAPE {held}")
     if out["train_memory_mape"] is not None:
         console.print(f"memory MAPE on the fitted rows with a published peak: {100 * out['train_memory_mape']:.1f}%")

@@ -54,6 +54,7 @@ def prior() -> cm.Efficiency:
 
 
 def step_mape(runs: list[Run], eff: cm.Efficiency) -> float:
+    """Step-time MAPE over the scored rows, each row weighing the same (what `validate` reports)."""
     results = evaluate(runs, eff)
     return sum(abs(r.step_error) for r in results) / max(1, len(results))
 
@@ -157,7 +158,9 @@ HALF_SEQ_STARTS = (128.0, 1024.0, 2048.0, 3072.0)
 
 
 def fit(runs: list[Run], start: cm.Efficiency | None = None, rounds: int = 6) -> tuple[cm.Efficiency, float]:
-    """Constants minimising step-time MAPE on `runs`; returns (efficiency, MAPE reached)."""
+    """Constants minimising the fit's objective on `runs` (the mean over source groups of each
+    group's step-time MAPE, see _prepared_mape); returns (efficiency, objective reached). The
+    objective is not the rows' MAPE: step_mape gives that."""
     if start is None:
         fits = [descend(runs, replace(prior(), flash_attention_half_seq=s), rounds) for s in HALF_SEQ_STARTS]
         return min(fits, key=lambda pair: pair[1])
@@ -198,10 +201,11 @@ def default_workers() -> int:
 
 def fit_many(train_sets: list[list[Run]], workers: int | None = None,
              rounds: int = 6) -> list[tuple[cm.Efficiency, float, float | None]]:
-    """`fit` then `fit_memory` on each set of rows (subsets of one runs file): (efficiency, step
-    MAPE, memory MAPE) per set. Each set's result is the one `fit` reaches: the same descents from
-    the same four starts, the best taken in the same order. The descents run in `workers` forked
-    processes, those from one start over similar sets together, sharing their predictions (Memo)."""
+    """`fit` then `fit_memory` on each set of rows (subsets of one runs file): (efficiency, the
+    step-time objective reached (mean over source groups), memory MAPE) per set. Each set's result
+    is the one `fit` reaches: the same descents from the same four starts, the best taken in the
+    same order. The descents run in `workers` forked processes, those from one start over similar
+    sets together, sharing their predictions (Memo)."""
     if not train_sets:
         return []
     ids: dict[str, Run] = {}

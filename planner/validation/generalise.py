@@ -60,9 +60,10 @@ def generalisation(runs: list[validation.Run], fit_on: str, workers: int | None 
     if not train:
         raise PlannerError(f"--fit-on {fit_on}: every row of it is excluded from scoring")
     held = [r for r in runs if fit_on != "all" and gen[r.id] != fit_on and not r.exclude]
-    (eff, train_mape, train_memory_mape), = fit.fit_many([train], workers)
+    (eff, objective, train_memory_mape), = fit.fit_many([train], workers)
     results = validation.evaluate(held, eff)
-    return {"fit_on": fit_on, "fitted": fit.fitted_values(eff), "train_rows": len(train), "train_mape": train_mape,
+    return {"fit_on": fit_on, "fitted": fit.fitted_values(eff), "train_rows": len(train),
+            "train_mape": fit.step_mape(train, eff), "train_objective": objective,
             "train_memory_mape": train_memory_mape,
             "heldout_rows": len(held), "heldout_mape": fit.step_mape(held, eff) if held else None,
             "heldout_memory_mape": fit.memory_mape(held, eff) if held else None,
@@ -88,23 +89,25 @@ def leave_one_out(runs: list[validation.Run], workers: int | None = None, by: tu
     fitted = fit.fit_many(train_sets, workers)
     seconds = time.perf_counter() - start
 
-    all_eff, all_mape, all_memory = fitted[0]
+    all_eff, all_objective, all_memory = fitted[0]
     in_sample = validation.evaluate(runs, all_eff)
     in_by_id = {r.run.id: r for r in in_sample}
     out = {"rows": len(scored), "fits": len(train_sets), "fit_seconds": seconds,
-           "in_sample": {"fitted": fit.fitted_values(all_eff), "train_mape": all_mape,
+           "in_sample": {"fitted": fit.fitted_values(all_eff), "train_mape": fit.step_mape(runs, all_eff),
+                         "train_objective": all_objective,
                          "train_memory_mape": all_memory, **held_out_report(in_sample)}}
     for kind in by:
         held_results: list[validation.Result] = []
         per_split = {}
-        for (k_kind, key), train, (eff, mape, memory) in zip(splits, train_sets[1:], fitted[1:]):
+        for (k_kind, key), train, (eff, objective, memory) in zip(splits, train_sets[1:], fitted[1:]):
             if k_kind != kind:
                 continue
             results = validation.evaluate([r for r in scored if _key(r, kind) == key], eff)
             held_results += results
             in_rows = [in_by_id[r.run.id] for r in results]
             per_split[key] = {"train_rows": len([r for r in train if not r.exclude]), "fitted": fit.fitted_values(eff),
-                              "train_mape": mape, "train_memory_mape": memory,
+                              "train_mape": fit.step_mape(train, eff), "train_objective": objective,
+                              "train_memory_mape": memory,
                               **validation.group_errors(results),
                               "in_sample": validation.group_errors(in_rows)}
         order = {r.id: i for i, r in enumerate(scored)}
