@@ -39,13 +39,7 @@ VARIANTS = {
 
 def left_out_mapes(runs, bounds: dict, workers: int | None) -> dict[str, float]:
     """{"source <group>" / "generation <gen>" / "all sources" / "all generations": left-out step MAPE}."""
-    fit.FIT_BOUNDS.clear()
-    fit.FIT_BOUNDS.update(bounds)
-    try:
-        report = leave_one_out(runs, workers)
-    finally:
-        fit.FIT_BOUNDS.clear()
-        fit.FIT_BOUNDS.update(SHIPPED)
+    report = leave_one_out(runs, workers, bounds=bounds)
     out = {}
     for part, label in (("leave_one_source_out", "source"), ("leave_one_generation_out", "generation")):
         for key, split in report[part]["held_out"].items():

@@ -322,6 +322,23 @@ def test_parallel_fits_reach_what_fit_reaches(runs):
     assert fit.fit_many(sets, workers=1, rounds=2) == expected
 
 
+def test_fit_bounds_are_an_argument_not_a_global(runs):
+    """fit_many's `bounds` (benchmarks/fit_noise.py nudges them) default to FIT_BOUNDS, leave the
+    table as it was, and must name the same constants with low <= high."""
+    from planner.validation import fit
+
+    rows = [r for r in runs if r.group == "mlperf"]
+    shipped = dict(fit.FIT_BOUNDS)
+    assert fit.fit_many([rows], workers=1, rounds=1, bounds=dict(shipped)) == fit.fit_many([rows], workers=1, rounds=1)
+    nudged = {name: (low, high * 1.01) for name, (low, high) in shipped.items()}
+    fit.fit_many([rows], workers=1, rounds=1, bounds=nudged)
+    assert fit.FIT_BOUNDS == shipped
+    with pytest.raises(ValueError, match="must name"):
+        fit.fit_many([rows], workers=1, bounds={k: v for k, v in shipped.items() if k != "hbm_efficiency"})
+    with pytest.raises(ValueError, match="low above high"):
+        fit.fit_many([rows], workers=1, bounds={**shipped, "hbm_efficiency": (0.9, 0.5)})
+
+
 def test_shipped_constants_are_what_the_fit_reaches(out_of_sample):
     """costmodel.types.Efficiency's FITTED defaults are the output of `planner validate --fit-on
     all` (from the unfitted priors), so anyone can reproduce them; --leave-one-source-out's

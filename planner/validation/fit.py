@@ -157,6 +157,22 @@ def _candidates(value: float, low: float, high: float, span: float, points: int 
 HALF_SEQ_STARTS = (128.0, 1024.0, 2048.0, 3072.0)
 
 
+Bounds = dict[str, tuple[float, float]]
+
+
+def checked_bounds(bounds: Bounds | None) -> Bounds:
+    """FIT_BOUNDS, or `bounds` when given: the same constants (the Memo and _Tracked read FIT_BOUNDS'
+    names), each with low <= high. Other bounds move the descent's grid, not what is fitted."""
+    if bounds is None:
+        return FIT_BOUNDS
+    if list(bounds) != list(FIT_BOUNDS):
+        raise ValueError(f"fit bounds must name {', '.join(FIT_BOUNDS)} in that order (got {', '.join(bounds)})")
+    bad = [name for name, (low, high) in bounds.items() if not low <= high]
+    if bad:
+        raise ValueError(f"fit bounds with low above high: {', '.join(bad)}")
+    return bounds
+
+
 def fit(runs: list[Run], start: cm.Efficiency | None = None, rounds: int = 6) -> tuple[cm.Efficiency, float]:
     """Constants minimising the fit's objective on `runs` (the mean over source groups of each
     group's step-time MAPE, see _prepared_mape); returns (efficiency, objective reached). The
@@ -167,16 +183,18 @@ def fit(runs: list[Run], start: cm.Efficiency | None = None, rounds: int = 6) ->
     return descend(runs, start, rounds)
 
 
-def descend(runs: list[Run], eff: cm.Efficiency, rounds: int, memo: Memo | None = None) -> tuple[cm.Efficiency, float]:
-    """Cyclic coordinate descent from `eff` (see the module docstring); `memo` shares predictions
-    with other descents (see Memo), which changes no result."""
+def descend(runs: list[Run], eff: cm.Efficiency, rounds: int, memo: Memo | None = None,
+            bounds: Bounds | None = None) -> tuple[cm.Efficiency, float]:
+    """Cyclic coordinate descent from `eff` (see the module docstring) on the grid over `bounds`
+    (default FIT_BOUNDS); `memo` shares predictions with other descents (see Memo), which changes no
+    result."""
     rows = [prepare(r) for r in runs if not r.exclude]
     if memo is not None and not memo.admits(eff):
         memo = None
     best = _prepared_mape(rows, eff, memo)
     span = 0.5
     for _ in range(rounds):
-        for name, (low, high) in FIT_BOUNDS.items():
+        for name, (low, high) in checked_bounds(bounds).items():
             for value in _candidates(getattr(eff, name), low, high, span):
                 if value == getattr(eff, name):
                     continue  # the current point: its error is `best`, which it cannot beat
@@ -188,24 +206,26 @@ def descend(runs: list[Run], eff: cm.Efficiency, rounds: int, memo: Memo | None 
     return eff, best
 
 
-def _chunk_job(job: tuple[float, list[list[Run]], int]) -> list[tuple[cm.Efficiency, float]]:
+def _chunk_job(job: tuple[float, list[list[Run]], int, Bounds]) -> list[tuple[cm.Efficiency, float]]:
     """The descents from one start over several sets of rows, sharing one Memo."""
-    half_seq, sets, rounds = job
+    half_seq, sets, rounds, bounds = job
     memo = Memo()
-    return [descend(runs, replace(prior(), flash_attention_half_seq=half_seq), rounds, memo) for runs in sets]
+    return [descend(runs, replace(prior(), flash_attention_half_seq=half_seq), rounds, memo, bounds) for runs in sets]
 
 
 def default_workers() -> int:
     return max(1, min(8, os.cpu_count() or 1))
 
 
-def fit_many(train_sets: list[list[Run]], workers: int | None = None,
-             rounds: int = 6) -> list[tuple[cm.Efficiency, float, float | None]]:
+def fit_many(train_sets: list[list[Run]], workers: int | None = None, rounds: int = 6,
+             bounds: Bounds | None = None) -> list[tuple[cm.Efficiency, float, float | None]]:
     """`fit` then `fit_memory` on each set of rows (subsets of one runs file): (efficiency, the
     step-time objective reached (mean over source groups), memory MAPE) per set. Each set's result
     is the one `fit` reaches: the same descents from the same four starts, the best taken in the
     same order. The descents run in `workers` forked processes, those from one start over similar
-    sets together, sharing their predictions (Memo)."""
+    sets together, sharing their predictions (Memo). `bounds` replaces FIT_BOUNDS' grid (checked_bounds:
+    benchmarks/fit_noise.py nudges it to measure the optimiser's share of a left-out figure)."""
+    bounds = checked_bounds(bounds)
     if not train_sets:
         return []
     ids: dict[str, Run] = {}
@@ -220,7 +240,7 @@ def fit_many(train_sets: list[list[Run]], workers: int | None = None,
     groups = max(1, min(len(order), workers // len(HALF_SEQ_STARTS)))
     size = -(-len(order) // groups)
     chunks = [(s, order[i:i + size]) for s in HALF_SEQ_STARTS for i in range(0, len(order), size)]
-    jobs = [(s, [train_sets[k] for k in ks], rounds) for s, ks in chunks]
+    jobs = [(s, [train_sets[k] for k in ks], rounds, bounds) for s, ks in chunks]
     if workers <= 1 or len(jobs) <= 1:
         results = [_chunk_job(j) for j in jobs]
     else:

@@ -71,11 +71,12 @@ def generalisation(runs: list[validation.Run], fit_on: str, workers: int | None 
             "rows": [row_record(r, None, "generation") for r in results]}
 
 
-def leave_one_out(runs: list[validation.Run], workers: int | None = None, by: tuple[str, ...] = ("group", "generation")
-                  ) -> dict:
+def leave_one_out(runs: list[validation.Run], workers: int | None = None, by: tuple[str, ...] = ("group", "generation"),
+                  bounds: fit.Bounds | None = None) -> dict:
     """Out-of-sample errors: for each source group (by 'group') and each GPU generation (by
     'generation'), fit on the other rows and predict that one's; with the in-sample fit (all rows)
-    for contrast. All fits run in one pool of `workers` processes."""
+    for contrast. All fits run in one pool of `workers` processes, on the grid over `bounds`
+    (fit.fit_many; default the shipped FIT_BOUNDS)."""
     scored = [r for r in runs if not r.exclude]
     splits: list[tuple[str, str]] = []  # (by, held-out key)
     for kind in by:
@@ -86,7 +87,7 @@ def leave_one_out(runs: list[validation.Run], workers: int | None = None, by: tu
         splits += [(kind, k) for k in keys]
     train_sets = [list(runs)] + [[r for r in runs if _key(r, kind) != k] for kind, k in splits]
     start = time.perf_counter()
-    fitted = fit.fit_many(train_sets, workers)
+    fitted = fit.fit_many(train_sets, workers, bounds=bounds)
     seconds = time.perf_counter() - start
 
     all_eff, all_objective, all_memory = fitted[0]
