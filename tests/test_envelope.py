@@ -93,9 +93,11 @@ def test_size_notes_a_choice_above_the_envelope():
     from planner.inputs.catalogs import resolve_gpu
     from planner.sizing.run import envelope_notes
 
-    def option(gpu: str, mfu: float, **plan):
+    def option(gpu: str, mfu: float, moe_sync: float = 0.0, **plan):
         offering = SimpleNamespace(name="c", gpu=resolve_gpu(gpu))
-        best = SimpleNamespace(plan=cm.Plan(precision="bf16", **plan), est=SimpleNamespace(mfu_causal=mfu))
+        est = SimpleNamespace(mfu_causal=mfu, step_time_seconds=10.0,
+                              time_breakdown_seconds={"compute": 10.0 - moe_sync, "moe_sync": moe_sync})
+        best = SimpleNamespace(plan=cm.Plan(precision="bf16", **plan), est=est)
         return SimpleNamespace(offering=offering, num_gpus=1024, best=best)
 
     above, below = option("h100-sxm-80gb", 0.56), option("h100-sxm-80gb", 0.40)
@@ -109,6 +111,9 @@ def test_size_notes_a_choice_above_the_envelope():
     notes = envelope_notes({"cheapest": overlapped})
     assert len(notes) == 1 and "its plan uses settings no published run on ampere GPUs used" in notes[0] \
         and "tp_comm_overlap true" in notes[0]
+    # and one for a plan whose MoE host wait is 40% of its step (planner/analysis/hostwait.py)
+    notes = envelope_notes({"cheapest": option("h100-sxm-80gb", 0.40, moe_sync=4.0)})
+    assert len(notes) == 1 and "its plan's MoE host waits are 40% of the step" in notes[0]
 
 
 def test_shipped_coverage_is_what_the_published_rows_give():
@@ -158,3 +163,47 @@ def test_tp_overlap_on_a100_is_named_unvalidated(capsys):
     assert json.loads(capsys.readouterr().out)["unvalidated_settings"] == []
     assert main([*base, "--tp-comm-overlap"]) == 0
     assert [u["setting"] for u in json.loads(capsys.readouterr().out)["unvalidated_settings"]] == ["tp_comm_overlap"]
+
+
+def test_shipped_host_wait_errors_are_what_the_model_gives():
+    """validation/host_wait_errors.yaml is generated from the rows and the shipped constants (python -m
+    planner.validation.hostwait --write): a model change or refit that moves it must regenerate it."""
+    from planner.analysis import hostwait
+    from planner.validation import hostwait as computed_host_wait
+
+    assert hostwait.shipped() == computed_host_wait.compute()
+
+
+def test_host_wait_share_by_hand():
+    """3 s of MoE host wait in a 10 s step is 30%, above the 20% threshold; 1 s is 10%, below; a dense
+    step has none."""
+    from planner.analysis import hostwait
+
+    judged = hostwait.judge(10.0, {"compute": 6.0, "moe_sync": 3.0, "ep_comm": 1.0})
+    assert judged["share"] == pytest.approx(0.3) and judged["threshold_share"] == 0.2
+    assert judged["host_bound_rows"] == hostwait.shipped()["host_bound"]
+    assert hostwait.judge(10.0, {"compute": 9.0, "moe_sync": 1.0}) is None
+    assert hostwait.judge(10.0, {"compute": 10.0}) is None
+    line = hostwait.caution(judged, "the plan's")
+    bound = judged["host_bound_rows"]
+    assert line.startswith("the plan's MoE host waits are 30% of the step")
+    assert f"on the {bound['rows']} published MoE runs where they are 20% or more" in line
+
+
+def test_estimate_cautions_a_host_bound_moe_plan(capsys):
+    """Qwen3-30B-A3B on 8 B200 at micro-batch 1 with the all-to-all dispatcher (the layout of the
+    25.11 Megatron-Bridge row, which the model predicts 32% fast): most of the step is the MoE host
+    wait, which --json carries and the text cautions; DeepEP with the MoE CUDA graphs has no wait."""
+    base = ["estimate", "qwen3-30b-a3b", "dgx-b200", "--gpus", "8", "--gbs", "512", "--seq-length", "4096",
+            "--tp", "1", "--pp", "1", "--ep", "8", "--zero", "1", "--mbs", "1", "--precision", "mxfp8"]
+    assert main([*base, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    wait = out["host_wait"]
+    assert wait["share"] == pytest.approx(out["time_breakdown_s"]["moe_sync"] / out["step_time_s"])
+    assert wait["share"] >= 0.2
+    assert main(base) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert f"caution: the plan's MoE host waits are {100 * wait['share']:.0f}% of the step" in text
+    assert main([*base, "--ep-dispatch", "deepep", "--moe-cuda-graphs", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["time_breakdown_s"].get("moe_sync", 0.0) == 0.0 and out["host_wait"] is None

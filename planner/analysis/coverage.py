@@ -14,7 +14,7 @@ from typing import Callable
 
 from costmodel import lowp
 from costmodel import types as cm
-from planner.analysis import envelope
+from planner.analysis import envelope, hostwait
 
 FILE = "coverage.yaml"
 
@@ -84,8 +84,11 @@ def caution(unvalidated_settings: list[dict], whose: str) -> str | None:
             f"cost model's figures for them there were never judged against a run (validation/): {named}")
 
 
-def cautions(judged: dict | None, unvalidated_settings: list[dict], subject: str, so: str | None = None) -> list[str]:
+def cautions(judged: dict | None, unvalidated_settings: list[dict], subject: str, so: str | None = None,
+             host_wait: dict | None = None) -> list[str]:
     """The cautions to print beside a plan named `subject` ("#1", "the plan"): its MFU above the envelope
-    (envelope.caution, followed by `so` when given) and its unvalidated settings (caution)."""
+    (envelope.caution, followed by `so` when given), its unvalidated settings (caution) and its MoE host
+    wait where that dominates the step (hostwait.judge, hostwait.caution)."""
     above = envelope.caution(judged, f"{subject}'s", so) if so else envelope.caution(judged, f"{subject}'s")
-    return [line for line in (above, caution(unvalidated_settings, f"{subject} uses")) if line]
+    return [line for line in (above, caution(unvalidated_settings, f"{subject} uses"),
+                              hostwait.caution(host_wait, f"{subject}'s")) if line]

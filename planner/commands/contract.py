@@ -365,6 +365,24 @@ class UnvalidatedSetting(Strict):
                                     "that generation")
 
 
+class HostWaitRows(Strict):
+    """Step-time errors of published MoE rows at the shipped constants (validation/host_wait_errors.yaml)."""
+
+    rows: int = d("scored MoE rows of validation/runs.yaml in this regime")
+    mape: float | None = d("their step-time MAPE; null: no row")
+    max_abs: float | None = d("their largest absolute step-time error; null: no row")
+    worst_run: str | None = d("the row with that error; null: no row")
+
+
+class HostWait(Strict):
+    """A plan whose MoE host wait is a large share of its step (planner/analysis/hostwait.py)."""
+
+    share: float = d("the MoE host wait (time_breakdown_s.moe_sync) over the step time")
+    threshold_share: float = d("the share from which a plan is judged host-bound")
+    host_bound_rows: HostWaitRows = d("published MoE rows whose predicted host wait is at least that share")
+    no_wait_rows: HostWaitRows = d("published MoE rows with no host wait, for contrast")
+
+
 class EstimateOutput(Estimate, Output):
     """`planner estimate --json`: the estimate, its diagnosis, and the what-if re-score on request."""
 
@@ -373,6 +391,8 @@ class EstimateOutput(Estimate, Output):
                                      "none is in validation/runs.yaml")
     unvalidated_settings: list[UnvalidatedSetting] = d("the plan's settings no published run on its GPU "
                                                        "generation used; empty when all were")
+    host_wait: HostWait | None = d("the plan's MoE host wait against the published rows' errors where it is a "
+                                   "large share of the step; null otherwise")
     what_if: EstimateWhatIf = omitted("the re-score under --what-if; absent without it")
 
 
@@ -447,6 +467,8 @@ class SuggestOutput(Output):
                                      "where none is in validation/runs.yaml")
     unvalidated_settings: list[UnvalidatedSetting] = d("the best plan's settings no published run on its GPU "
                                                        "generation used; empty when all were")
+    host_wait: HostWait | None = d("the best plan's MoE host wait against the published rows' errors where it "
+                                   "is a large share of the step; null otherwise")
     what_if: str = omitted("the --what-if assumptions the search ran under; absent without them")
     stability: list[StabilityRow] = omitted("one row per --what-if-grid value; absent without it")
     emitted: Emitted = omitted("the launch files --emit wrote; absent without it")

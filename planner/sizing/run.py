@@ -13,7 +13,7 @@ from typing import Optional
 
 from pydantic import RootModel, ValidationError
 
-from planner.analysis import coverage, envelope, whatif
+from planner.analysis import coverage, envelope, hostwait, whatif
 from planner.analysis import score as report
 from planner.errors import PlannerError
 from planner.inputs import catalogs, loading, reading
@@ -147,9 +147,9 @@ def other_gpus(options: list[sizing.Option], winner: sizing.Option | None, deadl
 
 def envelope_notes(chosen: dict[str, sizing.Option | None]) -> list[str]:
     """A note for each chosen option whose plan's MFU is above every published run on its GPU in its
-    precision (planner/analysis/envelope.py), and one for each whose plan uses settings no published run
+    precision (planner/analysis/envelope.py), one for each whose plan uses settings no published run
     on its GPU generation used (planner/analysis/coverage.py): its days and dollars rest on a regime
-    never measured."""
+    never measured; and one for each whose MoE host wait dominates its step (planner/analysis/hostwait.py)."""
     out, seen = [], set()
     for label, o in chosen.items():
         if o is None or (o.offering.name, o.num_gpus) in seen:
@@ -157,7 +157,8 @@ def envelope_notes(chosen: dict[str, sizing.Option | None]) -> list[str]:
         seen.add((o.offering.name, o.num_gpus))
         judged = envelope.judge(o.offering.gpu.name, o.best.plan.precision, o.best.est.mfu_causal)
         lines = coverage.cautions(judged, coverage.unvalidated(o.offering.gpu.generation, o.best.plan), "its plan",
-                                  "its days and dollars are optimistic")
+                                  "its days and dollars are optimistic",
+                                  hostwait.judge(o.best.est.step_time_seconds, o.best.est.time_breakdown_seconds))
         out += [f"{label} ({o.offering.name} x {o.num_gpus}): {line}" for line in lines]
     return out
 
