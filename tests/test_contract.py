@@ -226,3 +226,9 @@ def test_print_json_puts_the_version_first_and_stays_strict(capsys):
     assert json.loads(capsys.readouterr().out) == {"schema_version": contract.SCHEMA_VERSION, "a": 1}
     with pytest.raises(PlannerError, match="non-finite"):
         print_json({"a": float("nan")})
+
+
+def test_readme_states_the_current_schema_version():
+    """README's "JSON output" names the schema_version every --json prints (it said "9" after the bump to 10)."""
+    readme = (ROOT / "README.md").read_text()
+    assert f'`schema_version` (now `"{contract.SCHEMA_VERSION}"`)' in readme
