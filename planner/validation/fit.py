@@ -189,12 +189,13 @@ def descend(runs: list[Run], eff: cm.Efficiency, rounds: int, memo: Memo | None 
     (default FIT_BOUNDS); `memo` shares predictions with other descents (see Memo), which changes no
     result."""
     rows = [prepare(r) for r in runs if not r.exclude]
+    bounds = checked_bounds(bounds)
     if memo is not None and not memo.admits(eff):
         memo = None
     best = _prepared_mape(rows, eff, memo)
     span = 0.5
     for _ in range(rounds):
-        for name, (low, high) in checked_bounds(bounds).items():
+        for name, (low, high) in bounds.items():
             for value in _candidates(getattr(eff, name), low, high, span):
                 if value == getattr(eff, name):
                     continue  # the current point: its error is `best`, which it cannot beat
