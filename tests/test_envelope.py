@@ -187,7 +187,7 @@ def test_host_wait_share_by_hand():
     line = hostwait.caution(judged, "the plan's")
     bound = judged["host_bound_rows"]
     assert line.startswith("the plan's MoE host waits are 30% of the step")
-    assert f"on the {bound['rows']} published MoE runs where they are 20% or more" in line
+    assert f"on the {bound['n']} published MoE runs where they are 20% or more" in line
 
 
 def test_estimate_cautions_a_host_bound_moe_plan(capsys):

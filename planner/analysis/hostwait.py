@@ -31,7 +31,7 @@ def share(step_time_s: float, time_breakdown_s: dict[str, float]) -> float:
 @lru_cache(maxsize=1)
 def shipped() -> dict:
     """The precomputed errors: {"host_bound": stats of the rows at or above HOST_BOUND_SHARE,
-    "no_wait": stats of the MoE rows without a host wait}; each {rows, mape, max_abs, worst_run}."""
+    "no_wait": stats of the MoE rows without a host wait}; each runs.error_stats with worst_run."""
     from planner.inputs.catalogs import published_file
     from planner.inputs.reading import read_data
 
@@ -55,8 +55,8 @@ def caution(judged: dict | None, whose: str) -> str | None:
         return None
     bound, none = judged["host_bound_rows"], judged["no_wait_rows"]
     return (f"{whose} MoE host waits are {100 * judged['share']:.0f}% of the step, a single fitted constant per MoE "
-            f"layer: on the {bound['rows']} published MoE runs where they are {100 * judged['threshold_share']:.0f}% "
+            f"layer: on the {bound['n']} published MoE runs where they are {100 * judged['threshold_share']:.0f}% "
             f"or more the model's step time is off by {100 * bound['mape']:.1f}% on average (up to "
             f"{100 * bound['max_abs']:.1f}%, {bound['worst_run']}), against {100 * none['mape']:.1f}% on the "
-            f"{none['rows']} without a wait (validation/README.md); DeepEP/HybridEP with the MoE CUDA graphs "
+            f"{none['n']} without a wait (validation/README.md); DeepEP/HybridEP with the MoE CUDA graphs "
             f"removes the wait")

@@ -365,13 +365,20 @@ class UnvalidatedSetting(Strict):
                                     "that generation")
 
 
-class HostWaitRows(Strict):
-    """Step-time errors of published MoE rows at the shipped constants (validation/host_wait_errors.yaml)."""
+class ErrorStats(Strict):
+    """Signed relative errors summarised; the statistics are null when n is 0."""
 
-    rows: int = d("scored MoE rows of validation/runs.yaml in this regime")
-    mape: float | None = d("their step-time MAPE; null: no row")
-    max_abs: float | None = d("their largest absolute step-time error; null: no row")
-    worst_run: str | None = d("the row with that error; null: no row")
+    n: int = d("rows")
+    mape: float | None = d("mean absolute relative error")
+    max_abs: float | None = d("largest absolute relative error")
+    mean_signed: float | None = d("mean signed relative error")
+
+
+class HostWaitRows(ErrorStats):
+    """Step-time errors of scored MoE rows of validation/runs.yaml at the shipped constants
+    (validation/host_wait_errors.yaml)."""
+
+    worst_run: str | None = d("the row with the largest absolute error; null when n is 0")
 
 
 class HostWait(Strict):
@@ -601,15 +608,6 @@ class ValidationRow(Strict):
     predicted_memory_gib: float = d("cost-model peak memory per GPU")
     measured_memory_gib: float | None = d("published peak memory per GPU; null: not published")
     memory_error: float | None = d("predicted / measured - 1; null: no published memory")
-
-
-class ErrorStats(Strict):
-    """Signed relative errors summarised; the statistics are null when n is 0."""
-
-    n: int = d("rows")
-    mape: float | None = d("mean absolute relative error")
-    max_abs: float | None = d("largest absolute relative error")
-    mean_signed: float | None = d("mean signed relative error")
 
 
 class GroupErrors(Strict):

@@ -12,16 +12,13 @@ import sys
 from costmodel import types as cm
 from costmodel.step import estimate
 from planner.analysis.hostwait import FILE, HOST_BOUND_SHARE, share
-from planner.validation.runs import generated_file_main, load_runs, prepare
+from planner.validation.runs import error_stats, generated_file_main, load_runs, prepare
 
 
 def _stats(rows: list[tuple[str, float]]) -> dict:
-    """{rows, mape, max_abs, worst_run} of (row id, signed step error) pairs."""
-    if not rows:
-        return {"rows": 0, "mape": None, "max_abs": None, "worst_run": None}
-    worst = max(rows, key=lambda r: abs(r[1]))
-    return {"rows": len(rows), "mape": round(sum(abs(e) for _, e in rows) / len(rows), 4),
-            "max_abs": round(abs(worst[1]), 4), "worst_run": worst[0]}
+    """runs.error_stats of (row id, signed step error) pairs, with the id of the largest error (worst_run)."""
+    worst = max(rows, key=lambda r: abs(r[1]))[0] if rows else None
+    return {**error_stats([e for _, e in rows]), "worst_run": worst}
 
 
 def compute(runs=None) -> dict:
