@@ -101,19 +101,22 @@ def test_size_notes_a_choice_above_the_envelope():
         return SimpleNamespace(offering=offering, num_gpus=1024, best=best)
 
     above, below = option("h100-sxm-80gb", 0.56), option("h100-sxm-80gb", 0.40)
-    notes = envelope_notes({"cheapest": above, "fastest": above})
+    notes = envelope_notes({"cheapest": above, "fastest": above}, 4096)
     assert len(notes) == 1 and "56.0% (causal attention) is above every published run on h100-sxm-80gb in bf16 " \
         "(highest 44.6%" in notes[0]
-    assert envelope_notes({"cheapest": below, "fastest": None}) == []
-    assert envelope_notes({"cheapest": option("b300-sxm-270gb", 0.9)}) == []  # no bf16 row on B300
+    assert envelope_notes({"cheapest": below, "fastest": None}, 4096) == []
+    assert envelope_notes({"cheapest": option("b300-sxm-270gb", 0.9)}, 4096) == []  # no bf16 row on B300
     # and one note for a plan that uses a setting no published run on its generation used (TP overlap on A100)
     overlapped = option("a100-sxm-80gb", 0.40, tp=8, sequence_parallel=True, tp_comm_overlap=True)
-    notes = envelope_notes({"cheapest": overlapped})
+    notes = envelope_notes({"cheapest": overlapped}, 4096)
     assert len(notes) == 1 and "its plan uses settings no published run on ampere GPUs used" in notes[0] \
         and "tp_comm_overlap true" in notes[0]
     # and one for a plan whose MoE host wait is 40% of its step (planner/analysis/hostwait.py)
-    notes = envelope_notes({"cheapest": option("h100-sxm-80gb", 0.40, moe_sync=4.0)})
+    notes = envelope_notes({"cheapest": option("h100-sxm-80gb", 0.40, moe_sync=4.0)}, 4096)
     assert len(notes) == 1 and "its plan's MoE host waits are 40% of the step" in notes[0]
+    # and one for sequences longer than any fitted run on the generation (planner/analysis/longcontext.py)
+    notes = envelope_notes({"cheapest": below}, 131072)
+    assert len(notes) == 1 and "its plan's sequences of 131,072 tokens are longer than any run" in notes[0]
 
 
 def test_shipped_coverage_is_what_the_published_rows_give():
@@ -207,3 +210,57 @@ def test_estimate_cautions_a_host_bound_moe_plan(capsys):
     assert main([*base, "--ep-dispatch", "deepep", "--moe-cuda-graphs", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["time_breakdown_s"].get("moe_sync", 0.0) == 0.0 and out["host_wait"] is None
+
+
+def test_shipped_long_context_errors_are_what_the_model_gives():
+    """validation/long_context_errors.yaml is generated from the rows and the shipped constants (python -m
+    planner.validation.longcontext --write): a model change, refit or new row that moves it must regenerate it."""
+    from planner.analysis import longcontext
+    from planner.validation import longcontext as computed
+
+    assert longcontext.shipped() == computed.compute()
+
+
+def test_long_context_judged_against_the_longest_fitted_run_by_hand():
+    """Every Blackwell row of runs.yaml runs at most 8,192 tokens (Megatron-Bridge's Llama 3 8B rows; the MoE
+    rows run 4,096), so 8,192 is inside the fitted range and 8,193 outside; the one longer held-out Blackwell
+    row is the ModelZoo's Qwen3-235B-A22B on 128 GB200 at 131,072 tokens. A generation with no row is judged
+    by the MFU envelope instead (None here)."""
+    from planner.analysis import longcontext
+    from planner.validation import runs
+
+    blackwell = [r for r in runs.load_runs() if not r.exclude and runs.generation_of(r) == "blackwell"]
+    assert max(r.model.seq_length for r in blackwell) == 8192
+    assert longcontext.judge("blackwell", 8192) is None
+    judged = longcontext.judge("blackwell", 8193)
+    assert judged["fitted_max_seq_length"] == 8192 and judged["seq_length"] == 8193
+    rows = judged["beyond_rows"]
+    assert rows["n"] == 1 and rows["worst_run"] == "modelzoo-qwen3-235b-a22b-gb200-mxfp8-131k-cp4"
+    assert rows["mean_signed"] > 0.5  # predicted far too slow
+    line = longcontext.caution(judged, "the plan's")
+    assert line.startswith("the plan's sequences of 8,193 tokens are longer than any run the cost model was fitted on")
+    assert f"the one published run that long there was predicted {100 * rows['mape']:.1f}% slow" in line
+    assert longcontext.judge("trainium", 10**6) is None
+
+
+def test_long_context_caution_without_judged_rows_says_so():
+    from planner.analysis import longcontext
+
+    judged = {"seq_length": 32768, "generation": "ampere", "fitted_max_seq_length": 8192,
+              "beyond_rows": {"n": 0, "mape": None, "max_abs": None, "mean_signed": None, "worst_run": None}}
+    assert longcontext.caution(judged, "#1's").endswith("no published run that long was judged there")
+
+
+def test_estimate_cautions_a_blackwell_plan_at_131k_tokens(capsys):
+    """The layout of the ModelZoo's GB200 row at 131,072 tokens carries `long_context` in --json and the
+    caution in text; the same layout at 4,096 tokens (inside the fitted range) carries null."""
+    base = ["estimate", "qwen3-235b-a22b", "gb200-nvl72", "--gpus", "128", "--gbs", "1024", "--tp", "4", "--cp", "4",
+            "--pp", "4", "--vpp", "12", "--ep", "32", "--mbs", "1", "--zero", "1", "--sequence-parallel",
+            "--recompute", "selective", "--recompute-modules", "layernorm,moe_act", "--precision", "mxfp8"]
+    assert main([*base, "--seq-length", "131072", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["long_context"]["seq_length"] == 131072 and out["long_context"]["fitted_max_seq_length"] == 8192
+    assert main([*base, "--seq-length", "131072"]) == 0
+    assert "caution: the plan's sequences of 131,072 tokens are longer" in " ".join(capsys.readouterr().out.split())
+    assert main([*base, "--seq-length", "4096", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["long_context"] is None

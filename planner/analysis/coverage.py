@@ -14,7 +14,7 @@ from typing import Callable
 
 from costmodel import lowp
 from costmodel import types as cm
-from planner.analysis import envelope, hostwait
+from planner.analysis import envelope, hostwait, longcontext
 
 FILE = "coverage.yaml"
 
@@ -85,10 +85,12 @@ def caution(unvalidated_settings: list[dict], whose: str) -> str | None:
 
 
 def cautions(judged: dict | None, unvalidated_settings: list[dict], subject: str, so: str | None = None,
-             host_wait: dict | None = None) -> list[str]:
+             host_wait: dict | None = None, long_context: dict | None = None) -> list[str]:
     """The cautions to print beside a plan named `subject` ("#1", "the plan"): its MFU above the envelope
-    (envelope.caution, followed by `so` when given), its unvalidated settings (caution) and its MoE host
-    wait where that dominates the step (hostwait.judge, hostwait.caution)."""
+    (envelope.caution, followed by `so` when given), its unvalidated settings (caution), its MoE host
+    wait where that dominates the step (hostwait.judge, hostwait.caution) and its sequences where they are
+    longer than any fitted run on its generation (longcontext.judge, longcontext.caution)."""
     above = envelope.caution(judged, f"{subject}'s", so) if so else envelope.caution(judged, f"{subject}'s")
     return [line for line in (above, caution(unvalidated_settings, f"{subject} uses"),
-                              hostwait.caution(host_wait, f"{subject}'s")) if line]
+                              hostwait.caution(host_wait, f"{subject}'s"),
+                              longcontext.caution(long_context, f"{subject}'s")) if line]

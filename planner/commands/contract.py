@@ -374,9 +374,9 @@ class ErrorStats(Strict):
     mean_signed: float | None = d("mean signed relative error")
 
 
-class HostWaitRows(ErrorStats):
-    """Step-time errors of scored MoE rows of validation/runs.yaml at the shipped constants
-    (validation/host_wait_errors.yaml)."""
+class WorstRows(ErrorStats):
+    """Step-time errors of some scored validation rows at the shipped constants, with the worst of them
+    (validation/host_wait_errors.yaml, validation/long_context_errors.yaml)."""
 
     worst_run: str | None = d("the row with the largest absolute error; null when n is 0")
 
@@ -386,8 +386,19 @@ class HostWait(Strict):
 
     share: float = d("the MoE host wait (time_breakdown_s.moe_sync) over the step time")
     threshold_share: float = d("the share from which a plan is judged host-bound")
-    host_bound_rows: HostWaitRows = d("published MoE rows whose predicted host wait is at least that share")
-    no_wait_rows: HostWaitRows = d("published MoE rows with no host wait, for contrast")
+    host_bound_rows: WorstRows = d("published MoE rows whose predicted host wait is at least that share")
+    no_wait_rows: WorstRows = d("published MoE rows with no host wait, for contrast")
+
+
+class LongContext(Strict):
+    """A plan whose sequences are longer than any fitted run on its GPU generation
+    (planner/analysis/longcontext.py)."""
+
+    seq_length: int = d("the plan's sequence length, tokens")
+    generation: str = d("the GPU generation, e.g. ampere, hopper, blackwell")
+    fitted_max_seq_length: int = d("the longest sequence of a scored validation/runs.yaml row on that generation")
+    beyond_rows: WorstRows = d("held-out rows (validation/holdout.yaml) on that generation that run longer; n is 0 "
+                               "when none was judged")
 
 
 class EstimateOutput(Estimate, Output):
@@ -400,6 +411,8 @@ class EstimateOutput(Estimate, Output):
                                                        "generation used; empty when all were")
     host_wait: HostWait | None = d("the plan's MoE host wait against the published rows' errors where it is a "
                                    "large share of the step; null otherwise")
+    long_context: LongContext | None = d("the plan's sequence length against the longest fitted run on its GPU "
+                                         "generation, where it is longer; null otherwise")
     what_if: EstimateWhatIf = omitted("the re-score under --what-if; absent without it")
 
 
@@ -476,6 +489,8 @@ class SuggestOutput(Output):
                                                        "generation used; empty when all were")
     host_wait: HostWait | None = d("the best plan's MoE host wait against the published rows' errors where it "
                                    "is a large share of the step; null otherwise")
+    long_context: LongContext | None = d("the sequence length against the longest fitted run on the GPU "
+                                         "generation, where it is longer; null otherwise")
     what_if: str = omitted("the --what-if assumptions the search ran under; absent without them")
     stability: list[StabilityRow] = omitted("one row per --what-if-grid value; absent without it")
     emitted: Emitted = omitted("the launch files --emit wrote; absent without it")

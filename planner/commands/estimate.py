@@ -31,7 +31,8 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     from planner.render import estimate as render
 
     render.print_estimate(d)
-    for line in coverage.cautions(d["envelope"], d["unvalidated_settings"], "the plan", host_wait=d["host_wait"]):
+    for line in coverage.cautions(d["envelope"], d["unvalidated_settings"], "the plan", host_wait=d["host_wait"],
+                                  long_context=d["long_context"]):
         render.make_console().print(f"[yellow]caution:[/yellow] {line}")
     render.print_diagnosis(d["diagnosis"])
     if "what_if" in d:

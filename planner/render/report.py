@@ -80,7 +80,7 @@ def diagnosis_html(out: dict) -> str:
     lines = [escape(plain(line)) for line in diagnosis_lines(diag)]
     cls = ' class="bad"' if diag["comm_bound"] else ""
     cautions = coverage.cautions(out.get("envelope"), out.get("unvalidated_settings") or [], "#1",
-                                 host_wait=out.get("host_wait"))
+                                 host_wait=out.get("host_wait"), long_context=out.get("long_context"))
     warnings = "".join(f'<li class="warn">{escape(w)}</li>'
                        for w in best["warnings"] + out.get("warnings", []) + cautions)
     return (f"<h2>Diagnosis of #1</h2>\n<p{cls}>{lines[0]}</p>\n<p>{'<br>'.join(lines[1:])}</p>\n"

@@ -61,7 +61,7 @@ def published_fixes(unvalidated: list[dict]) -> list[str]:
 
 def print_suggestions(plans: list[dict], why: str | None, search: dict, console: Console | None = None,
                       envelope: dict | None = None, unvalidated: list[dict] | None = None,
-                      host_wait: dict | None = None) -> None:
+                      host_wait: dict | None = None, long_context: dict | None = None) -> None:
     console = console or render.make_console()
     console.print(header(plans, search))
     if search.get("context_parallel"):
@@ -72,7 +72,7 @@ def print_suggestions(plans: list[dict], why: str | None, search: dict, console:
     console.print(f"[bold]#1:[/bold] {render.plan_label(plans[0]['plan'])}")
     for w in plans[0]["warnings"]:
         console.print(f"[yellow]warning:[/yellow] {w}")
-    for line in coverage.cautions(envelope, unvalidated or [], "#1", host_wait=host_wait):
+    for line in coverage.cautions(envelope, unvalidated or [], "#1", host_wait=host_wait, long_context=long_context):
         console.print(f"[yellow]caution:[/yellow] {line}")
     if fixes := published_fixes(unvalidated or []):
         console.print(f"  to search only what published runs used there: {' '.join(fixes)}")

@@ -13,7 +13,7 @@ from typing import Optional
 
 from pydantic import RootModel, ValidationError
 
-from planner.analysis import coverage, envelope, hostwait, whatif
+from planner.analysis import coverage, envelope, hostwait, longcontext, whatif
 from planner.analysis import score as report
 from planner.errors import PlannerError
 from planner.inputs import catalogs, loading, reading
@@ -145,11 +145,12 @@ def other_gpus(options: list[sizing.Option], winner: sizing.Option | None, deadl
             if gpu != winner.offering.gpu.name]
 
 
-def envelope_notes(chosen: dict[str, sizing.Option | None]) -> list[str]:
+def envelope_notes(chosen: dict[str, sizing.Option | None], seq_length: int) -> list[str]:
     """A note for each chosen option whose plan's MFU is above every published run on its GPU in its
     precision (planner/analysis/envelope.py), one for each whose plan uses settings no published run
     on its GPU generation used (planner/analysis/coverage.py): its days and dollars rest on a regime
-    never measured; and one for each whose MoE host wait dominates its step (planner/analysis/hostwait.py)."""
+    never measured; one for each whose MoE host wait dominates its step (planner/analysis/hostwait.py); and
+    one where the sequences are longer than any fitted run on its generation (planner/analysis/longcontext.py)."""
     out, seen = [], set()
     for label, o in chosen.items():
         if o is None or (o.offering.name, o.num_gpus) in seen:
@@ -158,7 +159,8 @@ def envelope_notes(chosen: dict[str, sizing.Option | None]) -> list[str]:
         judged = envelope.judge(o.offering.gpu.name, o.best.plan.precision, o.best.est.mfu_causal)
         lines = coverage.cautions(judged, coverage.unvalidated(o.offering.gpu.generation, o.best.plan), "its plan",
                                   "its days and dollars are optimistic",
-                                  hostwait.judge(o.best.est.step_time_seconds, o.best.est.time_breakdown_seconds))
+                                  hostwait.judge(o.best.est.step_time_seconds, o.best.est.time_breakdown_seconds),
+                                  longcontext.judge(o.offering.gpu.generation, seq_length))
         out += [f"{label} ({o.offering.name} x {o.num_gpus}): {line}" for line in lines]
     return out
 
@@ -214,7 +216,7 @@ def size(args: SizeRequest, wi: whatif.WhatIf | None = None, progress=None) -> d
             "searched": scan.searched, "seconds": time.perf_counter() - start,
             "skipped_unpriced": skipped,
             "notes": scan.notes + impossible_lines(scan.options, args)
-            + envelope_notes({"cheapest": cheapest, "fastest": fastest}),
+            + envelope_notes({"cheapest": cheapest, "fastest": fastest}, model.seq_length),
             "options": scan.options, "pareto": front(scan.options, args.deadline_days), "cheapest": cheapest,
             "fastest": fastest, "other_gpus": other_gpus(scan.options, cheapest or fastest, args.deadline_days),
             "what_if": wi.label() if wi else None}

@@ -12,13 +12,7 @@ import sys
 from costmodel import types as cm
 from costmodel.step import estimate
 from planner.analysis.hostwait import FILE, HOST_BOUND_SHARE, share
-from planner.validation.runs import error_stats, generated_file_main, load_runs, prepare
-
-
-def _stats(rows: list[tuple[str, float]]) -> dict:
-    """runs.error_stats of (row id, signed step error) pairs, with the id of the largest error (worst_run)."""
-    worst = max(rows, key=lambda r: abs(r[1]))[0] if rows else None
-    return {**error_stats([e for _, e in rows]), "worst_run": worst}
+from planner.validation.runs import generated_file_main, load_runs, prepare, worst_stats
 
 
 def compute(runs=None) -> dict:
@@ -37,7 +31,7 @@ def compute(runs=None) -> dict:
             bound.append((run.id, error))
         elif s == 0:
             none.append((run.id, error))
-    return {"host_bound": _stats(bound), "no_wait": _stats(none)}
+    return {"host_bound": worst_stats(bound), "no_wait": worst_stats(none)}
 
 
 def show() -> None:

@@ -154,6 +154,13 @@ def error_stats(errors: list[float]) -> dict:
     }
 
 
+def worst_stats(rows: list[tuple[str, float]]) -> dict:
+    """error_stats of (row id, signed step error) pairs, with the id of the largest error (worst_run; None
+    without rows)."""
+    worst = max(rows, key=lambda r: abs(r[1]))[0] if rows else None
+    return {**error_stats([e for _, e in rows]), "worst_run": worst}
+
+
 def group_errors(results: list[Result]) -> dict:
     """Step-time and memory error statistics of some rows."""
     return {"step_time": error_stats([r.step_error for r in results]),
