@@ -9,28 +9,21 @@ from __future__ import annotations
 
 import sys
 
-from costmodel import types as cm
-from costmodel.step import estimate
 from planner.analysis.hostwait import FILE, HOST_BOUND_SHARE, share
-from planner.validation.runs import generated_file_main, load_runs, prepare, worst_stats
+from planner.validation.runs import evaluate, generated_file_main, load_runs, worst_stats
 
 
 def compute(runs=None) -> dict:
     """Stats of the scored MoE rows whose host wait is at least HOST_BOUND_SHARE of the predicted step
     ("host_bound") and of those with none ("no_wait")."""
+    moe = [run for run in (runs if runs is not None else load_runs()) if run.model.moe is not None]
     bound, none = [], []
-    eff = cm.Efficiency()
-    for run in runs if runs is not None else load_runs():
-        if run.exclude or run.model.moe is None:
-            continue
-        p = prepare(run)
-        est = estimate(p.model, p.cluster, p.plan, eff)
-        s = share(est.step_time_seconds, est.time_breakdown_seconds)
-        error = est.step_time_seconds / run.measured.step_time_s - 1.0  # as runs.Result.step_error
+    for r in evaluate(moe):
+        s = share(r.predicted_step_seconds, r.time_breakdown_seconds)
         if s >= HOST_BOUND_SHARE:
-            bound.append((run.id, error))
+            bound.append((r.run.id, r.step_error))
         elif s == 0:
-            none.append((run.id, error))
+            none.append((r.run.id, r.step_error))
     return {"host_bound": worst_stats(bound), "no_wait": worst_stats(none)}
 
 

@@ -7,7 +7,7 @@ same per GPU generation and per plan precision.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Optional
 
@@ -75,6 +75,7 @@ class Result:
     generation: str
     predicted_step_seconds: float
     predicted_memory_gib: float
+    time_breakdown_seconds: dict[str, float] = field(default_factory=dict, compare=False)  # step.Estimate's parts
 
     @property
     def step_error(self) -> float:
@@ -131,7 +132,7 @@ def prepare(run: Run) -> Prepared:
 
 def predict_prepared(p: Prepared, eff: cm.Efficiency) -> Result:
     e = estimate(p.model, p.cluster, p.plan, eff)
-    return Result(p.run, p.generation, e.step_time_seconds, e.memory_per_gpu_bytes / GIB)
+    return Result(p.run, p.generation, e.step_time_seconds, e.memory_per_gpu_bytes / GIB, e.time_breakdown_seconds)
 
 
 def predict(run: Run, eff: cm.Efficiency) -> Result:
