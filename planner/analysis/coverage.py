@@ -55,10 +55,9 @@ def settings_of(plan: cm.Plan) -> dict[str, str]:
 @lru_cache(maxsize=1)
 def shipped() -> dict[str, dict[str, tuple[str, ...]]]:
     """The precomputed coverage: generation -> setting -> the values published runs used."""
-    from planner.inputs.catalogs import published_file
-    from planner.inputs.reading import read_data
+    from planner.inputs.catalogs import read_published
 
-    data = read_data(published_file(FILE))
+    data = read_published(FILE)
     return {gen: {name: tuple(values) for name, values in table.items()} for gen, table in data.items()}
 
 

@@ -25,11 +25,9 @@ class Envelope:
 @lru_cache(maxsize=1)
 def shipped() -> dict[tuple[str, str], Envelope]:
     """The precomputed envelope, by (GPU name, precision)."""
-    from planner.inputs.catalogs import published_file
-    from planner.inputs.reading import read_data
+    from planner.inputs.catalogs import read_published
 
-    path = published_file(FILE)
-    return {(e["gpu"], e["precision"]): Envelope(**e) for e in read_data(path)}
+    return {(e["gpu"], e["precision"]): Envelope(**e) for e in read_published(FILE)}
 
 
 def judge(gpu: str, precision: str, mfu: float) -> dict | None:

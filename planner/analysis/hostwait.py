@@ -32,10 +32,9 @@ def share(step_time_s: float, time_breakdown_s: dict[str, float]) -> float:
 def shipped() -> dict:
     """The precomputed errors: {"host_bound": stats of the rows at or above HOST_BOUND_SHARE,
     "no_wait": stats of the MoE rows without a host wait}; each runs.error_stats with worst_run."""
-    from planner.inputs.catalogs import published_file
-    from planner.inputs.reading import read_data
+    from planner.inputs.catalogs import read_published
 
-    return read_data(published_file(FILE))
+    return read_published(FILE)
 
 
 def judge(step_time_s: float, time_breakdown_s: dict[str, float]) -> dict | None:

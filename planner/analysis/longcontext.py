@@ -21,10 +21,9 @@ FILE = "long_context_errors.yaml"
 def shipped() -> dict:
     """generation -> {"fitted_max_seq_length": the longest sequence of a scored runs.yaml row there,
     "beyond": runs.error_stats of the held-out rows longer than that, with worst_run}."""
-    from planner.inputs.catalogs import published_file
-    from planner.inputs.reading import read_data
+    from planner.inputs.catalogs import read_published
 
-    return read_data(published_file(FILE))
+    return read_published(FILE)
 
 
 def judge(generation: str, seq_length: int) -> dict | None:

@@ -30,6 +30,12 @@ def published_file(name: str) -> Path:
     return Path(str(resources.files("planner.validation.published"))) / name
 
 
+def read_published(name: str):
+    """The data of a file of the installed validation/ folder (published_file): the files generated from the
+    rows that the cautions read (MFU envelope, coverage, host-wait and long-context errors)."""
+    return read_data(published_file(name))
+
+
 def catalog_rows(path: Path) -> list[dict]:
     """A catalog file's list of mappings, each with a name."""
     rows = read_data(path)

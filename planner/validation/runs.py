@@ -32,12 +32,17 @@ def default_holdout() -> Path:
     return published_file("holdout.yaml")
 
 
-def generated_file_main(argv: list[str], name: str, header: str, data, show) -> None:
+def generated_file_main(argv: list[str], name: str, header: str, data, show=None) -> None:
     """The command line of a module that generates a file of validation/ from the rows (the MFU
-    envelope, the settings coverage): with `--write`, `data()` as YAML under the `header` comment lines
-    into the checkout's validation/`name` (not the installed copy); else `show()` prints it."""
+    envelope, the settings coverage, the host-wait and long-context errors): with `--write`, `data()` as
+    YAML under the `header` comment lines into the checkout's validation/`name` (not the installed copy);
+    else `show()` prints it, by default one line per top-level key of `data()`."""
     if argv != ["--write"]:
-        show()
+        if show is not None:
+            show()
+        else:
+            for key, value in data().items():
+                print(f"{key:10s} {value}")
         return
     import yaml
 
