@@ -241,8 +241,9 @@ def moe_layer_gemms(model: Model) -> list[tuple[int, int, int]]:
 
 def selective_recompute_flops(model: Model, batch: int, modules: tuple[str, ...], index: int = -1) -> float:
     """Forward FLOPs Megatron's selective recompute replays for `modules` (types.RECOMPUTE_MODULES):
-    the attention core (Korthikanti eq. 8), MLA's up projections, a dense layer's MLP; the norms and
-    the experts' activation function are elementwise (no matmul FLOPs)."""
+    the attention core (Korthikanti eq. 8), MLA's up projections, a dense layer's MLP, an MoE layer's
+    whole MLP (router, the k routed experts, the shared experts) or its shared experts alone; the
+    norms and the experts' activation function are elementwise (no matmul FLOPs)."""
     tokens = batch * model.seq_length
     dense = index < 0 or not model.is_moe_layer(index)
     out = layer_attention_flops(model, batch, index) if "core_attn" in modules else 0.0
@@ -251,6 +252,10 @@ def selective_recompute_flops(model: Model, batch: int, modules: tuple[str, ...]
         out += 2.0 * tokens * sum(k * n for i, (k, n) in enumerate(mla_projections(model)) if i in ups)
     if "mlp" in modules and dense:
         out += 2.0 * tokens * dense_mlp_parameters(model)
+    if "moe" in modules and not dense:
+        out += 2.0 * tokens * moe_mlp_parameters(model, active=True)
+    elif "shared_experts" in modules and not dense:
+        out += 2.0 * tokens * mlp_matrices(model) * model.hidden_size * model.moe.shared_ffn_hidden_size
     return out
 
 

@@ -39,8 +39,11 @@ class LayerTimes:
     module_replay: tuple[tuple[str, float], ...] = ()
 
     def replay_seconds(self, modules: tuple[str, ...]) -> float:
-        """What selective recompute of `modules` replays in backward."""
+        """What selective recompute of `modules` replays in backward. The moe module's replay holds the
+        experts' activation and the shared experts, so beside it moe_act and shared_experts add nothing."""
         table = dict(self.module_replay)
+        if "moe" in modules and "moe" in table:
+            modules = tuple(m for m in modules if m not in ("moe_act", "shared_experts"))
         return sum(table.get(m, 0.0) for m in modules)
 
 
@@ -85,25 +88,39 @@ def layer_times(
     else:
         op_gemms = (attn_work.gemms + mlp_work.gemms)[1::2]
     op_replay = gemms_seconds(op_gemms, gpu, precision, eff) + moved / hbm
+    casts = (recipe, weight_casts)
     modules = module_replays(local, tokens, tp, sequence_parallel, dense, attn_work, mlp_work, experts, gpu, precision,
-                             eff, hbm)
+                             eff, casts)
     return LayerTimes(forward, backward, replay, op_replay, gemms, (("core_attn", replay),) + modules)
 
 
 def module_replays(model: Model, tokens: int, tp: int, sequence_parallel: bool, dense: bool, attn_work, mlp_work,
-                   experts, gpu: Gpu, precision: str, eff: Efficiency, hbm: float) -> tuple[tuple[str, float], ...]:
+                   experts, gpu: Gpu, precision: str, eff: Efficiency, casts: tuple[str, str],
+                   ) -> tuple[tuple[str, float], ...]:
     """Forward seconds of the other modules Megatron's selective recompute can replay
-    (transformer_config.py recompute_modules): MLA's up projections (their GEMMs), the dense MLP (its
-    GEMMs and activation), the experts' activation function (its HBM traffic, moe.py), the two norms
-    (read and write h per token each, 16-bit; split over TP under sequence parallelism)."""
+    (transformer_config.py recompute_modules, Megatron-LM d98e8a64): MLA's up projections (their
+    GEMMs), the dense MLP, the whole MoE MLP (moe: router, permutation, experts, shared experts;
+    moe_layer.py checkpoints all of it, its token exchanges too, which stage.py counts), the shared
+    experts alone, each block's GEMMs, elementwise traffic and input casts as in its forward; the
+    experts' activation function (its HBM traffic, moe.py), the two norms (read and write h per token
+    each, 16-bit; split over TP under sequence parallelism). `casts` is (fp8 recipe, weight casts)."""
+    hbm = gpu.hbm_bandwidth_bytes_per_second * eff.hbm_efficiency
+
+    def block(work) -> float:
+        return gemms_seconds(work.gemms, gpu, precision, eff) + (
+            work.moved_bytes + block_cast_bytes([work], precision, *casts)[0]) / hbm
+
     out = []
     if model.mla:
         ups = (1, 3) if model.mla.q_lora_rank else (0, 2)
         out.append(("mla_up_proj", gemms_seconds([attn_work.gemms[i] for i in ups], gpu, precision, eff)))
     if dense:
-        out.append(("mlp", gemms_seconds(mlp_work.gemms, gpu, precision, eff) + mlp_work.moved_bytes / hbm))
+        out.append(("mlp", block(mlp_work)))
     else:
         out.append(("moe_act", moe.activation_function_bytes(model, tokens, tp, experts or moe.ExpertLayout()) / hbm))
+        out.append(("moe", block(mlp_work)))
+        if model.moe.shared_ffn_hidden_size:
+            out.append(("shared_experts", block(moe.shared_work(model, tokens, tp))))
     norms = 2 * 2.0 * 2 * tokens * model.hidden_size / (tp if sequence_parallel else 1)
     out.append(("layernorm", norms / hbm))
     return tuple(out)

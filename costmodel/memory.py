@@ -87,7 +87,8 @@ def layer_activation_bytes(
     norm inputs, the QKV and MLP inputs and the dropout masks (10sbh, eq. 2); sequence parallel
     splits those too (eq. 4). Selective recompute of the attention core drops the s^2 terms (eq. 6);
     of MLA's up projections, Q, K and V (the latents stay); of the dense MLP, its intermediates; of
-    the experts' activation, their product; of the norms, their outputs (QKV and MLP inputs). Full recompute keeps
+    the experts' activation, their product; of the shared experts, their intermediates; of the whole MoE MLP
+    (moe), everything it keeps; of the norms, their outputs (QKV and MLP inputs). Full recompute keeps
     only the layer input, 2sbh (2sbh/t when sequence parallel already shards it). Context parallel
     keeps s/cp of each sequence on a GPU. fp32 training (`element_bytes` 4) doubles every term.
     The inputs of the weight GEMMs (norm outputs, attention output, MLP activation output, MLA
@@ -132,12 +133,58 @@ def layer_activation_bytes(
         attention += 4.0 * a * s * batch
     elif "core_attn" not in replayed:
         attention += (5.0 if model.dropout else 2.0) * a * s * s * batch
-    if moe_layer:
-        routed = moe.activation_bytes(model, s * batch, tp, experts or moe.ExpertLayout(), "moe_act" in replayed, g)
+    if moe_layer:  # the moe module checkpoints the whole MoE MLP: only its input (a norm output) stays
+        routed = 0.0 if "moe" in replayed else moe.activation_bytes(
+            model, s * batch, tp, experts or moe.ExpertLayout(), "moe_act" in replayed, g, "shared_experts" in replayed)
         return whole + gathered + replicated / (tp if sequence_parallel else 1) + attention / tp + routed
     # gated: gate and up outputs (16-bit), their product (the down GEMM's input); else fc1 output and activation
     mlp = 0.0 if "mlp" in replayed else ((4.0 if mlp_matrices(model) == 3 else 2.0) + g) * sb * model.ffn
     return whole + gathered + replicated / (tp if sequence_parallel else 1) + (attention + mlp) / tp
+
+
+@lru_cache(maxsize=65536)
+def offloaded_activation_bytes(
+    model: Model, batch: int, tp: int, sequence_parallel: bool, offload: tuple[str, ...], element_bytes: int = 2,
+    index: int = -1, cp: int = 1, experts: moe.ExpertLayout | None = None, modules: tuple[str, ...] = ("core_attn",),
+    gemm_input_bytes: float = 2.0,
+) -> float:
+    """Of what layer_activation_bytes keeps under selective or no recompute, the bytes Megatron's fine-grained
+    activation offload moves to host memory: the input of each module in `offload` (types.OFFLOAD_MODULES;
+    Megatron-LM d98e8a64, docs/user-guide/features/fine_grained_activation_offloading.md, "each module
+    offloads its input activation"), counted as layer_activation_bytes counts it:
+      attn_norm, mlp_norm: the input of each norm, 2sbh (split over TP under sequence parallelism);
+      qkv_linear: the QKV projection's input, the norm's output (none with layernorm recomputed: not kept);
+      core_attn: Q, K and V (MLA: the up-projected ones, none with mla_up_proj recomputed); attn_proj: the
+      output projection's input, its value width; both split over TP;
+      expert_fc1: the routed rows' inputs; moe_act: their fc1 outputs, gate and up (none with the whole
+      MoE MLP recomputed, moe: not kept). Megatron skips tensors under 2^20 elements
+      (min_offloaded_tensor_size): not modelled, every term here is larger at the shapes people train."""
+    if element_bytes != 2:
+        return offloaded_activation_bytes(model, batch, tp, sequence_parallel, offload, 2, index, cp, experts,
+                                          modules, gemm_input_bytes) * element_bytes / 2
+    if cp > 1:
+        model = replace(model, seq_length=model.seq_length // cp)
+    sb = float(model.seq_length * batch)
+    sbh, g = sb * model.hidden_size, gemm_input_bytes
+    shard = tp if sequence_parallel else 1
+    out = sum(2.0 * sbh / shard for m in ("attn_norm", "mlp_norm") if m in offload)
+    if "qkv_linear" in offload and "layernorm" not in modules:
+        out += g * sbh / shard
+    if "core_attn" in offload and not (model.mla and "mla_up_proj" in modules):
+        k_width = q_width(model) if model.mla else model.kv_heads * model.head_dim
+        v_width = value_width(model) if model.mla else model.kv_heads * model.head_dim
+        out += 2.0 * sb * (q_width(model) + k_width + v_width) / tp
+    if "attn_proj" in offload:
+        out += g * sb * value_width(model) / tp
+    if index >= 0 and model.is_moe_layer(index) and "moe" not in modules:
+        layout = experts or moe.ExpertLayout()
+        rows = moe.routed_rows(model, model.seq_length * batch, tp, layout)
+        f = model.moe.ffn_hidden_size / layout.etp
+        if "expert_fc1" in offload:
+            out += rows * g * model.hidden_size
+        if "moe_act" in offload:
+            out += rows * 2.0 * (2 if model.gated_mlp else 1) * f
+    return out
 
 
 def op_sac_activation_bytes(model: Model, batch: int, tp: int, sequence_parallel: bool) -> float:

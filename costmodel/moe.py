@@ -78,14 +78,21 @@ def mlp_work(model, tokens: int, tp: int, layout: ExpertLayout) -> Work:
     up = (mlp_matrices(model) - 1) * f
     cast_in, cast_grad = rows * (h + f), rows * (up + h)
     weights = moe.num_experts // layout.ep * expert_parameters(model) / layout.etp
-    shared = moe.shared_ffn_hidden_size
-    if shared:
-        gemms += mlp_gemms(model, tokens, tp, shared)
-        moved += 2.0 * tokens * (3 if model.gated_mlp else 2) * shared / tp
-        cast_in += tokens * (h / tp + shared / tp)
-        cast_grad += tokens * ((mlp_matrices(model) - 1) * shared / tp + h / tp)
-        weights += mlp_matrices(model) * h * shared / tp
-    return Work(gemms, moved, cast_in, cast_grad, weights)
+    shared = shared_work(model, tokens, tp)
+    return Work(gemms + shared.gemms, moved + shared.moved_bytes, cast_in + shared.cast_inputs,
+                cast_grad + shared.cast_grads, weights + shared.weights)
+
+
+def shared_work(model, tokens: int, tp: int) -> Work:
+    """Forward work of the shared experts on one GPU (none: empty): a TP-split dense MLP of the shared
+    width, its activation (gated: read 2 x width, write width, 16-bit) and its GEMM inputs' casts."""
+    h, shared = model.hidden_size, model.moe.shared_ffn_hidden_size
+    if not shared:
+        return Work([], 0.0, 0.0, 0.0, 0.0)
+    moved = 2.0 * tokens * (3 if model.gated_mlp else 2) * shared / tp
+    cast_in = tokens * (h / tp + shared / tp)
+    cast_grad = tokens * ((mlp_matrices(model) - 1) * shared / tp + h / tp)
+    return Work(mlp_gemms(model, tokens, tp, shared), moved, cast_in, cast_grad, mlp_matrices(model) * h * shared / tp)
 
 
 def activation_function_bytes(model, tokens: int, tp: int, layout: ExpertLayout) -> float:
@@ -104,13 +111,15 @@ def dispatch_bytes(model, tokens: int, tp: int, layout: ExpertLayout, element_by
 
 
 def activation_bytes(model, tokens: int, tp: int, layout: ExpertLayout, recompute_act: bool = False,
-                     gemm_input_bytes: float = 2.0) -> float:
+                     gemm_input_bytes: float = 2.0, recompute_shared: bool = False) -> float:
     """16-bit bytes one MoE MLP keeps for backward on one GPU (besides its input, which the layer's
     norm keeps): the router's fp32 probabilities (tokens/tp x E), the routed rows' inputs (gathered
     over etp), their intermediate activations (gated: gate, up, product; the product is replayed
     instead under `recompute_act`, Megatron's moe_act module), the experts' outputs before the
-    weighted combine (tokens/tp x k x h), and the shared experts' intermediates, TP-split. Counted
-    like Korthikanti eq. 1's MLP term, per routed row instead of per token."""
+    weighted combine (tokens/tp x k x h), and the shared experts' intermediates, TP-split (replayed
+    instead under `recompute_shared`, Megatron's shared_experts module, which checkpoints the shared
+    experts' forward and so keeps only their input, the norm's output). Counted like Korthikanti
+    eq. 1's MLP term, per routed row instead of per token."""
     moe, h = model.moe, model.hidden_size
     own = tokens / tp
     rows = routed_rows(model, tokens, tp, layout)
@@ -119,6 +128,8 @@ def activation_bytes(model, tokens: int, tp: int, layout: ExpertLayout, recomput
     # up outputs (gate and up: 16-bit inputs of the activation), the product (the down GEMM's input)
     acts = 2.0 * (2 if model.gated_mlp else 1) * f + (0.0 if recompute_act else g * f)
     shared = ((4.0 if model.gated_mlp else 2.0) + g) * tokens * moe.shared_ffn_hidden_size / tp
+    if recompute_shared:
+        shared = 0.0
     outputs = 2.0 * own * moe.experts_per_token * row_factor(model, layout) * h
     return 4.0 * own * moe.num_experts + rows * (g * h + acts) + outputs + shared
 

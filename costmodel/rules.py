@@ -9,7 +9,8 @@ from __future__ import annotations
 from . import topology
 from .lowp import FP8_RECIPES, WEIGHT_CASTS, is_low
 from .types import (ATTENTION_KERNELS, CP_COMMS, DISPATCH_DTYPES, GRAD_DTYPES, GRAD_SYNCS, PIPELINE_BUFFERS, PRECISIONS,
-                    RECOMPUTE_MODES, RECOMPUTE_MODULES, Cluster, Model, Plan)
+                    MOE_OFFLOAD_MODULES, MOE_RECOMPUTE_MODULES,
+                    OFFLOAD_MODULES, RECOMPUTE_MODES, RECOMPUTE_MODULES, Cluster, Model, Plan)
 
 
 def _degree_rules(model: Model, plan: Plan) -> list[str]:
@@ -85,7 +86,7 @@ def _expert_rules(model: Model, plan: Plan) -> list[str]:
         knobs = (("ep and etp", plan.ep != 1 or plan.etp != 1), ("ep_overlap", plan.ep_overlap),
                  ("ep_dispatch deepep", plan.ep_dispatch != "alltoall"), ("moe_cuda_graphs", plan.moe_cuda_graphs),
                  ("FP8 token dispatch", plan.ep_dispatch_dtype != "bf16"),
-                 ("recompute module moe_act", "moe_act" in plan.recompute_modules))
+                 *((f"recompute module {m}", m in plan.recompute_modules) for m in MOE_RECOMPUTE_MODULES))
         moe_only = [name for name, on in knobs if on]
         if not moe_only:
             return []
@@ -99,6 +100,8 @@ def _expert_rules(model: Model, plan: Plan) -> list[str]:
                    f"({plan.tp}x{plan.cp}x{plan.dp})")
     if model.moe.ffn_hidden_size % plan.etp:
         out.append(f"expert ffn size ({model.moe.ffn_hidden_size}) must be divisible by etp ({plan.etp})")
+    if "shared_experts" in plan.recompute_modules and not model.moe.shared_ffn_hidden_size:
+        out.append("recompute module shared_experts replays the shared experts: this model has none")
     return out
 
 
@@ -173,9 +176,25 @@ def _choice_rules(model: Model, plan: Plan) -> list[str]:
         out.append(f"optimizer_states must be fp32 or bf16 (got {plan.optimizer_states})")
     if plan.offload_layers < 0:
         out.append("offload_layers must be >= 0")
+    out += _offload_module_rules(model, plan)
     if plan.sequence_parallel and plan.tp == 1:
         out.append("sequence parallel needs tp > 1 (with tp = 1 it does nothing)")
     return out
+
+
+def _offload_module_rules(model: Model, plan: Plan) -> list[str]:
+    """Fine-grained offload moves inputs that no recompute or selective recompute keeps (memory.
+    offloaded_activation_bytes); under full or per-op recompute a layer keeps other tensors, not modelled."""
+    if not plan.offload_modules:
+        return []
+    if any(m not in OFFLOAD_MODULES for m in plan.offload_modules):
+        return [f"offload modules must be among {', '.join(OFFLOAD_MODULES)}"]
+    if plan.recompute in ("full", "op"):
+        return [f"offloading module inputs is modelled with recompute none or selective (got {plan.recompute})"]
+    moe_only = [m for m in plan.offload_modules if m in MOE_OFFLOAD_MODULES]
+    if moe_only and model.moe is None:
+        return [f"offload module {moe_only[0]} is an MoE layer's: this model is dense"]
+    return []
 
 
 def cluster_violations(cluster: Cluster, plan: Plan, model: Model | None = None) -> list[str]:
@@ -190,7 +209,7 @@ def cluster_violations(cluster: Cluster, plan: Plan, model: Model | None = None)
         out.append(f"{plan.precision} needs {plan.precision.upper()} tensor cores, which {cluster.gpu.name} does not have")
     if model is not None:
         out += _hierarchical_heads(model, cluster, plan)
-    if plan.offload_layers > 0 and cluster.host_link_bytes_per_second <= 0:
+    if (plan.offload_layers > 0 or plan.offload_modules) and cluster.host_link_bytes_per_second <= 0:
         out.append(f"activation offload needs the host link's bandwidth, which cluster '{cluster.name}' does not give "
                    "(host_link_gbytes_per_s)")
     return out

@@ -193,6 +193,20 @@ def layer_activations(model: Model, plan: Plan, rep: int, recompute: str, imbala
     return held
 
 
+def layer_offloaded_bytes(model: Model, plan: Plan, rep: int, imbalance: float = 1.0) -> float:
+    """memory.offloaded_activation_bytes of layer `rep` under the plan: what its offloaded modules
+    (Plan.offload_modules) move to host per micro-batch."""
+    if not plan.offload_modules:
+        return 0.0
+    if plan.repeat_kv and not model.mla:
+        model = _kv_repeated(model)
+    modules = plan.recompute_modules if plan.recompute == "selective" else ()
+    return memory.offloaded_activation_bytes(model, plan.micro_batch_size, plan.tp, plan.sequence_parallel,
+                                             plan.offload_modules, ACTIVATION_BYTES[plan.precision], rep, plan.cp,
+                                             moe.ExpertLayout(plan.ep, plan.etp, imbalance), modules,
+                                             saved_gemm_input_bytes(plan))
+
+
 def saved_gemm_input_bytes(plan: Plan) -> float:
     """Bytes per element of the GEMM inputs a layer keeps for backward: the quantized copy under a
     low precision with Transformer Engine (cached casts), 16-bit otherwise (torchao's Float8Linear
@@ -237,7 +251,13 @@ def stage_activation_bytes(model: Model, plan: Plan, layers, stage: int, imbalan
     inflight = memory.inflight_microbatches(plan.pp, plan.vpp, plan.num_microbatches, stage)
     count = mix_layers(mix)
     offloaded = offloaded_layers(plan, count)
+    in_flight = 0.0
+    if plan.offload_modules:  # the offloaded modules' inputs are on host, one layer's in flight
+        moved = {rep: layer_offloaded_bytes(model, plan, rep, imbalance) for rep, _ in mix}
+        held -= sum(n * moved[rep] for rep, n in mix)
+        in_flight = max(moved.values())
     total = inflight * held * (count - offloaded) / count + (held / count if offloaded else 0.0)  # one copy in flight
+    total += in_flight
     total += rematerialised
     if plan.cp > 1:
         total += context.exchange_buffer_bytes(model, plan)  # one layer's attention at a time
@@ -367,6 +387,28 @@ def tp_exchanges(model: Model, rep: int) -> int:
     return 2
 
 
+def replayed_tp_exchanges(model: Model, plan: Plan, rep: int) -> int:
+    """Of layer `rep`'s forward TP exchanges (tp_exchanges), how many its recompute runs again: all
+    under full recompute; under selective, the MLP's when a module that holds it replays (a dense
+    layer's mlp, an MoE layer's moe or shared_experts when it has shared experts: Megatron checkpoints
+    the module's forward, its sequence-parallel gather and reduce-scatter included)."""
+    exchanges = tp_exchanges(model, rep)
+    if plan.recompute == "full":
+        return exchanges
+    if plan.recompute != "selective" or exchanges < 2:
+        return 0
+    holders = {"mlp"} if not model.is_moe_layer(rep) else {"moe", "shared_experts"}
+    return 1 if holders & set(plan.recompute_modules) else 0
+
+
+def moe_forward_passes(plan: Plan) -> int:
+    """Forward passes of an MoE layer's token exchange per micro-batch: one, and one more under full
+    recompute or with the moe module replayed (moe_layer.py checkpoints route, dispatch, experts and
+    combine together, Megatron-LM d98e8a64)."""
+    replayed = plan.recompute == "selective" and "moe" in plan.recompute_modules
+    return context.passes(plan) + (1 if replayed else 0)
+
+
 def stage_cost(model: Model, cluster: Cluster, plan: Plan, layers, stage: int, eff: Efficiency,
                kernels: StageKernels | None = None, with_bytes: bool = True) -> StageCost:
     """Seconds per micro-batch and bytes for one GPU of pipeline stage `stage` holding `layers` (a
@@ -377,7 +419,8 @@ def stage_cost(model: Model, cluster: Cluster, plan: Plan, layers, stage: int, e
     count = mix_layers(mix)
     compute_s = stage_compute_seconds(model, plan, k, mix, stage)
     replay = stage_replay_seconds(plan, k, mix)
-    tp = sum(n * layer_tp_comm_seconds(plan, k.layers[r], k.tp_allreduce_seconds, eff, tp_exchanges(model, r))
+    tp = sum(n * layer_tp_comm_seconds(plan, k.layers[r], k.tp_allreduce_seconds, eff, tp_exchanges(model, r),
+                                       replayed_tp_exchanges(model, plan, r))
              for r, n in mix)
     edge_ar = (stage == 0) + (stage == plan.pp - 1)  # vocab-parallel embedding / output layer
     moe_layers = sum(n for r, n in mix if model.is_moe_layer(r))
@@ -428,7 +471,7 @@ def ep_exposed_seconds(model: Model, plan: Plan, k: StageKernels, eff: Efficienc
     pipeline rank with a single micro-batch hides nothing. Not modelled: with m >= 2 the first forward
     and the last backward run alone too, so one micro-batch's exchanges in m show, which this hides
     (optimistic by at most total / m per micro-batch)."""
-    total = moe_layers * (context.passes(plan) + 1) * k.ep_pass_seconds
+    total = moe_layers * (moe_forward_passes(plan) + 1) * k.ep_pass_seconds
     if not plan.ep_overlap or total <= 0 or plan.num_microbatches <= 1:
         return total
     window = sum(n * (k.layers[r].forward_seconds + k.layers[r].backward_seconds + replay_seconds(plan, k.layers[r]))
@@ -439,9 +482,12 @@ def ep_exposed_seconds(model: Model, plan: Plan, k: StageKernels, eff: Efficienc
 
 def moe_sync_seconds(plan: Plan, eff: Efficiency, moe_layers: int) -> float:
     """Per micro-batch, the stage's MoE layers waiting on the host (host_synced_dispatch): the fitted
-    Efficiency.moe_host_sync_seconds each; no token crosses a link in it, so it is not ep_comm (an MoE
-    layer syncs at ep 1 too)."""
-    return moe_layers * eff.moe_host_sync_seconds if host_synced_dispatch(plan) else 0.0
+    Efficiency.moe_host_sync_seconds each per forward pass (moe_forward_passes: a replayed dispatch
+    waits again; the backward reuses the forward's split sizes); no token crosses a link in it, so it
+    is not ep_comm (an MoE layer syncs at ep 1 too)."""
+    if not host_synced_dispatch(plan):
+        return 0.0
+    return moe_layers * moe_forward_passes(plan) * eff.moe_host_sync_seconds
 
 
 def host_synced_dispatch(plan: Plan) -> bool:
@@ -517,19 +563,22 @@ def layer_overhead_seconds(plan: Plan, eff: Efficiency) -> float:
     return 0.0 if plan.full_iteration_graph else eff.layer_overhead_seconds
 
 
-def layer_tp_comm_seconds(plan: Plan, lt: LayerTimes, ar: float, eff: Efficiency, exchanges: int = 2) -> float:
+def layer_tp_comm_seconds(plan: Plan, lt: LayerTimes, ar: float, eff: Efficiency, exchanges: int = 2,
+                          replayed: int | None = None) -> float:
     """One layer's TP collectives per micro-batch, as they show: `exchanges` all-reduce-sized ones in
-    forward (2: attention and MLP), as many in backward, again in a full recompute's replay
-    (Megatron, see the module docstring). With tp_comm_overlap each is split into tp chunks and
-    overlapped with the GEMMs beside it (forward GEMMs; the backward's dgrad and wgrad, twice as
-    long), at the SM cost of overlap.decomposed_exposed_seconds."""
-    replays = 1 if plan.recompute == "full" else 0
+    forward (2: attention and MLP), as many in backward, and `replayed` of them again in the recompute's
+    replay (replayed_tp_exchanges; None: all of them under full recompute, Megatron, see the module
+    docstring). With tp_comm_overlap each is split into tp chunks and overlapped with the GEMMs beside
+    it (forward GEMMs; the backward's dgrad and wgrad, twice as long), at the SM cost of
+    overlap.decomposed_exposed_seconds; a replayed exchange shows as its share of the forward's."""
+    if replayed is None:
+        replayed = exchanges if plan.recompute == "full" else 0
     if not plan.tp_comm_overlap or plan.tp <= 1:
-        return (2 + replays) * exchanges * ar
+        return (2 * exchanges + replayed) * ar
     share, g = eff.collective_sm_share, lt.gemm_forward_seconds
     forward = overlap.decomposed_exposed_seconds(exchanges * ar, g, plan.tp, share)
     backward = overlap.decomposed_exposed_seconds(exchanges * ar, 2 * g, plan.tp, share)
-    return (1 + replays) * forward + backward
+    return (1 + replayed / exchanges) * forward + backward
 
 
 def offloaded_layers(plan: Plan, layers: int) -> int:
@@ -541,11 +590,30 @@ def offload_seconds(model: Model, cluster: Cluster, plan: Plan, k: StageKernels,
     """Per micro-batch, the part of the activation copies to host (forward) and back (backward) that
     the layer computing beside them does not hide: copy engines move them on their own stream
     (Megatron's CPU offload context), so a layer's copy overlaps the next layer's compute. The
-    stage's most common layer kind stands for the offloaded layers."""
+    stage's most common layer kind stands for the offloaded layers. Plus the fine-grained offload's
+    copies (module_offload_seconds)."""
     n = offloaded_layers(plan, mix_layers(mix))
+    out = module_offload_seconds(model, cluster, plan, k, mix)
     if n == 0:
-        return 0.0
+        return out
     rep = max(mix, key=lambda rn: rn[1])[0]
     lt = k.layers[rep]
     copy = layer_activations(model, plan, rep, plan.recompute, k.eff.moe_routing_imbalance) / cluster.host_link_bytes_per_second
-    return n * (max(0.0, copy - lt.forward_seconds) + max(0.0, copy - lt.backward_seconds))
+    return out + n * exposed_copy_seconds(copy, lt)
+
+
+def exposed_copy_seconds(copy: float, lt: LayerTimes) -> float:
+    """One layer's copy to host in forward and back in backward, each beside that pass's compute on the
+    copy engines' own stream: what the pass does not cover shows."""
+    return max(0.0, copy - lt.forward_seconds) + max(0.0, copy - lt.backward_seconds)
+
+
+def module_offload_seconds(model: Model, cluster: Cluster, plan: Plan, k: StageKernels, mix: LayerMix) -> float:
+    """Per micro-batch, the exposed part of the fine-grained offload's copies (Plan.offload_modules): each
+    layer's offloaded inputs (layer_offloaded_bytes) to host in forward and back before its backward,
+    asynchronously on their own stream (Megatron's fine-grained offload manager), beside the layer."""
+    if not plan.offload_modules:
+        return 0.0
+    link = cluster.host_link_bytes_per_second
+    return sum(n * exposed_copy_seconds(layer_offloaded_bytes(model, plan, r, k.eff.moe_routing_imbalance) / link,
+                                        k.layers[r]) for r, n in mix)

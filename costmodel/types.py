@@ -15,7 +15,14 @@ RECOMPUTE_MODES = ("none", "selective", "op", "full")
 # What selective recompute replays (Megatron --recompute-modules): the attention core (Korthikanti's
 # selective recompute, the default), MLA's up projections, the dense MLP, the experts' activation
 # function, the norms.
-RECOMPUTE_MODULES = ("core_attn", "mla_up_proj", "mlp", "moe_act", "layernorm")
+RECOMPUTE_MODULES = ("core_attn", "mla_up_proj", "mlp", "moe_act", "layernorm", "moe", "shared_experts")
+MOE_RECOMPUTE_MODULES = ("moe_act", "moe", "shared_experts")  # replay parts of an MoE layer only
+# Modules whose input Megatron's fine-grained activation offload copies to host memory (Plan.offload_modules,
+# transformer_config.py offload_modules, d98e8a64): the two norms' inputs, the QKV projection's, the attention
+# core's (Q, K, V), the output projection's, and an MoE layer's routed rows before fc1 and after it (moe_act's
+# input). Not offered: fused_group_mlp (the Transformer Engine op fuser) and gdp_qkv (a GatedDeltaProduct mixer).
+OFFLOAD_MODULES = ("attn_norm", "qkv_linear", "core_attn", "attn_proj", "mlp_norm", "expert_fc1", "moe_act")
+MOE_OFFLOAD_MODULES = ("expert_fc1", "moe_act")
 GRAD_DTYPES = ("fp32", "bf16", "fp16", "int8")
 
 MLPS = ("gelu", "relu2", "swiglu", "geglu", "quick_geglu")
@@ -289,6 +296,9 @@ class Plan:
     # Layers per pipeline stage whose activations go to host memory during forward and come back for
     # backward (Megatron --cpu-offloading-num-layers); priced on the cluster's host link.
     offload_layers: int = 0
+    # Modules of every layer whose inputs go to host memory in forward and come back for backward (Megatron
+    # --fine-grained-activation-offloading --offload-modules; OFFLOAD_MODULES); priced on the host link.
+    offload_modules: tuple[str, ...] = ()
     # Parameters kept in the low-precision format (Megatron --fp8-param-gather, --fp4-param-gather): no
     # 16-bit weight copy, and the parameter all-gathers move quantized data.
     lowp_param_gather: bool = False

@@ -209,7 +209,19 @@ MEGATRON_CORE_2024_STEP_BOUNDS = (0.141, 0.224)
 # the model cannot price (Megatron-FSDP with EP, +55.2%; GB200 at 131k tokens, +73.2%, whose attention the fitted
 # Blackwell rate prices at half the measured cuDNN kernel's) 8.7% over 9.
 MCORE_MOE_2025_STEP_BOUNDS = (0.189, 0.733)
+# Five of its rows became expressible later the same day and are bounded on their own, so that the bound above
+# keeps meaning the 11 rows it was set on: the four H100 long-context rows (Qwen3-235B-A22B at 16k-128k tokens,
+# CP 1-8, the whole MoE layer recomputed: the moe recompute module), +21.9% .. +37.3%, all slow, the error growing
+# with the attention's share (the fitted Hopper attention rate; validation/README.md, "Held-out rows"); and the
+# GB200 MXFP8 row that offloads expert_fc1 and moe_act to host (Plan.offload_modules), -18.5%. First read of the
+# five: MAPE 28.4%.
+MCORE_MOE_LATER_STEP_BOUNDS = (0.285, 0.373)
 SEPARATELY_BOUNDED = ("megatron-core-2024", "mcore-moe-2025")
+
+
+def later_moe(run) -> bool:
+    """The mcore-moe-2025 rows added after its bound was set (see MCORE_MOE_LATER_STEP_BOUNDS)."""
+    return run.group == "mcore-moe-2025" and ("-h100-s" in run.id or run.id.endswith("-offload"))
 
 
 def test_megatron_core_h100_weak_scaling_rows(holdout):
@@ -221,11 +233,19 @@ def test_megatron_core_h100_weak_scaling_rows(holdout):
 
 
 def test_mcore_moe_benchmark_rows(holdout):
-    rows = [r for r in holdout if r.group == "mcore-moe-2025" and not r.exclude]
+    rows = [r for r in holdout if r.group == "mcore-moe-2025" and not r.exclude and not later_moe(r)]
     step = validation.group_errors(validation.evaluate(rows))["step_time"]
     print(f"mcore-moe-2025 held out: step MAPE {step['mape']:.4f}, max {step['max_abs']:.4f}")
     assert step["n"] == len(rows) == 11
     assert step["mape"] <= MCORE_MOE_2025_STEP_BOUNDS[0] and step["max_abs"] <= MCORE_MOE_2025_STEP_BOUNDS[1]
+
+
+def test_mcore_moe_rows_added_later(holdout):
+    rows = [r for r in holdout if later_moe(r)]
+    step = validation.group_errors(validation.evaluate(rows))["step_time"]
+    print(f"mcore-moe-2025 added later, held out: step MAPE {step['mape']:.4f}, max {step['max_abs']:.4f}")
+    assert step["n"] == len(rows) == 5 and not any(r.exclude for r in rows)
+    assert step["mape"] <= MCORE_MOE_LATER_STEP_BOUNDS[0] and step["max_abs"] <= MCORE_MOE_LATER_STEP_BOUNDS[1]
 
 
 def test_held_out_rows_are_never_fitted_and_do_not_regress(runs, holdout):
@@ -264,7 +284,8 @@ def test_every_row_is_legal_and_cited(every_row):
 # its notes say where it was read or `assumed` lists it.
 MECHANISMS = ("overlap_dp_comm", "overlap_pp_comm", "fused_elementwise", "fused_cross_entropy", "zero3_gather_unit",
               "grad_reduce", "grad_dtype", "zero3_reshard", "fp8_recipe", "weight_casts", "bf16_layers_start",
-              "bf16_layers_end", "tp_comm_overlap", "offload_layers", "lowp_param_gather", "recompute_modules",
+              "bf16_layers_end", "tp_comm_overlap", "offload_layers", "offload_modules", "lowp_param_gather",
+              "recompute_modules",
               "ep_overlap", "ep_dispatch", "moe_cuda_graphs", "full_iteration_graph", "optimizer_states",
               "fp8_attention", "cp_comm", "attention_kernel")
 # Under a low-precision format these select how it runs whether or not the row sets them; so does

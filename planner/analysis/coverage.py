@@ -42,6 +42,7 @@ SETTINGS: dict[str, Callable[[cm.Plan], str | None]] = {
     "moe_cuda_graphs": lambda p: _on(p.moe_cuda_graphs, p.ep > 1),
     "full_iteration_graph": lambda p: _on(p.full_iteration_graph, True),
     "activation_offload": lambda p: _on(p.offload_layers > 0, True),
+    "offload_modules": lambda p: _on("+".join(p.offload_modules) or "none", True),
     "weight_casts": lambda p: _on(p.weight_casts, lowp.is_low(p.precision)),
     "lowp_param_gather": lambda p: _on(p.lowp_param_gather, lowp.is_low(p.precision)),
 }

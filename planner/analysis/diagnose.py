@@ -121,6 +121,15 @@ LEVERS = (
           "the host memory they fill is not counted",
           lambda p, c, m: [replace(p, offload_layers=n) for n in offload_layer_counts(m.num_layers)]
           if p.pp == 1 and not p.offload_layers else [], framework="megatron"),
+    Lever("recompute whole MoE layers", "each MoE layer keeps only its input and replays router, dispatch, experts "
+          "and combine in backward (Megatron --recompute-modules moe): its FLOPs, token exchange and host wait again",
+          lambda p, c, m: _moe_recompute(p, m), framework="megatron"),
+    Lever("offload the experts' inputs", "the routed rows before and after the experts' fc1 copied to host in forward "
+          "and back before backward, beside the compute (Megatron --fine-grained-activation-offloading "
+          "--offload-modules expert_fc1 moe_act); the host memory they fill is not counted",
+          lambda p, c, m: _if(m.moe is not None and not p.offload_modules and c.host_link_bytes_per_second > 0
+                              and p.recompute in ("none", "selective"), p, offload_modules=("expert_fc1", "moe_act")),
+          framework="megatron"),
     Lever("context parallelism", "each sequence split over cp GPUs in 2 x cp chunks (causal balance), their keys "
           "and values exchanged; activations / cp (Megatron --context-parallel-size)",
           lambda p, c, m: _more_cp(p, m)),
@@ -130,6 +139,17 @@ LEVERS = (
 )
 
 CP_EXCHANGES = ("p2p", "all_gather", "a2a", "a2a+p2p")
+
+
+def _moe_recompute(p: cm.Plan, m: cm.Model) -> cm.Plan | None:
+    """The plan with its MoE layers recomputed whole (the moe module, which holds moe_act and shared_experts),
+    keeping the other modules it replays; none for a dense model, or one already replaying them."""
+    if m.moe is None or p.recompute not in ("none", "selective") or (
+            p.recompute == "selective" and "moe" in p.recompute_modules):
+        return None
+    kept = p.recompute_modules if p.recompute == "selective" else ()
+    modules = tuple(x for x in kept if x not in ("moe_act", "shared_experts")) + ("moe",)
+    return replace(p, recompute="selective", recompute_modules=modules)
 
 
 def _other_ep(p: cm.Plan, m: cm.Model) -> list[cm.Plan]:

@@ -68,6 +68,7 @@ def spec_type(spec: type[BaseModel], name: str) -> Any:
 Recompute = Literal[cm.RECOMPUTE_MODES]
 CpComm = Literal[cm.CP_COMMS]
 RecomputeModule = Literal[cm.RECOMPUTE_MODULES]
+OffloadModule = Literal[cm.OFFLOAD_MODULES]
 WindowKind = Literal[cm.WINDOW_KINDS]
 QkNorm = Literal[cm.QK_NORMS]
 Precision = Literal[cm.PRECISIONS]
@@ -141,6 +142,7 @@ class Plan(Strict):
     zero3_reshard: bool = d("ZeRO-3 frees gathered weights after forward (false: kept until backward)")
     tp_comm_overlap: bool = d("TP collectives decomposed and overlapped with the GEMMs beside them")
     offload_layers: int = d("layers per pipeline stage whose activations go to host memory")
+    offload_modules: list[OffloadModule] = d("modules whose inputs go to host memory (Megatron --offload-modules)")
     lowp_param_gather: bool = d("parameters kept and all-gathered in the low-precision format")
     pipeline_buffers: Literal["freed", "per_microbatch"] = d(
         "stage-boundary buffers the pipeline runtime keeps: freed once sent (Megatron-core), or a receive "

@@ -232,6 +232,8 @@ def parallel_flags(job: Job) -> Flags:
         out.append(("--tp-comm-overlap", None))
     if p.offload_layers:
         out.append(("--cpu-offloading-num-layers", p.offload_layers))
+    if p.offload_modules:
+        out += [("--fine-grained-activation-offloading", None), ("--offload-modules", tuple(p.offload_modules))]
     if p.zero_stage >= 1:
         out.append(("--use-distributed-optimizer", None))
     if megatron_fsdp(p):  # its checkpoint format is asserted; NVIDIA's examples run it unfused

@@ -72,6 +72,9 @@ class Knobs:
     # Activations of whole layers copied to host memory during forward and back for backward (Plan.offload_layers):
     # True = the search tries the counts offload_layer_counts gives (space.offload_counts).
     activation_offload: Choice = Choice((False,), "no activation offload of whole layers")
+    # The inputs of chosen modules of every layer copied to host (Plan.offload_modules). Not searched: estimate,
+    # diagnose and emit take it from the user.
+    module_offload: Choice = Choice((False,), "no activation offload of single modules")
     # The DP/ZeRO gradient sync run beside the backward (Plan.overlap_dp_comm) or after it. Where both
     # run, the search offers the overlap unless the user turns it off (--no-overlap) and keeps the
     # plain sync only when the overlapped one is refused (a rule) or off.
@@ -207,6 +210,8 @@ def knob_violations(fw: Framework, plan: cm.Plan) -> list[str]:
         checks.append(("MoE CUDA graphs", plan.moe_cuda_graphs, ks.moe_cuda_graphs))
     if plan.full_iteration_graph:
         checks.append(("whole-iteration CUDA graph", plan.full_iteration_graph, ks.full_iteration_graph))
+    if plan.offload_modules:
+        checks.append(("module activation offload", True, ks.module_offload))
     checks.append(("DP gradient sync overlapped", plan.overlap_dp_comm, ks.overlap_dp_comm))
     broken = [f"{label} {_word(value)}: {choice.why}" for label, value, choice in checks if value not in choice.values]
     return broken + numerics_violations(fw, plan)

@@ -132,6 +132,32 @@ def cpu_offloading(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     return None
 
 
+def fine_grained_offloading(model: cm.Model, plan: cm.Plan) -> Optional[str]:
+    """transformer_config.py (d98e8a64) on --fine-grained-activation-offloading: not with cpu_offloading;
+    attn_proj only with core_attn; no expert_fc1 or moe_act offload while the moe module recomputes the
+    whole MoE layer; with the MoE layers' Transformer Engine CUDA graphs the norms' inputs cross the graph
+    boundaries and stay (docs/user-guide/features/fine_grained_activation_offloading.md, "CUDA Graph
+    Integration"). A whole-iteration graph needs --fine-grained-offloading-max-inflight-offloads, which
+    the emitter does not write: refused."""
+    mods = set(plan.offload_modules)
+    if not mods:
+        return None
+    if plan.offload_layers:
+        return "Megatron-LM's fine-grained activation offloading cannot run with CPU offloading (transformer_config.py)"
+    if "attn_proj" in mods and "core_attn" not in mods:
+        return "Megatron-LM offloads attn_proj only together with core_attn (transformer_config.py)"
+    if plan.recompute == "selective" and "moe" in plan.recompute_modules and mods & {"expert_fc1", "moe_act"}:
+        return ("Megatron-LM cannot offload expert_fc1 or moe_act while recomputing the whole MoE layer (the moe "
+                "recompute module, transformer_config.py)")
+    if plan.moe_cuda_graphs and mods & {"attn_norm", "mlp_norm"}:
+        return ("Megatron-LM does not offload attn_norm or mlp_norm with CUDA graphs: they cross the graph "
+                "boundaries (fine_grained_activation_offloading.md)")
+    if plan.full_iteration_graph:
+        return ("planner does not write the in-flight offload cap a whole-iteration CUDA graph needs with "
+                "fine-grained activation offloading (--fine-grained-offloading-max-inflight-offloads)")
+    return None
+
+
 def lowp_param_gather(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     """arguments.py: --fp8-param-gather only with the distributed optimizer or FSDP."""
     if plan.lowp_param_gather and plan.zero_stage == 0:
@@ -264,9 +290,14 @@ def attention_sinks(model: cm.Model, plan: cm.Plan) -> Optional[str]:
 def moe_cuda_graphs(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     """transformer_config.py __post_init__: CUDA graphs of some modules (the MoE router and dispatch
     scopes the emitter writes) refuse full recompute ("only supported with full iteration CUDA graph")
-    and CPU offloading ("CUDA graphs not supported with CPU offloading")."""
+    and CPU offloading ("CUDA graphs not supported with CPU offloading"); and a recompute module may
+    not cover a graphed scope: the moe module (the whole MoE layer) with the router graphed ("moe
+    recompute is not supported with moe_router CUDA graph")."""
     if plan.moe_cuda_graphs and plan.recompute == "full":
         return "Megatron-LM's MoE CUDA graphs do not run with full recompute (transformer_config.py)"
+    if plan.moe_cuda_graphs and plan.recompute == "selective" and "moe" in plan.recompute_modules:
+        return ("Megatron-LM does not recompute the moe module with the MoE router CUDA-graphed "
+                "(transformer_config.py); drop moe from recompute_modules or the MoE CUDA graphs")
     if plan.moe_cuda_graphs and plan.offload_layers:
         return "Megatron-LM's CUDA graphs do not run with CPU activation offloading (transformer_config.py)"
     return None
@@ -279,8 +310,7 @@ def full_iteration_graph(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     host (token_dispatcher.py; moe/README.md: "the resulting dynamic shapes make MoE layers uncapturable"),
     which no captured graph can do (the flex dispatcher runs HybridEP with fixed buffers then: flex_backend).
     And a graphed layer replays no random numbers, so __post_init__ refuses attention dropout with core_attn
-    recomputed and hidden dropout with the mlp or moe modules recomputed under a full graph (Plan's
-    recompute modules have no "moe": moe_act, the experts' activation alone, is not among them)."""
+    recomputed and hidden dropout with the mlp or moe modules recomputed under a full graph."""
     if not plan.full_iteration_graph:
         return None
     if plan.moe_cuda_graphs:
@@ -289,7 +319,7 @@ def full_iteration_graph(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     if model.moe is not None and plan.ep_dispatch == "alltoall" and not model.moe.capacity_factor:
         return ("a dropless MoE layer with the all-to-all dispatcher waits on the host for its split sizes, which "
                 "a whole-iteration CUDA graph cannot capture (Megatron-LM moe/README.md)")
-    replayed = {"core_attn", "mlp"} & set(plan.recompute_modules)
+    replayed = {"core_attn", "mlp", "moe"} & set(plan.recompute_modules)
     if model.dropout and plan.recompute == "selective" and replayed:
         return (f"Megatron-LM does not recompute {', '.join(sorted(replayed))} with dropout inside a whole-iteration "
                 "CUDA graph (graphed recomputation takes no random numbers, transformer_config.py)")
@@ -352,7 +382,8 @@ def precision_aware_optimizer(model: cm.Model, plan: cm.Plan) -> Optional[str]:
 
 def ep_overlap(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     """transformer_config.py (--overlap-moe-expert-parallel-comm): pp 1 or a virtual pipeline; expert
-    parallelism (ep > 1); no full recompute; at most one MTP layer; MoE only."""
+    parallelism (ep > 1); no full recompute, nor the moe module recomputed ("disable moe in
+    recompute_modules when enabling overlap_moe_expert_parallel_comm"); at most one MTP layer; MoE only."""
     if not plan.ep_overlap:
         return None
     if model.moe is None:
@@ -363,6 +394,9 @@ def ep_overlap(model: cm.Model, plan: cm.Plan) -> Optional[str]:
         return "Megatron-LM's expert-parallel A2A overlap needs pp 1 or a virtual pipeline (vpp > 1)"
     if plan.recompute == "full":
         return "Megatron-LM's expert-parallel A2A overlap does not run with full recompute"
+    if plan.recompute == "selective" and "moe" in plan.recompute_modules:
+        return ("Megatron-LM's expert-parallel A2A overlap does not run with the moe module recomputed "
+                "(transformer_config.py)")
     if model.mtp_layers > 1:
         return "Megatron-LM's expert-parallel A2A overlap allows at most one MTP layer"
     if plan.precision not in ("bf16", "fp16", "fp8", "mxfp8", "nvfp4"):
@@ -550,6 +584,8 @@ def knobs(tp_split: bool, pp_split: bool) -> Knobs:
                        "attn_forward_func_with_cp)"),
         attention_kernel=Choice(("cudnn", "flash2"), "Megatron-LM picks Transformer Engine's attention with "
                                                      "--attention-backend fused (cuDNN) or flash (FlashAttention-2)"),
+        module_offload=Choice((False, True), "Megatron-LM offloads the inputs of chosen modules with "
+                                             "--fine-grained-activation-offloading --offload-modules"),
         activation_offload=Choice((False,) if pp_split else (False, True),
                                   "Megatron-LM offloads the activations of whole layers with "
                                   "--cpu-offloading-num-layers, without pipeline parallelism (cpu_offloading)"),
@@ -561,7 +597,8 @@ FRAMEWORK = Framework(
     layout_rules=(interleaving, query_groups, position_embedding, activation),
     interleaving_rules=(interleaving_groups,),
     knobs=knobs,
-    plan_rules=(distributed_optimizer_reduce, eager_loss, fp8_recipe, cpu_offloading, lowp_param_gather,
+    plan_rules=(distributed_optimizer_reduce, eager_loss, fp8_recipe, cpu_offloading, fine_grained_offloading,
+                lowp_param_gather,
                 moe_sequence_parallel, moe_expert_bias, padded_dispatch, fp8_dispatch, fused_experts, mtp_position,
                 local_attention, ep_overlap,
                 attention_sinks, moe_cuda_graphs, full_iteration_graph, delayed_scaling_recompute, deepep_groups,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from costmodel.types import DISPATCH_DTYPES
+from costmodel.types import DISPATCH_DTYPES, OFFLOAD_MODULES, RECOMPUTE_MODULES
 
 from planner.errors import PlannerError
 from planner.inputs import limits as L
@@ -48,8 +48,8 @@ def add_plan_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--recompute", default="none", choices=["none", "selective", "op", "full"],
                    help="activation recompute: selective = Megatron (attention core), op = torchtitan per-op SAC")
     g.add_argument("--recompute-modules", metavar="M,M", default="core_attn",
-                   help="what --recompute selective replays: comma-separated core_attn (default), mla_up_proj, mlp, "
-                        "moe_act, layernorm (Megatron --recompute-modules)")
+                   help="what --recompute selective replays: comma-separated, among "
+                        f"{', '.join(RECOMPUTE_MODULES)} (default core_attn; Megatron --recompute-modules)")
     g.add_argument("--ep-overlap", action="store_true",
                    help="overlap expert-parallel all-to-alls with another micro-batch's compute (Megatron "
                         "--overlap-moe-expert-parallel-comm)")
@@ -84,6 +84,10 @@ def add_plan_flags(p: argparse.ArgumentParser) -> None:
                         "AsyncTP; needs --sequence-parallel)")
     g.add_argument("--offload-layers", type=bounded_int(L.MAX_LAYERS, lower=0), default=0,
                    help="layers per pipeline stage whose activations go to host memory (needs the cluster's "
+                        "host_link_gbytes_per_s)")
+    g.add_argument("--offload-modules", metavar="M,M", default="",
+                   help="modules of every layer whose inputs go to host memory (Megatron fine-grained activation "
+                        f"offload): comma-separated, among {', '.join(OFFLOAD_MODULES)} (needs the cluster's "
                         "host_link_gbytes_per_s)")
     g.add_argument("--no-zero3-reshard", action="store_true",
                    help="ZeRO-3 keeps each layer's gathered weights from forward to backward (torchtitan with PP)")
@@ -141,6 +145,7 @@ def plan_spec_from_args(args: argparse.Namespace):
         "grad_reduce": args.grad_reduce, "fp8_recipe": args.fp8_recipe, "weight_casts": args.weight_casts,
         "zero3_reshard": not args.no_zero3_reshard, "tp_comm_overlap": args.tp_comm_overlap,
         "offload_layers": args.offload_layers, "lowp_param_gather": args.lowp_param_gather,
+        "offload_modules": [m.strip() for m in args.offload_modules.split(",") if m.strip()],
         "cp": args.cp, "cp_comm": args.cp_comm, "ep": args.ep, "etp": args.etp,
         "recompute_modules": [m.strip() for m in args.recompute_modules.split(",") if m.strip()],
         "ep_overlap": args.ep_overlap, "optimizer_states": args.optimizer_states,

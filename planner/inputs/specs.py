@@ -376,8 +376,8 @@ class PlanSpec(Spec):
     zero_stage: count(3, lower=0) = 0
     recompute: Literal["none", "selective", "op", "full"] = "none"
     # what selective recompute replays (Megatron --recompute-modules)
-    recompute_modules: list[Literal["core_attn", "mla_up_proj", "mlp", "moe_act", "layernorm"]] = Field(
-        default=["core_attn"], min_length=1, max_length=5)
+    recompute_modules: list[Literal[cm.RECOMPUTE_MODULES]] = Field(
+        default=["core_attn"], min_length=1, max_length=len(cm.RECOMPUTE_MODULES))
     ep_overlap: Flag = False  # expert-parallel all-to-alls overlapped with another micro-batch's compute
     ep_dispatch: Literal["alltoall", "deepep"] = "alltoall"  # deepep: DeepEP/HybridEP (Megatron flex)
     ep_dispatch_dtype: Literal["bf16", "mxfp8"] = "bf16"  # wire format towards the experts (Plan.ep_dispatch_dtype)
@@ -395,6 +395,8 @@ class PlanSpec(Spec):
     zero3_reshard: Flag = True
     tp_comm_overlap: Flag = False
     offload_layers: count(L.MAX_LAYERS, lower=0) = 0
+    # modules whose inputs Megatron's fine-grained activation offload moves to host memory
+    offload_modules: list[Literal[cm.OFFLOAD_MODULES]] = Field(default=[], max_length=len(cm.OFFLOAD_MODULES))
     lowp_param_gather: Flag = False
     grad_dtype: Optional[Literal["fp32", "bf16", "fp16", "int8"]] = None
     overlap_dp_comm: Flag = True

@@ -84,6 +84,8 @@ def plan_label(plan: dict) -> str:
         parts.append("TP overlap")
     if plan.get("offload_layers"):
         parts.append(f"{plan['offload_layers']} layers' activations offloaded")
+    if plan.get("offload_modules"):
+        parts.append(f"inputs of {'+'.join(plan['offload_modules'])} offloaded")
     parts += moe_words(plan)
     parts.append(plan["precision"])
     if plan.get("grad_reduce") == "allreduce" and plan["zero_stage"] >= 1:
