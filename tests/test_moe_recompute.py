@@ -165,3 +165,13 @@ def test_diagnose_offers_the_moe_recompute_that_makes_a_long_context_plan_fit(ca
     assert not d["fits"]
     levers = {x["lever"]: x for x in d["diagnosis"]["levers"]}
     assert levers["recompute whole MoE layers"]["memory_per_gpu_bytes"] < d["memory_capacity_bytes"]
+
+
+def test_the_plan_line_names_the_modules_replayed():
+    from planner.render.estimate import plan_label
+
+    plan = {"tp": 4, "pp": 8, "dp": 8, "vpp": 4, "zero_stage": 1, "micro_batch_size": 1, "grad_accum_steps": 32,
+            "recompute": "selective", "recompute_modules": ["layernorm", "moe"], "sequence_parallel": True,
+            "precision": "bf16"}
+    assert "recompute selective (layernorm+moe)" in plan_label(plan)
+    assert "recompute selective," in plan_label({**plan, "recompute_modules": ["core_attn"]})

@@ -76,8 +76,10 @@ def plan_label(plan: dict) -> str:
         parts.append(f"ep {plan.get('ep', 1)}" + (f", etp {plan['etp']}" if plan.get("etp", 1) > 1 else ""))
     if plan["vpp"] > 1:
         parts.append(f"vpp {plan['vpp']}")
+    modules = plan.get("recompute_modules") or ["core_attn"]
+    named = f" ({'+'.join(modules)})" if plan["recompute"] == "selective" and modules != ["core_attn"] else ""
     parts += [f"ZeRO {plan['zero_stage']}", f"mbs {plan['micro_batch_size']}", f"gas {plan['grad_accum_steps']}",
-              f"recompute {plan['recompute']}"]
+              f"recompute {plan['recompute']}{named}"]
     if plan["sequence_parallel"]:
         parts.append("SP")
     if plan.get("tp_comm_overlap"):
