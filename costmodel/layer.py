@@ -23,7 +23,7 @@ from .compute import (
     gemms_seconds,
     projection_gemms,
 )
-from .types import Efficiency, Gpu, Model
+from .types import INSIDE_MOE_MODULE, Efficiency, Gpu, Model
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ class LayerTimes:
         experts' activation and the shared experts, so beside it moe_act and shared_experts add nothing."""
         table = dict(self.module_replay)
         if "moe" in modules and "moe" in table:
-            modules = tuple(m for m in modules if m not in ("moe_act", "shared_experts"))
+            modules = tuple(m for m in modules if m not in INSIDE_MOE_MODULE)
         return sum(table.get(m, 0.0) for m in modules)
 
 

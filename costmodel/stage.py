@@ -200,10 +200,9 @@ def layer_offloaded_bytes(model: Model, plan: Plan, rep: int, imbalance: float =
         return 0.0
     if plan.repeat_kv and not model.mla:
         model = _kv_repeated(model)
-    modules = plan.recompute_modules if plan.recompute == "selective" else ()
     return memory.offloaded_activation_bytes(model, plan.micro_batch_size, plan.tp, plan.sequence_parallel,
                                              plan.offload_modules, ACTIVATION_BYTES[plan.precision], rep, plan.cp,
-                                             moe.ExpertLayout(plan.ep, plan.etp, imbalance), modules,
+                                             moe.ExpertLayout(plan.ep, plan.etp, imbalance), plan.replayed_modules,
                                              saved_gemm_input_bytes(plan))
 
 
@@ -398,15 +397,14 @@ def replayed_tp_exchanges(model: Model, plan: Plan, rep: int) -> int:
     if plan.recompute != "selective" or exchanges < 2:
         return 0
     holders = {"mlp"} if not model.is_moe_layer(rep) else {"moe", "shared_experts"}
-    return 1 if holders & set(plan.recompute_modules) else 0
+    return 1 if holders & set(plan.replayed_modules) else 0
 
 
 def moe_forward_passes(plan: Plan) -> int:
     """Forward passes of an MoE layer's token exchange per micro-batch: one, and one more under full
     recompute or with the moe module replayed (moe_layer.py checkpoints route, dispatch, experts and
     combine together, Megatron-LM d98e8a64)."""
-    replayed = plan.recompute == "selective" and "moe" in plan.recompute_modules
-    return context.passes(plan) + (1 if replayed else 0)
+    return context.passes(plan) + (1 if "moe" in plan.replayed_modules else 0)
 
 
 def stage_cost(model: Model, cluster: Cluster, plan: Plan, layers, stage: int, eff: Efficiency,

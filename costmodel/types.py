@@ -17,6 +17,8 @@ RECOMPUTE_MODES = ("none", "selective", "op", "full")
 # function, the norms.
 RECOMPUTE_MODULES = ("core_attn", "mla_up_proj", "mlp", "moe_act", "layernorm", "moe", "shared_experts")
 MOE_RECOMPUTE_MODULES = ("moe_act", "moe", "shared_experts")  # replay parts of an MoE layer only
+# Modules the moe module's replay (the whole MoE MLP) already holds: beside it they replay nothing more.
+INSIDE_MOE_MODULE = ("moe_act", "shared_experts")
 # Modules whose input Megatron's fine-grained activation offload copies to host memory (Plan.offload_modules,
 # transformer_config.py offload_modules, d98e8a64): the two norms' inputs, the QKV projection's, the attention
 # core's (Q, K, V), the output projection's, and an MoE layer's routed rows before fc1 and after it (moe_act's
@@ -381,6 +383,11 @@ class Plan:
     def num_microbatches(self) -> int:
         """Micro-batches each pipeline (each DP replica) runs per optimizer step."""
         return self.grad_accum_steps
+
+    @property
+    def replayed_modules(self) -> tuple[str, ...]:
+        """The modules recompute replays module by module: recompute_modules under selective, none else."""
+        return self.recompute_modules if self.recompute == "selective" else ()
 
     @property
     def grad_comm_dtype(self) -> str:

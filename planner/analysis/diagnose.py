@@ -144,11 +144,9 @@ CP_EXCHANGES = ("p2p", "all_gather", "a2a", "a2a+p2p")
 def _moe_recompute(p: cm.Plan, m: cm.Model) -> cm.Plan | None:
     """The plan with its MoE layers recomputed whole (the moe module, which holds moe_act and shared_experts),
     keeping the other modules it replays; none for a dense model, or one already replaying them."""
-    if m.moe is None or p.recompute not in ("none", "selective") or (
-            p.recompute == "selective" and "moe" in p.recompute_modules):
+    if m.moe is None or p.recompute not in ("none", "selective") or "moe" in p.replayed_modules:
         return None
-    kept = p.recompute_modules if p.recompute == "selective" else ()
-    modules = tuple(x for x in kept if x not in ("moe_act", "shared_experts")) + ("moe",)
+    modules = tuple(x for x in p.replayed_modules if x not in cm.INSIDE_MOE_MODULE) + ("moe",)
     return replace(p, recompute="selective", recompute_modules=modules)
 
 

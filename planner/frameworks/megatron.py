@@ -146,7 +146,7 @@ def fine_grained_offloading(model: cm.Model, plan: cm.Plan) -> Optional[str]:
         return "Megatron-LM's fine-grained activation offloading cannot run with CPU offloading (transformer_config.py)"
     if "attn_proj" in mods and "core_attn" not in mods:
         return "Megatron-LM offloads attn_proj only together with core_attn (transformer_config.py)"
-    if plan.recompute == "selective" and "moe" in plan.recompute_modules and mods & {"expert_fc1", "moe_act"}:
+    if "moe" in plan.replayed_modules and mods & {"expert_fc1", "moe_act"}:
         return ("Megatron-LM cannot offload expert_fc1 or moe_act while recomputing the whole MoE layer (the moe "
                 "recompute module, transformer_config.py)")
     if plan.moe_cuda_graphs and mods & {"attn_norm", "mlp_norm"}:
@@ -295,7 +295,7 @@ def moe_cuda_graphs(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     recompute is not supported with moe_router CUDA graph")."""
     if plan.moe_cuda_graphs and plan.recompute == "full":
         return "Megatron-LM's MoE CUDA graphs do not run with full recompute (transformer_config.py)"
-    if plan.moe_cuda_graphs and plan.recompute == "selective" and "moe" in plan.recompute_modules:
+    if plan.moe_cuda_graphs and "moe" in plan.replayed_modules:
         return ("Megatron-LM does not recompute the moe module with the MoE router CUDA-graphed "
                 "(transformer_config.py); drop moe from recompute_modules or the MoE CUDA graphs")
     if plan.moe_cuda_graphs and plan.offload_layers:
@@ -319,8 +319,8 @@ def full_iteration_graph(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     if model.moe is not None and plan.ep_dispatch == "alltoall" and not model.moe.capacity_factor:
         return ("a dropless MoE layer with the all-to-all dispatcher waits on the host for its split sizes, which "
                 "a whole-iteration CUDA graph cannot capture (Megatron-LM moe/README.md)")
-    replayed = {"core_attn", "mlp", "moe"} & set(plan.recompute_modules)
-    if model.dropout and plan.recompute == "selective" and replayed:
+    replayed = {"core_attn", "mlp", "moe"} & set(plan.replayed_modules)
+    if model.dropout and replayed:
         return (f"Megatron-LM does not recompute {', '.join(sorted(replayed))} with dropout inside a whole-iteration "
                 "CUDA graph (graphed recomputation takes no random numbers, transformer_config.py)")
     return None
@@ -349,7 +349,7 @@ def graphed_router_layernorm(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     dispatcher returns the norm's output from the graph in a static buffer); otherwise Megatron drops
     that recompute with a warning, and the layer keeps the activation the plan was priced without."""
     if (model.moe is not None and plan.moe_cuda_graphs and plan.ep_dispatch == "deepep"
-            and plan.recompute == "selective" and "layernorm" in plan.recompute_modules):
+            and "layernorm" in plan.replayed_modules):
         return ("Megatron-LM does not recompute an MoE layer's pre-MLP layernorm when its router is CUDA-graphed "
                 "with the flex (DeepEP) dispatcher (transformer_layer.py); drop layernorm from recompute_modules")
     return None
@@ -357,8 +357,8 @@ def graphed_router_layernorm(model: cm.Model, plan: cm.Plan) -> Optional[str]:
 
 def delayed_scaling_recompute(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     """transformer_config.py: "Delayed scaling does not support moe_act and layernorm recompute"."""
-    if plan.precision == "fp8" and plan.fp8_recipe == "delayed" and plan.recompute == "selective" \
-            and {"moe_act", "layernorm"} & set(plan.recompute_modules):
+    recomputed = {"moe_act", "layernorm"} & set(plan.replayed_modules)
+    if plan.precision == "fp8" and plan.fp8_recipe == "delayed" and recomputed:
         return ("Megatron-LM's fp8 delayed scaling does not recompute moe_act or layernorm (transformer_config.py); "
                 "use another fp8 recipe")
     return None
@@ -394,7 +394,7 @@ def ep_overlap(model: cm.Model, plan: cm.Plan) -> Optional[str]:
         return "Megatron-LM's expert-parallel A2A overlap needs pp 1 or a virtual pipeline (vpp > 1)"
     if plan.recompute == "full":
         return "Megatron-LM's expert-parallel A2A overlap does not run with full recompute"
-    if plan.recompute == "selective" and "moe" in plan.recompute_modules:
+    if "moe" in plan.replayed_modules:
         return ("Megatron-LM's expert-parallel A2A overlap does not run with the moe module recomputed "
                 "(transformer_config.py)")
     if model.mtp_layers > 1:
