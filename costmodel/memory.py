@@ -65,13 +65,19 @@ def sharded_state_bytes(params: float, per_param: StateBytesPerParam, zero_stage
 
 
 @lru_cache(maxsize=65536)  # a pure function of hashable inputs that the search asks for many times over
-def layer_activation_bytes(
+def layer_activation_terms(
     model: Model, batch: int, tp: int, sequence_parallel: bool, recompute: str, flash: bool,
     element_bytes: int = 2, index: int = -1, cp: int = 1, experts: moe.ExpertLayout | None = None,
     modules: tuple[str, ...] = ("core_attn",), gemm_input_bytes: float = 2.0, sp_gathered: bool = False,
-) -> float:
+) -> tuple[tuple[str, float], ...]:
     """Activation bytes layer `index` (< 0: a dense one) keeps for backward, per micro-batch of `batch`
-    sequences, on one GPU.
+    sequences, on one GPU, by tensor: ((name, bytes), ...). A tensor that is a module's input is named
+    by that module, as Megatron's fine-grained offload names them (types.OFFLOAD_MODULES: attn_norm,
+    qkv_linear, core_attn, attn_proj, mlp_norm, expert_fc1, moe_act), so what offload moves is a sum of
+    these terms (stage.layer_offloaded_bytes); the rest are mlp_input (the MLP's or MoE layer's input,
+    a norm output), dropout_masks, softmax (scores or log-sum-exp), mla_latents, sp_gathered, mlp_act
+    and fc2 (a dense MLP's intermediates) and moe.activation_terms' routed ones; layer_input under full
+    recompute, saved_ops under per-op recompute.
 
     Korthikanti eq. 1 term by term (16-bit tensors, 1-byte dropout masks), for s, b, h:
       attention: norm output 2sbh (QKV input), Q 2sb x query width, K and V 2sb x kv_heads x head_dim
@@ -102,89 +108,61 @@ def layer_activation_bytes(
     on every TP rank, (1 - 1/t) of them more: both inputs of a dense layer, the QKV input of an MoE one.
     """
     if element_bytes != 2:  # fp32 training keeps 4-byte activations: every tensor term scales
-        return layer_activation_bytes(model, batch, tp, sequence_parallel, recompute, flash, 2, index, cp,
-                                      experts, modules, sp_gathered=sp_gathered) * element_bytes / 2
+        return tuple((name, b * element_bytes / 2) for name, b in layer_activation_terms(
+            model, batch, tp, sequence_parallel, recompute, flash, 2, index, cp, experts, modules,
+            sp_gathered=sp_gathered))
     if cp > 1:
         model = replace(model, seq_length=model.seq_length // cp)
     s, h, a = model.seq_length, model.hidden_size, model.num_attention_heads
     sb = float(s * batch)
     sbh = sb * h
+    shard = tp if sequence_parallel else 1
     if recompute == "full":
-        return 2.0 * sbh / (tp if sequence_parallel else 1)
+        return (("layer_input", 2.0 * sbh / shard),)
     if recompute == "op":
-        return op_sac_activation_bytes(model, batch, tp, sequence_parallel)
+        return (("saved_ops", op_sac_activation_bytes(model, batch, tp, sequence_parallel)),)
     replayed = set(modules) if recompute == "selective" else set()
-    masks = 2.0 * sbh if model.dropout else 0.0
     g = gemm_input_bytes
-    norm_outputs = 0.0 if "layernorm" in replayed else 2.0 * g * sbh  # QKV input, MLP input
-    replicated = 4.0 * sbh + norm_outputs + masks  # norm inputs, norm outputs, masks
+    norm_output = 0.0 if "layernorm" in replayed else g * sbh / shard
     moe_layer = index >= 0 and model.is_moe_layer(index)
-    gathered = 0.0  # the norm outputs DTensor's sequence parallel keeps whole, beyond their shard
-    if sp_gathered and sequence_parallel and tp > 1:
-        gathered = norm_outputs * (0.5 if moe_layer else 1.0) * (1.0 - 1.0 / tp)
-    kv = 2.0 * sb * model.kv_heads * model.head_dim
-    attention = 2.0 * sb * q_width(model) + 2.0 * kv + g * sb * value_width(model)  # Q, K, V, projection input
-    whole = 0.0  # kept in full on every TP rank
+    terms = {"attn_norm": 2.0 * sbh / shard, "mlp_norm": 2.0 * sbh / shard, "qkv_linear": norm_output,
+             "mlp_input": norm_output, "dropout_masks": 2.0 * sbh / shard if model.dropout else 0.0,
+             "sp_gathered": 0.0, "attn_proj": g * sb * value_width(model) / tp}
+    if sp_gathered and sequence_parallel and tp > 1:  # DTensor keeps the norm outputs whole, beyond their shard
+        terms["sp_gathered"] = (1 if moe_layer else 2) * norm_output * (tp - 1)
     if model.mla:  # K has the query's width; the latents are replicated over TP
-        qkv = 0.0 if "mla_up_proj" in replayed else 2.0 * sb * (2 * q_width(model) + value_width(model))
-        attention = qkv + g * sb * value_width(model)
-        whole = sb * (g * (model.mla.q_lora_rank + model.mla.kv_lora_rank) + 2.0 * model.mla.qk_rope_head_dim)
+        up = 0.0 if "mla_up_proj" in replayed else 2.0 * sb * (2 * q_width(model) + value_width(model))
+        terms["core_attn"] = up / tp
+        terms["mla_latents"] = sb * (g * (model.mla.q_lora_rank + model.mla.kv_lora_rank)
+                                     + 2.0 * model.mla.qk_rope_head_dim)
+    else:  # Q, K, V
+        terms["core_attn"] = 2.0 * sb * (q_width(model) + 2 * model.kv_heads * model.head_dim) / tp
     if flash:
-        attention += 4.0 * a * s * batch
+        terms["softmax"] = 4.0 * a * s * batch / tp
     elif "core_attn" not in replayed:
-        attention += (5.0 if model.dropout else 2.0) * a * s * s * batch
+        terms["softmax"] = (5.0 if model.dropout else 2.0) * a * s * s * batch / tp
     if moe_layer:  # the moe module checkpoints the whole MoE MLP: only its input (a norm output) stays
-        routed = 0.0 if "moe" in replayed else moe.activation_bytes(
-            model, s * batch, tp, experts or moe.ExpertLayout(), "moe_act" in replayed, g, "shared_experts" in replayed)
-        return whole + gathered + replicated / (tp if sequence_parallel else 1) + attention / tp + routed
-    # gated: gate and up outputs (16-bit), their product (the down GEMM's input); else fc1 output and activation
-    mlp = 0.0 if "mlp" in replayed else ((4.0 if mlp_matrices(model) == 3 else 2.0) + g) * sb * model.ffn
-    return whole + gathered + replicated / (tp if sequence_parallel else 1) + (attention + mlp) / tp
+        if "moe" not in replayed:
+            layout = experts or moe.ExpertLayout()
+            terms.update(moe.activation_terms(model, s * batch, tp, layout, "moe_act" in replayed, g,
+                                              "shared_experts" in replayed))
+    elif "mlp" not in replayed:  # gated: gate and up outputs (16-bit), their product; else fc1 output, activation
+        terms["mlp_act"] = (4.0 if mlp_matrices(model) == 3 else 2.0) * sb * model.ffn / tp
+        terms["fc2"] = g * sb * model.ffn / tp
+    return tuple(terms.items())
 
 
 @lru_cache(maxsize=65536)
-def offloaded_activation_bytes(
-    model: Model, batch: int, tp: int, sequence_parallel: bool, offload: tuple[str, ...], element_bytes: int = 2,
-    index: int = -1, cp: int = 1, experts: moe.ExpertLayout | None = None, modules: tuple[str, ...] = ("core_attn",),
-    gemm_input_bytes: float = 2.0,
+def layer_activation_bytes(
+    model: Model, batch: int, tp: int, sequence_parallel: bool, recompute: str, flash: bool,
+    element_bytes: int = 2, index: int = -1, cp: int = 1, experts: moe.ExpertLayout | None = None,
+    modules: tuple[str, ...] = ("core_attn",), gemm_input_bytes: float = 2.0, sp_gathered: bool = False,
 ) -> float:
-    """Of what layer_activation_bytes keeps under selective or no recompute, the bytes Megatron's fine-grained
-    activation offload moves to host memory: the input of each module in `offload` (types.OFFLOAD_MODULES;
-    Megatron-LM d98e8a64, docs/user-guide/features/fine_grained_activation_offloading.md, "each module
-    offloads its input activation"), counted as layer_activation_bytes counts it:
-      attn_norm, mlp_norm: the input of each norm, 2sbh (split over TP under sequence parallelism);
-      qkv_linear: the QKV projection's input, the norm's output (none with layernorm recomputed: not kept);
-      core_attn: Q, K and V (MLA: the up-projected ones, none with mla_up_proj recomputed); attn_proj: the
-      output projection's input, its value width; both split over TP;
-      expert_fc1: the routed rows' inputs; moe_act: their fc1 outputs, gate and up (none with the whole
-      MoE MLP recomputed, moe: not kept). Megatron skips tensors under 2^20 elements
-      (min_offloaded_tensor_size): not modelled, every term here is larger at the shapes people train."""
-    if element_bytes != 2:
-        return offloaded_activation_bytes(model, batch, tp, sequence_parallel, offload, 2, index, cp, experts,
-                                          modules, gemm_input_bytes) * element_bytes / 2
-    if cp > 1:
-        model = replace(model, seq_length=model.seq_length // cp)
-    sb = float(model.seq_length * batch)
-    sbh, g = sb * model.hidden_size, gemm_input_bytes
-    shard = tp if sequence_parallel else 1
-    out = sum(2.0 * sbh / shard for m in ("attn_norm", "mlp_norm") if m in offload)
-    if "qkv_linear" in offload and "layernorm" not in modules:
-        out += g * sbh / shard
-    if "core_attn" in offload and not (model.mla and "mla_up_proj" in modules):
-        k_width = q_width(model) if model.mla else model.kv_heads * model.head_dim
-        v_width = value_width(model) if model.mla else model.kv_heads * model.head_dim
-        out += 2.0 * sb * (q_width(model) + k_width + v_width) / tp
-    if "attn_proj" in offload:
-        out += g * sb * value_width(model) / tp
-    if index >= 0 and model.is_moe_layer(index) and "moe" not in modules:
-        layout = experts or moe.ExpertLayout()
-        rows = moe.routed_rows(model, model.seq_length * batch, tp, layout)
-        f = model.moe.ffn_hidden_size / layout.etp
-        if "expert_fc1" in offload:
-            out += rows * g * model.hidden_size
-        if "moe_act" in offload:
-            out += rows * 2.0 * (2 if model.gated_mlp else 1) * f
-    return out
+    """Activation bytes layer `index` (< 0: a dense one) keeps for backward, per micro-batch of `batch`
+    sequences, on one GPU: the sum of layer_activation_terms (Korthikanti et al. 2022 eq. 1-6)."""
+    return sum(b for _, b in layer_activation_terms(model, batch, tp, sequence_parallel, recompute, flash,
+                                                      element_bytes, index, cp, experts, modules, gemm_input_bytes,
+                                                      sp_gathered))
 
 
 def op_sac_activation_bytes(model: Model, batch: int, tp: int, sequence_parallel: bool) -> float:

@@ -110,28 +110,29 @@ def dispatch_bytes(model, tokens: int, tp: int, layout: ExpertLayout, element_by
     return tokens / tp * model.moe.experts_per_token * row_factor(model, layout) * model.hidden_size * element_bytes
 
 
-def activation_bytes(model, tokens: int, tp: int, layout: ExpertLayout, recompute_act: bool = False,
-                     gemm_input_bytes: float = 2.0, recompute_shared: bool = False) -> float:
+def activation_terms(model, tokens: int, tp: int, layout: ExpertLayout, recompute_act: bool = False,
+                     gemm_input_bytes: float = 2.0, recompute_shared: bool = False) -> dict[str, float]:
     """16-bit bytes one MoE MLP keeps for backward on one GPU (besides its input, which the layer's
-    norm keeps): the router's fp32 probabilities (tokens/tp x E), the routed rows' inputs (gathered
-    over etp), their intermediate activations (gated: gate, up, product; the product is replayed
-    instead under `recompute_act`, Megatron's moe_act module), the experts' outputs before the
-    weighted combine (tokens/tp x k x h), and the shared experts' intermediates, TP-split (replayed
-    instead under `recompute_shared`, Megatron's shared_experts module, which checkpoints the shared
-    experts' forward and so keeps only their input, the norm's output). Counted like Korthikanti
-    eq. 1's MLP term, per routed row instead of per token."""
+    norm keeps), by the module whose input each tensor is (types.OFFLOAD_MODULES where Megatron's
+    fine-grained offload names one): the router's fp32 probabilities (tokens/tp x E), the routed rows'
+    inputs (expert_fc1, gathered over etp), their fc1 outputs (moe_act: gated, gate and up), the
+    activation's product (expert_fc2; replayed instead under `recompute_act`, Megatron's moe_act
+    module), the experts' outputs before the weighted combine (tokens/tp x k x h), and the shared
+    experts' intermediates, TP-split (replayed instead under `recompute_shared`, Megatron's
+    shared_experts module, which checkpoints the shared experts' forward and so keeps only their input,
+    the norm's output). Counted like Korthikanti eq. 1's MLP term, per routed row instead of per token."""
     moe, h = model.moe, model.hidden_size
     own = tokens / tp
     rows = routed_rows(model, tokens, tp, layout)
     g = gemm_input_bytes
     f = moe.ffn_hidden_size / layout.etp
-    # up outputs (gate and up: 16-bit inputs of the activation), the product (the down GEMM's input)
-    acts = 2.0 * (2 if model.gated_mlp else 1) * f + (0.0 if recompute_act else g * f)
     shared = ((4.0 if model.gated_mlp else 2.0) + g) * tokens * moe.shared_ffn_hidden_size / tp
-    if recompute_shared:
-        shared = 0.0
-    outputs = 2.0 * own * moe.experts_per_token * row_factor(model, layout) * h
-    return 4.0 * own * moe.num_experts + rows * (g * h + acts) + outputs + shared
+    return {"router_probs": 4.0 * own * moe.num_experts,
+            "expert_fc1": rows * g * h,
+            "moe_act": rows * 2.0 * (2 if model.gated_mlp else 1) * f,
+            "expert_fc2": 0.0 if recompute_act else rows * g * f,
+            "expert_outputs": 2.0 * own * moe.experts_per_token * row_factor(model, layout) * h,
+            "shared_experts": 0.0 if recompute_shared else shared}
 
 
 def remote_domains_per_token(model, ep: int, per_domain: int) -> float:

@@ -183,8 +183,8 @@ def _choice_rules(model: Model, plan: Plan) -> list[str]:
 
 
 def _offload_module_rules(model: Model, plan: Plan) -> list[str]:
-    """Fine-grained offload moves inputs that no recompute or selective recompute keeps (memory.
-    offloaded_activation_bytes); under full or per-op recompute a layer keeps other tensors, not modelled."""
+    """Fine-grained offload moves inputs that no recompute or selective recompute keeps (stage.
+    layer_offloaded_bytes); under full or per-op recompute a layer keeps other tensors, not modelled."""
     if not plan.offload_modules:
         return []
     if any(m not in OFFLOAD_MODULES for m in plan.offload_modules):

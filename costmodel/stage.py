@@ -182,28 +182,33 @@ def _kv_repeated(model: Model) -> Model:
     return replace(model, num_kv_heads=model.num_attention_heads)
 
 
-def layer_activations(model: Model, plan: Plan, rep: int, recompute: str, imbalance: float = 1.0) -> float:
-    """memory.layer_activation_bytes of layer `rep` under the plan; `imbalance` scales the busiest
-    expert rank's routed rows (Efficiency.moe_routing_imbalance). K/V repeated to the query heads
+def layer_activation_terms(model: Model, plan: Plan, rep: int, recompute: str, imbalance: float = 1.0) -> dict:
+    """memory.layer_activation_terms of layer `rep` under the plan, by tensor; `imbalance` scales the
+    busiest expert rank's routed rows (Efficiency.moe_routing_imbalance). K/V repeated to the query heads
     (Plan.repeat_kv) are saved at that width."""
-    held, _ = mix_activation_terms(model, plan.micro_batch_size, plan.tp, plan.sequence_parallel, recompute,
-                                   plan.flash_attention, ACTIVATION_BYTES[plan.precision], plan.cp, plan.ep, plan.etp,
-                                   imbalance, plan.recompute_modules, saved_gemm_input_bytes(plan), plan.repeat_kv,
-                                   ((rep, 1),), plan.sp_gathered)
-    return held
+    if plan.repeat_kv and not model.mla:
+        model = _kv_repeated(model)
+    return dict(memory.layer_activation_terms(model, plan.micro_batch_size, plan.tp, plan.sequence_parallel, recompute,
+                                              plan.flash_attention, ACTIVATION_BYTES[plan.precision], rep, plan.cp,
+                                              moe.ExpertLayout(plan.ep, plan.etp, imbalance), plan.recompute_modules,
+                                              saved_gemm_input_bytes(plan), plan.sp_gathered))
+
+
+def layer_activations(model: Model, plan: Plan, rep: int, recompute: str, imbalance: float = 1.0) -> float:
+    """Activation bytes layer `rep` keeps under the plan with `recompute` (layer_activation_terms summed)."""
+    return sum(layer_activation_terms(model, plan, rep, recompute, imbalance).values())
 
 
 def layer_offloaded_bytes(model: Model, plan: Plan, rep: int, imbalance: float = 1.0) -> float:
-    """memory.offloaded_activation_bytes of layer `rep` under the plan: what its offloaded modules
-    (Plan.offload_modules) move to host per micro-batch."""
+    """What layer `rep`'s offloaded modules (Plan.offload_modules) move to host per micro-batch: the input of
+    each (Megatron-LM d98e8a64, docs/user-guide/features/fine_grained_activation_offloading.md, "each module
+    offloads its input activation"), the layer_activation_terms of that name, so nothing recompute already
+    drops is moved (the norm's output under layernorm, the routed rows under moe). Megatron skips tensors under
+    2^20 elements (min_offloaded_tensor_size): not modelled, every term is larger at the shapes people train."""
     if not plan.offload_modules:
         return 0.0
-    if plan.repeat_kv and not model.mla:
-        model = _kv_repeated(model)
-    return memory.offloaded_activation_bytes(model, plan.micro_batch_size, plan.tp, plan.sequence_parallel,
-                                             plan.offload_modules, ACTIVATION_BYTES[plan.precision], rep, plan.cp,
-                                             moe.ExpertLayout(plan.ep, plan.etp, imbalance), plan.replayed_modules,
-                                             saved_gemm_input_bytes(plan))
+    terms = layer_activation_terms(model, plan, rep, plan.recompute, imbalance)
+    return sum(terms.get(m, 0.0) for m in plan.offload_modules)
 
 
 def saved_gemm_input_bytes(plan: Plan) -> float:

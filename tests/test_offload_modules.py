@@ -23,7 +23,11 @@ def model(name: str, **kw) -> cm.Model:
 
 
 def moved(m: cm.Model, offload: tuple[str, ...], index: int = 0, modules: tuple[str, ...] = ("core_attn",)) -> float:
-    return memory.offloaded_activation_bytes(m, 1, 1, False, offload, index=index, modules=modules)
+    """Bytes layer `index` of `m` moves to host with `offload`, micro-batch 1, no TP, selective recompute of
+    `modules`, through the estimate's own path (stage.layer_offloaded_bytes)."""
+    plan = cm.Plan(micro_batch_size=1, global_batch_size=1, recompute="selective", recompute_modules=modules,
+                   offload_modules=offload, flash_attention=True)
+    return stage.layer_offloaded_bytes(m, plan, index)
 
 
 def test_each_module_moves_its_input():
@@ -120,3 +124,13 @@ def test_megatron_launch_offloads_the_modules():
     i = words.index("--offload-modules")
     assert words[i + 1:i + 3] == ["expert_fc1", "moe_act"] and "--fine-grained-activation-offloading" in words
     assert check(words) == []
+
+
+def test_every_offload_module_names_a_kept_tensor():
+    """What offload moves is looked up by module name among the tensors a layer keeps
+    (memory.layer_activation_terms): each name in types.OFFLOAD_MODULES must be one of them on an MoE layer
+    with nothing recomputed, or the lookup would silently move nothing; and the terms sum to the layer's bytes."""
+    qwen = model("qwen3-235b-a22b", seq_length=4096)
+    terms = dict(memory.layer_activation_terms(qwen, 1, 1, False, "none", True, index=0))
+    assert set(cm.OFFLOAD_MODULES) <= set(terms) and all(terms[m] > 0 for m in cm.OFFLOAD_MODULES)
+    assert sum(terms.values()) == memory.layer_activation_bytes(qwen, 1, 1, False, "none", True, index=0)
