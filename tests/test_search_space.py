@@ -323,3 +323,18 @@ def test_probe_rules_answer_like_the_rules_in_their_own_order():
             refused += expected
             moved.add(tuple(map(id, rules.rules[:3])))
         assert refused and len(moved) > 1, name  # the order did move, and answers stayed the frameworks'
+
+
+def test_each_split_offers_the_cp_exchanges_its_own_degrees_allow():
+    """framework_knobs answers once per class of splits (tp > 1, cp > 1, ...) for every CP exchange, and each
+    split keeps those its own tp and cp allow. 8 KV heads at tp 2 leave 4 per TP rank: Ulysses (a2a) splits
+    them over cp 4 but not over cp 8; a2a+p2p at cp 8 runs Ulysses over the gcd(8, 8 / 2) = 4 CP ranks of a
+    domain (one head each) and a ring across, while at cp 4 all four share a domain, Ulysses by another name,
+    which is not offered as a2a+p2p."""
+    m = cm.Model("m", 8, 4096, 32, 256, 32768, num_kv_heads=8)
+    spec = SearchSpec(m, cluster(256, domain=8), 64, fixed={"tp": 2})
+    offered: dict[int, set[str]] = {}
+    for lay, knobs in build_space(spec).knobs.items():
+        offered.setdefault(lay.cp, set()).update(k.cpc for k in knobs)
+    assert "a2a" in offered[4] and "a2a+p2p" not in offered[4]
+    assert "a2a" not in offered[8] and "a2a+p2p" in offered[8]

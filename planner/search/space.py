@@ -399,15 +399,18 @@ def knob_combinations(spec: SearchSpec, fws: tuple[str, ...], tp: int, pp: int, 
     `cp_comms`: the CP exchanges the split allows (legal_cp_comms); `refused`: what the frameworks'
     machine rules refuse on the split (machine_refusals); `runs`: framework_knobs' answers, shared by the
     calls of one search (splits that differ only in their machine refusals, CP exchanges or frameworks
-    ask the same questions), and by (framework, knobs) their refusal_keys."""
+    ask the same questions: each combination is judged alone, so one answer over every exchange serves
+    all, filtered by `cp_comms`), and by (framework, knobs) their refusal_keys."""
     out: set[Knobs] = set()
     runs = {} if runs is None else runs
     probe = plan_for(spec, Layout(tp, pp, spec.cluster.num_gpus // (tp * cp * pp), vpp, 1, cp, ep, etp))
     for name in fws:
-        key = (name, tp > 1, pp > 1, cp > 1, vpp > 1, ep > 1, etp > 1, cp_comms if cp > 1 else ())
+        key = (name, tp > 1, pp > 1, cp > 1, vpp > 1, ep > 1, etp > 1)
         if key not in runs:
-            runs[key] = framework_knobs(spec, name, probe, cp_comms)
+            runs[key] = framework_knobs(spec, name, probe)
         for k, dpos in runs[key]:
+            if cp > 1 and k.cpc not in cp_comms:
+                continue
             if not refused:  # no machine rule refuses anything on the split
                 out.add(k)
                 continue
@@ -426,9 +429,10 @@ def knob_combinations(spec: SearchSpec, fws: tuple[str, ...], tp: int, pp: int, 
     return tuple(sorted(undominated(k for k in out if _fixed_ok(spec, k))))
 
 
-def framework_knobs(spec: SearchSpec, name: str, probe: cm.Plan, cp_comms: tuple[str, ...]) -> list:
-    """The knob combinations framework `name` runs on the probe plan's split, before its machine rules:
-    (knobs with the first DP overlap value allowed, the DP overlap values in the order to try)."""
+def framework_knobs(spec: SearchSpec, name: str, probe: cm.Plan) -> list:
+    """The knob combinations framework `name` runs on the probe plan's split, before its machine rules and
+    with every CP exchange it offers (a split keeps those legal_cp_comms allows on it): (knobs with the first
+    DP overlap value allowed, the DP overlap values in the order to try)."""
     fw = REGISTRY[name]
     tp, pp, cp = probe.tp, probe.pp, probe.cp
     ks = fw.knobs(tp > 1, pp > 1)
@@ -442,7 +446,7 @@ def framework_knobs(spec: SearchSpec, name: str, probe: cm.Plan, cp_comms: tuple
         casts = ks.weight_casts.values if prec in LOW_PRECISIONS else ("step",)
         reshards = ks.zero3_reshard.values if zero == 3 else (True,)
         overlaps = ks.tp_comm_overlap.values if sp else (False,)  # TP overlap splits the SP collectives
-        cpcs = tuple(c for c in ks.cp_comm.values if c in cp_comms) if cp > 1 else ("p2p",)
+        cpcs = ks.cp_comm.values if cp > 1 else ("p2p",)
         moe = spec.model.moe is not None
         epos = ks.ep_overlap.values if moe else (False,)
         epds = ks.ep_dispatch.values if moe else ("alltoall",)
@@ -509,7 +513,9 @@ class ProbeRules:
 
 
 def _cluster_rule(cluster: cm.Cluster, model: cm.Model, plan: cm.Plan) -> list[str]:
-    return cluster_violations(cluster, plan, model)
+    """The cost model's cluster rules but the CP exchange's KV-head split, which reads the split's own tp and cp
+    (legal_cp_comms checks it per split)."""
+    return cluster_violations(cluster, plan)
 
 
 def offload_counts(spec: SearchSpec) -> tuple[int, ...]:
