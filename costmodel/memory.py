@@ -87,7 +87,7 @@ def layer_activation_terms(
         also keeps its query and key/value latents, replicated over TP.
       MLP: input 2sbh, GeLU keeps up-projection output and activation (2sbf + 2sbf); SwiGLU keeps
         gate and up outputs and the product (6sbf); dropout mask sbh. An MoE layer's routed MLP
-        instead keeps moe.activation_bytes.
+        instead keeps moe.activation_terms.
       norms: two inputs, 4sbh.
     With f = 4h, MHA, dropout and no flash this is sbh(34 + 5as/h), eq. 1. TP splits all but the
     norm inputs, the QKV and MLP inputs and the dropout masks (10sbh, eq. 2); sequence parallel
