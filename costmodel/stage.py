@@ -195,8 +195,13 @@ def layer_activation_terms(model: Model, plan: Plan, rep: int, recompute: str, i
 
 
 def layer_activations(model: Model, plan: Plan, rep: int, recompute: str, imbalance: float = 1.0) -> float:
-    """Activation bytes layer `rep` keeps under the plan with `recompute` (layer_activation_terms summed)."""
-    return sum(layer_activation_terms(model, plan, rep, recompute, imbalance).values())
+    """memory.layer_activation_bytes of layer `rep` under the plan with `recompute` (its
+    layer_activation_terms summed), through mix_activation_terms' cache (the search asks for it per layout)."""
+    held, _ = mix_activation_terms(model, plan.micro_batch_size, plan.tp, plan.sequence_parallel, recompute,
+                                   plan.flash_attention, ACTIVATION_BYTES[plan.precision], plan.cp, plan.ep, plan.etp,
+                                   imbalance, plan.recompute_modules, saved_gemm_input_bytes(plan), plan.repeat_kv,
+                                   ((rep, 1),), plan.sp_gathered)
+    return held
 
 
 def layer_offloaded_bytes(model: Model, plan: Plan, rep: int, imbalance: float = 1.0) -> float:
