@@ -339,3 +339,35 @@ def test_each_split_offers_the_cp_exchanges_its_own_degrees_allow():
         offered.setdefault(lay.cp, set()).update(k.cpc for k in knobs)
     assert "a2a" in offered[4] and "a2a+p2p" not in offered[4]
     assert "a2a" not in offered[8] and "a2a+p2p" in offered[8]
+
+
+def test_shared_probes_answer_as_each_split_alone():
+    """build_space asks the frameworks once per class of splits (tp > 1, cp > 1, vpp > 1, ep > 1, etp > 1) and
+    shares the answers; asked afresh for each split with its own degrees (no shared answers), every layout
+    must get the same knob combinations (its layouts sharing only with each other): an MoE model with expert and
+    context parallelism on an NVL72 domain,
+    and a dense one whose CP exchanges differ between splits of one class."""
+    from planner.inputs import loading
+    from planner.search.space import (candidate_layouts, knob_combinations, legal_cp_comms, machine_refusals,
+                                      ranks_per_domain, split_violations, splits)
+
+    moe = loading.load_model_spec("qwen3-30b-a3b", seq_length=16384).to_model()
+    dense = cm.Model("m", 8, 4096, 32, 256, 32768, num_kv_heads=8)
+    specs = [SearchSpec(moe, loading.build_cluster(loading.load_cluster_spec("gb200-nvl72"), 16), 64),
+             SearchSpec(dense, cluster(64, domain=8), 16)]
+    for spec in specs:
+        space, checked = build_space(spec), 0
+        for tp, cp, pp, ep, etp in splits(spec):
+            if split_violations(spec, tp, pp, cp, ep, etp):
+                continue
+            ep_local = ep > 1 and ranks_per_domain(ep, etp, spec.cluster) >= ep
+            alone: dict[tuple, set] = {}
+            own: dict = {}  # answers shared by this split's own layouts only
+            for lay, fws in candidate_layouts(spec, tp, pp, cp, ep, etp):
+                if (lay.vpp, fws) not in alone:
+                    alone[lay.vpp, fws] = set(knob_combinations(
+                        spec, fws, tp, pp, cp, lay.vpp, ep, etp, ep_local, legal_cp_comms(spec, tp, cp),
+                        machine_refusals(spec, tp, pp, cp, ep, etp), runs=own))
+                assert set(space.knobs.get(lay, ())) == alone[lay.vpp, fws], lay
+                checked += 1
+        assert checked > 50 and any(lay.cp > 1 for lay in space.knobs)
