@@ -182,25 +182,39 @@ def _kv_repeated(model: Model) -> Model:
     return replace(model, num_kv_heads=model.num_attention_heads)
 
 
+def activation_args(plan: Plan, recompute: str, imbalance: float) -> tuple:
+    """The plan's fields a layer's kept activations read, in the order mix_activation_terms and
+    cached_layer_terms take them after the model and the layers: micro-batch, tp, sequence parallel,
+    `recompute`, flash attention, element bytes, cp, ep, etp, `imbalance` (Efficiency.moe_routing_imbalance:
+    the busiest expert rank's routed rows), recompute modules, bytes of the saved GEMM inputs, K/V repeated to
+    the query heads (Plan.repeat_kv, saved at that width), and sequence parallel's inputs saved gathered."""
+    return (plan.micro_batch_size, plan.tp, plan.sequence_parallel, recompute, plan.flash_attention,
+            ACTIVATION_BYTES[plan.precision], plan.cp, plan.ep, plan.etp, imbalance, plan.recompute_modules,
+            saved_gemm_input_bytes(plan), plan.repeat_kv, plan.sp_gathered)
+
+
 def layer_activation_terms(model: Model, plan: Plan, rep: int, recompute: str, imbalance: float = 1.0) -> dict:
-    """memory.layer_activation_terms of layer `rep` under the plan, by tensor; `imbalance` scales the
-    busiest expert rank's routed rows (Efficiency.moe_routing_imbalance). K/V repeated to the query heads
-    (Plan.repeat_kv) are saved at that width."""
-    if plan.repeat_kv and not model.mla:
+    """memory.layer_activation_terms of layer `rep` under the plan with `recompute`, by tensor."""
+    return dict(cached_layer_terms(model, rep, *activation_args(plan, recompute, imbalance)))
+
+
+@lru_cache(maxsize=65536)  # the search asks for it per layout (MTP layers, offloaded modules)
+def cached_layer_terms(model: Model, rep: int, batch: int, tp: int, sequence_parallel: bool, recompute: str,
+                       flash: bool, element_bytes: int, cp: int, ep: int, etp: int, imbalance: float,
+                       modules: tuple[str, ...], gemm_input_bytes: float, repeat_kv: bool,
+                       sp_gathered: bool) -> tuple[tuple[str, float], ...]:
+    """memory.layer_activation_terms from activation_args' fields."""
+    if repeat_kv and not model.mla:
         model = _kv_repeated(model)
-    return dict(memory.layer_activation_terms(model, plan.micro_batch_size, plan.tp, plan.sequence_parallel, recompute,
-                                              plan.flash_attention, ACTIVATION_BYTES[plan.precision], rep, plan.cp,
-                                              moe.ExpertLayout(plan.ep, plan.etp, imbalance), plan.recompute_modules,
-                                              saved_gemm_input_bytes(plan), plan.sp_gathered))
+    return memory.layer_activation_terms(model, batch, tp, sequence_parallel, recompute, flash, element_bytes, rep,
+                                         cp, moe.ExpertLayout(ep, etp, imbalance), modules, gemm_input_bytes,
+                                         sp_gathered)
 
 
 def layer_activations(model: Model, plan: Plan, rep: int, recompute: str, imbalance: float = 1.0) -> float:
     """memory.layer_activation_bytes of layer `rep` under the plan with `recompute` (its
-    layer_activation_terms summed), through mix_activation_terms' cache (the search asks for it per layout)."""
-    held, _ = mix_activation_terms(model, plan.micro_batch_size, plan.tp, plan.sequence_parallel, recompute,
-                                   plan.flash_attention, ACTIVATION_BYTES[plan.precision], plan.cp, plan.ep, plan.etp,
-                                   imbalance, plan.recompute_modules, saved_gemm_input_bytes(plan), plan.repeat_kv,
-                                   ((rep, 1),), plan.sp_gathered)
+    layer_activation_terms summed)."""
+    held, _ = mix_activation_terms(model, ((rep, 1),), *activation_args(plan, recompute, imbalance))
     return held
 
 
@@ -226,13 +240,13 @@ def saved_gemm_input_bytes(plan: Plan) -> float:
 
 
 @lru_cache(maxsize=65536)  # the search asks for the same layer mix under many layouts
-def mix_activation_terms(model: Model, batch: int, tp: int, sequence_parallel: bool, recompute: str, flash: bool,
-                         element_bytes: int, cp: int, ep: int, etp: int, imbalance: float,
-                         modules: tuple[str, ...], gemm_input_bytes: float, repeat_kv: bool, mix: LayerMix,
-                         sp_gathered: bool = False) -> tuple[float, float]:
+def mix_activation_terms(model: Model, mix: LayerMix, batch: int, tp: int, sequence_parallel: bool, recompute: str,
+                         flash: bool, element_bytes: int, cp: int, ep: int, etp: int, imbalance: float,
+                         modules: tuple[str, ...], gemm_input_bytes: float, repeat_kv: bool,
+                         sp_gathered: bool) -> tuple[float, float]:
     """(bytes one micro-batch leaves on the mix's layers, the largest layer re-materialised whole during
     backward under full recompute, else 0): layer_activations summed over the mix, and its max with
-    nothing recomputed."""
+    nothing recomputed; the fields after the mix are activation_args'."""
     if repeat_kv and not model.mla:
         model = _kv_repeated(model)
     experts = moe.ExpertLayout(ep, etp, imbalance)
@@ -252,11 +266,7 @@ def stage_activation_bytes(model: Model, plan: Plan, layers, stage: int, imbalan
     mix = as_mix(model, layers)
     if not mix:
         return 0.0
-    b, t = plan.micro_batch_size, plan.tp
-    held, rematerialised = mix_activation_terms(model, b, t, plan.sequence_parallel, plan.recompute,
-                                                plan.flash_attention, ACTIVATION_BYTES[plan.precision], plan.cp,
-                                                plan.ep, plan.etp, imbalance, plan.recompute_modules,
-                                                saved_gemm_input_bytes(plan), plan.repeat_kv, mix, plan.sp_gathered)
+    held, rematerialised = mix_activation_terms(model, mix, *activation_args(plan, plan.recompute, imbalance))
     inflight = memory.inflight_microbatches(plan.pp, plan.vpp, plan.num_microbatches, stage)
     count = mix_layers(mix)
     offloaded = offloaded_layers(plan, count)
