@@ -247,13 +247,10 @@ def mix_activation_terms(model: Model, mix: LayerMix, batch: int, tp: int, seque
     """(bytes one micro-batch leaves on the mix's layers, the largest layer re-materialised whole during
     backward under full recompute, else 0): layer_activations summed over the mix, and its max with
     nothing recomputed; the fields after the mix are activation_args'."""
-    if repeat_kv and not model.mla:
-        model = _kv_repeated(model)
-    experts = moe.ExpertLayout(ep, etp, imbalance)
-
-    def one(rep: int, mode: str) -> float:
-        return memory.layer_activation_bytes(model, batch, tp, sequence_parallel, mode, flash, element_bytes, rep,
-                                             cp, experts, modules, gemm_input_bytes, sp_gathered)
+    def one(rep: int, mode: str) -> float:  # memory.layer_activation_bytes: the terms summed in their order
+        terms = cached_layer_terms(model, rep, batch, tp, sequence_parallel, mode, flash, element_bytes, cp, ep, etp,
+                                   imbalance, modules, gemm_input_bytes, repeat_kv, sp_gathered)
+        return sum(b for _, b in terms)
 
     held = sum(n * one(rep, recompute) for rep, n in mix)
     rematerialised = max(one(rep, "none") for rep, _ in mix) if recompute == "full" else 0.0

@@ -128,7 +128,7 @@ LEVERS = (
           "and back before backward, beside the compute (Megatron --fine-grained-activation-offloading "
           "--offload-modules expert_fc1 moe_act); the host memory they fill is not counted",
           lambda p, c, m: _if(m.moe is not None and not p.offload_modules and c.host_link_bytes_per_second > 0
-                              and p.recompute in ("none", "selective"), p, offload_modules=("expert_fc1", "moe_act")),
+                              and p.recompute in ("none", "selective"), p, offload_modules=cm.MOE_OFFLOAD_MODULES),
           framework="megatron"),
     Lever("context parallelism", "each sequence split over cp GPUs in 2 x cp chunks (causal balance), their keys "
           "and values exchanged; activations / cp (Megatron --context-parallel-size)",

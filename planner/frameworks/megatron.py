@@ -146,7 +146,7 @@ def fine_grained_offloading(model: cm.Model, plan: cm.Plan) -> Optional[str]:
         return "Megatron-LM's fine-grained activation offloading cannot run with CPU offloading (transformer_config.py)"
     if "attn_proj" in mods and "core_attn" not in mods:
         return "Megatron-LM offloads attn_proj only together with core_attn (transformer_config.py)"
-    if "moe" in plan.replayed_modules and mods & {"expert_fc1", "moe_act"}:
+    if "moe" in plan.replayed_modules and mods & set(cm.MOE_OFFLOAD_MODULES):
         return ("Megatron-LM cannot offload expert_fc1 or moe_act while recomputing the whole MoE layer (the moe "
                 "recompute module, transformer_config.py)")
     if plan.moe_cuda_graphs and mods & {"attn_norm", "mlp_norm"}:
