@@ -31,7 +31,8 @@ def test_suggest_levers_keep_to_its_memory_limit(capsys):
 
 
 def test_estimate_levers_are_ones_a_framework_runs(capsys):
-    """Only Megatron-LM runs this MoE plan (planner's DeepSpeed and torchtitan files carry no experts), and
+    """Only Megatron-LM runs this MoE plan (planner's DeepSpeed files carry no experts; torchtitan's do not
+    take DeepEP or MoE CUDA graphs), and
     it reduces bf16 gradients in bf16 or fp32, never int8: no INT8 lever."""
     got = estimate(capsys, "gpt-oss-120b", "dgx-h100", "--gpus", "64", "--tp", "1", "--pp", "2", "--ep", "8",
                    "--mbs", "1", "--gbs", "512", "--zero", "1", "--ep-dispatch", "deepep", "--moe-cuda-graphs")

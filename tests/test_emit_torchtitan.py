@@ -32,7 +32,8 @@ from planner.inputs.specs import ModelSpec
 TT = DATA / "torchtitan"
 CASES = json.loads((TT / "cases.json").read_text())
 LOADER = json.loads((TT / "loader_results.json").read_text())
-FLAVOR = {"llama3-8b": "8B", "llama3-70b": "70B", "llama3-405b": "405B", "debug": "debugmodel", "1b": "1B"}
+FLAVOR = {"llama3-8b": "8B", "llama3-70b": "70B", "llama3-405b": "405B", "debug": "debugmodel", "1b": "1B",
+          "qwen3-30b-a3b": "30B-A3B", "moe-debug": "debugmodel_moe"}
 
 
 def _schema():
@@ -122,8 +123,8 @@ def test_matrix_obeys_the_schema(case):
             p.global_batch_size // (p.micro_batch_size * p.dp), 1, p.micro_batch_size)
         assert v["schedule"] == ("Interleaved1F1B" if p.vpp > 1 else "1F1B") and not v["cuda_graphs"]
         assert [sum(m.startswith("layers.") for m in s) for s in v["stages"]] == list(chunk_layers(j.cm_model, p))
-    else:
-        assert v["local_batch_size"] == p.micro_batch_size and v["cuda_graphs"]
+    else:  # graphs on, but not around the all-to-all dispatcher's CPU synchronization (expert parallelism)
+        assert v["local_batch_size"] == p.micro_batch_size and v["cuda_graphs"] == (p.ep == 1)
     assert v["reshard_after_forward"] == ("never" if p.zero_stage == 3 and not p.zero3_reshard else "default")
     assert v["ac"] == {"none": "none", "op": "selective", "full": "full"}[p.recompute]
     assert (v["dtype"], v["param_dtype"]) == ("float32", "float32" if p.precision == "fp32" else "bfloat16")
@@ -150,7 +151,8 @@ def test_hand_split_of_uneven_plans():
 
 SHARED = ("dp_replicate", "dp_shard", "tp", "pp", "cp", "global_batch_size", "local_batch_size", "grad_accum_steps",
           "pp_microbatches", "flavor", "sequence_parallel", "schedule", "reshard_after_forward", "seq_len", "steps",
-          "dtype", "param_dtype", "reduce_dtype", "cuda_graphs", "ac", "compile", "loss", "hf_assets_path", "stages")
+          "dtype", "param_dtype", "reduce_dtype", "cuda_graphs", "ac", "compile", "loss", "hf_assets_path", "stages",
+          "ep", "efsdp")
 
 
 def loader_sources() -> list[tuple[str, str, int]]:
@@ -182,6 +184,30 @@ def test_planner_counts_torchtitans_parameters():
         assert total_parameters(model_of(name).to_model()) == LOADER["cases"][cid]["params"], name
 
 
+def test_planner_counts_torchtitans_moe_parameters():
+    """The Qwen3-MoE models as torchtitan built them: planner's count plus the per-head query and key
+    RMSNorm weights, which the cost model does not count (types.Model.qk_norm): 2 x head_dim 128 per
+    layer, 48 layers for 30B-A3B (12,288), 8 for the debug model (2,048)."""
+    for name, cid, layers in (("qwen3-30b-a3b", "q30-fsdp16-ep8", 48), ("moe-debug", "moe-debug-cp2-ep4", 8)):
+        assert total_parameters(model_of(name).to_model()) + layers * 2 * 128 == LOADER["cases"][cid]["params"]
+        assert LOADER["cases"][cid]["moe_layers"] == layers
+
+
+MOE_CASES = [c for c in CASES["cases"] if model_of(c["model"]).moe is not None]
+
+
+@pytest.mark.parametrize("case", MOE_CASES, ids=[c["id"] for c in MOE_CASES])
+def test_torchtitan_splits_experts_as_planned(case):
+    """The first layer's routed-expert w1 after torchtitan's own parallelize (loader_check.py): experts over
+    ep, each expert's FFN over etp (etp = tp without EP, 1 with it), the hidden size whole; the expert
+    FSDP degree dp_shard x cp x tp / ep is the cost model's expert_dp."""
+    p, moe, hidden = case_job(case).plan, model_of(case["model"]).moe, model_of(case["model"]).hidden_size
+    seen = LOADER["cases"][case["id"]]
+    assert seen["expert_w1_local"] == [moe.num_experts // p.ep, moe.ffn_hidden_size // p.etp, hidden]
+    assert seen["efsdp"] == (p.expert_dp if p.ep > 1 else None)
+    assert seen["experts"] == [moe.num_experts] and seen["cuda_graphs"] == (p.ep == 1 and p.pp == 1)
+
+
 def test_flavour_table_matches_torchtitans():
     """planner's flavour table (frameworks/torchtitan.py) against the schema's transcription."""
     for f in titan.LLAMA3_FLAVOURS:
@@ -190,6 +216,13 @@ def test_flavour_table_matches_torchtitans():
                 f.vocab_size, f.tie_embeddings) == (t.n_layers, t.dim, t.n_heads, t.n_kv_heads, t.hidden_dim,
                                                     t.vocab_size, t.enable_weight_tying)
         assert f.recipe in TS.MODULES["torchtitan.models.llama3.config_registry"]
+    for f in titan.QWEN3_MOE_FLAVOURS:
+        t = TS.QWEN3_MOE_CONFIGS[f.name]
+        assert (f.num_layers, f.hidden_size, f.num_attention_heads, f.num_kv_heads, f.head_dim, f.vocab_size,
+                f.tie_embeddings, f.experts, f.rope_theta, f.max_seq_len) == (
+            t.n_layers, t.dim, t.n_heads, t.n_kv_heads, t.head_dim, t.vocab_size, t.enable_weight_tying,
+            (t.num_experts, t.top_k, t.moe_hidden_dim), t.rope_theta, t.max_seq_len)
+        assert f.recipe in TS.MODULES["torchtitan.models.qwen3.config_registry"] and f.ffn_hidden_size is None
 
 
 # ---- refusals ------------------------------------------------------------------------------------
@@ -210,7 +243,7 @@ def refused(model: ModelSpec, **plan) -> str:
      "closest, llama3 flavour 8B, differs in num_layers 30 (torchtitan 32)"),
     ({"rope_theta": 10000.0}, {"dp": 8, "zero_stage": 3}, "rope_theta 10000 (torchtitan 500000)"),
     ({"seq_length": 8196}, {"dp": 8, "zero_stage": 3}, "ChunkedLossWrapper splits seq_len 8196 into 8"),
-    ({"seq_length": 262144}, {"dp": 8, "zero_stage": 3}, "exceeds the llama3 RoPE max_seq_len 131072"),
+    ({"seq_length": 262144}, {"dp": 8, "zero_stage": 3}, "exceeds the llama3 8B RoPE max_seq_len 131072"),
     ({"seq_length": 8200}, {"tp": 8, "zero_stage": 3}, "not divisible by 2*tp*cp = 16"),
     ({}, {"dp": 8, "zero_stage": 1}, "ZeRO stage 1"),
     ({}, {"tp": 2, "dp": 4, "zero_stage": 0}, "ZeRO stage 0"),
@@ -232,6 +265,33 @@ def refused(model: ModelSpec, **plan) -> str:
 def test_rule_refuses(change, plan, needle):
     model = load_model_spec(L8).model_copy(update=change)
     assert needle in refused(model, **plan)
+
+
+Q30 = "qwen3-30b-a3b"
+
+
+@pytest.mark.parametrize("plan,needle", [
+    ({"dp": 8, "ep": 2, "zero_stage": 0}, "expert parallelism borrows its ranks from FSDP's data_parallel_shard"),
+    ({"tp": 2, "dp": 4, "ep": 2, "etp": 2, "zero_stage": 3}, "with ep 2 etp must be 1, got 2"),
+    ({"tp": 2, "dp": 4, "zero_stage": 3, "sequence_parallel": True}, "etp must equal tp 2, got 1"),
+    ({"tp": 2, "dp": 4, "ep": 8, "zero_stage": 3}, "MoE layers under tp > 1 as sequence parallel"),
+    ({"dp": 8, "ep": 8, "zero_stage": 3, "precision": "fp8", "fp8_recipe": "rowwise", "weight_casts": "use"},
+     "not the routed experts' grouped GEMMs"),
+])
+def test_moe_rule_refuses(plan, needle):
+    assert needle in refused(load_model_spec(Q30), global_batch_size=8, **plan)
+
+
+def test_moe_flavour_mismatch_is_named():
+    """torchtitan's 235B-A22B flavour has RoPE theta 5e6, the base model's config.json 1e6; DeepSeek-V3
+    (shared experts, MLA, MTP) has no flavour. Refused as a layout rule, so the search leaves them out."""
+    text = refused(load_model_spec("qwen3-235b-a22b"), dp=8, ep=8, zero_stage=3, global_batch_size=8)
+    assert "cover its Qwen3-MoE flavours only: the closest, 235B-A22B, differs in rope_theta 1e+06 (torchtitan " \
+           "5e+06); use Megatron-LM" in text
+    model = load_model_spec("deepseek-v3")
+    assert "cover its Qwen3-MoE flavours only" in refused(model, dp=8, ep=8, zero_stage=3, global_batch_size=8)
+    assert titan.moe_flavour(model.to_model(), job(model, dp=8, ep=8, zero_stage=3, global_batch_size=8).plan)
+    assert titan.moe_flavour(load_model_spec(Q30).to_model(), job(load_model_spec(Q30), dp=8).plan) is None
 
 
 def test_no_flavour_names_the_closest():
@@ -350,12 +410,18 @@ def test_torchtitan_refuses_what_planner_refuses():
     assert "Weight tying is not supported with Pipeline Parallel" in seen["1b-tied-pp2"]
     refused(model_of("1b"), pp=2, zero_stage=1, global_batch_size=8)
     assert "CUDA graphs do not support pipeline parallelism" in seen["pp2-cuda-graphs-on"]
+    assert "The product of mesh_sizes" in seen["moe-ddp8-ep2"]
+    refused(load_model_spec(Q30), dp=8, ep=2, zero_stage=0, global_batch_size=8)
+    assert "CUDA graphs support only expert parallel token dispatcher" in seen["moe-ep8-cuda-graphs-on"]
+    assert "disable_cuda_graphs=True" in emitted(job(load_model_spec(Q30), dp=8, ep=8, zero_stage=3,
+                                                     global_batch_size=8, grad_dtype="fp32"))
     # narrower than 0.3.0 (README.md): torchtitan accepts these, planner's older rules refuse them
     assert seen["ddp-with-tp2"] == seen["seq-8200-tp8-sp"] == "accepted"
 
 
 @pytest.mark.parametrize("model_name,cluster_name,gpus,gbs", [("llama3-8b", "dgx-h100", 16, 64),
-                                                              ("llama3-70b", "dgx-h100", 64, 128)])
+                                                              ("llama3-70b", "dgx-h100", 64, 128),
+                                                              ("qwen3-30b-a3b", "dgx-h100", 32, 256)])
 def test_every_suggested_plan_is_emittable(model_name, cluster_name, gpus, gbs):
     """As tests/test_search_emit_agree.py for the others: each of `suggest --framework torchtitan`'s top
     plans for a model torchtitan has a flavour for is written, and obeys the schema."""

@@ -134,8 +134,8 @@ def test_what_if_that_breaks_the_fit_is_flagged(capsys):
 
 
 def test_estimate_warns_when_no_framework_runs_the_plan(capsys):
-    # Megatron-LM's 1F1B A2A overlap needs pp 1 or a virtual pipeline (megatron/training/arguments.py), and
-    # planner's DeepSpeed and torchtitan launch files carry no MoE: no framework runs this plan.
+    # Megatron-LM's 1F1B A2A overlap needs pp 1 or a virtual pipeline (megatron/training/arguments.py),
+    # planner's DeepSpeed launch files carry no MoE and torchtitan has no EP overlap: no framework runs it.
     argv = ["qwen3-235b-a22b", "dgx-h100", "--gpus", "256", "--tp", "2", "--pp", "8", "--ep", "8", "--mbs", "1",
             "--gbs", "1024", "--zero", "1", "--sequence-parallel"]
     assert main(["estimate", *argv, "--json"]) == 0

@@ -63,8 +63,8 @@ def torchtitan_lines(job: Job) -> list[str]:
     out = [f"  torchtitan 0.3.0 (pip install torchtitan==0.3.0): on {where}, in a torchtitan checkout of release/0.3",
            "    (git checkout release/0.3: the checkout's package is the one that runs, and main's config "
            "fields differ)"]
-    if flavour and flavour.assets:
-        out.append(f"    python scripts/download_hf_assets.py --repo_id meta-llama/{flavour.assets} --assets tokenizer")
+    if flavour and flavour.repo:
+        out.append(f"    python scripts/download_hf_assets.py --repo_id {flavour.repo} --assets tokenizer")
     return out + [f"    {rank} bash <this folder>/torchtitan/launch.sh"]
 
 
@@ -133,10 +133,17 @@ def runtime_notes(job: Job, frameworks: list[str]) -> list[str]:
 
 
 def torchtitan_notes(job: Job) -> list[str]:
-    notes = ["torchtitan: torchtitan/planner_job.py starts from the model's recipe in torchtitan's "
-             "models/llama3/config_registry.py (tokenizer, dataset, optimizer, checkpoints: edit them there or "
-             "in planner_job.py) and sets the plan; torchtitan's Llama 3 flavours are Llama 3.1 (RoPE scaled "
-             "to 131,072 positions)."]
+    flavour, _ = titan.match_flavour(job.cm_model)
+    family = flavour.family if flavour else "llama3"
+    notes = [f"torchtitan: torchtitan/planner_job.py starts from the model's recipe in torchtitan's "
+             f"models/{family}/config_registry.py (tokenizer, dataset, optimizer, checkpoints: edit them there or "
+             "in planner_job.py) and sets the plan" + ("; torchtitan's Llama 3 flavours are Llama 3.1 (RoPE "
+                                                       "scaled to 131,072 positions)." if family == "llama3" else ".")]
+    if job.plan.ep > 1:
+        notes.append("torchtitan: the routed experts dispatch tokens with the model's default \"standard\" backend, "
+                     "AllToAllTokenDispatcher (no capacity: dropless; models/common/config_utils.py), as planned; "
+                     "its DeepEP and HybridEP backends are not what the plan was scored with. CUDA graphs are off: "
+                     "that dispatcher synchronizes with the CPU (trainer.py _validate_cuda_graphs).")
     if job.plan.grad_comm_dtype == "bf16":
         notes.append("torchtitan: gradients are reduced in bfloat16 as planned; torchtitan annotates "
                      "training.mixed_precision_reduce as float32 only, so its config loader prints a tyro warning, "

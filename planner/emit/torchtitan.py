@@ -1,10 +1,10 @@
 """torchtitan files for a plan: a configuration module (planner_job.py) and launch.sh.
 
-Targets torchtitan 0.3.0, the current PyPI release (config, trainer and llama3 files as at
+Targets torchtitan 0.3.0, the current PyPI release (config, trainer, llama3 and qwen3 files as at
 pytorch/torchtitan release/0.3 @ 4f9e9a47). Since 9810191b (2026-02-23) torchtitan has no TOML: a run
 is a Python function returning `Trainer.Config`, selected with `--module` and `--config`, best
 derived from a shipped recipe (torchtitan/config/README.md). planner_job.py derives from the
-flavour's recipe in models/llama3/config_registry.py and sets what the plan says. Field names from
+flavour's recipe in models/<llama3 or qwen3>/config_registry.py and sets what the plan says. Field names from
 config/configs.py (TrainingConfig, ParallelismConfig, CompileConfig), trainer.py (Trainer.Config),
 distributed/activation_checkpoint.py, components/loss.py, components/quantization/float8.py and
 distributed/pipeline_parallel.py; the torchrun line from run_train.sh and multinode_trainer.slurm.
@@ -50,7 +50,7 @@ def call(name: str, kwargs: Kwargs, indent: str = "    ") -> str:
 
 
 def checked_flavour(job: Job) -> titan.Flavour:
-    """The llama3 flavour of the model, after torchtitan's rules (frameworks/torchtitan.py)."""
+    """The model's flavour (llama3, or a Qwen3-MoE one), after torchtitan's rules (frameworks/torchtitan.py)."""
     refuse_unless_runs(job, "torchtitan")
     broken = titan.launch_violations(job.cm_model, job.plan)
     if broken:
@@ -84,6 +84,8 @@ def parallelism(job: Job) -> Kwargs:
                    ("pipeline_parallel_degree", p.pp)]
     if p.cp > 1:
         out.append(("context_parallel_degree", p.cp))
+    if p.ep > 1:
+        out.append(("expert_parallel_degree", p.ep))
     if p.pp > 1:
         out += [("pipeline_parallel_schedule", "Interleaved1F1B" if p.vpp > 1 else "1F1B"),
                 ("pipeline_parallel_microbatch_size", p.micro_batch_size),
@@ -154,8 +156,8 @@ def imports(job: Job, flavour: titan.Flavour) -> str:
              "from torchtitan.config import CompileConfig, ParallelismConfig, TrainingConfig",
              f"from torchtitan.distributed.activation_checkpoint import {ac}" if ac else "",
              "from torchtitan.models.common.config_utils import decoder_vocab_size",
-             "from torchtitan.models.llama3 import model_registry",
-             f"from torchtitan.models.llama3.config_registry import {flavour.recipe}",
+             f"from torchtitan.models.{flavour.family} import model_registry",
+             f"from torchtitan.models.{flavour.family}.config_registry import {flavour.recipe}",
              "from torchtitan.trainer import Trainer"]
     return "\n".join(line for line in lines if line)
 
@@ -167,9 +169,14 @@ def comments(job: Job) -> str:
         out.append("FSDP2 under pipeline parallelism: weights stay gathered and gradients unsharded until the "
                    "step's last backward (torch.distributed.pipelining), as planned (ZeRO-1).")
     if titan.cuda_graphs_off(p):
-        out.append("CUDA graphs do not support pipeline parallelism (trainer.py): disable_cuda_graphs.")
+        why = "pipeline parallelism" if p.pp > 1 else "the all-to-all token dispatcher's CPU synchronization"
+        out.append(f"CUDA graphs do not support {why} (trainer.py): disable_cuda_graphs.")
     if p.pp > 1:
         out.append("module_fqns_per_model_part: the plan's layer split, one list per stage, stage s on rank s % pp.")
+    if p.ep > 1:
+        out.append(f"expert_parallel_degree {p.ep}: the routed experts are split over {p.ep} ranks taken from FSDP's "
+                   f"shard axis and TP (parallel_dims.py: efsdp = dp_shard x cp x tp / ep = {p.expert_dp}), each "
+                   "expert whole (etp 1).")
     if p.grad_comm_dtype == "bf16":
         out.append("mixed_precision_reduce bfloat16: the plan's gradient dtype; configs.py annotates float32 only, "
                    "so the loader warns, and FSDP2 reduces in bfloat16.")

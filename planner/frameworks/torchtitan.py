@@ -1,20 +1,25 @@
 """torchtitan: what it runs and refuses.
 
 Read at torchtitan 0.3.0, the PyPI release that planner emits for (planner/emit/torchtitan.py): its
-configuration, trainer, llama3 and distributed files are byte-identical to pytorch/torchtitan
-release/0.3 @ 4f9e9a47 (2026-08-21). The layout and knob rules below were first read at main
-b5bcd76c (2026-08-21; LC §3.2 of shared/reference/launch-configs.md) and hold at 0.3.0:
+configuration, trainer, llama3, qwen3, common MoE and distributed files are byte-identical to
+pytorch/torchtitan release/0.3 @ 4f9e9a47 (2026-08-21). The layout and knob rules below were first
+read at main b5bcd76c (2026-08-21; LC §3.2 of shared/reference/launch-configs.md) and hold at 0.3.0:
 torchtitan/distributed/parallel_dims.py, models/llama3/parallelize.py, trainer.py,
 distributed/activation_checkpoint.py, distributed/fsdp.py, and torch.distributed.pipelining
 (schedules.py, torch 2.13).
 
 `launch_violations` holds the rules on the model torchtitan launches: it builds only its own model
-definitions (models/llama3/__init__.py `llama3_configs`), so they are checked when emitting, not in
-the search, which scores any architecture.
+definitions (planner covers models/llama3 `llama3_configs` and the MoE flavours of models/qwen3
+`qwen3_configs`), so they are checked when emitting, not in the search, which scores any dense
+architecture. An MoE model is searched only where planner has its flavour (moe_flavour), and its
+plans follow expert_sharding, experts_borrow_fsdp, experts_sequence_parallel and experts_in_bf16;
+the cost model scores them as any framework's EP (all-to-all dispatch, no overlap of it, no CUDA
+graphs: the Knobs defaults).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Optional
 
 from costmodel import types as cm
@@ -87,13 +92,79 @@ def tied_pipeline(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     return None
 
 
-def no_experts(model: cm.Model, plan: cm.Plan) -> Optional[str]:
-    """torchtitan 0.3.0 runs MoE models of its own (models/deepseek_v3, qwen3, gpt_oss, kimi_k2_7;
-    parallelism.expert_parallel_degree, no expert tensor parallel), but planner's torchtitan launch
-    files build the llama3 model only (planner/emit/torchtitan.py)."""
-    if model.moe is not None:
-        return ("planner's torchtitan launch files cover its llama3 model only, not torchtitan's MoE models; "
-                "use Megatron-LM for MoE models")
+def moe_flavour(model: cm.Model, plan: cm.Plan) -> Optional[str]:
+    """torchtitan 0.3.0 writes each MoE family its own way (models/qwen3, deepseek_v3, gpt_oss,
+    kimi_k2_7, llama4: shared experts, sigmoid or grouped routers, MLA, multi-token prediction), and
+    planner reads the rules and writes the launch files of the Qwen3-MoE flavours only
+    (QWEN3_MOE_FLAVOURS): an MoE model without such a flavour is not a torchtitan plan, and the search
+    leaves it out rather than offer plans no launch file could run. (Dense models are searched
+    whatever their architecture, as Llama-like models torchtitan's llama3 code could build.)"""
+    return None if model.moe is None else _moe_flavour_gap(model)
+
+
+@lru_cache(maxsize=64)
+def _moe_flavour_gap(model: cm.Model) -> Optional[str]:
+    """moe_flavour's line for an MoE model (None when it has a flavour), once per model: the search
+    asks it for every split."""
+    if match_flavour(model)[0] is not None:
+        return None
+    closest = min(QWEN3_MOE_FLAVOURS, key=lambda f: len(_mismatches(model, f)))
+    diff = _mismatches(model, closest)
+    return (f"planner's torchtitan rules and launch files cover its Qwen3-MoE flavours only: the closest, "
+            f"{closest.name}, differs in {', '.join(diff[:3])}{', ...' if len(diff) > 3 else ''}; use Megatron-LM "
+            "for this MoE model")
+
+
+def expert_sharding(model: cm.Model, plan: cm.Plan) -> Optional[str]:
+    """models/common/moe_sharding.py (release/0.3 @ 4f9e9a47): with expert parallelism the routed
+    experts are sharded on the EP axis only, along the expert dimension (expert_param_placement_sparse),
+    and the EP ranks borrow from FSDP and TP (config/configs.py expert_parallel_degree: efsdp =
+    dp_shard x cp x tp / ep): Megatron-core's folding with etp 1. Without it the experts are split on the
+    dense TP axis like the MLP (expert_param_placement_dense): etp = tp. There is no expert tensor
+    parallel degree of its own."""
+    if model.moe is None:
+        return None
+    if plan.ep > 1 and plan.etp != 1:
+        return (f"torchtitan shards experts over ep only (models/common/moe_sharding.py): with ep {plan.ep} "
+                f"etp must be 1, got {plan.etp}")
+    if plan.ep == 1 and plan.etp != plan.tp:
+        return (f"torchtitan without expert parallelism splits the experts over the TP ranks "
+                f"(models/common/moe_sharding.py): etp must equal tp {plan.tp}, got {plan.etp}")
+    return None
+
+
+def experts_borrow_fsdp(model: cm.Model, plan: cm.Plan) -> Optional[str]:
+    """distributed/parallel_dims.py: the sparse mesh is (pp, dp_replicate, efsdp, ep) with efsdp =
+    dp_shard x cp x tp / ep, so the EP ranks come out of FSDP's shard axis. Under plain replication
+    (ZeRO 0: data_parallel_replicate only, tp 1 and cp 1, `knobs` and context_parallel_fsdp) that
+    axis holds one rank and leaves none to borrow."""
+    if model.moe is not None and plan.ep > 1 and not fsdp(plan):
+        return ("torchtitan's expert parallelism borrows its ranks from FSDP's data_parallel_shard axis "
+                "(parallel_dims.py efsdp = dp_shard x cp x tp / ep): the plan needs ZeRO-3 (ZeRO-1 with "
+                "pipeline parallelism), not data_parallel_replicate")
+    return None
+
+
+def experts_sequence_parallel(model: cm.Model, plan: cm.Plan) -> Optional[str]:
+    """The cost model prices an MoE layer under TP as Megatron-core runs it, sequence parallel
+    (costmodel/moe.py: each TP rank routes its tokens/tp). torchtitan also runs EP under TP without
+    sequence parallelism (models/common/moe_sharding.py _router_sharding_config: the replicated input
+    sliced to a sequence shard, the output gathered back over TP), a pattern of TP traffic the cost
+    model does not price; so planner's torchtitan MoE plans with tp > 1 are sequence parallel."""
+    if model.moe is not None and plan.tp > 1 and not plan.sequence_parallel:
+        return ("planner prices torchtitan's MoE layers under tp > 1 as sequence parallel (costmodel/moe.py); "
+                "re-plan with sequence parallelism")
+    return None
+
+
+def experts_in_bf16(model: cm.Model, plan: cm.Plan) -> Optional[str]:
+    """components/quantization/float8.py: Float8LinearConverter swaps nn.Linear modules; the routed
+    experts are GroupedExperts (torch._grouped_mm) and need Float8GroupedExpertsConverter, which
+    planner's launch files do not write, so an FP8 MoE plan would run its experts in bf16 and not be
+    the plan scored."""
+    if model.moe is not None and plan.precision == "fp8":
+        return ("planner's torchtitan launch files convert linears to float8 but not the routed experts' grouped "
+                "GEMMs (Float8GroupedExpertsConverter): plan MoE models in bf16")
     return None
 
 
@@ -216,61 +287,103 @@ def knobs(tp_split: bool, pp_split: bool) -> Knobs:
 
 # ---- What torchtitan launches: its own model definitions, checked by the emitter -----------------
 
-ROPE_MAX_SEQ_LEN = 131072  # models/llama3/__init__.py: every flavour's ComplexRoPE max_seq_len
 LOSS_CHUNKS = 8  # components/loss.py ChunkedLossWrapper.Config.num_chunks default
 
 
 @dataclass(frozen=True)
 class Flavour:
-    """One entry of models/llama3/__init__.py `llama3_configs`: `model_registry(name)` builds it,
-    and the configuration derives from `recipe` in models/llama3/config_registry.py (the flavour's
-    own recipe, or llama3_8b's for 1B and 3B, which have none and share its 128,256-token tokenizer),
-    whose hf_assets_path is `assets` (./assets/hf/<repo>, from meta-llama/<repo>; the debug model's
-    tokenizer ships in the checkout, ./tests/assets/tokenizer)."""
+    """One entry of models/<family>/__init__.py (`llama3_configs`, `qwen3_configs`):
+    `model_registry(name)` of torchtitan.models.<family> builds it, and the configuration derives from
+    `recipe` in models/<family>/config_registry.py (the flavour's own recipe, or the one whose
+    tokenizer it shares where it has none), whose hf_assets_path is ./assets/hf/<repo name> of `repo`
+    (the Hugging Face repository scripts/download_hf_assets.py fetches; "" = the debug models'
+    tokenizer, shipped in the checkout's ./tests/assets/tokenizer). `ffn_hidden_size` None: no dense
+    MLP (every layer MoE). `max_seq_len`: the RoPE cache's length, which update_from_config
+    (models/common/decoder.py) does not let training.seq_len exceed."""
 
+    family: str
     name: str
     recipe: str
-    assets: str
+    repo: str
     num_layers: int
     hidden_size: int
     num_attention_heads: int
     num_kv_heads: int
-    ffn_hidden_size: int
+    ffn_hidden_size: Optional[int]
     vocab_size: int
     tie_embeddings: bool
+    head_dim: int = 0  # 0: hidden_size / heads
+    rope_theta: float = 500000.0
+    max_seq_len: int = 131072
+    qk_norm: str = "none"
+    experts: tuple[int, int, int] = (0, 0, 0)  # routed experts, top-k, expert FFN width; (0, 0, 0) = dense
 
 
-# All: RMSNorm, SwiGLU, no biases, RoPE theta 500,000 with Llama 3.1 scaling, no dropout. FFN sizes
-# worked out from compute_ffn_hidden_dim (models/common/feed_forward.py): int(8 dim / 3), times
-# ffn_dim_multiplier, rounded up to multiple_of: debug 682 -> 768 (256); 1B 5461 x 1.5 = 8191 -> 8192
-# (1024); 3B 8192 x 1.0; 8B 10922 x 1.3 = 14198 -> 14336 (1024); 70B 21845 x 1.3 = 28398 -> 28672
-# (4096); 405B 43690 x 1.2 = 52428 -> 53248 (4096).
+# Llama 3 (models/llama3/__init__.py): RMSNorm, SwiGLU, no biases, RoPE theta 500,000 with Llama 3.1
+# scaling and max_seq_len 131072, no dropout. FFN sizes worked out from compute_ffn_hidden_dim
+# (models/common/feed_forward.py): int(8 dim / 3), times ffn_dim_multiplier, rounded up to multiple_of:
+# debug 682 -> 768 (256); 1B 5461 x 1.5 = 8191 -> 8192 (1024); 3B 8192 x 1.0; 8B 10922 x 1.3 = 14198 ->
+# 14336 (1024); 70B 21845 x 1.3 = 28398 -> 28672 (4096); 405B 43690 x 1.2 = 52428 -> 53248 (4096).
 LLAMA3_FLAVOURS = (
-    Flavour("debugmodel", "llama3_debugmodel", "", 6, 256, 16, 16, 768, 2048, False),
-    Flavour("1B", "llama3_8b", "Llama-3.1-8B", 16, 2048, 32, 8, 8192, 128256, True),
-    Flavour("3B", "llama3_8b", "Llama-3.1-8B", 28, 3072, 24, 8, 8192, 128256, True),
-    Flavour("8B", "llama3_8b", "Llama-3.1-8B", 32, 4096, 32, 8, 14336, 128256, False),
-    Flavour("70B", "llama3_70b", "Llama-3.1-70B", 80, 8192, 64, 8, 28672, 128256, False),
-    Flavour("405B", "llama3_405b", "Llama-3.1-405B", 126, 16384, 128, 8, 53248, 128256, False),
+    Flavour("llama3", "debugmodel", "llama3_debugmodel", "", 6, 256, 16, 16, 768, 2048, False),
+    Flavour("llama3", "1B", "llama3_8b", "meta-llama/Llama-3.1-8B", 16, 2048, 32, 8, 8192, 128256, True),
+    Flavour("llama3", "3B", "llama3_8b", "meta-llama/Llama-3.1-8B", 28, 3072, 24, 8, 8192, 128256, True),
+    Flavour("llama3", "8B", "llama3_8b", "meta-llama/Llama-3.1-8B", 32, 4096, 32, 8, 14336, 128256, False),
+    Flavour("llama3", "70B", "llama3_70b", "meta-llama/Llama-3.1-70B", 80, 8192, 64, 8, 28672, 128256, False),
+    Flavour("llama3", "405B", "llama3_405b", "meta-llama/Llama-3.1-405B", 126, 16384, 128, 8, 53248, 128256, False),
 )
+
+# Qwen3-MoE (models/qwen3/__init__.py _debugmodel_moe, _30b_a3b, _235b_a22b, at 4f9e9a47): every layer
+# MoE (_build_qwen3_moe_layers: softmax router, top-k renormalised, no shared expert, dropless with the
+# "standard" all-to-all), RMSNorm eps 1e-6 with per-head query/key RMSNorms, SwiGLU experts, no biases,
+# untied. Recipes (models/qwen3/config_registry.py): qwen3_moe_debug, qwen3_30b_a3b; 235B-A22B has
+# none and shares 30B-A3B's (the same 151,936-token Qwen3 tokenizer). torchtitan's 235B-A22B sets
+# RoPE theta 5,000,000 (Qwen3-235B-A22B-Instruct-2507's), the base model's config.json 1,000,000.
+QWEN3_MOE_FLAVOURS = (
+    Flavour("qwen3", "debugmodel_moe", "qwen3_moe_debug", "", 8, 256, 16, 8, None, 2048, False,
+            head_dim=128, rope_theta=1e6, max_seq_len=4096, qk_norm="learned", experts=(64, 8, 768)),
+    Flavour("qwen3", "30B-A3B", "qwen3_30b_a3b", "Qwen/Qwen3-30B-A3B", 48, 2048, 32, 4, None, 151936, False,
+            head_dim=128, rope_theta=1e6, max_seq_len=40960, qk_norm="learned", experts=(128, 8, 768)),
+    Flavour("qwen3", "235B-A22B", "qwen3_30b_a3b", "Qwen/Qwen3-30B-A3B", 94, 4096, 64, 4, None, 151936, False,
+            head_dim=128, rope_theta=5e6, max_seq_len=40960, qk_norm="learned", experts=(128, 8, 1536)),
+)
+FLAVOURS = LLAMA3_FLAVOURS + QWEN3_MOE_FLAVOURS
+
+
+def _experts(model: cm.Model) -> object:
+    """The routed experts as the flavours state them, or a line for an MoE torchtitan has no flavour
+    of (shared experts, dense layers, a capacity, the router's weight on the input): compared as a whole."""
+    m = model.moe
+    if m is None:
+        return (0, 0, 0)
+    if (m.shared_ffn_hidden_size or m.first_dense_layers or m.layer_freq != 1 or m.capacity_factor
+            or m.router_probs_on_input):
+        return "shared experts, dense layers, a capacity or input-side router weights"
+    return (m.num_experts, m.experts_per_token, m.ffn_hidden_size)
 
 
 def _fields(model: cm.Model) -> dict[str, object]:
+    every_layer_moe = model.moe is not None and isinstance(_experts(model), tuple)
     return {"num_layers": model.num_layers, "hidden_size": model.hidden_size,
             "num_attention_heads": model.num_attention_heads, "num_kv_heads": model.kv_heads,
-            "ffn_hidden_size": model.ffn, "vocab_size": model.vocab_size, "tie_embeddings": model.tie_embeddings,
+            "head_dim": model.head_dim, "ffn_hidden_size": None if every_layer_moe else model.ffn,
+            "vocab_size": model.vocab_size, "tie_embeddings": model.tie_embeddings,
             "rope_theta": model.rope_theta, "normalization": model.normalization, "mlp": model.mlp,
             "position_embedding": model.position_embedding, "rotary_percent": model.rotary_percent,
             "linear_bias": model.linear_bias, "qkv_bias": model.qkv_bias, "dropout": model.dropout,
-            "qk_norm": model.qk_norm}
+            "qk_norm": model.qk_norm, "experts": _experts(model), "attention": "mla" if model.mla else "gqa",
+            "attention_window": model.attention_window, "attention_sinks": model.attention_sinks,
+            "mtp_layers": model.mtp_layers}
 
 
 def _flavour_fields(f: Flavour) -> dict[str, object]:
     return {"num_layers": f.num_layers, "hidden_size": f.hidden_size, "num_attention_heads": f.num_attention_heads,
-            "num_kv_heads": f.num_kv_heads, "ffn_hidden_size": f.ffn_hidden_size, "vocab_size": f.vocab_size,
-            "tie_embeddings": f.tie_embeddings, "rope_theta": 500000.0, "normalization": "rmsnorm", "mlp": "swiglu",
-            "position_embedding": "rope", "rotary_percent": 1.0, "linear_bias": False, "qkv_bias": False,
-            "dropout": False, "qk_norm": "none"}
+            "num_kv_heads": f.num_kv_heads, "head_dim": f.head_dim or f.hidden_size // f.num_attention_heads,
+            "ffn_hidden_size": f.ffn_hidden_size, "vocab_size": f.vocab_size, "tie_embeddings": f.tie_embeddings,
+            "rope_theta": f.rope_theta, "normalization": "rmsnorm", "mlp": "swiglu", "position_embedding": "rope",
+            "rotary_percent": 1.0, "linear_bias": False, "qkv_bias": False, "dropout": False,
+            "qk_norm": f.qk_norm, "experts": f.experts, "attention": "gqa", "attention_window": 0,
+            "attention_sinks": False, "mtp_layers": 0}
 
 
 def _mismatches(model: cm.Model, f: Flavour) -> list[str]:
@@ -279,33 +392,37 @@ def _mismatches(model: cm.Model, f: Flavour) -> list[str]:
 
 
 def _show(value: object) -> str:
+    if isinstance(value, tuple):
+        return "none" if not any(value) else "{} experts, top {}, ffn {}".format(*value)
     return f"{value:g}" if isinstance(value, float) else str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def match_flavour(model: cm.Model) -> tuple[Optional[Flavour], str]:
-    """The llama3 flavour with exactly this architecture, or (None, a line naming the closest
-    flavour and each field that differs). torchtitan's other dense models (models/qwen3) have
-    query/key norms, which llama3 has not; its MoE models are refused before (no_experts)."""
+    """The flavour with exactly this architecture, or (None, a line naming the closest flavour and each
+    field that differs). Searched: Llama 3 and Qwen3-MoE; torchtitan's dense Qwen3, DeepSeek-V3,
+    gpt-oss and Kimi models are not in planner's table, so a model like them is refused here."""
     def distance(f: Flavour) -> tuple[int, int]:
         return len(_mismatches(model, f)), abs(f.hidden_size - model.hidden_size)
 
-    best = min(LLAMA3_FLAVOURS, key=distance)
+    best = min(FLAVOURS, key=distance)
     diff = _mismatches(model, best)
     if not diff:
         return best, ""
-    return None, (f"torchtitan has no model definition for '{model.name}': the closest, llama3 flavour "
+    return None, (f"torchtitan has no model definition for '{model.name}': the closest, {best.family} flavour "
                   f"{best.name}, differs in " + ", ".join(diff))
 
 
 def launch_violations(model: cm.Model, plan: cm.Plan) -> list[str]:
     """Rules on the model torchtitan 0.3.0 builds, beyond the search's rules: a flavour of its own,
-    models/common/decoder.py update_from_config (seq_len at most the RoPE max_seq_len),
+    models/common/decoder.py update_from_config (seq_len at most the flavour's RoPE max_seq_len),
     components/loss.py ChunkedLossWrapper (seq_len a multiple of num_chunks; the loss of a plan with
     fused cross-entropy)."""
     flavour, why = match_flavour(model)
     out = [why] if flavour is None else []
-    if model.seq_length > ROPE_MAX_SEQ_LEN:
-        out.append(f"seq_len {model.seq_length} exceeds the llama3 RoPE max_seq_len {ROPE_MAX_SEQ_LEN}")
+    limit = flavour.max_seq_len if flavour else max(f.max_seq_len for f in FLAVOURS)
+    if model.seq_length > limit:
+        which = f"the {flavour.family} {flavour.name}" if flavour else "every flavour's"
+        out.append(f"seq_len {model.seq_length} exceeds {which} RoPE max_seq_len {limit}")
     if plan.fused_cross_entropy and model.seq_length % LOSS_CHUNKS:
         out.append(f"ChunkedLossWrapper splits seq_len {model.seq_length} into {LOSS_CHUNKS} equal chunks "
                    "(components/loss.py); re-plan with a multiple of 8 or --eager-loss")
@@ -313,18 +430,21 @@ def launch_violations(model: cm.Model, plan: cm.Plan) -> list[str]:
 
 
 def cuda_graphs_off(plan: cm.Plan) -> bool:
-    """trainer.py Trainer.Config._validate_cuda_graphs: "CUDA graphs do not support pipeline
-    parallelism yet. Set --training.disable_cuda_graphs." (graphs are on by default otherwise)."""
-    return plan.pp > 1
+    """trainer.py Trainer.Config._validate_cuda_graphs (graphs are on by default): "CUDA graphs do not
+    support pipeline parallelism yet. Set --training.disable_cuda_graphs.", and with expert parallelism
+    only a token dispatcher without CPU synchronization may run in them (MinimalAsyncEP, or HybridEP
+    with a capacity), not the "standard" AllToAllTokenDispatcher planner's plans use."""
+    return plan.pp > 1 or plan.ep > 1
 
 
 FRAMEWORK = Framework(
     name="torchtitan", title="torchtitan",
     source="torchtitan 0.3.0 (PyPI; pytorch/torchtitan release/0.3 @ 4f9e9a47, 2026-08-21)",
-    layout_rules=(sequence_split, no_experts, tied_pipeline),
+    layout_rules=(sequence_split, moe_flavour, expert_sharding, tied_pipeline),
     interleaving_rules=(interleaving,),
     knobs=knobs,
     plan_rules=(fsdp_reduce_scatter, fsdp_gather_unit, fused_attention, float8_recipe,
-                context_parallel_fsdp, async_tp, megatron_only_settings),
+                context_parallel_fsdp, async_tp, megatron_only_settings, experts_borrow_fsdp,
+                experts_sequence_parallel, experts_in_bf16),
     machine_rules=(MachineRule(("tp_comm_overlap",), async_tp_domain),),
 )

@@ -11,7 +11,9 @@ torchtitan.config.ConfigManager().parse_args(["--module", ..., "--config", "plan
 trainer's own entry: torchtitan/train.py), then applies what torchtitan does before the first step
 without GPUs: ParallelDims.from_config (WORLD_SIZE = the plan's GPUs), the model config's
 update_from_config, the model built on the meta device (every module_fqns_per_model_part name must
-exist), the pipeline's rank-to-stage mapping and schedule class, and trainer.py's batch arithmetic.
+exist), the pipeline's rank-to-stage mapping and schedule class, and trainer.py's batch arithmetic;
+under torch's fake process group, ParallelDims.build_mesh (the dense and expert meshes) and, for MoE
+models, the model's own parallelize on the meta device (the routed experts' local shapes).
 Float8 needs an SM89 GPU to build (components/quantization/float8.py), so that check is patched
 to pass. --write records the values in loader_results.json, which the CI test compares with
 titan_schema.check on the same configurations.
@@ -96,8 +98,30 @@ def model_facts(config) -> dict:
     missing = [m for s in (config.parallelism.module_fqns_per_model_part or []) for m in s if m not in names]
     assert not missing, missing
     float8 = [n for n, m in model.named_modules() if type(m).__name__ == "Float8Linear"]
+    experts = [m for m in model.modules() if type(m).__name__ == "GroupedExperts"]
     return {"params": sum(p.numel() for p in model.parameters()), "float8_linears": len(float8),
-            "lm_head_float8": "lm_head" in float8}
+            "lm_head_float8": "lm_head" in float8, "moe_layers": len(experts),
+            "experts": sorted({getattr(m, "num_experts", None) for m in experts})}
+
+
+def sharding_facts(config, world: int) -> dict:
+    """For an MoE model: the model on the meta device sharded by its own parallelize (the qwen3
+    model's sharding configs: models/qwen3/sharding.py, models/common/moe_sharding.py) over the mesh
+    built under the fake process group, and the local shape of the first layer's routed-expert w1
+    (experts, expert FFN, hidden): the experts over ep, each expert's FFN over etp."""
+    import torch
+    from torchtitan.distributed.parallel_dims import ParallelDims
+
+    dims = ParallelDims.from_config(config.parallelism, world)
+    mesh_facts(dims, world)
+    with torch.device("meta"):
+        model = config.model_spec.model.build()
+    if not any(type(m).__name__ == "GroupedExperts" for m in model.modules()):
+        return {}
+    model.parallelize(dims)
+    w1 = next(p for n, p in model.named_parameters() if n.endswith("experts.w1_EFD"))
+    local = w1.to_local() if hasattr(w1, "to_local") else w1
+    return {"expert_w1_local": list(local.shape)}
 
 
 def loss_runs(config) -> bool:
@@ -149,7 +173,22 @@ def facts(config, world: int) -> dict:
                 type(config.activation_checkpoint).__qualname__.split(".")[0]],
             "compile": list(config.compile.components) if compile_on else [],
             "loss": "chunked" if isinstance(config.loss, ChunkedLossWrapper.Config) else "cross_entropy",
-            "hf_assets_path": config.hf_assets_path, "stages": pipeline(config, dims.pp)}
+            "hf_assets_path": config.hf_assets_path, "stages": pipeline(config, dims.pp), **mesh_facts(dims, world)}
+
+
+def mesh_facts(dims, world: int) -> dict:
+    """ParallelDims.build_mesh under torch's fake process group (no GPUs, no peers): it unflattens the
+    world into the dense and the sparse (pp, dp_replicate, efsdp, ep) meshes and raises when ep does
+    not divide dp_shard x cp x tp. Returns the EP and EFSDP sizes it built."""
+    import torch.distributed as dist
+    from torch.testing._internal.distributed.fake_pg import FakeStore
+
+    if dist.is_initialized():
+        dist.destroy_process_group()
+    dist.init_process_group("fake", rank=0, world_size=world, store=FakeStore())
+    dims.build_mesh()
+    efsdp = dims.get_optional_mesh(["efsdp"]) if dims.ep > 1 else None
+    return {"ep": dims.ep, "efsdp": efsdp.size() if efsdp is not None else None}
 
 
 def unchecked(model, flavour: str, drop: str = "", **plan) -> str:
@@ -161,7 +200,7 @@ def unchecked(model, flavour: str, drop: str = "", **plan) -> str:
     from planner.frameworks import torchtitan as titan
 
     saved = emitter.checked_flavour
-    emitter.checked_flavour = lambda j: next(f for f in titan.LLAMA3_FLAVOURS if f.name == flavour)
+    emitter.checked_flavour = lambda j: next(f for f in titan.FLAVOURS if f.name == flavour)
     try:
         source = emitter.config_py(job(model, **plan))
     finally:
@@ -174,7 +213,7 @@ def refusal_cases() -> list[tuple[str, str, int]]:
     from planner.inputs.loading import load_model_spec
     from planner.inputs.specs import ModelSpec
 
-    l8 = load_model_spec("llama3-8b")
+    l8, q30 = load_model_spec("llama3-8b"), load_model_spec("qwen3-30b-a3b")
     one_b = ModelSpec(**json.loads((HERE / "cases.json").read_text())["models"]["1b"])
     z3 = {"zero_stage": 3, "grad_dtype": "fp32"}
     return [
@@ -185,6 +224,10 @@ def refusal_cases() -> list[tuple[str, str, int]]:
         ("ddp-with-tp2", unchecked(l8, "8B", tp=2, dp=4, zero_stage=0, global_batch_size=32, grad_dtype="fp32"), 8),
         ("seq-8200-tp8-sp", unchecked(l8.model_copy(update={"seq_length": 8200}), "8B", tp=8, sequence_parallel=True,
                                       **z3), 8),
+        ("moe-ddp8-ep2", unchecked(q30, "30B-A3B", dp=8, ep=2, zero_stage=0, global_batch_size=8, grad_dtype="fp32"),
+         8),
+        ("moe-ep8-cuda-graphs-on", unchecked(q30, "30B-A3B", "disable_cuda_graphs", dp=8, ep=8, global_batch_size=8,
+                                             **z3), 8),
     ]
 
 
@@ -220,8 +263,8 @@ def main() -> int:
     results = {"torchtitan": getattr(torchtitan, "__version__", None) or "0.3.0", "cases": {}}
     for case, source, world in configurations():
         config, warns = load(source)
-        results["cases"][case] = {**facts(config, world), **model_facts(config), "loss_runs": loss_runs(config),
-                                  "loader_warnings": warns}
+        results["cases"][case] = {**facts(config, world), **model_facts(config), **sharding_facts(config, world),
+                                  "loss_runs": loss_runs(config), "loader_warnings": warns}
         print(case, "ok", warns or "")
     results["refusals"] = {case: outcome(source, world) for case, source, world in refusal_cases()}
     print(json.dumps(results["refusals"], indent=1))

@@ -157,11 +157,41 @@ LLAMA3_CONFIGS = {
 }
 
 
+# ---- models/qwen3/__init__.py: the Qwen3-MoE entries of qwen3_configs, and model_registry --------
+
+
+@dataclass(frozen=True)
+class Qwen3Moe:
+    """_debugmodel_moe, _30b_a3b, _235b_a22b: every layer _build_qwen3_moe_layers (GQA with head_dim
+    128 and per-head q/k RMSNorm, a softmax top-k router, num_experts GroupedExperts of moe_hidden_dim,
+    no shared expert), CosSinRoPE of max_seq_len, untied (no enable_weight_tying)."""
+
+    n_layers: int
+    dim: int
+    n_heads: int
+    n_kv_heads: int
+    head_dim: int
+    vocab_size: int
+    moe_hidden_dim: int
+    num_experts: int
+    top_k: int
+    rope_theta: float
+    max_seq_len: int
+    enable_weight_tying: bool = False
+
+
+QWEN3_MOE_CONFIGS = {
+    "debugmodel_moe": Qwen3Moe(8, 256, 16, 8, 128, 2048, 768, 64, 8, 1000000.0, 4096),
+    "30B-A3B": Qwen3Moe(48, 2048, 32, 4, 128, 151936, 768, 128, 8, 1000000.0, 40960),
+    "235B-A22B": Qwen3Moe(94, 4096, 64, 4, 128, 151936, 1536, 128, 8, 5000000.0, 40960),
+}
+
+
 @dataclass(frozen=True)
 class ModelSpec:  # protocols/model_spec.py (name, flavor, model; converters applied to the model)
     name: str
     flavor: str
-    model: Llama3
+    model: Union[Llama3, Qwen3Moe]
     converters: tuple = ()
 
 
@@ -169,6 +199,14 @@ def model_registry(flavor: str, attn_backend: str = "flex", tp_gemm_backend: str
                    converters: Optional[list] = None) -> ModelSpec:
     assert attn_backend in ("flex", "sdpa", "varlen") and tp_gemm_backend in ("default", "dist_gemm")
     return ModelSpec("llama3", flavor, LLAMA3_CONFIGS[flavor], tuple(converters or ()))
+
+
+def qwen3_model_registry(flavor: str, attn_backend: str = "flex", moe_comm_backend: Optional[str] = None,
+                         converters: Optional[list] = None) -> ModelSpec:
+    """models/qwen3/__init__.py model_registry (only the MoE flavours are stood in for)."""
+    assert attn_backend in ("flex", "sdpa", "varlen", "flex_flash")
+    assert moe_comm_backend in (None, "standard", "deepep", "hybridep", "minimal_async_ep")
+    return ModelSpec("qwen3", flavor, QWEN3_MOE_CONFIGS[flavor], tuple(converters or ()))
 
 
 def decoder_vocab_size(model_spec: ModelSpec) -> int:  # models/common/config_utils.py
@@ -240,6 +278,20 @@ def llama3_405b() -> Trainer.Config:
                    compile=CompileConfig(enable=True, enable_async_tensor_parallel=True))
 
 
+def qwen3_moe_debug() -> Trainer.Config:  # models/qwen3/config_registry.py
+    return _recipe("debugmodel_moe", "./tests/assets/tokenizer", "c4_test", 3e-4,
+                   TrainingConfig(local_batch_size=4, seq_len=4096, steps=10),
+                   model_spec=qwen3_model_registry("debugmodel_moe"),
+                   parallelism=ParallelismConfig(expert_parallel_degree=1))
+
+
+def qwen3_30b_a3b() -> Trainer.Config:  # models/qwen3/config_registry.py
+    return _recipe("30B-A3B", "./assets/hf/Qwen3-30B-A3B", "c4", 8e-4,
+                   TrainingConfig(local_batch_size=2, seq_len=4096, steps=3000),
+                   model_spec=qwen3_model_registry("30B-A3B"), parallelism=ParallelismConfig(),
+                   activation_checkpoint=FullAC.Config())
+
+
 # ---- running a configuration module against the stand-ins --------------------------------------
 
 MODULES = {
@@ -253,6 +305,8 @@ MODULES = {
     "torchtitan.models.llama3": {"model_registry": model_registry},
     "torchtitan.models.llama3.config_registry": {"llama3_debugmodel": llama3_debugmodel, "llama3_8b": llama3_8b,
                                                  "llama3_70b": llama3_70b, "llama3_405b": llama3_405b},
+    "torchtitan.models.qwen3": {"model_registry": qwen3_model_registry},
+    "torchtitan.models.qwen3.config_registry": {"qwen3_moe_debug": qwen3_moe_debug, "qwen3_30b_a3b": qwen3_30b_a3b},
     "torchtitan.trainer": {"Trainer": Trainer},
 }
 
@@ -318,7 +372,7 @@ def schema_issues(obj: object, path: str = "") -> tuple[list[str], list[str]]:
         if not conforms(value, hints[f.name]):
             allowed = LOADER_WARNS.get(tuple(where.split(".")), ())
             (warnings if value in allowed else errors).append(f"{where}={value!r} is not {hints[f.name]}")
-        if dataclasses.is_dataclass(value) and not isinstance(value, (Llama3, ModelSpec)):
+        if dataclasses.is_dataclass(value) and not isinstance(value, (Llama3, Qwen3Moe, ModelSpec)):
             e, w = schema_issues(value, f"{where}.")
             errors, warnings = errors + e, warnings + w
     return errors, warnings
@@ -337,6 +391,10 @@ def trainer_config_checks(c: Trainer.Config) -> list[str]:
         out.append("local_batch_size must be divisible by pipeline_parallel_microbatch_size")
     if not t.disable_cuda_graphs and p.pipeline_parallel_degree > 1:
         out.append("CUDA graphs do not support pipeline parallelism yet. Set --training.disable_cuda_graphs.")
+    elif not t.disable_cuda_graphs and p.expert_parallel_degree > 1 and isinstance(c.model_spec.model, Qwen3Moe):
+        # _validate_cuda_graphs: model_registry's default comm backend, "standard", is AllToAllTokenDispatcher
+        out.append("CUDA graphs support only expert parallel token dispatcher configurations without CPU "
+                   "synchronization. Unsupported token dispatcher: AllToAllTokenDispatcher.Config.")
     if isinstance(c.activation_checkpoint, MemoryBudgetAC.Config) and not (
             c.compile.enable and "model" in c.compile.components):
         out.append("Memory budget activation checkpointing requires the model to be compiled")
@@ -349,7 +407,9 @@ def trainer_config_checks(c: Trainer.Config) -> list[str]:
 
 def parallel_dims(p: ParallelismConfig, world: int) -> tuple[list[str], dict]:
     """distributed/parallel_dims.py ParallelDims._validate: degrees >= 1 (dp_shard -1 = the rest),
-    dp_replicate * dp_shard * cp * tp * pp == WORLD_SIZE."""
+    dp_replicate * dp_shard * cp * tp * pp == WORLD_SIZE; build_mesh unflattens the sparse mesh
+    (pp, dp_replicate, efsdp, ep) with efsdp = dp_shard * cp * tp // ep, so ep must divide
+    dp_shard * cp * tp (config/configs.py expert_parallel_degree: "dp_shard * cp * tp == efsdp * ep")."""
     rep, shard, cp, tp, pp = (p.data_parallel_replicate_degree, p.data_parallel_shard_degree,
                               p.context_parallel_degree, p.tensor_parallel_degree, p.pipeline_parallel_degree)
     if min(rep, cp, tp, pp, p.expert_parallel_degree) < 1 or not (shard == -1 or shard >= 1):
@@ -357,7 +417,11 @@ def parallel_dims(p: ParallelismConfig, world: int) -> tuple[list[str], dict]:
     shard = world // (rep * cp * tp * pp) if shard < 0 else shard
     if shard < 1 or rep * shard * cp * tp * pp != world:
         return [f"Invalid parallel dims: {rep} * {shard} * {cp} * {tp} * {pp} != WORLD_SIZE({world})"], {}
-    return [], {"dp_replicate": rep, "dp_shard": shard, "tp": tp, "pp": pp, "cp": cp}
+    ep = p.expert_parallel_degree
+    if (shard * cp * tp) % ep:
+        return [f"expert_parallel_degree {ep} does not divide dp_shard * cp * tp = {shard * cp * tp}"], {}
+    return [], {"dp_replicate": rep, "dp_shard": shard, "tp": tp, "pp": pp, "cp": cp, "ep": ep,
+                "efsdp": shard * cp * tp // ep if ep > 1 else None}  # the efsdp mesh exists with EP only
 
 
 def model_checks(c: Trainer.Config, dims: dict) -> list[str]:
@@ -368,6 +432,9 @@ def model_checks(c: Trainer.Config, dims: dict) -> list[str]:
     tp = p.tensor_parallel_degree
     if tp > 1 and (m.n_heads % tp or m.n_kv_heads % tp):
         out.append("tensor_parallel_degree must divide n_heads and n_kv_heads")
+    if isinstance(m, Qwen3Moe) and m.num_experts % dims["ep"]:  # models/common/token_dispatcher.py
+        out.append(f"num_experts {m.num_experts} not divisible by ep {dims['ep']} "
+                   "(tokens per expert viewed as (ep_size, -1))")
     if t.seq_len > m.max_seq_len:
         out.append(f"Training sequence length {t.seq_len} exceeds attention RoPE maximum {m.max_seq_len}")
     divisor = (dims["tp"] if p.enable_sequence_parallel else 1) * (2 * dims["cp"] if dims["cp"] > 1 else 1)
@@ -450,7 +517,7 @@ def check(c: Trainer.Config, world: int) -> tuple[list[str], list[str], dict]:
 
 def values(c: Trainer.Config) -> dict:
     t, p, conv = c.training, c.parallelism, c.model_spec.converters
-    return {"flavor": c.model_spec.flavor, "sequence_parallel": p.enable_sequence_parallel,
+    return {"flavor": c.model_spec.flavor, "model": c.model_spec.name, "sequence_parallel": p.enable_sequence_parallel,
             "schedule": p.pipeline_parallel_schedule if p.pipeline_parallel_degree > 1 else None,
             "pp_microbatch_size": p.pipeline_parallel_microbatch_size,
             "reshard_after_forward": p.fsdp_reshard_after_forward, "seq_len": t.seq_len, "steps": t.steps,
