@@ -33,7 +33,7 @@ TT = DATA / "torchtitan"
 CASES = json.loads((TT / "cases.json").read_text())
 LOADER = json.loads((TT / "loader_results.json").read_text())
 FLAVOR = {"llama3-8b": "8B", "llama3-70b": "70B", "llama3-405b": "405B", "debug": "debugmodel", "1b": "1B",
-          "qwen3-30b-a3b": "30B-A3B", "moe-debug": "debugmodel_moe"}
+          "qwen3-30b-a3b": "30B-A3B", "moe-debug": "debugmodel_moe", "qwen3-0.6b": "0.6B", "qwen3-8b": "8B"}
 
 
 def _schema():
@@ -173,7 +173,8 @@ def test_schema_reads_what_torchtitans_loader_read(cid, source, world):
     seen = LOADER["cases"][cid]
     assert {k: v[k] for k in SHARED} == {k: seen[k] for k in SHARED}
     assert bool(warnings) == bool(seen["loader_warnings"])
-    assert seen["float8_linears"] == (5 * TS.LLAMA3_CONFIGS[v["flavor"]].n_layers if v["float8"] else 0)
+    configs = TS.LLAMA3_CONFIGS if v["model"] == "llama3" else {**TS.QWEN3_CONFIGS, **TS.QWEN3_MOE_CONFIGS}
+    assert seen["float8_linears"] == (5 * configs[v["flavor"]].n_layers if v["float8"] else 0)  # qkv fused in qwen3
     assert not seen["lm_head_float8"]
 
 
@@ -191,6 +192,10 @@ def test_planner_counts_torchtitans_moe_parameters():
     for name, cid, layers in (("qwen3-30b-a3b", "q30-fsdp16-ep8", 48), ("moe-debug", "moe-debug-cp2-ep4", 8)):
         assert total_parameters(model_of(name).to_model()) + layers * 2 * 128 == LOADER["cases"][cid]["params"]
         assert LOADER["cases"][cid]["moe_layers"] == layers
+    # dense Qwen3, the same norms: 0.6B 28 layers (596,049,920 built, the card's 0.6B), 8B 36 (8,190,735,360: 8.2B)
+    for name, cid, layers in (("qwen3-0.6b", "qwen3-0.6b-fsdp8", 28), ("qwen3-8b", "qwen3-8b-tp2-pp2-fp8", 36)):
+        assert total_parameters(model_of(name).to_model()) + layers * 2 * 128 == LOADER["cases"][cid]["params"]
+        assert LOADER["cases"][cid]["moe_layers"] == 0
 
 
 MOE_CASES = [c for c in CASES["cases"] if model_of(c["model"]).moe is not None]
@@ -216,6 +221,13 @@ def test_flavour_table_matches_torchtitans():
                 f.vocab_size, f.tie_embeddings) == (t.n_layers, t.dim, t.n_heads, t.n_kv_heads, t.hidden_dim,
                                                     t.vocab_size, t.enable_weight_tying)
         assert f.recipe in TS.MODULES["torchtitan.models.llama3.config_registry"]
+    for f in titan.QWEN3_FLAVOURS:
+        t = TS.QWEN3_CONFIGS[f.name]
+        assert (f.num_layers, f.hidden_size, f.num_attention_heads, f.num_kv_heads, f.head_dim, f.ffn_hidden_size,
+                f.vocab_size, f.tie_embeddings, f.rope_theta, f.max_seq_len) == (
+            t.n_layers, t.dim, t.n_heads, t.n_kv_heads, t.head_dim, t.hidden_dim, t.vocab_size,
+            t.enable_weight_tying, t.rope_theta, t.max_seq_len)
+        assert f.recipe in TS.MODULES["torchtitan.models.qwen3.config_registry"] and f.qk_norm == "learned"
     for f in titan.QWEN3_MOE_FLAVOURS:
         t = TS.QWEN3_MOE_CONFIGS[f.name]
         assert (f.num_layers, f.hidden_size, f.num_attention_heads, f.num_kv_heads, f.head_dim, f.vocab_size,
@@ -280,6 +292,14 @@ Q30 = "qwen3-30b-a3b"
 ])
 def test_moe_rule_refuses(plan, needle):
     assert needle in refused(load_model_spec(Q30), global_batch_size=8, **plan)
+
+
+def test_hugging_face_qwen3_configs_are_torchtitans_flavours():
+    """The released config.json of Qwen/Qwen3-8B and Qwen/Qwen3-30B-A3B (tests/data/hf_configs) import to
+    exactly torchtitan's qwen3 8B and 30B-A3B flavours."""
+    for file, name in (("qwen3-8b.json", "8B"), ("qwen3-30b-a3b.json", "30B-A3B")):
+        flavour, why = titan.match_flavour(load_model_spec(str(DATA.parent / "hf_configs" / file)).to_model())
+        assert (flavour.family, flavour.name) == ("qwen3", name), why
 
 
 def test_moe_flavour_mismatch_is_named():

@@ -9,12 +9,12 @@ distributed/activation_checkpoint.py, distributed/fsdp.py, and torch.distributed
 (schedules.py, torch 2.13).
 
 `launch_violations` holds the rules on the model torchtitan launches: it builds only its own model
-definitions (planner covers models/llama3 `llama3_configs` and the MoE flavours of models/qwen3
-`qwen3_configs`), so they are checked when emitting, not in the search, which scores any dense
-architecture. An MoE model is searched only where planner has its flavour (moe_flavour), and its
-plans follow expert_sharding, experts_borrow_fsdp, experts_sequence_parallel and experts_in_bf16;
-the cost model scores them as any framework's EP (all-to-all dispatch, no overlap of it, no CUDA
-graphs: the Knobs defaults).
+definitions (planner covers models/llama3 `llama3_configs` and models/qwen3 `qwen3_configs`), so
+they are checked when emitting, not in the search, which scores any dense architecture. An MoE
+model is searched only where planner has its flavour (moe_flavour), and its plans follow
+expert_sharding, experts_borrow_fsdp, experts_sequence_parallel and experts_in_bf16; the cost model
+scores them as any framework's EP (all-to-all dispatch, no overlap of it, no CUDA graphs: the
+Knobs defaults).
 """
 from __future__ import annotations
 
@@ -333,6 +333,22 @@ LLAMA3_FLAVOURS = (
     Flavour("llama3", "405B", "llama3_405b", "meta-llama/Llama-3.1-405B", 126, 16384, 128, 8, 53248, 128256, False),
 )
 
+# Qwen3 dense (models/qwen3/__init__.py _0_6b ... _32b, at 4f9e9a47): GQA with head_dim 128 and per-head
+# query/key RMSNorms, SwiGLU, RMSNorm eps 1e-6, no biases, CosSinRoPE theta 1e6 and max_seq_len 40960; the
+# three smallest tie the embedding and the output layer. Recipes (models/qwen3/config_registry.py):
+# qwen3_0_6b, qwen3_1_7b, qwen3_14b, qwen3_32b; 4B and 8B have none and take qwen3_14b's (the same Qwen3
+# tokenizer; every field the plan decides is set by planner_job.py).
+QWEN3_FLAVOURS = tuple(
+    Flavour("qwen3", name, recipe, repo, layers, dim, heads, 8, ffn, 151936, tied, head_dim=128, rope_theta=1e6,
+            max_seq_len=40960, qk_norm="learned")
+    for name, recipe, repo, layers, dim, heads, ffn, tied in (
+        ("0.6B", "qwen3_0_6b", "Qwen/Qwen3-0.6B", 28, 1024, 16, 3072, True),
+        ("1.7B", "qwen3_1_7b", "Qwen/Qwen3-1.7B", 28, 2048, 16, 6144, True),
+        ("4B", "qwen3_14b", "Qwen/Qwen3-14B", 36, 2560, 32, 9728, True),
+        ("8B", "qwen3_14b", "Qwen/Qwen3-14B", 36, 4096, 32, 12288, False),
+        ("14B", "qwen3_14b", "Qwen/Qwen3-14B", 40, 5120, 40, 17408, False),
+        ("32B", "qwen3_32b", "Qwen/Qwen3-32B", 64, 5120, 64, 25600, False)))
+
 # Qwen3-MoE (models/qwen3/__init__.py _debugmodel_moe, _30b_a3b, _235b_a22b, at 4f9e9a47): every layer
 # MoE (_build_qwen3_moe_layers: softmax router, top-k renormalised, no shared expert, dropless with the
 # "standard" all-to-all), RMSNorm eps 1e-6 with per-head query/key RMSNorms, SwiGLU experts, no biases,
@@ -347,7 +363,7 @@ QWEN3_MOE_FLAVOURS = (
     Flavour("qwen3", "235B-A22B", "qwen3_30b_a3b", "Qwen/Qwen3-30B-A3B", 94, 4096, 64, 4, None, 151936, False,
             head_dim=128, rope_theta=5e6, max_seq_len=40960, qk_norm="learned", experts=(128, 8, 1536)),
 )
-FLAVOURS = LLAMA3_FLAVOURS + QWEN3_MOE_FLAVOURS
+FLAVOURS = LLAMA3_FLAVOURS + QWEN3_FLAVOURS + QWEN3_MOE_FLAVOURS
 
 
 def _experts(model: cm.Model) -> object:
@@ -399,8 +415,8 @@ def _show(value: object) -> str:
 
 def match_flavour(model: cm.Model) -> tuple[Optional[Flavour], str]:
     """The flavour with exactly this architecture, or (None, a line naming the closest flavour and each
-    field that differs). Searched: Llama 3 and Qwen3-MoE; torchtitan's dense Qwen3, DeepSeek-V3,
-    gpt-oss and Kimi models are not in planner's table, so a model like them is refused here."""
+    field that differs). Searched: Llama 3, Qwen3 and Qwen3-MoE; torchtitan's DeepSeek-V3, gpt-oss,
+    Llama 4 and Kimi models are not in planner's table, so a model like them is refused here."""
     def distance(f: Flavour) -> tuple[int, int]:
         return len(_mismatches(model, f)), abs(f.hidden_size - model.hidden_size)
 

@@ -157,7 +157,34 @@ LLAMA3_CONFIGS = {
 }
 
 
-# ---- models/qwen3/__init__.py: the Qwen3-MoE entries of qwen3_configs, and model_registry --------
+# ---- models/qwen3/__init__.py: qwen3_configs (dense and MoE) and model_registry -----------------
+
+
+@dataclass(frozen=True)
+class Qwen3:
+    """_0_6b ... _32b: _build_qwen3_layers (GQA with head_dim 128 and per-head q/k RMSNorm, the
+    feed-forward of hidden_dim), CosSinRoPE theta 1e6 with max_seq_len 40960."""
+
+    n_layers: int
+    dim: int
+    n_heads: int
+    n_kv_heads: int
+    hidden_dim: int
+    enable_weight_tying: bool
+    head_dim: int = 128
+    vocab_size: int = 151936
+    rope_theta: float = 1000000.0
+    max_seq_len: int = 40960
+
+
+QWEN3_CONFIGS = {
+    "0.6B": Qwen3(28, 1024, 16, 8, 3072, True),
+    "1.7B": Qwen3(28, 2048, 16, 8, 6144, True),
+    "4B": Qwen3(36, 2560, 32, 8, 9728, True),
+    "8B": Qwen3(36, 4096, 32, 8, 12288, False),
+    "14B": Qwen3(40, 5120, 40, 8, 17408, False),
+    "32B": Qwen3(64, 5120, 64, 8, 25600, False),
+}
 
 
 @dataclass(frozen=True)
@@ -191,7 +218,7 @@ QWEN3_MOE_CONFIGS = {
 class ModelSpec:  # protocols/model_spec.py (name, flavor, model; converters applied to the model)
     name: str
     flavor: str
-    model: Union[Llama3, Qwen3Moe]
+    model: Union[Llama3, Qwen3, Qwen3Moe]
     converters: tuple = ()
 
 
@@ -203,10 +230,10 @@ def model_registry(flavor: str, attn_backend: str = "flex", tp_gemm_backend: str
 
 def qwen3_model_registry(flavor: str, attn_backend: str = "flex", moe_comm_backend: Optional[str] = None,
                          converters: Optional[list] = None) -> ModelSpec:
-    """models/qwen3/__init__.py model_registry (only the MoE flavours are stood in for)."""
+    """models/qwen3/__init__.py model_registry (the debug dense models are not stood in for)."""
     assert attn_backend in ("flex", "sdpa", "varlen", "flex_flash")
     assert moe_comm_backend in (None, "standard", "deepep", "hybridep", "minimal_async_ep")
-    return ModelSpec("qwen3", flavor, QWEN3_MOE_CONFIGS[flavor], tuple(converters or ()))
+    return ModelSpec("qwen3", flavor, {**QWEN3_CONFIGS, **QWEN3_MOE_CONFIGS}[flavor], tuple(converters or ()))
 
 
 def decoder_vocab_size(model_spec: ModelSpec) -> int:  # models/common/config_utils.py
@@ -278,6 +305,29 @@ def llama3_405b() -> Trainer.Config:
                    compile=CompileConfig(enable=True, enable_async_tensor_parallel=True))
 
 
+def _qwen3_recipe(flavor: str, lr: float, local: int, steps: int, ac: object, **kw) -> Trainer.Config:
+    """models/qwen3/config_registry.py: hf_assets_path ./assets/hf/Qwen3-<flavor>, dataset c4, seq_len 4096."""
+    return _recipe(flavor, f"./assets/hf/Qwen3-{flavor}", "c4", lr,
+                   TrainingConfig(local_batch_size=local, seq_len=4096, steps=steps),
+                   model_spec=qwen3_model_registry(flavor), activation_checkpoint=ac, **kw)
+
+
+def qwen3_0_6b() -> Trainer.Config:
+    return _qwen3_recipe("0.6B", 3e-4, 4, 10, SelectiveAC.Config())
+
+
+def qwen3_1_7b() -> Trainer.Config:
+    return _qwen3_recipe("1.7B", 8e-4, 4, 100, SelectiveAC.Config())
+
+
+def qwen3_14b() -> Trainer.Config:
+    return _qwen3_recipe("14B", 8e-4, 4, 3000, FullAC.Config(), parallelism=ParallelismConfig())
+
+
+def qwen3_32b() -> Trainer.Config:
+    return _qwen3_recipe("32B", 8e-4, 2, 3000, FullAC.Config(), parallelism=ParallelismConfig())
+
+
 def qwen3_moe_debug() -> Trainer.Config:  # models/qwen3/config_registry.py
     return _recipe("debugmodel_moe", "./tests/assets/tokenizer", "c4_test", 3e-4,
                    TrainingConfig(local_batch_size=4, seq_len=4096, steps=10),
@@ -306,7 +356,9 @@ MODULES = {
     "torchtitan.models.llama3.config_registry": {"llama3_debugmodel": llama3_debugmodel, "llama3_8b": llama3_8b,
                                                  "llama3_70b": llama3_70b, "llama3_405b": llama3_405b},
     "torchtitan.models.qwen3": {"model_registry": qwen3_model_registry},
-    "torchtitan.models.qwen3.config_registry": {"qwen3_moe_debug": qwen3_moe_debug, "qwen3_30b_a3b": qwen3_30b_a3b},
+    "torchtitan.models.qwen3.config_registry": {"qwen3_0_6b": qwen3_0_6b, "qwen3_1_7b": qwen3_1_7b,
+                                                "qwen3_14b": qwen3_14b, "qwen3_32b": qwen3_32b,
+                                                "qwen3_moe_debug": qwen3_moe_debug, "qwen3_30b_a3b": qwen3_30b_a3b},
     "torchtitan.trainer": {"Trainer": Trainer},
 }
 
@@ -372,7 +424,7 @@ def schema_issues(obj: object, path: str = "") -> tuple[list[str], list[str]]:
         if not conforms(value, hints[f.name]):
             allowed = LOADER_WARNS.get(tuple(where.split(".")), ())
             (warnings if value in allowed else errors).append(f"{where}={value!r} is not {hints[f.name]}")
-        if dataclasses.is_dataclass(value) and not isinstance(value, (Llama3, Qwen3Moe, ModelSpec)):
+        if dataclasses.is_dataclass(value) and not isinstance(value, (Llama3, Qwen3, Qwen3Moe, ModelSpec)):
             e, w = schema_issues(value, f"{where}.")
             errors, warnings = errors + e, warnings + w
     return errors, warnings
