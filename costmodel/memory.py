@@ -152,14 +152,15 @@ def layer_activation_terms(
     return tuple(terms.items())
 
 
-@lru_cache(maxsize=65536)
 def layer_activation_bytes(
     model: Model, batch: int, tp: int, sequence_parallel: bool, recompute: str, flash: bool,
     element_bytes: int = 2, index: int = -1, cp: int = 1, experts: moe.ExpertLayout | None = None,
     modules: tuple[str, ...] = ("core_attn",), gemm_input_bytes: float = 2.0, sp_gathered: bool = False,
 ) -> float:
     """Activation bytes layer `index` (< 0: a dense one) keeps for backward, per micro-batch of `batch`
-    sequences, on one GPU: the sum of layer_activation_terms (Korthikanti et al. 2022 eq. 1-6)."""
+    sequences, on one GPU: the sum of layer_activation_terms (Korthikanti et al. 2022 eq. 1-6). The
+    entry point for one layer; the step's memory sums the same terms through stage.cached_layer_terms,
+    which caches them, so this one is not cached."""
     return sum(b for _, b in layer_activation_terms(model, batch, tp, sequence_parallel, recompute, flash,
                                                       element_bytes, index, cp, experts, modules, gemm_input_bytes,
                                                       sp_gathered))

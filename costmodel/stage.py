@@ -578,16 +578,14 @@ def layer_overhead_seconds(plan: Plan, eff: Efficiency) -> float:
     return 0.0 if plan.full_iteration_graph else eff.layer_overhead_seconds
 
 
-def layer_tp_comm_seconds(plan: Plan, lt: LayerTimes, ar: float, eff: Efficiency, exchanges: int = 2,
-                          replayed: int | None = None) -> float:
+def layer_tp_comm_seconds(plan: Plan, lt: LayerTimes, ar: float, eff: Efficiency, exchanges: int,
+                          replayed: int) -> float:
     """One layer's TP collectives per micro-batch, as they show: `exchanges` all-reduce-sized ones in
-    forward (2: attention and MLP), as many in backward, and `replayed` of them again in the recompute's
-    replay (replayed_tp_exchanges; None: all of them under full recompute, Megatron, see the module
-    docstring). With tp_comm_overlap each is split into tp chunks and overlapped with the GEMMs beside
-    it (forward GEMMs; the backward's dgrad and wgrad, twice as long), at the SM cost of
-    overlap.decomposed_exposed_seconds; a replayed exchange shows as its share of the forward's."""
-    if replayed is None:
-        replayed = exchanges if plan.recompute == "full" else 0
+    forward (tp_exchanges; 2 for a dense layer: attention and MLP), as many in backward, and `replayed`
+    of them again in the recompute's replay (replayed_tp_exchanges). With tp_comm_overlap each is split
+    into tp chunks and overlapped with the GEMMs beside it (forward GEMMs; the backward's dgrad and
+    wgrad, twice as long), at the SM cost of overlap.decomposed_exposed_seconds; a replayed exchange
+    shows as its share of the forward's."""
     if not plan.tp_comm_overlap or plan.tp <= 1:
         return (2 * exchanges + replayed) * ar
     share, g = eff.collective_sm_share, lt.gemm_forward_seconds

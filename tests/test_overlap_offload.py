@@ -48,8 +48,12 @@ def test_layer_tp_comm_by_hand():
     lt = replace(lt, gemm_forward_seconds=1.0)
     plan = replace(BASE, tp_comm_overlap=True)
     per_direction = 0.025 + 0.12 * 0.175
-    assert stage.layer_tp_comm_seconds(plan, lt, 0.1, cm.Efficiency()) == pytest.approx(2 * per_direction)
-    assert stage.layer_tp_comm_seconds(BASE, lt, 0.1, cm.Efficiency()) == pytest.approx(0.4)
+    # a dense layer: 2 exchanges each way, none replayed (BASE recomputes nothing); 4 x 0.1 s without overlap
+    assert stage.layer_tp_comm_seconds(plan, lt, 0.1, cm.Efficiency(), 2, 0) == pytest.approx(2 * per_direction)
+    assert stage.layer_tp_comm_seconds(BASE, lt, 0.1, cm.Efficiency(), 2, 0) == pytest.approx(0.4)
+    # full recompute replays both forward exchanges: 6 x 0.1 s, and 1.5 x the forward's exposed share with overlap
+    assert stage.layer_tp_comm_seconds(BASE, lt, 0.1, cm.Efficiency(), 2, 2) == pytest.approx(0.6)
+    assert stage.layer_tp_comm_seconds(plan, lt, 0.1, cm.Efficiency(), 2, 2) == pytest.approx(3 * per_direction)
 
 
 def a100_gpu() -> cm.Gpu:
