@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from costmodel import types as cm
 from planner.analysis import envelope
 from planner.commands.main import main
 from planner.validation import envelope as computed
@@ -97,7 +98,7 @@ def test_size_notes_a_choice_above_the_envelope():
         offering = SimpleNamespace(name="c", gpu=resolve_gpu(gpu))
         est = SimpleNamespace(mfu_causal=mfu, step_time_seconds=10.0,
                               time_breakdown_seconds={"compute": 10.0 - moe_sync, "moe_sync": moe_sync})
-        best = SimpleNamespace(plan=cm.Plan(precision="bf16", **plan), est=est)
+        best = SimpleNamespace(plan=cm.Plan(precision="bf16", **plan), est=est, model=SimpleNamespace(moe=None))
         return SimpleNamespace(offering=offering, num_gpus=1024, best=best)
 
     above, below = option("h100-sxm-80gb", 0.56), option("h100-sxm-80gb", 0.40)
@@ -137,7 +138,7 @@ def test_no_published_row_is_named_unvalidated():
     for run in validation.load_runs() + validation.load_runs(validation.default_holdout()):
         if not run.exclude:
             p = validation.prepare(run)
-            assert coverage.unvalidated(p.generation, p.plan) == [], run.id
+            assert coverage.unvalidated(p.generation, p.plan, p.model.moe is not None) == [], run.id
 
 
 def test_tp_overlap_on_a100_is_named_unvalidated(capsys):
@@ -264,3 +265,23 @@ def test_estimate_cautions_a_blackwell_plan_at_131k_tokens(capsys):
     assert "caution: the plan's sequences of 131,072 tokens are longer" in " ".join(capsys.readouterr().out.split())
     assert main([*base, "--seq-length", "4096", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["long_context"] is None
+
+
+def test_moe_settings_are_judged_on_moe_rows_only():
+    """Per-op recompute was run by published dense rows on Hopper (torchtitan's) but by no MoE row, where it
+    replays every second expert GEMM: torchtitan's plans for Qwen3-30B-A3B on H100 (per-op recompute) are
+    told so; the same setting on a dense model is not. ZeRO-3 on an MoE model was run on Hopper (the
+    Qwen3-235B-A22B FSDP row of the Model Zoo), so it is not named there, but is on Blackwell, where no MoE
+    row ran it."""
+    from planner.analysis import coverage
+
+    plan = cm.Plan(dp=32, ep=2, zero_stage=3, recompute="op", global_batch_size=256)
+    named = {u["setting"]: u["published_values"] for u in coverage.unvalidated("hopper", plan, moe=True)}
+    assert "op" not in named["moe_recompute"] and "moe_zero_stage" not in named and "recompute" not in named
+    assert coverage.unvalidated("hopper", plan) == []
+    assert named == {"moe_recompute": ["full", "none", "selective"]}
+    assert {u["setting"] for u in coverage.unvalidated("blackwell", plan, moe=True)} >= {"moe_zero_stage"}
+    out = suggest_json(["qwen3-30b-a3b", "dgx-h100", "--gpus", "32", "--gbs", "256", "--framework", "torchtitan"])
+    assert out["plans"][0]["plan"]["recompute"] == "op"
+    assert {"setting": "moe_recompute", "value": "op", "generation": "hopper",
+            "published_values": ["full", "none", "selective"]} in out["unvalidated_settings"]

@@ -47,10 +47,20 @@ SETTINGS: dict[str, Callable[[cm.Plan], str | None]] = {
     "lowp_param_gather": lambda p: _on(p.lowp_param_gather, lowp.is_low(p.precision)),
 }
 
+# The same choices where they act on a mixture-of-experts model, whose price differs from a dense
+# model's: ZeRO-3 gathers and reduce-scatters every expert's weights over expert-DP beside the small
+# expert GEMMs, and per-op recompute replays every second MoE GEMM (flops.recompute_flops_per_layer).
+# A dense row's ZeRO-3 or per-op recompute does not judge them.
+MOE_SETTINGS: dict[str, Callable[[cm.Plan], str | None]] = {
+    "moe_zero_stage": SETTINGS["zero_stage"],
+    "moe_recompute": SETTINGS["recompute"],
+}
 
-def settings_of(plan: cm.Plan) -> dict[str, str]:
-    """The plan's value of each setting that applies to it."""
-    return {name: value for name, of in SETTINGS.items() if (value := of(plan)) is not None}
+
+def settings_of(plan: cm.Plan, moe: bool = False) -> dict[str, str]:
+    """The plan's value of each setting that applies to it (MOE_SETTINGS too for an MoE model)."""
+    table = {**SETTINGS, **MOE_SETTINGS} if moe else SETTINGS
+    return {name: value for name, of in table.items() if (value := of(plan)) is not None}
 
 
 @lru_cache(maxsize=1)
@@ -62,16 +72,17 @@ def shipped() -> dict[str, dict[str, tuple[str, ...]]]:
     return {gen: {name: tuple(values) for name, values in table.items()} for gen, table in data.items()}
 
 
-def unvalidated(generation: str, plan: cm.Plan) -> list[dict]:
-    """The plan's settings whose value no scored published row (runs.yaml, holdout.yaml) on GPUs of
-    `generation` used, each as {setting, value, generation, published_values} (the values used there;
-    empty when the setting never applied to a row of that generation). Empty for a generation no row
-    ran on: the MFU envelope already says none was published there."""
+def unvalidated(generation: str, plan: cm.Plan, moe: bool = False) -> list[dict]:
+    """The plan's settings (those of an MoE model's with `moe`) whose value no scored published row
+    (runs.yaml, holdout.yaml) on GPUs of `generation` used, each as {setting, value, generation,
+    published_values} (the values used there; empty when the setting never applied to a row of that
+    generation). Empty for a generation no row ran on: the MFU envelope already says none was
+    published there."""
     table = shipped().get(generation)
     if table is None:
         return []
     return [{"setting": name, "value": value, "generation": generation, "published_values": list(table.get(name, ()))}
-            for name, value in settings_of(plan).items() if value not in table.get(name, ())]
+            for name, value in settings_of(plan, moe).items() if value not in table.get(name, ())]
 
 
 def caution(unvalidated_settings: list[dict], whose: str) -> str | None:

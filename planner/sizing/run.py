@@ -157,7 +157,8 @@ def envelope_notes(chosen: dict[str, sizing.Option | None], seq_length: int) -> 
             continue
         seen.add((o.offering.name, o.num_gpus))
         judged = envelope.judge(o.offering.gpu.name, o.best.plan.precision, o.best.est.mfu_causal)
-        lines = coverage.cautions(judged, coverage.unvalidated(o.offering.gpu.generation, o.best.plan), "its plan",
+        unjudged = coverage.unvalidated(o.offering.gpu.generation, o.best.plan, o.best.model.moe is not None)
+        lines = coverage.cautions(judged, unjudged, "its plan",
                                   "its days and dollars are optimistic",
                                   hostwait.judge(o.best.est.step_time_seconds, o.best.est.time_breakdown_seconds),
                                   longcontext.judge(o.offering.gpu.generation, seq_length))

@@ -22,7 +22,7 @@ def compute(runs=None) -> dict[str, dict[str, list[str]]]:
             continue
         p = prepare(run)
         table = seen.setdefault(p.generation, {})
-        for name, value in settings_of(p.plan).items():
+        for name, value in settings_of(p.plan, p.model.moe is not None).items():
             table.setdefault(name, set()).add(value)
     return {gen: {name: sorted(values) for name, values in sorted(table.items())} for gen, table in sorted(seen.items())}
 
