@@ -459,3 +459,17 @@ def test_every_suggested_plan_is_emittable(model_name, cluster_name, gpus, gbs):
     for ranked in result.ranked:
         j = build_job(model, score.to_dict(score.score(model, cluster, ranked.plan)))
         checked(emitted(j), gpus)
+
+
+def test_suggest_says_when_torchtitan_cannot_build_the_model(capsys):
+    """MPT-7B (ALiBi, LayerNorm, GELU) is no torchtitan flavour: suggest --framework torchtitan ranks plans by
+    torchtitan's rules but warns that emit refuses them; Llama 3 8B, its own flavour, gets no such warning,
+    nor does a search over every framework (Megatron-LM builds any GPT)."""
+    def warnings(*argv):
+        assert main(["suggest", *argv, "--top", "1", "--json"]) == 0
+        return [w for w in json.loads(capsys.readouterr().out)["warnings"] if "launch files cannot build" in w]
+
+    (line,) = warnings("mpt-7b", "dgx-h100", "--gpus", "8", "--gbs", "64", "--framework", "torchtitan")
+    assert "torchtitan has no model definition for 'mpt-7b'" in line and "--format torchtitan` refuses" in line
+    assert warnings("llama3-8b", "dgx-h100", "--gpus", "8", "--gbs", "32", "--framework", "torchtitan") == []
+    assert warnings("mpt-7b", "dgx-h100", "--gpus", "8", "--gbs", "64") == []

@@ -145,6 +145,10 @@ class Framework:
     plan_rules: tuple[Rule, ...] = ()
     interleaving_rules: tuple[Rule, ...] = ()
     machine_rules: tuple[MachineRule, ...] = ()
+    # Why the framework's launch files cannot build this model at all (torchtitan builds only model
+    # definitions of its own), or None. Not a search rule: the search scores any architecture under the
+    # framework's rules, and `suggest --framework` says when its plans could not be emitted as they are.
+    model_gap: Optional[Callable[[cm.Model], Optional[str]]] = None
 
     def knobs_for(self, plan: cm.Plan) -> Knobs:
         return self.knobs(plan.tp > 1, plan.pp > 1)

@@ -445,6 +445,11 @@ def launch_violations(model: cm.Model, plan: cm.Plan) -> list[str]:
     return out
 
 
+def model_gap(model: cm.Model) -> Optional[str]:
+    """Framework.model_gap: match_flavour's line when torchtitan has no definition of the model."""
+    return match_flavour(model)[1] or None
+
+
 def cuda_graphs_off(plan: cm.Plan) -> bool:
     """trainer.py Trainer.Config._validate_cuda_graphs (graphs are on by default): "CUDA graphs do not
     support pipeline parallelism yet. Set --training.disable_cuda_graphs.", and with expert parallelism
@@ -463,4 +468,5 @@ FRAMEWORK = Framework(
                 context_parallel_fsdp, async_tp, megatron_only_settings, experts_borrow_fsdp,
                 experts_sequence_parallel, experts_in_bf16),
     machine_rules=(MachineRule(("tp_comm_overlap",), async_tp_domain),),
+    model_gap=model_gap,
 )

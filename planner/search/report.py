@@ -23,6 +23,19 @@ def agreement_warnings(ranked, dicts: list[dict]) -> list[str]:
     return out
 
 
+def launch_gap_warnings(spec) -> list[str]:
+    """When every framework searched lacks a definition of the model (torchtitan builds only its own,
+    Framework.model_gap), the plans are its rules applied to an architecture it cannot launch: say so."""
+    from planner.frameworks import REGISTRY
+
+    fws = [REGISTRY[f] for f in spec.frameworks]
+    gaps = [(fw, fw.model_gap(spec.model) if fw.model_gap else None) for fw in fws]
+    if not gaps or not all(why for _, why in gaps):
+        return []
+    return [f"{fw.title}'s launch files cannot build this model ({why}): these plans follow its rules, but "
+            f"`planner emit --format {fw.name}` refuses them" for fw, why in gaps]
+
+
 def search_summary(result: suggest.Result, opts: suggest.Options) -> dict:
     return {"solver": opts.solver, "objective": opts.objective, "max_memory_fraction": opts.max_memory_fraction,
             "space_size": result.space_size, "layouts": result.layouts, "layouts_tabled": result.layouts_tabled,
@@ -89,7 +102,7 @@ def suggest_report(model: ModelSpec, spec: SearchSpec, opts: suggest.Options, wi
                scored[0], spec.cluster.gpu.memory_bytes * opts.max_memory_fraction, eff)},
            "diagnosis": diagnose.diagnosis_dict(scored[0], 0.30, diagnose.try_levers(
                scored[0], eff, spec.frameworks, opts.max_memory_fraction, fixed_plan_fields(spec))),
-           "warnings": agreement_warnings(result.ranked, dicts) + [
+           "warnings": agreement_warnings(result.ranked, dicts) + launch_gap_warnings(spec) + [
                w for item in (wi, *(grid or ())) for w in whatif.imbalance_ceiling(spec.model, scored[0].plan, item)],
            "envelope": envelope.judge(spec.cluster.gpu.name, scored[0].plan.precision, dicts[0]["mfu_causal"]),
            "unvalidated_settings": coverage.unvalidated(spec.cluster.gpu.generation, scored[0].plan,
