@@ -239,6 +239,27 @@ def moe_layer_gemms(model: Model) -> list[tuple[int, int, int]]:
     return gemms
 
 
+def op_sac_moe_order(linears: list, routed: list, shared: list, halve_up=None) -> list:
+    """The GEMMs torchtitan's per-op selective AC replays on an MoE layer (torchtitan 0.3.0,
+    distributed/activation_checkpoint.py: _get_default_save_ops and the policy's mm count). Of the
+    mm/linear ops in execution order (`linears`: the attention projections, the output projection and
+    the router; then the shared experts' w1, w3 and w2) it saves every odd-numbered output and replays
+    every even-numbered one. The routed experts' grouped GEMMs (torch._grouped_mm) are not in its save
+    list: it replays them all (`routed`). GEMMs in any one format; `halve_up` splits the shared experts'
+    fused gate and up GEMM into w1 and w3, two linears in torchtitan (None: not gated)."""
+    if shared and halve_up is not None:
+        shared = [*halve_up(shared[0]), *shared[1:]]
+    return (linears + shared)[1::2] + routed
+
+
+def op_sac_moe_gemms(model: Model) -> list[tuple[int, int, int]]:
+    """moe_layer_gemms that per-op selective AC replays (op_sac_moe_order)."""
+    gemms = moe_layer_gemms(model)
+    n = len(mla_projections(model)) + 2 if model.mla else 3  # attention projection(s), output, router
+    halve = (lambda g: [(g[0], g[1] // 2, g[2])] * 2) if mlp_matrices(model) == 3 else None
+    return op_sac_moe_order(gemms[:n], gemms[n:n + 2], gemms[n + 2:], halve)
+
+
 def selective_recompute_flops(model: Model, batch: int, modules: tuple[str, ...], index: int = -1) -> float:
     """Forward FLOPs Megatron's selective recompute replays for `modules` (types.RECOMPUTE_MODULES):
     the attention core (Korthikanti eq. 8), MLA's up projections, a dense layer's MLP, an MoE layer's
@@ -265,8 +286,8 @@ def recompute_flops_per_layer(model: Model, batch: int, recompute: str, index: i
 
     full: the whole layer forward again (Narayanan eq. 3 counts 4 passes instead of 3).
     selective: the `modules` Megatron replays; the attention core alone is Korthikanti's eq. 8.
-    op: every second matmul (torchtitan per-op selective AC), of a dense layer's unfused projections
-    or of an MoE layer's matmuls in the order the cost model runs them (moe_layer_gemms).
+    op: torchtitan's per-op selective AC: every second matmul of a dense layer's unfused projections;
+    on an MoE layer every second linear and every routed expert GEMM (op_sac_moe_gemms).
     """
     if recompute == "full":
         return layer_forward_flops(model, batch, index)
@@ -275,8 +296,7 @@ def recompute_flops_per_layer(model: Model, batch: int, recompute: str, index: i
     if recompute == "op":
         tokens = batch * model.seq_length
         if index >= 0 and model.is_moe_layer(index):
-            gemms = moe_layer_gemms(model)[1::2]  # as layer.layer_times replays them
-            return float(sum(2 * tokens * k * n * per_token for k, n, per_token in gemms))
+            return float(sum(2 * tokens * k * n * per_token for k, n, per_token in op_sac_moe_gemms(model)))
         return op_recomputed_gemm_flops(model, tokens)
     return 0.0
 

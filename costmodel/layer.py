@@ -23,6 +23,7 @@ from .compute import (
     gemms_seconds,
     projection_gemms,
 )
+from .flops import op_sac_moe_order
 from .types import INSIDE_MOE_MODULE, Efficiency, Gpu, Model
 
 
@@ -85,8 +86,10 @@ def layer_times(
     replay = attn + attention_score_bytes(local, batch, tp, flash) / hbm
     if dense:  # torchtitan's per-op AC replays every second of the unfused matmuls
         op_gemms = [(m, n, k, 1) for m, n, k in projection_gemms(local, tokens, tp)[1::2]]
-    else:
-        op_gemms = (attn_work.gemms + mlp_work.gemms)[1::2]
+    else:  # every second linear and every routed expert GEMM (router, experts, shared: moe.mlp_work's order)
+        g = mlp_work.gemms
+        halve = (lambda x: [(x[0], x[1] // 2, x[2], x[3])] * 2) if model.gated_mlp else None
+        op_gemms = op_sac_moe_order(attn_work.gemms + g[:1], g[1:3], g[3:], halve)
     op_replay = gemms_seconds(op_gemms, gpu, precision, eff) + moved / hbm
     casts = (recipe, weight_casts)
     modules = module_replays(local, tokens, tp, sequence_parallel, dense, attn_work, mlp_work, experts, gpu, precision,

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from . import lowp, moe
-from .flops import mlp_matrices, projection_widths, q_width, value_width
+from .flops import mla_projections, mlp_matrices, projection_widths, q_width, value_width
 from .types import DTYPE_BYTES, Model
 
 
@@ -120,6 +120,9 @@ def layer_activation_terms(
     if recompute == "full":
         return (("layer_input", 2.0 * sbh / shard),)
     if recompute == "op":
+        if index >= 0 and model.is_moe_layer(index):
+            return (("saved_ops", op_sac_moe_activation_bytes(model, batch, tp, sequence_parallel,
+                                                              experts or moe.ExpertLayout())),)
         return (("saved_ops", op_sac_activation_bytes(model, batch, tp, sequence_parallel)),)
     replayed = set(modules) if recompute == "selective" else set()
     g = gemm_input_bytes
@@ -174,6 +177,32 @@ def op_sac_activation_bytes(model: Model, batch: int, tp: int, sequence_parallel
     saved = sum(w for i, w in enumerate(projection_widths(model)) if i % 2 == 0)
     split = 2.0 * tokens * (saved + model.hidden_size) + 4.0 * model.num_attention_heads * tokens
     return 2.0 * tokens * model.hidden_size / (tp if sequence_parallel else 1) + split / tp
+
+
+def op_sac_moe_activation_bytes(model: Model, batch: int, tp: int, sequence_parallel: bool,
+                                layout: moe.ExpertLayout) -> float:
+    """What torchtitan's per-op selective AC keeps of an MoE layer (0.3.0 activation_checkpoint.py; its
+    order of linears in flops.op_sac_moe_order): the block input; the outputs of the odd-numbered
+    linears (the fused QKV and the router's logits for Qwen3-MoE), 16-bit, each over tp (the router's
+    on the tokens/tp a TP rank routes); the attention kernel's output and fp32 log-sum-exp; top-k's
+    scores and indices (fp32 and int64 per routed copy); and with ep > 1 the all-to-all outputs
+    (all_to_all_single is in its save list): the dispatched rows this GPU's experts take and the
+    combined copies of its own tokens, 16-bit. The routed experts' GEMMs and everything elementwise
+    are replayed."""
+    tokens, h = float(model.seq_length * batch), model.hidden_size
+    moe_cfg, own = model.moe, tokens / tp
+    widths = [(h, q_width(model) + 2 * model.kv_heads * model.head_dim)] if not model.mla else mla_projections(model)
+    linears = [o for _, o in widths] + [h, moe_cfg.num_experts]
+    shared = moe_cfg.shared_ffn_hidden_size
+    if shared:
+        linears += [shared, shared, h] if mlp_matrices(model) == 3 else [shared, h]
+    saved = 2.0 * own * sum(linears[0::2])
+    attention = 2.0 * own * value_width(model) + 4.0 * model.num_attention_heads * own
+    topk = 12.0 * own * moe_cfg.experts_per_token
+    exchanged = 0.0
+    if layout.ep > 1:
+        exchanged = 2.0 * h * (moe.routed_rows(model, tokens, tp, layout) + own * moe_cfg.experts_per_token)
+    return 2.0 * tokens * h / (tp if sequence_parallel else 1) + saved + attention + topk + exchanged
 
 
 def inflight_microbatches(pp: int, vpp: int, num_microbatches: int, stage: int) -> float:

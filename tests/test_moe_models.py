@@ -583,16 +583,34 @@ def test_hfu_counts_the_modules_selective_recompute_replays():
 
 
 def test_hfu_of_per_op_recompute_on_moe_layers_uses_their_own_matmuls():
-    """Qwen3-30B-A3B (h 2048, 32 heads of 128, 4 KV heads, 128 experts of 768, top 8) in the order the
-    cost model runs an MoE layer: QKV 2048 -> 5120, out 4096 -> 2048, router 2048 -> 128, 8 x up
-    2048 -> 1536, 8 x down 768 -> 2048; every second one is out and the ups: 2 x (4096 x 2048 + 8 x
-    2048 x 1536) = 67,108,864 FLOPs per token, on all 48 layers (not a 6144-wide dense MLP)."""
+    """Qwen3-30B-A3B (h 2048, 32 heads of 128, 4 KV heads, 128 experts of 768, top 8) as torchtitan 0.3.0's
+    per-op AC replays an MoE layer: of its linears QKV 2048 -> 5120 (saved), out 4096 -> 2048 (replayed),
+    router 2048 -> 128 (saved), and every routed expert GEMM (torch._grouped_mm is not in its save list):
+    8 x up 2048 -> 1536, 8 x down 768 -> 2048; 2 x (4096 x 2048 + 8 x 2048 x 1536 + 8 x 768 x 2048) =
+    92,274,688 FLOPs per token, on all 48 layers (not a 6144-wide dense MLP)."""
     from costmodel.flops import hardware_flops_per_step, model_flops_per_step
     from planner.inputs import loading
 
     model = loading.load_model_spec("qwen3-30b-a3b").to_model()
     extra = hardware_flops_per_step(model, 4, "op") - model_flops_per_step(model, 4)
-    assert extra == pytest.approx(48 * 67_108_864 * 4 * model.seq_length, rel=1e-12)
+    assert extra == pytest.approx(48 * 92_274_688 * 4 * model.seq_length, rel=1e-12)
+
+
+def test_per_op_recompute_keeps_what_torchtitan_saves_of_an_moe_layer():
+    """Qwen3-30B-A3B, one 4,096-token sequence, tp 1: the block input 2 x 4096 x 2048; the saved linears'
+    outputs, QKV 2 x 4096 x (4096 + 2 x 512) and the router's logits 2 x 4096 x 128; the attention output
+    2 x 4096 x 4096 and its fp32 log-sum-exp 4 x 32 x 4096; top-k's fp32 scores and int64 indices
+    12 x 4096 x 8. With ep 8 the two all-to-all outputs too: 2 x 2048 x (32,768 routed rows + 4096 x 8
+    combined copies). Not the dense 6144-wide MLP's matmul outputs."""
+    from costmodel import memory, moe
+    from planner.inputs import loading
+
+    model = loading.load_model_spec("qwen3-30b-a3b").to_model()
+    kept = (2 * 4096 * 2048 + 2 * 4096 * (4096 + 1024) + 2 * 4096 * 128 + 2 * 4096 * 4096 + 4 * 32 * 4096
+            + 12 * 4096 * 8)
+    assert memory.layer_activation_bytes(model, 1, 1, False, "op", True, index=0) == kept
+    ep8 = memory.layer_activation_bytes(model, 1, 1, False, "op", True, index=0, experts=moe.ExpertLayout(ep=8))
+    assert ep8 == kept + 2 * 2048 * (32768 + 4096 * 8)
 
 
 def test_suggest_searches_the_moe_dispatcher_and_cuda_graphs(capsys):
