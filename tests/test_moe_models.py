@@ -596,6 +596,21 @@ def test_hfu_of_per_op_recompute_on_moe_layers_uses_their_own_matmuls():
     assert extra == pytest.approx(48 * 92_274_688 * 4 * model.seq_length, rel=1e-12)
 
 
+def test_per_op_recompute_replays_every_second_linear_and_every_routed_gemm():
+    """DeepSeek-V3's MoE layer (MLA with a query latent, one 2048-wide shared expert): torchtitan's linears
+    in order are q down, q up, kv down, kv up, out, router, then the shared expert's w1, w3, w2; the
+    even-numbered are replayed: q up 1536 -> 128 x 192, kv up 512 -> 128 x 256, router 7168 -> 256, w3
+    7168 -> 2048; and every routed GEMM, 8 x up 7168 -> 4096, 8 x down 2048 -> 7168: 2 x 423,362,560 =
+    846,725,120 FLOPs per token. (Every second GEMM of the layer, the old count, left the routed ups out.)"""
+    from costmodel.flops import recompute_flops_per_layer
+    from planner.inputs import loading
+
+    model = loading.load_model_spec("deepseek-v3").to_model()
+    per_token = 2 * (1536 * 24576 + 512 * 32768 + 7168 * 256 + 7168 * 2048 + 8 * 7168 * 4096 + 8 * 2048 * 7168)
+    assert per_token == 846_725_120
+    assert recompute_flops_per_layer(model, 1, "op", index=3) == per_token * model.seq_length
+
+
 def test_per_op_recompute_keeps_what_torchtitan_saves_of_an_moe_layer():
     """Qwen3-30B-A3B, one 4,096-token sequence, tp 1: the block input 2 x 4096 x 2048; the saved linears'
     outputs, QKV 2 x 4096 x (4096 + 2 x 512) and the router's logits 2 x 4096 x 128; the attention output
