@@ -239,25 +239,32 @@ def moe_layer_gemms(model: Model) -> list[tuple[int, int, int]]:
     return gemms
 
 
-def op_sac_moe_order(linears: list, routed: list, shared: list, halve_up=None) -> list:
-    """The GEMMs torchtitan's per-op selective AC replays on an MoE layer (torchtitan 0.3.0,
-    distributed/activation_checkpoint.py: _get_default_save_ops and the policy's mm count). Of the
-    mm/linear ops in execution order (`linears`: the attention projections, the output projection and
-    the router; then the shared experts' w1, w3 and w2) it saves every odd-numbered output and replays
-    every even-numbered one. The routed experts' grouped GEMMs (torch._grouped_mm) are not in its save
-    list: it replays them all (`routed`). GEMMs in any one format; `halve_up` splits the shared experts'
-    fused gate and up GEMM into w1 and w3, two linears in torchtitan (None: not gated)."""
+def op_sac_moe_linears(linears: list, shared: list, halve_up=None) -> list:
+    """An MoE layer's mm/linear ops in the order torchtitan's per-op selective AC counts them
+    (torchtitan 0.3.0, distributed/activation_checkpoint.py: _get_default_save_ops and the policy's mm
+    count): `linears` (the attention projections, the output projection, the router), then `shared`
+    (the shared experts' up and down), whose fused gate and up `halve_up` splits into w1 and w3, two
+    linears in torchtitan (None: not gated). It saves the odd-numbered outputs ([0::2]) and replays the
+    even-numbered ([1::2]). The routed experts' grouped GEMMs (torch._grouped_mm) are not in its save
+    list and not counted: it replays them all. GEMMs in any one format."""
     if shared and halve_up is not None:
         shared = [*halve_up(shared[0]), *shared[1:]]
-    return (linears + shared)[1::2] + routed
+    return linears + shared
 
 
-def op_sac_moe_gemms(model: Model) -> list[tuple[int, int, int]]:
-    """moe_layer_gemms that per-op selective AC replays (op_sac_moe_order)."""
+def op_sac_moe_split(model: Model) -> tuple[list[tuple[int, int, int]], list[tuple[int, int, int]]]:
+    """moe_layer_gemms as per-op selective AC sees them: (the linears in its order, op_sac_moe_linears;
+    the routed experts' GEMMs)."""
     gemms = moe_layer_gemms(model)
     n = len(mla_projections(model)) + 2 if model.mla else 3  # attention projection(s), output, router
     halve = (lambda g: [(g[0], g[1] // 2, g[2])] * 2) if mlp_matrices(model) == 3 else None
-    return op_sac_moe_order(gemms[:n], gemms[n:n + 2], gemms[n + 2:], halve)
+    return op_sac_moe_linears(gemms[:n], gemms[n + 2:], halve), gemms[n:n + 2]
+
+
+def op_sac_moe_gemms(model: Model) -> list[tuple[int, int, int]]:
+    """moe_layer_gemms that per-op selective AC replays: every second linear, every routed GEMM."""
+    linears, routed = op_sac_moe_split(model)
+    return linears[1::2] + routed
 
 
 def selective_recompute_flops(model: Model, batch: int, modules: tuple[str, ...], index: int = -1) -> float:

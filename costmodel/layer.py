@@ -23,7 +23,7 @@ from .compute import (
     gemms_seconds,
     projection_gemms,
 )
-from .flops import op_sac_moe_order
+from .flops import op_sac_moe_linears
 from .types import INSIDE_MOE_MODULE, Efficiency, Gpu, Model
 
 
@@ -89,7 +89,7 @@ def layer_times(
     else:  # every second linear and every routed expert GEMM (router, experts, shared: moe.mlp_work's order)
         g = mlp_work.gemms
         halve = (lambda x: [(x[0], x[1] // 2, x[2], x[3])] * 2) if model.gated_mlp else None
-        op_gemms = op_sac_moe_order(attn_work.gemms + g[:1], g[1:3], g[3:], halve)
+        op_gemms = op_sac_moe_linears(attn_work.gemms + g[:1], g[3:], halve)[1::2] + g[1:3]
     op_replay = gemms_seconds(op_gemms, gpu, precision, eff) + moved / hbm
     casts = (recipe, weight_casts)
     modules = module_replays(local, tokens, tp, sequence_parallel, dense, attn_work, mlp_work, experts, gpu, precision,

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from . import lowp, moe
-from .flops import mla_projections, mlp_matrices, projection_widths, q_width, value_width
+from .flops import mlp_matrices, op_sac_moe_split, projection_widths, q_width, value_width
 from .types import DTYPE_BYTES, Model
 
 
@@ -182,7 +182,7 @@ def op_sac_activation_bytes(model: Model, batch: int, tp: int, sequence_parallel
 def op_sac_moe_activation_bytes(model: Model, batch: int, tp: int, sequence_parallel: bool,
                                 layout: moe.ExpertLayout) -> float:
     """What torchtitan's per-op selective AC keeps of an MoE layer (0.3.0 activation_checkpoint.py; its
-    order of linears in flops.op_sac_moe_order): the block input; the outputs of the odd-numbered
+    order of linears in flops.op_sac_moe_split): the block input; the outputs of the odd-numbered
     linears (the fused QKV and the router's logits for Qwen3-MoE), 16-bit, each over tp (the router's
     on the tokens/tp a TP rank routes); the attention kernel's output and fp32 log-sum-exp; top-k's
     scores and indices (fp32 and int64 per routed copy); and with ep > 1 the all-to-all outputs
@@ -191,12 +191,8 @@ def op_sac_moe_activation_bytes(model: Model, batch: int, tp: int, sequence_para
     are replayed."""
     tokens, h = float(model.seq_length * batch), model.hidden_size
     moe_cfg, own = model.moe, tokens / tp
-    widths = [(h, q_width(model) + 2 * model.kv_heads * model.head_dim)] if not model.mla else mla_projections(model)
-    linears = [o for _, o in widths] + [h, moe_cfg.num_experts]
-    shared = moe_cfg.shared_ffn_hidden_size
-    if shared:
-        linears += [shared, shared, h] if mlp_matrices(model) == 3 else [shared, h]
-    saved = 2.0 * own * sum(linears[0::2])
+    linears, _ = op_sac_moe_split(model)
+    saved = 2.0 * own * sum(width for _, width, _ in linears[0::2])
     attention = 2.0 * own * value_width(model) + 4.0 * model.num_attention_heads * own
     topk = 12.0 * own * moe_cfg.experts_per_token
     exchanged = 0.0

@@ -49,7 +49,7 @@ SETTINGS: dict[str, Callable[[cm.Plan], str | None]] = {
 
 # The same choices where they act on a mixture-of-experts model, whose price differs from a dense
 # model's: ZeRO-3 gathers and reduce-scatters every expert's weights over expert-DP beside the small
-# expert GEMMs, and per-op recompute replays every routed expert GEMM (flops.op_sac_moe_order).
+# expert GEMMs, and per-op recompute replays every routed expert GEMM (flops.op_sac_moe_split).
 # A dense row's ZeRO-3 or per-op recompute does not judge them.
 MOE_SETTINGS: dict[str, Callable[[cm.Plan], str | None]] = {
     "moe_zero_stage": SETTINGS["zero_stage"],
