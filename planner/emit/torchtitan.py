@@ -50,7 +50,7 @@ def call(name: str, kwargs: Kwargs, indent: str = "    ") -> str:
 
 
 def checked_flavour(job: Job) -> titan.Flavour:
-    """The model's flavour (llama3, or a Qwen3-MoE one), after torchtitan's rules (frameworks/torchtitan.py)."""
+    """The model's flavour (llama3 or qwen3, dense or MoE), after torchtitan's rules (frameworks/torchtitan.py)."""
     refuse_unless_runs(job, "torchtitan")
     broken = titan.launch_violations(job.cm_model, job.plan)
     if broken:

@@ -379,7 +379,8 @@ def _experts(model: cm.Model) -> object:
 
 
 def _fields(model: cm.Model) -> dict[str, object]:
-    every_layer_moe = model.moe is not None and isinstance(_experts(model), tuple)
+    experts = _experts(model)
+    every_layer_moe = model.moe is not None and isinstance(experts, tuple)
     return {"num_layers": model.num_layers, "hidden_size": model.hidden_size,
             "num_attention_heads": model.num_attention_heads, "num_kv_heads": model.kv_heads,
             "head_dim": model.head_dim, "ffn_hidden_size": None if every_layer_moe else model.ffn,
@@ -387,7 +388,7 @@ def _fields(model: cm.Model) -> dict[str, object]:
             "rope_theta": model.rope_theta, "normalization": model.normalization, "mlp": model.mlp,
             "position_embedding": model.position_embedding, "rotary_percent": model.rotary_percent,
             "linear_bias": model.linear_bias, "qkv_bias": model.qkv_bias, "dropout": model.dropout,
-            "qk_norm": model.qk_norm, "experts": _experts(model), "attention": "mla" if model.mla else "gqa",
+            "qk_norm": model.qk_norm, "experts": experts, "attention": "mla" if model.mla else "gqa",
             "attention_window": model.attention_window, "attention_sinks": model.attention_sinks,
             "mtp_layers": model.mtp_layers}
 
