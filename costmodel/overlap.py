@@ -43,3 +43,10 @@ def decomposed_exposed_seconds(comm_seconds: float, gemm_seconds: float, chunks:
     first = comm_seconds / max(1, chunks)
     hidden, rest = hidden_and_exposed(comm_seconds - first, gemm_seconds)
     return first + overlapped_cost_seconds(rest, hidden, sm_share)
+
+
+def beside_seconds(transfer_seconds: float, window_seconds: float, sm_share: float) -> float:
+    """Seconds a transfer started beside `window_seconds` of compute that does not wait for it adds:
+    what outlasts the window, or the compute's slowdown (overlapped_cost_seconds)."""
+    hidden, exposed = hidden_and_exposed(transfer_seconds, window_seconds)
+    return overlapped_cost_seconds(exposed, hidden, sm_share)

@@ -581,17 +581,43 @@ def layer_overhead_seconds(plan: Plan, eff: Efficiency) -> float:
 def layer_tp_comm_seconds(plan: Plan, lt: LayerTimes, ar: float, eff: Efficiency, exchanges: int,
                           replayed: int) -> float:
     """One layer's TP collectives per micro-batch, as they show: `exchanges` all-reduce-sized ones in
-    forward (tp_exchanges; 2 for a dense layer: attention and MLP), as many in backward, and `replayed`
-    of them again in the recompute's replay (replayed_tp_exchanges). With tp_comm_overlap each is split
-    into tp chunks and overlapped with the GEMMs beside it (forward GEMMs; the backward's dgrad and
-    wgrad, twice as long), at the SM cost of overlap.decomposed_exposed_seconds; a replayed exchange
-    shows as its share of the forward's."""
-    if not plan.tp_comm_overlap or plan.tp <= 1:
-        return (2 * exchanges + replayed) * ar
+    forward (tp_exchanges; 2 for a dense layer: attention and MLP), their backward's
+    (backward_tp_comm_seconds), and `replayed` of them again in the recompute's replay
+    (replayed_tp_exchanges). With tp_comm_overlap each is split into tp chunks and overlapped with the
+    GEMMs beside it (forward GEMMs; the backward's dgrad and wgrad, twice as long), at the SM cost of
+    overlap.decomposed_exposed_seconds; a replayed exchange shows as its share of the forward's."""
+    if plan.tp <= 1:
+        return 0.0
+    if not plan.tp_comm_overlap:
+        return (exchanges + replayed) * ar + backward_tp_comm_seconds(plan, lt, ar, eff, exchanges)
     share, g = eff.collective_sm_share, lt.gemm_forward_seconds
     forward = overlap.decomposed_exposed_seconds(exchanges * ar, g, plan.tp, share)
     backward = overlap.decomposed_exposed_seconds(exchanges * ar, 2 * g, plan.tp, share)
     return (1 + replayed / exchanges) * forward + backward
+
+
+def backward_tp_comm_seconds(plan: Plan, lt: LayerTimes, ar: float, eff: Efficiency, exchanges: int) -> float:
+    """One layer's backward TP collectives per micro-batch without tp_comm_overlap, as they show. Each
+    exchange pairs a column-parallel linear (QKV, the MLP's up) with a row-parallel one (the output
+    projection, the MLP's down); Korthikanti et al. 2022 Sec 4.2.2 (f and g, their conjugates under
+    sequence parallel). Without SP: the column-parallel input gradient's all-reduce. With SP: the
+    row-parallel output gradient's all-gather (its GEMMs wait for it), the column-parallel input gradient's
+    reduce-scatter, and, when the input was saved as its sequence shard (not sp_gathered), that input's
+    all-gather again for the weight gradient; each half an all-reduce.
+    With tp_async_grad (Megatron-LM, Transformer Engine) the reduction runs beside the weight-gradient
+    GEMMs and the re-gather beside the input-gradient GEMMs (overlap.beside_seconds; each as long as the
+    layer's forward GEMMs, lt.gemm_forward_seconds, the window the TP overlap above takes too);
+    otherwise every one shows whole."""
+    total = exchanges * ar
+    if plan.sequence_parallel:
+        waited, reduced = total / 2, total / 2
+        regather = 0.0 if plan.sp_gathered else total / 2
+    else:
+        waited, reduced, regather = 0.0, total, 0.0
+    if not plan.tp_async_grad:
+        return waited + reduced + regather
+    g, share = lt.gemm_forward_seconds, eff.collective_sm_share
+    return waited + overlap.beside_seconds(reduced, g, share) + overlap.beside_seconds(regather, g, share)
 
 
 def offloaded_layers(plan: Plan, layers: int) -> int:

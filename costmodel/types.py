@@ -295,6 +295,14 @@ class Plan:
     # Tensor-parallel collectives decomposed and overlapped with the GEMMs next to them (Megatron
     # --tp-comm-overlap with Transformer Engine userbuffers; torchtitan AsyncTP); needs sequence parallel.
     tp_comm_overlap: bool = False
+    # Without that overlap, whether the backward's TP collectives of the column-parallel linears run on their
+    # own stream beside a GEMM that does not wait for them (stage.backward_tp_comm_seconds): the input
+    # gradient's all-reduce (reduce-scatter under sequence parallel) beside the weight-gradient GEMM, and
+    # under sequence parallel the input's all-gather again beside the input-gradient GEMM. Megatron-LM's
+    # linears since cf7efd4 (2021-08-30; tensor_parallel/layers.py LinearWithGradAccumulationAndAsyncCommunication,
+    # async_op=True) and Transformer Engine's (pytorch/module/linear.py: dgrad_work, inputmat_total_work).
+    # False: each shows whole (Megatron-LM before, Megatron-DeepSpeed under DeepSpeed, DTensor's eager TP).
+    tp_async_grad: bool = True
     # Layers per pipeline stage whose activations go to host memory during forward and come back for
     # backward (Megatron --cpu-offloading-num-layers); priced on the cluster's host link.
     offload_layers: int = 0
@@ -435,7 +443,7 @@ class Efficiency:
     flash_attention_peak_fraction: float = 0.33
     # ... FITTED with the others below: cuDNN's fused attention on Hopper, prior 631.3 TFLOP/s = 0.64 of
     # 989 (pytorch#142132: H100, torch 2.6.0.dev20241204, batch 1, 24 heads, seq 4608, hd 128) ...
-    flash_attention_peak_fraction_cudnn_hopper: float = 0.4298
+    flash_attention_peak_fraction_cudnn_hopper: float = 0.4353
     # ... (FlashAttention-2-class kernels on Hopper run at this share of cuDNN's rate, measured, not
     # fitted: SDPA's flash backend 329.5 against 631.3 TFLOP/s on the same shape, pytorch#142132; so the
     # Hopper rows of either kernel fit one fraction) ...
@@ -447,7 +455,7 @@ class Efficiency:
     # either kernel name; prior 0.33 ...
     flash_attention_peak_fraction_blackwell: float = 0.3319
     # ... and the sequence length at which each reaches half of its fraction (prior one 128-row tile).
-    # The fitted values give, at s = 8192: cuDNN's on H100 309 TFLOP/s, FlashAttention-2's 161, A100 88,
+    # The fitted values give, at s = 8192: cuDNN's on H100 313 TFLOP/s, FlashAttention-2's 161, A100 88,
     # B200 543: about half of what the kernels reach alone in benchmarks, the rest being work around
     # the kernel that the rows' steps include and the model does not count (layout copies, RoPE, GQA).
     flash_attention_half_seq: float = 3068.0
@@ -501,10 +509,10 @@ class Efficiency:
     # copied to the host (Megatron's dispatchers size the all-to-all from them, a stream sync) drain the
     # GPU's queue, which then waits for the host to launch the layer's remaining kernels. FITTED on the
     # MoE rows (planner/validation/fit.py); prior 0.
-    moe_host_sync_seconds: float = 0.002819
+    moe_host_sync_seconds: float = 0.002805
     # Per layer and micro-batch (forward + backward): kernel launches and stream synchronisation
     # the roofline does not see (FITTED as above).
-    layer_overhead_seconds: float = 0.0003690
+    layer_overhead_seconds: float = 0.0003772
     # Fixed per-step cost outside the model: optimizer launch, logging, data loading.
     step_overhead_seconds: float = 0.0
     # Framework memory not in the analytic terms: CUDA context, NCCL buffers, allocator slack.

@@ -14,7 +14,8 @@ def estimate(capsys, *flags) -> dict:
 def test_tp8_on_an_8b_model_offers_lower_tp_and_sequence_parallel(capsys):
     d = estimate(capsys, "--tp", "8")
     diag = d["diagnosis"]
-    assert diag["shares"]["tp_comm"] > 0.25  # 4 all-reduces of b*s*h per layer over 8 GPUs
+    # 2 all-reduces of b*s*h per layer over 8 GPUs in forward; the backward's run beside the weight gradients
+    assert diag["shares"]["tp_comm"] > 0.2
     levers = {lv["lever"]: lv for lv in diag["levers"]}
     lower = next(lv for name, lv in levers.items() if name.startswith("lower tensor parallelism"))
     assert "sequence parallelism" in levers

@@ -53,22 +53,33 @@ from planner.validation import runs as validation
 # in sample 5.34% -> 5.53% (max 14.47% -> 14.72%, the 8B 32k float8 row), and out of sample fsdp-2023-2024 7.8% ->
 # 8.3%, torchtitan 12.2% -> 13.2%, hopper (generation) 8.9% -> 9.2%. Every other bound was lowered to its reached
 # value.
-STEP_MAPE_BOUND = 0.072      # reached 0.0717 over 234 rows (0.0927 before the attention kernels)
+# 2026-12-04, the backward's TP collectives beside the GEMMs (Plan.tp_async_grad; validation/README.md, "The
+# backward's TP collectives beside the GEMMs"), refit: in sample 7.17% -> 7.08%, a generation left out 8.17% ->
+# 7.97%, a source left out 10.15% -> 10.16%, held out 11.15% -> 11.69%; Korthikanti's Table 4 per-layer times
+# +9-18% -> +5-10% (tests/test_tp_async_grad.py). Lowered to their reached values: in sample, korthikanti-2022,
+# nemo and torchtitan in and out of sample, the generation split overall, ampere and hopper. RAISED, each where
+# the rows it bounds do not run the mechanism or were fast already: fsdp-2023-2024 in sample 6.85% -> 6.97%
+# (max 18.27% -> 18.44%; no row has TP: the refit's Hopper attention fraction 0.4298 -> 0.4353) and left out
+# 8.3% -> 9.2% (inside the 7.75-9.25% that benchmarks/fit_noise.py measured for that fold), mbridge-dense in
+# sample 6.89% -> 6.97% and left out 7.1% -> 7.2% (GB200 NVFP4 at tp 2, predicted fast, faster), nemo's max
+# 13.73% -> 13.86% (Nemotron 22B, the refit), mlperf left out 0.9% -> 1.4%, mbridge-moe left out 14.3% ->
+# 14.34%, blackwell left out 8.78% -> 8.84%; held out below.
+STEP_MAPE_BOUND = 0.071  # reached 0.0708 over 234 rows (0.0717 before tp_async_grad, 0.0927 before attention kernels)
 GROUP_STEP_BOUNDS = {        # (MAPE, max) per source group, reached + a hair
-    "bloom": (0.072, 0.085), "korthikanti-2022": (0.059, 0.101), "megatron-2021": (0.044, 0.131),
-    "mlperf": (0.003, 0.008), "nemo": (0.051, 0.138),
+    "bloom": (0.072, 0.085), "korthikanti-2022": (0.037, 0.071), "megatron-2021": (0.044, 0.131),
+    "mlperf": (0.003, 0.008), "nemo": (0.046, 0.139),
     # 9 Llama 3.1 8B rows of torchtitan's benchmarks and the two 405B long-context rows (32k cp 1: -1.7%;
-    # 64k cp 2: -3.2%): reached 5.53%, max 14.72% (the 8B 32k float8 row)
-    "torchtitan": (0.056, 0.148),
+    # 64k cp 2: -3.2%): reached 5.35%, max 13.68% (the 8B 32k float8 row)
+    "torchtitan": (0.054, 0.137),
     # MoE: 8.83% over 100 rows; the worst are B200/B300 rows at micro-batch 1 with the all-to-all
     # dispatcher, 2.2-2.9x slower than later releases' micro-batch 2-4 DeepEP layouts (README, Accuracy)
     "mbridge-moe": (0.089, 0.446),
-    # dense Llama 3: reached 6.89% over 44 rows, max 16.57% (25.11 Llama 3 8B GB300 FP8, predicted slower:
+    # dense Llama 3: reached 6.97% over 44 rows, max 16.57% (25.11 Llama 3 8B GB300 FP8, predicted slower:
     # the catalog has no GB300 GEMM measurement of its own)
-    "mbridge-dense": (0.069, 0.166),
-    # full-shard FSDP, no TP/PP: reached 6.85% over 28 rows, max 18.27%; the H100 rows predicted fast
+    "mbridge-dense": (0.070, 0.166),
+    # full-shard FSDP, no TP/PP: reached 6.97% over 28 rows, max 18.44%; the H100 rows predicted fast
     # (validation/README.md, "FSDP rows")
-    "fsdp-2023-2024": (0.069, 0.183),
+    "fsdp-2023-2024": (0.070, 0.185),
 }
 # Memory over the 11 torchtitan rows with a published peak: 2.18% / 7.38% over the 9 before the 405B rows.
 # Those were 12.1% / 12.8% low while their weights were counted at 2 B; since torchao's float8 all-gather
@@ -96,18 +107,21 @@ GROUP_MEMORY_BOUNDS = {"torchtitan": (0.032, 0.074)}
 # (mbridge-moe 15.6%, mbridge-dense 7.7%, torchtitan 12.2%, fsdp-2023-2024 7.8%, korthikanti-2022 7.2%).
 # With FP8 attention at its measured speedup, the whole-iteration graph and the fit's fourth start (2026-12-02):
 # 10.15% (mbridge-moe 14.3%, mbridge-dense 7.1%, torchtitan 13.2% and fsdp-2023-2024 8.3%, both raised, above).
+# With tp_async_grad (2026-12-04, above): 10.16% (korthikanti-2022 4.7%, nemo 4.7%, torchtitan 12.6% lowered;
+# fsdp-2023-2024 9.2%, mlperf 1.4%, mbridge-dense 7.2%, mbridge-moe 14.34% raised).
 LOO_STEP_MAPE_BOUND = 0.102
 LOO_GROUP_STEP_MAPE_BOUNDS = {
-    "bloom": 0.072, "korthikanti-2022": 0.072, "megatron-2021": 0.044, "mlperf": 0.009, "nemo": 0.054,
-    "torchtitan": 0.133, "mbridge-moe": 0.143, "mbridge-dense": 0.072, "fsdp-2023-2024": 0.084,
+    "bloom": 0.072, "korthikanti-2022": 0.048, "megatron-2021": 0.044, "mlperf": 0.015, "nemo": 0.048,
+    "torchtitan": 0.126, "mbridge-moe": 0.144, "mbridge-dense": 0.073, "fsdp-2023-2024": 0.092,
 }
 # Leave one GPU generation out (fit on the other generations): reached 10.05% over 160 rows; 10.3% over
 # 234; 9.2% with the attention kernels; 8.9% with the all-to-all host wait (ampere 5.3%, hopper 9.1%,
 # blackwell 10.1%); 8.7% with GB300's measured attention rate (ampere 5.3%, hopper 8.9%, blackwell 9.8%).
 # With FP8 attention, the whole-iteration graph and the fourth start: 8.17% (ampere 5.05%, hopper 9.16%, raised
 # above, blackwell 8.78%).
-LOGO_STEP_MAPE_BOUND = 0.082
-LOGO_GENERATION_STEP_MAPE_BOUNDS = {"ampere": 0.051, "hopper": 0.092, "blackwell": 0.088}
+# With tp_async_grad (2026-12-04): 7.97% (ampere 4.59%, hopper 8.64%, blackwell 8.84%, raised).
+LOGO_STEP_MAPE_BOUND = 0.080
+LOGO_GENERATION_STEP_MAPE_BOUNDS = {"ampere": 0.046, "hopper": 0.087, "blackwell": 0.089}
 
 
 @pytest.fixture(scope="module")
@@ -196,7 +210,11 @@ def test_generation_split_mape_does_not_regress(out_of_sample, scored):
 # 8.05% over 9, max 18.1%; with DTensor loss parallel's four fp32 logit shards: memory MAPE 5.91%, max 15.9%.
 # Then (2026-12-01, later) Llama 3's Table 4 rows at 8k (405B, tp 8 x pp 16 x vpp 8 on 8,192 and 16,384 H100, no
 # peak published), predictions read after the rows were written: -15.4% and -16.6%; all 31: step 11.23%, max 29.8%.
-HOLDOUT_STEP_BOUNDS = (0.112, 0.296)  # 0.1115, 0.2950 with FP8 attention and the graph (2026-12-02)
+# RAISED 2026-12-04 with tp_async_grad and its refit (above): 0.1115 -> 0.1169, max 0.2950 -> 0.2977. The rows
+# that moved were fast already (Llama 3 405B at 8k -15.3%/-16.5% -> -17.8%/-19.0%, its TP assumed asynchronous;
+# NeMo 24.03's long sequences; llm-foundry's long sequences through the refit's Hopper attention fraction):
+# the H100 optimism validation/README.md "Held-out rows" describes, which nothing fitted here explains.
+HOLDOUT_STEP_BOUNDS = (0.117, 0.298)  # 0.1169, 0.2977 with tp_async_grad (0.1115, 0.2950 before)
 HOLDOUT_MEMORY_BOUNDS = (0.059, 0.155)  # 0.0584, 0.154 since 2026-12-01 (slack on per-step bytes)
 # Megatron-LM's H100 weak-scaling table (group megatron-core-2024, 9 rows, GPT 1.7B-462B at tp 1-8, pp 1-16),
 # added 2026-12-02 to judge where the search lands for dense H100 bf16 plans; bounded on its own so that the
@@ -208,14 +226,14 @@ MEGATRON_CORE_2024_STEP_BOUNDS = (0.141, 0.224)
 # region the search lands in; bounded on its own. First read: -20.7% .. +73.2%, MAPE 18.8%; without the two rows
 # the model cannot price (Megatron-FSDP with EP, +55.2%; GB200 at 131k tokens, +73.2%, whose attention the fitted
 # Blackwell rate prices at half the measured cuDNN kernel's) 8.7% over 9.
-MCORE_MOE_2025_STEP_BOUNDS = (0.189, 0.733)
+MCORE_MOE_2025_STEP_BOUNDS = (0.190, 0.733)  # 0.1893 with tp_async_grad (2026-12-04; 0.1890 before)
 # Five of its rows became expressible later the same day and are bounded on their own, so that the bound above
 # keeps meaning the 11 rows it was set on: the four H100 long-context rows (Qwen3-235B-A22B at 16k-128k tokens,
 # CP 1-8, the whole MoE layer recomputed: the moe recompute module), +21.9% .. +37.3%, all slow, the error growing
 # with the attention's share (the fitted Hopper attention rate; validation/README.md, "Held-out rows"); and the
 # GB200 MXFP8 row that offloads expert_fc1 and moe_act to host (Plan.offload_modules), -18.5%. First read of the
 # five: MAPE 28.4%.
-MCORE_MOE_LATER_STEP_BOUNDS = (0.285, 0.373)
+MCORE_MOE_LATER_STEP_BOUNDS = (0.272, 0.357)  # 0.2710, 0.3560 with tp_async_grad (2026-12-04)
 SEPARATELY_BOUNDED = ("megatron-core-2024", "mcore-moe-2025")
 
 
@@ -287,9 +305,9 @@ MECHANISMS = ("overlap_dp_comm", "overlap_pp_comm", "fused_elementwise", "fused_
               "bf16_layers_end", "tp_comm_overlap", "offload_layers", "offload_modules", "lowp_param_gather",
               "recompute_modules",
               "ep_overlap", "ep_dispatch", "moe_cuda_graphs", "full_iteration_graph", "optimizer_states",
-              "fp8_attention", "cp_comm", "attention_kernel")
-# Under a low-precision format these select how it runs whether or not the row sets them; so does
-# tp_comm_overlap under tensor parallelism.
+              "fp8_attention", "cp_comm", "attention_kernel", "tp_async_grad")
+# Under a low-precision format these select how it runs whether or not the row sets them; so do
+# tp_comm_overlap under tensor parallelism and, without that overlap, tp_async_grad.
 LOW_PRECISION = {"fp8", "mxfp8", "nvfp4"}
 LOW_PRECISION_SETTINGS = ("fp8_recipe", "weight_casts", "lowp_param_gather")
 
@@ -319,6 +337,8 @@ def test_every_mechanism_setting_is_cited_or_assumed(every_row):
                 assert field in text, (run.id, field)
         if run.plan.tp > 1:
             assert "tp_comm_overlap" in text, run.id
+            if not run.plan.tp_comm_overlap:  # what the backward's collectives do without the overlap
+                assert "tp_async_grad" in text, run.id
         for field in ("network_busbw_gbytes_per_s", "nvlink_busbw_gbytes_per_s"):
             if getattr(run.cluster, field) is not None:
                 assert field in text, (run.id, field)

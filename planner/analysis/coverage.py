@@ -33,6 +33,7 @@ SETTINGS: dict[str, Callable[[cm.Plan], str | None]] = {
     "recompute": lambda p: _on(p.recompute, True),
     "sequence_parallel": lambda p: _on(p.sequence_parallel, p.tp > 1),
     "tp_comm_overlap": lambda p: _on(p.tp_comm_overlap, p.tp > 1),
+    "tp_async_grad": lambda p: _on(p.tp_async_grad, p.tp > 1 and not p.tp_comm_overlap),  # moot under the overlap
     "interleaved_pipeline": lambda p: _on(p.vpp > 1, p.pp > 1),
     "context_parallel": lambda p: _on(p.cp > 1, True),
     "cp_comm": lambda p: _on(p.cp_comm, p.cp > 1),

@@ -141,6 +141,8 @@ class Plan(Strict):
     weight_casts: Literal["step", "use"] = d("low-precision weight casts cached per step or made at every use")
     zero3_reshard: bool = d("ZeRO-3 frees gathered weights after forward (false: kept until backward)")
     tp_comm_overlap: bool = d("TP collectives decomposed and overlapped with the GEMMs beside them")
+    tp_async_grad: bool = d("without that overlap, the backward's column-parallel TP collectives run beside the "
+                            "weight- and input-gradient GEMMs (Megatron-LM, Transformer Engine)")
     offload_layers: int = d("layers per pipeline stage whose activations go to host memory")
     offload_modules: list[OffloadModule] = d("modules whose inputs go to host memory (Megatron --offload-modules)")
     lowp_param_gather: bool = d("parameters kept and all-gathered in the low-precision format")

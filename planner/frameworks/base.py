@@ -94,6 +94,11 @@ class Knobs:
     # (Megatron's linears re-gather it in backward). A property of the implementation: not checked.
     sp_gathered: Choice = Choice((False,), "sequence-parallel inputs are saved as the shard and re-gathered in "
                                            "backward (tensor_parallel/layers.py)")
+    # Whether the backward's column-parallel TP collectives run beside the GEMMs (Plan.tp_async_grad), when
+    # tp > 1. Like sp_gathered a property of the implementation, one per framework: not checked.
+    tp_async_grad: Choice = Choice((True,), "Megatron-core's linears (tensor_parallel/layers.py, async_op=True) and "
+                                            "Transformer Engine's reduce the input gradient beside the "
+                                            "weight-gradient GEMM")
     # When the gradients are reduced (Plan.grad_sync) under ZeRO 0 and 1: in buckets during the last backward,
     # in place. Like pipeline_buffers a property of the runtime, not a launch setting: not checked.
     grad_sync: Choice = Choice(("buckets",), "gradients are reduced in buckets during the last backward")

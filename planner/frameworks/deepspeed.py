@@ -123,6 +123,9 @@ def knobs(tp_split: bool, pp_split: bool) -> Knobs:
                                                    "FP8 GEMMs come from the model code, which a config cannot "
                                                    "switch on: re-plan with bf16 or use Megatron-LM"),
         grad_dtype=grad_dtypes,
+        tp_async_grad=Choice((False,), "Megatron-DeepSpeed turns async_tensor_model_parallel_allreduce off under "
+                                       "DeepSpeed (microsoft/Megatron-DeepSpeed megatron/arguments.py @f4157bea), "
+                                       "so each linear's input-gradient all-reduce shows"),
     )
 
 

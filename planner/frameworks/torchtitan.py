@@ -267,6 +267,9 @@ def knobs(tp_split: bool, pp_split: bool) -> Knobs:
                                       "dynamic rowwise scales; nothing is cached"),
         sp_gathered=Choice((True,), "torchtitan's sequence parallel is DTensor's: the all-gather before the "
                                     "column-parallel linears is an autograd op whose output they save"),
+        tp_async_grad=Choice((False,), "DTensor's TP reduces a linear's input gradient in the redistribute's own "
+                                       "backward, after the linear's backward has computed both gradients, and the "
+                                       "norm's backward before it waits for it"),
         grad_sync=Choice(("chunk_end",), "FSDP2 under torch.distributed.pipelining reduce-scatters each stage's "
                                          "gradients once, after its last backward (pipelining/stage.py "
                                          "_post_backward), into new shard storage") if pp_split else

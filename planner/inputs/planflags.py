@@ -106,6 +106,10 @@ def add_plan_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--repeat-kv", action="store_true",
                    help="K/V repeated to the query heads before attention (torchtitan before enable_gqa): saved "
                         "and exchanged over context parallelism at the query heads' width")
+    g.add_argument("--no-tp-async-grad", action="store_true",
+                   help="the backward's TP collectives wait for the GEMMs before them (Megatron-LM before 2021-09, "
+                        "Megatron-DeepSpeed, DTensor: DeepSpeed and torchtitan), not run beside the weight- and "
+                        "input-gradient GEMMs as Megatron-LM's and Transformer Engine's linears do (default)")
     g.add_argument("--sp-gathered", action="store_true",
                    help="sequence parallel's QKV and MLP inputs saved gathered, whole on every TP rank (DTensor: "
                         "torchtitan), not as the shard Megatron re-gathers in backward")
@@ -144,6 +148,7 @@ def plan_spec_from_args(args: argparse.Namespace):
         "fused_cross_entropy": not args.eager_loss, "zero3_gather_unit": args.zero3_gather_unit,
         "grad_reduce": args.grad_reduce, "fp8_recipe": args.fp8_recipe, "weight_casts": args.weight_casts,
         "zero3_reshard": not args.no_zero3_reshard, "tp_comm_overlap": args.tp_comm_overlap,
+        "tp_async_grad": not args.no_tp_async_grad,
         "offload_layers": args.offload_layers, "lowp_param_gather": args.lowp_param_gather,
         "offload_modules": [m.strip() for m in args.offload_modules.split(",") if m.strip()],
         "cp": args.cp, "cp_comm": args.cp_comm, "ep": args.ep, "etp": args.etp,

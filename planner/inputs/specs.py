@@ -394,6 +394,8 @@ class PlanSpec(Spec):
     weight_casts: Literal["step", "use"] = "step"
     zero3_reshard: Flag = True
     tp_comm_overlap: Flag = False
+    # the backward's column-parallel TP collectives beside the GEMMs (costmodel Plan.tp_async_grad)
+    tp_async_grad: Flag = True
     offload_layers: count(L.MAX_LAYERS, lower=0) = 0
     # modules whose inputs Megatron's fine-grained activation offload moves to host memory
     offload_modules: list[Literal[cm.OFFLOAD_MODULES]] = Field(default=[], max_length=len(cm.OFFLOAD_MODULES))
