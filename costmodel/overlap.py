@@ -41,8 +41,7 @@ def decomposed_exposed_seconds(comm_seconds: float, gemm_seconds: float, chunks:
     if comm_seconds <= 0:
         return 0.0
     first = comm_seconds / max(1, chunks)
-    hidden, rest = hidden_and_exposed(comm_seconds - first, gemm_seconds)
-    return first + overlapped_cost_seconds(rest, hidden, sm_share)
+    return first + beside_seconds(comm_seconds - first, gemm_seconds, sm_share)
 
 
 def beside_seconds(transfer_seconds: float, window_seconds: float, sm_share: float) -> float:

@@ -485,14 +485,14 @@ def ep_exposed_seconds(model: Model, plan: Plan, k: StageKernels, eff: Efficienc
     one micro-batch's backward with the next one's forward (combined_1f1b.py, Megatron-LM d98e8a64), so a
     pipeline rank with a single micro-batch hides nothing. Not modelled: with m >= 2 the first forward
     and the last backward run alone too, so one micro-batch's exchanges in m show, which this hides
-    (optimistic by at most total / m per micro-batch)."""
+    (optimistic by at most total / m per micro-batch; priced and scored 2026-12-04, not shipped:
+    validation/README.md, "The overlap's unpaired chunks")."""
     total = moe_layers * (moe_forward_passes(plan) + 1) * k.ep_pass_seconds
     if not plan.ep_overlap or total <= 0 or plan.num_microbatches <= 1:
         return total
     window = sum(n * (k.layers[r].forward_seconds + k.layers[r].backward_seconds + replay_seconds(plan, k.layers[r]))
                  for r, n in mix if model.is_moe_layer(r))
-    hidden, exposed = overlap.hidden_and_exposed(total, window)
-    return overlap.overlapped_cost_seconds(exposed, hidden, eff.collective_sm_share)
+    return overlap.beside_seconds(total, window, eff.collective_sm_share)
 
 
 def moe_sync_seconds(plan: Plan, eff: Efficiency, moe_layers: int) -> float:

@@ -35,8 +35,7 @@ def layer_seconds(model: cm.Model, cluster: cm.Cluster, plan: cm.Plan, eff: cm.E
     k = stage.stage_kernels(model, cluster, plan, eff)
     rep = min(k.layers)
     lt, ar = k.layers[rep], k.tp_allreduce_seconds
-    exchanges = stage.tp_exchanges(model, rep) if plan.tp > 1 else 0
-    replayed = stage.replayed_tp_exchanges(model, plan, rep) if plan.tp > 1 else 0
+    exchanges, replayed = stage.tp_exchanges(model, rep), stage.replayed_tp_exchanges(model, plan, rep)
     half_overhead = stage.layer_overhead_seconds(plan, k.eff) / 2
     forward = lt.forward_seconds + exchanges * ar + half_overhead
     backward = (lt.backward_seconds + stage.replay_seconds(plan, lt) + replayed * ar
