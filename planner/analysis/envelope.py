@@ -46,7 +46,8 @@ def caution(judged: dict | None, whose: str, so: str = "the cost model was never
     its row, then what follows (`so`)."""
     if not judged or not judged["above"]:
         return None
-    return (f"{whose} MFU {100 * judged['predicted_mfu']:.1f}% (causal attention) is above every published run "
+    return (f"{whose} MFU {100 * judged['predicted_mfu']:.1f}% counting attention's causal half "
+            f"(MFU elsewhere counts the full s x s square) is above every published run "
             f"on {judged['gpu']} in {judged['precision']} (highest {100 * judged['published_mfu']:.1f}%, "
             f"{judged['run']}; "
             f"validation/runs.yaml): {so}")
