@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 from bench_suggest import CASES  # noqa: E402
 
 
-def test_shipped_envelope_is_what_runs_yaml_gives():
+def test_shipped_envelope_is_what_the_rows_give():
     """validation/mfu_envelope.yaml is generated (python -m planner.validation.envelope --write)."""
     assert envelope.shipped() == {(e.gpu, e.precision): e for e in computed.compute()}
 
@@ -36,6 +36,19 @@ def test_a100_bf16_envelope_by_hand():
     flops = 72 * b * layers * s * h**2 * (1 + s / (12 * h) + v / (12 * h * layers))
     assert e.run == "mosaic-mpt-7b-a100-80gb-8gpu-s2048"
     assert e.mfu == pytest.approx(flops / (96 * 2048 / (4641 * 8) * 8 * 312e12), abs=2e-4)
+
+
+def test_h100_bf16_envelope_is_a_held_out_row_by_hand():
+    """The envelope counts held-out rows too (published runs that no fit reads): Megatron-Core's H100
+    weak-scaling 16B row (L 32, h 6144, s 4096, V 131072, MHA, GeLU 4h) prints 489.1 TFLOP/s per GPU under
+    Megatron's count, 12 L h^2 (6 + s/h) + 6 h V per token, so its step is 4096 x that / 489.1e12 = 0.850 s
+    (the row's derived figure). The causal count halves the s/h term: 12 L h^2 (6 + s/2h) + 6 h V, and over
+    0.850 s at 989 TFLOP/s that is 47.1%, above every H100 bf16 row of runs.yaml (MPT-7B, 44.6%)."""
+    e = envelope.shipped()[("h100-sxm-80gb", "bf16")]
+    layers, h, s, v = 32, 6144, 4096, 131072
+    per_token = 12 * layers * h**2 * (6 + s / (2 * h)) + 6 * h * v
+    assert (e.run, e.file) == ("megatron-core-h100-weak-16b", "holdout.yaml")
+    assert e.mfu == pytest.approx(s * per_token / (0.850 * 989e12), abs=2e-4)
 
 
 def suggest_json(argv: list[str]) -> dict:
@@ -90,7 +103,7 @@ def test_estimate_holds_the_plan_against_its_envelope(capsys):
 
 def test_size_notes_a_choice_above_the_envelope():
     """`size` notes a chosen option whose plan's MFU is above every published run on its GPU and
-    precision (H100 bf16: 44.6%), once even when it is both the cheapest and the fastest."""
+    precision (H100 bf16: 47.1%, a held-out row), once even when it is both the cheapest and the fastest."""
     from types import SimpleNamespace
 
     from costmodel import types as cm
@@ -106,7 +119,9 @@ def test_size_notes_a_choice_above_the_envelope():
 
     above, below = option("h100-sxm-80gb", 0.56), option("h100-sxm-80gb", 0.40)
     notes = envelope_notes({"cheapest": above, "fastest": above}, 4096)
-    assert len(notes) == 1 and f"56.0% {ABOVE} h100-sxm-80gb in bf16 (highest 44.6%" in notes[0]
+    assert len(notes) == 1
+    assert f"56.0% {ABOVE} h100-sxm-80gb in bf16 (highest 47.1%, megatron-core-h100-weak-16b; " \
+        "validation/holdout.yaml)" in notes[0]
     assert envelope_notes({"cheapest": below, "fastest": None}, 4096) == []
     assert envelope_notes({"cheapest": option("b300-sxm-270gb", 0.9)}, 4096) == []  # no bf16 row on B300
     # and one note for a plan that uses a setting no published run on its generation used (TP overlap on A100)

@@ -1,5 +1,5 @@
 """The MFU envelope of published runs: per catalog GPU and plan precision, the highest MFU that a
-scored row of validation/runs.yaml measured, and which row it is (computed by
+scored row of validation/runs.yaml or holdout.yaml measured, and which row it is (computed by
 planner/validation/envelope.py, shipped as validation/mfu_envelope.yaml).
 
 A best plan above the envelope of its GPU and precision is where the cost model was never judged
@@ -20,6 +20,7 @@ class Envelope:
     mfu: float  # the highest measured MFU (causal attention) of the scored rows on this GPU in this precision
     run: str  # that row's id
     source: str  # and its citation
+    file: str  # the validation file that holds it: runs.yaml or holdout.yaml
 
 
 @lru_cache(maxsize=1)
@@ -36,8 +37,8 @@ def judge(gpu: str, precision: str, mfu: float) -> dict | None:
     env = shipped().get((gpu, precision))
     if env is None:
         return None
-    return {"gpu": gpu, "precision": precision, "published_mfu": env.mfu, "run": env.run, "source": env.source,
-            "predicted_mfu": mfu, "above": mfu > env.mfu}
+    return {"gpu": gpu, "precision": precision, "published_mfu": env.mfu, "run": env.run, "file": env.file,
+            "source": env.source, "predicted_mfu": mfu, "above": mfu > env.mfu}
 
 
 def caution(judged: dict | None, whose: str, so: str = "the cost model was never judged there, so read it as "
@@ -49,5 +50,4 @@ def caution(judged: dict | None, whose: str, so: str = "the cost model was never
     return (f"{whose} MFU {100 * judged['predicted_mfu']:.1f}% counting attention's causal half "
             f"(MFU elsewhere counts the full s x s square) is above every published run "
             f"on {judged['gpu']} in {judged['precision']} (highest {100 * judged['published_mfu']:.1f}%, "
-            f"{judged['run']}; "
-            f"validation/runs.yaml): {so}")
+            f"{judged['run']}; validation/{judged['file']}): {so}")

@@ -353,7 +353,8 @@ class MfuEnvelope(Strict):
     precision: str = d("the plan's precision")
     published_mfu: float = d("highest MFU a scored validation row measured on this GPU in this precision "
                              "(causal attention, as `mfu_causal`)")
-    run: str = d("that row's id in validation/runs.yaml")
+    run: str = d("that row's id")
+    file: str = d("the validation file that holds the row: runs.yaml or holdout.yaml (held out from every fit)")
     source: str = d("its citation")
     predicted_mfu: float = d("the plan's predicted MFU, causal attention (`mfu_causal`)")
     above: bool = d("predicted above every published run: the cost model was never judged there")
