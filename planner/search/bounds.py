@@ -43,37 +43,47 @@ class Tabled:
 
 def lower_bound(tables: LayoutTables, knobs: tuple[Knobs, ...], tight: bool = False) -> float:
     """A step time no plan of the layout with these knobs beats (seconds): the pipeline flush with
-    the fastest value of each knob that has one (no recompute, sequence parallel, TP and EP overlap
-    on: an overlapped collective costs at most its whole length, overlap.decomposed_exposed_seconds
-    and overlapped_cost_seconds; cuDNN's attention, never slower than FlashAttention-2's, space.undominated;
-    MoE CUDA graphs on, which only take away host synchronisation), over the knobs' precisions, weight
-    casts, CP exchanges and MoE dispatchers, plus the fixed overhead. Loose (the
-    default): those fastest values whether the knobs offer them or not, one pipe per (precision, casts,
-    CP exchange, dispatcher), except full recompute when it is all the knobs offer (the common case where nothing
-    else fits: a bound with no recompute would sit a third below every plan and table nothing out);
-    `tight`: per knob, each fastest value only where some knob offers it (else the knob's own, which
-    it never beats; TP and EP overlap as a pair, which a machine rule may not offer together), with
-    the knob's own precision, casts, exchange, dispatcher and attention kernel (frameworks differ in
-    it): a few more pipes. (It once kept only knobs offering every fastest value
-    at once, and had none to take when two frameworks each offered some of them.)"""
+    the fastest value of each knob that has one (no recompute, TP and EP overlap on: an overlapped
+    collective costs at most its whole length, overlap.decomposed_exposed_seconds and
+    overlapped_cost_seconds; cuDNN's attention, never slower than FlashAttention-2's, space.undominated;
+    MoE CUDA graphs on, which only take away host synchronisation; under SP the inputs saved gathered,
+    which spares the backward's re-gather, stage.backward_tp_comm_seconds), over the knobs' precisions, weight
+    casts, CP exchanges and MoE dispatchers, plus the fixed overhead. Sequence parallelism has no
+    fastest value: it shards the elementwise work but exposes the output gradient's all-gather in the
+    backward, where without it the whole all-reduce can hide beside the weight-gradient GEMMs
+    (stage.backward_tp_comm_seconds), so a small model at tp 8 runs about 7% faster without it unless
+    the TP overlap hides the SP collectives; each value the knobs offer is taken. Loose (the default):
+    those fastest values whether the knobs offer them or not, one pipe per (SP, precision, casts, CP
+    exchange, dispatcher), TP overlap on with SP, except full recompute when it is all the knobs offer
+    (the common case where nothing else fits: a bound with no recompute would sit a third below every
+    plan and table nothing out); `tight`: per knob, its own SP and each fastest value only where some
+    knob with that SP offers it (else the knob's own, which it never beats; TP and EP overlap as a
+    pair, which a machine rule may not offer together), with the knob's own precision, casts,
+    exchange, dispatcher and attention kernel (frameworks differ in it): a few more pipes. (It once
+    kept only knobs offering every fastest value at once, and had none to take when two frameworks
+    each offered some of them; it once took SP on as the fastest, above the best plan by up to 5%
+    with --fix tp_comm_overlap=false.)"""
     tp_split, moe = tables.lay.tp > 1, tables.ctx.spec.model.moe is not None
     offered, none = {k.recompute for k in knobs}, bound_recompute(knobs)
     if tight:  # per knob: each fastest value where some knob offers it, else the knob's own (never slower)
-        sps, mcgs = {k.sp for k in knobs}, {k.mcg for k in knobs}
-        overlaps = {(k.tpo, k.epo) for k in knobs}  # TP and EP overlap together: a machine rule may offer
-        both = (tp_split, moe)                       # either one but not the pair (megatron.overlap_connections)
+        mcgs, spgs = {k.mcg for k in knobs}, {k.spg for k in knobs}
+        overlaps = {(k.sp, k.tpo, k.epo) for k in knobs}  # TP and EP overlap together: a machine rule may
+                                                          # offer either one but not the pair (megatron.
+                                                          # overlap_connections); TP overlap only with SP
 
         def best(values: set, fast, own):
             return fast if fast in values else own
 
         keys = set()
         for k in knobs:
-            tpo, epo = best(overlaps, both, (k.tpo, k.epo))
-            keys.add((best(offered, none, k.recompute), best(sps, tp_split, k.sp), k.precision, k.casts, tpo, k.cpc,
-                      epo, k.attn, k.epd, best(mcgs, moe, k.mcg)))
+            _, tpo, epo = best(overlaps, (k.sp, tp_split and k.sp, moe), (k.sp, k.tpo, k.epo))
+            keys.add((best(offered, none, k.recompute), k.sp, k.precision, k.casts, tpo, k.cpc,
+                      epo, k.attn, k.epd, best(mcgs, moe, k.mcg), k.sp and best(spgs, True, k.spg)))
     else:
-        keys = {(none, tp_split, k.precision, k.casts, tp_split, k.cpc, moe, "cudnn", k.epd, moe) for k in knobs}
-    flush = min(tables.flush(*key[:7], attn=key[7], epd=key[8], mcg=key[9]) for key in fastest_exchanges(tables, keys))
+        sps = {k.sp for k in knobs}
+        keys = {(none, sp, k.precision, k.casts, sp, k.cpc, moe, "cudnn", k.epd, moe, sp) for k in knobs for sp in sps}
+    flush = min(tables.flush(*key[:7], attn=key[7], epd=key[8], mcg=key[9], spg=key[10])
+                for key in fastest_exchanges(tables, keys))
     return flush + tables.ctx.eff.step_overhead_seconds
 
 
@@ -86,7 +96,8 @@ def bound_recompute(knobs: tuple[Knobs, ...]) -> str:
 def compute_bound(tables: LayoutTables, knobs: tuple[Knobs, ...]) -> float:
     """A step time no plan of the layout beats, from compute alone (seconds): the pipeline flush
     (costmodel.pipeline.pipeline_seconds) of each stage's compute seconds (stage.stage_compute_seconds)
-    under the fastest knobs the loose bound takes, over the knobs' precisions and weight casts, plus the
+    under the fastest knobs the loose bound takes (SP on where tp > 1: it shards the elementwise work,
+    so the compute is least with it), over the knobs' precisions and weight casts, plus the
     fixed overhead; with the loose bound's recompute, so the forward replayed (stage_cost's
     recompute_seconds) when full recompute is all the knobs offer (a third of the step the bound
     would otherwise leave out where nothing else fits: on Mixtral 8x22B over 128 H100 it then leaves 79 of
