@@ -137,17 +137,19 @@ def zero3_gather_bytes(model: Model, plan: Plan, stage: StageCost) -> float:
     one tensor at a time, gathered synchronously and released after its module runs, so the layer's
     largest weight twice: the gathered tensor and the flat buffer PyTorch's list all_gather fills
     first (ProcessGroupNCCL::allgather, as cited there); the prefetch of 5e7 elements
-    (stage3_prefetch_bucket_size) is left out."""
-    group = plan.dp * plan.cp
-    if plan.zero_stage != 3 or group <= 1 or not stage.layers:
+    (stage3_prefetch_bucket_size) is left out. A routed expert's weights are sharded over the expert
+    data-parallel ranks instead (model_states, as torchtitan's FSDP2 over its expert mesh, Megatron's and
+    DeepSpeed's expert-DP groups), so the gathered layers hold their non-local (edp - 1)/edp: none at edp 1."""
+    group, egroup = plan.dp * plan.cp, plan.expert_dp
+    if plan.zero_stage != 3 or not stage.layers or (group <= 1 and egroup <= 1):
         return 0.0
+    gathered = dataparallel.param_gather_bytes_per_param(plan.precision, plan.lowp_param_gather)
     if plan.zero3_gather_unit == "tensor":
         resident = 2.0 * max(n * k for _, n, k, _ in compute.weight_gemms(model, 1, plan.tp))
-    else:
-        layers = min(2, stage.layers) if plan.zero3_reshard else stage.layers
-        resident = layers * stage.layer_params / stage.layers
-    gathered = dataparallel.param_gather_bytes_per_param(plan.precision, plan.lowp_param_gather)
-    return resident * gathered * (group - 1) / group
+        return resident * gathered * (group - 1) / group
+    layers = min(2, stage.layers) if plan.zero3_reshard else stage.layers
+    dense, experts = stage.layer_params - stage.expert_params, stage.expert_params
+    return (layers / stage.layers) * gathered * (dense * (group - 1) / group + experts * (egroup - 1) / egroup)
 
 
 def gradient_shard_copy_bytes(plan: Plan, stage: StageCost, per_param: memory.StateBytesPerParam) -> float:

@@ -45,3 +45,16 @@ def test_zero3_gathers_carry_slack_but_its_shards_do_not():
     parts = step.memory_breakdown(MODEL, plan, STAGE, EFF)
     assert parts["zero3_gather_buffers"] > 0
     assert parts["overhead"] == pytest.approx(2 * GIB + 0.1 * (10 * GIB + parts["zero3_gather_buffers"]))
+
+
+def test_zero3_gathers_a_routed_experts_weights_over_its_expert_data_parallel_ranks():
+    """Experts are sharded over the expert-DP ranks (tp x cp x dp / (ep x etp)), not over dp: a stage of
+    1e9 layer weights of which 0.8e9 are local experts, ZeRO-3 over dp 4 with ep 4 (expert DP 1), bf16
+    (2 B a gathered weight), one layer in flight and the next prefetched of the 4: the dense 0.2e9 gather
+    their 3/4 non-local, 2/4 x 0.2e9 x 2 x 3/4 = 0.15e9 bytes, the experts nothing (each rank holds its own
+    whole). At ep 2 (expert DP 2) the experts add half of theirs: 2/4 x 0.8e9 x 2 x 1/2 = 0.4e9."""
+    moe = replace(STAGE, expert_params=0.8e9)
+    plan = cm.Plan(dp=4, ep=4, zero_stage=3, precision="bf16", global_batch_size=8)
+    assert step.zero3_gather_bytes(MODEL, plan, moe) == pytest.approx(0.15e9)
+    assert step.zero3_gather_bytes(MODEL, replace(plan, ep=2), moe) == pytest.approx(0.15e9 + 0.4e9)
+    assert step.zero3_gather_bytes(MODEL, plan, STAGE) == pytest.approx(2 / 4 * 1e9 * 2 * 3 / 4)  # dense
