@@ -28,3 +28,30 @@ def test_every_suggested_plan_is_emittable(framework, model_name, cluster_name, 
         d = report.to_dict(report.score(model, cluster, ranked.plan))
         files = render(build_job(model, d), framework)  # raises PlannerError naming the rule if refused
         assert any(name.endswith("launch.sh") for name in files)
+
+
+@pytest.mark.parametrize("model_name,cluster_name,gpus,gbs", [("megatron-1.7b", "dgx-h100", 16, 64),
+                                                             ("qwen3-30b-a3b", "dgx-b200", 16, 128)])
+def test_each_ranked_plan_names_the_frameworks_that_launch_it(model_name, cluster_name, gpus, gbs):
+    """`suggest --json` gives each plan the searched frameworks that can launch it, and exactly those
+    emit it: each listed framework's emitter accepts the plan, each other one refuses it. torchtitan
+    has no definition of Megatron's 1.7B GPT (GeLU, LayerNorm, learned positions: frameworks/torchtitan.py
+    match_flavour), so its rules alone would not make it a launcher."""
+    from planner.errors import PlannerError
+    from planner.search.report import suggest_report
+
+    model = loading.load_model_spec(model_name, global_batch_size=gbs)
+    cluster = loading.build_cluster(loading.load_cluster_spec(cluster_name), gpus)
+    spec = SearchSpec(model.to_model(), cluster, gbs)
+    plans = suggest_report(model, spec, suggest.Options(top_k=3))["plans"]
+    assert plans and all(d["frameworks"] for d in plans)
+    if model_name == "megatron-1.7b":
+        assert all("torchtitan" not in d["frameworks"] for d in plans)
+    for d in plans:
+        for framework in spec.frameworks:
+            job = build_job(model, {k: v for k, v in d.items() if k != "frameworks"})
+            if framework in d["frameworks"]:
+                assert any(name.endswith(".sh") for name in render(job, framework))
+            else:
+                with pytest.raises(PlannerError):
+                    render(job, framework)

@@ -480,10 +480,18 @@ class Emitted(Strict):
     notes: list[str] = d("frameworks asked for that run another plan than the best, or none (no files for them)")
 
 
+class SuggestedPlan(Estimate):
+    """One ranked plan of `suggest`: its estimate, and who can launch it."""
+
+    frameworks: list[str] = d("the searched frameworks whose rules run the plan on this cluster and that build the "
+                              "model (planner/frameworks; torchtitan builds only its own models), e.g. "
+                              "[\"megatron\", \"torchtitan\"]")
+
+
 class SuggestOutput(Output):
     """`planner suggest --json`: the ranked plans, why the best wins, the search, the best plan's diagnosis."""
 
-    plans: list[Estimate] = d("best plan of each distinct (tp, pp, dp) layout, best first")
+    plans: list[SuggestedPlan] = d("best plan of each distinct (tp, pp, dp) layout, best first")
     why: str | None = d("why #1 beats #2; null with one plan")
     search: Search = d("what the search did")
     diagnosis: Diagnosis = d("diagnosis of the best plan")

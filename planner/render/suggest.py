@@ -70,6 +70,10 @@ def print_suggestions(plans: list[dict], why: str | None, search: dict, console:
     if why:
         console.print(f"[bold]#1 vs #2:[/bold] {why}")
     console.print(f"[bold]#1:[/bold] {render.plan_label(plans[0]['plan'])}")
+    if "frameworks" in plans[0]:
+        launchers = plans[0]["frameworks"]
+        console.print("  runs on: " + (", ".join(launchers) + " (--emit NAME writes its launch files)" if launchers
+                                       else "none of the frameworks searched (see the warnings)"))
     for w in plans[0]["warnings"]:
         console.print(f"[yellow]warning:[/yellow] {w}")
     for line in coverage.cautions(envelope, unvalidated or [], "#1", host_wait=host_wait, long_context=long_context):
