@@ -48,8 +48,8 @@ def test_each_ranked_plan_names_the_frameworks_that_launch_it(model_name, cluste
     if model_name == "megatron-1.7b":
         assert all("torchtitan" not in d["frameworks"] for d in plans)
     for d in plans:
+        job = build_job(model, {k: v for k, v in d.items() if k != "frameworks"})
         for framework in spec.frameworks:
-            job = build_job(model, {k: v for k, v in d.items() if k != "frameworks"})
             if framework in d["frameworks"]:
                 assert any(name.endswith(".sh") for name in render(job, framework))
             else:

@@ -53,17 +53,16 @@ def runs_on(framework: str, model: ModelSpec, plan, cluster) -> bool:
                                                                             frameworks.Machine.of(cluster))
 
 
-def launchers(spec: SearchSpec, plan) -> list[str]:
-    """The searched frameworks that can launch `plan` on the cluster: their rules accept it
-    (planner/frameworks) and they build the model (Framework.model_gap: torchtitan only its own)."""
+def launchers(model: ModelSpec, spec: SearchSpec, plan) -> list[str]:
+    """The searched frameworks that can launch `plan` on the cluster: runs_on, and they build the model
+    (Framework.model_gap: torchtitan only its own)."""
     from planner import frameworks
 
-    machine, out = frameworks.Machine.of(spec.cluster), []
-    for name in spec.frameworks:
-        fw = frameworks.get(name)
-        if not (fw.model_gap and fw.model_gap(spec.model)) and not frameworks.violations(fw, spec.model, plan, machine):
-            out.append(name)
-    return out
+    def builds(name: str) -> bool:
+        gap = frameworks.get(name).model_gap
+        return not (gap and gap(spec.model))
+
+    return [name for name in spec.frameworks if builds(name) and runs_on(name, model, plan, spec.cluster)]
 
 
 def best_per_framework(model: ModelSpec, spec: SearchSpec, opts: suggest.Options, report: dict,
@@ -109,7 +108,7 @@ def suggest_report(model: ModelSpec, spec: SearchSpec, opts: suggest.Options, wi
     eff = whatif.apply_efficiency(cm.Efficiency(), wi)
     result = run(spec, opts, eff)
     scored = [score.score(model, spec.cluster, r.plan, eff) for r in result.ranked]
-    dicts = [{**score.to_dict(s), "frameworks": launchers(spec, s.plan)} for s in scored]
+    dicts = [{**score.to_dict(s), "frameworks": launchers(model, spec, s.plan)} for s in scored]
     out = {"plans": dicts, "why": explain.why_faster(dicts[0], dicts[1]) if len(dicts) > 1 else None,
            "search": {**search_summary(result, opts), "context_parallel": cpnote.context_parallel_note(
                scored[0], spec.cluster.gpu.memory_bytes * opts.max_memory_fraction, eff)},
