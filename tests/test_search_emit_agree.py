@@ -55,3 +55,23 @@ def test_each_ranked_plan_names_the_frameworks_that_launch_it(model_name, cluste
             else:
                 with pytest.raises(PlannerError):
                     render(job, framework)
+
+
+def test_frameworks_without_the_model_are_not_searched_when_another_builds_it():
+    """MPT-7B (ALiBi, GeLU, LayerNorm): Megatron-LM refuses ALiBi and torchtitan has no definition of it,
+    so only DeepSpeed launches it. Before, torchtitan's rules stayed in the search and its ZeRO-3 + TP 8 +
+    sequence-parallel + AsyncTP plan ranked first with no framework to launch it (found by fuzzing suggest).
+    Now torchtitan is left out with a note, and every ranked plan names a launcher."""
+    from planner.frameworks import building
+    from planner.search.report import suggest_report
+
+    model = loading.load_model_spec("mpt-7b", global_batch_size=1000)
+    cluster = loading.build_cluster(loading.load_cluster_spec("dgx-h100"), 16)
+    spec = SearchSpec(model.to_model(), cluster, 1000, fixed={"tp": 8, "recompute": "full"})
+    out = suggest_report(model, spec, suggest.Options(top_k=2))
+    assert [d["frameworks"] for d in out["plans"]] == [["deepspeed"], ["deepspeed"]]
+    assert any(n.startswith("torchtitan not searched: torchtitan has no model definition for 'mpt-7b'")
+               for n in out["search"]["notes"])
+    # When no framework searched has a definition, all stay (their rules, and the launch-gap warning).
+    assert building(("torchtitan",), model.to_model()) == (("torchtitan",), [])
+    assert building(("megatron", "deepspeed"), model.to_model()) == (("megatron", "deepspeed"), [])

@@ -13,10 +13,23 @@ REGISTRY: dict[str, Framework] = {m.FRAMEWORK.name: m.FRAMEWORK for m in (megatr
 NAMES: tuple[str, ...] = tuple(REGISTRY)
 
 
+def building(names: tuple[str, ...], model) -> tuple[tuple[str, ...], list[str]]:
+    """The frameworks of `names` to search for `model` (a costmodel Model): those with a definition of
+    it (Framework.model_gap: torchtitan builds only its own), or all of them when none has one (the
+    plans then follow their rules, and `suggest` warns that their launch files cannot build the model).
+    Without this a plan only torchtitan's rules admit could win for a model only the others build, and
+    no framework would launch it. Returns (the names kept, one note per framework left out)."""
+    gaps = {n: REGISTRY[n].model_gap(model) if REGISTRY[n].model_gap else None for n in names}
+    kept = tuple(n for n in names if not gaps[n])
+    if not kept:
+        return names, []
+    return kept, [f"{REGISTRY[n].title} not searched: {gaps[n]}" for n in names if gaps[n]]
+
+
 def get(name: str) -> Framework:
     if name not in REGISTRY:
         raise PlannerError(f"unknown framework '{name}' (choose {', '.join(NAMES)})")
     return REGISTRY[name]
 
 
-__all__ = ["Choice", "Framework", "Knobs", "Machine", "NAMES", "REGISTRY", "get", "layout_violation", "violations"]
+__all__ = ["Choice", "Framework", "Knobs", "Machine", "NAMES", "REGISTRY", "building", "get", "layout_violation", "violations"]

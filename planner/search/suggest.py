@@ -6,10 +6,11 @@ best fitting plan of each of the K best layout groups (tp, pp, dp), best first.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from costmodel import types as cm
 from planner.errors import PlannerError
+from planner.frameworks import building
 from planner.search import bounds, cpsat, enumerator, nofit
 from planner.search.objective import OBJECTIVES
 from planner.search.space import Knobs, Layout, SearchSpec, Space, build_space, plan_for
@@ -104,9 +105,10 @@ def run(spec: SearchSpec, opts: Options, eff: cm.Efficiency | None = None) -> Re
     eff = eff or cm.Efficiency()
     check_options(spec, opts)
     start = time.perf_counter()
-    space = build_space(spec)
+    names, left_out = building(spec.frameworks, spec.model)
+    space = build_space(replace(spec, frameworks=names) if left_out else spec)
     result = Result([], space.size, len(space.knobs), 0, 0, 0, "", {"space": time.perf_counter() - start},
-                    unused_options(space))
+                    left_out + unused_options(space))
     if not space.knobs:
         raise PlannerError(nofit.nothing_legal(space))
     capacity = spec.cluster.gpu.memory_bytes * opts.max_memory_fraction
