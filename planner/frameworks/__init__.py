@@ -32,4 +32,5 @@ def get(name: str) -> Framework:
     return REGISTRY[name]
 
 
-__all__ = ["Choice", "Framework", "Knobs", "Machine", "NAMES", "REGISTRY", "building", "get", "layout_violation", "violations"]
+__all__ = ["Choice", "Framework", "Knobs", "Machine", "NAMES", "REGISTRY", "building", "get", "layout_violation",
+           "violations"]
