@@ -49,13 +49,13 @@ CASES = [
 
 
 def end_to_end_seconds(argv: list[str]) -> float:
-    out = io.StringIO()
+    out, err = io.StringIO(), io.StringIO()  # the output, and its notes and warnings (not the bench's)
     start = time.perf_counter()
-    with contextlib.redirect_stdout(out):
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         rc = main(["suggest", *argv])
     elapsed = time.perf_counter() - start
     if rc != 0:
-        raise SystemExit(f"suggest {' '.join(argv)} failed with exit code {rc}")
+        raise SystemExit(f"suggest {' '.join(argv)} failed with exit code {rc}: {err.getvalue().strip()}")
     return elapsed
 
 
