@@ -201,6 +201,20 @@ def test_noisy_lines_mpi_prefixes_and_info_lines_are_skipped():
     assert log.avg_busbw_gbytes_per_s == pytest.approx(172.51)
 
 
+@pytest.mark.parametrize("wrong", ["inf", "nan", "-1", "0.5"])
+def test_a_wrong_count_that_is_not_a_count_makes_the_row_malformed(wrong):
+    """#wrong is a count of mismatched elements (nccl-tests prints it with %g or N/A): inf, nan, a negative
+    or a fraction in its column is a malformed row, warned and skipped; inf was an OverflowError
+    traceback (found by fuzzing calibrate with garbled logs)."""
+    row = ("  4294967296    1073741824     float     sum      -1  19777.1  217.17  380.05       0  20322.0  211.35"
+           "  369.85       0")
+    text = CURRENT_TXT.read_text()
+    assert row in text
+    with pytest.warns(UserWarning, match="malformed data row"):
+        log = parse_text(text.replace(row, row[:-1] + wrong), "garbled.log")
+    assert 4294967296 not in [r.size_bytes for r in log.rows] and 8589934592 in [r.size_bytes for r in log.rows]
+
+
 def test_duplicated_header_keeps_one_layout_and_all_rows():
     text = HEADER_2022 + ROW_A + "\n" + HEADER_2022 + ROW_B + "\n"
     log = parse_text(text, collective="all_reduce")

@@ -194,6 +194,8 @@ def _wrong_value(token: str, era: str) -> int | None:
     value = float(token)  # validates the token even where it is discarded
     if era in ("text-2017", "text-legacy"):
         return None
+    if not math.isfinite(value) or value < 0 or value != int(value):
+        raise ValueError(f"#wrong {token} is not a count")  # a malformed row, not an OverflowError traceback
     return int(value)
 
 
