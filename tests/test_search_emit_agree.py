@@ -75,3 +75,20 @@ def test_frameworks_without_the_model_are_not_searched_when_another_builds_it():
     # When no framework searched has a definition, all stay (their rules, and the launch-gap warning).
     assert building(("torchtitan",), model.to_model()) == (("torchtitan",), [])
     assert building(("megatron", "deepspeed"), model.to_model()) == (("megatron", "deepspeed"), [])
+
+
+@pytest.mark.parametrize("model_name,cluster_name,gpus,gbs", [
+    ("mpt-7b", "dgx-a100", 32, 256), ("gpt3-175b", "dgx-h100", 64, 128), ("nemotron-4-15b", "dgx-b200", 16, 64),
+    ("tests/data/hf_configs/gemma-2-27b.json", "dgx-h100", 32, 128),
+    ("tests/data/hf_configs/olmoe-1b-7b.json", "dgx-h100", 16, 64), ("mixtral-8x7b", "gb200-nvl72", 32, 128)])
+def test_every_ranked_plan_has_a_launcher(model_name, cluster_name, gpus, gbs):
+    """Over all frameworks, each ranked plan names one that launches it (its rules pass and it builds the
+    model): Gemma 2 (gated GELU: Megatron-LM refuses it, torchtitan has no definition) is DeepSpeed's alone,
+    OLMoE (experts: DeepSpeed refuses them) Megatron-LM's alone."""
+    from planner.search.report import suggest_report
+
+    model = loading.load_model_spec(model_name, seq_length=4096 if model_name.endswith(".json") else None,
+                                    global_batch_size=gbs)
+    cluster = loading.build_cluster(loading.load_cluster_spec(cluster_name), gpus)
+    out = suggest_report(model, SearchSpec(model.to_model(), cluster, gbs), suggest.Options(top_k=3))
+    assert out["plans"] and all(d["frameworks"] for d in out["plans"]), [d["frameworks"] for d in out["plans"]]
