@@ -92,3 +92,13 @@ def test_every_ranked_plan_has_a_launcher(model_name, cluster_name, gpus, gbs):
     cluster = loading.build_cluster(loading.load_cluster_spec(cluster_name), gpus)
     out = suggest_report(model, SearchSpec(model.to_model(), cluster, gbs), suggest.Options(top_k=3))
     assert out["plans"] and all(d["frameworks"] for d in out["plans"]), [d["frameworks"] for d in out["plans"]]
+
+
+def test_a_refusal_names_the_frameworks_left_out(capsys):
+    """Llama 4 Maverick at 32k tokens on 128 B200: Megatron-LM has no chunked attention and DeepSpeed refuses
+    every split, and torchtitan, left out of the search as it has no Llama 4 definition, is named in the
+    one-line refusal rather than silently missing from its reasons (before 585f99e its rule was one of them)."""
+    from conftest import one_line_error
+
+    one_line_error(capsys, ["suggest", "llama4-maverick", "dgx-b200", "--gpus", "128", "--seq-length", "32768",
+                            "--gbs", "8"], "(torchtitan not searched: no definition of this model)")

@@ -38,15 +38,19 @@ def rule_kinds(rejected) -> list[tuple[str, int]]:
     return sorted(((example, n) for n, example in kinds.values()), key=lambda e: -e[1])
 
 
-def nothing_legal(space: Space) -> str:
+def nothing_legal(space: Space, left_out: tuple[str, ...] = ()) -> str:
+    """Why no layout is legal; `left_out`: the frameworks the search left out as unable to build the
+    model (frameworks.building), named so that their absence from the reasons is not a mystery."""
     spec = space.spec
     fixed = ", ".join(f"{PLAN_FIELDS.get(k, k)}={v}" for k, v in spec.fixed.items())
     where = f" with --fix {fixed}" if fixed else ""
+    gap = f" ({', '.join(left_out)} not searched: no definition of this model)" if left_out else ""
     if not space.rejected:
-        return f"no legal layout for {spec.cluster.num_gpus} GPUs{where}: no (tp, pp, dp) split of the GPUs matches"
+        return (f"no legal layout for {spec.cluster.num_gpus} GPUs{where}: no (tp, pp, dp) split of the GPUs "
+                f"matches{gap}")
     kinds = "; ".join(f"{example} ({n} split{'s' if n > 1 else ''})" for example, n in rule_kinds(space.rejected)[:3])
-    return (f"no legal layout for {spec.cluster.num_gpus} GPUs{where}: every (tp, pp) split breaks a rule: {kinds}; "
-            f"try another GPU count, --gbs, --framework{' or fewer --fix' if fixed else ''}")
+    return (f"no legal layout for {spec.cluster.num_gpus} GPUs{where}: every (tp, pp) split breaks a rule: {kinds}"
+            f"{gap}; try another GPU count, --gbs, --framework{' or fewer --fix' if fixed else ''}")
 
 
 def smallest_plan(space: Space, ctx: TableContext, stop_below: float = 0.0) -> tuple[float, Layout, Knobs] | None:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 
 from costmodel import types as cm
 from planner.errors import PlannerError
-from planner.frameworks import building
+from planner.frameworks import REGISTRY, building
 from planner.search import bounds, cpsat, enumerator, nofit
 from planner.search.objective import OBJECTIVES
 from planner.search.space import Knobs, Layout, SearchSpec, Space, build_space, plan_for
@@ -110,7 +110,8 @@ def run(spec: SearchSpec, opts: Options, eff: cm.Efficiency | None = None) -> Re
     result = Result([], space.size, len(space.knobs), 0, 0, 0, "", {"space": time.perf_counter() - start},
                     left_out + unused_options(space))
     if not space.knobs:
-        raise PlannerError(nofit.nothing_legal(space))
+        raise PlannerError(nofit.nothing_legal(space, tuple(REGISTRY[n].title for n in spec.frameworks
+                                                            if n not in names)))
     capacity = spec.cluster.gpu.memory_bytes * opts.max_memory_fraction
     run_solver = _with_cpsat if opts.solver == "cpsat" else _with_enumerator
     run_solver(space, eff, capacity, opts, result)
