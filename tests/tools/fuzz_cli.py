@@ -2,7 +2,7 @@
 the inputs or the emitters (minutes; not in CI, whose tests pin what these runs found):
 
     python tests/tools/fuzz_cli.py suggest --seed 1 --cases 200
-    python tests/tools/fuzz_cli.py emit|size|calibrate|compare|hf --seed 1 --cases 50
+    python tests/tools/fuzz_cli.py emit|size|calibrate|compare|hf|yaml --seed 1 --cases 50
 
 Every command must exit 0 or 2; exit 2 prints warnings and then exactly one `planner: error:` line; `--json`
 parses with a strict parser (no NaN or Infinity). Per command:
@@ -12,8 +12,8 @@ parses with a strict parser (no NaN or Infinity). Per command:
   every launch script written passes `bash -n`;
 - size, calibrate (garbled nccl-tests logs and step-time files), compare (estimate objects with keys
   dropped or set to nonsense): the exit-code and error-line rules;
-- hf: a Hugging Face config.json with keys dropped or set to nonsense is refused in one line or estimated
-  with positive, finite numbers.
+- hf, yaml: a Hugging Face config.json, or a model or cluster YAML, with keys dropped or set to nonsense is
+  refused in one line or estimated with positive, finite numbers.
 Prints each violation with the command line, then a summary; exits 1 when any was found.
 """
 from __future__ import annotations
@@ -240,8 +240,37 @@ def check_hf(r: random.Random) -> list[str]:
         return [f"{source.name} {a[2:]}: {b}" for b in bad]
 
 
+def check_yaml(r: random.Random) -> list[str]:
+    """A model or cluster YAML (examples/, catalog MoE models) with a key dropped or set to nonsense: refused
+    in one line or estimated with positive, finite numbers."""
+    import yaml
+
+    models = [ROOT / "examples" / "llama3-70b.yaml", ROOT / "catalogs" / "models" / "mixtral-8x7b.yaml",
+              ROOT / "catalogs" / "models" / "deepseek-v3.yaml"]
+    model, cluster = yaml.safe_load(r.choice(models).read_text()), yaml.safe_load((ROOT / "examples" /
+                                                                                   "h100-64.yaml").read_text())
+    which = r.choice(["model", "cluster"])
+    if which == "model":
+        model = spoil(r, model)
+    else:
+        cluster = spoil(r, cluster)
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = [Path(tmp, "model.yaml"), Path(tmp, "cluster.yaml")]
+        for path, data in zip(paths, (model, cluster)):
+            path.write_text(yaml.safe_dump(data))
+        a = ["estimate", *map(str, paths), "--tp", "8", "--pp", "2", "--json"]
+        a += ["--ep", "4"] if isinstance(model, dict) and "moe" in model else []
+        rc, out, err = call(a)
+        bad = exit_problems(rc, err)
+        if rc == 0:
+            d = strict_json(out)
+            if not (d["step_time_s"] > 0 and d["parameters"] > 0 and 0 < d["mfu"] <= 1):
+                bad.append(f"nonsense answer: step {d['step_time_s']}, parameters {d['parameters']}, MFU {d['mfu']}")
+        return [f"spoiled {which} {(model, cluster)[which == 'cluster']}: {b}" for b in bad]
+
+
 CHECKS = {"suggest": check_suggest, "emit": check_emit, "size": check_size, "calibrate": check_calibrate,
-          "compare": check_compare, "hf": check_hf}
+          "compare": check_compare, "hf": check_hf, "yaml": check_yaml}
 
 
 def run(check: str, seed: int, cases: int) -> int:
