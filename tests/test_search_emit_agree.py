@@ -73,8 +73,8 @@ def test_frameworks_without_the_model_are_not_searched_when_another_builds_it():
     assert any(n.startswith("torchtitan not searched: torchtitan has no model definition for 'mpt-7b'")
                for n in out["search"]["notes"])
     # When no framework searched has a definition, all stay (their rules, and the launch-gap warning).
-    assert building(("torchtitan",), model.to_model()) == (("torchtitan",), [])
-    assert building(("megatron", "deepspeed"), model.to_model()) == (("megatron", "deepspeed"), [])
+    assert building(("torchtitan",), model.to_model()) == (("torchtitan",), {})
+    assert building(("megatron", "deepspeed"), model.to_model()) == (("megatron", "deepspeed"), {})
 
 
 @pytest.mark.parametrize("model_name,cluster_name,gpus,gbs", [

@@ -13,17 +13,17 @@ REGISTRY: dict[str, Framework] = {m.FRAMEWORK.name: m.FRAMEWORK for m in (megatr
 NAMES: tuple[str, ...] = tuple(REGISTRY)
 
 
-def building(names: tuple[str, ...], model) -> tuple[tuple[str, ...], list[str]]:
+def building(names: tuple[str, ...], model) -> tuple[tuple[str, ...], dict[str, str]]:
     """The frameworks of `names` to search for `model` (a costmodel Model): those with a definition of
-    it (Framework.model_gap: torchtitan builds only its own), or all of them when none has one (the
+    it (Framework.cannot_build: torchtitan builds only its own), or all of them when none has one (the
     plans then follow their rules, and `suggest` warns that their launch files cannot build the model).
     Without this a plan only torchtitan's rules admit could win for a model only the others build, and
-    no framework would launch it. Returns (the names kept, one note per framework left out)."""
-    gaps = {n: REGISTRY[n].model_gap(model) if REGISTRY[n].model_gap else None for n in names}
+    no framework would launch it. Returns (the names kept, name -> why for each one left out)."""
+    gaps = {n: REGISTRY[n].cannot_build(model) for n in names}
     kept = tuple(n for n in names if not gaps[n])
     if not kept:
-        return names, []
-    return kept, [f"{REGISTRY[n].title} not searched: {gaps[n]}" for n in names if gaps[n]]
+        return names, {}
+    return kept, {n: why for n, why in gaps.items() if why}
 
 
 def get(name: str) -> Framework:

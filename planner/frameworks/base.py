@@ -151,12 +151,17 @@ class Framework:
     interleaving_rules: tuple[Rule, ...] = ()
     machine_rules: tuple[MachineRule, ...] = ()
     # Why the framework's launch files cannot build this model at all (torchtitan builds only model
-    # definitions of its own), or None. Not a search rule: the search scores any architecture under the
-    # framework's rules, and `suggest --framework` says when its plans could not be emitted as they are.
+    # definitions of its own), or None. Not a rule of its plans: the search leaves such a framework out
+    # when another searched one builds the model (frameworks.building), else scores the architecture under
+    # its rules and `suggest` warns that its plans could not be emitted as they are.
     model_gap: Optional[Callable[[cm.Model], Optional[str]]] = None
 
     def knobs_for(self, plan: cm.Plan) -> Knobs:
         return self.knobs(plan.tp > 1, plan.pp > 1)
+
+    def cannot_build(self, model: cm.Model) -> Optional[str]:
+        """model_gap's line for `model`, or None (also for a framework without a model_gap)."""
+        return self.model_gap(model) if self.model_gap else None
 
 
 # The ZeRO stage each grad_sync value other than "buckets" describes (costmodel/rules.py).

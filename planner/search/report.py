@@ -25,11 +25,11 @@ def agreement_warnings(ranked, dicts: list[dict]) -> list[str]:
 
 def launch_gap_warnings(spec) -> list[str]:
     """When every framework searched lacks a definition of the model (torchtitan builds only its own,
-    Framework.model_gap), the plans are its rules applied to an architecture it cannot launch: say so."""
+    Framework.cannot_build), the plans are its rules applied to an architecture it cannot launch: say so."""
     from planner.frameworks import REGISTRY
 
     fws = [REGISTRY[f] for f in spec.frameworks]
-    gaps = [(fw, fw.model_gap(spec.model) if fw.model_gap else None) for fw in fws]
+    gaps = [(fw, fw.cannot_build(spec.model)) for fw in fws]
     if not gaps or not all(why for _, why in gaps):
         return []
     return [f"{fw.title}'s launch files cannot build this model ({why}): these plans follow its rules, but "
@@ -55,14 +55,11 @@ def runs_on(framework: str, model: ModelSpec, plan, cluster) -> bool:
 
 def launchers(model: ModelSpec, spec: SearchSpec, plan) -> list[str]:
     """The searched frameworks that can launch `plan` on the cluster: runs_on, and they build the model
-    (Framework.model_gap: torchtitan only its own)."""
+    (Framework.cannot_build: torchtitan only its own)."""
     from planner import frameworks
 
-    def builds(name: str) -> bool:
-        gap = frameworks.get(name).model_gap
-        return not (gap and gap(spec.model))
-
-    return [name for name in spec.frameworks if builds(name) and runs_on(name, model, plan, spec.cluster)]
+    return [name for name in spec.frameworks
+            if not frameworks.get(name).cannot_build(spec.model) and runs_on(name, model, plan, spec.cluster)]
 
 
 def best_per_framework(model: ModelSpec, spec: SearchSpec, opts: suggest.Options, report: dict,

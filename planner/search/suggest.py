@@ -107,11 +107,11 @@ def run(spec: SearchSpec, opts: Options, eff: cm.Efficiency | None = None) -> Re
     start = time.perf_counter()
     names, left_out = building(spec.frameworks, spec.model)
     space = build_space(replace(spec, frameworks=names) if left_out else spec)
+    notes = [f"{REGISTRY[n].title} not searched: {why}" for n, why in left_out.items()]
     result = Result([], space.size, len(space.knobs), 0, 0, 0, "", {"space": time.perf_counter() - start},
-                    left_out + unused_options(space))
+                    notes + unused_options(space))
     if not space.knobs:
-        raise PlannerError(nofit.nothing_legal(space, tuple(REGISTRY[n].title for n in spec.frameworks
-                                                            if n not in names)))
+        raise PlannerError(nofit.nothing_legal(space, tuple(REGISTRY[n].title for n in left_out)))
     capacity = spec.cluster.gpu.memory_bytes * opts.max_memory_fraction
     run_solver = _with_cpsat if opts.solver == "cpsat" else _with_enumerator
     run_solver(space, eff, capacity, opts, result)

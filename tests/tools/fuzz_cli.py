@@ -24,7 +24,6 @@ import copy
 import io
 import json
 import math
-import os
 import random
 import re
 import subprocess
@@ -293,5 +292,4 @@ if __name__ == "__main__":
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--cases", type=int, default=100)
     args = ap.parse_args()
-    os.environ.setdefault("PLANNER_SKIP_BROWSER", "1")
     raise SystemExit(run(args.check, args.seed, args.cases))
