@@ -320,6 +320,13 @@ def test_no_flavour_names_the_closest():
     assert "normalization layernorm (torchtitan rmsnorm)" in text
 
 
+def test_mla_head_dim_is_its_query_key_width():
+    """DeepSeek-V3's queries and keys are 128 nope + 64 rope = 192 wide per head (its config.json's
+    qk_nope_head_dim and qk_rope_head_dim), not hidden_size / heads = 7168 / 128 = 56."""
+    _, why = titan.match_flavour(load_model_spec("deepseek-v3").to_model())
+    assert "head_dim 192 (torchtitan 128)" in why and "head_dim 56" not in why
+
+
 def test_tied_weights_with_pipeline_refused():
     assert "weight tying is not supported with pipeline parallelism" in refused(model_of("1b"), pp=2, zero_stage=1,
                                                                                  global_batch_size=8)

@@ -386,7 +386,7 @@ def _fields(model: cm.Model) -> dict[str, object]:
     every_layer_moe = model.moe is not None and isinstance(experts, tuple)
     return {"num_layers": model.num_layers, "hidden_size": model.hidden_size,
             "num_attention_heads": model.num_attention_heads, "num_kv_heads": model.kv_heads,
-            "head_dim": model.head_dim, "ffn_hidden_size": None if every_layer_moe else model.ffn,
+            "head_dim": _head_dim(model), "ffn_hidden_size": None if every_layer_moe else model.ffn,
             "vocab_size": model.vocab_size, "tie_embeddings": model.tie_embeddings,
             "rope_theta": model.rope_theta, "normalization": model.normalization, "mlp": model.mlp,
             "position_embedding": model.position_embedding, "rotary_percent": model.rotary_percent,
@@ -394,6 +394,11 @@ def _fields(model: cm.Model) -> dict[str, object]:
             "qk_norm": model.qk_norm, "experts": experts, "attention": "mla" if model.mla else "gqa",
             "attention_window": model.attention_window, "attention_sinks": model.attention_sinks,
             "mtp_layers": model.mtp_layers}
+
+
+def _head_dim(model: cm.Model) -> int:
+    """The query/key head dimension: MLA's nope + rope parts (hidden_size / heads means nothing there)."""
+    return model.mla.qk_nope_head_dim + model.mla.qk_rope_head_dim if model.mla else model.head_dim
 
 
 def _flavour_fields(f: Flavour) -> dict[str, object]:
