@@ -67,9 +67,10 @@ def test_every_benchmark_case_is_held_against_its_envelope(name, argv, capsys):
     published = envelope.shipped().get((best["gpu"], best["plan"]["precision"]))
     with capsys.disabled():
         print(f"\n{name}: best MFU {100 * best['mfu_causal']:.1f}% (causal); envelope "
-              + (f"{100 * env['published_mfu']:.1f}% ({env['run']}: {env['source']})" if env else "none published"))
+              + (f"{100 * env['published_mfu']:.1f}% ({env['run']}: {env['source']})" if published else
+                 "none published"))
     if published is None:
-        assert env is None
+        assert env["published_mfu"] is None and env["above"] is True
     else:
         assert env["published_mfu"] == published.mfu and env["run"] == published.run
         assert env["above"] == (best["mfu_causal"] > published.mfu)
@@ -101,6 +102,25 @@ def test_estimate_holds_the_plan_against_its_envelope(capsys):
     assert f"the plan's MFU {100 * mfu:.1f}% {ABOVE} a100-sxm-80gb in bf16" in text
 
 
+def test_a_gpu_no_run_was_published_on_is_said_to_be_unjudged(capsys):
+    """No scored row ran an AMD MI355X (validation/mfu_envelope.yaml has no cdna GPU): estimate's envelope
+    has no published MFU, counts the plan as above it, and the text says the model was never judged there.
+    A GPU with published runs in another precision only (B200: FP8 and MXFP8 rows, none in bf16) is said so too."""
+    assert not any(gpu.startswith("mi") for gpu, _ in envelope.shipped())
+    assert ("b200-sxm-180gb", "bf16") not in envelope.shipped() and ("b200-sxm-180gb", "fp8") in envelope.shipped()
+    for cluster, gpu in (("amd-mi355x-platform", "mi355x-288gb"), ("dgx-b200", "b200-sxm-180gb")):
+        base = ["estimate", "llama3-8b", cluster, "--gpus", "8", "--gbs", "64", "--tp", "1", "--pp", "1", "--mbs", "1",
+                "--zero", "1", "--precision", "bf16"]
+        assert main([*base, "--json"]) == 0
+        env = json.loads(capsys.readouterr().out)["envelope"]
+        assert (env["gpu"], env["precision"], env["published_mfu"], env["run"], env["above"]) == (gpu, "bf16", None,
+                                                                                                   None, True)
+        assert main(base) == 0
+        text = " ".join(capsys.readouterr().out.split())
+        assert f"has no published run to be held against: validation/ has none on {gpu} in bf16, so the cost " \
+            "model was never judged on this GPU in this precision" in text
+
+
 def test_size_notes_a_choice_above_the_envelope():
     """`size` notes a chosen option whose plan's MFU is above every published run on its GPU and
     precision (H100 bf16: 47.1%, a held-out row), once even when it is both the cheapest and the fastest."""
@@ -123,7 +143,11 @@ def test_size_notes_a_choice_above_the_envelope():
     assert f"56.0% {ABOVE} h100-sxm-80gb in bf16 (highest 47.1%, megatron-core-h100-weak-16b; " \
         "validation/holdout.yaml)" in notes[0]
     assert envelope_notes({"cheapest": below, "fastest": None}, 4096) == []
-    assert envelope_notes({"cheapest": option("b300-sxm-270gb", 0.9)}, 4096) == []  # no bf16 row on B300
+    # no bf16 row on B300: no run to hold the plan against, which is said, whatever its MFU
+    for mfu in (0.9, 0.1):
+        notes = envelope_notes({"cheapest": option("b300-sxm-270gb", mfu)}, 4096)
+        assert len(notes) == 1 and "has no published run to be held against: validation/ has none on " \
+            "b300-sxm-270gb in bf16" in notes[0]
     # and one note for a plan that uses a setting no published run on its generation used (TP overlap on A100)
     overlapped = option("a100-sxm-80gb", 0.40, tp=8, sequence_parallel=True, tp_comm_overlap=True)
     notes = envelope_notes({"cheapest": overlapped}, 4096)

@@ -31,12 +31,15 @@ def shipped() -> dict[tuple[str, str], Envelope]:
     return {(e["gpu"], e["precision"]): Envelope(**e) for e in read_published(FILE)}
 
 
-def judge(gpu: str, precision: str, mfu: float) -> dict | None:
+def judge(gpu: str, precision: str, mfu: float) -> dict:
     """The envelope a predicted MFU (causal attention: Estimate.mfu_causal) is held against, and whether
-    it is above it; None where no scored row ran that GPU in that precision."""
+    it is above it. Where no scored row ran that GPU in that precision, the envelope is empty
+    (published_mfu, run, file and source None) and every MFU is above it: the cost model was never
+    judged on that GPU in that precision at all (an AMD part, B200 in bf16)."""
     env = shipped().get((gpu, precision))
     if env is None:
-        return None
+        return {"gpu": gpu, "precision": precision, "published_mfu": None, "run": None, "file": None,
+                "source": None, "predicted_mfu": mfu, "above": True}
     return {"gpu": gpu, "precision": precision, "published_mfu": env.mfu, "run": env.run, "file": env.file,
             "source": env.source, "predicted_mfu": mfu, "above": mfu > env.mfu}
 
@@ -44,9 +47,14 @@ def judge(gpu: str, precision: str, mfu: float) -> dict | None:
 def caution(judged: dict | None, whose: str, so: str = "the cost model was never judged there, so read it as "
                                                          "optimistic") -> str | None:
     """One line when a judged MFU (`judge`) is above its envelope, else None: whose MFU, the envelope and
-    its row, then what follows (`so`)."""
+    its row, then what follows (`so`); or, where no run was published on the GPU in the precision, that
+    nothing there judged the cost model."""
     if not judged or not judged["above"]:
         return None
+    if judged["published_mfu"] is None:
+        return (f"{whose} MFU {100 * judged['predicted_mfu']:.1f}% (attention's causal half) has no published "
+                f"run to be held against: validation/ has none on {judged['gpu']} in {judged['precision']}, so "
+                "the cost model was never judged on this GPU in this precision; read its figures as unvalidated")
     return (f"{whose} MFU {100 * judged['predicted_mfu']:.1f}% counting attention's causal half "
             f"(MFU elsewhere counts the full s x s square) is above every published run "
             f"on {judged['gpu']} in {judged['precision']} (highest {100 * judged['published_mfu']:.1f}%, "

@@ -351,13 +351,15 @@ class MfuEnvelope(Strict):
 
     gpu: str = d("catalog GPU name")
     precision: str = d("the plan's precision")
-    published_mfu: float = d("highest MFU a scored validation row measured on this GPU in this precision "
-                             "(causal attention, as `mfu_causal`)")
-    run: str = d("that row's id")
-    file: str = d("the validation file that holds the row: runs.yaml or holdout.yaml (held out from every fit)")
-    source: str = d("its citation")
+    published_mfu: float | None = d("highest MFU a scored validation row measured on this GPU in this precision "
+                                    "(causal attention, as `mfu_causal`); null where no row ran it")
+    run: str | None = d("that row's id; null where no row ran the GPU in the precision")
+    file: str | None = d("the validation file that holds the row: runs.yaml or holdout.yaml (held out from every "
+                         "fit); null where no row")
+    source: str | None = d("its citation; null where no row")
     predicted_mfu: float = d("the plan's predicted MFU, causal attention (`mfu_causal`)")
-    above: bool = d("predicted above every published run: the cost model was never judged there")
+    above: bool = d("predicted above every published run (always, where none was published on the GPU in the "
+                    "precision): the cost model was never judged there")
 
 
 class UnvalidatedSetting(Strict):
@@ -410,8 +412,8 @@ class EstimateOutput(Estimate, Output):
     """`planner estimate --json`: the estimate, its diagnosis, and the what-if re-score on request."""
 
     diagnosis: Diagnosis = d("why the plan is slow and which levers help")
-    envelope: MfuEnvelope | None = d("the plan's MFU against published runs on its GPU and precision; null where "
-                                     "none is in validation/runs.yaml")
+    envelope: MfuEnvelope = d("the plan's MFU against published runs on its GPU and precision (validation/runs.yaml "
+                              "and holdout.yaml)")
     unvalidated_settings: list[UnvalidatedSetting] = d("the plan's settings no published run on its GPU "
                                                        "generation used; empty when all were")
     host_wait: HostWait | None = d("the plan's MoE host wait against the published rows' errors where it is a "
@@ -496,8 +498,8 @@ class SuggestOutput(Output):
     search: Search = d("what the search did")
     diagnosis: Diagnosis = d("diagnosis of the best plan")
     warnings: list[str] = d("plans whose re-score disagrees with the search tables")
-    envelope: MfuEnvelope | None = d("the best plan's MFU against published runs on its GPU and precision; null "
-                                     "where none is in validation/runs.yaml")
+    envelope: MfuEnvelope = d("the best plan's MFU against published runs on its GPU and precision "
+                              "(validation/runs.yaml and holdout.yaml)")
     unvalidated_settings: list[UnvalidatedSetting] = d("the best plan's settings no published run on its GPU "
                                                        "generation used; empty when all were")
     host_wait: HostWait | None = d("the best plan's MoE host wait against the published rows' errors where it "
