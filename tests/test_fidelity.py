@@ -442,6 +442,26 @@ def test_published_runs_are_predicted_to_fit(scored):
     assert set(over) == PREDICTED_OVER_CAPACITY
 
 
+# Issue 14: fit on the Hopper rows alone, judged on the Blackwell rows, at most 10%, and the reverse. Reached
+# 2026-12-04: Hopper -> Blackwell 8.92% (65 rows fitted, 124 judged; 8.8 s), Blackwell -> Hopper 9.15% (124
+# fitted, 65 judged; 20 s on 2 cores). Ratchet: never raised.
+CROSS_GENERATION_STEP_MAPE_BOUNDS = {("hopper", "blackwell"): 0.090, ("blackwell", "hopper"): 0.092}
+
+
+@pytest.mark.parametrize("fitted, judged", sorted(CROSS_GENERATION_STEP_MAPE_BOUNDS))
+def test_one_generation_fitted_predicts_the_other(runs, scored, fitted, judged):
+    """`planner validate --fit-on GENERATION`: the constants fitted on one generation's rows alone predict
+    every scored row of the other within the bound (issue 14's goal is 10%)."""
+    from planner.validation import generalise
+
+    out = generalise.generalisation(runs, fitted)
+    by_generation = out["held_out"]["by_generation"]
+    assert judged in by_generation and fitted not in by_generation
+    step = by_generation[judged]["step_time"]
+    assert step["n"] == len([r for r in scored if validation.generation_of(r) == judged])
+    assert step["mape"] <= CROSS_GENERATION_STEP_MAPE_BOUNDS[(fitted, judged)] <= 0.10
+
+
 def test_fit_on_counts_the_rows_it_fits(runs, monkeypatch):
     """--fit-on's train_rows are the rows the fit reads: scored rows of that generation, not the excluded
     ones kept for reference (the audit saw 251 for `all` against 234 scored)."""
