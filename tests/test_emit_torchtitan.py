@@ -325,6 +325,7 @@ def test_mla_head_dim_is_its_query_key_width():
     qk_nope_head_dim and qk_rope_head_dim), not hidden_size / heads = 7168 / 128 = 56."""
     _, why = titan.match_flavour(load_model_spec("deepseek-v3").to_model())
     assert "head_dim 192 (torchtitan 128)" in why and "head_dim 56" not in why
+    assert "experts routed experts with shared experts, dense layers (torchtitan none)" in why  # no capacity
 
 
 def test_tied_weights_with_pipeline_refused():

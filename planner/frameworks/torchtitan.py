@@ -375,9 +375,12 @@ def _experts(model: cm.Model) -> object:
     m = model.moe
     if m is None:
         return (0, 0, 0)
-    if (m.shared_ffn_hidden_size or m.first_dense_layers or m.layer_freq != 1 or m.capacity_factor
-            or m.router_probs_on_input):
-        return "shared experts, dense layers, a capacity or input-side router weights"
+    extras = [what for what, has in (("shared experts", m.shared_ffn_hidden_size),
+                                     ("dense layers", m.first_dense_layers or m.layer_freq != 1),
+                                     ("a capacity factor", m.capacity_factor),
+                                     ("router weights on the input", m.router_probs_on_input)) if has]
+    if extras:
+        return "routed experts with " + ", ".join(extras)
     return (m.num_experts, m.experts_per_token, m.ffn_hidden_size)
 
 
