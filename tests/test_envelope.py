@@ -121,6 +121,22 @@ def test_a_gpu_no_run_was_published_on_is_said_to_be_unjudged(capsys):
             "model was never judged on this GPU in this precision" in text
 
 
+def test_catalog_lists_the_precisions_published_runs_used_on_each_gpu(capsys):
+    """`catalog gpus` names, per GPU, the precisions in which a scored row of runs.yaml or holdout.yaml ran
+    on it (read from the rows here), and none for a GPU no row ran on (the AMD parts)."""
+    from planner.validation.runs import default_holdout, load_runs, prepare
+
+    ran: dict[str, set] = {}
+    for run in load_runs() + load_runs(default_holdout()):
+        if not run.exclude:
+            p = prepare(run)
+            ran.setdefault(p.cluster.gpu.name, set()).add(p.plan.precision)
+    assert main(["catalog", "gpus", "--json"]) == 0
+    rows = {r["name"]: r["published_runs_in"] for r in json.loads(capsys.readouterr().out)["rows"]}
+    assert rows == {name: sorted(ran.get(name, ())) for name in rows}
+    assert rows["h100-sxm-80gb"] == ["bf16", "fp8"] and rows["mi355x-288gb"] == []
+
+
 def test_size_notes_a_choice_above_the_envelope():
     """`size` notes a chosen option whose plan's MFU is above every published run on its GPU and
     precision (H100 bf16: 47.1%, a held-out row), once even when it is both the cheapest and the fastest."""

@@ -15,6 +15,8 @@ def cmd_catalog(args: argparse.Namespace) -> int:
     from planner.inputs import catalogs, loading
 
     rows = {"gpus": catalogs.gpu_rows, "clusters": catalogs.cluster_rows, "models": loading.model_rows}[args.kind]()
+    if args.kind == "gpus":
+        rows = [{**row, "published_runs_in": published_precisions(row["name"])} for row in rows]
     if args.json:
         print_json({"kind": args.kind, "rows": rows})
         return 0
@@ -28,9 +30,18 @@ def cmd_catalog(args: argparse.Namespace) -> int:
     for key in rows[0]:
         table.add_column(key, justify="left" if key in ("name", "gpu", "generation", "mlp", "price_kind", "price_date") else "right")
     for row in rows:
-        table.add_row(*("-" if v is None else str(v) for v in row.values()))
+        table.add_row(*("-" if v is None or v == [] else ", ".join(v) if isinstance(v, list) else str(v)
+                        for v in row.values()))
     make_console().print(table)
     return 0
+
+
+def published_precisions(gpu: str) -> list[str]:
+    """The precisions in which a scored published run on `gpu` is in validation/ (the MFU envelope's keys,
+    planner/analysis/envelope.py); empty where the cost model was never judged on the GPU."""
+    from planner.analysis import envelope
+
+    return sorted(precision for name, precision in envelope.shipped() if name == gpu)
 
 
 def register(sub) -> None:

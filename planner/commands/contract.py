@@ -852,6 +852,8 @@ class GpuRow(Strict):
     nvlink_gbytes_per_s: float = d("NVLink bandwidth per direction (0: none)")
     tdp_watts: float | None = d("rated board power; null: not listed")
     power_limit_watts: float | None = d("lower power cap it runs under; null: none")
+    published_runs_in: list[str] = d("precisions in which validation/ holds a scored published run on this GPU "
+                                     "(the MFU envelope's); empty: the cost model was never judged on it")
 
 
 class ClusterRow(Strict):
