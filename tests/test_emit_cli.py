@@ -211,3 +211,17 @@ def test_a_whole_iteration_graph_from_estimate_to_megatron_only(capsys, tmp_path
     assert "--cuda-graph-impl full_iteration" in launch and "--no-check-for-nan-in-loss-and-grad" in launch
     code, _, err = run(capsys, "emit", tmp_path / "plan.json", "--format", "deepspeed", "--out", tmp_path / "d")
     one_line_error(code, err, "whole-iteration CUDA graph")
+
+
+@pytest.mark.parametrize("gpu, words", [("h100-sxm-80gb", "fused attention: cudnn"),
+                                        ("mi300x-192gb", "fused attention: yes, the ROCm stack's own kernel")])
+def test_readme_names_the_attention_kernel_of_the_gpus_stack(gpu, words):
+    """cuDNN is NVIDIA's: the README of a plan for an AMD GPU (catalog vendor amd) does not name it, whatever
+    the plan's attention_kernel field holds (its default is cudnn)."""
+    from planner.emit import build_job
+    from planner.emit.readme import plan_lines
+
+    model = tiny()
+    job = build_job(model, {**estimate(model, dp=8), "gpu": gpu})
+    assert job.plan.attention_kernel == "cudnn"
+    assert words in " ".join(plan_lines(job))

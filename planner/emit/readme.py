@@ -20,8 +20,23 @@ def plan_lines(job: Job) -> list[str]:
         f"  recompute {p.recompute}, sequence parallel {'on' if p.sequence_parallel else 'off'}, "
         f"precision {p.precision}, gradients reduced in {p.grad_comm_dtype}",
         f"  DP sync overlapped with backward: {'yes' if p.overlap_dp_comm else 'no'}; "
-        f"fused attention: {p.attention_kernel if p.flash_attention else 'no'}",
+        f"fused attention: {attention_words(job)}",
     ]
+
+
+def attention_words(job: Job) -> str:
+    """The plan's fused attention kernel as the README names it. planner's kernel names (cudnn, flash2) are
+    NVIDIA's stacks'; a catalog GPU of another vendor (AMD: ROCm has no cuDNN) runs its stack's own kernel,
+    which the cost model prices at the generic rate whichever name the plan carries."""
+    if not job.plan.flash_attention:
+        return "no"
+    from planner.inputs.catalogs import gpu_catalog
+
+    gpu = gpu_catalog().get(str(job.estimate.get("gpu")))
+    if gpu is not None and gpu.vendor != "nvidia":
+        stack = {"amd": "ROCm"}.get(gpu.vendor, gpu.vendor)
+        return f"yes, the {stack} stack's own kernel (planner's kernel names, cudnn and flash2, are NVIDIA's)"
+    return job.plan.attention_kernel
 
 
 def prediction_lines(job: Job) -> list[str]:
