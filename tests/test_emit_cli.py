@@ -219,9 +219,11 @@ def test_readme_names_the_attention_kernel_of_the_gpus_stack(gpu, words):
     """cuDNN is NVIDIA's: the README of a plan for an AMD GPU (catalog vendor amd) does not name it, whatever
     the plan's attention_kernel field holds (its default is cudnn)."""
     from planner.emit import build_job
-    from planner.emit.readme import plan_lines
+    from planner.emit.readme import note_lines, plan_lines
 
     model = tiny()
     job = build_job(model, {**estimate(model, dp=8), "gpu": gpu})
     assert job.plan.attention_kernel == "cudnn"
     assert words in " ".join(plan_lines(job))
+    rocm = "run them with the frameworks' ROCm builds, whose support for this plan's settings"
+    assert (rocm in " ".join(note_lines(job, ["megatron"]))) == gpu.startswith("mi")

@@ -111,9 +111,22 @@ def note_lines(job: Job, frameworks: list[str]) -> list[str]:
         notes.append("Megatron-LM: the MXFP8 token dispatch runs on the NCCL EP backend, which needs a Transformer "
                      "Engine with its EP API (transformer_engine.pytorch.ep; Megatron-LM experts.py names TE PR 3355); "
                      "planner prices NCCL EP's exchanges like DeepEP's, which no published run has checked.")
-    notes += kernel_notes(job, frameworks) + runtime_notes(job, frameworks)
+    notes += kernel_notes(job, frameworks) + runtime_notes(job, frameworks) + stack_notes(job)
     notes += [f"planner: {w}" for w in job.estimate.get("warnings") or []]
     return ["Notes"] + [f"  - {n}" for n in notes] if notes else []
+
+
+def stack_notes(job: Job) -> list[str]:
+    """On a catalog GPU of another vendor than NVIDIA: the launch rules planner checks are those of the
+    frameworks' CUDA releases it cites; their ROCm builds were not read."""
+    from planner.inputs.catalogs import gpu_catalog
+
+    gpu = gpu_catalog().get(str(job.estimate.get("gpu")))
+    if gpu is None or gpu.vendor == "nvidia":
+        return []
+    return [f"{gpu.name} is an {gpu.vendor.upper()} GPU: the rules these files were checked against are the "
+            "frameworks' CUDA releases' (planner/frameworks); run them with the frameworks' ROCm builds, whose "
+            "support for this plan's settings (TP overlap, CUDA graphs, fused kernels) planner has not read."]
 
 
 def kernel_notes(job: Job, frameworks: list[str]) -> list[str]:
