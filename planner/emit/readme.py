@@ -30,13 +30,20 @@ def attention_words(job: Job) -> str:
     which the cost model prices at the generic rate whichever name the plan carries."""
     if not job.plan.flash_attention:
         return "no"
-    from planner.inputs.catalogs import gpu_catalog
-
-    gpu = gpu_catalog().get(str(job.estimate.get("gpu")))
-    if gpu is not None and gpu.vendor != "nvidia":
+    gpu = non_nvidia_gpu(job)
+    if gpu is not None:
         stack = {"amd": "ROCm"}.get(gpu.vendor, gpu.vendor)
         return f"yes, the {stack} stack's own kernel (planner's kernel names, cudnn and flash2, are NVIDIA's)"
     return job.plan.attention_kernel
+
+
+def non_nvidia_gpu(job: Job):
+    """The plan's catalog GPU (the estimate's `gpu`) when another vendor than NVIDIA makes it, else None (an
+    NVIDIA part, or a GPU the catalog does not name)."""
+    from planner.inputs.catalogs import gpu_catalog
+
+    gpu = gpu_catalog().get(str(job.estimate.get("gpu")))
+    return gpu if gpu is not None and gpu.vendor != "nvidia" else None
 
 
 def prediction_lines(job: Job) -> list[str]:
@@ -119,10 +126,8 @@ def note_lines(job: Job, frameworks: list[str]) -> list[str]:
 def stack_notes(job: Job) -> list[str]:
     """On a catalog GPU of another vendor than NVIDIA: the launch rules planner checks are those of the
     frameworks' CUDA releases it cites; their ROCm builds were not read."""
-    from planner.inputs.catalogs import gpu_catalog
-
-    gpu = gpu_catalog().get(str(job.estimate.get("gpu")))
-    if gpu is None or gpu.vendor == "nvidia":
+    gpu = non_nvidia_gpu(job)
+    if gpu is None:
         return []
     return [f"{gpu.name} is an {gpu.vendor.upper()} GPU: the rules these files were checked against are the "
             "frameworks' CUDA releases' (planner/frameworks); run them with the frameworks' ROCm builds, whose "
