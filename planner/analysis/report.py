@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from costmodel import types as cm
 from planner import frameworks
-from planner.analysis import coverage, diagnose, envelope, hostwait, longcontext, score, whatif
+from planner.analysis import accuracy, coverage, diagnose, envelope, hostwait, longcontext, score, whatif
 from planner.inputs import plans
 from planner.inputs.specs import ModelSpec, PlanSpec
 
@@ -14,8 +14,9 @@ def estimate_report(model: ModelSpec, cluster: cm.Cluster, plan_spec: PlanSpec, 
     """The estimate object (score.to_dict) with its `diagnosis`, its MFU against published runs
     (`envelope`), the settings no published run on its GPU generation used (`unvalidated_settings`),
     its MoE host wait against the published rows' errors when it dominates (`host_wait`), its sequence
-    length against the longest fitted run on its GPU generation (`long_context`), and `what_if` when
-    assumptions are given.
+    length against the longest fitted run on its GPU generation (`long_context`), the out-of-sample step-time
+    errors of the published runs on its GPU in its precision of its kind of model (`accuracy`), and `what_if`
+    when assumptions are given.
     Raises PlannerError for an illegal plan or a malformed assumption."""
     plan = plans.build_plan(plan_spec, model, cluster.num_gpus)
     plans.check_legal(model.to_model(), cluster, plan)
@@ -27,6 +28,7 @@ def estimate_report(model: ModelSpec, cluster: cm.Cluster, plan_spec: PlanSpec, 
     d["unvalidated_settings"] = coverage.unvalidated(cluster.gpu.generation, plan, model.moe is not None)
     d["host_wait"] = hostwait.judge(d["step_time_s"], d["time_breakdown_s"])
     d["long_context"] = longcontext.judge(cluster.gpu.generation, model.seq_length)
+    d["accuracy"] = accuracy.judge(cluster.gpu.name, plan.precision, model.moe is not None)
     d["warnings"] += unrun_warning(model.to_model(), plan, cluster)
     if what_if:
         wi = whatif.parse(what_if)

@@ -408,6 +408,17 @@ class LongContext(Strict):
                                "when none was judged")
 
 
+class StepAccuracy(Strict):
+    """The out-of-sample step-time errors of the published runs on a plan's GPU, in its precision, of its kind
+    of model (planner/analysis/accuracy.py, validation/step_errors_by_gpu.yaml): runs.yaml's rows predicted by
+    constants fitted without their source, holdout.yaml's at the shipped constants."""
+
+    gpu: str = d("catalog GPU name")
+    precision: str = d("the plan's precision")
+    kind: Literal["dense", "moe"] = d("the kind of model the rows train: dense, or mixture of experts")
+    rows: WorstRows = d("their step-time errors; mean_signed > 0: the model predicted them slower than measured")
+
+
 class EstimateOutput(Estimate, Output):
     """`planner estimate --json`: the estimate, its diagnosis, and the what-if re-score on request."""
 
@@ -420,6 +431,8 @@ class EstimateOutput(Estimate, Output):
                                    "large share of the step; null otherwise")
     long_context: LongContext | None = d("the plan's sequence length against the longest fitted run on its GPU "
                                          "generation, where it is longer; null otherwise")
+    accuracy: StepAccuracy | None = d("how far the model's step time was off, out of sample, on the published runs on "
+                                      "the plan's GPU in its precision of its kind of model; null where none was")
     what_if: EstimateWhatIf = omitted("the re-score under --what-if; absent without it")
 
 
@@ -506,6 +519,8 @@ class SuggestOutput(Output):
                                    "is a large share of the step; null otherwise")
     long_context: LongContext | None = d("the sequence length against the longest fitted run on the GPU "
                                          "generation, where it is longer; null otherwise")
+    accuracy: StepAccuracy | None = d("how far the model's step time was off, out of sample, on the published runs on "
+                                      "the GPU in the best plan's precision of the model's kind; null where none was")
     what_if: str = omitted("the --what-if assumptions the search ran under; absent without them")
     stability: list[StabilityRow] = omitted("one row per --what-if-grid value; absent without it")
     emitted: Emitted = omitted("the launch files --emit wrote; absent without it")

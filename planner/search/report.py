@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from costmodel import types as cm
-from planner.analysis import coverage, cpnote, diagnose, envelope, explain, hostwait, longcontext, score, whatif
+from planner.analysis import (accuracy, coverage, cpnote, diagnose, envelope, explain, hostwait, longcontext, score,
+                              whatif)
 from planner.inputs.specs import ModelSpec
 from planner.search import stability, suggest
 from planner.search.space import SearchSpec, fixed_plan_fields
@@ -117,7 +118,8 @@ def suggest_report(model: ModelSpec, spec: SearchSpec, opts: suggest.Options, wi
            "unvalidated_settings": coverage.unvalidated(spec.cluster.gpu.generation, scored[0].plan,
                                                         spec.model.moe is not None),
            "host_wait": hostwait.judge(dicts[0]["step_time_s"], dicts[0]["time_breakdown_s"]),
-           "long_context": longcontext.judge(spec.cluster.gpu.generation, model.seq_length)}
+           "long_context": longcontext.judge(spec.cluster.gpu.generation, model.seq_length),
+           "accuracy": accuracy.judge(spec.cluster.gpu.name, scored[0].plan.precision, spec.model.moe is not None)}
     if wi.label() != "as given":
         out["what_if"] = wi.label()
     if grid:

@@ -13,7 +13,7 @@ from typing import Optional
 
 from pydantic import RootModel, ValidationError
 
-from planner.analysis import coverage, envelope, hostwait, longcontext, whatif
+from planner.analysis import accuracy, coverage, envelope, hostwait, longcontext, whatif
 from planner.analysis import score as report
 from planner.errors import PlannerError
 from planner.inputs import catalogs, loading, reading
@@ -150,7 +150,9 @@ def envelope_notes(chosen: dict[str, sizing.Option | None], seq_length: int) -> 
     precision (planner/analysis/envelope.py), one for each whose plan uses settings no published run
     on its GPU generation used (planner/analysis/coverage.py): its days and dollars rest on a regime
     never measured; one for each whose MoE host wait dominates its step (planner/analysis/hostwait.py); and
-    one where the sequences are longer than any fitted run on its generation (planner/analysis/longcontext.py)."""
+    one where the sequences are longer than any fitted run on its generation (planner/analysis/longcontext.py);
+    and for each, how far the model's step time was off out of sample on the published runs on its GPU in its
+    precision of the model's kind, where there were any (planner/analysis/accuracy.py)."""
     out, seen = [], set()
     for label, o in chosen.items():
         if o is None or (o.offering.name, o.num_gpus) in seen:
@@ -162,7 +164,8 @@ def envelope_notes(chosen: dict[str, sizing.Option | None], seq_length: int) -> 
                                   "its days and dollars are optimistic",
                                   hostwait.judge(o.best.est.step_time_seconds, o.best.est.time_breakdown_seconds),
                                   longcontext.judge(o.offering.gpu.generation, seq_length))
-        out += [f"{label} ({o.offering.name} x {o.num_gpus}): {line}" for line in lines]
+        off = accuracy.line(accuracy.judge(o.offering.gpu.name, o.best.plan.precision, o.best.model.moe is not None))
+        out += [f"{label} ({o.offering.name} x {o.num_gpus}): {line}" for line in lines + ([off] if off else [])]
     return out
 
 
