@@ -281,18 +281,20 @@ def test_held_out_rows_are_never_fitted_and_do_not_regress(runs, holdout):
 
 def test_shipped_step_errors_by_gpu_are_the_out_of_sample_ones(out_of_sample, runs, holdout):
     """validation/step_errors_by_gpu.yaml (what `estimate`, `suggest` and `size` say of the model's accuracy on a
-    plan's GPU) is what these leave-one-source-out fits and the held-out rows give (python -m
-    planner.validation.accuracy --write): a model change or refit that moves it must regenerate it."""
+    plan's GPU) is what these leave-one-source-out fits, the held-out rows and the shipped constants give
+    (python -m planner.validation.accuracy --write): a model change or refit that moves it must regenerate it."""
     from planner.analysis import accuracy
     from planner.validation import accuracy as computed
 
-    fresh = {(e["gpu"], e["precision"], e["kind"]): e["rows"] for e in computed.compute(out_of_sample, runs, holdout)}
+    fresh = {(e["gpu"], e["precision"], e["kind"]): e for e in computed.compute(out_of_sample, runs, holdout)}
     shipped = accuracy.shipped()
     assert set(fresh) == set(shipped)
-    for key, stats in fresh.items():
-        assert stats["n"] == shipped[key]["n"] and stats["worst_run"] == shipped[key]["worst_run"], key
-        for name in ("mape", "max_abs", "mean_signed"):
-            assert stats[name] == pytest.approx(shipped[key][name], abs=1e-6), (key, name)
+    for key, record in fresh.items():
+        for figure in ("shipped", "out_of_sample"):
+            stats, kept = record[figure], shipped[key][figure]
+            assert stats["n"] == kept["n"] and stats["worst_run"] == kept["worst_run"], (key, figure)
+            for name in ("mape", "max_abs", "mean_signed"):
+                assert stats[name] == pytest.approx(kept[name], abs=1e-6), (key, figure, name)
 
 
 def test_held_out_constants_never_saw_the_held_out_rows(out_of_sample, scored):

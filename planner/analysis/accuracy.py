@@ -1,10 +1,14 @@
 """How far the cost model's step times were off on published runs like the plan's: same GPU, precision
-and kind of model (dense or mixture of experts), out of sample.
+and kind of model (dense or mixture of experts).
 
-Each runs.yaml row counts with the error of its leave-one-source-out prediction (constants fitted on
-every other source, `planner validate --leave-one-source-out`), each holdout.yaml row with its error at
-the shipped constants (no fit saw it): no row is judged by constants that were fitted on it. The figures
-are computed by planner/validation/accuracy.py and shipped as validation/step_errors_by_gpu.yaml.
+Two figures per such set of rows. `shipped`: each row's error at the shipped constants, which were fitted
+on runs.yaml's rows (holdout.yaml's never were). `out_of_sample`: each runs.yaml row's error when its
+source is left out of the fit (constants fitted on every other source, `planner validate
+--leave-one-source-out`), each holdout.yaml row's at the shipped constants: no row judged by constants
+fitted on it. The first is what a plan like those rows gets from the shipped model, the second what a
+new source gets; where the rows are their kind's only source (the MoE rows are all Megatron-Bridge's on
+Blackwell) the second fits that kind's constants on none of its rows at all, so the truth for a new run
+lies between. Computed by planner/validation/accuracy.py, shipped as validation/step_errors_by_gpu.yaml.
 
 The signed mean says which way the model leans there: GB300's dense rows, for one, run faster than it
 predicts (issue 14; validation/README.md), which the MFU envelope, a ceiling, cannot say.
@@ -22,32 +26,38 @@ def kind_of(moe: bool) -> str:
 
 @lru_cache(maxsize=1)
 def shipped() -> dict[tuple[str, str, str], dict]:
-    """The precomputed errors by (GPU name, precision, kind): runs.worst_stats of the rows' step-time errors."""
+    """The precomputed errors by (GPU name, precision, kind): {"shipped": ..., "out_of_sample": ...}, each
+    runs.worst_stats of the rows' step-time errors."""
     from planner.inputs.catalogs import read_published
 
-    return {(e["gpu"], e["precision"], e["kind"]): e["rows"] for e in read_published(FILE)}
+    return {(e["gpu"], e["precision"], e["kind"]): {"shipped": e["shipped"], "out_of_sample": e["out_of_sample"]}
+            for e in read_published(FILE)}
 
 
 def judge(gpu: str, precision: str, moe: bool) -> dict | None:
-    """The out-of-sample step-time errors of the published runs on `gpu` in `precision` of the plan's kind of
-    model; None where there is none (envelope.judge then says that nothing judged the model there, when no
-    run of either kind was published)."""
-    rows = shipped().get((gpu, precision, kind_of(moe)))
-    if rows is None:
+    """The step-time errors of the published runs on `gpu` in `precision` of the plan's kind of model; None
+    where there is none (envelope.judge then says that nothing judged the model there, when no run of
+    either kind was published)."""
+    found = shipped().get((gpu, precision, kind_of(moe)))
+    if found is None:
         return None
-    return {"gpu": gpu, "precision": precision, "kind": kind_of(moe), "rows": rows}
+    return {"gpu": gpu, "precision": precision, "kind": kind_of(moe), **found}
+
+
+def leaning(stats: dict) -> str:
+    """'mean +4.0%: steps predicted longer than measured' from worst_stats."""
+    mean = stats["mean_signed"]
+    return f"mean {100 * mean:+.1f}%: steps predicted {'longer' if mean > 0 else 'shorter'} than measured"
 
 
 def line(judged: dict | None) -> str | None:
-    """One line with those errors and the way the model leans there, else None."""
+    """One line with both figures and the way the model leans, else None."""
     if judged is None:
         return None
-    rows = judged["rows"]
+    fitted, held = judged["shipped"], judged["out_of_sample"]
     kind = "mixture-of-experts" if judged["kind"] == "moe" else "dense"
-    lean = rows["mean_signed"]
-    way = "longer" if lean > 0 else "shorter"
-    return (f"on the {rows['n']} published {kind} run{'s' if rows['n'] != 1 else ''} on {judged['gpu']} in "
-            f"{judged['precision']}, predicted out of sample, the model's step time was off by "
-            f"{100 * rows['mape']:.1f}% on average (up to {100 * rows['max_abs']:.1f}%, {rows['worst_run']}); "
-            f"on the mean it predicted steps {100 * abs(lean):.1f}% {way} than measured "
+    return (f"on the {fitted['n']} published {kind} run{'s' if fitted['n'] != 1 else ''} on {judged['gpu']} in "
+            f"{judged['precision']} the model's step time was off by {100 * fitted['mape']:.1f}% on average "
+            f"({leaning(fitted)}; up to {100 * fitted['max_abs']:.1f}%, {fitted['worst_run']}), and by "
+            f"{100 * held['mape']:.1f}% ({leaning(held)}) with each run's source left out of the fit "
             "(validation/step_errors_by_gpu.yaml)")

@@ -409,14 +409,16 @@ class LongContext(Strict):
 
 
 class StepAccuracy(Strict):
-    """The out-of-sample step-time errors of the published runs on a plan's GPU, in its precision, of its kind
-    of model (planner/analysis/accuracy.py, validation/step_errors_by_gpu.yaml): runs.yaml's rows predicted by
-    constants fitted without their source, holdout.yaml's at the shipped constants."""
+    """The step-time errors of the published runs on a plan's GPU, in its precision, of its kind of model
+    (planner/analysis/accuracy.py, validation/step_errors_by_gpu.yaml); mean_signed > 0: the model predicted
+    their steps longer than measured."""
 
     gpu: str = d("catalog GPU name")
     precision: str = d("the plan's precision")
     kind: Literal["dense", "moe"] = d("the kind of model the rows train: dense, or mixture of experts")
-    rows: WorstRows = d("their step-time errors; mean_signed > 0: the model predicted them slower than measured")
+    shipped: WorstRows = d("at the shipped constants (fitted on validation/runs.yaml's rows; holdout.yaml's never)")
+    out_of_sample: WorstRows = d("runs.yaml's rows predicted by constants fitted without their source, holdout.yaml's "
+                                 "at the shipped constants")
 
 
 class EstimateOutput(Estimate, Output):
@@ -431,8 +433,8 @@ class EstimateOutput(Estimate, Output):
                                    "large share of the step; null otherwise")
     long_context: LongContext | None = d("the plan's sequence length against the longest fitted run on its GPU "
                                          "generation, where it is longer; null otherwise")
-    accuracy: StepAccuracy | None = d("how far the model's step time was off, out of sample, on the published runs on "
-                                      "the plan's GPU in its precision of its kind of model; null where none was")
+    accuracy: StepAccuracy | None = d("how far the model's step time was off on the published runs on the plan's GPU "
+                                      "in its precision of its kind of model; null where none was")
     what_if: EstimateWhatIf = omitted("the re-score under --what-if; absent without it")
 
 
@@ -519,8 +521,8 @@ class SuggestOutput(Output):
                                    "is a large share of the step; null otherwise")
     long_context: LongContext | None = d("the sequence length against the longest fitted run on the GPU "
                                          "generation, where it is longer; null otherwise")
-    accuracy: StepAccuracy | None = d("how far the model's step time was off, out of sample, on the published runs on "
-                                      "the GPU in the best plan's precision of the model's kind; null where none was")
+    accuracy: StepAccuracy | None = d("how far the model's step time was off on the published runs on the GPU in the "
+                                      "best plan's precision of the model's kind; null where none was")
     what_if: str = omitted("the --what-if assumptions the search ran under; absent without them")
     stability: list[StabilityRow] = omitted("one row per --what-if-grid value; absent without it")
     emitted: Emitted = omitted("the launch files --emit wrote; absent without it")
