@@ -4,8 +4,8 @@
 
 First the out-of-sample tables (`planner validate --leave-one-source-out`: each source group
 predicted by constants fitted on the other groups; each GPU generation by constants fitted on the
-other generation), then the in-sample ones (`planner validate`: the shipped constants, fitted on
-all rows, scored on the same rows).
+other generation; each MoE model's rows by constants fitted on every other row), then the in-sample
+ones (`planner validate`: the shipped constants, fitted on all rows, scored on the same rows).
 """
 from __future__ import annotations
 
@@ -75,6 +75,8 @@ def main() -> None:
         for r in worst))
     print("\nLeave one GPU generation out:\n")
     split_table(out["leave_one_generation_out"], "held-out generation")
+    print("\nLeave one mixture-of-experts model out (its rows only; fitted on every other row):\n")
+    split_table(out["leave_one_moe_model_out"], "held-out MoE model")
 
     results = validation.evaluate(runs)
     print("\nIn sample (`planner validate`: the shipped constants, fitted on all rows, scored on the same rows):\n")

@@ -28,18 +28,20 @@ def test_line_by_hand(monkeypatch):
     +4.0%: steps predicted longer; out of sample -2%, -12%, -4%: MAPE 6.0%, mean -6.0%, predicted shorter."""
     fitted = {"n": 3, "mape": 0.06, "max_abs": 0.10, "mean_signed": 0.04, "worst_run": "row-b"}
     held = {"n": 3, "mape": 0.06, "max_abs": 0.12, "mean_signed": -0.06, "worst_run": "row-b"}
-    monkeypatch.setattr(accuracy, "shipped", lambda: {("gb300", "fp8", "dense"): {"shipped": fitted,
-                                                                                   "out_of_sample": held}})
+    monkeypatch.setattr(accuracy, "shipped", lambda: {("gb300", "fp8", "dense"): {
+        "left_out": "source", "shipped": fitted, "out_of_sample": held}})
     judged = accuracy.judge("gb300", "fp8", moe=False)
-    assert judged == {"gpu": "gb300", "precision": "fp8", "kind": "dense", "shipped": fitted, "out_of_sample": held}
+    assert judged == {"gpu": "gb300", "precision": "fp8", "kind": "dense", "left_out": "source", "shipped": fitted,
+                      "out_of_sample": held}
     assert accuracy.line(judged) == (
         "on the 3 published dense runs on gb300 in fp8 the model's step time was off by 6.0% on average (mean +4.0%: "
         "steps predicted longer than measured; up to 10.0%, row-b), and by 6.0% (mean -6.0%: steps predicted "
         "shorter than measured) with each run's source left out of the fit (validation/step_errors_by_gpu.yaml)")
     assert accuracy.judge("gb300", "fp8", moe=True) is None  # no MoE row there
     assert accuracy.line(None) is None
-    one = accuracy.line({**judged, "kind": "moe", "shipped": {**fitted, "n": 1}})
+    one = accuracy.line({**judged, "kind": "moe", "left_out": "model", "shipped": {**fitted, "n": 1}})
     assert one.startswith("on the 1 published mixture-of-experts run on gb300 in fp8 ")
+    assert "with each run's model left out of the fit" in one
 
 
 @pytest.fixture(scope="module")
@@ -62,6 +64,7 @@ def test_shipped_figures_are_the_rows_at_the_shipped_constants(at_shipped_consta
         assert fitted["mean_signed"] == pytest.approx(sum(errors) / len(errors), abs=1e-9)
         assert fitted["max_abs"] == pytest.approx(max(abs(e) for e in errors), abs=1e-9)
         assert {fitted["worst_run"], record["out_of_sample"]["worst_run"]} <= ids
+        assert record["left_out"] == ("model" if kind == "moe" else "source")
 
 
 def test_estimate_and_suggest_say_how_far_off_the_model_was(capsys):

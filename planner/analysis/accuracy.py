@@ -2,13 +2,12 @@
 and kind of model (dense or mixture of experts).
 
 Two figures per such set of rows. `shipped`: each row's error at the shipped constants, which were fitted
-on runs.yaml's rows (holdout.yaml's never were). `out_of_sample`: each runs.yaml row's error when its
-source is left out of the fit (constants fitted on every other source, `planner validate
---leave-one-source-out`), each holdout.yaml row's at the shipped constants: no row judged by constants
-fitted on it. The first is what a plan like those rows gets from the shipped model, the second what a
-new source gets; where the rows are their kind's only source (the MoE rows are all Megatron-Bridge's on
-Blackwell) the second fits that kind's constants on none of its rows at all, so the truth for a new run
-lies between. Computed by planner/validation/accuracy.py, shipped as validation/step_errors_by_gpu.yaml.
+on runs.yaml's rows (holdout.yaml's never were). `out_of_sample`: no row judged by constants fitted on it. A
+dense runs.yaml row's error when its source is left out of the fit (constants fitted on every other source,
+`planner validate --leave-one-source-out`); an MoE row's when its model's rows are (the MoE rows of runs.yaml
+are one source, NVIDIA's Megatron-Bridge tables: leaving it out would fit the MoE constants on no MoE row, not
+the case of a user whose MoE model the validation lacks); a holdout.yaml row's at the shipped constants.
+Computed by planner/validation/accuracy.py, shipped as validation/step_errors_by_gpu.yaml.
 
 The signed mean says which way the model leans there: GB300's dense rows, for one, run faster than it
 predicts (issue 14; validation/README.md), which the MFU envelope, a ceiling, cannot say.
@@ -20,17 +19,21 @@ from functools import lru_cache
 FILE = "step_errors_by_gpu.yaml"
 
 
+# What each kind's runs.yaml rows leave out of the fit to be predicted out of sample.
+LEFT_OUT = {"dense": "source", "moe": "model"}
+
+
 def kind_of(moe: bool) -> str:
     return "moe" if moe else "dense"
 
 
 @lru_cache(maxsize=1)
 def shipped() -> dict[tuple[str, str, str], dict]:
-    """The precomputed errors by (GPU name, precision, kind): {"shipped": ..., "out_of_sample": ...}, each
-    runs.worst_stats of the rows' step-time errors."""
+    """The precomputed errors by (GPU name, precision, kind): {"left_out": what the fits left out, "shipped":
+    ..., "out_of_sample": ...}, the last two runs.worst_stats of the rows' step-time errors."""
     from planner.inputs.catalogs import read_published
 
-    return {(e["gpu"], e["precision"], e["kind"]): {"shipped": e["shipped"], "out_of_sample": e["out_of_sample"]}
+    return {(e["gpu"], e["precision"], e["kind"]): {k: e[k] for k in ("left_out", "shipped", "out_of_sample")}
             for e in read_published(FILE)}
 
 
@@ -59,5 +62,5 @@ def line(judged: dict | None) -> str | None:
     return (f"on the {fitted['n']} published {kind} run{'s' if fitted['n'] != 1 else ''} on {judged['gpu']} in "
             f"{judged['precision']} the model's step time was off by {100 * fitted['mape']:.1f}% on average "
             f"({leaning(fitted)}; up to {100 * fitted['max_abs']:.1f}%, {fitted['worst_run']}), and by "
-            f"{100 * held['mape']:.1f}% ({leaning(held)}) with each run's source left out of the fit "
+            f"{100 * held['mape']:.1f}% ({leaning(held)}) with each run's {judged['left_out']} left out of the fit "
             "(validation/step_errors_by_gpu.yaml)")

@@ -416,9 +416,11 @@ class StepAccuracy(Strict):
     gpu: str = d("catalog GPU name")
     precision: str = d("the plan's precision")
     kind: Literal["dense", "moe"] = d("the kind of model the rows train: dense, or mixture of experts")
+    left_out: Literal["source", "model"] = d("what the out-of-sample fits left out of a runs.yaml row's fit: its "
+                                              "source (dense rows) or its model (MoE rows, all from one source)")
     shipped: WorstRows = d("at the shipped constants (fitted on validation/runs.yaml's rows; holdout.yaml's never)")
-    out_of_sample: WorstRows = d("runs.yaml's rows predicted by constants fitted without their source, holdout.yaml's "
-                                 "at the shipped constants")
+    out_of_sample: WorstRows = d("runs.yaml's rows predicted by constants fitted without their source or model "
+                                 "(left_out), holdout.yaml's at the shipped constants")
 
 
 class EstimateOutput(Estimate, Output):
@@ -768,10 +770,11 @@ class HeldOutFit(Strict):
 
 
 class LeaveOneOut(SplitErrors):
-    """Every row predicted once, by constants fitted without its source group (or generation)."""
+    """Every row predicted once, by constants fitted without its source group (or generation); in the split by
+    mixture-of-experts model, every MoE row, by constants fitted without its model's rows."""
 
-    held_out: dict[str, HeldOutFit] = d("one entry per group (or generation) left out")
-    rows: list[HeldOutRow] = d("one per scored row")
+    held_out: dict[str, HeldOutFit] = d("one entry per group (or generation, or MoE model) left out")
+    rows: list[HeldOutRow] = d("one per scored row (per scored MoE row in the split by MoE model)")
 
 
 class InSampleFit(SplitErrors):
@@ -787,11 +790,15 @@ class ValidateLeaveOneOutOutput(Output):
     """`planner validate --leave-one-source-out --json`: out-of-sample errors."""
 
     rows: int = d("scored rows")
-    fits: int = d("fits run: all rows, then one per group and one per generation left out")
+    fits: int = d("fits run: all rows, then one per group, one per generation and one per MoE model left out")
     fit_seconds: float = d("wall time of the fits")
     in_sample: InSampleFit = d("fitted on all rows, for contrast")
     leave_one_source_out: LeaveOneOut = d("each source group predicted by constants fitted on the others")
     leave_one_generation_out: LeaveOneOut = d("each GPU generation predicted by constants fitted on the others")
+    leave_one_moe_model_out: LeaveOneOut = omitted("each mixture-of-experts model's rows predicted by constants "
+                                                   "fitted on every other row (the MoE rows are one source: leaving "
+                                                   "it out fits the MoE constants on none); absent when the rows "
+                                                   "hold fewer than two MoE models")
 
 
 # --- calibrate (planner/commands/calibrate.py report, planner/calibration/output.py) ---

@@ -127,6 +127,10 @@ def print_leave_one_out(out: dict, console: Console | None = None) -> None:
     if "leave_one_generation_out" in out:
         console.print(_split_table("Leave one GPU generation out (fit on the other generations, predict this one)",
                                    "held-out generation", out["leave_one_generation_out"]))
+    if "leave_one_moe_model_out" in out:
+        console.print(_split_table("Leave one mixture-of-experts model out (fit on every other row, predict its rows: "
+                                   "the MoE rows are one source, so leaving that source out fits no MoE row)",
+                                   "held-out MoE model", out["leave_one_moe_model_out"]))
     i = out["in_sample"]
     console.print(summary_table({"overall": i["overall"], **i["by_group"]}, i["by_generation"], i["by_precision"],
                                 title="In sample, for contrast: constants fitted on all rows, scored on the same rows"))

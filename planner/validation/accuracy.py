@@ -1,7 +1,8 @@
 """Compute the step-time errors by GPU, precision and kind of model (dense or mixture of experts) that
 planner/analysis/accuracy.py reads: every scored row's at the shipped constants, and out of sample,
-runs.yaml's rows with their leave-one-source-out errors (planner/validation/generalise.py leave_one_out:
-ten fits, several minutes) and holdout.yaml's at the shipped constants (no fit sees them).
+runs.yaml's dense rows with their leave-one-source-out errors and its MoE rows with their
+leave-one-MoE-model-out ones (planner/validation/generalise.py leave_one_out: 13 fits, several minutes),
+holdout.yaml's at the shipped constants (no fit sees them).
 
 Like the host-wait and long-context errors these depend on the cost model: after a change to it or a
 refit, `python -m planner.validation.accuracy --write` regenerates validation/step_errors_by_gpu.yaml,
@@ -11,28 +12,31 @@ from __future__ import annotations
 
 import sys
 
-from planner.analysis.accuracy import FILE, kind_of
+from planner.analysis.accuracy import FILE, LEFT_OUT, kind_of
 from planner.validation.runs import default_holdout, evaluate, generated_file_main, load_runs, prepare, worst_stats
 
 
 def compute(out_of_sample: dict | None = None, runs=None, holdout=None) -> list[dict]:
     """One record per (GPU, precision, kind) that scored rows cover, sorted: the worst_stats of its rows'
-    errors at the shipped constants (`shipped`) and out of sample (`out_of_sample`). `out_of_sample`: a
-    generalise.leave_one_out result over `runs` (computed here when None: several minutes)."""
+    errors at the shipped constants (`shipped`) and out of sample (`out_of_sample`: a dense runs.yaml row with
+    its source left out of the fit, an MoE one with its model, `left_out`; a holdout.yaml row at the shipped
+    constants). `out_of_sample`: a generalise.leave_one_out result over `runs` with its splits by source and by
+    MoE model (computed here when None: several minutes)."""
     runs = runs if runs is not None else load_runs()
     holdout = holdout if holdout is not None else load_runs(default_holdout())
     if out_of_sample is None:
         from planner.validation.generalise import leave_one_out
 
-        out_of_sample = leave_one_out(runs, by=("group",))
+        out_of_sample = leave_one_out(runs, by=("group", "moe_model"))
     fitted = {r.run.id: r.step_error for r in evaluate(runs + holdout)}
     held = {**{r["id"]: r["step_time_error"] for r in out_of_sample["leave_one_source_out"]["rows"]},
+            **{r["id"]: r["step_time_error"] for r in out_of_sample["leave_one_moe_model_out"]["rows"]},
             **{run.id: fitted[run.id] for run in holdout if not run.exclude}}
     by_key: dict[tuple, list[str]] = {}
     for run in (r for r in runs + holdout if not r.exclude):
         p = prepare(run)
         by_key.setdefault((p.cluster.gpu.name, p.plan.precision, kind_of(p.model.moe is not None)), []).append(run.id)
-    return [{"gpu": g, "precision": prec, "kind": kind,
+    return [{"gpu": g, "precision": prec, "kind": kind, "left_out": LEFT_OUT[kind],
              "shipped": worst_stats([(i, fitted[i]) for i in by_key[g, prec, kind]]),
              "out_of_sample": worst_stats([(i, held[i]) for i in by_key[g, prec, kind]])}
             for g, prec, kind in sorted(by_key)]

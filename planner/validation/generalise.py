@@ -3,8 +3,9 @@
 - `generalisation(runs, fit_on)`: fit on the rows of one GPU generation (or all rows) and predict
   the other rows (`planner validate --fit-on`).
 - `leave_one_out(runs)`: for each source group, fit on every other group and predict the held-out
-  group's rows; the same per GPU generation (`planner validate --leave-one-source-out`). Every
-  row is predicted once by constants that never saw its source, which is the out-of-sample error.
+  group's rows; the same per GPU generation, and per mixture-of-experts model over the MoE rows
+  (`planner validate --leave-one-source-out`). Every row is predicted once by constants that never
+  saw its source, which is the out-of-sample error.
 
 Each fit is the one `planner validate --fit-on all` runs (fit.fit on step time, then fit.fit_memory
 on the rows that publish a peak), from the same unfitted priors; only the rows differ.
@@ -18,8 +19,16 @@ from planner.validation import fit
 from planner.validation import runs as validation
 
 
-def _key(run: validation.Run, by: str) -> str:
+def _key(run: validation.Run, by: str) -> str | None:
+    """The split a row falls in: its source group, its GPU generation, or its mixture-of-experts model (None for a
+    dense row, which that split never leaves out)."""
+    if by == "moe_model":
+        return run.model.name if run.model.moe is not None else None
     return run.group if by == "group" else validation.generation_of(run)
+
+
+SPLIT_NAMES = {"group": "leave_one_source_out", "generation": "leave_one_generation_out",
+               "moe_model": "leave_one_moe_model_out"}
 
 
 def held_out_report(results: list[validation.Result]) -> dict:
@@ -71,16 +80,20 @@ def generalisation(runs: list[validation.Run], fit_on: str, workers: int | None 
             "rows": [row_record(r, None, "generation") for r in results]}
 
 
-def leave_one_out(runs: list[validation.Run], workers: int | None = None, by: tuple[str, ...] = ("group", "generation"),
-                  bounds: fit.Bounds | None = None) -> dict:
-    """Out-of-sample errors: for each source group (by 'group') and each GPU generation (by
-    'generation'), fit on the other rows and predict that one's; with the in-sample fit (all rows)
-    for contrast. All fits run in one pool of `workers` processes, on the grid over `bounds`
-    (fit.fit_many; default the shipped FIT_BOUNDS)."""
+def leave_one_out(runs: list[validation.Run], workers: int | None = None,
+                  by: tuple[str, ...] = ("group", "generation", "moe_model"), bounds: fit.Bounds | None = None) -> dict:
+    """Out-of-sample errors: for each source group (by 'group'), each GPU generation (by 'generation') and
+    each mixture-of-experts model (by 'moe_model': its rows only; the MoE rows are one source's, so leaving
+    that source out fits the MoE constants on no MoE row, where this asks how they carry to a model they
+    never saw; left out where the rows hold fewer than two), fit on the other rows and predict that one's; with
+    the in-sample fit (all rows) for contrast. All fits run in one pool of `workers` processes, on the grid over
+    `bounds` (fit.fit_many; default the shipped FIT_BOUNDS)."""
     scored = [r for r in runs if not r.exclude]
     splits: list[tuple[str, str]] = []  # (by, held-out key)
     for kind in by:
-        keys = sorted({r.group for r in scored}) if kind == "group" else generations(scored)
+        keys = generations(scored) if kind == "generation" else sorted({_key(r, kind) for r in scored} - {None})
+        if kind == "moe_model" and len(keys) < 2:  # rows (--group) with fewer MoE models: no such split
+            continue
         if len(keys) < 2:
             raise PlannerError(f"leave one {'source' if kind == 'group' else 'generation'} out needs rows of at "
                                f"least two; these have {', '.join(keys) or 'none'}")
@@ -97,7 +110,7 @@ def leave_one_out(runs: list[validation.Run], workers: int | None = None, by: tu
     out = {"rows": len(scored), "fits": len(train_sets), "fit_seconds": seconds,
            "in_sample": {"fitted": fit.fitted_values(all_eff), "train_mape": in_report["overall"]["step_time"]["mape"],
                          "train_objective": all_objective, "train_memory_mape": all_memory, **in_report}}
-    for kind in by:
+    for kind in dict.fromkeys(k for k, _ in splits):
         held_results: list[validation.Result] = []
         per_split = {}
         for (k_kind, key), train, (eff, objective, memory) in zip(splits, train_sets[1:], fitted[1:]):
@@ -113,7 +126,6 @@ def leave_one_out(runs: list[validation.Run], workers: int | None = None, by: tu
                               "in_sample": validation.group_errors(in_rows)}
         order = {r.id: i for i, r in enumerate(scored)}
         held_results.sort(key=lambda r: order[r.run.id])
-        name = "leave_one_source_out" if kind == "group" else "leave_one_generation_out"
-        out[name] = {"held_out": per_split, **held_out_report(held_results),
+        out[SPLIT_NAMES[kind]] = {"held_out": per_split, **held_out_report(held_results),
                      "rows": [row_record(r, in_by_id[r.run.id], kind) for r in held_results]}
     return out
