@@ -1,8 +1,9 @@
 """How far the model was off on published runs like a plan's (planner/analysis/accuracy.py,
-validation/step_errors_by_gpu.yaml; tests/test_fidelity.py checks the file against its leave-one-source-out fits)."""
+validation/step_errors_by_gpu.yaml; tests/test_fidelity.py checks the file against its own fits)."""
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 
 import pytest
 
@@ -11,16 +12,20 @@ from planner.commands.main import main
 from planner.validation.runs import default_holdout, evaluate, load_runs, prepare
 
 
-def scored_ids(gpu: str, precision: str, moe: bool) -> set[str]:
-    """The scored rows of runs.yaml and holdout.yaml on `gpu` in `precision` of one kind, read from the rows."""
-    out = set()
+@lru_cache(maxsize=1)
+def ids_by_kind() -> dict[tuple[str, str, bool], set[str]]:
+    """The scored rows of runs.yaml and holdout.yaml by (GPU, precision, MoE or not), read from the rows once."""
+    out: dict[tuple[str, str, bool], set[str]] = {}
     for run in load_runs() + load_runs(default_holdout()):
-        if run.exclude:
-            continue
-        p = prepare(run)
-        if (p.cluster.gpu.name, p.plan.precision, p.model.moe is not None) == (gpu, precision, moe):
-            out.add(run.id)
+        if not run.exclude:
+            p = prepare(run)
+            out.setdefault((p.cluster.gpu.name, p.plan.precision, p.model.moe is not None), set()).add(run.id)
     return out
+
+
+def scored_ids(gpu: str, precision: str, moe: bool) -> set[str]:
+    """The scored rows on `gpu` in `precision` of one kind."""
+    return ids_by_kind().get((gpu, precision, moe), set())
 
 
 def test_line_by_hand(monkeypatch):
