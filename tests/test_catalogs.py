@@ -189,13 +189,42 @@ MAMF = {
 
 def test_measured_matmul_is_each_parts_own():
     """Every measurement in the catalog is the part's own published one; a part without one carries none
-    (never a sibling's) and says in its notes that the cost model falls back to its generation's value."""
+    (never a sibling's) and says in its notes how the cost model does without: its generation's value, or
+    a derivation from a measured part (DERIVED below)."""
     for name, spec in catalogs.gpu_catalog().items():
         bf16, fp8 = MAMF.get(name, (None, None))
         assert (spec.measured_matmul_bf16_tflops, spec.measured_matmul_fp8_tflops) == (bf16, fp8), name
-        missing = [p for p, m in (("bf16", bf16), ("fp8", fp8)) if p in spec.dense_tflops and m is None]
+        derived = (spec.derived_matmul_bf16_tflops, spec.derived_matmul_fp8_tflops)
+        assert derived == DERIVED.get(name, (None, None)), name
+        missing = [p for p, m, d in (("bf16", bf16, derived[0]), ("fp8", fp8, derived[1]))
+                   if p in spec.dense_tflops and m is None and d is None]
         if missing:
             assert "MAMF" in spec.notes and "generation" in spec.notes, (name, missing)
+
+
+# GB300 has no MAMF. Azure AI-benchmarking-guide (catalogs/gpus.yaml [azure-gemm]) ran one cuBLASLt FP8 GEMM
+# benchmark (random inputs, 10,000 warm-ups) on both NVL72 parts: 16384^3 at 3308.5 TFLOP/s on GB300 and
+# 2819.5 on GB200. GB300's rate = GB200's MAMF (above) x 3308.5 / 2819.5, in both formats.
+GB300_OVER_GB200 = 3308.5 / 2819.5  # 1.1734
+DERIVED = {"gb300": (round(1822.0 * GB300_OVER_GB200, 1), round(3615.6 * GB300_OVER_GB200, 1))}  # 2138.0, 4242.7
+
+
+def test_gb300_gemm_rate_is_derived_from_gb200():
+    """By hand: 1822.0 x 1.17344 = 2138.0 and 3615.6 x 1.17344 = 4242.7 TFLOP/s, fractions 0.855 of 2500 and
+    0.849 of 5000; the cost model reads them as it reads a measurement, so GB300's large GEMMs run 1.173x
+    GB200's in both formats."""
+    assert DERIVED["gb300"] == (2138.0, 4242.7)
+    c = catalogs.gpu_catalog()
+    gb300, gb200 = c["gb300"].to_gpu(), c["gb200"].to_gpu()
+    assert gb300.matmul_fraction == pytest.approx({"bf16": 2138.0 / 2500, "fp8": 4242.7 / 5000})
+    for fmt in ("bf16", "fp8"):
+        assert gb300.matmul_fraction[fmt] / gb200.matmul_fraction[fmt] == pytest.approx(GB300_OVER_GB200, rel=1e-4)
+
+
+def test_derived_matmul_beside_a_measurement_is_refused():
+    row = dict(catalogs.gpu_catalog()["b200-sxm-180gb"].model_dump(exclude_none=True), derived_matmul_fp8_tflops=3000.0)
+    with pytest.raises(ValueError, match="derived_matmul_fp8_tflops beside measured_matmul_fp8_tflops"):
+        type(catalogs.gpu_catalog()["b200-sxm-180gb"])(**row)
 
 
 # GPUs allowed to share every figure below (one part under two names); none today.

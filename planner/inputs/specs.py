@@ -201,6 +201,11 @@ class GpuSpec(Spec):
     # from its measured parts applies (costmodel/types.py Efficiency).
     measured_matmul_bf16_tflops: Optional[quantity(L.MAX_TFLOPS, L.MIN_TFLOPS)] = None
     measured_matmul_fp8_tflops: Optional[quantity(L.MAX_TFLOPS, L.MIN_TFLOPS)] = None
+    # For a part with no MAMF of its own: a measured part's MAMF times the ratio of the two parts' rates
+    # in one benchmark that ran both (a derivation, not a measurement; the row's notes give the rule and
+    # the benchmark). Used as the measured figure would be; not allowed beside one.
+    derived_matmul_bf16_tflops: Optional[quantity(L.MAX_TFLOPS, L.MIN_TFLOPS)] = None
+    derived_matmul_fp8_tflops: Optional[quantity(L.MAX_TFLOPS, L.MIN_TFLOPS)] = None
     # Exponentials per second of the special-function units (SMs x exp2 results per clock per SM x
     # boost clock): what softmax in attention runs on. 0/absent = not modelled for this GPU.
     exp_tops: Optional[quantity(L.MAX_TFLOPS, L.MIN_TFLOPS)] = None
@@ -223,6 +228,9 @@ class GpuSpec(Spec):
             raise ValueError("dense_tflops needs at least a bf16 or fp16 entry")
         if self.power_limit_watts is not None and self.tdp_watts is None:
             raise ValueError("power_limit_watts needs tdp_watts (the board power the peaks are rated at)")
+        for fmt in ("bf16", "fp8"):
+            if getattr(self, f"measured_matmul_{fmt}_tflops") and getattr(self, f"derived_matmul_{fmt}_tflops"):
+                raise ValueError(f"derived_matmul_{fmt}_tflops beside measured_matmul_{fmt}_tflops: give one")
         if self.measured_attention_bf16_tflops is not None and len(self.measured_attention_bf16_tflops) != 2:
             raise ValueError("measured_attention_bf16_tflops needs both forward and backward")
         if self.measured_attention_fp8_over_bf16 is not None and len(self.measured_attention_fp8_over_bf16) != 2:
@@ -255,9 +263,11 @@ class GpuSpec(Spec):
         return tuple(min(1.0, measured[k] * 1e12 / bf16_peak) for k in ("forward", "backward"))
 
     def measured_fractions(self, table: dict[str, float]) -> dict[str, float]:
-        """Measured large-GEMM fraction of the dense peak, per format with a measurement."""
+        """Large-GEMM fraction of the dense peak, per format with a measurement (or a derivation from one)."""
         out = {}
-        for precision, measured in (("bf16", self.measured_matmul_bf16_tflops), ("fp8", self.measured_matmul_fp8_tflops)):
+        for precision in ("bf16", "fp8"):
+            measured = (getattr(self, f"measured_matmul_{precision}_tflops")
+                        or getattr(self, f"derived_matmul_{precision}_tflops"))
             if measured and table.get(precision):
                 out[precision] = min(1.0, measured * 1e12 / table[precision])
         return out
