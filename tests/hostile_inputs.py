@@ -582,6 +582,8 @@ def cluster_cases() -> Iterator[Case]:
                  ("power_limit_watts", "1e6", "power_limit_watts 1e6"),
                  ("measured_matmul_bf16_tflops", ".nan", "measured matmul .nan"),
                  ("measured_matmul_bf16_tflops", "-5", "measured matmul negative"),
+                 ("derived_matmul_fp8_tflops", ".nan", "derived matmul .nan"),
+                 ("derived_matmul_fp8_tflops", "-5", "derived matmul negative"),
                  ("memory_gb", "80", "unknown key memory_gb"),
                  ("name", '"gpu\\nevil"', "name holding a newline"), ("name", '"$(touch pwned)"', "name holding $(...)"),
                  ("name", "''", "name empty"), ("memory_gib", None, "memory_gib missing"),
@@ -589,6 +591,9 @@ def cluster_cases() -> Iterator[Case]:
     for key, raw, desc in gpu_muts:
         yield one(f"inline gpu: {desc}", with_value(INLINE_CLUSTER, f"gpu.{key}", raw))
     no_tdp = with_value(with_value(INLINE_CLUSTER, "gpu.tdp_watts", None), "gpu.power_limit_watts", "500")
+    both = with_value(with_value(INLINE_CLUSTER, "gpu.measured_matmul_fp8_tflops", "1400"),
+                      "gpu.derived_matmul_fp8_tflops", "1400")
+    yield one("inline gpu: a derived matmul rate beside a measured one", both)
     yield one("inline gpu: power_limit_watts without tdp_watts", no_tdp)
     # the same defects reaching a search and a calibration
     for key, raw, desc in [("matmul_efficiency_scale", "1e6", "matmul_efficiency_scale 1e6"),
