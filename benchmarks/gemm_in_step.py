@@ -6,10 +6,11 @@
 Needs PyTorch and a CUDA GPU (not a project dependency; the suite never runs this). The step: `--layers` Llama 3
 8B decoder layers (hidden 4096, 32 query / 8 KV heads of 128, SwiGLU 14336, RMSNorm, residuals; rotary
 embeddings left out) on one 8,192-token sequence in bf16, forward and backward (autograd), no optimizer. It runs
-back to back for --seconds (the card reaches its steady power), reading board power and SM clock through NVML,
-then torch.profiler records three steps: the summed time of the GEMM kernels (names holding gemm, nvjet or
-xmma, not attention's) against the GEMM FLOPs of those steps counted by hand (2 m n k per linear, forward,
-and twice that backward: input and weight gradients) gives the GEMMs' rate inside the step.
+back to back for --seconds (the card reaches its steady power), reading board power, SM clock and temperature
+through NVML (gemm_sustained.py's helpers), then torch.profiler records three steps: the summed time of the GEMM
+kernels (names holding gemm, nvjet or xmma, not attention's) against the GEMM FLOPs of those steps counted by
+hand (2 m n k per linear, forward, and twice that backward: input and weight gradients) gives the GEMMs' rate
+inside the step.
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ import time
 
 import torch
 import torch.nn.functional as F
+from gemm_sustained import nvml_handle, read_board  # this folder: run as benchmarks/gemm_in_step.py
 
 H, HEADS, KV_HEADS, HEAD_DIM, FFN, SEQ = 4096, 32, 8, 128, 14336, 8192
 GEMM_MARKS, ATTENTION_MARKS = ("gemm", "nvjet", "xmma"), ("flash", "fmha", "attention", "sdpa", "cudnn")
@@ -71,28 +73,13 @@ def cool_rates() -> dict:
     return out
 
 
-def board(nv, h) -> dict:
-    if nv is None:
-        return {}
-    try:
-        return {"power_w": nv.nvmlDeviceGetPowerUsage(h) / 1000.0,
-                "sm_clock_mhz": nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM)}
-    except Exception:  # noqa: BLE001 - NVML is optional
-        return {}
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=45.0)
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--out", default="")
     args = ap.parse_args()
-    try:
-        import pynvml
-        pynvml.nvmlInit()
-        nv, h = pynvml, pynvml.nvmlDeviceGetHandleByIndex(torch.cuda.current_device())
-    except Exception:  # noqa: BLE001
-        nv = h = None
+    nv, h = nvml_handle()
     torch.manual_seed(0)
     cool = cool_rates()
     model = torch.nn.Sequential(*[Layer() for _ in range(args.layers)]).cuda().to(torch.bfloat16)
@@ -113,7 +100,7 @@ def main() -> None:
         n += 1
         if n % 20 == 0:
             torch.cuda.synchronize()
-            samples.append({"t_s": round(time.perf_counter() - t0, 1), **board(nv, h)})
+            samples.append({"t_s": round(time.perf_counter() - t0, 1), **read_board(nv, h)})
     torch.cuda.synchronize()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()

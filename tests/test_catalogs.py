@@ -222,9 +222,9 @@ def test_gb300_gemm_rate_is_derived_from_gb200():
 
 
 def test_derived_matmul_beside_a_measurement_is_refused():
-    row = dict(catalogs.gpu_catalog()["b200-sxm-180gb"].model_dump(exclude_none=True), derived_matmul_fp8_tflops=3000.0)
+    b200 = catalogs.gpu_catalog()["b200-sxm-180gb"]
     with pytest.raises(ValueError, match="derived_matmul_fp8_tflops beside measured_matmul_fp8_tflops"):
-        type(catalogs.gpu_catalog()["b200-sxm-180gb"])(**row)
+        type(b200)(**b200.model_dump(exclude_none=True), derived_matmul_fp8_tflops=3000.0)
 
 
 # GPUs allowed to share every figure below (one part under two names); none today.
