@@ -443,22 +443,22 @@ class Efficiency:
     flash_attention_peak_fraction: float = 0.33
     # ... FITTED with the others below: cuDNN's fused attention on Hopper, prior 631.3 TFLOP/s = 0.64 of
     # 989 (pytorch#142132: H100, torch 2.6.0.dev20241204, batch 1, 24 heads, seq 4608, hd 128) ...
-    flash_attention_peak_fraction_cudnn_hopper: float = 0.4326
+    flash_attention_peak_fraction_cudnn_hopper: float = 0.4408
     # ... (FlashAttention-2-class kernels on Hopper run at this share of cuDNN's rate, measured, not
     # fitted: SDPA's flash backend 329.5 against 631.3 TFLOP/s on the same shape, pytorch#142132; so the
     # Hopper rows of either kernel fit one fraction) ...
     flash2_over_cudnn_hopper: float = 329.5 / 631.3
     # ... either kernel on Ampere, where the two perform alike: prior 136.4 TFLOP/s = 0.44 of 312
     # (pytorch PR #192799's sm80 forward benchmark: cuDNN 135.4, flash 136.4) ...
-    flash_attention_peak_fraction_ampere: float = 0.4120
+    flash_attention_peak_fraction_ampere: float = 0.4005
     # ... Blackwell's kernels (cuDNN / Transformer Engine fused attention built for its tensor cores),
     # either kernel name; prior 0.33 ...
-    flash_attention_peak_fraction_blackwell: float = 0.3177
+    flash_attention_peak_fraction_blackwell: float = 0.3121
     # ... and the sequence length at which each reaches half of its fraction (prior one 128-row tile).
-    # The fitted values give, at s = 8192: cuDNN's on H100 302 TFLOP/s, FlashAttention-2's 158, A100 91,
-    # B200 505: about half of what the kernels reach alone in benchmarks, the rest being work around
+    # The fitted values give, at s = 8192: cuDNN's on H100 316 TFLOP/s, FlashAttention-2's 165, A100 91,
+    # B200 509: about half of what the kernels reach alone in benchmarks, the rest being work around
     # the kernel that the rows' steps include and the model does not count (layout copies, RoPE, GQA).
-    flash_attention_half_seq: float = 3409.0
+    flash_attention_half_seq: float = 3118.0
     # ... measured on the part each generation's fitted fraction stands for: its fused-attention kernel rate
     # as fractions of its bf16 peak, (forward, backward) (compute.attention_rate_scale; a part with its own
     # measurement, Gpu.attention_fraction, runs attention at the ratio of the two). Blackwell: GB200 in NVIDIA
@@ -499,9 +499,15 @@ class Efficiency:
     network_latency_seconds: float = 14e-6
     # Fraction of the DP/ZeRO sync that can hide behind backward compute when overlap is on.
     dp_overlap_fraction: float = 1.0
-    # Share of the SMs a collective running beside compute takes from it (costmodel/overlap.py): prior
-    # 16 NCCL channels (one block each) of an H100's 132 SMs, and 16-24 userbuffers SMs for TP overlap.
-    collective_sm_share: float = 0.12
+    # Compute seconds lost per second a collective runs beside it (costmodel/overlap.py). MEASURED, not
+    # fitted (benchmarks/overlap_contention.py on an H200 at its power limit, 2026-12-04): four Llama 3 8B
+    # layers' forward-backward beside a kernel holding 16 or 32 NCCL-like blocks (512 threads, one per
+    # channel), waiting as a network collective's do or copying 0.7-1.5 TB/s of HBM as an NVLink ring's
+    # do, each launched first and outlasting the step or ending inside it: 0.10-0.28, mean 0.19 of the 8
+    # cases (16 blocks 0.10-0.20, 32 blocks 0.14-0.28). Lee et al. 2025 (arXiv 2507.03114) report compute
+    # slowed 18.9% on average by overlapped collectives on 4 A100/H100/MI250/MI210 (0.16 lost). Was 0.12,
+    # a prior (16 of 132 SMs), until then.
+    collective_sm_share: float = 0.19
     # Routed rows on the busiest expert-parallel rank over the balanced share (costmodel/moe.py): 1.0
     # as NVIDIA's benchmarks force balanced routing; a what-if for real routers, not fitted.
     moe_routing_imbalance: float = 1.0
@@ -509,10 +515,10 @@ class Efficiency:
     # copied to the host (Megatron's dispatchers size the all-to-all from them, a stream sync) drain the
     # GPU's queue, which then waits for the host to launch the layer's remaining kernels. FITTED on the
     # MoE rows (planner/validation/fit.py); prior 0.
-    moe_host_sync_seconds: float = 0.002575
+    moe_host_sync_seconds: float = 0.002665
     # Per layer and micro-batch (forward + backward): kernel launches and stream synchronisation
     # the roofline does not see (FITTED as above).
-    layer_overhead_seconds: float = 0.0003635
+    layer_overhead_seconds: float = 0.0003909
     # Fixed per-step cost outside the model: optimizer launch, logging, data loading.
     step_overhead_seconds: float = 0.0
     # Framework memory not in the analytic terms: CUDA context, NCCL buffers, allocator slack.

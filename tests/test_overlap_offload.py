@@ -47,18 +47,19 @@ def test_layer_tp_comm_by_hand():
     lt = layer_times(gpt(4, 1024, 8), 1, 8, True, True, a100_gpu(), "bf16", cm.Efficiency())
     lt = replace(lt, gemm_forward_seconds=1.0)
     plan = replace(BASE, tp_comm_overlap=True)
+    eff = replace(cm.Efficiency(), collective_sm_share=0.12)  # the share is an argument here, not the shipped one
     per_direction = 0.025 + 0.12 * 0.175
     # a dense layer: 2 exchanges each way, none replayed (BASE recomputes nothing). Without the overlap, under
     # sequence parallel: the forward's 2 x 0.1 s, and in backward the output gradients' all-gathers (0.1 s)
     # shown, the input gradients' reduce-scatters (0.1 s) and the inputs' re-gathers (0.1 s) beside 1 s of
     # GEMMs at the SM share (tp_async_grad, Megatron's default); 0.2 + 0.3 s when the backward waits for each.
-    assert stage.layer_tp_comm_seconds(plan, lt, 0.1, cm.Efficiency(), 2, 0) == pytest.approx(2 * per_direction)
-    assert stage.layer_tp_comm_seconds(BASE, lt, 0.1, cm.Efficiency(), 2, 0) == pytest.approx(0.3 + 2 * 0.12 * 0.1)
+    assert stage.layer_tp_comm_seconds(plan, lt, 0.1, eff, 2, 0) == pytest.approx(2 * per_direction)
+    assert stage.layer_tp_comm_seconds(BASE, lt, 0.1, eff, 2, 0) == pytest.approx(0.3 + 2 * 0.12 * 0.1)
     waiting = replace(BASE, tp_async_grad=False)
-    assert stage.layer_tp_comm_seconds(waiting, lt, 0.1, cm.Efficiency(), 2, 0) == pytest.approx(0.5)
+    assert stage.layer_tp_comm_seconds(waiting, lt, 0.1, eff, 2, 0) == pytest.approx(0.5)
     # full recompute replays both forward exchanges: 0.2 s more, and 1.5 x the forward's exposed share with overlap
-    assert stage.layer_tp_comm_seconds(BASE, lt, 0.1, cm.Efficiency(), 2, 2) == pytest.approx(0.5 + 2 * 0.12 * 0.1)
-    assert stage.layer_tp_comm_seconds(plan, lt, 0.1, cm.Efficiency(), 2, 2) == pytest.approx(3 * per_direction)
+    assert stage.layer_tp_comm_seconds(BASE, lt, 0.1, eff, 2, 2) == pytest.approx(0.5 + 2 * 0.12 * 0.1)
+    assert stage.layer_tp_comm_seconds(plan, lt, 0.1, eff, 2, 2) == pytest.approx(3 * per_direction)
 
 
 def a100_gpu() -> cm.Gpu:
