@@ -20,6 +20,7 @@ from .compute import (
     block_cast_bytes,
     dense_mlp_work,
     fp8_attention_speedup,
+    gemm_seconds,
     gemms_seconds,
     projection_gemms,
 )
@@ -38,6 +39,9 @@ class LayerTimes:
     gemm_forward_seconds: float = 0.0  # the four projections' forward GEMMs (what TP collectives overlap)
     # Forward seconds each selective-recompute module replays (types.RECOMPUTE_MODULES), as pairs.
     module_replay: tuple[tuple[str, float], ...] = ()
+    # Mean time left of the compute kernel running at a random instant of the layer's forward and backward
+    # (kernel_residual_seconds): how long a collective kernel launched then waits for SMs.
+    kernel_residual_seconds: float = 0.0
 
     def replay_seconds(self, modules: tuple[str, ...]) -> float:
         """What selective recompute of `modules` replays in backward. The moe module's replay holds the
@@ -94,7 +98,25 @@ def layer_times(
     casts = (recipe, weight_casts)
     modules = module_replays(local, tokens, tp, sequence_parallel, dense, attn_work, mlp_work, experts, gpu, precision,
                              eff, casts)
-    return LayerTimes(forward, backward, replay, op_replay, gemms, (("core_attn", replay),) + modules)
+    residual = kernel_residual_seconds([count * gemm_seconds(m, n, k, gpu, precision, eff)
+                                        for m, n, k, count in attn_work.gemms + mlp_work.gemms if count and m and n],
+                                       attn, attn_bwd, forward + backward)
+    return LayerTimes(forward, backward, replay, op_replay, gemms, (("core_attn", replay),) + modules, residual)
+
+
+def kernel_residual_seconds(gemm_kernels: list[float], attention_forward: float, attention_backward: float,
+                            total_seconds: float) -> float:
+    """Mean time left of the kernel running at a random instant of a layer's forward and backward: a kernel of
+    d seconds is caught with probability d / total and has d / 2 left on average, so sum(d^2) / (2 total)
+    (the residual life of renewal theory). The kernels: each GEMM once forward and twice backward (input and
+    weight gradients, as long), a grouped expert GEMM as one kernel, the attention core forward and backward;
+    the elementwise kernels are short and add to the total only. A collective kernel launched while the
+    compute holds every SM waits that long for its blocks to be placed (measured, benchmarks/overlap_contention.py:
+    1 ms kernels queued beside the step ran 1.6-1.8x their length)."""
+    if total_seconds <= 0:
+        return 0.0
+    squares = 3 * sum(d * d for d in gemm_kernels) + attention_forward ** 2 + attention_backward ** 2
+    return squares / (2 * total_seconds)
 
 
 def module_replays(model: Model, tokens: int, tp: int, sequence_parallel: bool, dense: bool, attn_work, mlp_work,

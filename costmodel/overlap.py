@@ -11,8 +11,10 @@ reduce-scatter on 16-24 SMs. The share (Efficiency.collective_sm_share) is measu
 beside 16-32 such blocks, waiting or copying HBM, lost 0.10-0.28 of each second on an H200
 (benchmarks/overlap_contention.py), more than the blocks' share of the SMs where they also move HBM;
 Lee et al. 2025 (arXiv 2507.03114) report compute slowed 18.9% on average by overlapped collectives.
-Not modelled: a collective whose kernels queue behind compute that holds every SM runs slower instead
-(1.6-1.8x its length in the same measurement). Wang et al.,
+A collective whose kernels queue behind compute that holds every SM waits instead: 1 ms kernels ran
+1.6-1.8x their length in the same measurement, each waiting about as long as the compute kernel then running
+had left (queued_beside_seconds, charged on the expert-parallel exchanges, which the 1F1B overlap launches
+into the other micro-batch's compute; the DP/ZeRO, TP and CP collectives are not charged it). Wang et al.,
 "Overlap Communication with Dependent Computation via Decomposition in Large Deep Learning Models"
 (ASPLOS 2023) decompose a collective into per-chunk transfers so that only the first chunk waits.
 """
@@ -53,3 +55,13 @@ def beside_seconds(transfer_seconds: float, window_seconds: float, sm_share: flo
     what outlasts the window, or the compute's slowdown (overlapped_cost_seconds)."""
     hidden, exposed = hidden_and_exposed(transfer_seconds, window_seconds)
     return overlapped_cost_seconds(exposed, hidden, sm_share)
+
+
+def queued_beside_seconds(transfer_seconds: float, wait_seconds: float, window_seconds: float,
+                          sm_share: float) -> float:
+    """beside_seconds for a transfer whose kernels, launched while the compute holds every SM, wait
+    `wait_seconds` in all for their blocks to be placed (each the time left of the compute kernel then
+    running: layer.kernel_residual_seconds): the transfer ends that much later, which shows where it outlasts
+    the window; the compute slows only while the transfer runs."""
+    hidden, exposed = hidden_and_exposed(transfer_seconds + max(0.0, wait_seconds), window_seconds)
+    return overlapped_cost_seconds(exposed, min(transfer_seconds, hidden), sm_share)

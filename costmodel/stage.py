@@ -481,7 +481,9 @@ def ep_exposed_seconds(model: Model, plan: Plan, k: StageKernels, eff: Efficienc
     """The stage's expert-parallel exchanges per micro-batch that show: all of them, or with ep_overlap
     (Megatron's 1F1B A2A overlap, which runs one micro-batch's dispatch and combine beside another's
     forward and backward; a_to_a_overlap in megatron/core/pipeline_parallel) only what the MoE layers'
-    compute (forward, backward and replay) cannot cover, plus its SM cost (overlap.py). The schedule pairs
+    compute (forward, backward and replay) cannot cover, plus its SM cost (overlap.py); each dispatch and
+    combine, launched while the other micro-batch's kernels hold every SM, starts only when the kernel then
+    running ends (layer.kernel_residual_seconds; overlap.queued_beside_seconds). The schedule pairs
     one micro-batch's backward with the next one's forward (combined_1f1b.py, Megatron-LM d98e8a64), so a
     pipeline rank with a single micro-batch hides nothing. Not modelled: with m >= 2 the first forward
     and the last backward run alone too, so one micro-batch's exchanges in m show, which this hides
@@ -492,7 +494,9 @@ def ep_exposed_seconds(model: Model, plan: Plan, k: StageKernels, eff: Efficienc
         return total
     window = sum(n * (k.layers[r].forward_seconds + k.layers[r].backward_seconds + replay_seconds(plan, k.layers[r]))
                  for r, n in mix if model.is_moe_layer(r))
-    return overlap.beside_seconds(total, window, eff.collective_sm_share)
+    launches = 2 * (moe_forward_passes(plan) + 1)  # a dispatch and a combine per pass
+    waits = sum(n * launches * k.layers[r].kernel_residual_seconds for r, n in mix if model.is_moe_layer(r))
+    return overlap.queued_beside_seconds(total, waits, window, eff.collective_sm_share)
 
 
 def moe_sync_seconds(plan: Plan, eff: Efficiency, moe_layers: int) -> float:

@@ -88,21 +88,32 @@ from planner.validation import runs as validation
 # 4.56% -> 4.66%, megatron-2021 4.4% -> 4.52%, mlperf 1.39% -> 1.71% (3 rows), nemo 4.99% -> 5.15%, mbridge-moe
 # 13.34% -> 13.58%; a generation left out, blackwell 8.04% -> 8.26%; an MoE model left out, DeepSeek-V3 7.1% ->
 # 7.33% and Qwen3-30B-A3B 7.7% -> 7.91%; held out, the two separately bounded maxima below.
-STEP_MAPE_BOUND = 0.065  # reached 0.0641 over 234 rows (0.0651 before the measured share, 0.0927 before kernels)
+# 2026-12-04, latest: the expert-parallel dispatch and combine that the 1F1B A2A overlap launches into the other
+# micro-batch's compute wait for SMs, each the time left of the compute kernel then running (layer.kernel_residual_
+# seconds; measured on the H200: tests/test_overlap_measured.py), and the constants were refit: in sample 6.41% ->
+# 6.26%, the MoE rows 8.25% -> 7.94%, a source left out 8.94% -> 8.70%, a generation 7.41% -> 7.25%, an MoE model
+# 8.35% -> 7.98%, Hopper -> Blackwell 8.24% -> 8.00%, Blackwell -> Hopper 8.55% -> 8.37%, held out 11.25% -> 10.83%.
+# RAISED, on rows with no MoE layer, through the refit's shared constants (layer overhead 391 -> 329 us, Hopper
+# attention 0.4408 -> 0.4337, Ampere 0.4005 -> 0.4071, half length 3118 -> 3219): in sample megatron-2021 4.38% ->
+# 4.42%, torchtitan 5.17% -> 5.45% (max 12.50% -> 14.04%), mbridge-dense 5.59% -> 5.71% (max 12.47% -> 12.70%);
+# left out korthikanti-2022 4.66% -> 4.77%, mbridge-dense 5.79% -> 5.84%; and the MoE max 44.08% -> 44.47% (the B300
+# Qwen3-235B row at micro-batch 1, host-bound: its exchanges still hide whole, and the refit's smaller layer overhead
+# makes it faster); held out, two separately bounded sets below.
+STEP_MAPE_BOUND = 0.063  # reached 0.0626 over 234 rows (0.0651 before the measured share, 0.0927 before kernels)
 GROUP_STEP_BOUNDS = {        # (MAPE, max) per source group, reached + a hair
-    "bloom": (0.073, 0.082), "korthikanti-2022": (0.035, 0.069), "megatron-2021": (0.044, 0.133),
-    "mlperf": (0.003, 0.004), "nemo": (0.046, 0.141),
+    "bloom": (0.073, 0.082), "korthikanti-2022": (0.033, 0.068), "megatron-2021": (0.045, 0.133),
+    "mlperf": (0.001, 0.003), "nemo": (0.045, 0.140),
     # 9 Llama 3.1 8B rows of torchtitan's benchmarks and the two 405B long-context rows (32k cp 1: -1.7%;
-    # 64k cp 2: -4.2%): reached 5.17%, max 12.50% (the 8B 32k float8 row)
-    "torchtitan": (0.052, 0.126),
-    # MoE: 8.25% over 100 rows; the worst are B200/B300 rows at micro-batch 1 with the all-to-all
+    # 64k cp 2: -3.1%): reached 5.45%, max 14.04% (the 8B 32k float8 row)
+    "torchtitan": (0.055, 0.141),
+    # MoE: 7.94% over 100 rows; the worst are B200/B300 rows at micro-batch 1 with the all-to-all
     # dispatcher, 2.2-2.9x slower than later releases' micro-batch 2-4 DeepEP layouts (README, Accuracy)
-    "mbridge-moe": (0.083, 0.441),
-    # dense Llama 3: reached 5.59% over 44 rows, max 12.47% (6.97% and 16.57% before GB300's GEMM rate)
-    "mbridge-dense": (0.056, 0.125),
-    # full-shard FSDP, no TP/PP: reached 5.74% over 28 rows, max 14.08%; the H100 rows predicted fast
+    "mbridge-moe": (0.080, 0.445),
+    # dense Llama 3: reached 5.71% over 44 rows, max 12.70% (6.97% and 16.57% before GB300's GEMM rate)
+    "mbridge-dense": (0.058, 0.128),
+    # full-shard FSDP, no TP/PP: reached 5.44% over 28 rows, max 13.80%; the H100 rows predicted fast
     # (validation/README.md, "FSDP rows")
-    "fsdp-2023-2024": (0.058, 0.141),
+    "fsdp-2023-2024": (0.055, 0.139),
 }
 # Memory over the 11 torchtitan rows with a published peak: 2.18% / 7.38% over the 9 before the 405B rows.
 # Those were 12.1% / 12.8% low while their weights were counted at 2 B; since torchao's float8 all-gather
@@ -137,10 +148,12 @@ GROUP_MEMORY_BOUNDS = {"torchtitan": (0.032, 0.074)}
 # With the measured collective share (2026-12-04, late, above): 8.94% (fsdp-2023-2024 5.89%, torchtitan 6.78%,
 # mbridge-dense 5.79% lowered; korthikanti-2022 4.66%, megatron-2021 4.52%, mlperf 1.71%, nemo 5.15%, mbridge-moe
 # 13.58% raised).
-LOO_STEP_MAPE_BOUND = 0.090
+# With the expert-parallel exchanges waiting for SMs (2026-12-04, latest, above): 8.70% (torchtitan 6.03%,
+# mbridge-moe 13.10% lowered; korthikanti-2022 4.77% and mbridge-dense 5.84% raised).
+LOO_STEP_MAPE_BOUND = 0.088
 LOO_GROUP_STEP_MAPE_BOUNDS = {
-    "bloom": 0.073, "korthikanti-2022": 0.047, "megatron-2021": 0.046, "mlperf": 0.018, "nemo": 0.052,
-    "torchtitan": 0.068, "mbridge-moe": 0.136, "mbridge-dense": 0.058, "fsdp-2023-2024": 0.059,
+    "bloom": 0.073, "korthikanti-2022": 0.048, "megatron-2021": 0.046, "mlperf": 0.018, "nemo": 0.052,
+    "torchtitan": 0.061, "mbridge-moe": 0.131, "mbridge-dense": 0.059, "fsdp-2023-2024": 0.059,
 }
 # Leave one GPU generation out (fit on the other generations): reached 10.05% over 160 rows; 10.3% over
 # 234; 9.2% with the attention kernels; 8.9% with the all-to-all host wait (ampere 5.3%, hopper 9.1%,
@@ -150,8 +163,9 @@ LOO_GROUP_STEP_MAPE_BOUNDS = {
 # With tp_async_grad (2026-12-04): 7.97% (ampere 4.59%, hopper 8.64%, blackwell 8.84%, raised).
 # With GB300's GEMM rate (2026-12-04, later): 7.50% (ampere 4.56%, hopper 8.51%, blackwell 8.04%).
 # With the measured collective share (2026-12-04, late): 7.41% (ampere 4.52%, hopper 7.76%, blackwell 8.26%, raised).
-LOGO_STEP_MAPE_BOUND = 0.075
-LOGO_GENERATION_STEP_MAPE_BOUNDS = {"ampere": 0.046, "hopper": 0.078, "blackwell": 0.083}
+# With the expert-parallel exchanges waiting for SMs (latest): 7.25% (ampere 4.52%, hopper 7.51%, blackwell 8.10%).
+LOGO_STEP_MAPE_BOUND = 0.073
+LOGO_GENERATION_STEP_MAPE_BOUNDS = {"ampere": 0.046, "hopper": 0.076, "blackwell": 0.082}
 
 
 @pytest.fixture(scope="module")
@@ -225,8 +239,10 @@ def test_out_of_sample_mape_does_not_regress(out_of_sample, scored):
 # Qwen3-30B-A3B 7.8%.
 # With the measured collective share (2026-12-04, late): 8.35% (DeepSeek-V3 7.33% and Qwen3-30B-A3B 7.91%, raised;
 # Qwen3-235B-A22B 9.82%).
-LOMO_STEP_MAPE_BOUND = 0.084  # 0.0835 with GB300's GEMM rate (0.091 before), 0.0835 with the measured share
-LOMO_MODEL_STEP_MAPE_BOUNDS = {"deepseek-v3": 0.074, "qwen3-235b-a22b": 0.099, "qwen3-30b-a3b": 0.080}
+# With the expert-parallel exchanges waiting for SMs (latest): 7.98% (DeepSeek-V3 6.92%, Qwen3-235B-A22B 9.09%,
+# Qwen3-30B-A3B 7.93%).
+LOMO_STEP_MAPE_BOUND = 0.080  # 0.0835 with GB300's GEMM rate (0.091 before) and with the measured share
+LOMO_MODEL_STEP_MAPE_BOUNDS = {"deepseek-v3": 0.070, "qwen3-235b-a22b": 0.091, "qwen3-30b-a3b": 0.080}
 
 
 def test_moe_model_split_mape_does_not_regress(out_of_sample, scored):
@@ -265,8 +281,8 @@ def test_generation_split_mape_does_not_regress(out_of_sample, scored):
 # NeMo 24.03's long sequences; llm-foundry's long sequences through the refit's Hopper attention fraction):
 # the H100 optimism validation/README.md "Held-out rows" describes, which nothing fitted here explains.
 # Lowered 2026-12-04 with GB300's GEMM rate and its refit: 0.1169 -> 0.1134, max 0.2977 -> 0.2947; and with the
-# measured collective share: 0.1125, max 0.2920.
-HOLDOUT_STEP_BOUNDS = (0.113, 0.292)
+# measured collective share: 0.1125, max 0.2920; with the expert-parallel exchanges waiting for SMs: 0.1083, max 0.2872.
+HOLDOUT_STEP_BOUNDS = (0.109, 0.288)
 HOLDOUT_MEMORY_BOUNDS = (0.059, 0.155)  # 0.0584, 0.154 since 2026-12-01 (slack on per-step bytes)
 # Megatron-LM's H100 weak-scaling table (group megatron-core-2024, 9 rows, GPT 1.7B-462B at tp 1-8, pp 1-16),
 # added 2026-12-02 to judge where the search lands for dense H100 bf16 plans; bounded on its own so that the
@@ -274,7 +290,9 @@ HOLDOUT_MEMORY_BOUNDS = (0.059, 0.155)  # 0.0584, 0.154 since 2026-12-01 (slack 
 # RAISED with the measured collective share (2026-12-04, late): max 0.2238 -> 0.2410, the 32B row (tp 8 with TP
 # overlap, predicted slow already), whose overlapped TP collectives now cost the GEMMs beside them 0.19 of each
 # second, not 0.12; MAPE 0.1387 -> 0.1340.
-MEGATRON_CORE_2024_STEP_BOUNDS = (0.135, 0.242)
+# RAISED with the expert-parallel exchanges waiting for SMs (latest): MAPE 0.1340 -> 0.1358 (max 0.2410 -> 0.2331), the
+# fast rows from 119B up faster (-16.2% .. -20.1%) through the refit's layer overhead (391 -> 329 us); no MoE layer.
+MEGATRON_CORE_2024_STEP_BOUNDS = (0.136, 0.234)
 # NVIDIA's Megatron-core MoE benchmarks outside ../shared/validation (group mcore-moe-2025, 11 scored rows: the
 # Megatron-MoE-ModelZoo Qwen3-235B-A22B rows on H100, GB200 and GB300, its Mixtral 8x22B recipe on 128 H100 in BF16
 # and blockwise FP8, the last row of Megatron-LM's DeepSeek-V3 GB200 guide), added 2026-12-03 to judge the MoE
@@ -286,7 +304,8 @@ MEGATRON_CORE_2024_STEP_BOUNDS = (0.135, 0.242)
 # (0.3319 -> 0.3177) prices slower still: the fitted rate already stood at half the measured kernel's there.
 # RAISED again with the measured collective share (2026-12-04, late): max 0.803 -> 0.822, the same GB200 row at
 # 131k (+82.2%), through the refit's Blackwell attention fraction (0.3177 -> 0.3121); MAPE 0.2001 -> 0.1980.
-MCORE_MOE_2025_STEP_BOUNDS = (0.199, 0.822)
+# Latest: 0.1988, max 0.8184.
+MCORE_MOE_2025_STEP_BOUNDS = (0.199, 0.819)
 # Five of its rows became expressible later the same day and are bounded on their own, so that the bound above
 # keeps meaning the 11 rows it was set on: the four H100 long-context rows (Qwen3-235B-A22B at 16k-128k tokens,
 # CP 1-8, the whole MoE layer recomputed: the moe recompute module), +21.9% .. +37.3%, all slow, the error growing
@@ -295,8 +314,10 @@ MCORE_MOE_2025_STEP_BOUNDS = (0.199, 0.822)
 # five: MAPE 28.4%.
 # RAISED with GB300's GEMM rate (2026-12-04, later): MAPE 0.2710 -> 0.2701, max 0.3560 -> 0.3744, the H100 row at
 # 128k tokens, its attention priced through the refit's half length (3068 -> 3409).
-# Lowered with the measured collective share (2026-12-04, late): 0.2553, max 0.3453.
-MCORE_MOE_LATER_STEP_BOUNDS = (0.256, 0.346)
+# Lowered with the measured collective share (2026-12-04, late): 0.2553, max 0.3453. RAISED with the expert-parallel
+# exchanges waiting for SMs (latest): 0.2653, max 0.3664, the four H100 long-context rows (slow already: +19.6% ..
+# +36.6%), whose attention the refit's Hopper fraction (0.4408 -> 0.4337) prices slower; none overlaps its exchanges.
+MCORE_MOE_LATER_STEP_BOUNDS = (0.266, 0.367)
 SEPARATELY_BOUNDED = ("megatron-core-2024", "mcore-moe-2025")
 
 
@@ -527,8 +548,8 @@ def test_published_runs_are_predicted_to_fit(scored):
 # Issue 14: fit on the Hopper rows alone, judged on the Blackwell rows, at most 10%, and the reverse. Reached
 # 2026-12-04: Hopper -> Blackwell 8.92% (65 rows fitted, 124 judged; 8.8 s), Blackwell -> Hopper 9.15% (124
 # fitted, 65 judged; 20 s on 2 cores); with GB300's GEMM rate 8.39% and 8.80%; with the measured collective share
-# 8.24% and 8.55%. Ratchet: never raised.
-CROSS_GENERATION_STEP_MAPE_BOUNDS = {("hopper", "blackwell"): 0.083, ("blackwell", "hopper"): 0.086}
+# 8.24% and 8.55%; with the expert-parallel exchanges waiting for SMs 8.00% and 8.37%. Ratchet: never raised.
+CROSS_GENERATION_STEP_MAPE_BOUNDS = {("hopper", "blackwell"): 0.080, ("blackwell", "hopper"): 0.084}
 
 
 @pytest.mark.parametrize("fitted, judged", sorted(CROSS_GENERATION_STEP_MAPE_BOUNDS))

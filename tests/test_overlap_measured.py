@@ -67,3 +67,53 @@ def test_shipped_share_is_the_mean_of_the_measured_cases():
     assert len(figures) == 8 and min(figures) > 0.10 - 1e-3 and max(figures) < 0.28 + 1e-3
     assert cm.Efficiency().collective_sm_share == pytest.approx(sum(figures) / 8, abs=0.005)
 
+
+
+# The same runs queued the stand-in as 1 ms kernels on its stream while the work held every SM (`wait-queued`):
+# each kernel waited for SMs. The rule the model charges (layer.kernel_residual_seconds): the time left of the
+# compute kernel running when it is launched, sum(d^2) / (2 sum(d)) over the work's kernels.
+WITHIN = RESULTS / "overlap_contention_h200_2026-12-04_within.json"
+
+
+def queued_waits(workload: str) -> list[float]:
+    """Milliseconds each 1 ms stand-in kernel waited: (its run - n) / n for the n = floor(nominal) kernels queued."""
+    cases = json.loads(WITHIN.read_text())["cases"][workload]
+    out = []
+    for name, r in cases.items():
+        if name.startswith("wait-queued/"):
+            n = int(r["standin_nominal_ms"])
+            out.append((r["standin_ms"] - n) / n)
+    return out
+
+
+def test_queued_wait_in_the_step_is_the_time_left_of_the_running_kernel():
+    """One Llama 3 8B layer's kernels as measured in that step (benchmarks/gemm_in_step.py, per layer): the GEMMs'
+    14.21 ms split by their weights (qkv 25.2M, o 16.8M, gate_up 117.4M, down 58.7M of 218.1M) into forward, input-
+    and weight-gradient kernels of 0.547, 0.365, 2.550 and 1.275 ms each; attention 0.975 ms forward and 2.925
+    backward; 20.95 ms of kernels in all. sum(d^2) = 3 x 8.558 + 0.951 + 8.556 = 35.18 ms^2, over 2 x 20.95:
+    0.84 ms. The stand-in's kernels waited 0.75-0.80 ms each (8-32 blocks)."""
+    from costmodel.layer import kernel_residual_seconds
+
+    rule = kernel_residual_seconds([0.547, 0.365, 2.550, 1.275], 0.975, 2.925, 20.95)
+    assert rule == pytest.approx(0.840, abs=0.002)
+    waits = queued_waits(STEP)
+    assert len(waits) == 4 and all(0.85 * rule <= w <= rule for w in waits), waits
+
+
+def test_queued_wait_beside_gemms_is_under_half_a_gemm():
+    """Beside back-to-back 8192^3 GEMMs of 1.62-1.65 ms the rule gives half a GEMM, about 0.82 ms; the kernels
+    waited 0.64-0.72 ms (78-88% of it: the next kernel's blocks are placed as the GEMM's last tiles retire)."""
+    cases = json.loads(WITHIN.read_text())["cases"]["gemm_8192_bf16_x40"]
+    half_gemm = cases["wait-queued/16"]["alone_ms"] / 40 / 2
+    waits = queued_waits("gemm_8192_bf16_x40")
+    assert len(waits) == 4 and all(0.75 * half_gemm <= w <= half_gemm for w in waits), (waits, half_gemm)
+
+
+def test_queued_beside_by_hand():
+    """A 1.0 s transfer whose kernels wait 0.5 s in all, beside 1.2 s of compute: it ends at 1.5 s, 0.3 s past the
+    window, more than the 0.19 x 1.0 s it slows the compute; beside 2.0 s it hides and costs the slowdown only."""
+    from costmodel import overlap
+
+    assert overlap.queued_beside_seconds(1.0, 0.5, 1.2, 0.19) == pytest.approx(0.3)
+    assert overlap.queued_beside_seconds(1.0, 0.5, 2.0, 0.19) == pytest.approx(0.19)
+    assert overlap.queued_beside_seconds(1.0, 0.0, 2.0, 0.19) == overlap.beside_seconds(1.0, 2.0, 0.19)
