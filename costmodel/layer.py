@@ -70,7 +70,9 @@ def layer_times(
         mlp_work = dense_mlp_work(local, tokens, tp, sequence_parallel, model.ffn, fused)
     else:
         mlp_work = moe.mlp_work(local, tokens, tp, experts or moe.ExpertLayout())
-    gemms = gemms_seconds(attn_work.gemms + mlp_work.gemms, gpu, precision, eff)
+    gemm_kernels = [count * gemm_seconds(m, n, k, gpu, precision, eff)
+                    for m, n, k, count in attn_work.gemms + mlp_work.gemms if count and m and n]
+    gemms = sum(gemm_kernels)
     attn = attention_core_seconds(model, batch, tp, gpu, precision, flash, eff, index, cp, attention_kernel)
     exps = attention_exp_seconds(model, batch, tp, gpu, index, cp) if flash else 0.0
     moved = attn_work.moved_bytes + mlp_work.moved_bytes
@@ -98,9 +100,7 @@ def layer_times(
     casts = (recipe, weight_casts)
     modules = module_replays(local, tokens, tp, sequence_parallel, dense, attn_work, mlp_work, experts, gpu, precision,
                              eff, casts)
-    residual = kernel_residual_seconds([count * gemm_seconds(m, n, k, gpu, precision, eff)
-                                        for m, n, k, count in attn_work.gemms + mlp_work.gemms if count and m and n],
-                                       attn, attn_bwd, forward + backward)
+    residual = kernel_residual_seconds(gemm_kernels, attn, attn_bwd, forward + backward)
     return LayerTimes(forward, backward, replay, op_replay, gemms, (("core_attn", replay),) + modules, residual)
 
 

@@ -13,7 +13,7 @@ beside 16-32 such blocks, waiting or copying HBM, lost 0.10-0.28 of each second 
 Lee et al. 2025 (arXiv 2507.03114) report compute slowed 18.9% on average by overlapped collectives.
 A collective whose kernels queue behind compute that holds every SM waits instead: 1 ms kernels ran
 1.6-1.8x their length in the same measurement, each waiting about as long as the compute kernel then running
-had left (queued_beside_seconds, charged on the expert-parallel exchanges, which the 1F1B overlap launches
+had left (beside_seconds' wait, charged on the expert-parallel exchanges, which the 1F1B overlap launches
 into the other micro-batch's compute; the DP/ZeRO, TP and CP collectives are not charged it). Wang et al.,
 "Overlap Communication with Dependent Computation via Decomposition in Large Deep Learning Models"
 (ASPLOS 2023) decompose a collective into per-chunk transfers so that only the first chunk waits.
@@ -50,18 +50,11 @@ def decomposed_exposed_seconds(comm_seconds: float, gemm_seconds: float, chunks:
     return first + beside_seconds(comm_seconds - first, gemm_seconds, sm_share)
 
 
-def beside_seconds(transfer_seconds: float, window_seconds: float, sm_share: float) -> float:
+def beside_seconds(transfer_seconds: float, window_seconds: float, sm_share: float, wait_seconds: float = 0.0) -> float:
     """Seconds a transfer started beside `window_seconds` of compute that does not wait for it adds:
-    what outlasts the window, or the compute's slowdown (overlapped_cost_seconds)."""
-    hidden, exposed = hidden_and_exposed(transfer_seconds, window_seconds)
-    return overlapped_cost_seconds(exposed, hidden, sm_share)
-
-
-def queued_beside_seconds(transfer_seconds: float, wait_seconds: float, window_seconds: float,
-                          sm_share: float) -> float:
-    """beside_seconds for a transfer whose kernels, launched while the compute holds every SM, wait
-    `wait_seconds` in all for their blocks to be placed (each the time left of the compute kernel then
-    running: layer.kernel_residual_seconds): the transfer ends that much later, which shows where it outlasts
-    the window; the compute slows only while the transfer runs."""
+    what outlasts the window, or the compute's slowdown (overlapped_cost_seconds). `wait_seconds`: what the
+    transfer's kernels, launched while the compute holds every SM, wait in all for their blocks to be placed
+    (each the time left of the compute kernel then running: layer.kernel_residual_seconds); the transfer
+    ends that much later, which shows where it outlasts the window; the compute slows only while it runs."""
     hidden, exposed = hidden_and_exposed(transfer_seconds + max(0.0, wait_seconds), window_seconds)
     return overlapped_cost_seconds(exposed, min(transfer_seconds, hidden), sm_share)

@@ -483,7 +483,7 @@ def ep_exposed_seconds(model: Model, plan: Plan, k: StageKernels, eff: Efficienc
     forward and backward; a_to_a_overlap in megatron/core/pipeline_parallel) only what the MoE layers'
     compute (forward, backward and replay) cannot cover, plus its SM cost (overlap.py); each dispatch and
     combine, launched while the other micro-batch's kernels hold every SM, starts only when the kernel then
-    running ends (layer.kernel_residual_seconds; overlap.queued_beside_seconds). The schedule pairs
+    running ends (layer.kernel_residual_seconds; overlap.beside_seconds' wait). The schedule pairs
     one micro-batch's backward with the next one's forward (combined_1f1b.py, Megatron-LM d98e8a64), so a
     pipeline rank with a single micro-batch hides nothing. Not modelled: with m >= 2 the first forward
     and the last backward run alone too, so one micro-batch's exchanges in m show, which this hides
@@ -496,7 +496,7 @@ def ep_exposed_seconds(model: Model, plan: Plan, k: StageKernels, eff: Efficienc
                  for r, n in mix if model.is_moe_layer(r))
     launches = 2 * (moe_forward_passes(plan) + 1)  # a dispatch and a combine per pass
     waits = sum(n * launches * k.layers[r].kernel_residual_seconds for r, n in mix if model.is_moe_layer(r))
-    return overlap.queued_beside_seconds(total, waits, window, eff.collective_sm_share)
+    return overlap.beside_seconds(total, window, eff.collective_sm_share, waits)
 
 
 def moe_sync_seconds(plan: Plan, eff: Efficiency, moe_layers: int) -> float:

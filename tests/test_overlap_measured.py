@@ -20,6 +20,7 @@ import pytest
 from costmodel import types as cm
 
 RESULTS = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
+WITHIN = RESULTS / "overlap_contention_h200_2026-12-04_within.json"
 CASES = ("wait/16", "copy-capped/16", "wait/32", "copy-capped/32")
 STEP = "llama3_8b_4_layers_x3_steps"
 
@@ -37,9 +38,8 @@ def held_cases() -> dict[str, tuple[float, float]]:
     return out
 
 
-def within_cases() -> dict[str, dict]:
-    data = json.loads((RESULTS / "overlap_contention_h200_2026-12-04_within.json").read_text())
-    return data["cases"][STEP]
+def within_cases(workload: str = STEP) -> dict[str, dict]:
+    return json.loads(WITHIN.read_text())["cases"][workload]
 
 
 def test_held_figures_by_hand():
@@ -72,14 +72,12 @@ def test_shipped_share_is_the_mean_of_the_measured_cases():
 # The same runs queued the stand-in as 1 ms kernels on its stream while the work held every SM (`wait-queued`):
 # each kernel waited for SMs. The rule the model charges (layer.kernel_residual_seconds): the time left of the
 # compute kernel running when it is launched, sum(d^2) / (2 sum(d)) over the work's kernels.
-WITHIN = RESULTS / "overlap_contention_h200_2026-12-04_within.json"
 
 
 def queued_waits(workload: str) -> list[float]:
     """Milliseconds each 1 ms stand-in kernel waited: (its run - n) / n for the n = floor(nominal) kernels queued."""
-    cases = json.loads(WITHIN.read_text())["cases"][workload]
     out = []
-    for name, r in cases.items():
+    for name, r in within_cases(workload).items():
         if name.startswith("wait-queued/"):
             n = int(r["standin_nominal_ms"])
             out.append((r["standin_ms"] - n) / n)
@@ -103,17 +101,16 @@ def test_queued_wait_in_the_step_is_the_time_left_of_the_running_kernel():
 def test_queued_wait_beside_gemms_is_under_half_a_gemm():
     """Beside back-to-back 8192^3 GEMMs of 1.62-1.65 ms the rule gives half a GEMM, about 0.82 ms; the kernels
     waited 0.64-0.72 ms (78-88% of it: the next kernel's blocks are placed as the GEMM's last tiles retire)."""
-    cases = json.loads(WITHIN.read_text())["cases"]["gemm_8192_bf16_x40"]
-    half_gemm = cases["wait-queued/16"]["alone_ms"] / 40 / 2
+    half_gemm = within_cases("gemm_8192_bf16_x40")["wait-queued/16"]["alone_ms"] / 40 / 2
     waits = queued_waits("gemm_8192_bf16_x40")
     assert len(waits) == 4 and all(0.75 * half_gemm <= w <= half_gemm for w in waits), (waits, half_gemm)
 
 
-def test_queued_beside_by_hand():
+def test_beside_with_a_wait_by_hand():
     """A 1.0 s transfer whose kernels wait 0.5 s in all, beside 1.2 s of compute: it ends at 1.5 s, 0.3 s past the
     window, more than the 0.19 x 1.0 s it slows the compute; beside 2.0 s it hides and costs the slowdown only."""
     from costmodel import overlap
 
-    assert overlap.queued_beside_seconds(1.0, 0.5, 1.2, 0.19) == pytest.approx(0.3)
-    assert overlap.queued_beside_seconds(1.0, 0.5, 2.0, 0.19) == pytest.approx(0.19)
-    assert overlap.queued_beside_seconds(1.0, 0.0, 2.0, 0.19) == overlap.beside_seconds(1.0, 2.0, 0.19)
+    assert overlap.beside_seconds(1.0, 1.2, 0.19, wait_seconds=0.5) == pytest.approx(0.3)
+    assert overlap.beside_seconds(1.0, 2.0, 0.19, wait_seconds=0.5) == pytest.approx(0.19)
+    assert overlap.beside_seconds(1.0, 1.2, 0.19) == pytest.approx(0.19)  # no wait: it hides in 1.2 s
