@@ -225,5 +225,5 @@ def test_readme_names_the_attention_kernel_of_the_gpus_stack(gpu, words):
     job = build_job(model, {**estimate(model, dp=8), "gpu": gpu})
     assert job.plan.attention_kernel == "cudnn"
     assert words in " ".join(plan_lines(job))
-    rocm = "run them with the frameworks' ROCm builds, whose support for this plan's settings"
+    rocm = "run them with the frameworks' ROCm builds, whose support for this plan's other settings"
     assert (rocm in " ".join(note_lines(job, ["megatron"]))) == gpu.startswith("mi")

@@ -281,3 +281,62 @@ def test_nothing_legal_names_the_knob_rule_every_combination_breaks(capsys, argv
     assert main(["suggest", *argv]) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and reason in err
+
+
+MI300X = Machine("cdna3", 8, 8, True)
+MI355X = Machine("cdna4", 8, 8, True)
+
+
+@pytest.mark.parametrize("plan, why", [
+    (cm.Plan(tp=8, sequence_parallel=True, tp_comm_overlap=True), "ring-exchange"),  # ROCm TE PR #367
+    (cm.Plan(ep=8, dp=8, moe_cuda_graphs=True), "HIP graphs"),
+    (cm.Plan(full_iteration_graph=True), "HIP graphs"),
+    (cm.Plan(precision="fp8", fp8_recipe="blockwise"), "block-scaled"),  # check_fp8_block_scaling_support
+])
+def test_megatron_on_amd_gpus_refuses_what_rocms_transformer_engine_does_not_run(plan, why):
+    """What ROCm's Transformer Engine fork does not run (frameworks/megatron.py rocm_*): refused on MI300X and
+    MI355X with the reason, not on an H100 (where the same plans pass these rules)."""
+    model = moe_model()
+    for machine in (MI300X, MI355X):
+        broken = [msg for rule in MEGATRON_ROCM_RULES if (msg := rule(model, machine, plan))]
+        assert len(broken) == 1 and why in broken[0] and "AMD" in broken[0], broken
+    assert all(m(model, DGX_H100, plan) is None for m in MEGATRON_ROCM_RULES)
+
+
+MEGATRON_ROCM_RULES = (megatron.rocm_userbuffers, megatron.rocm_graphs, megatron.rocm_fp8_recipe)
+
+
+def test_amd_gpus_run_delayed_and_tensorwise_fp8_and_mxfp8_where_the_part_has_it():
+    """Delayed and current (tensorwise) scaling run on gfx942 and gfx950 (ROCm TE check_fp8_support), MXFP8 on
+    gfx950 behind NVTE_ROCM_ENABLE_MXFP8, which the launch files set; the rules leave them alone."""
+    model = moe_model()
+    for plan in (cm.Plan(precision="fp8"), cm.Plan(precision="fp8", fp8_recipe="tensorwise"),
+                 cm.Plan(precision="mxfp8")):
+        assert all(m(model, MI355X, plan) is None for m in MEGATRON_ROCM_RULES), plan
+
+
+def test_torchtitan_async_tp_is_not_offered_on_amd_gpus():
+    from planner.frameworks import torchtitan
+
+    plan = cm.Plan(tp=8, sequence_parallel=True, tp_comm_overlap=True, fused_elementwise=True)
+    assert "symmetric memory" in torchtitan.rocm_async_tp(moe_model(), MI300X, plan)
+    assert torchtitan.rocm_async_tp(moe_model(), DGX_H100, plan) is None
+
+
+def test_emit_turns_mxfp8_on_for_rocms_transformer_engine(tmp_path, capsys):
+    """ROCm's Transformer Engine keeps MXFP8 off unless NVTE_ROCM_ENABLE_MXFP8 is set (its README); NVIDIA's has
+    no such switch."""
+    argv = ["llama3-8b", "amd-mi355x-platform", "--gpus", "8", "--gbs", "64", "--precision", "mxfp8"]
+    (tmp_path / "amd").mkdir(), (tmp_path / "nv").mkdir()
+    assert "export NVTE_ROCM_ENABLE_MXFP8=1" in _emit_script(tmp_path / "amd", capsys, argv).splitlines()
+    argv[1] = "dgx-b200"
+    assert "NVTE_ROCM_ENABLE_MXFP8" not in _emit_script(tmp_path / "nv", capsys, argv)
+
+
+def test_search_on_amd_gpus_leaves_out_tp_overlap_and_graphs(capsys):
+    """A dense model on MI300X at tp > 1: the suggested plans carry neither TP overlap nor CUDA graphs."""
+    ranked = _suggest(capsys, ["llama3-70b", "azure-nd-mi300x-v5", "--gpus", "64", "--gbs", "512", "--fix", "tp=8",
+                               "--top", "3"])
+    assert ranked
+    for entry in ranked:
+        assert not entry["plan"]["tp_comm_overlap"] and not entry["plan"]["moe_cuda_graphs"], entry["plan"]

@@ -367,7 +367,8 @@ def env_lines(job: Job) -> str:
     streams do not serialise. Transformer Engine's userbuffers (--tp-comm-overlap) use CUDA multicast
     objects, which need compute capability 9.0+ and NVSwitch; elsewhere UB_SKIPMC=1 falls back to CUDA
     IPC handles, or initialize_ub asserts (examples/pytorch/comm_gemm_overlap/README.md, pytorch/module/
-    base.py @ v2.8)."""
+    base.py @ v2.8). On AMD GPUs ROCm's Transformer Engine fork runs MXFP8 only with NVTE_ROCM_ENABLE_MXFP8
+    set (frameworks/megatron.py rocm_fp8_recipe)."""
     out = ""
     machine, plan = job.machine, job.plan
     fsdp_unset = megatron_fsdp(plan) and not (machine.generation == "blackwell" and (plan.tp > 1 or plan.cp > 1))
@@ -392,6 +393,9 @@ def env_lines(job: Job) -> str:
         out += ("# Transformer Engine's TP overlap needs CUDA multicast (compute capability 9.0+ and NVSwitch); this\n"
                 "# machine uses its CUDA IPC fallback (examples/pytorch/comm_gemm_overlap/README.md @ v2.8).\n"
                 "export UB_SKIPMC=1\n")
+    if machine.rocm and plan.precision == "mxfp8":
+        out += ("# ROCm's Transformer Engine fork keeps MXFP8 off unless this is set (its README; gfx950 only).\n"
+                "export NVTE_ROCM_ENABLE_MXFP8=1\n")
     if megatron_rules.op_fuser(job.cm_model, plan) and job.cm_model.gated_mlp:
         out += ("# The op fuser (--use-transformer-engine-op-fuser) fuses gated experts only with Transformer\n"
                 "# Engine's CuTe DSL grouped MLP switched on, or Megatron-LM asserts (moe/experts.py).\n"

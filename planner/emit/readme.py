@@ -125,13 +125,16 @@ def note_lines(job: Job, frameworks: list[str]) -> list[str]:
 
 def stack_notes(job: Job) -> list[str]:
     """On a catalog GPU of another vendor than NVIDIA: the launch rules planner checks are those of the
-    frameworks' CUDA releases it cites; their ROCm builds were not read."""
+    frameworks' CUDA releases it cites, plus what their ROCm builds were read not to run (frameworks/megatron.py
+    and torchtitan.py rocm_* rules); the rest of those builds was not read."""
     gpu = non_nvidia_gpu(job)
     if gpu is None:
         return []
     return [f"{gpu.name} is an {gpu.vendor.upper()} GPU: the rules these files were checked against are the "
-            "frameworks' CUDA releases' (planner/frameworks); run them with the frameworks' ROCm builds, whose "
-            "support for this plan's settings (TP overlap, CUDA graphs, fused kernels) planner has not read."]
+            "frameworks' CUDA releases', plus what their ROCm builds were read not to run (TP overlap, MoE and "
+            "whole-iteration CUDA graphs, blockwise FP8 and the flex dispatcher in Megatron-LM through ROCm's "
+            "Transformer Engine fork; AsyncTP in torchtitan); run them with the frameworks' ROCm builds, whose "
+            "support for this plan's other settings (fused kernels) planner has not read."]
 
 
 def kernel_notes(job: Job, frameworks: list[str]) -> list[str]:

@@ -110,6 +110,9 @@ class Knobs:
                                                   "check_prefer_cudnn_attention)")
 
 
+AMD_GENERATIONS = ("cdna2", "cdna3", "cdna4")  # catalogs/gpus.yaml generations of AMD Instinct parts
+
+
 @dataclass(frozen=True)
 class Machine:
     """What machine rules read of a cluster. `generation` (the catalog's: ampere, hopper, blackwell,
@@ -123,6 +126,12 @@ class Machine:
     @classmethod
     def of(cls, cluster: cm.Cluster) -> "Machine":
         return cls(cluster.gpu.generation, cluster.gpus_per_node, cluster.nvlink_domain_size, cluster.rdma)
+
+    @property
+    def rocm(self) -> bool:
+        """An AMD Instinct GPU (CDNA), which the frameworks run through ROCm: what each of them runs there
+        is its module's rocm_* rules."""
+        return self.generation in AMD_GENERATIONS
 
     def nvlink_holds(self, ranks: int) -> bool:
         """Whether a group of `ranks` consecutive ranks fits in one NVLink domain."""

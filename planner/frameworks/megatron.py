@@ -493,6 +493,47 @@ def userbuffers_domain(model: cm.Model, machine: Machine, plan: cm.Plan) -> Opti
     return None
 
 
+# What Megatron-LM runs on AMD Instinct GPUs, where its Transformer Engine is ROCm's fork (NVIDIA's has no
+# ROCm path). Read 2026-12-04: ROCm/TransformerEngine as the file index holds it (030b792, 01b4205, 09a0654:
+# copyright 2024-2026, branch and date not recorded), AMD-AGI/Primus fd1eeab (2026-08-22, AMD's training
+# framework over Megatron-LM). The flex dispatcher is refused there by flex_dispatch_machine (DeepEP needs NVIDIA
+# Hopper or newer; ROCm/DeepEP 92b4ae1, 2026-05-19, is a preliminary port that AMD runs through Primus-Turbo).
+ROCM_TE = "ROCm's Transformer Engine fork (ROCm/TransformerEngine)"
+
+
+def rocm_userbuffers(model: cm.Model, machine: Machine, plan: cm.Plan) -> Optional[str]:
+    """--tp-comm-overlap on ROCm: the fork's userbuffers implement only the ring-exchange overlap ("We have
+    only implemented P2P", ROCm/TransformerEngine PR #367, 2026), not the pipelined and bulk overlaps
+    Megatron-LM's configuration asks for, and AMD's own MI355X configurations run without it (Primus
+    examples/mlperf config_MI355X*.sh: TP_COMM_OVERLAP=False)."""
+    if machine.rocm and plan.tp_comm_overlap:
+        return (f"--tp-comm-overlap on AMD GPUs: {ROCM_TE} implements only the ring-exchange userbuffers overlap "
+                "(PR #367), and AMD's MI355X configurations turn it off (AMD-AGI/Primus examples/mlperf)")
+    return None
+
+
+def rocm_graphs(model: cm.Model, machine: Machine, plan: cm.Plan) -> Optional[str]:
+    """CUDA graphs on ROCm: the fork supports HIP graphs partially (README: "HipGraph, HipTX: partially
+    supported"), and AMD documents graph capture of MoE layers only through Primus, in bf16 (Primus
+    docs/04-technical-guides/mega-moe.md: FP8 "Not supported ... CUDA-graph capture"); no whole-iteration
+    capture is documented there."""
+    if machine.rocm and (plan.moe_cuda_graphs or plan.full_iteration_graph):
+        return (f"CUDA graphs of the MoE layers or the whole iteration on AMD GPUs: {ROCM_TE} supports HIP graphs "
+                "partially, and AMD documents MoE graph capture only in its Primus framework")
+    return None
+
+
+def rocm_fp8_recipe(model: cm.Model, machine: Machine, plan: cm.Plan) -> Optional[str]:
+    """FP8 recipes on ROCm: delayed and current (tensorwise) scaling run on gfx942 (MI300X/MI325X, FNUZ formats)
+    and gfx950; MXFP8 on gfx950 only (the catalog gives no MXFP8 rate below MI355X) and behind
+    NVTE_ROCM_ENABLE_MXFP8 (the launch files set it); blockwise scaling not at all (quantization.py
+    check_fp8_block_scaling_support: "FP8 block scaled gemm not yet supported for ROCm")."""
+    if machine.rocm and plan.precision == "fp8" and plan.fp8_recipe == "blockwise":
+        return (f"--fp8-recipe blockwise on AMD GPUs: {ROCM_TE} has no block-scaled FP8 GEMM "
+                "(check_fp8_block_scaling_support); use delayed or tensorwise")
+    return None
+
+
 def overlap_connections(model: cm.Model, machine: Machine, plan: cm.Plan) -> Optional[str]:
     """Before Blackwell the two overlaps want opposite CUDA_DEVICE_MAX_CONNECTIONS: TP overlap 1, so that
     the communication kernel is queued before the GEMM it overlaps (NeMo 8cfedd72
@@ -608,5 +649,8 @@ FRAMEWORK = Framework(
     machine_rules=(MachineRule(("ep_dispatch", "ep_dispatch_dtype", "full_iteration_graph"), flex_dispatch_machine),
                    MachineRule(("tp_comm_overlap",), userbuffers_domain),
                    MachineRule(("tp_comm_overlap", "ep_overlap"), overlap_connections),
-                   MachineRule(("zero_stage",), fsdp_connections)),
+                   MachineRule(("zero_stage",), fsdp_connections),
+                   MachineRule(("tp_comm_overlap",), rocm_userbuffers),
+                   MachineRule(("moe_cuda_graphs", "full_iteration_graph"), rocm_graphs),
+                   MachineRule(("precision", "fp8_recipe"), rocm_fp8_recipe)),
 )

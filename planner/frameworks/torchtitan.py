@@ -470,6 +470,18 @@ def cuda_graphs_off(plan: cm.Plan) -> bool:
     return plan.pp > 1 or plan.ep > 1
 
 
+def rocm_async_tp(model: cm.Model, machine: Machine, plan: cm.Plan) -> Optional[str]:
+    """AsyncTP on ROCm: its fused collective matmuls run on PyTorch's symmetric memory, which torchtitan's own
+    tests skip on ROCm ("symmetric memory is CUDA-only", tests/integration_tests at b5bcd76, 2026-08-21; its
+    ROCm CI was switched off on 2026-07-30, 20f12e3). Float8 runs there (components/quantization/float8.py
+    accepts has_rocm_capability((9, 4))); MXFP8 does not (mx.py needs CUDA capability 10.0), which the precision
+    choice already leaves out."""
+    if machine.rocm and plan.tp_comm_overlap:
+        return ("torchtitan's AsyncTP on AMD GPUs: it runs on symmetric memory, which torchtitan's tests skip on "
+                "ROCm as CUDA-only")
+    return None
+
+
 FRAMEWORK = Framework(
     name="torchtitan", title="torchtitan",
     source="torchtitan 0.3.0 (PyPI; pytorch/torchtitan release/0.3 @ 4f9e9a47, 2026-08-21)",
@@ -479,6 +491,7 @@ FRAMEWORK = Framework(
     plan_rules=(fsdp_reduce_scatter, fsdp_gather_unit, fused_attention, float8_recipe,
                 context_parallel_fsdp, async_tp, megatron_only_settings, experts_borrow_fsdp,
                 experts_sequence_parallel, experts_in_bf16),
-    machine_rules=(MachineRule(("tp_comm_overlap",), async_tp_domain),),
+    machine_rules=(MachineRule(("tp_comm_overlap",), async_tp_domain),
+                   MachineRule(("tp_comm_overlap",), rocm_async_tp)),
     model_gap=model_gap,
 )
