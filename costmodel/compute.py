@@ -263,6 +263,7 @@ class Work:
     cast_inputs: float  # elements of GEMM inputs cast to a low precision in forward
     cast_grads: float  # elements of output gradients cast in backward
     weights: float  # weights on this GPU (per-use casts)
+    norm_inputs: float = 0.0  # of cast_inputs, those a norm fused into the linear produces (TE's LayerNormLinear)
 
 
 def attention_work(model: Model, batch: int, tp: int, sequence_parallel: bool, flash: bool, fused: bool) -> Work:
@@ -288,7 +289,8 @@ def attention_work(model: Model, batch: int, tp: int, sequence_parallel: bool, f
     else:
         inputs, grads = [full, value_width(model) / tp], [qkv_out_dim(model) / tp, full]
     weights = attention_parameters(model) / tp
-    return Work(attention_gemms(model, tokens, tp), moved, tokens * sum(inputs), tokens * sum(grads), weights)
+    normed = 0.0 if model.mla else tokens * full  # MLA's two down projections read a separate norm's output
+    return Work(attention_gemms(model, tokens, tp), moved, tokens * sum(inputs), tokens * sum(grads), weights, normed)
 
 
 def dense_mlp_work(model: Model, tokens: int, tp: int, sequence_parallel: bool, width: int, fused: bool) -> Work:
@@ -302,21 +304,28 @@ def dense_mlp_work(model: Model, tokens: int, tp: int, sequence_parallel: bool, 
     up = (mlp_matrices(model) - 1) * width
     weights = mlp_matrices(model) * h * width / tp
     return Work(mlp_gemms(model, tokens, tp, width), moved, tokens * (full + width / tp), tokens * (up / tp + full),
-                weights)
+                weights, tokens * full)
 
 
-def block_cast_bytes(works: list[Work], precision: str, recipe: str, weight_casts: str) -> tuple[float, float]:
+def block_cast_bytes(works: list[Work], precision: str, recipe: str, weight_casts: str,
+                     generation: str = "") -> tuple[float, float]:
     """(forward, backward) HBM bytes of the casts to a low-precision format (costmodel/lowp.py: each
     input read and written in two layouts; NVFP4's Hadamard pass on the wgrad inputs), and with
-    per-use weight casts the weights cast for fprop and again for dgrad (one layout each). 0 for 16-
+    per-use weight casts the weights cast for fprop and again for dgrad (one layout each). Transformer
+    Engine's (weight casts cached per step) on `generation`: its layouts (lowp.te_layouts) and the casts
+    its LayerNormLinear's norm does (Work.norm_inputs, lowp.te_norm_cast_bytes_per_element). 0 for 16-
     and 32-bit training."""
     if not lowp.is_low(precision):
         return 0.0, 0.0
     inputs, grads = sum(w.cast_inputs for w in works), sum(w.cast_grads for w in works)
-    per, had = lowp.cast_bytes_per_element(precision, recipe), lowp.hadamard_bytes_per_element(precision)
-    fwd, bwd = inputs * per, grads * per + (inputs + grads) * had
+    te = weight_casts == "step"
+    layouts = lowp.te_layouts(precision, recipe, generation) if te else 2
+    per, had = lowp.cast_bytes_per_element(precision, recipe, layouts), lowp.hadamard_bytes_per_element(precision)
+    normed = sum(w.norm_inputs for w in works) if te else 0.0
+    norm_per = lowp.te_norm_cast_bytes_per_element(precision, recipe, layouts)
+    fwd, bwd = (inputs - normed) * per + normed * norm_per, grads * per + (inputs + grads) * had
     if weight_casts == "use":
-        weights = sum(w.weights for w in works) * lowp.weight_cast_bytes_per_param(precision, recipe) / 2.0
+        weights = sum(w.weights for w in works) * lowp.weight_cast_bytes_per_param(precision, recipe, layouts=1)
         fwd, bwd = fwd + weights, bwd + weights
     return fwd, bwd
 

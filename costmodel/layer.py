@@ -76,7 +76,7 @@ def layer_times(
     attn = attention_core_seconds(model, batch, tp, gpu, precision, flash, eff, index, cp, attention_kernel)
     exps = attention_exp_seconds(model, batch, tp, gpu, index, cp) if flash else 0.0
     moved = attn_work.moved_bytes + mlp_work.moved_bytes
-    cast_fwd, cast_bwd = block_cast_bytes([attn_work, mlp_work], precision, recipe, weight_casts)
+    cast_fwd, cast_bwd = block_cast_bytes([attn_work, mlp_work], precision, recipe, weight_casts, gpu.generation)
     hbm = gpu.hbm_bandwidth_bytes_per_second * eff.hbm_efficiency
     # FlashAttention's backward recomputes QK^T: 5 matmuls against the forward's 2 (Dao 2023 Alg. 2),
     # and the softmax's exponentials once more; each pass is as slow as the slower of the two.
@@ -133,7 +133,7 @@ def module_replays(model: Model, tokens: int, tp: int, sequence_parallel: bool, 
 
     def block(work) -> float:
         return gemms_seconds(work.gemms, gpu, precision, eff) + (
-            work.moved_bytes + block_cast_bytes([work], precision, *casts)[0]) / hbm
+            work.moved_bytes + block_cast_bytes([work], precision, *casts, gpu.generation)[0]) / hbm
 
     out = []
     if model.mla:

@@ -19,13 +19,25 @@ the loss stay 16-bit (Megatron-core's output layer is not a TE module; torchtita
 and so do the layers a plan keeps in 16-bit at the start and end of the stack (Megatron
 --first-last-layers-bf16 with --num-layers-at-start/end-in-bf16, which NVFP4 recipes use).
 
-Casts: every GEMM input is quantized by one kernel that reads its 16-bit values (2 B each) and writes
-the quantized data twice, rowwise for the GEMM that reads it now and columnwise (transposed) for the
+Casts: a GEMM input is quantized by one kernel that reads its 16-bit values (2 B each) and writes the
+quantized data in two layouts, rowwise for the GEMM that reads it now and columnwise (transposed) for the
 backward GEMM that reads it later (TE Float8Tensor keeps the transpose; MXFP8 and NVFP4 tensors hold
 rowwise and columnwise data, since the scales run along the reduction dimension). Tensorwise scaling
 reads the input once more for its amax; nvfp4 reads and writes both wgrad inputs once more for the
 Hadamard transform. Weights are cast once per optimizer step (TE caches the casts across the
 micro-batches of a step) and kept in both layouts.
+
+Transformer Engine (read at d0067d0, 2026-08, against v1.13-v2.7; validation/README.md, "HBM efficiency measured
+instead of fitted, and the low-precision casts") moves less in two cases, which `te_cast_bytes_per_element`
+counts for the stack that caches its weight casts (weight_casts "step", TE's): on Blackwell a per-tensor
+FP8 GEMM reads either layout (transformer_engine.cpp nvte_is_non_tn_fp8_gemm_supported), so
+Float8Quantizer and Float8CurrentScalingQuantizer write no transposed copy (pytorch/csrc/quantizer.cpp); and
+the norm of a LayerNormLinear (Megatron-core's QKV and dense FC1, TELayerNormColumnParallelLinear) quantizes
+its own output: under delayed scaling it writes FP8 itself (ln_fwd_kernels.cuh; on Hopper a transpose pass
+follows, ln_api.cpp), under current scaling it writes 16-bit with the amax computed in the same kernel
+(FUSED_NORM_AMAX_FP8, v2.7+), so the cast reads the input once. MXFP8 and blockwise norms stay unfused
+(without NVTE_NORM_FWD_USE_CUDNN); Megatron-core's activation runs outside TE, so the FC2 input and the FC1
+output gradient are standalone casts.
 """
 from __future__ import annotations
 
@@ -59,11 +71,32 @@ def quantized_bytes_per_element(precision: str, recipe: str = "delayed") -> floa
     return ELEMENT_BYTES[precision] + scale
 
 
-def cast_bytes_per_element(precision: str, recipe: str = "delayed") -> float:
+def cast_bytes_per_element(precision: str, recipe: str = "delayed", layouts: int = 2) -> float:
     """HBM bytes to quantize one 16-bit GEMM input: read it (twice for tensorwise scaling) and write it
-    in two layouts (see the module docstring)."""
+    in `layouts` layouts (see the module docstring)."""
     reads = 2.0 if precision == "fp8" and recipe in ("tensorwise", "rowwise") else 1.0
-    return 2.0 * reads + 2.0 * quantized_bytes_per_element(precision, recipe)
+    return 2.0 * reads + layouts * quantized_bytes_per_element(precision, recipe)
+
+
+def te_layouts(precision: str, recipe: str, generation: str) -> int:
+    """Layouts Transformer Engine writes of a quantized tensor: one for per-tensor FP8 on Blackwell, whose
+    GEMMs read either (module docstring), else two."""
+    per_tensor = precision == "fp8" and recipe in ("delayed", "tensorwise")
+    return 1 if per_tensor and generation == "blackwell" else 2
+
+
+def te_norm_cast_bytes_per_element(precision: str, recipe: str, layouts: int) -> float:
+    """Transformer Engine's cast of a LayerNormLinear's norm output, over the 16-bit output the norm would
+    write (which the elementwise traffic counts): delayed scaling writes the FP8 in place of it, plus a
+    transpose pass (read and write) for a second layout (+1 B per element on Hopper, -1 on Blackwell);
+    current scaling reads the 16-bit output once, its amax taken by the norm; other formats as a standalone
+    cast (module docstring)."""
+    q = quantized_bytes_per_element(precision, recipe)
+    if precision == "fp8" and recipe == "delayed":
+        return q - 2.0 + (layouts - 1) * 2.0 * q
+    if precision == "fp8" and recipe == "tensorwise":
+        return 2.0 + layouts * q
+    return cast_bytes_per_element(precision, recipe, layouts)
 
 
 def hadamard_bytes_per_element(precision: str) -> float:
@@ -83,6 +116,6 @@ def weight_copy_bytes_per_param(precision: str, recipe: str = "delayed", casts: 
     return 2.0 * quantized_bytes_per_element(precision, recipe)
 
 
-def weight_cast_bytes_per_param(precision: str, recipe: str = "delayed") -> float:
-    """HBM bytes per parameter to cast the weights once per step: read 16-bit, write both layouts."""
-    return cast_bytes_per_element(precision, recipe) if is_low(precision) else 0.0
+def weight_cast_bytes_per_param(precision: str, recipe: str = "delayed", layouts: int = 2) -> float:
+    """HBM bytes per parameter to cast the weights once per step: read 16-bit, write `layouts` layouts."""
+    return cast_bytes_per_element(precision, recipe, layouts) if is_low(precision) else 0.0

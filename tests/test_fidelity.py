@@ -99,21 +99,36 @@ from planner.validation import runs as validation
 # left out korthikanti-2022 4.66% -> 4.77%, mbridge-dense 5.79% -> 5.84%; and the MoE max 44.08% -> 44.47% (the B300
 # Qwen3-235B row at micro-batch 1, host-bound: its exchanges still hide whole, and the refit's smaller layer overhead
 # makes it faster); held out, two separately bounded sets below.
-STEP_MAPE_BOUND = 0.063  # reached 0.0626 over 234 rows (0.0651 before the measured share, 0.0927 before kernels)
+# 2026-12-04 (thirty-second session): Transformer Engine's casts as its code moves them (one layout of per-tensor FP8
+# on Blackwell; the quantization a LayerNormLinear's norm does; torchao's per-use weight casts read in full:
+# tests/test_te_casts.py, validation/README.md "Transformer Engine's casts as its code moves them"), refit: in sample
+# 6.26% -> 6.18%, a source left out 8.70% -> 8.64%, a generation 7.25% -> 7.04%, held out 14.45% -> 14.36% (the 31
+# rows 10.83% -> 10.66%), Blackwell -> Hopper 8.37% -> 8.08%. RAISED, each moved by the refit's shared constants (HBM
+# 0.662 -> 0.687, layer overhead 329 -> 362 us, Ampere attention 0.4071 -> 0.4186, half length 3219 -> 3422) or by
+# the casts themselves: in sample bloom 7.24% -> 7.31% (2 A100 rows, no casts), megatron-2021's max 13.27% -> 13.48%
+# (its 530B ZeRO-3 row, fast already), mlperf 0.09% -> 0.16% (3 rows, delayed scaling: their QKV and FC1 inputs
+# cast from the norm, +1 B per element for +4), nemo 4.43% -> 4.51% (max 13.91% -> 14.08%, Nemotron 22B, fast
+# already, the same casts) and torchtitan 5.45% -> 5.62% (max 14.04% -> 14.54%, the 8B 32k float8 row, slow already:
+# its per-use weight casts now read the weights in full); left out bloom 7.24% -> 7.32%, torchtitan 6.03% -> 6.33%,
+# fsdp-2023-2024 5.81% -> 6.05%; an MoE model left out 7.98% -> 8.03% (Qwen3-30B-A3B 7.93% -> 8.13%, Qwen3-235B-A22B
+# 9.09% -> 9.10%); Hopper -> Blackwell 8.00% -> 8.30% (a Hopper fit, whose delayed and current-scaling rows now cast
+# less, predicts Blackwell faster); held out, the 31 rows' max 28.72% -> 29.43% (MPT-30B at 8k on 8 H100, fast
+# already) and the separately bounded sets below. Every other bound is lowered to its reached value.
+STEP_MAPE_BOUND = 0.062  # reached 0.0618 over 234 rows (0.0626 before TE's casts, 0.0651 before the measured share)
 GROUP_STEP_BOUNDS = {        # (MAPE, max) per source group, reached + a hair
-    "bloom": (0.073, 0.082), "korthikanti-2022": (0.033, 0.068), "megatron-2021": (0.045, 0.133),
-    "mlperf": (0.001, 0.003), "nemo": (0.045, 0.140),
+    "bloom": (0.074, 0.080), "korthikanti-2022": (0.031, 0.066), "megatron-2021": (0.045, 0.135),
+    "mlperf": (0.002, 0.002), "nemo": (0.046, 0.141),
     # 9 Llama 3.1 8B rows of torchtitan's benchmarks and the two 405B long-context rows (32k cp 1: -1.7%;
-    # 64k cp 2: -3.1%): reached 5.45%, max 14.04% (the 8B 32k float8 row)
-    "torchtitan": (0.055, 0.141),
-    # MoE: 7.94% over 100 rows; the worst are B200/B300 rows at micro-batch 1 with the all-to-all
+    # 64k cp 2: -3.1%): reached 5.62%, max 14.54% (the 8B 32k float8 row)
+    "torchtitan": (0.057, 0.146),
+    # MoE: 7.89% over 100 rows; the worst are B200/B300 rows at micro-batch 1 with the all-to-all
     # dispatcher, 2.2-2.9x slower than later releases' micro-batch 2-4 DeepEP layouts (README, Accuracy)
-    "mbridge-moe": (0.080, 0.445),
-    # dense Llama 3: reached 5.71% over 44 rows, max 12.70% (6.97% and 16.57% before GB300's GEMM rate)
-    "mbridge-dense": (0.058, 0.128),
-    # full-shard FSDP, no TP/PP: reached 5.44% over 28 rows, max 13.80%; the H100 rows predicted fast
+    "mbridge-moe": (0.079, 0.441),
+    # dense Llama 3: reached 5.54% over 44 rows, max 12.14% (6.97% and 16.57% before GB300's GEMM rate)
+    "mbridge-dense": (0.056, 0.122),
+    # full-shard FSDP, no TP/PP: reached 5.15% over 28 rows, max 13.19%; the H100 rows predicted fast
     # (validation/README.md, "FSDP rows")
-    "fsdp-2023-2024": (0.055, 0.139),
+    "fsdp-2023-2024": (0.052, 0.132),
 }
 # Memory over the 11 torchtitan rows with a published peak: 2.18% / 7.38% over the 9 before the 405B rows.
 # Those were 12.1% / 12.8% low while their weights were counted at 2 B; since torchao's float8 all-gather
@@ -150,10 +165,13 @@ GROUP_MEMORY_BOUNDS = {"torchtitan": (0.032, 0.074)}
 # 13.58% raised).
 # With the expert-parallel exchanges waiting for SMs (2026-12-04, latest, above): 8.70% (torchtitan 6.03%,
 # mbridge-moe 13.10% lowered; korthikanti-2022 4.77% and mbridge-dense 5.84% raised).
-LOO_STEP_MAPE_BOUND = 0.088
+# With Transformer Engine's casts as its code moves them (thirty-second session, above): 8.64% (korthikanti-2022
+# 4.45%, megatron-2021 4.42%, mlperf 1.57%, nemo 4.99%, mbridge-moe 13.07%, mbridge-dense 5.53% lowered; bloom 7.31%,
+# torchtitan 6.33% and fsdp-2023-2024 6.04% raised).
+LOO_STEP_MAPE_BOUND = 0.087
 LOO_GROUP_STEP_MAPE_BOUNDS = {
-    "bloom": 0.073, "korthikanti-2022": 0.048, "megatron-2021": 0.046, "mlperf": 0.018, "nemo": 0.052,
-    "torchtitan": 0.061, "mbridge-moe": 0.131, "mbridge-dense": 0.059, "fsdp-2023-2024": 0.059,
+    "bloom": 0.074, "korthikanti-2022": 0.045, "megatron-2021": 0.045, "mlperf": 0.016, "nemo": 0.050,
+    "torchtitan": 0.064, "mbridge-moe": 0.131, "mbridge-dense": 0.056, "fsdp-2023-2024": 0.061,
 }
 # Leave one GPU generation out (fit on the other generations): reached 10.05% over 160 rows; 10.3% over
 # 234; 9.2% with the attention kernels; 8.9% with the all-to-all host wait (ampere 5.3%, hopper 9.1%,
@@ -164,8 +182,9 @@ LOO_GROUP_STEP_MAPE_BOUNDS = {
 # With GB300's GEMM rate (2026-12-04, later): 7.50% (ampere 4.56%, hopper 8.51%, blackwell 8.04%).
 # With the measured collective share (2026-12-04, late): 7.41% (ampere 4.52%, hopper 7.76%, blackwell 8.26%, raised).
 # With the expert-parallel exchanges waiting for SMs (latest): 7.25% (ampere 4.52%, hopper 7.51%, blackwell 8.10%).
-LOGO_STEP_MAPE_BOUND = 0.073
-LOGO_GENERATION_STEP_MAPE_BOUNDS = {"ampere": 0.046, "hopper": 0.076, "blackwell": 0.082}
+# With Transformer Engine's casts (thirty-second session): 7.04% (ampere 4.56%, hopper 7.23%, blackwell 7.84%).
+LOGO_STEP_MAPE_BOUND = 0.071
+LOGO_GENERATION_STEP_MAPE_BOUNDS = {"ampere": 0.046, "hopper": 0.073, "blackwell": 0.079}
 
 
 @pytest.fixture(scope="module")
@@ -241,8 +260,10 @@ def test_out_of_sample_mape_does_not_regress(out_of_sample, scored):
 # Qwen3-235B-A22B 9.82%).
 # With the expert-parallel exchanges waiting for SMs (latest): 7.98% (DeepSeek-V3 6.92%, Qwen3-235B-A22B 9.09%,
 # Qwen3-30B-A3B 7.93%).
-LOMO_STEP_MAPE_BOUND = 0.080  # 0.0835 with GB300's GEMM rate (0.091 before) and with the measured share
-LOMO_MODEL_STEP_MAPE_BOUNDS = {"deepseek-v3": 0.070, "qwen3-235b-a22b": 0.091, "qwen3-30b-a3b": 0.080}
+# RAISED with Transformer Engine's casts (thirty-second session, above): 8.03% (DeepSeek-V3 6.85%, Qwen3-235B-A22B
+# 9.10%, Qwen3-30B-A3B 8.12%), the refit's shared constants (HBM 0.662 -> 0.687, layer overhead 329 -> 362 us).
+LOMO_STEP_MAPE_BOUND = 0.081  # 0.0835 with GB300's GEMM rate (0.091 before) and with the measured share
+LOMO_MODEL_STEP_MAPE_BOUNDS = {"deepseek-v3": 0.069, "qwen3-235b-a22b": 0.092, "qwen3-30b-a3b": 0.082}
 
 
 def test_moe_model_split_mape_does_not_regress(out_of_sample, scored):
@@ -282,7 +303,9 @@ def test_generation_split_mape_does_not_regress(out_of_sample, scored):
 # the H100 optimism validation/README.md "Held-out rows" describes, which nothing fitted here explains.
 # Lowered 2026-12-04 with GB300's GEMM rate and its refit: 0.1169 -> 0.1134, max 0.2977 -> 0.2947; and with the
 # measured collective share: 0.1125, max 0.2920; with the expert-parallel exchanges waiting for SMs: 0.1083, max 0.2872.
-HOLDOUT_STEP_BOUNDS = (0.109, 0.288)
+# With Transformer Engine's casts (thirty-second session): 0.1066, max RAISED 0.2872 -> 0.2943 (MPT-30B at 8k on 8
+# H100, bf16, fast already: the refit's HBM efficiency and layer overhead).
+HOLDOUT_STEP_BOUNDS = (0.107, 0.295)
 HOLDOUT_MEMORY_BOUNDS = (0.059, 0.155)  # 0.0584, 0.154 since 2026-12-01 (slack on per-step bytes)
 # Megatron-LM's H100 weak-scaling table (group megatron-core-2024, 9 rows, GPT 1.7B-462B at tp 1-8, pp 1-16),
 # added 2026-12-02 to judge where the search lands for dense H100 bf16 plans; bounded on its own so that the
@@ -292,7 +315,9 @@ HOLDOUT_MEMORY_BOUNDS = (0.059, 0.155)  # 0.0584, 0.154 since 2026-12-01 (slack 
 # second, not 0.12; MAPE 0.1387 -> 0.1340.
 # RAISED with the expert-parallel exchanges waiting for SMs (latest): MAPE 0.1340 -> 0.1358 (max 0.2410 -> 0.2331), the
 # fast rows from 119B up faster (-16.2% .. -20.1%) through the refit's layer overhead (391 -> 329 us); no MoE layer.
-MEGATRON_CORE_2024_STEP_BOUNDS = (0.136, 0.234)
+# With Transformer Engine's casts (thirty-second session): MAPE 0.1358 -> 0.1334, max RAISED 0.2331 -> 0.2393 (the
+# 32B row at tp 8, bf16, predicted slow already; the refit's layer overhead 329 -> 362 us).
+MEGATRON_CORE_2024_STEP_BOUNDS = (0.134, 0.240)
 # NVIDIA's Megatron-core MoE benchmarks outside ../shared/validation (group mcore-moe-2025, 11 scored rows: the
 # Megatron-MoE-ModelZoo Qwen3-235B-A22B rows on H100, GB200 and GB300, its Mixtral 8x22B recipe on 128 H100 in BF16
 # and blockwise FP8, the last row of Megatron-LM's DeepSeek-V3 GB200 guide), added 2026-12-03 to judge the MoE
@@ -304,8 +329,10 @@ MEGATRON_CORE_2024_STEP_BOUNDS = (0.136, 0.234)
 # (0.3319 -> 0.3177) prices slower still: the fitted rate already stood at half the measured kernel's there.
 # RAISED again with the measured collective share (2026-12-04, late): max 0.803 -> 0.822, the same GB200 row at
 # 131k (+82.2%), through the refit's Blackwell attention fraction (0.3177 -> 0.3121); MAPE 0.2001 -> 0.1980.
-# Latest: 0.1988, max 0.8184.
-MCORE_MOE_2025_STEP_BOUNDS = (0.199, 0.819)
+# Latest: 0.1988, max 0.8184. RAISED with Transformer Engine's casts (thirty-second session): max 0.8184 -> 0.8296,
+# the same GB200 row at 131k (MXFP8, whose casts did not change), through the refit's Blackwell attention fraction
+# (0.3133 -> 0.3127) and half length (3219 -> 3422); MAPE 0.1985.
+MCORE_MOE_2025_STEP_BOUNDS = (0.199, 0.830)
 # Five of its rows became expressible later the same day and are bounded on their own, so that the bound above
 # keeps meaning the 11 rows it was set on: the four H100 long-context rows (Qwen3-235B-A22B at 16k-128k tokens,
 # CP 1-8, the whole MoE layer recomputed: the moe recompute module), +21.9% .. +37.3%, all slow, the error growing
@@ -317,7 +344,9 @@ MCORE_MOE_2025_STEP_BOUNDS = (0.199, 0.819)
 # Lowered with the measured collective share (2026-12-04, late): 0.2553, max 0.3453. RAISED with the expert-parallel
 # exchanges waiting for SMs (latest): 0.2653, max 0.3664, the four H100 long-context rows (slow already: +19.6% ..
 # +36.6%), whose attention the refit's Hopper fraction (0.4408 -> 0.4337) prices slower; none overlaps its exchanges.
-MCORE_MOE_LATER_STEP_BOUNDS = (0.266, 0.367)
+# RAISED with Transformer Engine's casts (thirty-second session): 0.2708, max 0.3787, the same four bf16 rows, through
+# the refit's half length (3219 -> 3422), which prices long-sequence attention slower.
+MCORE_MOE_LATER_STEP_BOUNDS = (0.271, 0.379)
 SEPARATELY_BOUNDED = ("megatron-core-2024", "mcore-moe-2025")
 
 
@@ -548,8 +577,11 @@ def test_published_runs_are_predicted_to_fit(scored):
 # Issue 14: fit on the Hopper rows alone, judged on the Blackwell rows, at most 10%, and the reverse. Reached
 # 2026-12-04: Hopper -> Blackwell 8.92% (65 rows fitted, 124 judged; 8.8 s), Blackwell -> Hopper 9.15% (124
 # fitted, 65 judged; 20 s on 2 cores); with GB300's GEMM rate 8.39% and 8.80%; with the measured collective share
-# 8.24% and 8.55%; with the expert-parallel exchanges waiting for SMs 8.00% and 8.37%. Ratchet: never raised.
-CROSS_GENERATION_STEP_MAPE_BOUNDS = {("hopper", "blackwell"): 0.080, ("blackwell", "hopper"): 0.084}
+# 8.24% and 8.55%; with the expert-parallel exchanges waiting for SMs 8.00% and 8.37%. Ratchet: never raised until
+# RAISED once, with Transformer Engine's casts (thirty-second session): Hopper -> Blackwell 8.00% -> 8.30% (a Hopper
+# fit, whose delayed and current-scaling rows now cast less, predicts the Blackwell rows faster), Blackwell -> Hopper
+# 8.37% -> 8.08%.
+CROSS_GENERATION_STEP_MAPE_BOUNDS = {("hopper", "blackwell"): 0.084, ("blackwell", "hopper"): 0.081}
 
 
 @pytest.mark.parametrize("fitted, judged", sorted(CROSS_GENERATION_STEP_MAPE_BOUNDS))

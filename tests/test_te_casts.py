@@ -1,0 +1,46 @@
+"""Transformer Engine's cast traffic (costmodel/lowp.py, compute.block_cast_bytes) against what its code moves,
+read at d0067d0 (2026-08; validation/README.md, "HBM efficiency measured instead of fitted, and the low-precision
+casts"): bytes per element beyond the 16-bit tensor the producer writes anyway, by hand."""
+from __future__ import annotations
+
+import pytest
+
+from costmodel import lowp
+from costmodel.compute import Work, block_cast_bytes
+
+
+@pytest.mark.parametrize("precision, recipe, generation, layouts", [
+    ("fp8", "delayed", "hopper", 2), ("fp8", "delayed", "blackwell", 1),        # Blackwell reads either layout
+    ("fp8", "tensorwise", "hopper", 2), ("fp8", "tensorwise", "blackwell", 1),
+    ("mxfp8", "delayed", "blackwell", 2), ("fp8", "blockwise", "blackwell", 2),  # scales along the reduction dim
+])
+def test_layouts_written(precision, recipe, generation, layouts):
+    assert lowp.te_layouts(precision, recipe, generation) == layouts
+
+
+@pytest.mark.parametrize("precision, recipe, layouts, standalone, after_norm", [
+    # delayed: read 2 B, write 1 B per layout; the norm writes FP8 itself (1 B for the 2 B it no longer
+    # writes) and on Hopper a transpose pass reads and writes 1 B more: +1, on Blackwell -1
+    ("fp8", "delayed", 2, 2 + 2, 1 - 2 + 2),
+    ("fp8", "delayed", 1, 2 + 1, 1 - 2),
+    # current scaling: an amax pass reads 2 B more, except after TE's norm, which takes the amax itself
+    ("fp8", "tensorwise", 2, 2 + 2 + 2, 2 + 2),
+    ("fp8", "tensorwise", 1, 2 + 2 + 1, 2 + 1),
+    # MXFP8: one E8M0 scale per 32 elements in each layout; its norm is not fused by default
+    ("mxfp8", "delayed", 2, 2 + 2 * (1 + 1 / 32), 2 + 2 * (1 + 1 / 32)),
+])
+def test_bytes_per_element(precision, recipe, layouts, standalone, after_norm):
+    assert lowp.cast_bytes_per_element(precision, recipe, layouts) == pytest.approx(standalone)
+    assert lowp.te_norm_cast_bytes_per_element(precision, recipe, layouts) == pytest.approx(after_norm)
+
+
+def test_a_blocks_casts_by_hand():
+    """100 input elements, 60 of them a LayerNormLinear's norm output, 50 gradient elements: on Hopper under
+    delayed scaling 40 x 4 + 60 x 1 forward and 50 x 4 backward; on Blackwell 40 x 3 + 60 x -1 and 50 x 3;
+    torchao's per-use casts (tensorwise) fuse nothing: 100 x 6 and 50 x 6, plus its weights cast for fprop and
+    dgrad, one layout each (10 weights x (2 + 2 + 1) per pass: an amax read, a cast read, one write)."""
+    work = Work([], 0.0, 100.0, 50.0, 10.0, 60.0)
+    assert block_cast_bytes([work], "fp8", "delayed", "step", "hopper") == pytest.approx((220.0, 200.0))
+    assert block_cast_bytes([work], "fp8", "delayed", "step", "blackwell") == pytest.approx((60.0, 150.0))
+    assert block_cast_bytes([work], "fp8", "tensorwise", "use", "hopper") == pytest.approx((650.0, 350.0))
+    assert block_cast_bytes([work], "bf16", "delayed", "step", "hopper") == (0.0, 0.0)
