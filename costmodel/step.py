@@ -285,7 +285,8 @@ def optimizer_step_seconds(cluster: Cluster, plan: Plan, stage: StageCost, eff: 
     owned += stage.expert_params / (plan.expert_dp if sharded else 1)
     per_step = plan.weight_casts == "step"
     layouts = lowp.te_layouts(plan.precision, plan.fp8_recipe, cluster.gpu.generation)  # per_step: TE's casts
-    cast = stage.params * lowp.weight_cast_bytes_per_param(plan.precision, plan.fp8_recipe, layouts) if per_step else 0.0
+    cast = (stage.params * lowp.weight_cast_bytes_per_param(plan.precision, plan.fp8_recipe, layouts)
+            if per_step else 0.0)
     hbm = cluster.gpu.hbm_bandwidth_bytes_per_second * eff.hbm_efficiency
     states = 12.0 if plan.optimizer_states == "fp32" else 6.0
     return compute.optimizer_seconds(owned, cluster.gpu, eff, states) + cast / hbm
