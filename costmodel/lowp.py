@@ -28,8 +28,9 @@ Hadamard transform. Weights are cast once per optimizer step (TE caches the cast
 micro-batches of a step) and kept in both layouts.
 
 Transformer Engine (read at d0067d0, 2026-08, against v1.13-v2.7; validation/README.md, "HBM efficiency measured
-instead of fitted, and the low-precision casts") moves less in two cases, which `te_cast_bytes_per_element`
-counts for the stack that caches its weight casts (weight_casts "step", TE's): on Blackwell a per-tensor
+instead of fitted, and the low-precision casts") moves less in two cases, which `te_layouts` and
+`te_norm_cast_bytes_per_element` count for the stack that caches its weight casts (weight_casts "step", TE's;
+compute.block_cast_bytes): on Blackwell a per-tensor
 FP8 GEMM reads either layout (transformer_engine.cpp nvte_is_non_tn_fp8_gemm_supported), so
 Float8Quantizer and Float8CurrentScalingQuantizer write no transposed copy (pytorch/csrc/quantizer.cpp); and
 the norm of a LayerNormLinear (Megatron-core's QKV and dense FC1, TELayerNormColumnParallelLinear) quantizes
@@ -37,7 +38,9 @@ its own output: under delayed scaling it writes FP8 itself (ln_fwd_kernels.cuh; 
 follows, ln_api.cpp), under current scaling it writes 16-bit with the amax computed in the same kernel
 (FUSED_NORM_AMAX_FP8, v2.7+), so the cast reads the input once. MXFP8 and blockwise norms stay unfused
 (without NVTE_NORM_FWD_USE_CUDNN); Megatron-core's activation runs outside TE, so the FC2 input and the FC1
-output gradient are standalone casts.
+output gradient are standalone casts. Not changed with it: the memory of the cached weight copies
+(weight_copy_bytes_per_param) still counts two layouts on Blackwell, 1 B per parameter over what TE keeps of
+per-tensor FP8 there; no published Blackwell run gives a peak to judge it by.
 """
 from __future__ import annotations
 
