@@ -285,6 +285,7 @@ def test_nothing_legal_names_the_knob_rule_every_combination_breaks(capsys, argv
 
 MI300X = Machine("cdna3", 8, 8, True)
 MI355X = Machine("cdna4", 8, 8, True)
+MEGATRON_ROCM_RULES = (megatron.rocm_userbuffers, megatron.rocm_graphs, megatron.rocm_fp8_recipe)
 
 
 @pytest.mark.parametrize("plan, why", [
@@ -302,8 +303,6 @@ def test_megatron_on_amd_gpus_refuses_what_rocms_transformer_engine_does_not_run
         assert len(broken) == 1 and why in broken[0] and "AMD" in broken[0], broken
     assert all(m(model, DGX_H100, plan) is None for m in MEGATRON_ROCM_RULES)
 
-
-MEGATRON_ROCM_RULES = (megatron.rocm_userbuffers, megatron.rocm_graphs, megatron.rocm_fp8_recipe)
 
 
 def test_amd_gpus_run_delayed_and_tensorwise_fp8_and_mxfp8_where_the_part_has_it():
