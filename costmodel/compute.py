@@ -308,7 +308,7 @@ def dense_mlp_work(model: Model, tokens: int, tp: int, sequence_parallel: bool, 
 
 
 def block_cast_bytes(works: list[Work], precision: str, recipe: str, weight_casts: str,
-                     generation: str = "") -> tuple[float, float]:
+                     generation: str) -> tuple[float, float]:
     """(forward, backward) HBM bytes of the casts to a low-precision format (costmodel/lowp.py: each
     input read and written in two layouts; NVFP4's Hadamard pass on the wgrad inputs), and with
     per-use weight casts the weights cast for fprop and again for dgrad (one layout each). Transformer
