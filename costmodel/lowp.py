@@ -38,9 +38,8 @@ its own output: under delayed scaling it writes FP8 itself (ln_fwd_kernels.cuh; 
 follows, ln_api.cpp), under current scaling it writes 16-bit with the amax computed in the same kernel
 (FUSED_NORM_AMAX_FP8, v2.7+), so the cast reads the input once. MXFP8 and blockwise norms stay unfused
 (without NVTE_NORM_FWD_USE_CUDNN); Megatron-core's activation runs outside TE, so the FC2 input and the FC1
-output gradient are standalone casts. Not changed with it: the memory of the cached weight copies
-(weight_copy_bytes_per_param) still counts two layouts on Blackwell, 1 B per parameter over what TE keeps of
-per-tensor FP8 there; no published Blackwell run gives a peak to judge it by.
+output gradient are standalone casts. The cached weight copies (weight_copy_bytes_per_param) are kept in
+te_layouts layouts too: 1 B per parameter for per-tensor FP8 on Blackwell, not 2.
 """
 from __future__ import annotations
 
@@ -110,13 +109,15 @@ def hadamard_bytes_per_element(precision: str) -> float:
 WEIGHT_CASTS = ("step", "use")
 
 
-def weight_copy_bytes_per_param(precision: str, recipe: str = "delayed", casts: str = "step") -> float:
-    """Bytes per parameter of the quantized weight copies kept next to the 16-bit weights: both layouts
-    when the casts are cached for the step (Transformer Engine), none when cast at every use (torchao
-    Float8Linear, torchao/float8/float8_linear.py: the fp8 weight is a temporary of each matmul)."""
+def weight_copy_bytes_per_param(precision: str, recipe: str = "delayed", casts: str = "step",
+                                layouts: int = 2) -> float:
+    """Bytes per parameter of the quantized weight copies kept next to the 16-bit weights: `layouts` layouts
+    when the casts are cached for the step (Transformer Engine: te_layouts, one for per-tensor FP8 on
+    Blackwell), none when cast at every use (torchao Float8Linear, torchao/float8/float8_linear.py: the fp8
+    weight is a temporary of each matmul)."""
     if not is_low(precision) or casts == "use":
         return 0.0
-    return 2.0 * quantized_bytes_per_element(precision, recipe)
+    return layouts * quantized_bytes_per_element(precision, recipe)
 
 
 def weight_cast_bytes_per_param(precision: str, recipe: str = "delayed", layouts: int = 2) -> float:

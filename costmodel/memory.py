@@ -30,12 +30,13 @@ class StateBytesPerParam:
 
 def state_bytes_per_param(precision: str, grad_dtype: str, recipe: str = "delayed",
                           casts: str = "step", lowp_params: bool = False,
-                          optimizer_states: str = "fp32") -> StateBytesPerParam:
+                          optimizer_states: str = "fp32", layouts: int = 2) -> StateBytesPerParam:
     """Bytes per parameter before sharding (ZeRO Sec 3.1: 2 + 2 + K, K = 12 for mixed-precision Adam).
 
     fp32 training keeps fp32 weights and gradients and Adam's two moments (4 + 4 + 8). Low-precision
-    training keeps the 16-bit weights plus their quantized copies in two layouts (costmodel/lowp.py
-    weight_copy_bytes_per_param: 2 B for per-tensor fp8, 2.06 B for MXFP8, 1.13 B for NVFP4).
+    training keeps the 16-bit weights plus their quantized copies in `layouts` layouts (costmodel/lowp.py
+    weight_copy_bytes_per_param; two: 2 B for per-tensor fp8, 2.06 B for MXFP8, 1.13 B for NVFP4; one for
+    Transformer Engine's per-tensor fp8 on Blackwell, lowp.te_layouts).
     With low-precision parameters (Megatron --fp8/--fp4-param-gather) the 16-bit weights are not
     kept: only the quantized copies (the fp32 master weights are in the optimizer states).
     Gradients are held in their communication dtype; int8 compression happens on the wire only,
@@ -47,7 +48,7 @@ def state_bytes_per_param(precision: str, grad_dtype: str, recipe: str = "delaye
     if precision == "fp32":
         return StateBytesPerParam(4.0, 4.0, 8.0)
     grad = 2.0 if grad_dtype == "int8" else float(DTYPE_BYTES[grad_dtype])
-    copies = lowp.weight_copy_bytes_per_param(precision, recipe, casts)
+    copies = lowp.weight_copy_bytes_per_param(precision, recipe, casts, layouts)
     no_16bit = lowp_params and lowp.is_low(precision)
     if no_16bit and casts == "use":  # torchao's float8 all-gather: the gathered weight is the fp8 tensor
         copies = lowp.quantized_bytes_per_element(precision, recipe)

@@ -92,10 +92,12 @@ def edge_state_bytes_per_param(plan: Plan) -> memory.StateBytesPerParam | None:
     return memory.state_bytes_per_param("bf16", plan.grad_comm_dtype, optimizer_states=plan.optimizer_states)
 
 
-def memory_breakdown(model: Model, plan: Plan, stage: StageCost, eff: Efficiency) -> dict[str, float]:
-    """Bytes on one GPU of `stage` by part (ZeRO Sec 3.1 states, Korthikanti activations)."""
+def memory_breakdown(model: Model, plan: Plan, stage: StageCost, eff: Efficiency, generation: str) -> dict[str, float]:
+    """Bytes on one GPU of `stage` by part (ZeRO Sec 3.1 states, Korthikanti activations); `generation` (the
+    GPU's) sets the layouts Transformer Engine keeps of its cached weight casts (lowp.te_layouts)."""
+    layouts = lowp.te_layouts(plan.precision, plan.fp8_recipe, generation)
     per_param = memory.state_bytes_per_param(plan.precision, plan.grad_comm_dtype, plan.fp8_recipe, plan.weight_casts,
-                                             plan.lowp_param_gather, plan.optimizer_states)
+                                             plan.lowp_param_gather, plan.optimizer_states, layouts)
     states = model_states(plan, stage, per_param, edge_state_bytes_per_param(plan))
     parts = {
         "parameters": states.parameters,
@@ -346,7 +348,8 @@ def estimate(model: Model, cluster: Cluster, plan: Plan, eff: Efficiency | None 
     parts["optimizer"] = optimizer_step_seconds(cluster, plan, critical, eff)
     parts["overhead"] = eff.step_overhead_seconds
     step = sum(parts.values())
-    mems = [memory_breakdown(model, plan, stages[r], eff) for r in memory_candidate_stages(stages)]
+    gen = cluster.gpu.generation
+    mems = [memory_breakdown(model, plan, stages[r], eff, gen) for r in memory_candidate_stages(stages)]
     worst = max(mems, key=lambda d: sum(d.values()))
     mflops = model_flops_per_step(model, plan.global_batch_size)
     causal = model_flops_per_step(model, plan.global_batch_size, causal=True)

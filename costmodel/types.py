@@ -285,8 +285,8 @@ class Plan:
     fp8_recipe: str = "delayed"  # fp8 scaling: delayed, tensorwise (current) or blockwise (costmodel/lowp.py)
     bf16_layers_start: int = 0  # transformer layers kept 16-bit at the start / end of the stack under
     bf16_layers_end: int = 0  # fp8/mxfp8/nvfp4 (Megatron --first-last-layers-bf16)
-    # Low-precision weight casts: "step" = once per optimizer step, both layouts kept in memory
-    # (Transformer Engine's cached casts); "use" = at every use, nothing kept (torchao float8).
+    # Low-precision weight casts: "step" = once per optimizer step, kept in memory in the layouts written
+    # (Transformer Engine's cached casts, lowp.te_layouts); "use" = at every use, nothing kept (torchao float8).
     weight_casts: str = "step"
     # ZeRO-3/FSDP: free the gathered weights after each layer's forward (True) or keep them until its
     # backward (False: torchtitan with pipeline parallelism, reshard_after_forward=False), which saves

@@ -24,7 +24,7 @@ def test_kept_model_states_add_no_slack():
     """ZeRO-1 over dp 8 in bf16 with fp32 gradients reduced in buckets (Megatron's buffers): the overhead
     is the fixed 2 GiB plus 10% of the 10 GiB of activations, whatever the states weigh."""
     plan = cm.Plan(dp=8, zero_stage=1, precision="bf16", grad_dtype="fp32", global_batch_size=8)
-    parts = step.memory_breakdown(MODEL, plan, STAGE, EFF)
+    parts = step.memory_breakdown(MODEL, plan, STAGE, EFF, "hopper")
     assert parts["parameters"] == pytest.approx(2e9)  # 2 B per weight, kept
     assert parts["overhead"] == pytest.approx(2 * GIB + 0.1 * 10 * GIB)
 
@@ -34,7 +34,7 @@ def test_fsdp_under_a_pipeline_allocates_its_unsharded_weights_and_gradients_eac
     accumulated unsharded gradients are allocated and freed every step, so they carry slack too."""
     plan = cm.Plan(dp=8, zero_stage=1, precision="bf16", grad_dtype="fp32", global_batch_size=8,
                    grad_sync="chunk_end")
-    parts = step.memory_breakdown(MODEL, plan, STAGE, EFF)
+    parts = step.memory_breakdown(MODEL, plan, STAGE, EFF, "hopper")
     per_step = parts["activations"] + parts["parameters"] + parts["gradients"]
     assert parts["gradients"] > 4e9  # the unsharded fp32 accumulation (4 B) and the shard beside it
     assert parts["overhead"] == pytest.approx(2 * GIB + 0.1 * per_step)
@@ -42,7 +42,7 @@ def test_fsdp_under_a_pipeline_allocates_its_unsharded_weights_and_gradients_eac
 
 def test_zero3_gathers_carry_slack_but_its_shards_do_not():
     plan = cm.Plan(dp=8, zero_stage=3, precision="bf16", grad_dtype="fp32", global_batch_size=8)
-    parts = step.memory_breakdown(MODEL, plan, STAGE, EFF)
+    parts = step.memory_breakdown(MODEL, plan, STAGE, EFF, "hopper")
     assert parts["zero3_gather_buffers"] > 0
     assert parts["overhead"] == pytest.approx(2 * GIB + 0.1 * (10 * GIB + parts["zero3_gather_buffers"]))
 

@@ -171,7 +171,7 @@ def test_weights_outside_the_layers_stay_16_bit_under_low_precision():
         stage = step.stage_costs(model, cluster, plan, eff)[0]
         edge = stage.params - stage.layer_params
         assert edge == pytest.approx(2 * 32000 * 1024 + 1024)  # embedding, output layer, final norm
-        parts = step.memory_breakdown(model, plan, stage, eff)
+        parts = step.memory_breakdown(model, plan, stage, eff, gpu.generation)
         assert parts["parameters"] == pytest.approx(per_layer * stage.layer_params + 2.0 * edge)
 
 

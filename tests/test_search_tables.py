@@ -253,8 +253,9 @@ def test_memory_is_affine_in_activations():
     assert ctx.slope == pytest.approx(1.05)
     plan = plan_for(spec, next(iter(build_space(spec).knobs)), Knobs(3, "none", True, "bf16", ""))
     stage = step.stage_costs(spec.model, spec.cluster, plan, ctx.eff)[0]
-    total = sum(step.memory_breakdown(spec.model, plan, stage, ctx.eff).values())
-    states = sum(step.memory_breakdown(spec.model, plan, replace(stage, activation_bytes=0.0), ctx.eff).values())
+    gen = spec.cluster.gpu.generation
+    total = sum(step.memory_breakdown(spec.model, plan, stage, ctx.eff, gen).values())
+    states = sum(step.memory_breakdown(spec.model, plan, replace(stage, activation_bytes=0.0), ctx.eff, gen).values())
     assert total == pytest.approx(states + ctx.slope * stage.activation_bytes, rel=1e-12)
 
 

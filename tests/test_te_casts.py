@@ -3,9 +3,12 @@ read at d0067d0 (2026-08; validation/README.md, "HBM efficiency measured instead
 casts"): bytes per element beyond the 16-bit tensor the producer writes anyway, by hand."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
-from costmodel import lowp
+from costmodel import lowp, step
+from costmodel import types as cm
 from costmodel.compute import Work, block_cast_bytes
 
 
@@ -44,3 +47,33 @@ def test_a_blocks_casts_by_hand():
     assert block_cast_bytes([work], "fp8", "delayed", "step", "blackwell") == pytest.approx((60.0, 150.0))
     assert block_cast_bytes([work], "fp8", "tensorwise", "use", "hopper") == pytest.approx((650.0, 350.0))
     assert block_cast_bytes([work], "bf16", "delayed", "step", "hopper") == (0.0, 0.0)
+
+
+@pytest.mark.parametrize("precision, recipe, generation, copy_bytes", [
+    ("fp8", "delayed", "hopper", 2.0),            # rowwise E4M3 and its transpose, 1 B each
+    ("fp8", "delayed", "blackwell", 1.0),         # Float8Quantizer writes no transpose there
+    ("fp8", "tensorwise", "blackwell", 1.0),
+    ("mxfp8", "delayed", "blackwell", 2.0 * (1.0 + 1.0 / 32)),  # rowwise and columnwise, an E8M0 per 32
+    ("nvfp4", "delayed", "blackwell", 2.0 * (0.5 + 1.0 / 16)),  # two layouts, an E4M3 per 16
+])
+def test_cached_weight_copies_keep_the_layouts_written(precision, recipe, generation, copy_bytes):
+    """Transformer Engine keeps the weight casts of a step in the layouts its quantizer writes; torchao's
+    per-use casts keep none."""
+    layouts = lowp.te_layouts(precision, recipe, generation)
+    assert lowp.weight_copy_bytes_per_param(precision, recipe, "step", layouts) == pytest.approx(copy_bytes)
+    assert lowp.weight_copy_bytes_per_param(precision, recipe, "use", layouts) == 0.0
+
+
+def test_a_blackwell_gpu_keeps_one_byte_less_per_layer_weight_under_per_tensor_fp8():
+    """The same fp8 (delayed) plan on a Hopper and a Blackwell GPU of equal size: the layer weights take
+    2 + 2 B on Hopper and 2 + 1 B on Blackwell; the embedding and output layer stay 2 B on both."""
+    model = cm.Model("m", 4, 1024, 8, 32000, 2048, ffn_hidden_size=4096, mlp="swiglu")
+    hopper = cm.Gpu("g", 80 * 2**30, {"bf16": 300e12, "fp8": 600e12}, 2e12, 300e9)
+    plan, eff = cm.Plan(dp=8, global_batch_size=8, precision="fp8"), cm.Efficiency()
+    parts = {}
+    for gpu in (hopper, replace(hopper, generation="blackwell")):
+        cluster = cm.Cluster("c", gpu, 8, 8, 8, 300e9, 25e9)
+        stage = step.stage_costs(model, cluster, plan, eff)[0]
+        parts[gpu.generation] = step.memory_breakdown(model, plan, stage, eff, gpu.generation)["parameters"]
+    layer_params = stage.layer_params
+    assert parts["hopper"] - parts["blackwell"] == pytest.approx(1.0 * layer_params)

@@ -123,8 +123,9 @@ def activation_slope(spec: SearchSpec, eff: cm.Efficiency) -> float:
     """d(memory_breakdown total)/d(activation bytes), measured on the cost model (affine in them)."""
     plan = cm.Plan(global_batch_size=1)
     probe = StageCost(1, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
-    low = sum(step.memory_breakdown(spec.model, plan, probe, eff).values())
-    high = sum(step.memory_breakdown(spec.model, plan, replace(probe, activation_bytes=2.0**30), eff).values())
+    gen = spec.cluster.gpu.generation
+    low = sum(step.memory_breakdown(spec.model, plan, probe, eff, gen).values())
+    high = sum(step.memory_breakdown(spec.model, plan, replace(probe, activation_bytes=2.0**30), eff, gen).values())
     return (high - low) / 2.0**30
 
 
@@ -152,7 +153,8 @@ class TableContext:
             params, experts, in_layers = stage_params(self.spec.model, plan, mix, rank)
             probe = StageCost(sum(n for _, n in mix), 0.0, 0.0, 0.0, 0.0, params, 0.0, expert_params=experts,
                               layer_params=in_layers, mix=mix)
-            self._states[key] = sum(step.memory_breakdown(self.spec.model, plan, probe, self.eff).values())
+            gen = self.spec.cluster.gpu.generation
+            self._states[key] = sum(step.memory_breakdown(self.spec.model, plan, probe, self.eff, gen).values())
         return self._states[key]
 
 
@@ -313,7 +315,8 @@ class LayoutTables:
         if key not in self.states:
             spec, eff = self.ctx.spec, self.ctx.eff
             self.states[key] = tuple(
-                sum(step.memory_breakdown(spec.model, plan, replace(s, activation_bytes=0.0), eff).values())
+                sum(step.memory_breakdown(spec.model, plan, replace(s, activation_bytes=0.0), eff,
+                                          spec.cluster.gpu.generation).values())
                 for s in slots)
         return tuple(x + self.ctx.slope * s.activation_bytes for x, s in zip(self.states[key], slots, strict=True))
 
