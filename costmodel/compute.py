@@ -192,9 +192,10 @@ def attention_rate_scale(gpu: Gpu, eff: Efficiency) -> tuple[float, float]:
     fitted attention fraction stands for: its own measured kernel rate over that part's, both as fractions
     of their bf16 peaks at one shape (Gpu.attention_fraction, Efficiency.attention_reference_fraction).
     GB300 (Blackwell Ultra: twice GB200's special-function exp rate, on which the softmax runs, at the same
-    bf16 peak) runs cuDNN's attention 1.18x faster forward and 1.08x backward than GB200 at 8k. (1, 1) for a
-    part without a measurement of its own: B300 shares GB300's SFU rate but has no published attention
-    benchmark, so it keeps its generation's fitted fraction."""
+    bf16 peak) runs cuDNN's attention 1.18x faster forward and 1.08x backward than GB200 at 8k; B300, the same
+    silicon at a lower power, at GB300's rate times the two parts' ratio in one benchmark that ran both (a
+    derivation, catalogs/gpus.yaml). (1, 1) for a part without a measurement or derivation of its own: it keeps
+    its generation's fitted fraction."""
     reference = eff.attention_reference_fraction.get(gpu.generation)
     if not reference or len(gpu.attention_fraction) != 2:
         return 1.0, 1.0

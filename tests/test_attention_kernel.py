@@ -138,7 +138,8 @@ def test_a_part_with_its_own_attention_benchmark_runs_at_its_measured_rate():
     gpus.yaml) measured 1574 / 1332 TFLOP/s forward / backward on GB200 and 1856 / 1435 on GB300, both of a
     2500 TFLOP/s bf16 peak. The fitted Blackwell fraction stands for GB200 (Efficiency.attention_reference_
     fraction), so a GB300 layer's attention takes 1574/1856 of GB200's forward and 1332/1435 of its backward;
-    B300 (no benchmark of its own) and H100 keep their generation's fraction. Exponentials are left out
+    H100 keeps its generation's fraction (B300's derived rate: test_b300_attention_is_derived_from_gb300's).
+    Exponentials are left out
     (exp_per_second 0) so that the matmul side alone sets the attention time, and both parts take the
     generation's GEMM fraction (GB300 has no MAMF measurement), so attention is all that differs."""
     from costmodel.compute import attention_rate_scale
@@ -148,7 +149,7 @@ def test_a_part_with_its_own_attention_benchmark_runs_at_its_measured_rate():
     gb200, gb300 = (replace(gpu(n), exp_per_second=0.0, matmul_fraction={}) for n in ("gb200", "gb300"))
     assert attention_rate_scale(gb300, eff) == pytest.approx((1856 / 1574, 1435 / 1332))
     assert attention_rate_scale(gb200, eff) == pytest.approx((1.0, 1.0))
-    assert attention_rate_scale(gpu("b300-sxm-270gb"), eff) == attention_rate_scale(gpu("h100-sxm-80gb"), eff) == (1, 1)
+    assert attention_rate_scale(gpu("h100-sxm-80gb"), eff) == (1, 1)
     core = attention_core_seconds(LLAMA_8B, 1, 1, gb200, "bf16", True, eff)
     assert core == attention_core_seconds(LLAMA_8B, 1, 1, gb300, "bf16", True, eff)  # same peak, same fraction
     t200, t300 = (layer_times(LLAMA_8B, 1, 1, False, True, g, "bf16", eff) for g in (gb200, gb300))
@@ -156,15 +157,36 @@ def test_a_part_with_its_own_attention_benchmark_runs_at_its_measured_rate():
     assert t200.backward_seconds - t300.backward_seconds == pytest.approx(2.5 * core * (1 - 1332 / 1435))
 
 
-def test_an_attention_measurement_needs_both_passes():
+def test_b300_attention_is_derived_from_gb300s():
+    """B300 has no benchmark at the reference shape. cudnn-frontend's autoregressive-DiT SDPA benchmark (forward,
+    no mask, head dim 128, 62,208 keys, cuDNN backend 93000) ran both Blackwell Ultra parts: bf16 1998 TFLOP/s
+    on B300 and 2085 on GB300 at 8,192 queries. B300's rates = GB300's 1856 / 1435 x 1998/2085 = 1778.6 /
+    1375.1 TFLOP/s, fractions of its 2250 peak 0.7905 / 0.6112; against GB200's reference (1574 / 1332 of
+    2500) that is 1.2555x forward and 1.1471x backward; in absolute terms 0.958 of GB300's rate."""
+    from costmodel.compute import attention_rate_scale
+
+    ratio = 1998 / 2085
+    assert (round(1856 * ratio, 1), round(1435 * ratio, 1)) == (1778.6, 1375.1)
+    b300 = gpu("b300-sxm-270gb")
+    assert b300.attention_fraction == pytest.approx((1778.6 / 2250, 1375.1 / 2250))
+    scale = attention_rate_scale(b300, cm.Efficiency())
+    assert scale == pytest.approx(((1778.6 / 2250) / (1574 / 2500), (1375.1 / 2250) / (1332 / 2500)))
+    assert scale == pytest.approx((1.2555, 1.1471), abs=1e-4)
+
+
+@pytest.mark.parametrize("kind", ["measured", "derived"])
+def test_an_attention_rate_needs_both_passes(kind):
     from planner.inputs.specs import GpuSpec
 
     row = dict(name="x", generation="blackwell", memory_gib=80, dense_tflops={"bf16": 1000},
                hbm_bandwidth_gbytes_per_s=3000)
     with pytest.raises(ValueError, match="needs both forward and backward"):
-        GpuSpec.model_validate({**row, "measured_attention_bf16_tflops": {"forward": 500}})
-    both = GpuSpec.model_validate({**row, "measured_attention_bf16_tflops": {"forward": 500, "backward": 400}})
+        GpuSpec.model_validate({**row, f"{kind}_attention_bf16_tflops": {"forward": 500}})
+    both = GpuSpec.model_validate({**row, f"{kind}_attention_bf16_tflops": {"forward": 500, "backward": 400}})
     assert both.to_gpu().attention_fraction == pytest.approx((0.5, 0.4))
+    with pytest.raises(ValueError, match="derived_attention_bf16_tflops beside measured_attention_bf16_tflops"):
+        GpuSpec.model_validate({**row, "measured_attention_bf16_tflops": {"forward": 500, "backward": 400},
+                                "derived_attention_bf16_tflops": {"forward": 500, "backward": 400}})
 
 
 def test_fp8_attention_runs_at_its_measured_speedup_not_the_fp8_peak():

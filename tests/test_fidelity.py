@@ -114,21 +114,35 @@ from planner.validation import runs as validation
 # 9.09% -> 9.10%); Hopper -> Blackwell 8.00% -> 8.30% (a Hopper fit, whose delayed and current-scaling rows now cast
 # less, predicts Blackwell faster); held out, the 31 rows' max 28.72% -> 29.43% (MPT-30B at 8k on 8 H100, fast
 # already) and the separately bounded sets below. Every other bound is lowered to its reached value.
-STEP_MAPE_BOUND = 0.062  # reached 0.0618 over 234 rows (0.0626 before TE's casts, 0.0651 before the measured share)
+# 2026-12-04 (thirty-third session): B300's attention rate derived from GB300's measured one (catalogs/gpus.yaml
+# derived_attention_bf16_tflops: B300 over GB300 in one cuDNN SDPA benchmark that ran both; before, B300 kept the
+# generation's fitted fraction), refit (layer overhead 362 -> 339 us, Hopper cuDNN attention 0.4331 -> 0.4381,
+# Ampere 0.4186 -> 0.4285, Blackwell 0.3127 -> 0.3152, half length 3422 -> 3561): in sample 6.18% -> 6.11% (the 14
+# B300 rows 13.3% -> 12.1%, the other 220 unchanged at 5.73%), a generation left out 7.04% -> 6.99%, an MoE model
+# 8.03% -> 7.85%, Blackwell -> Hopper 8.08% -> 8.01%. RAISED: mbridge-moe's max 44.1% -> 45.7% (B300 Qwen3-235B at
+# micro-batch 1 with the all-to-all dispatcher, host-bound and fast already, now with faster attention), mlperf's
+# max 0.16% -> 0.25% and mbridge-dense's 12.14% -> 12.20% (the refit's shared constants); a source left out 8.64% ->
+# 8.76%, all of it the fsdp-2023-2024 fold (6.04% -> 7.05%), whose fit lands in another basin (layer overhead at
+# its 500 us bound, half length 2360; the same fold's optimiser spread is 1.5 points, validation/README.md "How much
+# of a left-out figure is the optimiser"), with korthikanti-2022 4.45% -> 4.54%, mlperf 1.57% -> 1.61%, torchtitan
+# 6.33% -> 6.52%, mbridge-dense 5.53% -> 5.64%; DeepSeek-V3 left out 6.85% -> 7.47% (its B300 rows, MLA attention at
+# the derived rate, now predicted fast); held out, the 31 rows 10.66% -> 10.77% and megatron-core-2024 13.34% ->
+# 13.42% (H100 rows through the refit's Hopper attention and layer overhead).
+STEP_MAPE_BOUND = 0.0612  # reached 0.0611 over 234 rows (0.0618 before B300's attention, 0.0626 before TE's casts)
 GROUP_STEP_BOUNDS = {        # (MAPE, max) per source group, reached + a hair
-    "bloom": (0.074, 0.080), "korthikanti-2022": (0.031, 0.066), "megatron-2021": (0.045, 0.135),
-    "mlperf": (0.002, 0.002), "nemo": (0.046, 0.141),
+    "bloom": (0.074, 0.080), "korthikanti-2022": (0.030, 0.066), "megatron-2021": (0.045, 0.135),
+    "mlperf": (0.001, 0.0025), "nemo": (0.046, 0.141),
     # 9 Llama 3.1 8B rows of torchtitan's benchmarks and the two 405B long-context rows (32k cp 1: -1.7%;
-    # 64k cp 2: -3.1%): reached 5.62%, max 14.54% (the 8B 32k float8 row)
-    "torchtitan": (0.057, 0.146),
-    # MoE: 7.89% over 100 rows; the worst are B200/B300 rows at micro-batch 1 with the all-to-all
+    # 64k cp 2: -3.1%): reached 5.64%, max 13.91% (the 8B 32k float8 row)
+    "torchtitan": (0.057, 0.140),
+    # MoE: 7.75% over 100 rows; the worst are B200/B300 rows at micro-batch 1 with the all-to-all
     # dispatcher, 2.2-2.9x slower than later releases' micro-batch 2-4 DeepEP layouts (README, Accuracy)
-    "mbridge-moe": (0.079, 0.441),
-    # dense Llama 3: reached 5.54% over 44 rows, max 12.14% (6.97% and 16.57% before GB300's GEMM rate)
-    "mbridge-dense": (0.056, 0.122),
-    # full-shard FSDP, no TP/PP: reached 5.15% over 28 rows, max 13.19%; the H100 rows predicted fast
+    "mbridge-moe": (0.078, 0.458),
+    # dense Llama 3: reached 5.54% over 44 rows, max 12.20% (6.97% and 16.57% before GB300's GEMM rate)
+    "mbridge-dense": (0.056, 0.1221),
+    # full-shard FSDP, no TP/PP: reached 5.04% over 28 rows, max 13.07%; the H100 rows predicted fast
     # (validation/README.md, "FSDP rows")
-    "fsdp-2023-2024": (0.052, 0.132),
+    "fsdp-2023-2024": (0.051, 0.131),
 }
 # Memory over the 11 torchtitan rows with a published peak: 2.18% / 7.38% over the 9 before the 405B rows.
 # Those were 12.1% / 12.8% low while their weights were counted at 2 B; since torchao's float8 all-gather
@@ -168,10 +182,13 @@ GROUP_MEMORY_BOUNDS = {"torchtitan": (0.032, 0.074)}
 # With Transformer Engine's casts as its code moves them (thirty-second session, above): 8.64% (korthikanti-2022
 # 4.45%, megatron-2021 4.42%, mlperf 1.57%, nemo 4.99%, mbridge-moe 13.07%, mbridge-dense 5.53% lowered; bloom 7.31%,
 # torchtitan 6.33% and fsdp-2023-2024 6.04% raised).
-LOO_STEP_MAPE_BOUND = 0.087
+# With B300's attention derived from GB300's (thirty-third session, above): 8.76%, RAISED (fsdp-2023-2024 7.05%,
+# another basin; korthikanti-2022 4.54%, mlperf 1.61%, torchtitan 6.52%, mbridge-dense 5.64% raised; nemo 4.87%,
+# mbridge-moe 13.02% lowered).
+LOO_STEP_MAPE_BOUND = 0.088
 LOO_GROUP_STEP_MAPE_BOUNDS = {
-    "bloom": 0.074, "korthikanti-2022": 0.045, "megatron-2021": 0.045, "mlperf": 0.016, "nemo": 0.050,
-    "torchtitan": 0.064, "mbridge-moe": 0.131, "mbridge-dense": 0.056, "fsdp-2023-2024": 0.061,
+    "bloom": 0.074, "korthikanti-2022": 0.0454, "megatron-2021": 0.045, "mlperf": 0.0161, "nemo": 0.049,
+    "torchtitan": 0.0653, "mbridge-moe": 0.131, "mbridge-dense": 0.0564, "fsdp-2023-2024": 0.0705,
 }
 # Leave one GPU generation out (fit on the other generations): reached 10.05% over 160 rows; 10.3% over
 # 234; 9.2% with the attention kernels; 8.9% with the all-to-all host wait (ampere 5.3%, hopper 9.1%,
@@ -183,8 +200,10 @@ LOO_GROUP_STEP_MAPE_BOUNDS = {
 # With the measured collective share (2026-12-04, late): 7.41% (ampere 4.52%, hopper 7.76%, blackwell 8.26%, raised).
 # With the expert-parallel exchanges waiting for SMs (latest): 7.25% (ampere 4.52%, hopper 7.51%, blackwell 8.10%).
 # With Transformer Engine's casts (thirty-second session): 7.04% (ampere 4.56%, hopper 7.23%, blackwell 7.84%).
-LOGO_STEP_MAPE_BOUND = 0.071
-LOGO_GENERATION_STEP_MAPE_BOUNDS = {"ampere": 0.046, "hopper": 0.073, "blackwell": 0.079}
+# With B300's attention derived from GB300's (thirty-third session): 6.99% (ampere 4.49%, hopper 7.24%, blackwell
+# 7.76%).
+LOGO_STEP_MAPE_BOUND = 0.070
+LOGO_GENERATION_STEP_MAPE_BOUNDS = {"ampere": 0.045, "hopper": 0.073, "blackwell": 0.078}
 
 
 @pytest.fixture(scope="module")
@@ -262,8 +281,10 @@ def test_out_of_sample_mape_does_not_regress(out_of_sample, scored):
 # Qwen3-30B-A3B 7.93%).
 # RAISED with Transformer Engine's casts (thirty-second session, above): 8.03% (DeepSeek-V3 6.85%, Qwen3-235B-A22B
 # 9.10%, Qwen3-30B-A3B 8.12%), the refit's shared constants (HBM 0.662 -> 0.687, layer overhead 329 -> 362 us).
-LOMO_STEP_MAPE_BOUND = 0.081  # 0.0835 with GB300's GEMM rate (0.091 before) and with the measured share
-LOMO_MODEL_STEP_MAPE_BOUNDS = {"deepseek-v3": 0.069, "qwen3-235b-a22b": 0.092, "qwen3-30b-a3b": 0.082}
+# With B300's attention derived from GB300's (thirty-third session): 7.85% (Qwen3-235B-A22B 9.04%, Qwen3-30B-A3B
+# 7.05%; DeepSeek-V3 RAISED 6.85% -> 7.47%: its B300 rows, MLA attention at the derived rate, predicted fast).
+LOMO_STEP_MAPE_BOUND = 0.079  # 0.0835 with GB300's GEMM rate (0.091 before) and with the measured share
+LOMO_MODEL_STEP_MAPE_BOUNDS = {"deepseek-v3": 0.075, "qwen3-235b-a22b": 0.091, "qwen3-30b-a3b": 0.071}
 
 
 def test_moe_model_split_mape_does_not_regress(out_of_sample, scored):
@@ -305,7 +326,9 @@ def test_generation_split_mape_does_not_regress(out_of_sample, scored):
 # measured collective share: 0.1125, max 0.2920; with the expert-parallel exchanges waiting for SMs: 0.1083, max 0.2872.
 # With Transformer Engine's casts (thirty-second session): 0.1066, max RAISED 0.2872 -> 0.2943 (MPT-30B at 8k on 8
 # H100, bf16, fast already: the refit's HBM efficiency and layer overhead).
-HOLDOUT_STEP_BOUNDS = (0.107, 0.295)
+# RAISED with B300's attention derived from GB300's (thirty-third session): 0.1066 -> 0.1077 (max 0.2861), the H100
+# rows through the refit's Hopper attention fraction (0.4331 -> 0.4381) and layer overhead (362 -> 339 us).
+HOLDOUT_STEP_BOUNDS = (0.108, 0.287)
 HOLDOUT_MEMORY_BOUNDS = (0.059, 0.155)  # 0.0584, 0.154 since 2026-12-01 (slack on per-step bytes)
 # Megatron-LM's H100 weak-scaling table (group megatron-core-2024, 9 rows, GPT 1.7B-462B at tp 1-8, pp 1-16),
 # added 2026-12-02 to judge where the search lands for dense H100 bf16 plans; bounded on its own so that the
@@ -317,7 +340,9 @@ HOLDOUT_MEMORY_BOUNDS = (0.059, 0.155)  # 0.0584, 0.154 since 2026-12-01 (slack 
 # fast rows from 119B up faster (-16.2% .. -20.1%) through the refit's layer overhead (391 -> 329 us); no MoE layer.
 # With Transformer Engine's casts (thirty-second session): MAPE 0.1358 -> 0.1334, max RAISED 0.2331 -> 0.2393 (the
 # 32B row at tp 8, bf16, predicted slow already; the refit's layer overhead 329 -> 362 us).
-MEGATRON_CORE_2024_STEP_BOUNDS = (0.134, 0.240)
+# RAISED with B300's attention derived from GB300's (thirty-third session): MAPE 0.1334 -> 0.1342 (max 0.2361), the
+# fast rows from 119B up faster through the refit's layer overhead (362 -> 339 us).
+MEGATRON_CORE_2024_STEP_BOUNDS = (0.135, 0.237)
 # NVIDIA's Megatron-core MoE benchmarks outside ../shared/validation (group mcore-moe-2025, 11 scored rows: the
 # Megatron-MoE-ModelZoo Qwen3-235B-A22B rows on H100, GB200 and GB300, its Mixtral 8x22B recipe on 128 H100 in BF16
 # and blockwise FP8, the last row of Megatron-LM's DeepSeek-V3 GB200 guide), added 2026-12-03 to judge the MoE
@@ -332,7 +357,8 @@ MEGATRON_CORE_2024_STEP_BOUNDS = (0.134, 0.240)
 # Latest: 0.1988, max 0.8184. RAISED with Transformer Engine's casts (thirty-second session): max 0.8184 -> 0.8296,
 # the same GB200 row at 131k (MXFP8, whose casts did not change), through the refit's Blackwell attention fraction
 # (0.3133 -> 0.3127) and half length (3219 -> 3422); MAPE 0.1985.
-MCORE_MOE_2025_STEP_BOUNDS = (0.199, 0.830)
+# With B300's attention derived from GB300's (thirty-third session): 0.1967, max 0.8242.
+MCORE_MOE_2025_STEP_BOUNDS = (0.197, 0.825)
 # Five of its rows became expressible later the same day and are bounded on their own, so that the bound above
 # keeps meaning the 11 rows it was set on: the four H100 long-context rows (Qwen3-235B-A22B at 16k-128k tokens,
 # CP 1-8, the whole MoE layer recomputed: the moe recompute module), +21.9% .. +37.3%, all slow, the error growing
@@ -346,7 +372,8 @@ MCORE_MOE_2025_STEP_BOUNDS = (0.199, 0.830)
 # +36.6%), whose attention the refit's Hopper fraction (0.4408 -> 0.4337) prices slower; none overlaps its exchanges.
 # RAISED with Transformer Engine's casts (thirty-second session): 0.2708, max 0.3787, the same four bf16 rows, through
 # the refit's half length (3219 -> 3422), which prices long-sequence attention slower.
-MCORE_MOE_LATER_STEP_BOUNDS = (0.271, 0.379)
+# With B300's attention derived from GB300's (thirty-third session): 0.2706, max 0.3757.
+MCORE_MOE_LATER_STEP_BOUNDS = (0.271, 0.376)
 SEPARATELY_BOUNDED = ("megatron-core-2024", "mcore-moe-2025")
 
 
@@ -581,7 +608,8 @@ def test_published_runs_are_predicted_to_fit(scored):
 # RAISED once, with Transformer Engine's casts (thirty-second session): Hopper -> Blackwell 8.00% -> 8.30% (a Hopper
 # fit, whose delayed and current-scaling rows now cast less, predicts the Blackwell rows faster), Blackwell -> Hopper
 # 8.37% -> 8.08%.
-CROSS_GENERATION_STEP_MAPE_BOUNDS = {("hopper", "blackwell"): 0.084, ("blackwell", "hopper"): 0.081}
+# With B300's attention derived from GB300's (thirty-third session): 8.31% and 8.01%.
+CROSS_GENERATION_STEP_MAPE_BOUNDS = {("hopper", "blackwell"): 0.084, ("blackwell", "hopper"): 0.0805}
 
 
 @pytest.mark.parametrize("fitted, judged", sorted(CROSS_GENERATION_STEP_MAPE_BOUNDS))

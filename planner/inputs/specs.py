@@ -213,6 +213,10 @@ class GpuSpec(Spec):
     # Efficiency.attention_reference_fraction names, forward and backward; absent = not measured.
     measured_attention_bf16_tflops: Optional[dict[Literal["forward", "backward"],
                                                   quantity(L.MAX_TFLOPS, L.MIN_TFLOPS)]] = None
+    # For a part with no attention benchmark at that shape: a measured part's rate times the ratio of the
+    # two parts' rates in one benchmark that ran both (as derived_matmul_*; the notes give the rule).
+    derived_attention_bf16_tflops: Optional[dict[Literal["forward", "backward"],
+                                                 quantity(L.MAX_TFLOPS, L.MIN_TFLOPS)]] = None
     # The same kernel's measured FP8 rate over its bf16 rate in one run, forward and backward (dimensionless);
     # absent = Efficiency.fp8_attention_speedup (costmodel/compute.py fp8_attention_speedup).
     measured_attention_fp8_over_bf16: Optional[dict[Literal["forward", "backward"], quantity(4.0, 0.25)]] = None
@@ -231,8 +235,12 @@ class GpuSpec(Spec):
         for fmt in ("bf16", "fp8"):
             if getattr(self, f"measured_matmul_{fmt}_tflops") and getattr(self, f"derived_matmul_{fmt}_tflops"):
                 raise ValueError(f"derived_matmul_{fmt}_tflops beside measured_matmul_{fmt}_tflops: give one")
-        if self.measured_attention_bf16_tflops is not None and len(self.measured_attention_bf16_tflops) != 2:
-            raise ValueError("measured_attention_bf16_tflops needs both forward and backward")
+        for kind in ("measured", "derived"):
+            rates = getattr(self, f"{kind}_attention_bf16_tflops")
+            if rates is not None and len(rates) != 2:
+                raise ValueError(f"{kind}_attention_bf16_tflops needs both forward and backward")
+        if self.measured_attention_bf16_tflops and self.derived_attention_bf16_tflops:
+            raise ValueError("derived_attention_bf16_tflops beside measured_attention_bf16_tflops: give one")
         if self.measured_attention_fp8_over_bf16 is not None and len(self.measured_attention_fp8_over_bf16) != 2:
             raise ValueError("measured_attention_fp8_over_bf16 needs both forward and backward")
         return self
@@ -256,8 +264,9 @@ class GpuSpec(Spec):
         )
 
     def attention_fraction(self, bf16_peak: float) -> tuple[float, ...]:
-        """The measured attention kernel rate as fractions of the bf16 peak, (forward, backward), or ()."""
-        measured = self.measured_attention_bf16_tflops
+        """The measured (or derived) attention kernel rate as fractions of the bf16 peak, (forward, backward),
+        or ()."""
+        measured = self.measured_attention_bf16_tflops or self.derived_attention_bf16_tflops
         if not measured or bf16_peak <= 0:
             return ()
         return tuple(min(1.0, measured[k] * 1e12 / bf16_peak) for k in ("forward", "backward"))
