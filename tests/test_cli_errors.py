@@ -160,3 +160,18 @@ def test_inline_gpu_with_a_bad_field_is_named(files, capsys):
                                                    "memory_gib: -1, dense_tflops: {bf16: 1}, hbm_bandwidth_gbytes_per_s: 1}"))
     code, _, err = run(capsys, "estimate", str(files / "m.yaml"), str(files / "c4.yaml"))
     assert_one_line_error(code, err, "memory_gib")
+
+
+@pytest.mark.parametrize("extra, needle", [
+    ("  derived_attention_bf16_tflops: {forward: 500}", "derived_attention_bf16_tflops needs both forward and backward"),
+    ("  power_limit_watts: 500", "power_limit_watts needs tdp_watts"),
+])
+def test_an_inline_gpus_own_check_is_the_message(capsys, files, extra, needle):
+    """A cluster's `gpu` is a catalog name or a mapping: given a mapping that fails its own check, the line
+    says that check, not the name alternative's "should be a valid string", and without pydantic's prefix."""
+    (files / "c.yaml").write_text(CLUSTER.replace("gpu: a100-sxm-80gb", "gpu:\n  name: g\n  generation: blackwell\n"
+                                                  "  memory_gib: 80\n  dense_tflops: {bf16: 1000}\n"
+                                                  f"  hbm_bandwidth_gbytes_per_s: 3000\n{extra}"))
+    code, _, err = run(capsys, "estimate", str(files / "m.yaml"), str(files / "c.yaml"))
+    assert_one_line_error(code, err, f"gpu: {needle}")
+    assert "valid string" not in err and "Value error" not in err

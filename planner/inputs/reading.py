@@ -206,8 +206,11 @@ def describe_validation_error(err: ValidationError, what: str, spec_cls=None) ->
             close = difflib.get_close_matches(str(e["loc"][-1]), known, n=1, cutoff=0.5)
             parts.append(path(e["loc"]) + (f" (did you mean {close[0]}?)" if close else ""))
         return f"{what}: unknown key{'s' if len(parts) > 1 else ''}: {', '.join(parts)}"
-    first = max(err.errors(), key=lambda e: len(e["loc"]))
-    msg = "required key is missing" if first["type"] == "missing" else first["msg"]
+    # deepest first; at equal depth a mapping's own check (a name-or-mapping field given a mapping) over the
+    # alternatives' "should be a string" / "should be a mapping"
+    alternative = {"string_type", "model_type", "model_attributes_type", "dict_type"}
+    first = max(err.errors(), key=lambda e: (len(e["loc"]), e["type"] not in alternative))
+    msg = "required key is missing" if first["type"] == "missing" else first["msg"].removeprefix("Value error, ")
     extra = f" (and {err.error_count() - 1} more)" if err.error_count() > 1 else ""
     return f"{what}: {path(first['loc'])}: {msg}{extra}"
 
