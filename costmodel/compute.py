@@ -319,8 +319,8 @@ def block_cast_bytes(works: list[Work], precision: str, recipe: str, weight_cast
     if not lowp.is_low(precision):
         return 0.0, 0.0
     inputs, grads = sum(w.cast_inputs for w in works), sum(w.cast_grads for w in works)
-    te = weight_casts == "step"
-    layouts = lowp.te_layouts(precision, recipe, generation) if te else 2
+    te = lowp.cached_casts(weight_casts)
+    layouts = lowp.cast_layouts(precision, recipe, generation, weight_casts)
     per, had = lowp.cast_bytes_per_element(precision, recipe, layouts), lowp.hadamard_bytes_per_element(precision)
     normed = sum(w.norm_inputs for w in works) if te else 0.0
     norm_per = lowp.te_norm_cast_bytes_per_element(precision, recipe, layouts)

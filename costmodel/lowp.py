@@ -29,8 +29,8 @@ micro-batches of a step) and kept in both layouts.
 
 Transformer Engine (read at d0067d0, 2026-08, against v1.13-v2.7; validation/README.md, "HBM efficiency measured
 instead of fitted, and the low-precision casts") moves less in two cases, which `te_layouts` and
-`te_norm_cast_bytes_per_element` count for the stack that caches its weight casts (weight_casts "step", TE's;
-compute.block_cast_bytes): on Blackwell a per-tensor
+`te_norm_cast_bytes_per_element` count for the stack that caches its weight casts (weight_casts "step", TE's:
+cached_casts, cast_layouts; compute.block_cast_bytes): on Blackwell a per-tensor
 FP8 GEMM reads either layout (transformer_engine.cpp nvte_is_non_tn_fp8_gemm_supported), so
 Float8Quantizer and Float8CurrentScalingQuantizer write no transposed copy (pytorch/csrc/quantizer.cpp); and
 the norm of a LayerNormLinear (Megatron-core's QKV and dense FC1, TELayerNormColumnParallelLinear) quantizes
@@ -85,6 +85,18 @@ def te_layouts(precision: str, recipe: str, generation: str) -> int:
     GEMMs read either (module docstring), else two."""
     per_tensor = precision == "fp8" and recipe in ("delayed", "tensorwise")
     return 1 if per_tensor and generation == "blackwell" else 2
+
+
+def cached_casts(weight_casts: str) -> bool:
+    """Whether the stack caches its weight casts for the step: Transformer Engine's ("step"), the one stack
+    whose layouts (te_layouts) and fused norm casts this module counts; torchao casts at every use ("use")."""
+    return weight_casts == "step"
+
+
+def cast_layouts(precision: str, recipe: str, generation: str, weight_casts: str) -> int:
+    """Layouts each quantized tensor is written (and a cached weight kept) in: Transformer Engine's te_layouts,
+    else two."""
+    return te_layouts(precision, recipe, generation) if cached_casts(weight_casts) else 2
 
 
 def te_norm_cast_bytes_per_element(precision: str, recipe: str, layouts: int) -> float:

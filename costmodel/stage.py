@@ -234,7 +234,7 @@ def saved_gemm_input_bytes(plan: Plan) -> float:
     """Bytes per element of the GEMM inputs a layer keeps for backward: the quantized copy under a
     low precision with Transformer Engine (cached casts), 16-bit otherwise (torchao's Float8Linear
     keeps its high-precision input)."""
-    if lowp.is_low(plan.precision) and plan.weight_casts == "step":
+    if lowp.is_low(plan.precision) and lowp.cached_casts(plan.weight_casts):
         return lowp.quantized_bytes_per_element(plan.precision, plan.fp8_recipe)
     return 2.0
 

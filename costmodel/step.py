@@ -95,7 +95,7 @@ def edge_state_bytes_per_param(plan: Plan) -> memory.StateBytesPerParam | None:
 def memory_breakdown(model: Model, plan: Plan, stage: StageCost, eff: Efficiency, generation: str) -> dict[str, float]:
     """Bytes on one GPU of `stage` by part (ZeRO Sec 3.1 states, Korthikanti activations); `generation` (the
     GPU's) sets the layouts Transformer Engine keeps of its cached weight casts (lowp.te_layouts)."""
-    layouts = lowp.te_layouts(plan.precision, plan.fp8_recipe, generation)
+    layouts = lowp.cast_layouts(plan.precision, plan.fp8_recipe, generation, plan.weight_casts)
     per_param = memory.state_bytes_per_param(plan.precision, plan.grad_comm_dtype, plan.fp8_recipe, plan.weight_casts,
                                              plan.lowp_param_gather, plan.optimizer_states, layouts)
     states = model_states(plan, stage, per_param, edge_state_bytes_per_param(plan))
@@ -285,10 +285,9 @@ def optimizer_step_seconds(cluster: Cluster, plan: Plan, stage: StageCost, eff: 
     sharded = plan.zero_stage >= 1
     owned = (stage.params - stage.expert_params) / (plan.dp * plan.cp if sharded else 1)
     owned += stage.expert_params / (plan.expert_dp if sharded else 1)
-    per_step = plan.weight_casts == "step"
-    layouts = lowp.te_layouts(plan.precision, plan.fp8_recipe, cluster.gpu.generation)  # per_step: TE's casts
+    layouts = lowp.cast_layouts(plan.precision, plan.fp8_recipe, cluster.gpu.generation, plan.weight_casts)
     cast = (stage.params * lowp.weight_cast_bytes_per_param(plan.precision, plan.fp8_recipe, layouts)
-            if per_step else 0.0)
+            if lowp.cached_casts(plan.weight_casts) else 0.0)
     hbm = cluster.gpu.hbm_bandwidth_bytes_per_second * eff.hbm_efficiency
     states = 12.0 if plan.optimizer_states == "fp32" else 6.0
     return compute.optimizer_seconds(owned, cluster.gpu, eff, states) + cast / hbm

@@ -77,3 +77,12 @@ def test_a_blackwell_gpu_keeps_one_byte_less_per_layer_weight_under_per_tensor_f
         parts[gpu.generation] = step.memory_breakdown(model, plan, stage, eff, gpu.generation)["parameters"]
     layer_params = stage.layer_params
     assert parts["hopper"] - parts["blackwell"] == pytest.approx(1.0 * layer_params)
+
+
+def test_only_the_stack_that_caches_its_casts_writes_te_layouts():
+    """Transformer Engine (weight_casts "step") writes one layout of per-tensor FP8 on Blackwell; torchao's
+    per-use casts (weight_casts "use") are counted at two whatever the GPU."""
+    assert lowp.cast_layouts("fp8", "delayed", "blackwell", "step") == 1
+    assert lowp.cast_layouts("fp8", "delayed", "blackwell", "use") == 2
+    assert lowp.cast_layouts("fp8", "tensorwise", "hopper", "step") == 2
+    assert lowp.cached_casts("step") and not lowp.cached_casts("use")
