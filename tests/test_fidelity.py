@@ -122,8 +122,8 @@ from planner.validation import runs as validation
 # 8.03% -> 7.85%, Blackwell -> Hopper 8.08% -> 8.01%. RAISED: mbridge-moe's max 44.1% -> 45.7% (B300 Qwen3-235B at
 # micro-batch 1 with the all-to-all dispatcher, host-bound and fast already, now with faster attention), mlperf's
 # max 0.16% -> 0.25% and mbridge-dense's 12.14% -> 12.20% (the refit's shared constants); a source left out 8.64% ->
-# 8.76%, all of it the fsdp-2023-2024 fold (6.04% -> 7.05%), whose fit lands in another basin (layer overhead at
-# its 500 us bound, half length 2360; the same fold's optimiser spread is 1.5 points, validation/README.md "How much
+# 8.76%, most of it the fsdp-2023-2024 fold (6.04% -> 7.05%), whose fit lands in another basin (layer overhead
+# 500 us, half length 2360, Blackwell attention 0.283; the same fold's optimiser spread is 1.5 points, validation/README.md "How much
 # of a left-out figure is the optimiser"), with korthikanti-2022 4.45% -> 4.54%, mlperf 1.57% -> 1.61%, torchtitan
 # 6.33% -> 6.52%, mbridge-dense 5.53% -> 5.64%; DeepSeek-V3 left out 6.85% -> 7.47% (its B300 rows, MLA attention at
 # the derived rate, now predicted fast); held out, the 31 rows 10.66% -> 10.77% and megatron-core-2024 13.34% ->
