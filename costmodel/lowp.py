@@ -25,7 +25,7 @@ backward GEMM that reads it later (TE Float8Tensor keeps the transpose; MXFP8 an
 rowwise and columnwise data, since the scales run along the reduction dimension). Tensorwise scaling
 reads the input once more for its amax; nvfp4 reads and writes both wgrad inputs once more for the
 Hadamard transform. Weights are cast once per optimizer step (TE caches the casts across the
-micro-batches of a step) and kept in both layouts.
+micro-batches of a step) and kept in the layouts written (two; one for per-tensor FP8 on Blackwell, below).
 
 Transformer Engine (read at d0067d0, 2026-08, against v1.13-v2.7; validation/README.md, "HBM efficiency measured
 instead of fitted, and the low-precision casts") moves less in two cases, which `te_layouts` and

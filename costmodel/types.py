@@ -195,8 +195,9 @@ class Gpu:
     # measurement use Efficiency's per-generation value.
     matmul_fraction: dict[str, float] = field(default_factory=dict)
     exp_per_second: float = 0.0  # special-function exp throughput (softmax), 0 = not modelled
-    # Measured fused-attention kernel rate as fractions of the bf16 peak, (forward, backward), at the shape
-    # Efficiency.attention_reference_fraction names; () = not measured (the generation's fitted fraction).
+    # Measured (or derived from a measured part's) fused-attention kernel rate as fractions of the bf16 peak,
+    # (forward, backward), at the shape Efficiency.attention_reference_fraction names; () = neither (the
+    # generation's fitted fraction).
     attention_fraction: tuple[float, ...] = ()
     # Measured FP8 over bf16 fused-attention rate, (forward, backward), one benchmark run at one shape
     # (compute.fp8_attention_speedup); () = not measured (Efficiency.fp8_attention_speedup).

@@ -163,7 +163,8 @@ def test_inline_gpu_with_a_bad_field_is_named(files, capsys):
 
 
 @pytest.mark.parametrize("extra, needle", [
-    ("  derived_attention_bf16_tflops: {forward: 500}", "derived_attention_bf16_tflops needs both forward and backward"),
+    ("  derived_attention_bf16_tflops: {forward: 500}",
+     "derived_attention_bf16_tflops needs both forward and backward"),
     ("  power_limit_watts: 500", "power_limit_watts needs tdp_watts"),
 ])
 def test_an_inline_gpus_own_check_is_the_message(capsys, files, extra, needle):

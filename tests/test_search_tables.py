@@ -21,7 +21,8 @@ from planner.search.space import Knobs, SearchSpec, build_space, plan_for
 from planner.search.tables import LayoutTables, TableContext, class_stage_costs
 
 CASES = [("gpt3-175b", "dgx-a100", 256, None), ("llama3-70b", "dgx-h100", 64, 256),
-         ("llama3-405b", "dgx-h100", 1024, None), ("megatron-1.7b", "dgx-a100", 32, None)]
+         ("llama3-405b", "dgx-h100", 1024, None), ("megatron-1.7b", "dgx-a100", 32, None),
+         ("llama3-8b", "dgx-b200", 16, 128)]  # Blackwell: one layout of cached per-tensor FP8 weights
 SAMPLES = 60
 
 
