@@ -584,6 +584,8 @@ def cluster_cases() -> Iterator[Case]:
                  ("measured_matmul_bf16_tflops", "-5", "measured matmul negative"),
                  ("derived_matmul_fp8_tflops", ".nan", "derived matmul .nan"),
                  ("derived_matmul_fp8_tflops", "-5", "derived matmul negative"),
+                 ("derived_attention_bf16_tflops", "{forward: .nan, backward: 900}", "derived attention .nan"),
+                 ("derived_attention_bf16_tflops", "{forward: 900}", "derived attention without backward"),
                  ("memory_gb", "80", "unknown key memory_gb"),
                  ("name", '"gpu\\nevil"', "name holding a newline"), ("name", '"$(touch pwned)"', "name holding $(...)"),
                  ("name", "''", "name empty"), ("memory_gib", None, "memory_gib missing"),
