@@ -141,6 +141,11 @@ class TableContext:
         self.cp_seconds: dict[tuple, dict] = {}  # LayoutTables.cp_exposed, shared by layouts with one kernel key
         self.held_kv: dict[tuple, float] = {}  # LayoutTables.exchange_held, by (tp, cp, micro-batch, exchange)
 
+    def bare_memory(self, plan: cm.Plan, stage: StageCost) -> float:
+        """step.memory_breakdown total of `stage` with its activations left out (the slope adds them back)."""
+        bare, generation = replace(stage, activation_bytes=0.0), self.spec.cluster.gpu.generation
+        return sum(step.memory_breakdown(self.spec.model, plan, bare, self.eff, generation).values())
+
     def states_bytes(self, base: cm.Plan, mix: tuple, rank: int, knob: tuple) -> float:
         """step.memory_breakdown total of a stage with no activations, for the knobs space.Knobs.states names."""
         zero, precision, grad, casts, reshard, gsync = knob
@@ -153,8 +158,7 @@ class TableContext:
             params, experts, in_layers = stage_params(self.spec.model, plan, mix, rank)
             probe = StageCost(sum(n for _, n in mix), 0.0, 0.0, 0.0, 0.0, params, 0.0, expert_params=experts,
                               layer_params=in_layers, mix=mix)
-            gen = self.spec.cluster.gpu.generation
-            self._states[key] = sum(step.memory_breakdown(self.spec.model, plan, probe, self.eff, gen).values())
+            self._states[key] = self.bare_memory(plan, probe)
         return self._states[key]
 
 
@@ -313,11 +317,7 @@ class LayoutTables:
         """memory_breakdown totals of the memory-candidate stages: states (activations 0) + slope x activations."""
         key = k.states
         if key not in self.states:
-            spec, eff = self.ctx.spec, self.ctx.eff
-            self.states[key] = tuple(
-                sum(step.memory_breakdown(spec.model, plan, replace(s, activation_bytes=0.0), eff,
-                                          spec.cluster.gpu.generation).values())
-                for s in slots)
+            self.states[key] = tuple(self.ctx.bare_memory(plan, s) for s in slots)
         return tuple(x + self.ctx.slope * s.activation_bytes for x, s in zip(self.states[key], slots, strict=True))
 
     def candidate(self, k: Knobs) -> Candidate:
