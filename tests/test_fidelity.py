@@ -374,7 +374,14 @@ MCORE_MOE_2025_STEP_BOUNDS = (0.197, 0.825)
 # the refit's half length (3219 -> 3422), which prices long-sequence attention slower.
 # With B300's attention derived from GB300's (thirty-third session): 0.2706, max 0.3757.
 MCORE_MOE_LATER_STEP_BOUNDS = (0.271, 0.376)
-SEPARATELY_BOUNDED = ("megatron-core-2024", "mcore-moe-2025")
+# torchtitan's June 2025 async-TP page (group torchtitan-2025: Llama 3.1 70B FSDP 32 x TP 8 and 8B FSDP 8 x TP 8 on
+# H100 96 GB at 500 W, bf16 and float8 tensorwise and rowwise, vanilla and async TP; 10 scored rows, the two vanilla
+# rowwise ones excluded as the page flags them), added in the thirty-fourth session before their predictions were
+# read; bounded on its own. First read: -43.5% .. +3.9%, MAPE 16.4%: float8 tensorwise on 70B within 4%, bf16 70B
+# -5%/-11%, the 8B rows -13% .. -20% and float8 rowwise -33% (70B) and -43.5% (8B), which the model prices like
+# tensorwise while the page measures it slower than bf16 (validation/README.md, "Held-out rows").
+TORCHTITAN_2025_STEP_BOUNDS = (0.165, 0.436)
+SEPARATELY_BOUNDED = ("megatron-core-2024", "mcore-moe-2025", "torchtitan-2025")
 
 
 def later_moe(run) -> bool:
@@ -404,6 +411,16 @@ def test_mcore_moe_rows_added_later(holdout):
     print(f"mcore-moe-2025 added later, held out: step MAPE {step['mape']:.4f}, max {step['max_abs']:.4f}")
     assert step["n"] == len(rows) == 5 and not any(r.exclude for r in rows)
     assert step["mape"] <= MCORE_MOE_LATER_STEP_BOUNDS[0] and step["max_abs"] <= MCORE_MOE_LATER_STEP_BOUNDS[1]
+
+
+def test_torchtitan_async_tp_rows(holdout):
+    rows = [r for r in holdout if r.group == "torchtitan-2025"]
+    scored = [r for r in rows if not r.exclude]
+    step = validation.group_errors(validation.evaluate(scored))["step_time"]
+    print(f"torchtitan-2025 held out: step MAPE {step['mape']:.4f}, max {step['max_abs']:.4f}")
+    assert len(rows) == 12 and step["n"] == len(scored) == 10
+    assert all("rowwise" in r.id and "asynctp" not in r.id for r in rows if r.exclude)
+    assert step["mape"] <= TORCHTITAN_2025_STEP_BOUNDS[0] and step["max_abs"] <= TORCHTITAN_2025_STEP_BOUNDS[1]
 
 
 def test_held_out_rows_are_never_fitted_and_do_not_regress(runs, holdout):
