@@ -443,11 +443,12 @@ def test_shipped_step_errors_by_gpu_are_the_out_of_sample_ones(out_of_sample, ru
     from planner.analysis import accuracy
     from planner.validation import accuracy as computed
 
-    fresh = {(e["gpu"], e["precision"], e["kind"]): e for e in computed.compute(out_of_sample, runs, holdout)}
+    fresh = {(e["gpu"], e["precision"], e["fp8_recipe"], e["kind"]): e
+             for e in computed.compute(out_of_sample, runs, holdout)}
     shipped = accuracy.shipped()
     assert set(fresh) == set(shipped)
     for key, record in fresh.items():
-        assert record["left_out"] == shipped[key]["left_out"], key
+        assert (record["left_out"], record["generation"]) == (shipped[key]["left_out"], shipped[key]["generation"]), key
         for figure in ("shipped", "out_of_sample"):
             stats, kept = record[figure], shipped[key][figure]
             assert stats["n"] == kept["n"] and stats["worst_run"] == kept["worst_run"], (key, figure)

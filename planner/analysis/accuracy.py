@@ -1,5 +1,10 @@
-"""How far the cost model's step times were off on published runs like the plan's: same GPU, precision
-and kind of model (dense or mixture of experts).
+"""How far the cost model's step times were off on published runs like the plan's: same GPU, precision (with its
+scaling recipe for fp8) and kind of model (dense or mixture of experts). Where none ran on the plan's GPU, those of
+another GPU of its generation, named as such.
+
+The fp8 recipe is part of "like": Transformer Engine's per-tensor scaling and torchao's rowwise scaling run other
+kernels and casts, and the cost model prices them alike (validation/README.md, "Held-out rows": torchtitan's rowwise
+rows are 33-44% faster in the model than measured, the per-tensor ones on the same GPUs within 20%).
 
 Two figures per such set of rows. `shipped`: each row's error at the shipped constants, which were fitted
 on runs.yaml's rows (holdout.yaml's never were). `out_of_sample`: no row judged by constants fitted on it. A
@@ -27,24 +32,40 @@ def kind_of(moe: bool) -> str:
     return "moe" if moe else "dense"
 
 
+def recipe_of(precision: str, fp8_recipe: str | None) -> str | None:
+    """The scaling recipe that tells fp8 rows apart (cm.Plan.fp8_recipe), None for every other precision."""
+    return fp8_recipe if precision == "fp8" else None
+
+
+Key = tuple  # (GPU name, precision, fp8 recipe or None, kind)
+
+
 @lru_cache(maxsize=1)
-def shipped() -> dict[tuple[str, str, str], dict]:
-    """The precomputed errors by (GPU name, precision, kind): {"left_out": what the fits left out, "shipped":
-    ..., "out_of_sample": ...}, the last two runs.worst_stats of the rows' step-time errors."""
+def shipped() -> dict[Key, dict]:
+    """The precomputed errors by (GPU name, precision, fp8 recipe, kind): {"generation": the GPU's, "left_out": what
+    the fits left out, "shipped": ..., "out_of_sample": ...}, the last two runs.worst_stats of the rows' step-time
+    errors."""
     from planner.inputs.catalogs import read_published
 
-    return {(e["gpu"], e["precision"], e["kind"]): {k: e[k] for k in ("left_out", "shipped", "out_of_sample")}
-            for e in read_published(FILE)}
+    return {(e["gpu"], e["precision"], e["fp8_recipe"], e["kind"]):
+            {k: e[k] for k in ("generation", "left_out", "shipped", "out_of_sample")} for e in read_published(FILE)}
 
 
-def judge(gpu: str, precision: str, moe: bool) -> dict | None:
-    """The step-time errors of the published runs on `gpu` in `precision` of the plan's kind of model; None
-    where there is none (envelope.judge then says that nothing judged the model there, when no run of
-    either kind was published)."""
-    found = shipped().get((gpu, precision, kind_of(moe)))
+def judge(gpu: str, precision: str, moe: bool, fp8_recipe: str | None = None, generation: str = "") -> dict | None:
+    """The step-time errors of the published runs on `gpu` in `precision` (and `fp8_recipe`) of the plan's kind of
+    model; where none ran on `gpu`, those of the GPU of `generation` with the most such rows (`gpu` names it,
+    `plan_gpu` the plan's); None where there is none (envelope.judge then says that nothing judged the model
+    there, when no run of either kind was published)."""
+    key = (gpu, precision, recipe_of(precision, fp8_recipe), kind_of(moe))
+    found = shipped().get(key)
+    if found is None and generation:
+        alike = sorted(((-e["shipped"]["n"], k) for k, e in shipped().items()
+                        if k[1:] == key[1:] and e["generation"] == generation))
+        key, found = (alike[0][1], shipped()[alike[0][1]]) if alike else (key, None)
     if found is None:
         return None
-    return {"gpu": gpu, "precision": precision, "kind": kind_of(moe), **found}
+    return {"gpu": key[0], "plan_gpu": gpu, "precision": precision, "fp8_recipe": key[2], "kind": key[3],
+            **{k: found[k] for k in ("left_out", "shipped", "out_of_sample")}}
 
 
 def leaning(stats: dict) -> str:
@@ -59,8 +80,10 @@ def line(judged: dict | None) -> str | None:
         return None
     fitted, held = judged["shipped"], judged["out_of_sample"]
     kind = "mixture-of-experts" if judged["kind"] == "moe" else "dense"
-    return (f"on the {fitted['n']} published {kind} run{'s' if fitted['n'] != 1 else ''} on {judged['gpu']} in "
-            f"{judged['precision']} the model's step time was off by {100 * fitted['mape']:.1f}% on average "
+    where = judged["gpu"] if judged["gpu"] == judged["plan_gpu"] else f"{judged['gpu']} (none on {judged['plan_gpu']})"
+    what = judged["precision"] + (f" with {judged['fp8_recipe']} scaling" if judged["fp8_recipe"] else "")
+    return (f"on the {fitted['n']} published {kind} run{'s' if fitted['n'] != 1 else ''} on {where} in "
+            f"{what} the model's step time was off by {100 * fitted['mape']:.1f}% on average "
             f"({leaning(fitted)}; up to {100 * fitted['max_abs']:.1f}%, {fitted['worst_run']}), and by "
             f"{100 * held['mape']:.1f}% ({leaning(held)}) with each run's {judged['left_out']} left out of the fit "
             "(validation/step_errors_by_gpu.yaml)")
