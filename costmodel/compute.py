@@ -82,13 +82,17 @@ def gemm_seconds(m: int, n: int, k: int, gpu: Gpu, precision: str, eff: Efficien
 Gemm = tuple  # (m, n, k, count): `count` GEMMs of (m x k) @ (k x n)
 
 
-def attention_gemms(model: Model, tokens: int, tp: int) -> list[Gemm]:
+def attention_gemms(model: Model, tokens: int, tp: int, fused: bool = True) -> list[Gemm]:
     """Forward GEMMs of one layer's attention projections under Megatron TP: fused QKV column
-    parallel, output projection row parallel. MLA (Megatron-core multi_latent_attention.py): the
+    parallel (or, not `fused`, Q, K and V as three column-parallel GEMMs: Plan.projections),
+    output projection row parallel. MLA (Megatron-core multi_latent_attention.py): the
     down projections to the latents are replicated on every TP rank, the up projections column
     parallel."""
     h = model.hidden_size
     out = (tokens, h, value_width(model) // tp, 1)
+    if not model.mla and not fused:
+        kv = model.kv_heads * model.head_dim
+        return [(tokens, (qkv_out_dim(model) - 2 * kv) // tp, h, 1), (tokens, kv // tp, h, 2), out]
     if not model.mla:
         return [(tokens, qkv_out_dim(model) // tp, h, 1), out]
     (q_in, q_out), *rest = mla_projections(model)
@@ -101,12 +105,13 @@ def attention_gemms(model: Model, tokens: int, tp: int) -> list[Gemm]:
     return gemms + [(tokens, kv_down[1], kv_down[0], 1), (tokens, kv_up[1] // tp, kv_up[0], 1), out]
 
 
-def mlp_gemms(model: Model, tokens: int, tp: int, width: int) -> list[Gemm]:
-    """Forward GEMMs of a TP-split MLP of intermediate width `width`: up (fused gate and up when gated)
-    column parallel, down row parallel."""
+def mlp_gemms(model: Model, tokens: int, tp: int, width: int, fused: bool = True) -> list[Gemm]:
+    """Forward GEMMs of a TP-split MLP of intermediate width `width`: up (fused gate and up when gated;
+    not `fused`, two GEMMs: Plan.projections) column parallel, down row parallel."""
     h = model.hidden_size
-    up = (mlp_matrices(model) - 1) * width
-    return [(tokens, up // tp, h, 1), (tokens, h, width // tp, 1)]
+    ups = mlp_matrices(model) - 1
+    down = (tokens, h, width // tp, 1)
+    return [(tokens, width // tp, h, ups), down] if not fused else [(tokens, ups * width // tp, h, 1), down]
 
 
 def weight_gemms(model: Model, tokens: int, tp: int) -> list[Gemm]:
@@ -267,7 +272,8 @@ class Work:
     norm_inputs: float = 0.0  # of cast_inputs, those a norm fused into the linear produces (TE's LayerNormLinear)
 
 
-def attention_work(model: Model, batch: int, tp: int, sequence_parallel: bool, flash: bool, fused: bool) -> Work:
+def attention_work(model: Model, batch: int, tp: int, sequence_parallel: bool, flash: bool, fused: bool,
+                   projections: str = "fused") -> Work:
     """The attention half of a layer, plus the layer's norms and residuals.
 
     Elementwise bytes per token, in 16-bit h-element rows: two norms (read+write 4h), two residual
@@ -291,10 +297,12 @@ def attention_work(model: Model, batch: int, tp: int, sequence_parallel: bool, f
         inputs, grads = [full, value_width(model) / tp], [qkv_out_dim(model) / tp, full]
     weights = attention_parameters(model) / tp
     normed = 0.0 if model.mla else tokens * full  # MLA's two down projections read a separate norm's output
-    return Work(attention_gemms(model, tokens, tp), moved, tokens * sum(inputs), tokens * sum(grads), weights, normed)
+    gemms = attention_gemms(model, tokens, tp, projections != "separate")
+    return Work(gemms, moved, tokens * sum(inputs), tokens * sum(grads), weights, normed)
 
 
-def dense_mlp_work(model: Model, tokens: int, tp: int, sequence_parallel: bool, width: int, fused: bool) -> Work:
+def dense_mlp_work(model: Model, tokens: int, tp: int, sequence_parallel: bool, width: int, fused: bool,
+                   projections: str = "fused") -> Work:
     """A TP-split MLP of intermediate width `width`: its activation reads and writes (GeLU: f each;
     gated: read 2f, write f), its GEMMs, and its cast inputs (up: h or h/tp; down: f/tp)."""
     h = model.hidden_size
@@ -304,8 +312,8 @@ def dense_mlp_work(model: Model, tokens: int, tp: int, sequence_parallel: bool, 
     full = h / tp if sequence_parallel else h
     up = (mlp_matrices(model) - 1) * width
     weights = mlp_matrices(model) * h * width / tp
-    return Work(mlp_gemms(model, tokens, tp, width), moved, tokens * (full + width / tp), tokens * (up / tp + full),
-                weights, tokens * full)
+    return Work(mlp_gemms(model, tokens, tp, width, projections == "fused"), moved, tokens * (full + width / tp),
+                tokens * (up / tp + full), weights, tokens * full)
 
 
 def block_cast_bytes(works: list[Work], precision: str, recipe: str, weight_casts: str,

@@ -56,18 +56,21 @@ def layer_times(
     model: Model, batch: int, tp: int, sequence_parallel: bool, flash: bool,
     gpu: Gpu, precision: str, eff: Efficiency, fused: bool = True, recipe: str = "delayed", weight_casts: str = "step",
     index: int = -1, cp: int = 1, experts: moe.ExpertLayout | None = None, fp8_attention: bool = False,
-    attention_kernel: str = "cudnn",
+    attention_kernel: str = "cudnn", projections: str = "fused",
 ) -> LayerTimes:
     """Forward/backward compute seconds of transformer layer `index` (< 0: a dense global one) for one
     micro-batch of `batch` sequences on one GPU: the projections in `precision` (with its casts,
     costmodel/lowp.py), attention in 16-bit, the MLP dense or, on an MoE layer with `experts`, routed
-    (costmodel/moe.py). Under context parallelism the GPU holds s/cp of each sequence."""
+    (costmodel/moe.py). Under context parallelism the GPU holds s/cp of each sequence. The dense projections
+    and MLP run fused or as the stack's separate GEMMs (Plan.projections); casts of an input the separate
+    GEMMs share are counted once, as torch.compile's graph CSE leaves them (the stacks that run them separate,
+    torchtitan's, run float8 compiled)."""
     local = replace(model, seq_length=model.seq_length // cp) if cp > 1 else model
     tokens = batch * local.seq_length
-    attn_work = attention_work(local, batch, tp, sequence_parallel, flash, fused)
+    attn_work = attention_work(local, batch, tp, sequence_parallel, flash, fused, projections)
     dense = index < 0 or not model.is_moe_layer(index)
     if dense:
-        mlp_work = dense_mlp_work(local, tokens, tp, sequence_parallel, model.ffn, fused)
+        mlp_work = dense_mlp_work(local, tokens, tp, sequence_parallel, model.ffn, fused, projections)
     else:
         mlp_work = moe.mlp_work(local, tokens, tp, experts or moe.ExpertLayout())
     gemm_kernels = [count * gemm_seconds(m, n, k, gpu, precision, eff)

@@ -39,6 +39,7 @@ DISPATCH_DTYPES = ("bf16", "mxfp8")  # Plan.ep_dispatch_dtype
 ATTENTION_KERNELS = ("cudnn", "flash2")
 PIPELINE_BUFFERS = ("freed", "per_microbatch")  # Plan.pipeline_buffers (memory.pipeline_buffer_units)
 GRAD_SYNCS = ("buckets", "chunk_end", "microbatch")  # Plan.grad_sync (dataparallel.dp_sync_seconds, step.py)
+PROJECTIONS = ("fused", "fused_qkv", "separate")  # Plan.projections (compute.attention_gemms, compute.mlp_gemms)
 WINDOW_KINDS = ("sliding", "chunked")
 QK_NORMS = ("none", "learned", "l2")  # Model.qk_norm
 GATED_MLPS = ("swiglu", "geglu", "quick_geglu")
@@ -364,6 +365,12 @@ class Plan:
     # FSDP2's replicate axis, never told to skip the sync: torchtitan's trainer calls no no_sync nor
     # set_requires_gradient_sync). ZeRO 0 only: ZeRO-2/3 reduce every micro-batch whatever this says.
     grad_sync: str = "buckets"
+    # The dense layers' projections as the stack's model code writes them (PROJECTIONS): "fused" (Megatron-core's
+    # linear_qkv, one QKV GEMM, and linear_fc1, gate and up in one GEMM), "fused_qkv" (one QKV GEMM, gate and up
+    # two: torchtitan's Llama since its fuse_qkv default, whose FeedForward keeps w1 and w3) or "separate" (wq, wk,
+    # wv, w1, w3: torchtitan's Llama before it, models/llama3/model.py @820504e), where a grouped-query model's K
+    # and V projections are num_kv_heads x head_dim / tp wide. Expert GEMMs keep moe.py's shapes.
+    projections: str = "fused"
     # K and V repeated to the query heads before attention (a grouped-query model run through an
     # attention kernel without GQA: torchtitan's llama until it passed enable_gqa, repeat_kv), so the
     # saved K/V and the context-parallel exchange carry num_attention_heads heads, not num_kv_heads.
@@ -444,22 +451,22 @@ class Efficiency:
     flash_attention_peak_fraction: float = 0.33
     # ... FITTED with the others below: cuDNN's fused attention on Hopper, prior 631.3 TFLOP/s = 0.64 of
     # 989 (pytorch#142132: H100, torch 2.6.0.dev20241204, batch 1, 24 heads, seq 4608, hd 128) ...
-    flash_attention_peak_fraction_cudnn_hopper: float = 0.4381
+    flash_attention_peak_fraction_cudnn_hopper: float = 0.4447
     # ... (FlashAttention-2-class kernels on Hopper run at this share of cuDNN's rate, measured, not
     # fitted: SDPA's flash backend 329.5 against 631.3 TFLOP/s on the same shape, pytorch#142132; so the
     # Hopper rows of either kernel fit one fraction) ...
     flash2_over_cudnn_hopper: float = 329.5 / 631.3
     # ... either kernel on Ampere, where the two perform alike: prior 136.4 TFLOP/s = 0.44 of 312
     # (pytorch PR #192799's sm80 forward benchmark: cuDNN 135.4, flash 136.4) ...
-    flash_attention_peak_fraction_ampere: float = 0.4285
+    flash_attention_peak_fraction_ampere: float = 0.4219
     # ... Blackwell's kernels (cuDNN / Transformer Engine fused attention built for its tensor cores),
     # either kernel name; prior 0.33 ...
-    flash_attention_peak_fraction_blackwell: float = 0.3152
+    flash_attention_peak_fraction_blackwell: float = 0.3140
     # ... and the sequence length at which each reaches half of its fraction (prior one 128-row tile).
-    # The fitted values give, at s = 8192: cuDNN's on H100 302 TFLOP/s, FlashAttention-2's 158, A100 93,
-    # B200 494: about half of what the kernels reach alone in benchmarks, the rest being work around
+    # The fitted values give, at s = 8192: cuDNN's on H100 309 TFLOP/s, FlashAttention-2's 161, A100 92,
+    # B200 496: about half of what the kernels reach alone in benchmarks, the rest being work around
     # the kernel that the rows' steps include and the model does not count (layout copies, RoPE, GQA).
-    flash_attention_half_seq: float = 3561.0
+    flash_attention_half_seq: float = 3485.0
     # ... measured on the part each generation's fitted fraction stands for: its fused-attention kernel rate
     # as fractions of its bf16 peak, (forward, backward) (compute.attention_rate_scale; a part with its own
     # measurement, Gpu.attention_fraction, runs attention at the ratio of the two). Blackwell: GB200 in NVIDIA
@@ -482,7 +489,7 @@ class Efficiency:
     # GEMM output dimension at which efficiency is half its large-shape value (saturation) ...
     matmul_half_dim: float = 383.0
     # ... fraction of HBM bandwidth reached by elementwise / normalisation kernels ...
-    hbm_efficiency: float = 0.6861
+    hbm_efficiency: float = 0.6864
     # NCCL bus bandwidth / nominal, measured (shared/validation nccl_bandwidth): NVLink rings reach
     # 231.6/300 on 8 A100 (Azure ND A100 v4) and 370/450 on H100 (nccl-tests #212); a 400G NDR NIC
     # gives 46-48 of 50 GB/s (nccl-tests #290). The seed article's 70-80% is the cautious bound.
@@ -515,10 +522,10 @@ class Efficiency:
     # copied to the host (Megatron's dispatchers size the all-to-all from them, a stream sync) drain the
     # GPU's queue, which then waits for the host to launch the layer's remaining kernels. FITTED on the
     # MoE rows (planner/validation/fit.py); prior 0.
-    moe_host_sync_seconds: float = 0.002730
+    moe_host_sync_seconds: float = 0.002757
     # Per layer and micro-batch (forward + backward): kernel launches and stream synchronisation
     # the roofline does not see (FITTED as above).
-    layer_overhead_seconds: float = 0.0003388
+    layer_overhead_seconds: float = 0.0003553
     # Fixed per-step cost outside the model: optimizer launch, logging, data loading.
     step_overhead_seconds: float = 0.0
     # Framework memory not in the analytic terms: CUDA context, NCCL buffers, allocator slack.

@@ -71,7 +71,7 @@ def test_class_stage_costs_equal_stage_costs(setting):
 
 def test_kernels_depend_only_on_their_fields(setting):
     """stage_kernels reads tp, cp, ep, etp, the CP exchange, micro-batch, SP, flash, precision, weight casts,
-    the attention kernel and the MoE dispatcher only (KernelCache's key)."""
+    the attention kernel, the MoE dispatcher and the projections only (KernelCache's key)."""
     spec, space, ctx = setting
     rng = random.Random(3)
     pairs = sampled(space, rng, SAMPLES)
@@ -80,7 +80,8 @@ def test_kernels_depend_only_on_their_fields(setting):
         plan = plan_for(spec, lay, k)
         dp = plan.num_gpus // (lay.tp * lay.cp * lay2.pp)  # lay2's pipeline, the GPU count kept where it divides
         other = plan_for(spec, replace(lay2, tp=lay.tp, mbs=lay.mbs, cp=lay.cp, ep=lay.ep, etp=lay.etp, dp=dp),
-                         replace(k2, sp=k.sp, precision=k.precision, casts=k.casts, cpc=k.cpc, attn=k.attn, epd=k.epd))
+                         replace(k2, sp=k.sp, precision=k.precision, casts=k.casts, cpc=k.cpc, attn=k.attn, epd=k.epd,
+                                 proj=k.proj))
         if other.num_gpus == plan.num_gpus:
             assert stage_kernels(spec.model, spec.cluster, plan, ctx.eff) == \
                 stage_kernels(spec.model, spec.cluster, other, ctx.eff)

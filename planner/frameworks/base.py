@@ -99,6 +99,10 @@ class Knobs:
     tp_async_grad: Choice = Choice((True,), "Megatron-core's linears (tensor_parallel/layers.py, async_op=True) and "
                                             "Transformer Engine's reduce the input gradient beside the "
                                             "weight-gradient GEMM")
+    # How the model code writes the dense projections (Plan.projections). Like sp_gathered a property of the
+    # implementation, one per framework: not checked.
+    projections: Choice = Choice(("fused",), "Megatron-core's attention runs Q, K and V as one GEMM (linear_qkv) and "
+                                             "its MLP gate and up as one (linear_fc1, transformer/mlp.py)")
     # When the gradients are reduced (Plan.grad_sync) under ZeRO 0 and 1: in buckets during the last backward,
     # in place. Like pipeline_buffers a property of the runtime, not a launch setting: not checked.
     grad_sync: Choice = Choice(("buckets",), "gradients are reduced in buckets during the last backward")

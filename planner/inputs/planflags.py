@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from costmodel.types import DISPATCH_DTYPES, OFFLOAD_MODULES, RECOMPUTE_MODULES
+from costmodel.types import DISPATCH_DTYPES, OFFLOAD_MODULES, PROJECTIONS, RECOMPUTE_MODULES
 
 from planner.errors import PlannerError
 from planner.inputs import limits as L
@@ -113,6 +113,10 @@ def add_plan_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--sp-gathered", action="store_true",
                    help="sequence parallel's QKV and MLP inputs saved gathered, whole on every TP rank (DTensor: "
                         "torchtitan), not as the shard Megatron re-gathers in backward")
+    g.add_argument("--projections", default="fused", choices=list(PROJECTIONS),
+                   help="the dense projections as the model code writes them: QKV and gate/up one GEMM each "
+                        "(fused: Megatron-core, default), QKV one and gate/up two (fused_qkv: torchtitan) or all "
+                        "separate (separate: torchtitan before 2026-06)")
     g.add_argument("--weight-casts", default="step", choices=["step", "use"],
                    help="low-precision weight casts cached per step (Transformer Engine, default) or per use (torchao)")
     g.add_argument("--grad-dtype", choices=["fp32", "bf16", "fp16", "int8"],
@@ -160,6 +164,7 @@ def plan_spec_from_args(args: argparse.Namespace):
         "pipeline_buffers": args.pipeline_buffers,
         "grad_sync": args.grad_sync,
         "repeat_kv": args.repeat_kv, "attention_kernel": args.attention_kernel, "sp_gathered": args.sp_gathered,
+        "projections": args.projections,
     }
     if args.bf16_layers is not None:
         start, comma, end = args.bf16_layers.partition(",")

@@ -386,6 +386,8 @@ class PlanSpec(Spec):
     grad_sync: Literal["buckets", "chunk_end", "microbatch"] = "buckets"
     repeat_kv: Flag = False  # K/V repeated to the query heads before attention (costmodel Plan.repeat_kv)
     sp_gathered: Flag = False  # sequence parallel's QKV/MLP inputs saved gathered (costmodel Plan.sp_gathered)
+    # the dense projections as one GEMM each for QKV and gate/up, or separate GEMMs (costmodel Plan.projections)
+    projections: Literal[cm.PROJECTIONS] = "fused"
     ep: count(L.MAX_DEGREE) = 1
     etp: count(L.MAX_DEGREE) = 1
     vpp: count(L.MAX_LAYERS) = 1
