@@ -123,11 +123,11 @@ def gemms_seconds(gemms: list[Gemm], gpu: Gpu, precision: str, eff: Efficiency) 
     return sum(count * gemm_seconds(m, n, k, gpu, precision, eff) for m, n, k, count in gemms if count and m and n)
 
 
-def projection_gemms(model: Model, tokens: int, tp: int) -> list[tuple[int, int, int]]:
-    """(m, n, k) of each unfused matmul in execution order (see flops.projection_widths); wo and
+def projection_gemms(model: Model, tokens: int, tp: int, projections: str = "fused") -> list[tuple[int, int, int]]:
+    """(m, n, k) of each matmul in execution order as the stack writes them (flops.projection_widths); wo and
     the last MLP matrix are row parallel (input split over TP), the others column parallel."""
-    widths, inputs = projection_widths(model), projection_inputs(model)
-    row_parallel = {3, len(widths) - 1}
+    widths, inputs = projection_widths(model, projections), projection_inputs(model, projections)
+    row_parallel = {3 if projections == "separate" else 1, len(widths) - 1}
     return [(tokens, n, k // tp) if i in row_parallel else (tokens, n // tp, k)
             for i, (k, n) in enumerate(zip(inputs, widths))]
 

@@ -202,25 +202,30 @@ def model_flops_per_step(model: Model, global_batch_size: int, causal: bool = Fa
                   + mtp_forward_flops(model, global_batch_size, causal))
 
 
-def projection_widths(model: Model) -> list[int]:
-    """Output widths of a dense layer's matmuls in execution order, unfused as torchtitan's Llama runs
-    them: wq, wk, wv, wo, then w1, w3, w2 (SwiGLU) or fc1, fc2 (GeLU)."""
+def projection_widths(model: Model, projections: str = "fused") -> list[int]:
+    """Output widths of a dense layer's matmuls in execution order as the stack writes them (Plan.projections):
+    separate, as torchtitan's Llama of 2024-2025: wq, wk, wv, wo, then w1, w3, w2 (SwiGLU) or fc1, fc2 (GeLU);
+    fused_qkv (torchtitan since fuse_qkv): wqkv, wo, w1, w3, w2; fused (Megatron-core): wqkv, wo, w13, w2."""
     h, kv, f = model.hidden_size, model.kv_heads * model.head_dim, model.ffn
-    mlp = [f, f, h] if mlp_matrices(model) == 3 else [f, h]
-    return [q_width(model), kv, kv, h] + mlp
+    attention = [q_width(model), kv, kv] if projections == "separate" else [q_width(model) + 2 * kv]
+    gated = mlp_matrices(model) == 3
+    mlp = ([2 * f, h] if projections == "fused" else [f, f, h]) if gated else [f, h]
+    return attention + [h] + mlp
 
 
-def projection_inputs(model: Model) -> list[int]:
+def projection_inputs(model: Model, projections: str = "fused") -> list[int]:
     """Input widths of the same matmuls (wo's input is heads x head_dim, w2's is f)."""
     h, f = model.hidden_size, model.ffn
-    mlp = [h, h, f] if mlp_matrices(model) == 3 else [h, f]
-    return [h, h, h, value_width(model)] + mlp
+    attention = [h, h, h] if projections == "separate" else [h]
+    gated = mlp_matrices(model) == 3
+    mlp = ([h, f] if projections == "fused" else [h, h, f]) if gated else [h, f]
+    return attention + [value_width(model)] + mlp
 
 
-def op_recomputed_gemm_flops(model: Model, tokens: int) -> float:
+def op_recomputed_gemm_flops(model: Model, tokens: int, projections: str = "fused") -> float:
     """Forward FLOPs of the matmuls torchtitan's per-op SAC recomputes: every second one in
     execution order (torchtitan/distributed/activation_checkpoint.py, SelectiveAC)."""
-    pairs = list(zip(projection_inputs(model), projection_widths(model)))
+    pairs = list(zip(projection_inputs(model, projections), projection_widths(model, projections)))
     return float(sum(2 * tokens * k * n for i, (k, n) in enumerate(pairs) if i % 2 == 1))
 
 
@@ -288,13 +293,14 @@ def selective_recompute_flops(model: Model, batch: int, modules: tuple[str, ...]
 
 
 def recompute_flops_per_layer(model: Model, batch: int, recompute: str, index: int = -1,
-                              modules: tuple[str, ...] = ("core_attn",)) -> float:
+                              modules: tuple[str, ...] = ("core_attn",), projections: str = "fused") -> float:
     """Extra forward FLOPs one layer spends re-materialising activations in backward.
 
     full: the whole layer forward again (Narayanan eq. 3 counts 4 passes instead of 3).
     selective: the `modules` Megatron replays; the attention core alone is Korthikanti's eq. 8.
-    op: torchtitan's per-op selective AC: every second matmul of a dense layer's unfused projections;
-    on an MoE layer every second linear and every routed expert GEMM (op_sac_moe_gemms).
+    op: torchtitan's per-op selective AC: every second matmul of a dense layer's projections as the stack
+    writes them (`projections`); on an MoE layer every second linear and every routed expert GEMM
+    (op_sac_moe_gemms, one QKV GEMM).
     """
     if recompute == "full":
         return layer_forward_flops(model, batch, index)
@@ -304,13 +310,13 @@ def recompute_flops_per_layer(model: Model, batch: int, recompute: str, index: i
         tokens = batch * model.seq_length
         if index >= 0 and model.is_moe_layer(index):
             return float(sum(2 * tokens * k * n * per_token for k, n, per_token in op_sac_moe_gemms(model)))
-        return op_recomputed_gemm_flops(model, tokens)
+        return op_recomputed_gemm_flops(model, tokens, projections)
     return 0.0
 
 
 def hardware_flops_per_step(model: Model, global_batch_size: int, recompute: str,
-                            modules: tuple[str, ...] = ("core_attn",)) -> float:
+                            modules: tuple[str, ...] = ("core_attn",), projections: str = "fused") -> float:
     """FLOPs the hardware executes per step, including recomputation (HFU numerator)."""
-    extra = sum(n * recompute_flops_per_layer(model, global_batch_size, recompute, rep, modules)
+    extra = sum(n * recompute_flops_per_layer(model, global_batch_size, recompute, rep, modules, projections)
                 for rep, n in layer_kind_counts(model))
     return model_flops_per_step(model, global_batch_size) + extra

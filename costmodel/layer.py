@@ -93,8 +93,8 @@ def layer_times(
     backward = 2.0 * (gemms + moved / hbm) + cast_bwd / hbm + attn_bwd
     # Selective recompute replays the attention core: its GEMMs and, unfused, the softmax/dropout.
     replay = attn + attention_score_bytes(local, batch, tp, flash) / hbm
-    if dense:  # torchtitan's per-op AC replays every second of the unfused matmuls
-        op_gemms = [(m, n, k, 1) for m, n, k in projection_gemms(local, tokens, tp)[1::2]]
+    if dense:  # torchtitan's per-op AC replays every second matmul, as the stack writes them
+        op_gemms = [(m, n, k, 1) for m, n, k in projection_gemms(local, tokens, tp, projections)[1::2]]
     else:  # every second linear and every routed expert GEMM (router, experts, shared: moe.mlp_work's order)
         g = mlp_work.gemms
         halve = (lambda x: [(x[0], x[1] // 2, x[2], x[3])] * 2) if model.gated_mlp else None

@@ -70,6 +70,7 @@ def layer_activation_terms(
     model: Model, batch: int, tp: int, sequence_parallel: bool, recompute: str, flash: bool,
     element_bytes: int = 2, index: int = -1, cp: int = 1, experts: moe.ExpertLayout | None = None,
     modules: tuple[str, ...] = ("core_attn",), gemm_input_bytes: float = 2.0, sp_gathered: bool = False,
+    projections: str = "fused",
 ) -> tuple[tuple[str, float], ...]:
     """Activation bytes layer `index` (< 0: a dense one) keeps for backward, per micro-batch of `batch`
     sequences, on one GPU, by tensor: ((name, bytes), ...). A tensor that is a module's input is named
@@ -78,7 +79,7 @@ def layer_activation_terms(
     these terms (stage.layer_offloaded_bytes); the rest are mlp_input (the MLP's or MoE layer's input,
     a norm output), dropout_masks, softmax (scores or log-sum-exp), mla_latents, sp_gathered, mlp_act
     and fc2 (a dense MLP's intermediates) and moe.activation_terms' routed ones; layer_input under full
-    recompute, saved_ops under per-op recompute.
+    recompute, saved_ops under per-op recompute (which matmul outputs it keeps depends on `projections`).
 
     Korthikanti eq. 1 term by term (16-bit tensors, 1-byte dropout masks), for s, b, h:
       attention: norm output 2sbh (QKV input), Q 2sb x query width, K and V 2sb x kv_heads x head_dim
@@ -111,7 +112,7 @@ def layer_activation_terms(
     if element_bytes != 2:  # fp32 training keeps 4-byte activations: every tensor term scales
         return tuple((name, b * element_bytes / 2) for name, b in layer_activation_terms(
             model, batch, tp, sequence_parallel, recompute, flash, 2, index, cp, experts, modules,
-            sp_gathered=sp_gathered))
+            sp_gathered=sp_gathered, projections=projections))
     if cp > 1:
         model = replace(model, seq_length=model.seq_length // cp)
     s, h, a = model.seq_length, model.hidden_size, model.num_attention_heads
@@ -124,7 +125,7 @@ def layer_activation_terms(
         if index >= 0 and model.is_moe_layer(index):
             return (("saved_ops", op_sac_moe_activation_bytes(model, batch, tp, sequence_parallel,
                                                               experts or moe.ExpertLayout())),)
-        return (("saved_ops", op_sac_activation_bytes(model, batch, tp, sequence_parallel)),)
+        return (("saved_ops", op_sac_activation_bytes(model, batch, tp, sequence_parallel, projections)),)
     replayed = set(modules) if recompute == "selective" else set()
     g = gemm_input_bytes
     norm_output = 0.0 if "layernorm" in replayed else g * sbh / shard
@@ -170,12 +171,14 @@ def layer_activation_bytes(
                                                       sp_gathered))
 
 
-def op_sac_activation_bytes(model: Model, batch: int, tp: int, sequence_parallel: bool) -> float:
+def op_sac_activation_bytes(model: Model, batch: int, tp: int, sequence_parallel: bool,
+                            projections: str = "fused") -> float:
     """torchtitan per-op selective AC (torchtitan/distributed/activation_checkpoint.py): saves the
     block input, the attention kernel's output (+ fp32 log-sum-exp) and every odd-numbered matmul
-    output in execution order (wq, wv, w1, w2 for Llama), 16-bit; everything else is recomputed."""
+    output in execution order (flops.projection_widths: wq, wv, w1, w2 for a separate Llama; wqkv, w1, w2
+    with its QKV fused), 16-bit; everything else is recomputed."""
     tokens = model.seq_length * batch
-    saved = sum(w for i, w in enumerate(projection_widths(model)) if i % 2 == 0)
+    saved = sum(w for i, w in enumerate(projection_widths(model, projections)) if i % 2 == 0)
     split = 2.0 * tokens * (saved + model.hidden_size) + 4.0 * model.num_attention_heads * tokens
     return 2.0 * tokens * model.hidden_size / (tp if sequence_parallel else 1) + split / tp
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from . import topology
 from .lowp import FP8_RECIPES, WEIGHT_CASTS, is_low
 from .types import (ATTENTION_KERNELS, CP_COMMS, DISPATCH_DTYPES, GRAD_DTYPES, GRAD_SYNCS, PIPELINE_BUFFERS, PRECISIONS,
+                    PROJECTIONS,
                     MOE_OFFLOAD_MODULES, MOE_RECOMPUTE_MODULES,
                     OFFLOAD_MODULES, RECOMPUTE_MODES, RECOMPUTE_MODULES, Cluster, Model, Plan)
 
@@ -146,6 +147,11 @@ def _choice_rules(model: Model, plan: Plan) -> list[str]:
         out.append(f"fp8 recipe must be one of {', '.join(FP8_RECIPES)} (got {plan.fp8_recipe})")
     if plan.attention_kernel not in ATTENTION_KERNELS:
         out.append(f"attention kernel must be one of {', '.join(ATTENTION_KERNELS)} (got {plan.attention_kernel})")
+    if plan.projections not in PROJECTIONS:
+        out.append(f"projections must be one of {', '.join(PROJECTIONS)} (got {plan.projections})")
+    elif plan.projections == "separate" and plan.recompute == "op" and model.moe:
+        out.append("per-op recompute of an MoE layer is modelled with one QKV GEMM (torchtitan's MoE models, "
+                   "fused_qkv): projections separate is not")
     if plan.bf16_layers_start < 0 or plan.bf16_layers_end < 0:
         out.append("bf16_layers_start/end must be >= 0")
     elif plan.bf16_layers_start + plan.bf16_layers_end > model.num_layers:

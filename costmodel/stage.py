@@ -187,10 +187,11 @@ def activation_args(plan: Plan, recompute: str, imbalance: float) -> tuple:
     cached_layer_terms take them after the model and the layers: micro-batch, tp, sequence parallel,
     `recompute`, flash attention, element bytes, cp, ep, etp, `imbalance` (Efficiency.moe_routing_imbalance:
     the busiest expert rank's routed rows), recompute modules, bytes of the saved GEMM inputs, K/V repeated to
-    the query heads (Plan.repeat_kv, saved at that width), and sequence parallel's inputs saved gathered."""
+    the query heads (Plan.repeat_kv, saved at that width), sequence parallel's inputs saved gathered, and the
+    projections (which matmul outputs per-op recompute keeps)."""
     return (plan.micro_batch_size, plan.tp, plan.sequence_parallel, recompute, plan.flash_attention,
             ACTIVATION_BYTES[plan.precision], plan.cp, plan.ep, plan.etp, imbalance, plan.recompute_modules,
-            saved_gemm_input_bytes(plan), plan.repeat_kv, plan.sp_gathered)
+            saved_gemm_input_bytes(plan), plan.repeat_kv, plan.sp_gathered, plan.projections)
 
 
 def layer_activation_terms(model: Model, plan: Plan, rep: int, recompute: str, imbalance: float = 1.0) -> dict:
@@ -202,13 +203,13 @@ def layer_activation_terms(model: Model, plan: Plan, rep: int, recompute: str, i
 def cached_layer_terms(model: Model, rep: int, batch: int, tp: int, sequence_parallel: bool, recompute: str,
                        flash: bool, element_bytes: int, cp: int, ep: int, etp: int, imbalance: float,
                        modules: tuple[str, ...], gemm_input_bytes: float, repeat_kv: bool,
-                       sp_gathered: bool) -> tuple[tuple[str, float], ...]:
+                       sp_gathered: bool, projections: str) -> tuple[tuple[str, float], ...]:
     """memory.layer_activation_terms from activation_args' fields."""
     if repeat_kv and not model.mla:
         model = _kv_repeated(model)
     return memory.layer_activation_terms(model, batch, tp, sequence_parallel, recompute, flash, element_bytes, rep,
                                          cp, moe.ExpertLayout(ep, etp, imbalance), modules, gemm_input_bytes,
-                                         sp_gathered)
+                                         sp_gathered, projections)
 
 
 def layer_activations(model: Model, plan: Plan, rep: int, recompute: str, imbalance: float = 1.0) -> float:
@@ -243,13 +244,13 @@ def saved_gemm_input_bytes(plan: Plan) -> float:
 def mix_activation_terms(model: Model, mix: LayerMix, batch: int, tp: int, sequence_parallel: bool, recompute: str,
                          flash: bool, element_bytes: int, cp: int, ep: int, etp: int, imbalance: float,
                          modules: tuple[str, ...], gemm_input_bytes: float, repeat_kv: bool,
-                         sp_gathered: bool) -> tuple[float, float]:
+                         sp_gathered: bool, projections: str) -> tuple[float, float]:
     """(bytes one micro-batch leaves on the mix's layers, the largest layer re-materialised whole during
     backward under full recompute, else 0): layer_activations summed over the mix, and its max with
     nothing recomputed; the fields after the mix are activation_args'."""
     def one(rep: int, mode: str) -> float:  # memory.layer_activation_bytes: the terms summed in their order
         terms = cached_layer_terms(model, rep, batch, tp, sequence_parallel, mode, flash, element_bytes, cp, ep, etp,
-                                   imbalance, modules, gemm_input_bytes, repeat_kv, sp_gathered)
+                                   imbalance, modules, gemm_input_bytes, repeat_kv, sp_gathered, projections)
         return sum(b for _, b in terms)
 
     held = sum(n * one(rep, recompute) for rep, n in mix)

@@ -146,7 +146,7 @@ def zero3_gather_bytes(model: Model, plan: Plan, stage: StageCost) -> float:
     if plan.zero_stage != 3 or not stage.layers or (group <= 1 and egroup <= 1):
         return 0.0
     gathered = dataparallel.param_gather_bytes_per_param(plan.precision, plan.lowp_param_gather)
-    if plan.zero3_gather_unit == "tensor":
+    if plan.zero3_gather_unit == "tensor":  # DeepSpeed's unit; its Megatron-DeepSpeed stack fuses (Plan.projections)
         resident = 2.0 * max(n * k for _, n, k, _ in compute.weight_gemms(model, 1, plan.tp))
         return resident * gathered * (group - 1) / group
     layers = min(2, stage.layers) if plan.zero3_reshard else stage.layers
@@ -352,7 +352,8 @@ def estimate(model: Model, cluster: Cluster, plan: Plan, eff: Efficiency | None 
     worst = max(mems, key=lambda d: sum(d.values()))
     mflops = model_flops_per_step(model, plan.global_batch_size)
     causal = model_flops_per_step(model, plan.global_batch_size, causal=True)
-    hflops = hardware_flops_per_step(model, plan.global_batch_size, plan.recompute, plan.recompute_modules)
+    hflops = hardware_flops_per_step(model, plan.global_batch_size, plan.recompute, plan.recompute_modules,
+                                     plan.projections)
     peak = cluster.gpu.peak_flops_per_second(plan.precision) * plan.num_gpus
     return Estimate(
         step_time_seconds=step,
@@ -399,7 +400,7 @@ def step_seconds_floor(model: Model, cluster: Cluster, global_batch_size: int, e
     def gemm_flops(m: int, n: int, k: int, count: int) -> float:
         return 2.0 * m * count * max(0, n * k - (d - 1) * max(n, k))
 
-    def layer_flops(index: int) -> float:
+    def layer_flops(index: int) -> float:  # fused shapes: separate ones (Plan.projections) split the same FLOPs
         gemms = compute.attention_gemms(model, tokens, 1)
         if not model.is_moe_layer(index):
             gemms += compute.mlp_gemms(model, tokens, 1, model.ffn)

@@ -369,7 +369,8 @@ class Plan:
     # linear_qkv, one QKV GEMM, and linear_fc1, gate and up in one GEMM), "fused_qkv" (one QKV GEMM, gate and up
     # two: torchtitan's Llama since its fuse_qkv default, whose FeedForward keeps w1 and w3) or "separate" (wq, wk,
     # wv, w1, w3: torchtitan's Llama before it, models/llama3/model.py @820504e), where a grouped-query model's K
-    # and V projections are num_kv_heads x head_dim / tp wide. Expert GEMMs keep moe.py's shapes.
+    # and V projections are num_kv_heads x head_dim / tp wide. Routed and shared experts keep moe.py's shapes (one
+    # gate/up GEMM), and per-op recompute of an MoE layer one QKV GEMM (rules.py refuses it with "separate").
     projections: str = "fused"
     # K and V repeated to the query heads before attention (a grouped-query model run through an
     # attention kernel without GQA: torchtitan's llama until it passed enable_gqa, repeat_kv), so the

@@ -14,20 +14,21 @@ from planner.validation.runs import default_holdout, evaluate, load_runs, prepar
 
 @lru_cache(maxsize=1)
 def ids_by_kind() -> dict[tuple[str, str, str | None, bool], set[str]]:
-    """The scored rows of runs.yaml and holdout.yaml by (GPU, precision, fp8 recipe (None for other precisions),
-    MoE or not), read from the rows once."""
+    """The scored rows of runs.yaml and holdout.yaml by (GPU, precision, fp8 scaling (per-tensor for delayed and
+    tensorwise recipes, else the recipe; None for other precisions), MoE or not), read from the rows once."""
     out: dict[tuple[str, str, str | None, bool], set[str]] = {}
     for run in load_runs() + load_runs(default_holdout()):
         if not run.exclude:
             p = prepare(run)
             recipe = p.plan.fp8_recipe if p.plan.precision == "fp8" else None
-            out.setdefault((p.cluster.gpu.name, p.plan.precision, recipe, p.model.moe is not None), set()).add(run.id)
+            scaling = "per-tensor" if recipe in ("delayed", "tensorwise") else recipe
+            out.setdefault((p.cluster.gpu.name, p.plan.precision, scaling, p.model.moe is not None), set()).add(run.id)
     return out
 
 
-def scored_ids(gpu: str, precision: str, moe: bool, recipe: str | None = None) -> set[str]:
-    """The scored rows on `gpu` in `precision` (with `recipe` for fp8) of one kind."""
-    return ids_by_kind().get((gpu, precision, recipe, moe), set())
+def scored_ids(gpu: str, precision: str, moe: bool, scaling: str | None = None) -> set[str]:
+    """The scored rows on `gpu` in `precision` (with `scaling` for fp8) of one kind."""
+    return ids_by_kind().get((gpu, precision, scaling, moe), set())
 
 
 def test_line_by_hand(monkeypatch):
@@ -35,47 +36,65 @@ def test_line_by_hand(monkeypatch):
     +4.0%: steps predicted longer; out of sample -2%, -12%, -4%: MAPE 6.0%, mean -6.0%, predicted shorter."""
     fitted = {"n": 3, "mape": 0.06, "max_abs": 0.10, "mean_signed": 0.04, "worst_run": "row-b"}
     held = {"n": 3, "mape": 0.06, "max_abs": 0.12, "mean_signed": -0.06, "worst_run": "row-b"}
-    monkeypatch.setattr(accuracy, "shipped", lambda: {("gb300", "fp8", "tensorwise", "dense"): {
+    monkeypatch.setattr(accuracy, "shipped", lambda: {("gb300", "fp8", "per-tensor", "dense"): {
         "generation": "blackwell", "left_out": "source", "shipped": fitted, "out_of_sample": held}})
     judged = accuracy.judge("gb300", "fp8", moe=False, fp8_recipe="tensorwise")
-    assert judged == {"gpu": "gb300", "plan_gpu": "gb300", "precision": "fp8", "fp8_recipe": "tensorwise",
+    assert judged == {"gpu": "gb300", "plan_gpu": "gb300", "precision": "fp8", "fp8_scaling": "per-tensor",
                       "kind": "dense", "left_out": "source", "shipped": fitted, "out_of_sample": held}
     assert accuracy.line(judged) == (
-        "on the 3 published dense runs on gb300 in fp8 with tensorwise scaling the model's step time was off by 6.0% "
+        "on the 3 published dense runs on gb300 in fp8 with per-tensor scaling the model's step time was off by 6.0% "
         "on average (mean +4.0%: steps predicted longer than measured; up to 10.0%, row-b), and by 6.0% (mean -6.0%: "
         "steps predicted shorter than measured) with each run's source left out of the fit "
         "(validation/step_errors_by_gpu.yaml)")
+    # delayed scaling is per-tensor too (Transformer Engine's default recipe, the search's): the same rows
+    assert accuracy.judge("gb300", "fp8", moe=False, fp8_recipe="delayed") == judged
     assert accuracy.judge("gb300", "fp8", moe=True, fp8_recipe="tensorwise") is None  # no MoE row there
-    assert accuracy.judge("gb300", "fp8", moe=False, fp8_recipe="delayed") is None  # nor with another recipe
+    assert accuracy.judge("gb300", "fp8", moe=False, fp8_recipe="rowwise") is None  # nor rowwise
     assert accuracy.line(None) is None
     one = accuracy.line({**judged, "kind": "moe", "left_out": "model", "shipped": {**fitted, "n": 1}})
-    assert one.startswith("on the 1 published mixture-of-experts run on gb300 in fp8 with tensorwise scaling ")
+    assert one.startswith("on the 1 published mixture-of-experts run on gb300 in fp8 with per-tensor scaling ")
     assert "with each run's model left out of the fit" in one
-    # None on a B300 in that recipe: the rows of another GPU of its generation, named as such; none of another
-    # generation's.
-    other = accuracy.judge("b300", "fp8", moe=False, fp8_recipe="tensorwise", generation="blackwell")
-    assert (other["gpu"], other["plan_gpu"], other["shipped"]) == ("gb300", "b300", fitted)
-    assert accuracy.line(other).startswith("on the 3 published dense runs on gb300 (none on b300) in fp8 with ")
-    assert accuracy.judge("h100-sxm-80gb", "fp8", moe=False, fp8_recipe="tensorwise", generation="hopper") is None
 
 
-def test_line_without_a_recipe_names_the_precision_alone(monkeypatch):
+def test_another_gpu_of_the_generation_with_the_most_rows(monkeypatch):
+    """None on a B300: the rows of the Blackwell GPU with the most such rows (GB200's 5 over GB300's 3; a tie
+    goes to the first name), named as another GPU's; none of another generation's."""
+    def stats(n):
+        return {"n": n, "mape": 0.05, "max_abs": 0.07, "mean_signed": -0.05, "worst_run": "row"}
+
+    def entry(n, generation="blackwell"):
+        return {"generation": generation, "left_out": "source", "shipped": stats(n), "out_of_sample": stats(n)}
+
+    table = {("gb300", "mxfp8", None, "dense"): entry(3), ("gb200", "mxfp8", None, "dense"): entry(5),
+             ("h100-sxm-80gb", "mxfp8", None, "dense"): entry(9, "hopper")}
+    monkeypatch.setattr(accuracy, "shipped", lambda: table)
+    other = accuracy.judge("b300", "mxfp8", moe=False, generation="blackwell")
+    assert (other["gpu"], other["plan_gpu"], other["shipped"]["n"]) == ("gb200", "b300", 5)
+    assert accuracy.line(other).startswith("on the 5 published dense runs on gb200 (none on b300) in mxfp8 the ")
+    table[("gb300", "mxfp8", None, "dense")] = entry(5)
+    assert accuracy.judge("b300", "mxfp8", moe=False, generation="blackwell")["gpu"] == "gb200"  # tie: by name
+    assert accuracy.judge("b300", "mxfp8", moe=False) is None  # no generation given: no other GPU's rows
+    assert accuracy.judge("a100-sxm-80gb", "mxfp8", moe=False, generation="ampere") is None
+
+
+def test_line_without_a_scaling_names_the_precision_alone(monkeypatch):
     stats = {"n": 2, "mape": 0.05, "max_abs": 0.07, "mean_signed": -0.05, "worst_run": "row-a"}
     monkeypatch.setattr(accuracy, "shipped", lambda: {("gb200", "mxfp8", None, "moe"): {
         "generation": "blackwell", "left_out": "model", "shipped": stats, "out_of_sample": stats}})
     judged = accuracy.judge("gb200", "mxfp8", moe=True, fp8_recipe="delayed")  # the recipe is an fp8 setting
-    assert judged["fp8_recipe"] is None
+    assert judged["fp8_scaling"] is None
     assert accuracy.line(judged).startswith("on the 2 published mixture-of-experts runs on gb200 in mxfp8 the model")
 
 
 def test_torchtitan_float8_plans_cite_the_rowwise_rows(capsys):
     """A float8 torchtitan plan on DGX H100 (rowwise, the only float8 torchtitan runs) cites the held-out rowwise
-    rows, run on another H100 (torchtitan's June 2025 page: the model 33% and 43.5% fast), not the Transformer
+    rows, run on another H100 (torchtitan's June 2025 page: the model 31% and 42% fast), not the Transformer
     Engine fp8 rows of its own GPU."""
     assert main(["suggest", "llama3-70b", "dgx-h100", "--gpus", "256", "--gbs", "512", "--framework", "torchtitan",
                  "--precision", "fp8", "--top", "1", "--json"]) == 0
     judged = json.loads(capsys.readouterr().out)["accuracy"]
-    assert (judged["gpu"], judged["plan_gpu"], judged["fp8_recipe"]) == ("h100-sxm-96gb-500w", "h100-sxm-80gb", "rowwise")
+    assert (judged["gpu"], judged["plan_gpu"], judged["fp8_scaling"]) == (
+        "h100-sxm-96gb-500w", "h100-sxm-80gb", "rowwise")
     assert judged["shipped"]["n"] == len(scored_ids("h100-sxm-96gb-500w", "fp8", False, "rowwise")) == 2
     assert judged["shipped"]["mean_signed"] < -0.3
 
@@ -91,11 +110,11 @@ def test_shipped_figures_are_the_rows_at_the_shipped_constants(at_shipped_consta
     `shipped` statistics are theirs at the shipped constants, computed here from the rows."""
     found = accuracy.shipped()
     assert sum(e["shipped"]["n"] for e in found.values()) == len(at_shipped_constants)
-    for (gpu, precision, recipe, kind), record in found.items():
-        ids = scored_ids(gpu, precision, kind == "moe", recipe)
+    for (gpu, precision, scaling, kind), record in found.items():
+        ids = scored_ids(gpu, precision, kind == "moe", scaling)
         errors = [at_shipped_constants[i] for i in ids]
         fitted = record["shipped"]
-        assert fitted["n"] == record["out_of_sample"]["n"] == len(ids), (gpu, precision, recipe, kind)
+        assert fitted["n"] == record["out_of_sample"]["n"] == len(ids), (gpu, precision, scaling, kind)
         assert fitted["mape"] == pytest.approx(sum(abs(e) for e in errors) / len(errors), abs=1e-9)
         assert fitted["mean_signed"] == pytest.approx(sum(errors) / len(errors), abs=1e-9)
         assert fitted["max_abs"] == pytest.approx(max(abs(e) for e in errors), abs=1e-9)
@@ -104,22 +123,19 @@ def test_shipped_figures_are_the_rows_at_the_shipped_constants(at_shipped_consta
 
 
 def test_estimate_and_suggest_say_how_far_off_the_model_was(capsys):
-    """Llama 3 70B on 64 GB300 in FP8 with current (tensorwise) scaling, as NVIDIA's GB300 FP8 rows run: --json
-    carries those rows' figures, the text prints them; with delayed scaling, which no Blackwell row ran, none; on
-    an MI355X, where no run was published, none (the envelope says the model was never judged)."""
+    """Llama 3 70B on 64 GB300 in FP8 with Transformer Engine's default delayed scaling: --json carries the dense
+    GB300 FP8 rows' figures (current scaling, per-tensor as delayed is), the text prints them; on an MI355X, where
+    no run was published, none (the envelope says the model was never judged)."""
     base = ["estimate", "llama3-70b", "gb300-nvl72", "--gpus", "64", "--gbs", "512", "--tp", "2", "--pp", "1",
-            "--mbs", "1", "--zero", "1", "--recompute", "full", "--sequence-parallel", "--precision", "fp8",
-            "--fp8-recipe", "tensorwise"]
+            "--mbs", "1", "--zero", "1", "--recompute", "full", "--sequence-parallel", "--precision", "fp8"]
     assert main([*base, "--json"]) == 0
     judged = json.loads(capsys.readouterr().out)["accuracy"]
-    assert (judged["gpu"], judged["precision"], judged["fp8_recipe"], judged["kind"]) == (
-        "gb300", "fp8", "tensorwise", "dense")
-    assert judged["shipped"]["n"] == len(scored_ids("gb300", "fp8", False, "tensorwise")) > 0
+    assert (judged["gpu"], judged["precision"], judged["fp8_scaling"], judged["kind"]) == (
+        "gb300", "fp8", "per-tensor", "dense")
+    assert judged["shipped"]["n"] == len(scored_ids("gb300", "fp8", False, "per-tensor")) > 0
     assert main(base) == 0
     text = " ".join(capsys.readouterr().out.split())
-    assert f"validation: on the {judged['shipped']['n']} published dense runs on gb300 in fp8 with tensorwise" in text
-    assert main([*base[:-1], "delayed", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["accuracy"] is None
+    assert f"validation: on the {judged['shipped']['n']} published dense runs on gb300 in fp8 with per-tensor" in text
     assert main(["suggest", "qwen3-30b-a3b", "dgx-b200", "--gpus", "8", "--gbs", "512", "--seq-length", "4096",
                  "--precision", "mxfp8", "--top", "1", "--json"]) == 0
     judged = json.loads(capsys.readouterr().out)["accuracy"]

@@ -470,7 +470,7 @@ def test_shipped_step_errors_by_gpu_are_the_out_of_sample_ones(out_of_sample, ru
     from planner.analysis import accuracy
     from planner.validation import accuracy as computed
 
-    fresh = {(e["gpu"], e["precision"], e["fp8_recipe"], e["kind"]): e
+    fresh = {(e["gpu"], e["precision"], e["fp8_scaling"], e["kind"]): e
              for e in computed.compute(out_of_sample, runs, holdout)}
     shipped = accuracy.shipped()
     assert set(fresh) == set(shipped)

@@ -64,8 +64,12 @@ def test_gqa_swiglu_model_flops_palm_appendix_b():
 
 def test_op_recompute_reruns_every_second_matmul():
     """torchtitan per-op SAC (activation_checkpoint.py) saves every odd-numbered matmul output in execution
-    order wq, wk, wv, wo, w1, w3, w2 and recomputes the others' forward: wk (4096 x 1024), wo (4096 x 4096)
-    and w3 (4096 x 14336): 2 x (4,194,304 + 16,777,216 + 58,720,256) = 159,383,552 FLOPs per token per layer."""
+    order and recomputes the others' forward. Separate projections (torchtitan's Llama of 2024-2025: wq, wk, wv,
+    wo, w1, w3, w2): wk (4096 x 1024), wo (4096 x 4096) and w3 (4096 x 14336): 2 x (4,194,304 + 16,777,216 +
+    58,720,256) = 159,383,552 FLOPs per token per layer. With QKV fused (wqkv, wo, w1, w3, w2): wo and w3,
+    2 x (16,777,216 + 58,720,256) = 150,994,944."""
     m = Model("llama3-8b", 32, 4096, 32, 128256, 8192, num_kv_heads=8, ffn_hidden_size=14336, mlp="swiglu")
-    extra = hardware_flops_per_step(m, 1, "op") - model_flops_per_step(m, 1)
+    extra = hardware_flops_per_step(m, 1, "op", projections="separate") - model_flops_per_step(m, 1)
     assert extra == 32 * 159_383_552 * 8192
+    extra = hardware_flops_per_step(m, 1, "op", projections="fused_qkv") - model_flops_per_step(m, 1)
+    assert extra == 32 * 150_994_944 * 8192

@@ -95,3 +95,50 @@ def test_estimate_takes_the_setting_and_refuses_another(capsys):
     assert main([*base, "--projections", "unfused"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--projections" in err and "fused_qkv" in err
+
+
+def test_emit_says_when_the_framework_writes_its_projections_otherwise():
+    """A plan scored with Megatron's fused projections and emitted for torchtitan (whose Llama runs gate and up
+    apart) gets a note naming the setting to re-score with; one scored with torchtitan's own does not, and
+    Megatron-LM's files get none for a fused plan."""
+    from emit_support import job
+
+    from planner.emit import render
+    from planner.inputs.loading import load_model_spec
+
+    def readme(framework: str, projections: str) -> str:
+        plan = job(load_model_spec("llama3-8b"), tp=2, dp=4, zero_stage=3 if framework == "torchtitan" else 1,
+                   sequence_parallel=True, projections=projections)
+        return render(plan, framework)["README.txt"][0]
+
+    assert "re-score with planner estimate ... --projections fused_qkv" in readme("torchtitan", "fused")
+    assert "--projections" not in readme("torchtitan", "fused_qkv")
+    assert "--projections" not in readme("megatron", "fused")
+    assert "re-score with planner estimate ... --projections fused" in readme("megatron", "separate")
+
+
+def test_per_op_recompute_keeps_the_outputs_of_the_stack_s_own_matmuls():
+    """torchtitan's per-op AC keeps every odd-numbered matmul output in execution order. Llama 3 8B (hidden 4096,
+    32 heads, 8 KV heads of 128, ffn 14336): separate, wq 4096 + wv 1024 + w1 14336 + w2 4096 = 23,552 columns
+    kept; with QKV fused, wqkv 6144 + w1 14336 + w2 4096 = 24,576: 1,024 more per token, 2 bytes each."""
+    from costmodel import memory
+
+    m = cm.Model("llama3-8b", 32, 4096, 32, 128256, 8192, num_kv_heads=8, ffn_hidden_size=14336, mlp="swiglu")
+    kept = {p: memory.op_sac_activation_bytes(m, 1, 1, False, p) for p in ("separate", "fused_qkv")}
+    assert kept["fused_qkv"] - kept["separate"] == 2.0 * 8192 * 1024
+
+
+def test_the_cost_model_refuses_what_it_does_not_model():
+    """A value outside PROJECTIONS, and separate projections under per-op recompute of an MoE layer (modelled
+    with one QKV GEMM): one line each."""
+    from costmodel import rules
+    from planner.inputs import loading
+
+    dense = cm.Plan(tp=8, pp=1, dp=1, projections="unfused")
+    refused = rules.model_plan_violations(LLAMA70, dense)
+    assert any("projections must be one of fused, fused_qkv, separate" in r for r in refused)
+    qwen = loading.load_model_spec("qwen3-30b-a3b").to_model()
+    moe = cm.Plan(tp=1, pp=1, dp=8, ep=8, recompute="op", projections="separate")
+    assert any("per-op recompute of an MoE layer" in r for r in rules.model_plan_violations(qwen, moe))
+    fused_qkv = cm.Plan(tp=1, pp=1, dp=8, ep=8, recompute="op", projections="fused_qkv")
+    assert not any("projections" in r for r in rules.model_plan_violations(qwen, fused_qkv))

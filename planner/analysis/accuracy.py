@@ -1,10 +1,12 @@
 """How far the cost model's step times were off on published runs like the plan's: same GPU, precision (with its
-scaling recipe for fp8) and kind of model (dense or mixture of experts). Where none ran on the plan's GPU, those of
-another GPU of its generation, named as such.
+scaling for fp8) and kind of model (dense or mixture of experts). Where none ran on the plan's GPU, those of another
+GPU of its generation, named as such.
 
-The fp8 recipe is part of "like": Transformer Engine's per-tensor scaling and torchao's rowwise scaling run other
-kernels and casts, and the cost model prices them alike (validation/README.md, "Held-out rows": torchtitan's rowwise
-rows are 33-44% faster in the model than measured, the per-tensor ones on the same GPUs within 20%).
+FP8's scaling is part of "like": per-tensor scales (Transformer Engine's delayed and current scaling, torchao's
+tensorwise: one scale per tensor, cuBLAS's FP8 GEMM), torchao's rowwise (a scale per row, PyTorch's CUTLASS kernel
+and two casts per operand) and blockwise run other kernels and casts, which the cost model prices alike
+(validation/README.md, "Held-out rows": torchtitan's June 2025 rowwise rows are 31-42% faster in the model than
+measured, its per-tensor ones on the same page within 19%).
 
 Two figures per such set of rows. `shipped`: each row's error at the shipped constants, which were fitted
 on runs.yaml's rows (holdout.yaml's never were). `out_of_sample`: no row judged by constants fitted on it. A
@@ -32,31 +34,36 @@ def kind_of(moe: bool) -> str:
     return "moe" if moe else "dense"
 
 
-def recipe_of(precision: str, fp8_recipe: str | None) -> str | None:
-    """The scaling recipe that tells fp8 rows apart (cm.Plan.fp8_recipe), None for every other precision."""
-    return fp8_recipe if precision == "fp8" else None
+# cm.Plan.fp8_recipe -> the scaling that tells fp8 rows apart (the recipes of one scaling differ in where the
+# scale comes from, not in the kernels and casts).
+FP8_SCALING = {"delayed": "per-tensor", "tensorwise": "per-tensor", "rowwise": "rowwise", "blockwise": "blockwise"}
 
 
-Key = tuple  # (GPU name, precision, fp8 recipe or None, kind)
+def scaling_of(precision: str, fp8_recipe: str | None) -> str | None:
+    """The scaling that tells fp8 rows apart (FP8_SCALING), None for every other precision."""
+    return FP8_SCALING.get(fp8_recipe or "") if precision == "fp8" else None
+
+
+Key = tuple  # (GPU name, precision, fp8 scaling or None, kind)
 
 
 @lru_cache(maxsize=1)
 def shipped() -> dict[Key, dict]:
-    """The precomputed errors by (GPU name, precision, fp8 recipe, kind): {"generation": the GPU's, "left_out": what
+    """The precomputed errors by (GPU name, precision, fp8 scaling, kind): {"generation": the GPU's, "left_out": what
     the fits left out, "shipped": ..., "out_of_sample": ...}, the last two runs.worst_stats of the rows' step-time
     errors."""
     from planner.inputs.catalogs import read_published
 
-    return {(e["gpu"], e["precision"], e["fp8_recipe"], e["kind"]):
+    return {(e["gpu"], e["precision"], e["fp8_scaling"], e["kind"]):
             {k: e[k] for k in ("generation", "left_out", "shipped", "out_of_sample")} for e in read_published(FILE)}
 
 
 def judge(gpu: str, precision: str, moe: bool, fp8_recipe: str | None = None, generation: str = "") -> dict | None:
-    """The step-time errors of the published runs on `gpu` in `precision` (and `fp8_recipe`) of the plan's kind of
-    model; where none ran on `gpu`, those of the GPU of `generation` with the most such rows (`gpu` names it,
-    `plan_gpu` the plan's); None where there is none (envelope.judge then says that nothing judged the model
-    there, when no run of either kind was published)."""
-    key = (gpu, precision, recipe_of(precision, fp8_recipe), kind_of(moe))
+    """The step-time errors of the published runs on `gpu` in `precision` (and `fp8_recipe`'s scaling) of the
+    plan's kind of model; where none ran on `gpu`, those of the GPU of `generation` with the most such rows (`gpu`
+    names it, `plan_gpu` the plan's); None where there is none (envelope.judge then says that nothing judged the
+    model there, when no run of either kind was published)."""
+    key = (gpu, precision, scaling_of(precision, fp8_recipe), kind_of(moe))
     found = shipped().get(key)
     if found is None and generation:
         alike = sorted(((-e["shipped"]["n"], k) for k, e in shipped().items()
@@ -64,7 +71,7 @@ def judge(gpu: str, precision: str, moe: bool, fp8_recipe: str | None = None, ge
         key, found = (alike[0][1], shipped()[alike[0][1]]) if alike else (key, None)
     if found is None:
         return None
-    return {"gpu": key[0], "plan_gpu": gpu, "precision": precision, "fp8_recipe": key[2], "kind": key[3],
+    return {"gpu": key[0], "plan_gpu": gpu, "precision": precision, "fp8_scaling": key[2], "kind": key[3],
             **{k: found[k] for k in ("left_out", "shipped", "out_of_sample")}}
 
 
@@ -81,7 +88,7 @@ def line(judged: dict | None) -> str | None:
     fitted, held = judged["shipped"], judged["out_of_sample"]
     kind = "mixture-of-experts" if judged["kind"] == "moe" else "dense"
     where = judged["gpu"] if judged["gpu"] == judged["plan_gpu"] else f"{judged['gpu']} (none on {judged['plan_gpu']})"
-    what = judged["precision"] + (f" with {judged['fp8_recipe']} scaling" if judged["fp8_recipe"] else "")
+    what = judged["precision"] + (f" with {judged['fp8_scaling']} scaling" if judged["fp8_scaling"] else "")
     return (f"on the {fitted['n']} published {kind} run{'s' if fitted['n'] != 1 else ''} on {where} in "
             f"{what} the model's step time was off by {100 * fitted['mape']:.1f}% on average "
             f"({leaning(fitted)}; up to {100 * fitted['max_abs']:.1f}%, {fitted['worst_run']}), and by "

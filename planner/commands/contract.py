@@ -413,14 +413,16 @@ class LongContext(Strict):
 
 class StepAccuracy(Strict):
     """The step-time errors of the published runs on a plan's GPU (else one of its generation), in its precision
-    and fp8 recipe, of its kind of model (planner/analysis/accuracy.py, validation/step_errors_by_gpu.yaml);
+    and fp8 scaling, of its kind of model (planner/analysis/accuracy.py, validation/step_errors_by_gpu.yaml);
     mean_signed > 0: the model predicted their steps longer than measured."""
 
-    gpu: str = d("catalog GPU name of the rows: the plan's, or where none ran on it in this precision, recipe and "
+    gpu: str = d("catalog GPU name of the rows: the plan's, or where none ran on it in this precision, scaling and "
                  "kind, the GPU of its generation with the most such rows")
     plan_gpu: str = d("catalog GPU name of the plan")
     precision: str = d("the plan's precision")
-    fp8_recipe: str | None = d("the plan's fp8 scaling recipe, which the rows share; null for other precisions")
+    fp8_scaling: Literal["per-tensor", "rowwise", "blockwise"] | None = d(
+        "the plan's fp8 scaling, which the rows share: per-tensor (delayed or current scaling), rowwise or blockwise; "
+        "null for other precisions")
     kind: Literal["dense", "moe"] = d("the kind of model the rows train: dense, or mixture of experts")
     left_out: Literal["source", "model"] = d("what the out-of-sample fits left out of a runs.yaml row's fit: its "
                                               "source (dense rows) or its model (MoE rows, all from one source)")

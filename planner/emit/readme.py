@@ -138,15 +138,21 @@ def stack_notes(job: Job) -> list[str]:
 
 
 def kernel_notes(job: Job, frameworks: list[str]) -> list[str]:
-    """A framework whose stack runs another attention kernel than the one the plan was scored with
-    (frameworks.base.Knobs.attention_kernel): its launch files cannot choose it, so say so."""
+    """A framework whose stack runs another attention kernel, or writes its projections otherwise, than the plan
+    was scored with (frameworks.base.Knobs.attention_kernel, Knobs.projections): its launch files cannot choose
+    either, so say so."""
     p, notes = job.plan, []
     for name in frameworks:
         fw = REGISTRY[name]
-        choice = fw.knobs_for(p).attention_kernel
-        if p.flash_attention and p.attention_kernel not in choice.values:
+        ks = fw.knobs_for(p)
+        if p.flash_attention and p.attention_kernel not in ks.attention_kernel.values:
             notes.append(f"{fw.title}: the prediction above assumes {p.attention_kernel} attention, but "
-                         f"{choice.why}; re-score with planner estimate ... --attention-kernel {choice.values[0]}.")
+                         f"{ks.attention_kernel.why}; re-score with planner estimate ... --attention-kernel "
+                         f"{ks.attention_kernel.values[0]}.")
+        if p.projections not in ks.projections.values:
+            notes.append(f"{fw.title}: the prediction above assumes {p.projections} projections, but "
+                         f"{ks.projections.why}; re-score with planner estimate ... --projections "
+                         f"{ks.projections.values[0]}.")
     return notes
 
 

@@ -265,9 +265,9 @@ def knobs(tp_split: bool, pp_split: bool) -> Knobs:
                                             "distributed/fsdp.py get_fsdp_reshard_after_forward_policy)"),
         weight_casts=Choice(("use",), "torchtitan's Float8 linears (torchao) cast each weight at every use with "
                                       "dynamic rowwise scales; nothing is cached"),
-        projections=Choice(("fused_qkv",), "torchtitan's Llama runs Q, K and V as one GEMM (models/llama3/__init__.py "
-                                           "fuse_qkv=True, since #3714) and the MLP gate and up as two "
-                                           "(models/common/feed_forward.py FeedForward w1, w3)"),
+        projections=Choice(("fused_qkv",), "torchtitan's Llama 3 and gpt-oss configs run Q, K and V as one GEMM "
+                                           "(models/llama3/__init__.py fuse_qkv=True, since #3714) and a dense MLP's "
+                                           "gate and up as two (models/common/feed_forward.py FeedForward w1, w3)"),
         sp_gathered=Choice((True,), "torchtitan's sequence parallel is DTensor's: the all-gather before the "
                                     "column-parallel linears is an autograd op whose output they save"),
         tp_async_grad=Choice((False,), "DTensor's TP reduces a linear's input gradient in the redistribute's own "

@@ -13,7 +13,10 @@ the cost model, for a fixed layout and precision:
     activation offload (stage.offload_seconds >= 0; nothing else reads it), which the bounds leave off;
   * sequence parallel never adds time (same TP ring cost, less elementwise HBM traffic), an
     overlapped collective never costs more than the collective, and the flush
-    (pipeline.pipeline_seconds) grows with every stage's time.
+    (pipeline.pipeline_seconds) grows with every stage's time;
+  * fused projections (the bounds' default, Plan.projections) are never slower than the same FLOPs split into
+    narrower GEMMs (compute.gemm_seconds is subadditive in the output width: both its saturation and its
+    memory terms).
 tests/test_search_tables.py checks these facts on random plans. Layouts are tabled in increasing
 bound order (a compute-only bound first, then the loose bound, then the tight one over the knobs
 that fit) until the next

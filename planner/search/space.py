@@ -92,7 +92,7 @@ class Knobs:
     def memory(self) -> tuple:
         """The knobs a plan's peak memory depends on (tables.LayoutTables.peak_memory): the model
         states', the activations' and the CP exchange's; not the TP/EP overlap or attention kernel."""
-        return (*self.states, self.recompute, self.sp, self.cpc, self.pbuf, self.spg, self.offl)
+        return (*self.states, self.recompute, self.sp, self.cpc, self.pbuf, self.spg, self.offl, self.proj)
 
 
 # Knobs field -> the cm.Plan field it sets: plan_for and knob_combinations both write a plan's knobs

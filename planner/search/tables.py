@@ -185,19 +185,21 @@ class LayoutTables:
         return plan_over(self.base, knob_plan_fields(k))
 
     def activations(self, rc: str, sp: bool, precision: str, casts: str = "step", cpc: str = "p2p",
-                    pbuf: str = "freed", spg: bool = False, offl: int = 0) -> tuple[float, ...]:
+                    pbuf: str = "freed", spg: bool = False, offl: int = 0, proj: str = "fused") -> tuple[float, ...]:
         """stage.stage_activation_bytes of each (layer mix, first, last) class of ranks. The precision
         and weight casts enter through the element size (stage.ACTIVATION_BYTES) and the bytes of the
         GEMM inputs kept for backward (stage.saved_gemm_input_bytes: the quantized copy under cached
         casts), the pipeline runtime through the buffers it keeps, the CP exchange through the K/V it
         holds, the same on every stage (context.exchange_buffer_bytes): added to the bytes without it
         (Ulysses' a2a, which holds none), so the exchanges share one stage pass; the layers offloaded to host
-        through what the stage keeps (stage.stage_activation_bytes)."""
-        key = (rc, sp, precision, casts, cpc if self.lay.cp > 1 else "a2a", pbuf, spg, offl)
+        through what the stage keeps (stage.stage_activation_bytes); the projections through the matmul outputs
+        per-op recompute keeps."""
+        key = (rc, sp, precision, casts, cpc if self.lay.cp > 1 else "a2a", pbuf, spg, offl, proj)
         if key not in self.acts:
-            plain = (rc, sp, precision, casts, "a2a", pbuf, spg, offl)
+            plain = (rc, sp, precision, casts, "a2a", pbuf, spg, offl, proj)
             if plain not in self.acts:
-                base = self.plan(Knobs(0, rc, sp, precision, "", casts, cpc="a2a", pbuf=pbuf, spg=spg, offl=offl))
+                base = self.plan(Knobs(0, rc, sp, precision, "", casts, cpc="a2a", pbuf=pbuf, spg=spg, offl=offl,
+                                       proj=proj))
                 self.acts[plain] = tuple(stage_activation_bytes(self.ctx.spec.model, base, mix, rank,
                                                                 self.ctx.eff.moe_routing_imbalance)
                                          for mix, rank in self.classes[1])
@@ -224,7 +226,7 @@ class LayoutTables:
         does not change memory (TP/EP overlap) share one value."""
         key = k.memory
         if key not in self.peaks:
-            acts = self.activations(k.recompute, k.sp, k.precision, k.casts, k.cpc, k.pbuf, k.spg, k.offl)
+            acts = self.activations(k.recompute, k.sp, k.precision, k.casts, k.cpc, k.pbuf, k.spg, k.offl, k.proj)
             slope = self.ctx.slope
             held = self.class_states(k.states)
             self.peaks[key] = max(h + slope * act for h, act in zip(held, acts, strict=True))
