@@ -151,7 +151,7 @@ def _choice_rules(model: Model, plan: Plan) -> list[str]:
         out.append(f"projections must be one of {', '.join(PROJECTIONS)} (got {plan.projections})")
     elif plan.projections == "separate" and plan.recompute == "op" and model.moe:
         out.append("per-op recompute of an MoE layer is modelled with one QKV GEMM (torchtitan's MoE models, "
-                   "fused_qkv): projections separate is not")
+                   "fused_qkv): projections separate is not modelled there; use fused_qkv")
     if plan.bf16_layers_start < 0 or plan.bf16_layers_end < 0:
         out.append("bf16_layers_start/end must be >= 0")
     elif plan.bf16_layers_start + plan.bf16_layers_end > model.num_layers:

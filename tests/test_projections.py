@@ -142,3 +142,14 @@ def test_the_cost_model_refuses_what_it_does_not_model():
     assert any("per-op recompute of an MoE layer" in r for r in rules.model_plan_violations(qwen, moe))
     fused_qkv = cm.Plan(tp=1, pp=1, dp=8, ep=8, recompute="op", projections="fused_qkv")
     assert not any("projections" in r for r in rules.model_plan_violations(qwen, fused_qkv))
+
+
+def test_per_op_recompute_defaults_to_torchtitan_s_projections(capsys):
+    """Per-op recompute is torchtitan's alone, so a plan that asks for it without naming its projections is priced
+    with torchtitan's (fused_qkv), not Megatron-core's fused gate/up, which no stack runs under it."""
+    base = ["estimate", "llama3-8b", "dgx-h100", "--gpus", "8", "--gbs", "64", "--tp", "1", "--pp", "1", "--mbs", "1",
+            "--zero", "3", "--json"]
+    for extra, expected in ((["--recompute", "op"], "fused_qkv"), (["--recompute", "full"], "fused"),
+                            (["--recompute", "op", "--projections", "separate"], "separate")):
+        assert main([*base, *extra]) == 0
+        assert json.loads(capsys.readouterr().out)["plan"]["projections"] == expected, extra

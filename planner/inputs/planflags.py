@@ -113,10 +113,10 @@ def add_plan_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--sp-gathered", action="store_true",
                    help="sequence parallel's QKV and MLP inputs saved gathered, whole on every TP rank (DTensor: "
                         "torchtitan), not as the shard Megatron re-gathers in backward")
-    g.add_argument("--projections", default="fused", choices=list(PROJECTIONS),
+    g.add_argument("--projections", choices=list(PROJECTIONS),
                    help="the dense projections as the model code writes them: QKV and gate/up one GEMM each "
-                        "(fused: Megatron-core, default), QKV one and gate/up two (fused_qkv: torchtitan) or all "
-                        "separate (separate: torchtitan before 2026-06)")
+                        "(fused: Megatron-core, the default), QKV one and gate/up two (fused_qkv: torchtitan, the "
+                        "default under --recompute op) or all separate (separate: torchtitan before 2026-06)")
     g.add_argument("--weight-casts", default="step", choices=["step", "use"],
                    help="low-precision weight casts cached per step (Transformer Engine, default) or per use (torchao)")
     g.add_argument("--grad-dtype", choices=["fp32", "bf16", "fp16", "int8"],

@@ -33,6 +33,15 @@ def resolve_global_batch(spec: PlanSpec, model: ModelSpec, dp: int) -> int:
     return per_step
 
 
+def projections_of(spec: PlanSpec) -> str:
+    """The plan's projections (cm.Plan.projections): as given, else Megatron-core's fused ones, except under
+    per-op recompute, which only torchtitan runs (frameworks/torchtitan.py), where torchtitan's own (fused_qkv):
+    per-op recompute keeps every other matmul output, so the matmuls it is priced with must be a stack's."""
+    if spec.projections is not None:
+        return spec.projections
+    return "fused_qkv" if spec.recompute == "op" else "fused"
+
+
 def build_plan(spec: PlanSpec, model: ModelSpec, num_gpus: int) -> cm.Plan:
     """A cm.Plan from the spec; dp and the global batch are derived when not given."""
     dp = resolve_dp(spec, num_gpus)
@@ -52,7 +61,8 @@ def build_plan(spec: PlanSpec, model: ModelSpec, num_gpus: int) -> cm.Plan:
         offload_layers=spec.offload_layers, offload_modules=tuple(dict.fromkeys(spec.offload_modules)),
         lowp_param_gather=spec.lowp_param_gather,
         cp=spec.cp, cp_comm=spec.cp_comm, pipeline_buffers=spec.pipeline_buffers, grad_sync=spec.grad_sync,
-        repeat_kv=spec.repeat_kv, sp_gathered=spec.sp_gathered, projections=spec.projections, ep=spec.ep, etp=spec.etp,
+        repeat_kv=spec.repeat_kv, sp_gathered=spec.sp_gathered, projections=projections_of(spec), ep=spec.ep,
+        etp=spec.etp,
         recompute_modules=tuple(dict.fromkeys(spec.recompute_modules)), ep_overlap=spec.ep_overlap,
         optimizer_states=spec.optimizer_states, fp8_attention=spec.fp8_attention, ep_dispatch=spec.ep_dispatch,
         ep_dispatch_dtype=spec.ep_dispatch_dtype,

@@ -386,8 +386,9 @@ class PlanSpec(Spec):
     grad_sync: Literal["buckets", "chunk_end", "microbatch"] = "buckets"
     repeat_kv: Flag = False  # K/V repeated to the query heads before attention (costmodel Plan.repeat_kv)
     sp_gathered: Flag = False  # sequence parallel's QKV/MLP inputs saved gathered (costmodel Plan.sp_gathered)
-    # the dense projections as one GEMM each for QKV and gate/up, or separate GEMMs (costmodel Plan.projections)
-    projections: Literal[cm.PROJECTIONS] = "fused"
+    # the dense projections as one GEMM each for QKV and gate/up, or separate GEMMs (costmodel Plan.projections);
+    # absent: fused, or under per-op recompute (torchtitan's only) torchtitan's fused_qkv (plans.projections_of)
+    projections: Optional[Literal[cm.PROJECTIONS]] = None
     ep: count(L.MAX_DEGREE) = 1
     etp: count(L.MAX_DEGREE) = 1
     vpp: count(L.MAX_LAYERS) = 1

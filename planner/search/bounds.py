@@ -223,8 +223,9 @@ def no_larger(a: Knobs, b: Knobs) -> bool:
     `b` has it off, pipeline buffers freed where `b` keeps them, sequence-parallel inputs saved as
     the shard where `b` saves them gathered, or at least as many layers offloaded to host (each shrinks
     every stage's activations: memory.layer_activation_bytes, memory.pipeline_buffer_units,
-    stage.stage_activation_bytes)."""
-    return (_states(a) == _states(b)
+    stage.stage_activation_bytes). Per-op recompute keeps the outputs of the stack's own matmuls, so under it
+    the projections must match."""
+    return (_states(a) == _states(b) and (a.proj == b.proj or "op" not in (a.recompute, b.recompute))
             and (a.recompute == b.recompute or (a.recompute, b.recompute) in SMALLER_RECOMPUTE)
             and a.sp >= b.sp and (a.pbuf == b.pbuf or a.pbuf == "freed") and a.spg <= b.spg and a.offl >= b.offl)
 
