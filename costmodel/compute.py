@@ -18,6 +18,8 @@ from . import lowp
 from .flops import (
     attention_keys_per_query,
     attention_parameters,
+    fuses_gate_up,
+    fuses_qkv,
     mla_projections,
     mlp_matrices,
     projection_inputs,
@@ -92,7 +94,7 @@ def attention_gemms(model: Model, tokens: int, tp: int, fused: bool = True) -> l
     out = (tokens, h, value_width(model) // tp, 1)
     if not model.mla and not fused:
         kv = model.kv_heads * model.head_dim
-        return [(tokens, (qkv_out_dim(model) - 2 * kv) // tp, h, 1), (tokens, kv // tp, h, 2), out]
+        return [(tokens, q_width(model) // tp, h, 1), (tokens, kv // tp, h, 2), out]
     if not model.mla:
         return [(tokens, qkv_out_dim(model) // tp, h, 1), out]
     (q_in, q_out), *rest = mla_projections(model)
@@ -127,7 +129,7 @@ def projection_gemms(model: Model, tokens: int, tp: int, projections: str = "fus
     """(m, n, k) of each matmul in execution order as the stack writes them (flops.projection_widths); wo and
     the last MLP matrix are row parallel (input split over TP), the others column parallel."""
     widths, inputs = projection_widths(model, projections), projection_inputs(model, projections)
-    row_parallel = {3 if projections == "separate" else 1, len(widths) - 1}
+    row_parallel = {1 if fuses_qkv(projections) else 3, len(widths) - 1}
     return [(tokens, n, k // tp) if i in row_parallel else (tokens, n // tp, k)
             for i, (k, n) in enumerate(zip(inputs, widths))]
 
@@ -297,7 +299,7 @@ def attention_work(model: Model, batch: int, tp: int, sequence_parallel: bool, f
         inputs, grads = [full, value_width(model) / tp], [qkv_out_dim(model) / tp, full]
     weights = attention_parameters(model) / tp
     normed = 0.0 if model.mla else tokens * full  # MLA's two down projections read a separate norm's output
-    gemms = attention_gemms(model, tokens, tp, projections != "separate")
+    gemms = attention_gemms(model, tokens, tp, fuses_qkv(projections))
     return Work(gemms, moved, tokens * sum(inputs), tokens * sum(grads), weights, normed)
 
 
@@ -312,7 +314,7 @@ def dense_mlp_work(model: Model, tokens: int, tp: int, sequence_parallel: bool, 
     full = h / tp if sequence_parallel else h
     up = (mlp_matrices(model) - 1) * width
     weights = mlp_matrices(model) * h * width / tp
-    return Work(mlp_gemms(model, tokens, tp, width, projections == "fused"), moved, tokens * (full + width / tp),
+    return Work(mlp_gemms(model, tokens, tp, width, fuses_gate_up(projections)), moved, tokens * (full + width / tp),
                 tokens * (up / tp + full), weights, tokens * full)
 
 

@@ -202,23 +202,33 @@ def model_flops_per_step(model: Model, global_batch_size: int, causal: bool = Fa
                   + mtp_forward_flops(model, global_batch_size, causal))
 
 
+def fuses_qkv(projections: str) -> bool:
+    """Whether the stack runs Q, K and V as one GEMM (Plan.projections: fused, fused_qkv)."""
+    return projections != "separate"
+
+
+def fuses_gate_up(projections: str) -> bool:
+    """Whether the stack runs a gated MLP's gate and up as one GEMM (Plan.projections: fused only)."""
+    return projections == "fused"
+
+
 def projection_widths(model: Model, projections: str = "fused") -> list[int]:
     """Output widths of a dense layer's matmuls in execution order as the stack writes them (Plan.projections):
     separate, as torchtitan's Llama of 2024-2025: wq, wk, wv, wo, then w1, w3, w2 (SwiGLU) or fc1, fc2 (GeLU);
     fused_qkv (torchtitan since fuse_qkv): wqkv, wo, w1, w3, w2; fused (Megatron-core): wqkv, wo, w13, w2."""
     h, kv, f = model.hidden_size, model.kv_heads * model.head_dim, model.ffn
-    attention = [q_width(model), kv, kv] if projections == "separate" else [q_width(model) + 2 * kv]
+    attention = [q_width(model) + 2 * kv] if fuses_qkv(projections) else [q_width(model), kv, kv]
     gated = mlp_matrices(model) == 3
-    mlp = ([2 * f, h] if projections == "fused" else [f, f, h]) if gated else [f, h]
+    mlp = ([2 * f, h] if fuses_gate_up(projections) else [f, f, h]) if gated else [f, h]
     return attention + [h] + mlp
 
 
 def projection_inputs(model: Model, projections: str = "fused") -> list[int]:
     """Input widths of the same matmuls (wo's input is heads x head_dim, w2's is f)."""
     h, f = model.hidden_size, model.ffn
-    attention = [h, h, h] if projections == "separate" else [h]
+    attention = [h] if fuses_qkv(projections) else [h, h, h]
     gated = mlp_matrices(model) == 3
-    mlp = ([h, f] if projections == "fused" else [h, h, f]) if gated else [h, f]
+    mlp = ([h, f] if fuses_gate_up(projections) else [h, h, f]) if gated else [h, f]
     return attention + [value_width(model)] + mlp
 
 

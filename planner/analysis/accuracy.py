@@ -37,6 +37,7 @@ def kind_of(moe: bool) -> str:
 # cm.Plan.fp8_recipe -> the scaling that tells fp8 rows apart (the recipes of one scaling differ in where the
 # scale comes from, not in the kernels and casts).
 FP8_SCALING = {"delayed": "per-tensor", "tensorwise": "per-tensor", "rowwise": "rowwise", "blockwise": "blockwise"}
+FP8_SCALINGS = tuple(dict.fromkeys(FP8_SCALING.values()))  # per-tensor, rowwise, blockwise
 
 
 def scaling_of(precision: str, fp8_recipe: str | None) -> str | None:
@@ -45,6 +46,11 @@ def scaling_of(precision: str, fp8_recipe: str | None) -> str | None:
 
 
 Key = tuple  # (GPU name, precision, fp8 scaling or None, kind)
+
+
+def key_of(gpu: str, precision: str, fp8_recipe: str | None, moe: bool) -> Key:
+    """The table's key of a plan or a row: its GPU, precision, fp8 scaling (scaling_of) and kind (kind_of)."""
+    return gpu, precision, scaling_of(precision, fp8_recipe), kind_of(moe)
 
 
 @lru_cache(maxsize=1)
@@ -63,7 +69,7 @@ def judge(gpu: str, precision: str, moe: bool, fp8_recipe: str | None = None, ge
     plan's kind of model; where none ran on `gpu`, those of the GPU of `generation` with the most such rows (`gpu`
     names it, `plan_gpu` the plan's); None where there is none (envelope.judge then says that nothing judged the
     model there, when no run of either kind was published)."""
-    key = (gpu, precision, scaling_of(precision, fp8_recipe), kind_of(moe))
+    key = key_of(gpu, precision, fp8_recipe, moe)
     found = shipped().get(key)
     if found is None and generation:
         alike = sorted(((-e["shipped"]["n"], k) for k, e in shipped().items()

@@ -35,6 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import models_json_schema
 
 from costmodel import types as cm
+from planner.analysis.accuracy import FP8_SCALINGS
 from planner.commands.common import SCHEMA_VERSION
 from planner.inputs import specs
 
@@ -420,7 +421,7 @@ class StepAccuracy(Strict):
                  "kind, the GPU of its generation with the most such rows")
     plan_gpu: str = d("catalog GPU name of the plan")
     precision: str = d("the plan's precision")
-    fp8_scaling: Literal["per-tensor", "rowwise", "blockwise"] | None = d(
+    fp8_scaling: Literal[FP8_SCALINGS] | None = d(
         "the plan's fp8 scaling, which the rows share: per-tensor (delayed or current scaling), rowwise or blockwise; "
         "null for other precisions")
     kind: Literal["dense", "moe"] = d("the kind of model the rows train: dense, or mixture of experts")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 
-from planner.analysis.accuracy import FILE, LEFT_OUT, kind_of, scaling_of
+from planner.analysis.accuracy import FILE, LEFT_OUT, key_of
 from planner.validation.runs import default_holdout, evaluate, generated_file_main, load_runs, prepare, worst_stats
 
 
@@ -38,13 +38,16 @@ def compute(out_of_sample: dict | None = None, runs=None, holdout=None) -> list[
     for run in (r for r in runs + holdout if not r.exclude):
         p = prepare(run)
         generation[p.cluster.gpu.name] = p.generation
-        key = (p.cluster.gpu.name, p.plan.precision, scaling_of(p.plan.precision, p.plan.fp8_recipe),
-               kind_of(p.model.moe is not None))
+        key = key_of(p.cluster.gpu.name, p.plan.precision, p.plan.fp8_recipe, p.model.moe is not None)
         by_key.setdefault(key, []).append(run.id)
-    return [{"gpu": g, "generation": generation[g], "precision": prec, "fp8_scaling": scaling, "kind": kind,
-             "left_out": LEFT_OUT[kind], "shipped": worst_stats([(i, fitted[i]) for i in by_key[key]]),
-             "out_of_sample": worst_stats([(i, held[i]) for i in by_key[key]])}
-            for key in sorted(by_key, key=lambda k: (k[0], k[1], k[2] or "", k[3])) for g, prec, scaling, kind in [key]]
+
+    def record(key) -> dict:
+        gpu, precision, scaling, kind = key
+        return {"gpu": gpu, "generation": generation[gpu], "precision": precision, "fp8_scaling": scaling,
+                "kind": kind, "left_out": LEFT_OUT[kind], "shipped": worst_stats([(i, fitted[i]) for i in by_key[key]]),
+                "out_of_sample": worst_stats([(i, held[i]) for i in by_key[key]])}
+
+    return [record(key) for key in sorted(by_key, key=lambda k: (k[0], k[1], k[2] or "", k[3]))]
 
 
 def show() -> None:
