@@ -415,7 +415,11 @@ TORCHTITAN_2025_STEP_BOUNDS = (0.1468, 0.4244)
 # more GPUs), the 405B GB200/GB300 rows -3.4% .. -14.5%, the 8B rows at 72 GPUs within 3%, at 8 GPUs +6% / +14%
 # (per-layer CUDA graphs the plan cannot say), at 512 GPUs -31% / -35% (one micro-batch per step, 89 ms;
 # validation/README.md, "Held-out rows").
-MLPERF_2025_STEP_BOUNDS = (0.1050, 0.3484)
+# Nine more rows the same session, before their predictions were read (other submitters' runs of the same NeMo code:
+# DGX B200 405B at 256 and 448 GPUs and 8B at 64 and 256, HGX H200 405B at 512 and 1,024, 8-GPU B200/B300 8B). Their
+# first read: MAPE 5.98%, max 14.0% (405B B200 -11.5% / -12.5%, H200 -2.4% / -2.9%, 8B within 4.3% but -14.0% at 256
+# B200s, one micro-batch a step, as the 512-GPU NVIDIA rows); all 26: MAPE 8.93%, max 34.8%.
+MLPERF_2025_STEP_BOUNDS = (0.0894, 0.3484)
 SEPARATELY_BOUNDED = ("megatron-core-2024", "mcore-moe-2025", "torchtitan-2025", "mlperf-2025")
 
 
@@ -462,7 +466,7 @@ def test_mlperf_2025_rows(holdout):
     rows = [r for r in holdout if r.group == "mlperf-2025"]
     step = validation.group_errors(validation.evaluate(rows))["step_time"]
     print(f"mlperf-2025 held out: step MAPE {step['mape']:.4f}, max {step['max_abs']:.4f}")
-    assert step["n"] == len(rows) == 17 and not any(r.exclude for r in rows)
+    assert step["n"] == len(rows) == 26 and not any(r.exclude for r in rows)
     assert step["mape"] <= MLPERF_2025_STEP_BOUNDS[0] and step["max_abs"] <= MLPERF_2025_STEP_BOUNDS[1]
 
 
