@@ -9,7 +9,7 @@ from __future__ import annotations
 from . import topology
 from .lowp import FP8_RECIPES, WEIGHT_CASTS, is_low
 from .types import (ATTENTION_KERNELS, CP_COMMS, DISPATCH_DTYPES, GRAD_DTYPES, GRAD_SYNCS, PIPELINE_BUFFERS, PRECISIONS,
-                    PROJECTIONS,
+                    PROJECTIONS, RANK_ORDERS,
                     MOE_OFFLOAD_MODULES, MOE_RECOMPUTE_MODULES,
                     OFFLOAD_MODULES, RECOMPUTE_MODES, RECOMPUTE_MODULES, Cluster, Model, Plan)
 
@@ -152,6 +152,11 @@ def _choice_rules(model: Model, plan: Plan) -> list[str]:
     elif plan.projections == "separate" and plan.recompute == "op" and model.moe:
         out.append("per-op recompute of an MoE layer is modelled with one QKV GEMM (torchtitan's MoE models, "
                    "fused_qkv): projections separate is not modelled there; use fused_qkv")
+    if plan.rank_order not in RANK_ORDERS:
+        out.append(f"rank_order must be one of {', '.join(RANK_ORDERS)} (got {plan.rank_order})")
+    elif plan.rank_order != RANK_ORDERS[0] and plan.ep > 1:
+        out.append(f"rank_order {plan.rank_order} with expert parallelism is not modelled (the experts' groups are "
+                   f"laid out over {RANK_ORDERS[0]}); use {RANK_ORDERS[0]}")
     if plan.bf16_layers_start < 0 or plan.bf16_layers_end < 0:
         out.append("bf16_layers_start/end must be >= 0")
     elif plan.bf16_layers_start + plan.bf16_layers_end > model.num_layers:

@@ -2,7 +2,11 @@
 
 Rank order is Megatron-LM's default (`RankGenerator` order "tp-cp-ep-dp-pp"): a TP group is `tp`
 consecutive GPUs, a CP group has stride `tp`, a DP group stride `tp*cp`, a PP group stride
-`tp*cp*dp`. The experts fold over the same tp*cp*dp ranks of a stage as etp, ep, expert-DP (etp
+`tp*cp*dp`. With Plan.rank_order "tp-cp-pp-dp" (Megatron-LM --use-tp-pp-dp-mapping, order
+"tp-cp-ep-pp-dp" in megatron/training/initialize.py) a PP group has stride `tp*cp` and a DP group
+`tp*cp*pp`: a whole replica sits in consecutive GPUs, so on NVL72 racks the stages exchange over
+NVLink and the gradient sync crosses the network (NVIDIA's MLPerf GB200 configs, TP_PP_DP_MAPPING).
+The experts fold over the same tp*cp*dp ranks of a stage as etp, ep, expert-DP (etp
 innermost; megatron/core/parallel_state.py, expert RankGenerator "tp-ep-dp-pp" with tp = etp).
 An NVLink domain is `nvlink_domain_size` consecutive GPUs (8 on DGX/HGX,
 72 on GB200 NVL72, 2 for PCIe NVLink-bridge pairs, 1 with no NVLink at all), of which a job uses equal
@@ -88,9 +92,13 @@ def ranks_in_domain(size: int, stride: int, domain: int) -> int:
 
 
 def dp_ranks_per_domain(plan: Plan, cluster: Cluster) -> int:
-    """Ranks of the gradient-sync group of the dense weights, dp x cp (stride tp; the CP ranks of a
-    sequence hold the same weights), that land in one NVLink domain."""
-    return ranks_per_domain(plan.dp * plan.cp, plan.tp, cluster)
+    """Ranks of the gradient-sync group of the dense weights, dp x cp (the CP ranks of a sequence hold
+    the same weights), that land in one NVLink domain: stride tp in the default order; under
+    "tp-cp-pp-dp" the cp ranks (stride tp) times the dp ranks (stride tp*cp*pp) a domain holds."""
+    if plan.rank_order == "tp-cp-dp-pp" or cluster.num_gpus <= domain_size(cluster):
+        return ranks_per_domain(plan.dp * plan.cp, plan.tp, cluster)
+    domain = domain_size(cluster)
+    return ranks_in_domain(plan.cp, plan.tp, domain) * ranks_in_domain(plan.dp, plan.tp * plan.cp * plan.pp, domain)
 
 
 def cp_ranks_per_domain(plan: Plan, cluster: Cluster) -> int:
@@ -109,5 +117,8 @@ def expert_dp_ranks_per_domain(plan: Plan, cluster: Cluster) -> int:
 
 
 def pp_neighbours_share_domain(plan: Plan, cluster: Cluster) -> bool:
-    """True when every pipeline boundary stays inside an NVLink domain (whole pipeline in one domain)."""
-    return plan.tp * plan.cp * plan.dp * plan.pp <= domain_size(cluster)
+    """True when every pipeline boundary stays inside an NVLink domain: the whole job in one domain, or
+    under "tp-cp-pp-dp" each replica (tp*cp*pp consecutive GPUs) in one."""
+    span = plan.tp * plan.cp * plan.pp * (plan.dp if plan.rank_order == "tp-cp-dp-pp" else 1)
+    domain = domain_size(cluster)
+    return span <= domain and (cluster.num_gpus <= domain or domain % span == 0)

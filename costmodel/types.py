@@ -40,6 +40,7 @@ ATTENTION_KERNELS = ("cudnn", "flash2")
 PIPELINE_BUFFERS = ("freed", "per_microbatch")  # Plan.pipeline_buffers (memory.pipeline_buffer_units)
 GRAD_SYNCS = ("buckets", "chunk_end", "microbatch")  # Plan.grad_sync (dataparallel.dp_sync_seconds, step.py)
 PROJECTIONS = ("fused", "fused_qkv", "separate")  # Plan.projections (compute.attention_gemms, compute.mlp_gemms)
+RANK_ORDERS = ("tp-cp-dp-pp", "tp-cp-pp-dp")  # Plan.rank_order (topology.py)
 WINDOW_KINDS = ("sliding", "chunked")
 QK_NORMS = ("none", "learned", "l2")  # Model.qk_norm
 GATED_MLPS = ("swiglu", "geglu", "quick_geglu")
@@ -372,6 +373,10 @@ class Plan:
     # and V projections are num_kv_heads x head_dim / tp wide. Routed and shared experts keep moe.py's shapes (one
     # gate/up GEMM), and per-op recompute of an MoE layer one QKV GEMM (rules.py refuses it with "separate").
     projections: str = "fused"
+    # How ranks are numbered (RANK_ORDERS, innermost first; topology.py): Megatron-LM's default "tp-cp-dp-pp",
+    # data-parallel neighbours next to each other, or "tp-cp-pp-dp" (--use-tp-pp-dp-mapping), the stages of a
+    # pipeline next to each other, so that a replica fills an NVLink domain and the data-parallel group spans them.
+    rank_order: str = "tp-cp-dp-pp"
     # K and V repeated to the query heads before attention (a grouped-query model run through an
     # attention kernel without GQA: torchtitan's llama until it passed enable_gqa, repeat_kv), so the
     # saved K/V and the context-parallel exchange carry num_attention_heads heads, not num_kv_heads.

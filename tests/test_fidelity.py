@@ -419,7 +419,10 @@ TORCHTITAN_2025_STEP_BOUNDS = (0.1468, 0.4244)
 # DGX B200 405B at 256 and 448 GPUs and 8B at 64 and 256, HGX H200 405B at 512 and 1,024, 8-GPU B200/B300 8B). Their
 # first read: MAPE 5.98%, max 14.0% (405B B200 -11.5% / -12.5%, H200 -2.4% / -2.9%, 8B within 4.3% but -14.0% at 256
 # B200s, one micro-batch a step, as the 512-GPU NVIDIA rows); all 26: MAPE 8.93%, max 34.8%.
-MLPERF_2025_STEP_BOUNDS = (0.0894, 0.3484)
+# With the rank order the configs set (Plan.rank_order tp-cp-pp-dp, TP_PP_DP_MAPPING), the same session: 8.25%, max
+# 34.8%; the GB200 NVFP4 405B rows -3.4% / -8.8% / -11.7% -> -1.7% / +1.7% / +3.5% (512, 2,560, 5,120 GPUs: a replica
+# per rack, the gradient sync across racks), the other two multi-rack 405B rows within 0.5 points.
+MLPERF_2025_STEP_BOUNDS = (0.0826, 0.3484)
 SEPARATELY_BOUNDED = ("megatron-core-2024", "mcore-moe-2025", "torchtitan-2025", "mlperf-2025")
 
 
@@ -529,7 +532,7 @@ MECHANISMS = ("overlap_dp_comm", "overlap_pp_comm", "fused_elementwise", "fused_
               "bf16_layers_end", "tp_comm_overlap", "offload_layers", "offload_modules", "lowp_param_gather",
               "recompute_modules",
               "ep_overlap", "ep_dispatch", "moe_cuda_graphs", "full_iteration_graph", "optimizer_states",
-              "fp8_attention", "cp_comm", "attention_kernel", "tp_async_grad", "projections")
+              "fp8_attention", "cp_comm", "attention_kernel", "tp_async_grad", "projections", "rank_order")
 # Under a low-precision format these select how it runs whether or not the row sets them; so do
 # tp_comm_overlap under tensor parallelism and, without that overlap, tp_async_grad.
 LOW_PRECISION = {"fp8", "mxfp8", "nvfp4"}

@@ -159,6 +159,9 @@ class Plan(Strict):
     projections: Literal[cm.PROJECTIONS] = d(
         "the dense projections as the model code writes them: QKV and gate/up one GEMM each (fused), QKV one and "
         "gate/up two (fused_qkv), or Q, K, V, gate and up each its own GEMM (separate)")
+    rank_order: Literal[cm.RANK_ORDERS] = d(
+        "how ranks are numbered, innermost first: tp-cp-dp-pp (Megatron-LM's default: data-parallel neighbours "
+        "together) or tp-cp-pp-dp (--use-tp-pp-dp-mapping: a replica's pipeline stages together)")
     repeat_kv: bool = d("K/V repeated to the query heads before attention (attention without grouped-query "
                         "support): saved and exchanged at the query heads' width")
     attention_kernel: Literal["cudnn", "flash2"] = d(

@@ -221,6 +221,8 @@ def parallel_flags(job: Job) -> Flags:
     and expt_dp_group), so dp 1 with cp or expert-DP ranks still syncs."""
     p = job.plan
     out: Flags = [("--tensor-model-parallel-size", p.tp), ("--pipeline-model-parallel-size", p.pp)]
+    if p.rank_order == "tp-cp-pp-dp":  # initialize.py: order tp-cp-ep-pp-dp instead of tp-cp-ep-dp-pp
+        out.append(("--use-tp-pp-dp-mapping", None))
     out += pipeline_flags(job) + context_flags(job)
     if job.cm_model.moe is not None:
         out += [("--expert-model-parallel-size", p.ep), ("--expert-tensor-parallel-size", p.etp)]

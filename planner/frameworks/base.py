@@ -69,6 +69,9 @@ class Knobs:
     # The whole forward-backward as one CUDA graph (Plan.full_iteration_graph). Not searched: the search
     # scores plans without it (the graph could only shorten their steps); estimate and emit take it from the user.
     full_iteration_graph: Choice = Choice((False,), "no whole-iteration CUDA graph")
+    # How ranks are numbered (Plan.rank_order). Not searched: the search scores the default order; estimate and
+    # emit take the other from the user.
+    rank_order: Choice = Choice(("tp-cp-dp-pp",), "ranks numbered tp, cp, dp, pp (pipeline stages outermost)")
     # Activations of whole layers copied to host memory during forward and back for backward (Plan.offload_layers):
     # True = the search tries the counts offload_layer_counts gives (space.offload_counts).
     activation_offload: Choice = Choice((False,), "no activation offload of whole layers")
@@ -239,6 +242,8 @@ def knob_violations(fw: Framework, plan: cm.Plan) -> list[str]:
         checks.append(("whole-iteration CUDA graph", plan.full_iteration_graph, ks.full_iteration_graph))
     if plan.offload_modules:
         checks.append(("module activation offload", True, ks.module_offload))
+    if plan.rank_order != "tp-cp-dp-pp":
+        checks.append(("rank order", plan.rank_order, ks.rank_order))
     checks.append(("DP gradient sync overlapped", plan.overlap_dp_comm, ks.overlap_dp_comm))
     broken = [f"{label} {_word(value)}: {choice.why}" for label, value, choice in checks if value not in choice.values]
     return broken + numerics_violations(fw, plan)

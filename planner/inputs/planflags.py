@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from costmodel.types import DISPATCH_DTYPES, OFFLOAD_MODULES, PROJECTIONS, RECOMPUTE_MODULES
+from costmodel.types import DISPATCH_DTYPES, OFFLOAD_MODULES, PROJECTIONS, RANK_ORDERS, RECOMPUTE_MODULES
 
 from planner.errors import PlannerError
 from planner.inputs import limits as L
@@ -117,6 +117,10 @@ def add_plan_flags(p: argparse.ArgumentParser) -> None:
                    help="the dense projections as the model code writes them: QKV and gate/up one GEMM each "
                         "(fused: Megatron-core, the default), QKV one and gate/up two (fused_qkv: torchtitan, the "
                         "default under --recompute op) or all separate (separate: torchtitan before 2026-06)")
+    g.add_argument("--rank-order", default=RANK_ORDERS[0], choices=list(RANK_ORDERS),
+                   help="how ranks are numbered, innermost first: data-parallel neighbours together (tp-cp-dp-pp, "
+                        "Megatron-LM's default) or a pipeline's stages together (tp-cp-pp-dp, "
+                        "--use-tp-pp-dp-mapping: a replica per NVLink domain, the gradient sync across them)")
     g.add_argument("--weight-casts", default="step", choices=["step", "use"],
                    help="low-precision weight casts cached per step (Transformer Engine, default) or per use (torchao)")
     g.add_argument("--grad-dtype", choices=["fp32", "bf16", "fp16", "int8"],
@@ -164,7 +168,7 @@ def plan_spec_from_args(args: argparse.Namespace):
         "pipeline_buffers": args.pipeline_buffers,
         "grad_sync": args.grad_sync,
         "repeat_kv": args.repeat_kv, "attention_kernel": args.attention_kernel, "sp_gathered": args.sp_gathered,
-        "projections": args.projections,
+        "projections": args.projections, "rank_order": args.rank_order,
     }
     if args.bf16_layers is not None:
         start, comma, end = args.bf16_layers.partition(",")

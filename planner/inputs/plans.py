@@ -61,7 +61,8 @@ def build_plan(spec: PlanSpec, model: ModelSpec, num_gpus: int) -> cm.Plan:
         offload_layers=spec.offload_layers, offload_modules=tuple(dict.fromkeys(spec.offload_modules)),
         lowp_param_gather=spec.lowp_param_gather,
         cp=spec.cp, cp_comm=spec.cp_comm, pipeline_buffers=spec.pipeline_buffers, grad_sync=spec.grad_sync,
-        repeat_kv=spec.repeat_kv, sp_gathered=spec.sp_gathered, projections=projections_of(spec), ep=spec.ep,
+        repeat_kv=spec.repeat_kv, sp_gathered=spec.sp_gathered, projections=projections_of(spec),
+        rank_order=spec.rank_order, ep=spec.ep,
         etp=spec.etp,
         recompute_modules=tuple(dict.fromkeys(spec.recompute_modules)), ep_overlap=spec.ep_overlap,
         optimizer_states=spec.optimizer_states, fp8_attention=spec.fp8_attention, ep_dispatch=spec.ep_dispatch,
@@ -104,6 +105,6 @@ def plan_to_dict(plan: cm.Plan) -> dict:
         "offload_layers": plan.offload_layers, "offload_modules": list(plan.offload_modules),
         "lowp_param_gather": plan.lowp_param_gather,
         "pipeline_buffers": plan.pipeline_buffers, "grad_sync": plan.grad_sync, "repeat_kv": plan.repeat_kv,
-        "sp_gathered": plan.sp_gathered, "projections": plan.projections,
+        "sp_gathered": plan.sp_gathered, "projections": plan.projections, "rank_order": plan.rank_order,
         "attention_kernel": plan.attention_kernel,
     }

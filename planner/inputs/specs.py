@@ -389,6 +389,8 @@ class PlanSpec(Spec):
     # the dense projections as one GEMM each for QKV and gate/up, or separate GEMMs (costmodel Plan.projections);
     # absent: fused, or under per-op recompute (torchtitan's only) torchtitan's fused_qkv (plans.projections_of)
     projections: Optional[Literal[cm.PROJECTIONS]] = None
+    # how ranks are numbered, innermost first (costmodel Plan.rank_order; Megatron --use-tp-pp-dp-mapping)
+    rank_order: Literal[cm.RANK_ORDERS] = "tp-cp-dp-pp"
     ep: count(L.MAX_DEGREE) = 1
     etp: count(L.MAX_DEGREE) = 1
     vpp: count(L.MAX_LAYERS) = 1
