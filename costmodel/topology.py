@@ -119,6 +119,8 @@ def expert_dp_ranks_per_domain(plan: Plan, cluster: Cluster) -> int:
 def pp_neighbours_share_domain(plan: Plan, cluster: Cluster) -> bool:
     """True when every pipeline boundary stays inside an NVLink domain: the whole job in one domain, or
     under "tp-cp-pp-dp" each replica (tp*cp*pp consecutive GPUs) in one."""
-    span = plan.tp * plan.cp * plan.pp * (plan.dp if plan.rank_order == "tp-cp-dp-pp" else 1)
     domain = domain_size(cluster)
-    return span <= domain and (cluster.num_gpus <= domain or domain % span == 0)
+    if plan.rank_order == "tp-cp-dp-pp":
+        return plan.tp * plan.cp * plan.dp * plan.pp <= domain
+    replica = plan.tp * plan.cp * plan.pp
+    return replica <= domain and (cluster.num_gpus <= domain or domain % replica == 0)

@@ -422,7 +422,11 @@ TORCHTITAN_2025_STEP_BOUNDS = (0.1468, 0.4244)
 # With the rank order the configs set (Plan.rank_order tp-cp-pp-dp, TP_PP_DP_MAPPING), the same session: 8.25%, max
 # 34.8%; the GB200 NVFP4 405B rows -3.4% / -8.8% / -11.7% -> -1.7% / +1.7% / +3.5% (512, 2,560, 5,120 GPUs: a replica
 # per rack, the gradient sync across racks), the other two multi-rack 405B rows within 0.5 points.
-MLPERF_2025_STEP_BOUNDS = (0.0826, 0.3484)
+# Eleven more rows later that session, before their predictions were read, with the rank order their configs set
+# (CoreWeave/IBM's GB200 405B FP8 at 512-2,496 GPUs, 8-128-GPU B200/B300 8B). Their first read: MAPE 8.12%, max 14.0%
+# (the five GB200 FP8 rows -13.1% .. -14.0%, flat with scale, as NVIDIA's own v5.0 GB200 pair; the 8B -1.8% .. +8.6%);
+# all 37: MAPE 8.21%, max 34.8%.
+MLPERF_2025_STEP_BOUNDS = (0.0822, 0.3484)
 SEPARATELY_BOUNDED = ("megatron-core-2024", "mcore-moe-2025", "torchtitan-2025", "mlperf-2025")
 
 
@@ -469,7 +473,7 @@ def test_mlperf_2025_rows(holdout):
     rows = [r for r in holdout if r.group == "mlperf-2025"]
     step = validation.group_errors(validation.evaluate(rows))["step_time"]
     print(f"mlperf-2025 held out: step MAPE {step['mape']:.4f}, max {step['max_abs']:.4f}")
-    assert step["n"] == len(rows) == 26 and not any(r.exclude for r in rows)
+    assert step["n"] == len(rows) == 37 and not any(r.exclude for r in rows)
     assert step["mape"] <= MLPERF_2025_STEP_BOUNDS[0] and step["max_abs"] <= MLPERF_2025_STEP_BOUNDS[1]
 
 
