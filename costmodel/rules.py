@@ -154,9 +154,9 @@ def _choice_rules(model: Model, plan: Plan) -> list[str]:
                    "fused_qkv): projections separate is not modelled there; use fused_qkv")
     if plan.rank_order not in RANK_ORDERS:
         out.append(f"rank_order must be one of {', '.join(RANK_ORDERS)} (got {plan.rank_order})")
-    elif plan.rank_order != RANK_ORDERS[0] and plan.ep > 1:
-        out.append(f"rank_order {plan.rank_order} with expert parallelism is not modelled (the experts' groups are "
-                   f"laid out over {RANK_ORDERS[0]}); use {RANK_ORDERS[0]}")
+    elif plan.rank_order != RANK_ORDERS[0] and model.moe:
+        out.append(f"rank_order {plan.rank_order} for a mixture-of-experts model is not modelled (the experts' groups "
+                   f"are laid out over {RANK_ORDERS[0]}); use {RANK_ORDERS[0]}")
     if plan.bf16_layers_start < 0 or plan.bf16_layers_end < 0:
         out.append("bf16_layers_start/end must be >= 0")
     elif plan.bf16_layers_start + plan.bf16_layers_end > model.num_layers:

@@ -6,7 +6,8 @@ consecutive GPUs, a CP group has stride `tp`, a DP group stride `tp*cp`, a PP gr
 "tp-cp-ep-pp-dp" in megatron/training/initialize.py) a PP group has stride `tp*cp` and a DP group
 `tp*cp*pp`: a whole replica sits in consecutive GPUs, so on NVL72 racks the stages exchange over
 NVLink and the gradient sync crosses the network (NVIDIA's MLPerf GB200 configs, TP_PP_DP_MAPPING).
-The experts fold over the same tp*cp*dp ranks of a stage as etp, ep, expert-DP (etp
+The experts fold (default order only: rules.py refuses the other for MoE models) over the same tp*cp*dp
+ranks of a stage as etp, ep, expert-DP (etp
 innermost; megatron/core/parallel_state.py, expert RankGenerator "tp-ep-dp-pp" with tp = etp).
 An NVLink domain is `nvlink_domain_size` consecutive GPUs (8 on DGX/HGX,
 72 on GB200 NVL72, 2 for PCIe NVLink-bridge pairs, 1 with no NVLink at all), of which a job uses equal
@@ -93,12 +94,26 @@ def ranks_in_domain(size: int, stride: int, domain: int) -> int:
 
 def dp_ranks_per_domain(plan: Plan, cluster: Cluster) -> int:
     """Ranks of the gradient-sync group of the dense weights, dp x cp (the CP ranks of a sequence hold
-    the same weights), that land in one NVLink domain: stride tp in the default order; under
-    "tp-cp-pp-dp" the cp ranks (stride tp) times the dp ranks (stride tp*cp*pp) a domain holds."""
-    if plan.rank_order == "tp-cp-dp-pp" or cluster.num_gpus <= domain_size(cluster):
+    the same weights), that land in one NVLink domain: stride tp in the default order (and under
+    "tp-cp-pp-dp" with pp 1, where both orders place every rank alike); else counted rank by rank
+    (pp_last_dp_ranks_per_domain)."""
+    if plan.rank_order == "tp-cp-dp-pp" or plan.pp == 1 or cluster.num_gpus <= domain_size(cluster):
         return ranks_per_domain(plan.dp * plan.cp, plan.tp, cluster)
-    domain = domain_size(cluster)
-    return ranks_in_domain(plan.cp, plan.tp, domain) * ranks_in_domain(plan.dp, plan.tp * plan.cp * plan.pp, domain)
+    return pp_last_dp_ranks_per_domain(plan.tp, plan.cp, plan.pp, plan.dp, domain_size(cluster))
+
+
+@lru_cache(maxsize=256)
+def pp_last_dp_ranks_per_domain(tp: int, cp: int, pp: int, dp: int, domain: int) -> int:
+    """Under "tp-cp-pp-dp" rank r = t + tp (c + cp (p + pp d)): a gradient-sync group is the ranks of one
+    (t, p), its cp x dp members at strides tp and tp*cp*pp. The fewest of a group's members that share a
+    domain of `domain` consecutive GPUs, over every group and domain it touches (a count, not a formula:
+    the strides need not divide the domain)."""
+    counts: dict[tuple[int, int, int], int] = {}
+    for rank in range(tp * cp * pp * dp):
+        t, p = rank % tp, (rank // (tp * cp)) % pp
+        key = (t, p, rank // domain)
+        counts[key] = counts.get(key, 0) + 1
+    return min(counts.values())
 
 
 def cp_ranks_per_domain(plan: Plan, cluster: Cluster) -> int:

@@ -110,6 +110,9 @@ JOBS = {
                                                 offload_layers=40, lowp_param_gather=True),
     "llama3-8b-zero2-tp": lambda: rack_job(load_model_spec("llama3-8b"), tp=2, dp=4, global_batch_size=32,
                                            zero_stage=2, sequence_parallel=True, grad_dtype="fp32"),
+    # a replica's stages numbered together (--use-tp-pp-dp-mapping), with cp: NVIDIA's MLPerf 405B layout, smaller
+    "llama3-8b-tp-pp-dp": lambda: rack_job(load_model_spec("llama3-8b"), tp=2, cp=2, pp=2, dp=2, global_batch_size=16,
+                                           zero_stage=1, sequence_parallel=True, rank_order="tp-cp-pp-dp"),
 }
 
 

@@ -41,6 +41,25 @@ def test_a_replica_straddling_racks_shares_none():
     assert not topology.pp_neighbours_share_domain(plan, RACKS)
 
 
+def test_strides_that_do_not_divide_the_rack_are_counted():
+    """tp 1, cp 2, pp 8, dp 9 on 144 GB200 (two racks of 72): a group is the ranks c + 2p + 16d of one p (c < 2,
+    d < 9). For p = 0 the first rack (ranks < 72) holds d = 0..4, 10 ranks, the second d = 5..8, 8; for p = 7
+    (c + 14 + 16d) the first holds d = 0..3, 8 ranks. The fewest: 8."""
+    racks = load_cluster_spec("gb200-nvl72").to_cluster(resolve_gpu("gb200"), 144)
+    plan = cm.Plan(tp=1, pp=8, dp=9, cp=2, micro_batch_size=1, global_batch_size=72, rank_order="tp-cp-pp-dp")
+    assert topology.domain_size(racks) == 72
+    assert topology.dp_ranks_per_domain(plan, racks) == 8
+
+
+def test_with_one_stage_both_orders_place_every_rank_alike():
+    """tp 8, cp 2, pp 1, dp 36 on 576 GB200 (eight racks of 72): the 72 sync ranks of stride 8 span 576 GPUs, 72 / 8 =
+    9 to a rack, in either order."""
+    racks = load_cluster_spec("gb200-nvl72").to_cluster(resolve_gpu("gb200"), 576)
+    for order in cm.RANK_ORDERS:
+        plan = cm.Plan(tp=8, pp=1, dp=36, cp=2, micro_batch_size=1, global_batch_size=36, rank_order=order)
+        assert topology.dp_ranks_per_domain(plan, racks) == 9
+
+
 def test_on_eight_gpu_nodes_with_tp_8_the_order_changes_nothing():
     """tp 8 fills a DGX node: every other group crosses nodes in either order (one rank a node)."""
     dgx = load_cluster_spec("dgx-h100").to_cluster(resolve_gpu("h100-sxm-80gb"), 512)
@@ -56,7 +75,9 @@ def test_the_cost_model_refuses_what_it_does_not_model():
                                                                    ffn_hidden_size=1024))
     plan = cm.Plan(tp=1, pp=2, dp=8, ep=8, micro_batch_size=1, global_batch_size=64, rank_order="tp-cp-pp-dp")
     cluster = replace(RACKS, num_gpus=16)
-    assert any("rank_order tp-cp-pp-dp with expert parallelism" in v for v in plan_violations(model, cluster, plan))
+    for ep in (8, 1):  # the experts' groups, expert-DP among them, are laid out in the default order only
+        assert any("rank_order tp-cp-pp-dp for a mixture-of-experts model" in v
+                   for v in plan_violations(model, cluster, replace(plan, ep=ep)))
     assert any("rank_order must be one of" in v
                for v in plan_violations(model, cluster, replace(plan, ep=1, rank_order="pp-dp-tp")))
 
@@ -78,7 +99,10 @@ def test_estimate_prices_the_sync_across_racks_and_megatron_writes_the_flag(caps
     plan_file = tmp_path / "plan.json"
     plan_file.write_text(json.dumps(mapped))
     assert main(["emit", str(plan_file), "--format", "megatron", "--out", str(tmp_path / "m")]) == 0
-    assert "--use-tp-pp-dp-mapping" in (tmp_path / "m" / "megatron" / "launch.sh").read_text()
+    launch = (tmp_path / "m" / "megatron" / "launch.sh").read_text()
+    # with cp 2 and pp 8 Megatron asserts etp x ep = tp x cp for the dense model's experts' grid too; NVIDIA's MLPerf
+    # pretrain.py sets etp = tp * cp // ep = 8
+    assert "--use-tp-pp-dp-mapping" in launch and "--expert-tensor-parallel-size 8" in launch
     capsys.readouterr()
     assert main(["emit", str(plan_file), "--format", "torchtitan", "--out", str(tmp_path / "t")]) == 2
     assert "rank order" in capsys.readouterr().err

@@ -223,6 +223,12 @@ def parallel_flags(job: Job) -> Flags:
     out: Flags = [("--tensor-model-parallel-size", p.tp), ("--pipeline-model-parallel-size", p.pp)]
     if p.rank_order == "tp-cp-pp-dp":  # initialize.py: order tp-cp-ep-pp-dp instead of tp-cp-ep-dp-pp
         out.append(("--use-tp-pp-dp-mapping", None))
+        if job.cm_model.moe is None and p.cp > 1 and p.pp > 1:
+            # parallel_state.initialize_model_parallel builds the experts' grid for a dense model too (etp = tp,
+            # cp 1) and, unless the order ends in pp, asserts its data-parallel size and pipeline groups equal the
+            # model's: etp x ep = tp x cp. NVIDIA's MLPerf pretrain.py (v5.1 llama31_405b, get_strategy) sets
+            # etp = tp * cp // ep for this reason.
+            out.append(("--expert-tensor-parallel-size", p.tp * p.cp))
     out += pipeline_flags(job) + context_flags(job)
     if job.cm_model.moe is not None:
         out += [("--expert-model-parallel-size", p.ep), ("--expert-tensor-parallel-size", p.etp)]

@@ -76,6 +76,8 @@ def plan_label(plan: dict) -> str:
         parts.append(f"ep {plan.get('ep', 1)}" + (f", etp {plan['etp']}" if plan.get("etp", 1) > 1 else ""))
     if plan["vpp"] > 1:
         parts.append(f"vpp {plan['vpp']}")
+    if plan.get("rank_order", "tp-cp-dp-pp") != "tp-cp-dp-pp":
+        parts.append(f"ranks {plan['rank_order']}")
     modules = plan.get("recompute_modules") or ["core_attn"]
     named = f" ({'+'.join(modules)})" if plan["recompute"] == "selective" and modules != ["core_attn"] else ""
     parts += [f"ZeRO {plan['zero_stage']}", f"mbs {plan['micro_batch_size']}", f"gas {plan['grad_accum_steps']}",
