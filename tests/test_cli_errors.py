@@ -98,6 +98,12 @@ def test_unknown_gpu_suggests_close_names(files, capsys):
     assert_one_line_error(code, err, "unknown GPU 'h100-sxm-80g'", "did you mean", "h100-sxm-80gb")
 
 
+def test_a_gpu_name_given_as_the_cluster_names_its_clusters(files, capsys):
+    # catalogs/clusters.yaml: dgx-b300 is the one cluster of b300-sxm-270gb
+    code, _, err = run(capsys, "estimate", str(files / "m.yaml"), "b300-sxm-270gb")
+    assert_one_line_error(code, err, "'b300-sxm-270gb' is a GPU, not a cluster", "dgx-b300")
+
+
 def test_unknown_catalog_model(files, capsys):
     code, _, err = run(capsys, "estimate", "llama3-7Ob", str(files / "c.yaml"))
     assert_one_line_error(code, err, "unknown model")

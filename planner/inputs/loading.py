@@ -70,8 +70,17 @@ def load_cluster_spec(ref: str) -> ClusterSpec:
         if ref in table:
             return table[ref]
         if not looks_like_path(ref):
-            raise unknown_name("cluster", ref, list(table))
+            raise unknown_cluster(ref, table)
     return parse(ClusterSpec, read_data(path), str(path))
+
+
+def unknown_cluster(ref: str, table: dict[str, ClusterSpec]):
+    """The error for a cluster name the catalog lacks; a GPU's name (a common slip) names its clusters."""
+    users = sorted(name for name, spec in table.items() if spec.gpu == ref)
+    if users:
+        return PlannerError(f"'{ref}' is a GPU, not a cluster; clusters of it: {', '.join(users)} "
+                            "(planner catalog clusters)")
+    return unknown_name("cluster", ref, list(table))
 
 
 def build_cluster(spec: ClusterSpec, num_gpus: int | None) -> cm.Cluster:
