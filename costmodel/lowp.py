@@ -8,6 +8,16 @@ Formats:
     (TE Float8BlockScaling, the DeepSeek-V3 recipe, arXiv:2412.19437 Sec 3.3).
   mxfp8: E4M3/E5M2 elements with one E8M0 (1-byte) scale per 32 elements (OCP Microscaling Formats
     spec v1.0, 2023), scaled in hardware by Blackwell's tensor cores (TE MXFP8BlockScaling).
+  mxfp4: E2M1 (4-bit) elements with one E8M0 scale per 32 elements (OCP Microscaling Formats spec v1.0),
+    at the FP4 tensor rate (AMD CDNA4, whose FP4 peak is MXFP4's; Blackwell, PTX ISA 8.7 tcgen05.mma
+    .kind::mxf4). The training recipe is ROCm Transformer Engine's MXFP4BlockScaling as AMD's Primus runs it
+    (NVIDIA's Transformer Engine has no MXFP4 recipe, nor Megatron-LM's --fp4-recipe; ROCm/TransformerEngine
+    read at 030b792 and 1459f9b, near the 261eda6 AMD's MLPerf v6.0 image pins): fprop, dgrad and wgrad all in
+    MXFP4, gradients included (quantization.py MXFP4BlockScalingRecipeState); every quantized tensor written
+    rowwise and columnwise from 16-bit by one kernel (common/cast/mxfp4/cast_transpose_mxfp4_shuffled.cuh);
+    weights cast once a step; the optional fixed 16-point Hadamard transform (NVTE_MXFP4_USE_HADAMARD) runs in
+    place inside that kernel before the scales, on both operands of each GEMM: it moves no extra bytes and is
+    not priced.
   nvfp4: E2M1 (4-bit) elements with one E4M3 scale per 16 elements and one fp32 per tensor (NVIDIA
     Blackwell NVFP4; TE NVFP4BlockScaling); the training recipe applies a 16x16 random Hadamard
     transform to both wgrad inputs and rounds gradients stochastically (NVIDIA, "Pretraining Large
@@ -43,14 +53,14 @@ te_layouts layouts too: 1 B per parameter for per-tensor FP8 on Blackwell, not 2
 """
 from __future__ import annotations
 
-LOW_PRECISIONS = ("fp8", "mxfp8", "nvfp4")
+LOW_PRECISIONS = ("fp8", "mxfp8", "mxfp4", "nvfp4")
 FP8_RECIPES = ("delayed", "tensorwise", "rowwise", "blockwise")
 
-ELEMENT_BYTES = {"fp8": 1.0, "mxfp8": 1.0, "nvfp4": 0.5}
-# Scale bytes per element: fp32 per 128 (blockwise), one E8M0 byte per 32 (mxfp8), one E4M3 byte per 16
+ELEMENT_BYTES = {"fp8": 1.0, "mxfp8": 1.0, "mxfp4": 0.5, "nvfp4": 0.5}
+# Scale bytes per element: fp32 per 128 (blockwise), one E8M0 byte per 32 (mxfp8, mxfp4), one E4M3 byte per 16
 # (nvfp4; the per-tensor fp32 is negligible); per-tensor scales are negligible.
 SCALE_BYTES = {("fp8", "delayed"): 0.0, ("fp8", "tensorwise"): 0.0, ("fp8", "rowwise"): 0.0, ("fp8", "blockwise"): 4.0 / 128,
-               "mxfp8": 1.0 / 32, "nvfp4": 1.0 / 16}
+               "mxfp8": 1.0 / 32, "mxfp4": 1.0 / 32, "nvfp4": 1.0 / 16}
 
 
 def is_low(precision: str) -> bool:

@@ -7,11 +7,13 @@ m % pp == 0, ...) live in the planner's framework filter, not here.
 from __future__ import annotations
 
 from . import topology
-from .lowp import FP8_RECIPES, WEIGHT_CASTS, is_low
+from .lowp import FP8_RECIPES, LOW_PRECISIONS, WEIGHT_CASTS, is_low
 from .types import (ATTENTION_KERNELS, CP_COMMS, DISPATCH_DTYPES, GRAD_DTYPES, GRAD_SYNCS, PIPELINE_BUFFERS, PRECISIONS,
                     PROJECTIONS, RANK_ORDERS,
                     MOE_OFFLOAD_MODULES, MOE_RECOMPUTE_MODULES,
                     OFFLOAD_MODULES, RECOMPUTE_MODES, RECOMPUTE_MODULES, Cluster, Model, Plan)
+
+LOW_LIST = ", ".join(LOW_PRECISIONS)
 
 
 def _degree_rules(model: Model, plan: Plan) -> list[str]:
@@ -162,7 +164,7 @@ def _choice_rules(model: Model, plan: Plan) -> list[str]:
     elif plan.bf16_layers_start + plan.bf16_layers_end > model.num_layers:
         out.append(f"bf16_layers_start + bf16_layers_end exceed num_layers ({model.num_layers})")
     elif (plan.bf16_layers_start or plan.bf16_layers_end) and not is_low(plan.precision):
-        out.append(f"bf16_layers keep layers 16-bit under a low precision (fp8, mxfp8, nvfp4): under "
+        out.append(f"bf16_layers keep layers 16-bit under a low precision ({LOW_LIST}): under "
                    f"{plan.precision} every layer already is")
     if plan.grad_dtype and plan.grad_dtype not in GRAD_DTYPES:
         out.append(f"gradient dtype must be one of {', '.join(GRAD_DTYPES)} (got {plan.grad_dtype})")
@@ -170,7 +172,7 @@ def _choice_rules(model: Model, plan: Plan) -> list[str]:
         out.append("TP communication overlap splits the sequence-parallel all-gathers and reduce-scatters: it "
                    "needs sequence parallel")
     if plan.lowp_param_gather and not is_low(plan.precision):
-        out.append("low-precision parameters need a low precision (fp8, mxfp8, nvfp4)")
+        out.append(f"low-precision parameters need a low precision ({LOW_LIST})")
     if any(m not in RECOMPUTE_MODULES for m in plan.recompute_modules) or not plan.recompute_modules:
         out.append(f"recompute modules must be among {', '.join(RECOMPUTE_MODULES)}")
     elif "mla_up_proj" in plan.recompute_modules and model.mla is None:
@@ -182,7 +184,7 @@ def _choice_rules(model: Model, plan: Plan) -> list[str]:
         out.append(f"ep_dispatch must be alltoall or deepep (got {plan.ep_dispatch})")
     out += _dispatch_dtype_rules(plan)
     if plan.fp8_attention and (not is_low(plan.precision) or not plan.flash_attention):
-        out.append("FP8 attention needs a low precision (fp8, mxfp8, nvfp4) and fused (flash) attention")
+        out.append(f"FP8 attention needs a low precision ({LOW_LIST}) and fused (flash) attention")
     if plan.optimizer_states not in ("fp32", "bf16"):
         out.append(f"optimizer_states must be fp32 or bf16 (got {plan.optimizer_states})")
     if plan.offload_layers < 0:
@@ -211,10 +213,9 @@ def _offload_module_rules(model: Model, plan: Plan) -> list[str]:
 def cluster_violations(cluster: Cluster, plan: Plan, model: Model | None = None) -> list[str]:
     """The rules that depend on the cluster (its GPU, NVLink domain, host link). A low-precision
     format needs tensor cores for it: the GPU's spec lists a dense peak for it
-    (nvfp4 also under the plain fp4 name). Hierarchical CP (a2a+p2p) runs Ulysses over the CP ranks of
+    (has_tensor_cores_for). Hierarchical CP (a2a+p2p) runs Ulysses over the CP ranks of
     one NVLink domain (costmodel/context.py), which split the KV heads of a TP rank as plain a2a does."""
-    table = cluster.gpu.dense_flops_per_second
-    have = plan.precision in table or (plan.precision == "nvfp4" and "fp4" in table)
+    have = has_tensor_cores_for(cluster.gpu, plan.precision)
     out = []
     if is_low(plan.precision) and not have:
         out.append(f"{plan.precision} needs {plan.precision.upper()} tensor cores, which {cluster.gpu.name} does not have")
@@ -224,6 +225,17 @@ def cluster_violations(cluster: Cluster, plan: Plan, model: Model | None = None)
         out.append(f"activation offload needs the host link's bandwidth, which cluster '{cluster.name}' does not give "
                    "(host_link_gbytes_per_s)")
     return out
+
+
+def has_tensor_cores_for(gpu, precision: str) -> bool:
+    """Whether `gpu`'s spec lists a dense peak for `precision`. The plain fp4 rate counts for mxfp4 on any part
+    (the OCP microscaling FP4 that AMD's CDNA4 peaks are quoted in, and that Blackwell's tensor cores run at their
+    FP4 rate: PTX ISA 8.7 tcgen05.mma .kind::mxf4 and .kind::mxf4nvf4) and for nvfp4 (E4M3 scales per 16
+    elements, NVIDIA's own format) on Blackwell only."""
+    table = gpu.dense_flops_per_second
+    if precision in table:
+        return True
+    return "fp4" in table and (precision == "mxfp4" or (precision == "nvfp4" and gpu.generation == "blackwell"))
 
 
 def model_plan_violations(model: Model, plan: Plan) -> list[str]:

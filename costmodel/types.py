@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 
-PRECISIONS = ("fp32", "bf16", "fp16", "fp8", "mxfp8", "nvfp4")  # low-precision recipes: costmodel/lowp.py
+PRECISIONS = ("fp32", "bf16", "fp16", "fp8", "mxfp8", "mxfp4", "nvfp4")  # low-precision recipes: costmodel/lowp.py
 # selective = Megatron-LM's (attention core recomputed); op = torchtitan's per-op selective AC
 # (every second matmul output recomputed); full = whole layer recomputed from its input.
 RECOMPUTE_MODES = ("none", "selective", "op", "full")
@@ -45,7 +45,7 @@ WINDOW_KINDS = ("sliding", "chunked")
 QK_NORMS = ("none", "learned", "l2")  # Model.qk_norm
 GATED_MLPS = ("swiglu", "geglu", "quick_geglu")
 
-DTYPE_BYTES = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "mxfp8": 1, "nvfp4": 0.5, "int8": 1}
+DTYPE_BYTES = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "mxfp8": 1, "mxfp4": 0.5, "nvfp4": 0.5, "int8": 1}
 
 
 def _cached_hash(self) -> int:
@@ -214,8 +214,8 @@ class Gpu:
             return table.get("tf32", table.get("fp32", 0.0))
         if precision == "fp8" and "fp8" not in table:
             return table["bf16"]
-        if precision == "nvfp4":
-            return table.get("nvfp4", table.get("fp4", 0.0))
+        if precision in ("nvfp4", "mxfp4"):  # both 4-bit block-scaled formats run at the FP4 tensor rate
+            return table.get(precision, table.get("fp4", 0.0))
         return table.get(precision, 0.0)
 
 
@@ -287,7 +287,7 @@ class Plan:
     stage_layers: tuple[int, ...] = ()
     fp8_recipe: str = "delayed"  # fp8 scaling: delayed, tensorwise (current) or blockwise (costmodel/lowp.py)
     bf16_layers_start: int = 0  # transformer layers kept 16-bit at the start / end of the stack under
-    bf16_layers_end: int = 0  # fp8/mxfp8/nvfp4 (Megatron --first-last-layers-bf16)
+    bf16_layers_end: int = 0  # fp8/mxfp8/mxfp4/nvfp4 (Megatron --first-last-layers-bf16)
     # Low-precision weight casts: "step" = once per optimizer step, kept in memory in the layouts written
     # (Transformer Engine's cached casts, lowp.te_layouts); "use" = at every use, nothing kept (torchao float8).
     weight_casts: str = "step"

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from costmodel import types as cm
+from costmodel.lowp import is_low
 
 Rule = Callable[[cm.Model, cm.Plan], Optional[str]]
 
@@ -222,7 +223,7 @@ def knob_violations(fw: Framework, plan: cm.Plan) -> list[str]:
     checks = [("ZeRO stage", plan.zero_stage, ks.zero_stage), ("recompute", plan.recompute, ks.recompute),
               ("sequence parallel", plan.sequence_parallel, ks.sequence_parallel),
               ("precision", plan.precision, ks.precision), ("gradient dtype", plan.grad_comm_dtype, grad)]
-    if plan.precision in ("fp8", "mxfp8", "nvfp4"):
+    if is_low(plan.precision):
         checks.append(("weight casts per", plan.weight_casts, ks.weight_casts))
     if plan.zero_stage == 3:
         checks.append(("ZeRO-3 reshard after forward", plan.zero3_reshard, ks.zero3_reshard))

@@ -602,7 +602,8 @@ def knobs(tp_split: bool, pp_split: bool) -> Knobs:
         sequence_parallel=only_with_tp(tp_split, "Megatron-LM turns --sequence-parallel off at tp 1 (arguments.py)"),
         precision=Choice(("fp32", "bf16", "fp16", "fp8", "mxfp8", "nvfp4"),
                          "Megatron-LM trains in fp32, --bf16, --fp16, --fp8-format with --fp8-recipe "
-                         "delayed|tensorwise|blockwise|mxfp8, or --fp4-format e2m1 (NVFP4), all through Transformer Engine"),
+                         "delayed|tensorwise|blockwise|mxfp8, or --fp4-format e2m1 with --fp4-recipe nvfp4|custom "
+                         "(no mxfp4: arguments.py), all through Transformer Engine"),
         grad_dtype=grad_dtypes,
         tp_comm_overlap=Choice((False, True) if tp_split else (False,),
                                "Megatron-LM overlaps TP communication with --tp-comm-overlap (Transformer Engine "

@@ -191,8 +191,9 @@ class GpuSpec(Spec):
     generation: Literal["volta", "ampere", "ada", "hopper", "blackwell", "cdna2", "cdna3", "cdna4", "other"]
     memory_gib: quantity(L.MAX_MEMORY_GIB, L.MIN_MEMORY_GIB)
     # Dense peaks per tensor-core format; a precision the GPU has no entry for is one it cannot train in
-    # (mxfp8 and nvfp4: block-scaled formats with hardware scaling, Blackwell only).
-    dense_tflops: dict[Literal["fp32", "tf32", "bf16", "fp16", "fp8", "mxfp8", "fp4", "nvfp4"],
+    # (mxfp8, mxfp4 and nvfp4: block-scaled formats with hardware scaling, Blackwell and CDNA4; fp4 is the
+    # FP4 tensor rate that nvfp4 and mxfp4 take where the spec gives no rate of their own).
+    dense_tflops: dict[Literal["fp32", "tf32", "bf16", "fp16", "fp8", "mxfp8", "fp4", "mxfp4", "nvfp4"],
                        quantity(L.MAX_TFLOPS, L.MIN_TFLOPS)]
     hbm_bandwidth_gbytes_per_s: quantity(L.MAX_HBM_GBYTES_PER_S, L.MIN_HBM_GBYTES_PER_S)
     nvlink_bandwidth_gbytes_per_s: quantity(L.MAX_NVLINK_GBYTES_PER_S, L.MIN_LINK_GBYTES_PER_S, positive=False) = 0.0
@@ -411,7 +412,7 @@ class PlanSpec(Spec):
     fp8_attention: Flag = False  # the attention core in FP8 (Transformer Engine fp8_dot_product_attention)
     attention_kernel: Literal["cudnn", "flash2"] = "cudnn"  # fused attention kernel (costmodel Plan.attention_kernel)
     sequence_parallel: Flag = False
-    precision: Literal["fp32", "bf16", "fp16", "fp8", "mxfp8", "nvfp4"] = "bf16"
+    precision: Literal["fp32", "bf16", "fp16", "fp8", "mxfp8", "mxfp4", "nvfp4"] = "bf16"
     fp8_recipe: Literal["delayed", "tensorwise", "rowwise", "blockwise"] = "delayed"
     bf16_layers_start: count(L.MAX_LAYERS, lower=0) = 0
     bf16_layers_end: count(L.MAX_LAYERS, lower=0) = 0

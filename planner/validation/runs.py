@@ -183,7 +183,7 @@ def summarise(results: list[Result]) -> dict:
 
 # GPU generations in release order (NVIDIA, then AMD), so that tables list them oldest first.
 GENERATION_ORDER = ("volta", "ampere", "ada", "hopper", "blackwell", "cdna2", "cdna3", "cdna4", "other")
-PRECISION_ORDER = ("fp32", "fp16", "bf16", "fp8", "mxfp8", "nvfp4")
+PRECISION_ORDER = ("fp32", "fp16", "bf16", "fp8", "mxfp8", "mxfp4", "nvfp4")
 
 
 def _ordered(keys: set[str], order: tuple[str, ...]) -> list[str]:
