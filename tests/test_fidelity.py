@@ -434,7 +434,9 @@ MLPERF_2025_STEP_BOUNDS = (0.0822, 0.3484)
 # own. First read: -57.3% .. +3.6%, MAPE 28.2%: DeepSeek-V3 on GB300 +3.6% / +1.7%, on GB200 (TP 2) -21.5% at 512
 # GPUs to -48.0% at 8,192; the three one-micro-batch-per-step runs (gpt-oss, 8B) -50% / -57%, 36-52 ms a step
 # missing; 405B -10.6% (validation/README.md, "Held-out rows").
-MLPERF_2026_STEP_BOUNDS = (0.2819, 0.5735)
+# A tenth row later that session, written before mxfp4 was a precision and before any prediction of it: AMD's Llama
+# 3.1 8B on 8 MI355X in MXFP4 (Primus), the first AMD run here: +0.3%. All ten: MAPE 25.4%, max 57.3%.
+MLPERF_2026_STEP_BOUNDS = (0.2540, 0.5735)
 SEPARATELY_BOUNDED = ("megatron-core-2024", "mcore-moe-2025", "torchtitan-2025", "mlperf-2025", "mlperf-2026")
 
 
@@ -489,7 +491,7 @@ def test_mlperf_2026_rows(holdout):
     rows = [r for r in holdout if r.group == "mlperf-2026"]
     step = validation.group_errors(validation.evaluate(rows))["step_time"]
     print(f"mlperf-2026 held out: step MAPE {step['mape']:.4f}, max {step['max_abs']:.4f}")
-    assert step["n"] == len(rows) == 9 and not any(r.exclude for r in rows)
+    assert step["n"] == len(rows) == 10 and not any(r.exclude for r in rows)
     assert step["mape"] <= MLPERF_2026_STEP_BOUNDS[0] and step["max_abs"] <= MLPERF_2026_STEP_BOUNDS[1]
 
 
