@@ -117,6 +117,8 @@ BLOCK_SCALED = {
     # AMD lists MXFP8 for the MI350 series at its OCP-FP8 rate (MI350X 4.6 PF at 2200 MHz; MI355X is the
     # same silicon at 2400 MHz: 5.0 PF). NVFP4 is NVIDIA's format: none.
     "mi355x-288gb": (4600 * 2400 / 2200, None),
+    # AMD's MI350X page as summarised (catalogs/gpus.yaml mi350x-288gb): "Peak MXFP8: 4.6 PFLOPs"; no NVFP4.
+    "mi350x-288gb": (4600, None),
 }
 
 
