@@ -103,11 +103,12 @@ def test_estimate_holds_the_plan_against_its_envelope(capsys):
 
 
 def test_a_gpu_no_run_was_published_on_is_said_to_be_unjudged(capsys):
-    """No scored row ran an AMD MI355X in bf16 (its one row, AMD's MLPerf v6.0 Llama 3.1 8B, trains in MXFP4):
+    """No scored row ran an AMD MI355X in bf16 (its rows, MLPerf v6.0 Llama 3.1 8B runs, train in MXFP4):
     estimate's envelope has no published MFU, counts the plan as above it, and the text says the model was never
     judged there. A GPU with published runs in another precision only (B200: FP8 and MXFP8 rows, none in bf16) is
     said so too."""
-    assert [key for key in envelope.shipped() if key[0].startswith("mi")] == [("mi355x-288gb", "mxfp4")]
+    assert [key for key in envelope.shipped() if key[0].startswith("mi")] == [("mi350x-288gb", "mxfp4"),
+                                                                             ("mi355x-288gb", "mxfp4")]
     assert ("b200-sxm-180gb", "bf16") not in envelope.shipped() and ("b200-sxm-180gb", "fp8") in envelope.shipped()
     for cluster, gpu in (("amd-mi355x-platform", "mi355x-288gb"), ("dgx-b200", "b200-sxm-180gb")):
         base = ["estimate", "llama3-8b", cluster, "--gpus", "8", "--gbs", "64", "--tp", "1", "--pp", "1", "--mbs", "1",
@@ -124,7 +125,8 @@ def test_a_gpu_no_run_was_published_on_is_said_to_be_unjudged(capsys):
 
 def test_catalog_lists_the_precisions_published_runs_used_on_each_gpu(capsys):
     """`catalog gpus` names, per GPU, the precisions in which a scored row of runs.yaml or holdout.yaml ran
-    on it (read from the rows here), and none for a GPU no row ran on (the AMD parts but MI355X, in MXFP4 only)."""
+    on it (read from the rows here), and none for a GPU no row ran on (the AMD parts but MI350X and MI355X, in
+    MXFP4 only)."""
     from planner.validation.runs import default_holdout, load_runs, prepare
 
     ran: dict[str, set] = {}

@@ -436,7 +436,11 @@ MLPERF_2025_STEP_BOUNDS = (0.0822, 0.3484)
 # missing; 405B -10.6% (validation/README.md, "Held-out rows").
 # A tenth row later that session, written before mxfp4 was a precision and before any prediction of it: AMD's Llama
 # 3.1 8B on 8 MI355X in MXFP4 (Primus), the first AMD run here: +0.3%. All ten: MAPE 25.4%, max 57.3%.
-MLPERF_2026_STEP_BOUNDS = (0.2540, 0.5735)
+# Seven more of the same recipe later still, before their predictions were read: Oracle's, MiTAC's and
+# GigaComputing's on MI355X (-3.1%, -2.4%, -2.4%) and four on MI350X, a catalog entry since (AMD's, MiTAC's two,
+# Cisco's on two nodes: -15.0% .. -19.5%: the runs are 1.25x slower than on MI355X, the model 1.06x). All 17: MAPE
+# 19.3%, max 57.3%.
+MLPERF_2026_STEP_BOUNDS = (0.1931, 0.5735)
 SEPARATELY_BOUNDED = ("megatron-core-2024", "mcore-moe-2025", "torchtitan-2025", "mlperf-2025", "mlperf-2026")
 
 
@@ -491,7 +495,7 @@ def test_mlperf_2026_rows(holdout):
     rows = [r for r in holdout if r.group == "mlperf-2026"]
     step = validation.group_errors(validation.evaluate(rows))["step_time"]
     print(f"mlperf-2026 held out: step MAPE {step['mape']:.4f}, max {step['max_abs']:.4f}")
-    assert step["n"] == len(rows) == 10 and not any(r.exclude for r in rows)
+    assert step["n"] == len(rows) == 17 and not any(r.exclude for r in rows)
     assert step["mape"] <= MLPERF_2026_STEP_BOUNDS[0] and step["max_abs"] <= MLPERF_2026_STEP_BOUNDS[1]
 
 
