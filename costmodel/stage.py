@@ -27,7 +27,8 @@ from .flops import embedding_parameters, expert_parameters, layer_representative
 from .layer import LayerTimes, layer_times
 from .types import Cluster, Efficiency, Model, Plan
 
-ACTIVATION_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 2, "mxfp8": 2, "mxfp4": 2, "nvfp4": 2}  # low precision keeps bf16
+# Bytes per activation element: the low precisions keep bf16 activations.
+ACTIVATION_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 2, "mxfp8": 2, "mxfp4": 2, "nvfp4": 2}
 
 
 LayerMix = tuple  # ((representative layer index, count), ...)
