@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from costmodel.types import DISPATCH_DTYPES, OFFLOAD_MODULES, PROJECTIONS, RANK_ORDERS, RECOMPUTE_MODULES
+from costmodel.types import DISPATCH_DTYPES, OFFLOAD_MODULES, PRECISIONS, PROJECTIONS, RANK_ORDERS, RECOMPUTE_MODULES
 
 from planner.errors import PlannerError
 from planner.inputs import limits as L
@@ -72,7 +72,7 @@ def add_plan_flags(p: argparse.ArgumentParser) -> None:
                    help="the attention core's matmuls in FP8 too (Transformer Engine fp8_dot_product_attention; "
                         "needs a low --precision)")
     g.add_argument("--sequence-parallel", action="store_true", help="Megatron sequence parallelism (needs tp > 1)")
-    g.add_argument("--precision", default="bf16", choices=["fp32", "bf16", "fp16", "fp8", "mxfp8", "mxfp4", "nvfp4"],
+    g.add_argument("--precision", default="bf16", choices=list(PRECISIONS),
                    help="GEMM precision of the transformer layers (mxfp8, mxfp4, nvfp4: block-scaled formats; nvfp4 "
                         "Blackwell only, mxfp8 and mxfp4 Blackwell and AMD CDNA4)")
     g.add_argument("--fp8-recipe", default="delayed", choices=["delayed", "tensorwise", "rowwise", "blockwise"],

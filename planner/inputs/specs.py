@@ -412,7 +412,7 @@ class PlanSpec(Spec):
     fp8_attention: Flag = False  # the attention core in FP8 (Transformer Engine fp8_dot_product_attention)
     attention_kernel: Literal["cudnn", "flash2"] = "cudnn"  # fused attention kernel (costmodel Plan.attention_kernel)
     sequence_parallel: Flag = False
-    precision: Literal["fp32", "bf16", "fp16", "fp8", "mxfp8", "mxfp4", "nvfp4"] = "bf16"
+    precision: Literal[cm.PRECISIONS] = "bf16"
     fp8_recipe: Literal["delayed", "tensorwise", "rowwise", "blockwise"] = "delayed"
     bf16_layers_start: count(L.MAX_LAYERS, lower=0) = 0
     bf16_layers_end: count(L.MAX_LAYERS, lower=0) = 0
