@@ -449,54 +449,48 @@ def later_moe(run) -> bool:
     return run.group == "mcore-moe-2025" and ("-h100-s" in run.id or run.id.endswith("-offload"))
 
 
+def assert_group_within(rows, label: str, n: int, bounds: tuple[float, float]) -> None:
+    """The held-out `rows` are all scored (n of them) and their step-time MAPE and largest error stay within
+    `bounds`; the figures are printed for the log."""
+    step = validation.group_errors(validation.evaluate(rows))["step_time"]
+    print(f"{label} held out: step MAPE {step['mape']:.4f}, max {step['max_abs']:.4f}")
+    assert step["n"] == len(rows) == n
+    assert step["mape"] <= bounds[0] and step["max_abs"] <= bounds[1]
+
+
 def test_megatron_core_h100_weak_scaling_rows(holdout):
     rows = [r for r in holdout if r.group == "megatron-core-2024"]
-    step = validation.group_errors(validation.evaluate(rows))["step_time"]
-    print(f"megatron-core-2024 held out: step MAPE {step['mape']:.4f}, max {step['max_abs']:.4f}")
-    assert step["n"] == len(rows) == 9
-    assert step["mape"] <= MEGATRON_CORE_2024_STEP_BOUNDS[0] and step["max_abs"] <= MEGATRON_CORE_2024_STEP_BOUNDS[1]
+    assert_group_within(rows, "megatron-core-2024", 9, MEGATRON_CORE_2024_STEP_BOUNDS)
 
 
 def test_mcore_moe_benchmark_rows(holdout):
     rows = [r for r in holdout if r.group == "mcore-moe-2025" and not r.exclude and not later_moe(r)]
-    step = validation.group_errors(validation.evaluate(rows))["step_time"]
-    print(f"mcore-moe-2025 held out: step MAPE {step['mape']:.4f}, max {step['max_abs']:.4f}")
-    assert step["n"] == len(rows) == 11
-    assert step["mape"] <= MCORE_MOE_2025_STEP_BOUNDS[0] and step["max_abs"] <= MCORE_MOE_2025_STEP_BOUNDS[1]
+    assert_group_within(rows, "mcore-moe-2025", 11, MCORE_MOE_2025_STEP_BOUNDS)
 
 
 def test_mcore_moe_rows_added_later(holdout):
     rows = [r for r in holdout if later_moe(r)]
-    step = validation.group_errors(validation.evaluate(rows))["step_time"]
-    print(f"mcore-moe-2025 added later, held out: step MAPE {step['mape']:.4f}, max {step['max_abs']:.4f}")
-    assert step["n"] == len(rows) == 5 and not any(r.exclude for r in rows)
-    assert step["mape"] <= MCORE_MOE_LATER_STEP_BOUNDS[0] and step["max_abs"] <= MCORE_MOE_LATER_STEP_BOUNDS[1]
+    assert not any(r.exclude for r in rows)
+    assert_group_within(rows, "mcore-moe-2025 added later,", 5, MCORE_MOE_LATER_STEP_BOUNDS)
 
 
 def test_torchtitan_async_tp_rows(holdout):
     rows = [r for r in holdout if r.group == "torchtitan-2025"]
-    scored = [r for r in rows if not r.exclude]
-    step = validation.group_errors(validation.evaluate(scored))["step_time"]
-    print(f"torchtitan-2025 held out: step MAPE {step['mape']:.4f}, max {step['max_abs']:.4f}")
-    assert len(rows) == 12 and step["n"] == len(scored) == 10
+    assert len(rows) == 12
     assert all("rowwise" in r.id and "asynctp" not in r.id for r in rows if r.exclude)
-    assert step["mape"] <= TORCHTITAN_2025_STEP_BOUNDS[0] and step["max_abs"] <= TORCHTITAN_2025_STEP_BOUNDS[1]
+    assert_group_within([r for r in rows if not r.exclude], "torchtitan-2025", 10, TORCHTITAN_2025_STEP_BOUNDS)
 
 
 def test_mlperf_2025_rows(holdout):
     rows = [r for r in holdout if r.group == "mlperf-2025"]
-    step = validation.group_errors(validation.evaluate(rows))["step_time"]
-    print(f"mlperf-2025 held out: step MAPE {step['mape']:.4f}, max {step['max_abs']:.4f}")
-    assert step["n"] == len(rows) == 37 and not any(r.exclude for r in rows)
-    assert step["mape"] <= MLPERF_2025_STEP_BOUNDS[0] and step["max_abs"] <= MLPERF_2025_STEP_BOUNDS[1]
+    assert not any(r.exclude for r in rows)
+    assert_group_within(rows, "mlperf-2025", 37, MLPERF_2025_STEP_BOUNDS)
 
 
 def test_mlperf_2026_rows(holdout):
     rows = [r for r in holdout if r.group == "mlperf-2026"]
-    step = validation.group_errors(validation.evaluate(rows))["step_time"]
-    print(f"mlperf-2026 held out: step MAPE {step['mape']:.4f}, max {step['max_abs']:.4f}")
-    assert step["n"] == len(rows) == 17 and not any(r.exclude for r in rows)
-    assert step["mape"] <= MLPERF_2026_STEP_BOUNDS[0] and step["max_abs"] <= MLPERF_2026_STEP_BOUNDS[1]
+    assert not any(r.exclude for r in rows)
+    assert_group_within(rows, "mlperf-2026", 17, MLPERF_2026_STEP_BOUNDS)
 
 
 def test_held_out_rows_are_never_fitted_and_do_not_regress(runs, holdout):
