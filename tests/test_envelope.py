@@ -105,12 +105,12 @@ def test_estimate_holds_the_plan_against_its_envelope(capsys):
 def test_a_gpu_no_run_was_published_on_is_said_to_be_unjudged(capsys):
     """No scored row ran an AMD MI355X in bf16 (its rows, MLPerf v6.0 Llama 3.1 8B runs, train in MXFP4):
     estimate's envelope has no published MFU, counts the plan as above it, and the text says the model was never
-    judged there. A GPU with published runs in another precision only (B200: FP8 and MXFP8 rows, none in bf16) is
-    said so too."""
+    judged there. A GPU with published runs in another precision only (B300: FP8, MXFP8 and NVFP4 rows, none in
+    bf16) is said so too."""
     assert [key for key in envelope.shipped() if key[0].startswith("mi")] == [("mi350x-288gb", "mxfp4"),
                                                                              ("mi355x-288gb", "mxfp4")]
-    assert ("b200-sxm-180gb", "bf16") not in envelope.shipped() and ("b200-sxm-180gb", "fp8") in envelope.shipped()
-    for cluster, gpu in (("amd-mi355x-platform", "mi355x-288gb"), ("dgx-b200", "b200-sxm-180gb")):
+    assert ("b300-sxm-270gb", "bf16") not in envelope.shipped() and ("b300-sxm-270gb", "fp8") in envelope.shipped()
+    for cluster, gpu in (("amd-mi355x-platform", "mi355x-288gb"), ("dgx-b300", "b300-sxm-270gb")):
         base = ["estimate", "llama3-8b", cluster, "--gpus", "8", "--gbs", "64", "--tp", "1", "--pp", "1", "--mbs", "1",
                 "--zero", "1", "--precision", "bf16"]
         assert main([*base, "--json"]) == 0
@@ -339,8 +339,8 @@ def test_moe_settings_are_judged_on_moe_rows_only():
     """Per-op recompute was run by published dense rows on Hopper (torchtitan's) but by no MoE row, where it
     replays every second expert GEMM: torchtitan's plans for Qwen3-30B-A3B on H100 (per-op recompute) are
     told so; the same setting on a dense model is not. ZeRO-3 on an MoE model was run on Hopper (the
-    Qwen3-235B-A22B FSDP row of the Model Zoo), so it is not named there, but is on Blackwell, where no MoE
-    row ran it."""
+    Qwen3-235B-A22B FSDP row of the Model Zoo) and on Blackwell (torchtitan's Qwen3-30B-A3B FSDP x EP rows on
+    B200), so it is named on neither; per-op recompute of an MoE layer still is, on both."""
     from planner.analysis import coverage
 
     plan = cm.Plan(dp=32, ep=2, zero_stage=3, recompute="op", global_batch_size=256)
@@ -348,7 +348,8 @@ def test_moe_settings_are_judged_on_moe_rows_only():
     assert "op" not in named["moe_recompute"] and "moe_zero_stage" not in named and "recompute" not in named
     assert coverage.unvalidated("hopper", plan) == []
     assert named == {"moe_recompute": ["full", "none", "selective"]}
-    assert {u["setting"] for u in coverage.unvalidated("blackwell", plan, moe=True)} >= {"moe_zero_stage"}
+    blackwell = {u["setting"]: u["published_values"] for u in coverage.unvalidated("blackwell", plan, moe=True)}
+    assert "moe_zero_stage" not in blackwell and "op" not in blackwell["moe_recompute"]
     out = suggest_json(["qwen3-30b-a3b", "dgx-h100", "--gpus", "32", "--gbs", "256", "--framework", "torchtitan"])
     assert out["plans"][0]["plan"]["recompute"] == "op"
     assert {"setting": "moe_recompute", "value": "op", "generation": "hopper",
