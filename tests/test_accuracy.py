@@ -36,11 +36,13 @@ def test_line_by_hand(monkeypatch):
     +4.0%: steps predicted longer; out of sample -2%, -12%, -4%: MAPE 6.0%, mean -6.0%, predicted shorter."""
     fitted = {"n": 3, "mape": 0.06, "max_abs": 0.10, "mean_signed": 0.04, "worst_run": "row-b"}
     held = {"n": 3, "mape": 0.06, "max_abs": 0.12, "mean_signed": -0.06, "worst_run": "row-b"}
+    none = {"n": 0, "mape": None, "max_abs": None, "mean_signed": None, "worst_run": None}
     monkeypatch.setattr(accuracy, "shipped", lambda: {("gb300", "fp8", "per-tensor", "dense"): {
-        "generation": "blackwell", "left_out": "source", "shipped": fitted, "out_of_sample": held}})
+        "generation": "blackwell", "left_out": "source", "shipped": fitted, "out_of_sample": held, "memory": none}})
     judged = accuracy.judge("gb300", "fp8", moe=False, fp8_recipe="tensorwise")
     assert judged == {"gpu": "gb300", "plan_gpu": "gb300", "precision": "fp8", "fp8_scaling": "per-tensor",
-                      "kind": "dense", "left_out": "source", "shipped": fitted, "out_of_sample": held}
+                      "kind": "dense", "left_out": "source", "shipped": fitted, "out_of_sample": held,
+                      "memory": none}
     assert accuracy.line(judged) == (
         "on the 3 published dense runs on gb300 in fp8 with per-tensor scaling the model's step time was off by 6.0% "
         "on average (mean +4.0%: steps predicted longer than measured; up to 10.0%, row-b), and by 6.0% (mean -6.0%: "
@@ -54,6 +56,12 @@ def test_line_by_hand(monkeypatch):
     one = accuracy.line({**judged, "kind": "moe", "left_out": "model", "shipped": {**fitted, "n": 1}})
     assert one.startswith("on the 1 published mixture-of-experts run on gb300 in fp8 with per-tensor scaling ")
     assert "with each run's model left out of the fit" in one
+    # two of the three print a peak, 40% and 60% above the model's: MAPE 50.0%, mean -50.0%, the worst 60.0%
+    peaks = {"n": 2, "mape": 0.5, "max_abs": 0.6, "mean_signed": -0.5, "worst_run": "row-c"}
+    assert accuracy.line({**judged, "memory": peaks}).endswith(
+        "with each run's source left out of the fit; its peak memory per GPU was off by 50.0% on average on the 2 of "
+        "them that print one (mean -50.0%: peaks predicted lower than measured; up to 60.0%, row-c) "
+        "(validation/step_errors_by_gpu.yaml)")
 
 
 def test_another_gpu_of_the_generation_with_the_most_rows(monkeypatch):
@@ -63,7 +71,8 @@ def test_another_gpu_of_the_generation_with_the_most_rows(monkeypatch):
         return {"n": n, "mape": 0.05, "max_abs": 0.07, "mean_signed": -0.05, "worst_run": "row"}
 
     def entry(n, generation="blackwell"):
-        return {"generation": generation, "left_out": "source", "shipped": stats(n), "out_of_sample": stats(n)}
+        return {"generation": generation, "left_out": "source", "shipped": stats(n), "out_of_sample": stats(n),
+                "memory": {**stats(0), "mape": None, "max_abs": None, "mean_signed": None, "worst_run": None}}
 
     table = {("gb300", "mxfp8", None, "dense"): entry(3), ("gb200", "mxfp8", None, "dense"): entry(5),
              ("h100-sxm-80gb", "mxfp8", None, "dense"): entry(9, "hopper")}
@@ -80,7 +89,8 @@ def test_another_gpu_of_the_generation_with_the_most_rows(monkeypatch):
 def test_line_without_a_scaling_names_the_precision_alone(monkeypatch):
     stats = {"n": 2, "mape": 0.05, "max_abs": 0.07, "mean_signed": -0.05, "worst_run": "row-a"}
     monkeypatch.setattr(accuracy, "shipped", lambda: {("gb200", "mxfp8", None, "moe"): {
-        "generation": "blackwell", "left_out": "model", "shipped": stats, "out_of_sample": stats}})
+        "generation": "blackwell", "left_out": "model", "shipped": stats, "out_of_sample": stats,
+        "memory": {**stats, "n": 0}}})
     judged = accuracy.judge("gb200", "mxfp8", moe=True, fp8_recipe="delayed")  # the recipe is an fp8 setting
     assert judged["fp8_scaling"] is None
     assert accuracy.line(judged).startswith("on the 2 published mixture-of-experts runs on gb200 in mxfp8 the model")
@@ -100,9 +110,46 @@ def test_torchtitan_float8_plans_cite_the_rowwise_rows(capsys):
 
 
 @pytest.fixture(scope="module")
-def at_shipped_constants():
+def results_at_shipped_constants():
+    return evaluate(load_runs() + load_runs(default_holdout()))
+
+
+@pytest.fixture(scope="module")
+def at_shipped_constants(results_at_shipped_constants):
     """Every scored row's step-time error at the shipped constants, by id."""
-    return {r.run.id: r.step_error for r in evaluate(load_runs() + load_runs(default_holdout()))}
+    return {r.run.id: r.step_error for r in results_at_shipped_constants}
+
+
+def test_memory_figures_are_the_printed_peaks_against_the_model(results_at_shipped_constants):
+    """Each record's `memory` statistics are those of its rows that print a peak: measured and predicted peaks read
+    here, the relative error computed here; a record whose rows print none has n 0."""
+    rows = {r.run.id: r for r in results_at_shipped_constants}
+    for (gpu, precision, scaling, kind), record in accuracy.shipped().items():
+        printed = [rows[i] for i in scored_ids(gpu, precision, kind == "moe", scaling)
+                   if rows[i].run.measured.peak_memory_gib is not None]
+        errors = [r.predicted_memory_gib / r.run.measured.peak_memory_gib - 1 for r in printed]
+        memory = record["memory"]
+        assert memory["n"] == len(errors), (gpu, precision, scaling, kind)
+        if errors:
+            assert memory["mape"] == pytest.approx(sum(abs(e) for e in errors) / len(errors), abs=1e-9)
+            assert memory["mean_signed"] == pytest.approx(sum(errors) / len(errors), abs=1e-9)
+        else:
+            assert memory["mape"] is None and memory["worst_run"] is None
+
+
+def test_an_moe_plan_on_b200_says_the_published_peaks_were_above_the_model(capsys):
+    """Qwen3-30B-A3B under FSDP x EP 8 on 8 B200 in bf16, the layout of the six torchtitan DeepEP rows that print a
+    peak (holdout.yaml; 114.78-167.93 GiB, every one above the model's): --json carries their memory figures, the
+    text says the peaks were predicted lower than measured."""
+    base = ["estimate", "qwen3-30b-a3b", "dgx-b200", "--gpus", "8", "--gbs", "64", "--tp", "1", "--pp", "1", "--ep",
+            "8", "--mbs", "8", "--zero", "3", "--recompute", "full", "--precision", "bf16"]
+    assert main([*base, "--json"]) == 0
+    memory = json.loads(capsys.readouterr().out)["accuracy"]["memory"]
+    assert memory["n"] == 6 and memory["mean_signed"] < -0.4
+    assert memory["worst_run"].startswith("torchtitan-deepep-qwen3-30b-a3b-b200-")
+    assert main(base) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "its peak memory per GPU was off by" in text and "peaks predicted lower than measured" in text
 
 
 def test_shipped_figures_are_the_rows_at_the_shipped_constants(at_shipped_constants):

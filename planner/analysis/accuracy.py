@@ -56,12 +56,13 @@ def key_of(gpu: str, precision: str, fp8_recipe: str | None, moe: bool) -> Key:
 @lru_cache(maxsize=1)
 def shipped() -> dict[Key, dict]:
     """The precomputed errors by (GPU name, precision, fp8 scaling, kind): {"generation": the GPU's, "left_out": what
-    the fits left out, "shipped": ..., "out_of_sample": ...}, the last two runs.worst_stats of the rows' step-time
-    errors."""
+    the fits left out, "shipped": ..., "out_of_sample": ..., "memory": ...}, runs.worst_stats of the rows' step-time
+    errors and of the peak-memory errors of those that print a peak."""
     from planner.inputs.catalogs import read_published
 
     return {(e["gpu"], e["precision"], e["fp8_scaling"], e["kind"]):
-            {k: e[k] for k in ("generation", "left_out", "shipped", "out_of_sample")} for e in read_published(FILE)}
+            {k: e[k] for k in ("generation", "left_out", "shipped", "out_of_sample", "memory")}
+            for e in read_published(FILE)}
 
 
 def judge(gpu: str, precision: str, moe: bool, fp8_recipe: str | None = None, generation: str = "") -> dict | None:
@@ -78,7 +79,7 @@ def judge(gpu: str, precision: str, moe: bool, fp8_recipe: str | None = None, ge
     if found is None:
         return None
     return {"gpu": key[0], "plan_gpu": gpu, "precision": precision, "fp8_scaling": key[2], "kind": key[3],
-            **{k: found[k] for k in ("left_out", "shipped", "out_of_sample")}}
+            **{k: found[k] for k in ("left_out", "shipped", "out_of_sample", "memory")}}
 
 
 def leaning(stats: dict) -> str:
@@ -87,8 +88,19 @@ def leaning(stats: dict) -> str:
     return f"mean {100 * mean:+.1f}%: steps predicted {'longer' if mean > 0 else 'shorter'} than measured"
 
 
+def memory_clause(stats: dict) -> str:
+    """'; ... peak memory per GPU ... on the n of them that print one', or '' where none does."""
+    if not stats["n"]:
+        return ""
+    mean = stats["mean_signed"]
+    return (f"; its peak memory per GPU was off by {100 * stats['mape']:.1f}% on average on the {stats['n']} of them "
+            f"that print one (mean {100 * mean:+.1f}%: peaks predicted {'higher' if mean > 0 else 'lower'} than "
+            f"measured; up to {100 * stats['max_abs']:.1f}%, {stats['worst_run']})")
+
+
 def line(judged: dict | None) -> str | None:
-    """One line with both figures and the way the model leans, else None."""
+    """One line with both figures and the way the model leans, and the peak-memory errors where rows print a
+    peak, else None."""
     if judged is None:
         return None
     fitted, held = judged["shipped"], judged["out_of_sample"]
@@ -98,5 +110,5 @@ def line(judged: dict | None) -> str | None:
     return (f"on the {fitted['n']} published {kind} run{'s' if fitted['n'] != 1 else ''} on {where} in "
             f"{what} the model's step time was off by {100 * fitted['mape']:.1f}% on average "
             f"({leaning(fitted)}; up to {100 * fitted['max_abs']:.1f}%, {fitted['worst_run']}), and by "
-            f"{100 * held['mape']:.1f}% ({leaning(held)}) with each run's {judged['left_out']} left out of the fit "
-            "(validation/step_errors_by_gpu.yaml)")
+            f"{100 * held['mape']:.1f}% ({leaning(held)}) with each run's {judged['left_out']} left out of the fit"
+            f"{memory_clause(judged['memory'])} (validation/step_errors_by_gpu.yaml)")

@@ -389,8 +389,8 @@ class ErrorStats(Strict):
 
 
 class WorstRows(ErrorStats):
-    """Step-time errors of some scored validation rows at the shipped constants, with the worst of them
-    (validation/host_wait_errors.yaml, validation/long_context_errors.yaml)."""
+    """Relative errors of some scored validation rows (step time, or peak memory where named), with the worst of
+    them (validation/host_wait_errors.yaml, validation/long_context_errors.yaml, validation/step_errors_by_gpu.yaml)."""
 
     worst_run: str | None = d("the row with the largest absolute error; null when n is 0")
 
@@ -417,8 +417,9 @@ class LongContext(Strict):
 
 class StepAccuracy(Strict):
     """The step-time errors of the published runs on a plan's GPU (else one of its generation), in its precision
-    and fp8 scaling, of its kind of model (planner/analysis/accuracy.py, validation/step_errors_by_gpu.yaml);
-    mean_signed > 0: the model predicted their steps longer than measured."""
+    and fp8 scaling, of its kind of model, and the peak-memory errors of those that print a peak
+    (planner/analysis/accuracy.py, validation/step_errors_by_gpu.yaml); mean_signed > 0: the model predicted their
+    steps longer (peaks higher) than measured."""
 
     gpu: str = d("catalog GPU name of the rows: the plan's, or where none ran on it in this precision, scaling and "
                  "kind, the GPU of its generation with the most such rows")
@@ -433,6 +434,8 @@ class StepAccuracy(Strict):
     shipped: WorstRows = d("at the shipped constants (fitted on validation/runs.yaml's rows; holdout.yaml's never)")
     out_of_sample: WorstRows = d("runs.yaml's rows predicted by constants fitted without their source or model "
                                  "(left_out), holdout.yaml's at the shipped constants")
+    memory: WorstRows = d("peak-memory errors of those rows that print a peak, at the shipped constants (n 0 when "
+                          "none does); mean_signed < 0: peaks predicted lower than measured")
 
 
 class EstimateOutput(Estimate, Output):
