@@ -469,13 +469,15 @@ def later_moe(run) -> bool:
     return run.group == "mcore-moe-2025" and ("-h100-s" in run.id or run.id.endswith("-offload"))
 
 
-def assert_group_within(rows, label: str, n: int, bounds: tuple[float, float]) -> None:
+def assert_group_within(rows, label: str, n: int, bounds: tuple[float, float]) -> dict:
     """The held-out `rows` are all scored (n of them) and their step-time MAPE and largest error stay within
-    `bounds`; the figures are printed for the log."""
-    step = validation.group_errors(validation.evaluate(rows))["step_time"]
+    `bounds`; the figures are printed for the log. Returns the rows' group_errors (step time and memory)."""
+    errors = validation.group_errors(validation.evaluate(rows))
+    step = errors["step_time"]
     print(f"{label} held out: step MAPE {step['mape']:.4f}, max {step['max_abs']:.4f}")
     assert step["n"] == len(rows) == n
     assert step["mape"] <= bounds[0] and step["max_abs"] <= bounds[1]
+    return errors
 
 
 def test_megatron_core_h100_weak_scaling_rows(holdout):
@@ -501,29 +503,27 @@ def test_torchtitan_async_tp_rows(holdout):
     assert_group_within([r for r in rows if not r.exclude], "torchtitan-2025", 10, TORCHTITAN_2025_STEP_BOUNDS)
 
 
-def test_mlperf_2025_rows(holdout):
-    rows = [r for r in holdout if r.group == "mlperf-2025"]
+# Held-out groups scored whole (no row excluded): group -> (rows, step-time bounds).
+WHOLE_GROUPS = {"mlperf-2025": (37, MLPERF_2025_STEP_BOUNDS), "mlperf-2026": (17, MLPERF_2026_STEP_BOUNDS),
+                "mcore-moe-report-2026": (5, MCORE_MOE_REPORT_2026_STEP_BOUNDS),
+                "torchtitan-moe-2025": (7, TORCHTITAN_MOE_2025_STEP_BOUNDS)}
+
+
+def whole_group_within(holdout, group: str) -> dict:
+    """A WHOLE_GROUPS group's rows: none excluded, every one scored, within its bounds; their group_errors."""
+    rows = [r for r in holdout if r.group == group]
     assert not any(r.exclude for r in rows)
-    assert_group_within(rows, "mlperf-2025", 37, MLPERF_2025_STEP_BOUNDS)
+    n, bounds = WHOLE_GROUPS[group]
+    return assert_group_within(rows, group, n, bounds)
 
 
-def test_mlperf_2026_rows(holdout):
-    rows = [r for r in holdout if r.group == "mlperf-2026"]
-    assert not any(r.exclude for r in rows)
-    assert_group_within(rows, "mlperf-2026", 17, MLPERF_2026_STEP_BOUNDS)
-
-
-def test_mcore_moe_report_rows(holdout):
-    rows = [r for r in holdout if r.group == "mcore-moe-report-2026"]
-    assert not any(r.exclude for r in rows)
-    assert_group_within(rows, "mcore-moe-report-2026", 5, MCORE_MOE_REPORT_2026_STEP_BOUNDS)
+@pytest.mark.parametrize("group", ["mlperf-2025", "mlperf-2026", "mcore-moe-report-2026"])
+def test_whole_held_out_group(holdout, group):
+    whole_group_within(holdout, group)
 
 
 def test_torchtitan_moe_rows(holdout):
-    rows = [r for r in holdout if r.group == "torchtitan-moe-2025"]
-    assert not any(r.exclude for r in rows)
-    assert_group_within(rows, "torchtitan-moe-2025", 7, TORCHTITAN_MOE_2025_STEP_BOUNDS)
-    memory = validation.group_errors(validation.evaluate(rows))["memory"]
+    memory = whole_group_within(holdout, "torchtitan-moe-2025")["memory"]
     print(f"torchtitan-moe-2025 held out: memory MAPE {memory['mape']:.4f}, max {memory['max_abs']:.4f}")
     assert memory["n"] == 6 and memory["mean_signed"] < 0  # every printed peak above the model's
     mape_bound, max_bound = TORCHTITAN_MOE_2025_MEMORY_BOUNDS

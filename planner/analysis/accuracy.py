@@ -53,6 +53,10 @@ def key_of(gpu: str, precision: str, fp8_recipe: str | None, moe: bool) -> Key:
     return gpu, precision, scaling_of(precision, fp8_recipe), kind_of(moe)
 
 
+# What judge() passes on of a shipped record (shipped() also keeps the GPU's generation).
+JUDGED = ("left_out", "shipped", "out_of_sample", "memory")
+
+
 @lru_cache(maxsize=1)
 def shipped() -> dict[Key, dict]:
     """The precomputed errors by (GPU name, precision, fp8 scaling, kind): {"generation": the GPU's, "left_out": what
@@ -61,8 +65,7 @@ def shipped() -> dict[Key, dict]:
     from planner.inputs.catalogs import read_published
 
     return {(e["gpu"], e["precision"], e["fp8_scaling"], e["kind"]):
-            {k: e[k] for k in ("generation", "left_out", "shipped", "out_of_sample", "memory")}
-            for e in read_published(FILE)}
+            {k: e[k] for k in ("generation", *JUDGED)} for e in read_published(FILE)}
 
 
 def judge(gpu: str, precision: str, moe: bool, fp8_recipe: str | None = None, generation: str = "") -> dict | None:
@@ -79,7 +82,7 @@ def judge(gpu: str, precision: str, moe: bool, fp8_recipe: str | None = None, ge
     if found is None:
         return None
     return {"gpu": key[0], "plan_gpu": gpu, "precision": precision, "fp8_scaling": key[2], "kind": key[3],
-            **{k: found[k] for k in ("left_out", "shipped", "out_of_sample", "memory")}}
+            **{k: found[k] for k in JUDGED}}
 
 
 def leaning(stats: dict) -> str:
