@@ -28,6 +28,8 @@ LOW_PRECISION = ("fp8", "mxfp8", "nvfp4")
 GROUPS = {
     "moe_2025_2026.yaml": {"megatron-bridge": "mbridge-moe"},
     "dense_2025_2026.yaml": {"megatron-bridge": "mbridge-dense", "torchtitan": "torchtitan-long-context"},
+    # held out (validation/holdout.yaml): a model no fitted row has
+    "gpt_oss_2025_2026.yaml": {"megatron-bridge-gpt-oss": "mbridge-gpt-oss"},
 }
 
 
@@ -98,7 +100,8 @@ def plan_fields(row: dict) -> tuple[dict, list[str]]:
     plan["fp8_attention"] = bool((rec.get("fusions") or {}).get("fp8_dot_product_attention")) and plan["precision"] != "bf16"
     if plan["precision"] != "bf16":
         plan.setdefault("weight_casts", "step")  # Transformer Engine caches the casts per step
-    if (rec.get("precision_aware_optimizer") or {}).get("value"):
+    pao = rec.get("precision_aware_optimizer") or {}
+    if pao.get("value") and pao.get("exp_avg_dtype") != "fp32":  # with fp32 moments it keeps what the plain one does
         plan["optimizer_states"] = "bf16"
     return plan, notes
 
