@@ -105,12 +105,12 @@ def test_estimate_holds_the_plan_against_its_envelope(capsys):
 def test_a_gpu_no_run_was_published_on_is_said_to_be_unjudged(capsys):
     """No scored row ran an AMD MI355X in bf16 (its rows, MLPerf v6.0 Llama 3.1 8B runs, train in MXFP4):
     estimate's envelope has no published MFU, counts the plan as above it, and the text says the model was never
-    judged there. A GPU with published runs in another precision only (B300: FP8, MXFP8 and NVFP4 rows, none in
-    bf16) is said so too."""
+    judged there. A GPU with published runs in another precision only (H200: FP8 rows, none in bf16) is said so
+    too."""
     assert [key for key in envelope.shipped() if key[0].startswith("mi")] == [("mi350x-288gb", "mxfp4"),
                                                                              ("mi355x-288gb", "mxfp4")]
-    assert ("b300-sxm-270gb", "bf16") not in envelope.shipped() and ("b300-sxm-270gb", "fp8") in envelope.shipped()
-    for cluster, gpu in (("amd-mi355x-platform", "mi355x-288gb"), ("dgx-b300", "b300-sxm-270gb")):
+    assert ("h200-sxm-141gb", "bf16") not in envelope.shipped() and ("h200-sxm-141gb", "fp8") in envelope.shipped()
+    for cluster, gpu in (("amd-mi355x-platform", "mi355x-288gb"), ("hgx-h200", "h200-sxm-141gb")):
         base = ["estimate", "llama3-8b", cluster, "--gpus", "8", "--gbs", "64", "--tp", "1", "--pp", "1", "--mbs", "1",
                 "--zero", "1", "--precision", "bf16"]
         assert main([*base, "--json"]) == 0
@@ -170,11 +170,11 @@ def test_size_notes_a_choice_above_the_envelope():
     accuracy = envelope_notes({"cheapest": below, "fastest": None}, 4096)
     assert len(accuracy) == 1 and accuracy[0].startswith("cheapest (c x 1024): on the ") \
         and " published dense runs on h100-sxm-80gb in bf16 the model" in accuracy[0]
-    # no bf16 row on B300: no run to hold the plan against, which is said, whatever its MFU
+    # no bf16 row on H200: no run to hold the plan against, which is said, whatever its MFU
     for mfu in (0.9, 0.1):
-        notes = cautioned({"cheapest": option("b300-sxm-270gb", mfu)})
+        notes = cautioned({"cheapest": option("h200-sxm-141gb", mfu)})
         assert len(notes) == 1 and "has no published run to be held against: validation/ has none on " \
-            "b300-sxm-270gb in bf16" in notes[0]
+            "h200-sxm-141gb in bf16" in notes[0]
     # and one note for a plan that uses a setting no published run on its generation used (TP overlap on A100)
     overlapped = option("a100-sxm-80gb", 0.40, tp=8, sequence_parallel=True, tp_comm_overlap=True)
     notes = cautioned({"cheapest": overlapped})

@@ -460,8 +460,17 @@ MCORE_MOE_REPORT_2026_STEP_BOUNDS = (0.0799, 0.1513)
 # about 13.7 (validation/README.md, "Held-out rows").
 TORCHTITAN_MOE_2025_STEP_BOUNDS = (0.1173, 0.3828)
 TORCHTITAN_MOE_2025_MEMORY_BOUNDS = (0.5880, 0.6765)
+# NVIDIA's Megatron-Bridge tables for GPT-OSS 120B (group mbridge-gpt-oss), a model no fitted row has (128 experts of top
+# 4, hidden and expert width 2880, 64 heads of head_dim 64, attention sinks, a 128-token sliding window every other
+# layer, linear biases): 64 GPUs of H100, B200, B300, GB200 and GB300, BF16 (25.11-26.04.01) and MXFP8 (26.06, 26.08),
+# each release's recipe read at its code; 27 rows added in the thirty-eighth session before their predictions were
+# read; bounded on their own. First read: every row fast, -15.2% .. -41.3%, MAPE 27.3%: H100 -17% .. -20%, GB300 -22%
+# .. -25%, GB200 and B200 -15% .. -35%, B300 -33% .. -41% (the x86 B300 host of validation/README.md); the same fraction
+# in BF16 and MXFP8 and at 4k and 8k tokens, so what is missing scales with the layer's work; not identified
+# (validation/README.md, "Held-out rows").
+MBRIDGE_GPT_OSS_STEP_BOUNDS = (0.2727, 0.4126)
 SEPARATELY_BOUNDED = ("megatron-core-2024", "mcore-moe-2025", "torchtitan-2025", "mlperf-2025", "mlperf-2026",
-                      "mcore-moe-report-2026", "torchtitan-moe-2025")
+                      "mcore-moe-report-2026", "torchtitan-moe-2025", "mbridge-gpt-oss")
 
 
 def later_moe(run) -> bool:
@@ -506,7 +515,8 @@ def test_torchtitan_async_tp_rows(holdout):
 # Held-out groups scored whole (no row excluded): group -> (rows, step-time bounds).
 WHOLE_GROUPS = {"mlperf-2025": (37, MLPERF_2025_STEP_BOUNDS), "mlperf-2026": (17, MLPERF_2026_STEP_BOUNDS),
                 "mcore-moe-report-2026": (5, MCORE_MOE_REPORT_2026_STEP_BOUNDS),
-                "torchtitan-moe-2025": (7, TORCHTITAN_MOE_2025_STEP_BOUNDS)}
+                "torchtitan-moe-2025": (7, TORCHTITAN_MOE_2025_STEP_BOUNDS),
+                "mbridge-gpt-oss": (27, MBRIDGE_GPT_OSS_STEP_BOUNDS)}
 
 
 def whole_group_within(holdout, group: str) -> dict:
@@ -517,7 +527,7 @@ def whole_group_within(holdout, group: str) -> dict:
     return assert_group_within(rows, group, n, bounds)
 
 
-@pytest.mark.parametrize("group", ["mlperf-2025", "mlperf-2026", "mcore-moe-report-2026"])
+@pytest.mark.parametrize("group", ["mlperf-2025", "mlperf-2026", "mcore-moe-report-2026", "mbridge-gpt-oss"])
 def test_whole_held_out_group(holdout, group):
     whole_group_within(holdout, group)
 
