@@ -460,8 +460,8 @@ MCORE_MOE_REPORT_2026_STEP_BOUNDS = (0.0799, 0.1513)
 # about 13.7 (validation/README.md, "Held-out rows").
 TORCHTITAN_MOE_2025_STEP_BOUNDS = (0.1173, 0.3828)
 TORCHTITAN_MOE_2025_MEMORY_BOUNDS = (0.5880, 0.6765)
-# NVIDIA's Megatron-Bridge tables for GPT-OSS 120B (group mbridge-gpt-oss), a model no fitted row has (128 experts of top
-# 4, hidden and expert width 2880, 64 heads of head_dim 64, attention sinks, a 128-token sliding window every other
+# NVIDIA's Megatron-Bridge tables for GPT-OSS 120B (group mbridge-gpt-oss), a model no fitted row has (128 experts of
+# top 4, hidden and expert width 2880, 64 heads of head_dim 64, attention sinks, a 128-token sliding window every other
 # layer, linear biases): 64 GPUs of H100, B200, B300, GB200 and GB300, BF16 (25.11-26.04.01) and MXFP8 (26.06, 26.08),
 # each release's recipe read at its code; 27 rows added in the thirty-eighth session before their predictions were
 # read; bounded on their own. First read: every row fast, -15.2% .. -41.3%, MAPE 27.3%: H100 -17% .. -20%, GB300 -22%
