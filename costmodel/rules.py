@@ -224,6 +224,9 @@ def cluster_violations(cluster: Cluster, plan: Plan, model: Model | None = None)
     if (plan.offload_layers > 0 or plan.offload_modules) and cluster.host_link_bytes_per_second <= 0:
         out.append(f"activation offload needs the host link's bandwidth, which cluster '{cluster.name}' does not give "
                    "(host_link_gbytes_per_s)")
+    if plan.offload_optimizer_states and cluster.host_link_bytes_per_second <= 0:
+        out.append(f"optimizer-state offload needs the host link's bandwidth, which cluster '{cluster.name}' does not "
+                   "give (host_link_gbytes_per_s)")
     return out
 
 

@@ -92,13 +92,22 @@ def edge_state_bytes_per_param(plan: Plan) -> memory.StateBytesPerParam | None:
     return memory.state_bytes_per_param("bf16", plan.grad_comm_dtype, optimizer_states=plan.optimizer_states)
 
 
-def memory_breakdown(model: Model, plan: Plan, stage: StageCost, eff: Efficiency, generation: str) -> dict[str, float]:
-    """Bytes on one GPU of `stage` by part (ZeRO Sec 3.1 states, Korthikanti activations); `generation` (the
-    GPU's) sets the layouts Transformer Engine keeps of its cached weight casts (lowp.te_layouts)."""
+def stage_states(plan: Plan, stage: StageCost,
+                 generation: str) -> tuple[memory.StateBytesPerParam, memory.StateBytesPerParam]:
+    """(bytes per parameter, model-state bytes on one GPU of `stage`); `generation` (the GPU's) sets the layouts
+    Transformer Engine keeps of its cached weight casts (lowp.te_layouts)."""
     layouts = lowp.cast_layouts(plan.precision, plan.fp8_recipe, generation, plan.weight_casts)
     per_param = memory.state_bytes_per_param(plan.precision, plan.grad_comm_dtype, plan.fp8_recipe, plan.weight_casts,
                                              plan.lowp_param_gather, plan.optimizer_states, layouts)
-    states = model_states(plan, stage, per_param, edge_state_bytes_per_param(plan))
+    return per_param, model_states(plan, stage, per_param, edge_state_bytes_per_param(plan))
+
+
+def memory_breakdown(model: Model, plan: Plan, stage: StageCost, eff: Efficiency, generation: str) -> dict[str, float]:
+    """Bytes on one GPU of `stage` by part (ZeRO Sec 3.1 states, Korthikanti activations), at its fullest moment.
+    With the optimizer's states offloaded (Plan.offload_optimizer_states) the GPU holds them only from the reload
+    at the end of backward through the optimizer step, when the activations and gathered weights are freed, so
+    the fuller of the two phases is given: forward and backward without the states, or the step without those."""
+    per_param, states = stage_states(plan, stage, generation)
     parts = {
         "parameters": states.parameters,
         "gradients": (states.gradients + gradient_shard_copy_bytes(plan, stage, per_param)
@@ -107,9 +116,31 @@ def memory_breakdown(model: Model, plan: Plan, stage: StageCost, eff: Efficiency
         "activations": stage.activation_bytes,
         "zero3_gather_buffers": zero3_gather_bytes(model, plan, stage),
     }
+    if plan.offload_optimizer_states:
+        transient = parts["activations"] + parts["zero3_gather_buffers"]
+        if transient >= parts["optimizer_states"]:
+            parts["optimizer_states"] = 0.0
+        else:
+            parts["activations"] = parts["zero3_gather_buffers"] = 0.0
     slack = eff.memory_fragmentation_fraction * step_allocated_bytes(plan, parts)
     parts["overhead"] = eff.memory_overhead_bytes + slack
     return parts
+
+
+def optimizer_offload_seconds(cluster: Cluster, plan: Plan, stage: StageCost, dp_exposed_seconds: float) -> float:
+    """Step time the optimizer-state offload adds (Plan.offload_optimizer_states; Megatron-LM dev 0a2e01fd,
+    2026-01-19, #2987: training.py offload_states / release_offloaded_gpu_states / a finalize_model_grads
+    wrapper that calls reload_offloaded_states; cpu_offloading/optimizer_state_offloader.py): the states and
+    master weights of this GPU's shard go to host on a copy stream at the start of the step, behind the
+    forward, and come back on another once backward ends, beside the gradient reduction that the step waits
+    for anyway; the optimizer step waits for the reload (sync_before_step). So the reload is exposed for as
+    long as it outlasts the exposed gradient sync, at the host link's one-way bandwidth. Assumed: the copy
+    out is hidden whole (the forward is longer), and neither copy slows the compute beside it."""
+    if not plan.offload_optimizer_states:
+        return 0.0
+    _, states = stage_states(plan, stage, cluster.gpu.generation)
+    reload = states.optimizer_states / cluster.host_link_bytes_per_second
+    return max(0.0, reload - dp_exposed_seconds)
 
 
 def step_allocated_bytes(plan: Plan, parts: dict[str, float]) -> float:
@@ -344,6 +375,7 @@ def estimate(model: Model, cluster: Cluster, plan: Plan, eff: Efficiency | None 
     parts = pipeline_parts(plan, stages)
     dp_total, dp_exposed = dp_costs(model, cluster, plan, critical, eff, parts["pp_bubble"])
     parts["dp_comm_exposed"] = dp_exposed
+    parts["offload"] += optimizer_offload_seconds(cluster, plan, critical, dp_exposed)
     parts["optimizer"] = optimizer_step_seconds(cluster, plan, critical, eff)
     parts["overhead"] = eff.step_overhead_seconds
     step = sum(parts.values())

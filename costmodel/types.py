@@ -312,6 +312,10 @@ class Plan:
     # Modules of every layer whose inputs go to host memory in forward and come back for backward (Megatron
     # --fine-grained-activation-offloading --offload-modules; OFFLOAD_MODULES); priced on the host link.
     offload_modules: tuple[str, ...] = ()
+    # The optimizer's states and master weights (this GPU's shard) copied to host memory after each optimizer step
+    # and back before the next (Megatron-LM dev's --offload-optimizer-states, #2987; step.py
+    # optimizer_offload_seconds and memory_breakdown): off the GPU during forward and backward.
+    offload_optimizer_states: bool = False
     # Parameters kept in the low-precision format (Megatron --fp8-param-gather, --fp4-param-gather): no
     # 16-bit weight copy, and the parameter all-gathers move quantized data.
     lowp_param_gather: bool = False

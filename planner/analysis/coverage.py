@@ -45,6 +45,7 @@ SETTINGS: dict[str, Callable[[cm.Plan], str | None]] = {
     "rank_order": lambda p: _on(p.rank_order, p.pp > 1 and p.dp * p.cp > 1),  # with pp 1 or one replica they agree
     "activation_offload": lambda p: _on(p.offload_layers > 0, True),
     "offload_modules": lambda p: _on("+".join(p.offload_modules) or "none", True),
+    "offload_optimizer_states": lambda p: _on(p.offload_optimizer_states, True),
     "weight_casts": lambda p: _on(p.weight_casts, lowp.is_low(p.precision)),
     "lowp_param_gather": lambda p: _on(p.lowp_param_gather, lowp.is_low(p.precision)),
 }

@@ -5,7 +5,7 @@ PART_WORDS = {
     "compute": "compute", "recompute": "recompute", "tp_comm": "TP communication",
     "cp_comm": "CP key/value exchange", "ep_comm": "EP dispatch/combine",
     "moe_sync": "MoE host syncs", "pp_comm": "PP p2p",
-    "offload": "activation offload",
+    "offload": "offload to host",
     "pp_bubble": "pipeline bubble", "dp_comm_exposed": "exposed DP/ZeRO sync", "optimizer": "optimizer step",
     "overhead": "overhead",
 }

@@ -146,6 +146,8 @@ class Plan(Strict):
                             "weight- and input-gradient GEMMs (Megatron-LM, Transformer Engine)")
     offload_layers: int = d("layers per pipeline stage whose activations go to host memory")
     offload_modules: list[OffloadModule] = d("modules whose inputs go to host memory (Megatron --offload-modules)")
+    offload_optimizer_states: bool = d("the optimizer's states and master weights kept in host memory between "
+                                       "optimizer steps (Megatron-LM dev --offload-optimizer-states)")
     lowp_param_gather: bool = d("parameters kept and all-gathered in the low-precision format")
     pipeline_buffers: Literal["freed", "per_microbatch"] = d(
         "stage-boundary buffers the pipeline runtime keeps: freed once sent (Megatron-core), or a receive "
@@ -243,7 +245,7 @@ class TimeBreakdown(Strict):
     moe_sync: float = d("MoE layers waiting on the host for their token counts (all but DeepEP with MoE CUDA graphs "
                         "and whole-iteration graphs)")
     pp_comm: float = d("exposed pipeline p2p")
-    offload: float = d("activation copies to and from host memory that compute does not hide")
+    offload: float = d("activation and optimizer-state copies to and from host memory that compute does not hide")
     pp_bubble: float = d("pipeline fill and drain")
     dp_comm_exposed: float = d("DP/ZeRO sync on the critical path")
     optimizer: float = d("optimizer update")
@@ -316,7 +318,7 @@ class Shares(Strict):
     ep_comm: float = d("EP dispatch and combine share")
     moe_sync: float = d("MoE host synchronisation share")
     pp_comm: float = d("exposed PP p2p share")
-    offload: float = d("exposed activation offload share")
+    offload: float = d("exposed offload-to-host share")
     dp_comm_exposed: float = d("exposed DP/ZeRO sync share")
     pp_bubble: float = d("pipeline bubble share")
     optimizer: float = d("optimizer share")

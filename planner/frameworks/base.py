@@ -79,6 +79,9 @@ class Knobs:
     # The inputs of chosen modules of every layer copied to host (Plan.offload_modules). Not searched: estimate,
     # diagnose and emit take it from the user.
     module_offload: Choice = Choice((False,), "no activation offload of single modules")
+    # The optimizer's states and master weights kept in host memory between steps (Plan.offload_optimizer_states).
+    # Not searched: estimate scores it; no framework's launch files write it (each says why).
+    optimizer_offload: Choice = Choice((False,), "no optimizer-state offload")
     # The DP/ZeRO gradient sync run beside the backward (Plan.overlap_dp_comm) or after it. Where both
     # run, the search offers the overlap unless the user turns it off (--no-overlap) and keeps the
     # plain sync only when the overlapped one is refused (a rule) or off.
@@ -243,6 +246,8 @@ def knob_violations(fw: Framework, plan: cm.Plan) -> list[str]:
         checks.append(("whole-iteration CUDA graph", plan.full_iteration_graph, ks.full_iteration_graph))
     if plan.offload_modules:
         checks.append(("module activation offload", True, ks.module_offload))
+    if plan.offload_optimizer_states:
+        checks.append(("optimizer-state offload", True, ks.optimizer_offload))
     if plan.rank_order != "tp-cp-dp-pp":
         checks.append(("rank order", plan.rank_order, ks.rank_order))
     checks.append(("DP gradient sync overlapped", plan.overlap_dp_comm, ks.overlap_dp_comm))

@@ -126,6 +126,9 @@ def knobs(tp_split: bool, pp_split: bool) -> Knobs:
         tp_async_grad=Choice((False,), "Megatron-DeepSpeed turns async_tensor_model_parallel_allreduce off under "
                                        "DeepSpeed (microsoft/Megatron-DeepSpeed megatron/arguments.py @f4157bea), "
                                        "so each linear's input-gradient all-reduce shows"),
+        optimizer_offload=Choice((False,), "DeepSpeed's offload_optimizer (ZeRO-Offload) also runs the optimizer "
+                                           "step on the CPU, which is not this plan's mechanism (GPU step, states "
+                                           "copied back for it) and not modelled"),
     )
 
 

@@ -630,6 +630,9 @@ def knobs(tp_split: bool, pp_split: bool) -> Knobs:
                                                      "--attention-backend fused (cuDNN) or flash (FlashAttention-2)"),
         module_offload=Choice((False, True), "Megatron-LM offloads the inputs of chosen modules with "
                                              "--fine-grained-activation-offloading --offload-modules"),
+        optimizer_offload=Choice((False,), "Megatron-LM d98e8a64 (main) has no --offload-optimizer-states: only "
+                                           "its dev branch does (#2987, 2026-01-19), which these launch files do "
+                                           "not target"),
         activation_offload=Choice((False,) if pp_split else (False, True),
                                   "Megatron-LM offloads the activations of whole layers with "
                                   "--cpu-offloading-num-layers, without pipeline parallelism (cpu_offloading)"),

@@ -273,6 +273,9 @@ def knobs(tp_split: bool, pp_split: bool) -> Knobs:
         tp_async_grad=Choice((False,), "DTensor's TP reduces a linear's input gradient in the redistribute's own "
                                        "backward, after the linear's backward has computed both gradients, and the "
                                        "norm's backward before it waits for it"),
+        optimizer_offload=Choice((False,), "torchtitan's training.enable_cpu_offload (FSDP2 CPUOffloadPolicy, "
+                                           "config/configs.py @b5bcd76c) keeps parameters and gradients on the host "
+                                           "too and steps the optimizer there: another mechanism, not modelled"),
         grad_sync=Choice(("chunk_end",), "FSDP2 under torch.distributed.pipelining reduce-scatters each stage's "
                                          "gradients once, after its last backward (pipelining/stage.py "
                                          "_post_backward), into new shard storage") if pp_split else

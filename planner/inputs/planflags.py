@@ -90,6 +90,10 @@ def add_plan_flags(p: argparse.ArgumentParser) -> None:
                    help="modules of every layer whose inputs go to host memory (Megatron fine-grained activation "
                         f"offload): comma-separated, among {', '.join(OFFLOAD_MODULES)} (needs the cluster's "
                         "host_link_gbytes_per_s)")
+    g.add_argument("--offload-optimizer-states", action="store_true",
+                   help="keep the optimizer's states and master weights in host memory between optimizer steps, "
+                        "back on the GPU for the step (Megatron-LM dev's --offload-optimizer-states; needs the "
+                        "cluster's host_link_gbytes_per_s)")
     g.add_argument("--no-zero3-reshard", action="store_true",
                    help="ZeRO-3 keeps each layer's gathered weights from forward to backward (torchtitan with PP)")
     g.add_argument("--pipeline-buffers", default="freed", choices=["freed", "per_microbatch"],
@@ -160,6 +164,7 @@ def plan_spec_from_args(args: argparse.Namespace):
         "tp_async_grad": not args.no_tp_async_grad,
         "offload_layers": args.offload_layers, "lowp_param_gather": args.lowp_param_gather,
         "offload_modules": [m.strip() for m in args.offload_modules.split(",") if m.strip()],
+        "offload_optimizer_states": args.offload_optimizer_states,
         "cp": args.cp, "cp_comm": args.cp_comm, "ep": args.ep, "etp": args.etp,
         "recompute_modules": [m.strip() for m in args.recompute_modules.split(",") if m.strip()],
         "ep_overlap": args.ep_overlap, "optimizer_states": args.optimizer_states,

@@ -424,6 +424,8 @@ class PlanSpec(Spec):
     offload_layers: count(L.MAX_LAYERS, lower=0) = 0
     # modules whose inputs Megatron's fine-grained activation offload moves to host memory
     offload_modules: list[Literal[cm.OFFLOAD_MODULES]] = Field(default=[], max_length=len(cm.OFFLOAD_MODULES))
+    # the optimizer's states and master weights in host memory between steps (costmodel Plan.offload_optimizer_states)
+    offload_optimizer_states: Flag = False
     lowp_param_gather: Flag = False
     grad_dtype: Optional[Literal["fp32", "bf16", "fp16", "int8"]] = None
     overlap_dp_comm: Flag = True

@@ -18,7 +18,7 @@ TIME_LABELS = {
     "ep_comm": "EP dispatch/combine",
     "moe_sync": "MoE host syncs",
     "pp_comm": "PP point-to-point",
-    "offload": "activation offload (exposed)",
+    "offload": "offload to host (exposed)",
     "pp_bubble": "pipeline bubble",
     "dp_comm_exposed": "DP/ZeRO sync (exposed)",
     "optimizer": "optimizer step",
@@ -90,6 +90,8 @@ def plan_label(plan: dict) -> str:
         parts.append(f"{plan['offload_layers']} layers' activations offloaded")
     if plan.get("offload_modules"):
         parts.append(f"inputs of {'+'.join(plan['offload_modules'])} offloaded")
+    if plan.get("offload_optimizer_states"):
+        parts.append("optimizer states offloaded")
     parts += moe_words(plan)
     parts.append(plan["precision"])
     if plan.get("grad_reduce") == "allreduce" and plan["zero_stage"] >= 1:
