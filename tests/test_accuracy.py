@@ -190,3 +190,58 @@ def test_estimate_and_suggest_say_how_far_off_the_model_was(capsys):
     assert main(["estimate", "llama3-8b", "amd-mi355x-platform", "--gpus", "8", "--gbs", "64", "--tp", "1",
                  "--pp", "1", "--mbs", "1", "--zero", "1", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["accuracy"] is None
+
+
+# --- the runs of the plan's own model (planner/analysis/bymodel.py, validation/step_errors_by_model.yaml) ---
+
+
+def test_shipped_errors_by_model_are_what_the_model_gives():
+    """validation/step_errors_by_model.yaml is generated from the rows at the shipped constants (python -m
+    planner.validation.bymodel --write): a model change or refit that moves it must regenerate it."""
+    from planner.analysis import bymodel
+    from planner.validation import bymodel as computed
+
+    assert list(bymodel.shipped().values()) == computed.compute()
+
+
+def test_a_catalog_model_finds_the_rows_of_its_architecture():
+    """The catalog's llama3-405b and the rows' llama3.1-405b are one architecture (126 layers, hidden 16384, 128
+    query and 8 KV heads of 128, ffn 53248, vocab 128256), so its plans cite those rows; gpt-oss-120b's are the 27
+    held-out Megatron-Bridge rows, none fitted, every one predicted fast (so mean_signed is -MAPE)."""
+    from planner.analysis import bymodel
+    from planner.inputs.loading import load_model_spec
+
+    llama = bymodel.judge(load_model_spec("llama3-405b").to_model())
+    assert llama["architecture"].startswith("126 layers, hidden 16384, 128/8 heads of 128, ffn 53248, vocab 128256")
+    assert llama["model"] == "llama3.1-405b"
+    gpt_oss = bymodel.judge(load_model_spec("gpt-oss-120b").to_model())
+    held = [r for r in load_runs(default_holdout()) if r.group == "mbridge-gpt-oss"]
+    assert (gpt_oss["fitted_runs"], gpt_oss["held_out_runs"], gpt_oss["shipped"]["n"]) == (0, 27, len(held))
+    errors = [r.step_error for r in evaluate(held)]
+    assert max(errors) < 0 and gpt_oss["shipped"]["mean_signed"] == pytest.approx(-gpt_oss["shipped"]["mape"])
+    assert gpt_oss["shipped"]["mape"] == pytest.approx(sum(-e for e in errors) / len(errors))
+    assert bymodel.judge(load_model_spec("mixtral-8x7b").to_model()) is None  # no published run of it
+
+
+def test_model_line_by_hand():
+    """Two rows, one fitted and one held out, off by -10% and -30%: MAPE 20.0%, mean -20.0%, the worst 30.0%."""
+    from planner.analysis import bymodel
+
+    judged = {"model": "m", "architecture": "a", "fitted_runs": 1, "held_out_runs": 1, "gpus": ["gb200", "h100"],
+              "shipped": {"n": 2, "mape": 0.2, "max_abs": 0.3, "mean_signed": -0.2, "worst_run": "row-b"}}
+    assert bymodel.line(judged) == (
+        "on the 2 published runs of this model (m; 1 fitted, 1 held out; on gb200, h100) the model's step time was "
+        "off by 20.0% on average (mean -20.0%: steps predicted shorter than measured; up to 30.0%, row-b) "
+        "(validation/step_errors_by_model.yaml)")
+    assert bymodel.line(None) is None
+
+
+def test_estimate_gives_the_model_line(capsys):
+    base = ["estimate", "gpt-oss-120b", "gb200-nvl72", "--gpus", "64", "--tp", "1", "--pp", "1", "--ep", "64",
+            "--mbs", "4", "--gbs", "1280", "--zero", "1", "--precision", "bf16"]
+    assert main([*base, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["model_accuracy"]["model"] == "gpt-oss-120b" and out["model_accuracy"]["held_out_runs"] == 27
+    assert main(base) == 0
+    assert "on the 27 published runs of this model (gpt-oss-120b; 0 fitted, 27 held out;" in \
+        " ".join(capsys.readouterr().out.split())

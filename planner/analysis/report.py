@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from costmodel import types as cm
 from planner import frameworks
-from planner.analysis import accuracy, coverage, diagnose, envelope, hostwait, longcontext, score, whatif
+from planner.analysis import accuracy, bymodel, coverage, diagnose, envelope, hostwait, longcontext, score, whatif
 from planner.inputs import plans
 from planner.inputs.specs import ModelSpec, PlanSpec
 
@@ -30,6 +30,7 @@ def estimate_report(model: ModelSpec, cluster: cm.Cluster, plan_spec: PlanSpec, 
     d["long_context"] = longcontext.judge(cluster.gpu.generation, model.seq_length)
     d["accuracy"] = accuracy.judge(cluster.gpu.name, plan.precision, model.moe is not None, plan.fp8_recipe,
                                    cluster.gpu.generation)
+    d["model_accuracy"] = bymodel.judge(model.to_model())
     d["warnings"] += unrun_warning(model.to_model(), plan, cluster)
     if what_if:
         wi = whatif.parse(what_if)

@@ -440,6 +440,19 @@ class StepAccuracy(Strict):
                           "none does); mean_signed < 0: peaks predicted lower than measured")
 
 
+class ModelAccuracy(Strict):
+    """The step-time errors of the published runs of the plan's own model architecture, on any GPU and in any
+    precision, at the shipped constants (planner/analysis/bymodel.py, validation/step_errors_by_model.yaml)."""
+
+    model: str = d("the model name of the first such row")
+    architecture: str = d("the architecture the rows and the plan share (layers, widths, heads, vocabulary, experts)")
+    fitted_runs: int = d("how many of the rows are in validation/runs.yaml (fitted)")
+    held_out_runs: int = d("how many are in validation/holdout.yaml (no fit saw them)")
+    gpus: list[str] = d("catalog GPU names the rows ran on")
+    shipped: WorstRows = d("their step-time errors at the shipped constants; mean_signed < 0: steps predicted "
+                           "shorter than measured")
+
+
 class EstimateOutput(Estimate, Output):
     """`planner estimate --json`: the estimate, its diagnosis, and the what-if re-score on request."""
 
@@ -454,6 +467,8 @@ class EstimateOutput(Estimate, Output):
                                          "generation, where it is longer; null otherwise")
     accuracy: StepAccuracy | None = d("how far the model's step time was off on the published runs on the plan's GPU "
                                       "in its precision of its kind of model; null where none was")
+    model_accuracy: ModelAccuracy | None = d("how far it was off on the published runs of the plan's own model "
+                                             "architecture; null where none was")
     what_if: EstimateWhatIf = omitted("the re-score under --what-if; absent without it")
 
 
@@ -542,6 +557,8 @@ class SuggestOutput(Output):
                                          "generation, where it is longer; null otherwise")
     accuracy: StepAccuracy | None = d("how far the model's step time was off on the published runs on the GPU in the "
                                       "best plan's precision of the model's kind; null where none was")
+    model_accuracy: ModelAccuracy | None = d("how far it was off on the published runs of the model's own "
+                                             "architecture; null where none was")
     what_if: str = omitted("the --what-if assumptions the search ran under; absent without them")
     stability: list[StabilityRow] = omitted("one row per --what-if-grid value; absent without it")
     emitted: Emitted = omitted("the launch files --emit wrote; absent without it")

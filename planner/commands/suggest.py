@@ -197,7 +197,8 @@ def cmd_suggest(args: argparse.Namespace) -> int:
         print(f"what if {out['what_if']}:")
     render_suggest.print_suggestions(out["plans"], out["why"], out["search"], envelope=out["envelope"],
                                      unvalidated=out["unvalidated_settings"], host_wait=out["host_wait"],
-                                     long_context=out["long_context"], accuracy=out["accuracy"])
+                                     long_context=out["long_context"], accuracy=out["accuracy"],
+                                     model_accuracy=out["model_accuracy"])
     render_estimate.print_diagnosis(out["diagnosis"])
     if "stability" in out:
         render_suggest.print_stability(out["stability"], out["plans"][0])

@@ -6,6 +6,7 @@ from rich.table import Table
 
 from planner.analysis import coverage
 from planner.analysis.accuracy import line as accuracy_line
+from planner.analysis.bymodel import line as model_line
 from planner.render import estimate as render
 
 GIB = 2**30
@@ -63,7 +64,7 @@ def published_fixes(unvalidated: list[dict]) -> list[str]:
 def print_suggestions(plans: list[dict], why: str | None, search: dict, console: Console | None = None,
                       envelope: dict | None = None, unvalidated: list[dict] | None = None,
                       host_wait: dict | None = None, long_context: dict | None = None,
-                      accuracy: dict | None = None) -> None:
+                      accuracy: dict | None = None, model_accuracy: dict | None = None) -> None:
     console = console or render.make_console()
     console.print(header(plans, search))
     if search.get("context_parallel"):
@@ -83,6 +84,8 @@ def print_suggestions(plans: list[dict], why: str | None, search: dict, console:
     if fixes := published_fixes(unvalidated or []):
         console.print(f"  to search only what published runs used there: {' '.join(fixes)}")
     if judged := accuracy_line(accuracy):
+        console.print(f"[bold]validation:[/bold] {judged}")
+    if judged := model_line(model_accuracy):
         console.print(f"[bold]validation:[/bold] {judged}")
     console.print(render.time_table(plans[0]))
     console.print(render.memory_table(plans[0]))

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from costmodel import types as cm
-from planner.analysis import (accuracy, coverage, cpnote, diagnose, envelope, explain, hostwait, longcontext, score,
-                              whatif)
+from planner.analysis import (accuracy, bymodel, coverage, cpnote, diagnose, envelope, explain, hostwait, longcontext,
+                              score, whatif)
 from planner.inputs.specs import ModelSpec
 from planner.search import stability, suggest
 from planner.search.space import SearchSpec, fixed_plan_fields
@@ -120,7 +120,8 @@ def suggest_report(model: ModelSpec, spec: SearchSpec, opts: suggest.Options, wi
            "host_wait": hostwait.judge(dicts[0]["step_time_s"], dicts[0]["time_breakdown_s"]),
            "long_context": longcontext.judge(spec.cluster.gpu.generation, model.seq_length),
            "accuracy": accuracy.judge(spec.cluster.gpu.name, scored[0].plan.precision, spec.model.moe is not None,
-                                      scored[0].plan.fp8_recipe, spec.cluster.gpu.generation)}
+                                      scored[0].plan.fp8_recipe, spec.cluster.gpu.generation),
+           "model_accuracy": bymodel.judge(spec.model)}
     if wi.label() != "as given":
         out["what_if"] = wi.label()
     if grid:

@@ -13,7 +13,7 @@ from typing import Optional
 
 from pydantic import RootModel, ValidationError
 
-from planner.analysis import accuracy, coverage, envelope, hostwait, longcontext, whatif
+from planner.analysis import accuracy, bymodel, coverage, envelope, hostwait, longcontext, whatif
 from planner.analysis import score as report
 from planner.errors import PlannerError
 from planner.inputs import catalogs, loading, reading
@@ -221,7 +221,8 @@ def size(args: SizeRequest, wi: whatif.WhatIf | None = None, progress=None) -> d
             "searched": scan.searched, "seconds": time.perf_counter() - start,
             "skipped_unpriced": skipped,
             "notes": scan.notes + impossible_lines(scan.options, args)
-            + envelope_notes({"cheapest": cheapest, "fastest": fastest}, model.seq_length),
+            + envelope_notes({"cheapest": cheapest, "fastest": fastest}, model.seq_length)
+            + [f"every option: {line}" for line in [bymodel.line(bymodel.judge(model.to_model()))] if line],
             "options": scan.options, "pareto": front(scan.options, args.deadline_days), "cheapest": cheapest,
             "fastest": fastest, "other_gpus": other_gpus(scan.options, cheapest or fastest, args.deadline_days),
             "what_if": wi.label() if wi else None}
