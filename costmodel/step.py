@@ -116,31 +116,36 @@ def memory_breakdown(model: Model, plan: Plan, stage: StageCost, eff: Efficiency
         "activations": stage.activation_bytes,
         "zero3_gather_buffers": zero3_gather_bytes(model, plan, stage),
     }
-    if plan.offload_optimizer_states:
-        transient = parts["activations"] + parts["zero3_gather_buffers"]
-        if transient >= parts["optimizer_states"]:
-            parts["optimizer_states"] = 0.0
-        else:
-            parts["activations"] = parts["zero3_gather_buffers"] = 0.0
+    if not plan.offload_optimizer_states:
+        return with_overhead(plan, parts, eff)
+    passes = with_overhead(plan, {**parts, "optimizer_states": 0.0}, eff)
+    update = with_overhead(plan, {**parts, "activations": 0.0, "zero3_gather_buffers": 0.0}, eff)
+    return max(passes, update, key=lambda d: sum(d.values()))
+
+
+def with_overhead(plan: Plan, parts: dict[str, float], eff: Efficiency) -> dict[str, float]:
+    """`parts` with the fixed overhead and the allocator's slack on what the step allocates and frees."""
     slack = eff.memory_fragmentation_fraction * step_allocated_bytes(plan, parts)
-    parts["overhead"] = eff.memory_overhead_bytes + slack
-    return parts
+    return {**parts, "overhead": eff.memory_overhead_bytes + slack}
 
 
-def optimizer_offload_seconds(cluster: Cluster, plan: Plan, stage: StageCost, dp_exposed_seconds: float) -> float:
+def optimizer_offload_seconds(cluster: Cluster, plan: Plan, stages: list[StageCost],
+                              dp_exposed_seconds: float) -> float:
     """Step time the optimizer-state offload adds (Plan.offload_optimizer_states; Megatron-LM dev 0a2e01fd,
     2026-01-19, #2987: training.py offload_states / release_offloaded_gpu_states / a finalize_model_grads
     wrapper that calls reload_offloaded_states; cpu_offloading/optimizer_state_offloader.py): the states and
     master weights of this GPU's shard go to host on a copy stream at the start of the step, behind the
     forward, and come back on another once backward ends, beside the gradient reduction that the step waits
     for anyway; the optimizer step waits for the reload (sync_before_step). So the reload is exposed for as
-    long as it outlasts the exposed gradient sync, at the host link's one-way bandwidth. Assumed: the copy
-    out is hidden whole (the forward is longer), and neither copy slows the compute beside it."""
+    long as it outlasts the exposed gradient sync, at the host link's one-way bandwidth, on the stage that
+    holds the most states (the step's gradient-norm reduction spans every stage). Assumed: the copy out is
+    hidden whole (the forward is longer), and neither copy slows the compute beside it. The cost model takes
+    it at any ZeRO stage (at ZeRO 0 the whole replicated states move); Megatron-LM's offloader is the
+    distributed optimizer's (ZeRO 1)."""
     if not plan.offload_optimizer_states:
         return 0.0
-    _, states = stage_states(plan, stage, cluster.gpu.generation)
-    reload = states.optimizer_states / cluster.host_link_bytes_per_second
-    return max(0.0, reload - dp_exposed_seconds)
+    states = max(stage_states(plan, s, cluster.gpu.generation)[1].optimizer_states for s in stages)
+    return max(0.0, states / cluster.host_link_bytes_per_second - dp_exposed_seconds)
 
 
 def step_allocated_bytes(plan: Plan, parts: dict[str, float]) -> float:
@@ -375,7 +380,7 @@ def estimate(model: Model, cluster: Cluster, plan: Plan, eff: Efficiency | None 
     parts = pipeline_parts(plan, stages)
     dp_total, dp_exposed = dp_costs(model, cluster, plan, critical, eff, parts["pp_bubble"])
     parts["dp_comm_exposed"] = dp_exposed
-    parts["offload"] += optimizer_offload_seconds(cluster, plan, critical, dp_exposed)
+    parts["offload"] += optimizer_offload_seconds(cluster, plan, stages, dp_exposed)
     parts["optimizer"] = optimizer_step_seconds(cluster, plan, critical, eff)
     parts["overhead"] = eff.step_overhead_seconds
     step = sum(parts.values())

@@ -206,13 +206,13 @@ def test_shipped_errors_by_model_are_what_the_model_gives():
 
 def test_a_catalog_model_finds_the_rows_of_its_architecture():
     """The catalog's llama3-405b and the rows' llama3.1-405b are one architecture (126 layers, hidden 16384, 128
-    query and 8 KV heads of 128, ffn 53248, vocab 128256), so its plans cite those rows; gpt-oss-120b's are the 27
+    query and 8 KV heads of 128, SwiGLU of 53248, vocab 128256), so its plans cite those rows; gpt-oss-120b's are the 27
     held-out Megatron-Bridge rows, none fitted, every one predicted fast (so mean_signed is -MAPE)."""
     from planner.analysis import bymodel
     from planner.inputs.loading import load_model_spec
 
     llama = bymodel.judge(load_model_spec("llama3-405b").to_model())
-    assert llama["architecture"].startswith("126 layers, hidden 16384, 128/8 heads of 128, ffn 53248, vocab 128256")
+    assert llama["architecture"] == "126 layers, hidden 16384, 128/8 heads of 128, swiglu ffn 53248, vocab 128256"
     assert llama["model"] == "llama3.1-405b"
     gpt_oss = bymodel.judge(load_model_spec("gpt-oss-120b").to_model())
     held = [r for r in load_runs(default_holdout()) if r.group == "mbridge-gpt-oss"]

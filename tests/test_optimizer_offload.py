@@ -47,6 +47,41 @@ def test_the_step_phase_is_the_fuller_one_when_activations_are_small():
     assert on["parameters"] == off["parameters"] and on["gradients"] == off["gradients"]
 
 
+def test_the_fuller_phase_counts_the_allocator_slack():
+    """The forward-backward phase carries the slack (7.75% of the bytes a step allocates and frees: the activations)
+    that the optimizer step's does not: with activations at 0.99 of the states the passes are fuller by
+    0.99 x 1.0775 - 1 = 6.7% of the states, so the peak is the plan's without its states; at 0.5 the step is fuller,
+    and the peak is the plan's without its activations and their slack."""
+    from costmodel.step import memory_breakdown, stage_costs
+
+    eff = cm.Efficiency()
+    assert eff.memory_fragmentation_fraction == 0.0775
+    stage = stage_costs(MODEL, H100, PLAN, eff)[0]
+    states = memory_breakdown(MODEL, PLAN, stage, eff, "hopper")["optimizer_states"]
+    for share, passes in ((0.99, True), (0.5, False)):
+        held = replace(stage, activation_bytes=share * states)
+        off = sum(memory_breakdown(MODEL, PLAN, held, eff, "hopper").values())
+        on = sum(memory_breakdown(MODEL, replace(PLAN, offload_optimizer_states=True), held, eff, "hopper").values())
+        expected = off - states if passes else off - share * states * (1 + 0.0775)
+        assert abs(on - expected) < 1e-6 * states, share
+
+
+def test_levers_survive_a_plan_no_framework_writes():
+    """Llama 3 70B on 64 H100 at ZeRO-1, tp 8, pp 1 does not fit; with the offload, which no framework writes, the
+    diagnosis still offers the levers that add no refusal of their own."""
+    from planner.analysis import diagnose, score
+    from planner.inputs import plans
+
+    model = load_model_spec("llama3-70b")
+    cluster = load_cluster_spec("dgx-h100").to_cluster(resolve_gpu("h100-sxm-80gb"), 64)
+    base = cm.Plan(tp=8, pp=1, dp=8, micro_batch_size=1, global_batch_size=64, zero_stage=1, precision="bf16",
+                   sequence_parallel=True)
+    for offload in (False, True):
+        plan = replace(base, offload_optimizer_states=offload)
+        plans.check_legal(model.to_model(), cluster, plan)
+        assert diagnose.try_levers(score.score(model, cluster, plan), frameworks=tuple(frameworks.REGISTRY)), offload
+
+
 def test_the_reload_shows_beyond_the_exposed_gradient_sync():
     """12.05 GB back over a 55 GB/s host link take 0.219 s; the step grows by that less the exposed DP sync, which
     the reload runs beside (the optimizer step waits for both)."""

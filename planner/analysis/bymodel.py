@@ -20,13 +20,15 @@ def architecture_of(model) -> str:
     """A costmodel Model's architecture as one string, the key of the shipped records."""
     parts = [f"{model.num_layers} layers", f"hidden {model.hidden_size}",
              f"{model.num_attention_heads}/{model.kv_heads} heads" + ("" if model.mla else f" of {model.head_dim}"),
-             f"ffn {model.ffn}",
+             f"{model.mlp} ffn {model.ffn}",
              f"vocab {model.vocab_size}"]
     if model.attention_window:
         parts.append(f"window {model.attention_window} ({model.window_kind}, global every "
                      f"{model.global_attention_every or 'none'})")
     if model.mla is not None:
-        parts.append(f"latent q {model.mla.q_lora_rank} kv {model.mla.kv_lora_rank}")
+        a = model.mla
+        parts.append(f"latent q {a.q_lora_rank} kv {a.kv_lora_rank}, heads {a.qk_nope_head_dim}+{a.qk_rope_head_dim}/"
+                     f"{a.v_head_dim}")
     if model.moe is not None:
         m = model.moe
         parts.append(f"{m.num_experts} experts top {m.experts_per_token} of {m.ffn_hidden_size}, shared "

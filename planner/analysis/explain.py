@@ -11,7 +11,8 @@ PART_WORDS = {
 }
 LAYOUT_KEYS = ("tp", "cp", "pp", "dp", "ep", "etp", "vpp", "zero_stage", "micro_batch_size", "recompute", "precision",
                "grad_dtype", "tp_comm_overlap", "ep_overlap", "ep_dispatch", "ep_dispatch_dtype", "moe_cuda_graphs",
-               "optimizer_states", "lowp_param_gather", "cp_comm", "full_iteration_graph", "rank_order")
+               "optimizer_states", "lowp_param_gather", "cp_comm", "full_iteration_graph", "rank_order",
+               "offload_optimizer_states")
 
 
 def plan_differences(a: dict, b: dict) -> list[str]:

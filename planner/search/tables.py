@@ -22,7 +22,9 @@ step.estimate / step.stage_costs on random plans, so a cost-model change that br
   * stage.stage_kernels reads only tp, cp, ep, etp, the CP exchange, micro-batch, SP, flash,
     precision and its casts, so one per such combination serves every layout (KernelCache);
   * memory_breakdown's total is affine in the stage's activation bytes (the overhead term), and
-    its other parts read only ZeRO, precision, gradient dtype and the weight casts from the knobs.
+    its other parts read only ZeRO, precision, gradient dtype and the weight casts from the knobs
+    (not with Plan.offload_optimizer_states, the larger of two phases, which the search never offers:
+    frameworks.base.Knobs.optimizer_offload).
 """
 from __future__ import annotations
 

@@ -100,10 +100,16 @@ def plan_fields(row: dict) -> tuple[dict, list[str]]:
     plan["fp8_attention"] = bool((rec.get("fusions") or {}).get("fp8_dot_product_attention")) and plan["precision"] != "bf16"
     if plan["precision"] != "bf16":
         plan.setdefault("weight_casts", "step")  # Transformer Engine caches the casts per step
-    pao = rec.get("precision_aware_optimizer") or {}
-    if pao.get("value") and pao.get("exp_avg_dtype") != "fp32":  # with fp32 moments it keeps what the plain one does
+    if low_precision_moments(rec):
         plan["optimizer_states"] = "bf16"
     return plan, notes
+
+
+def low_precision_moments(rec: dict) -> bool:
+    """Megatron's precision-aware optimizer with its moments in 16 bits (Plan.optimizer_states bf16); on with
+    fp32 moments it stores them as the plain distributed optimizer does."""
+    pao = rec.get("precision_aware_optimizer") or {}
+    return bool(pao.get("value")) and "fp32" not in (pao.get("exp_avg_dtype"), pao.get("exp_avg_sq_dtype"))
 
 
 def convert(row: dict) -> dict:
@@ -233,7 +239,7 @@ def megatron_dense_plan(row: dict) -> tuple[dict, list[str], list[str]]:
     plan["fused_cross_entropy"] = fus.get("cross_entropy_fusion_impl") in ("te", "native")
     if fus.get("fp8_dot_product_attention") and plan["precision"] in LOW_PRECISION:
         plan["fp8_attention"] = True
-    if (rec.get("precision_aware_optimizer") or {}).get("value"):
+    if low_precision_moments(rec):
         plan["optimizer_states"] = "bf16"
 
     # what the recipe sets that no plan field holds
