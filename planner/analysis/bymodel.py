@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from planner.analysis import accuracy
+
 FILE = "step_errors_by_model.yaml"
 
 
@@ -54,11 +56,15 @@ def line(judged: dict | None) -> str | None:
     if judged is None:
         return None
     s = judged["shipped"]
-    mean = s["mean_signed"]
     runs = f"{s['n']} published run{'s' if s['n'] != 1 else ''}"
     split = (f"{judged['fitted_runs']} fitted, {judged['held_out_runs']} held out" if judged["held_out_runs"]
              else "all fitted")
     return (f"on the {runs} of this model ({judged['model']}; {split}; on {', '.join(judged['gpus'])}) the model's "
-            f"step time was off by {100 * s['mape']:.1f}% on average (mean {100 * mean:+.1f}%: steps predicted "
-            f"{'longer' if mean > 0 else 'shorter'} than measured; up to {100 * s['max_abs']:.1f}%, {s['worst_run']}) "
-            f"(validation/step_errors_by_model.yaml)")
+            f"step time was off by {100 * s['mape']:.1f}% on average ({accuracy.leaning(s)}; up to "
+            f"{100 * s['max_abs']:.1f}%, {s['worst_run']}) (validation/step_errors_by_model.yaml)")
+
+
+def validation_lines(by_gpu: dict | None, by_model: dict | None) -> list[str]:
+    """The accuracy lines of a plan that have something to say: the runs like it on its GPU (accuracy.judge's
+    record) and those of its own model (judge's record)."""
+    return [text for text in (accuracy.line(by_gpu), line(by_model)) if text]

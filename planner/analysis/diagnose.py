@@ -220,8 +220,9 @@ def try_levers(base: Scored, eff: cm.Efficiency | None = None, frameworks: tuple
     model = base.model.to_model()
     base_per_sample = base.est.step_time_seconds / base.plan.global_batch_size
     machine = Machine.of(base.cluster)
-    running = [REGISTRY[name] for name in frameworks if not violations(REGISTRY[name], model, base.plan, machine)]
-    running = running or [REGISTRY[name] for name in frameworks]  # none runs the base: a lever one of them runs
+    refused = {name: set(violations(REGISTRY[name], model, base.plan, machine)) for name in frameworks}
+    running = {name: refused[name] for name in frameworks if not refused[name]}
+    running = running or refused  # none runs the base: a lever that adds no refusal to one of them
     base_fits = fits(base, memory_fraction)
     out, seen = [], set()
     for lever in LEVERS:
@@ -231,7 +232,7 @@ def try_levers(base: Scored, eff: cm.Efficiency | None = None, frameworks: tuple
                    if plan not in seen and all(getattr(plan, k) == v for k, v in (keep or {}).items())
                    and not plan_violations(model, base.cluster, plan)
                    and framework_allows(lever, model, base.plan, plan, base.cluster)
-                   and one_runs(running, model, base.plan, plan, machine)]
+                   and one_runs(running, model, plan, machine)]
         helps = [r for r in results if fits(r.scored, memory_fraction)
                  and (r.per_sample_seconds() < base_per_sample * (1 - MIN_GAIN) or not base_fits)]
         if helps:  # a lever with several settings shows its best
@@ -255,13 +256,14 @@ def framework_allows(lever: Lever, model: cm.Model, before: cm.Plan, after: cm.P
     return set(violations(fw, model, after, machine)) <= set(violations(fw, model, before, machine))
 
 
-def one_runs(running: list, model: cm.Model, base: cm.Plan, plan: cm.Plan, machine: Machine) -> bool:
-    """Whether one of the frameworks that run the `base` plan (`running`: those of suggest's --framework, or
-    all of them when none runs it; none given: any) also runs the lever's `plan`, refusing nothing in it that
-    it did not refuse in the base: DeepSpeed's pipelines cannot take the DP overlap lever, say, and a base no
-    framework runs (an optimizer-state offload, which none writes) keeps the levers that add no refusal."""
-    return not running or any(set(violations(fw, model, plan, machine)) <= set(violations(fw, model, base, machine))
-                              for fw in running)
+def one_runs(running: dict[str, set], model: cm.Model, plan: cm.Plan, machine: Machine) -> bool:
+    """Whether one of the frameworks that run the base plan (`running`: framework name -> what it refuses in the
+    base, nothing; or all of suggest's --framework with their refusals when none runs it; none given: any) also
+    runs the lever's `plan`, refusing nothing in it that it did not refuse in the base: DeepSpeed's pipelines
+    cannot take the DP overlap lever, say, and a base no framework runs (an optimizer-state offload, which none
+    writes) keeps the levers that add no refusal."""
+    return not running or any(set(violations(REGISTRY[name], model, plan, machine)) <= base_refusals
+                              for name, base_refusals in running.items())
 
 
 def diagnosis_dict(base: Scored, threshold: float, levers: list[LeverResult]) -> dict:

@@ -27,16 +27,15 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     if args.json:
         print_json(d)
         return 0
-    from planner.analysis import accuracy, bymodel, coverage
+    from planner.analysis import bymodel, coverage
     from planner.render import estimate as render
 
     render.print_estimate(d)
     for line in coverage.cautions(d["envelope"], d["unvalidated_settings"], "the plan", host_wait=d["host_wait"],
                                   long_context=d["long_context"]):
         render.make_console().print(f"[yellow]caution:[/yellow] {line}")
-    for judged in (accuracy.line(d["accuracy"]), bymodel.line(d["model_accuracy"])):
-        if judged:
-            render.make_console().print(f"[bold]validation:[/bold] {judged}")
+    for judged in bymodel.validation_lines(d["accuracy"], d["model_accuracy"]):
+        render.make_console().print(f"[bold]validation:[/bold] {judged}")
     render.print_diagnosis(d["diagnosis"])
     if "what_if" in d:
         render.print_side_by_side(d, d["what_if"]["estimate"], "as given", f"what if {d['what_if']['assumptions']}")

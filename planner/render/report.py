@@ -10,7 +10,7 @@ from __future__ import annotations
 from html import escape
 from pathlib import Path
 
-from planner.analysis import accuracy, bymodel, coverage
+from planner.analysis import bymodel, coverage
 from planner.errors import PlannerError
 from planner.files import check_targets, write_files
 from planner.render import mpl
@@ -83,9 +83,8 @@ def diagnosis_html(out: dict) -> str:
                                  host_wait=out.get("host_wait"), long_context=out.get("long_context"))
     warnings = "".join(f'<li class="warn">{escape(w)}</li>'
                        for w in best["warnings"] + out.get("warnings", []) + cautions)
-    for judged in (accuracy.line(out.get("accuracy")), bymodel.line(out.get("model_accuracy"))):
-        if judged:
-            warnings += f"<li>validation: {escape(judged)}</li>"
+    for judged in bymodel.validation_lines(out.get("accuracy"), out.get("model_accuracy")):
+        warnings += f"<li>validation: {escape(judged)}</li>"
     return (f"<h2>Diagnosis of #1</h2>\n<p{cls}>{lines[0]}</p>\n<p>{'<br>'.join(lines[1:])}</p>\n"
             + (f"<ul>{warnings}</ul>\n" if warnings else "") + levers_html(diag))
 

@@ -5,8 +5,7 @@ from rich.console import Console
 from rich.table import Table
 
 from planner.analysis import coverage
-from planner.analysis.accuracy import line as accuracy_line
-from planner.analysis.bymodel import line as model_line
+from planner.analysis.bymodel import validation_lines
 from planner.render import estimate as render
 
 GIB = 2**30
@@ -83,9 +82,7 @@ def print_suggestions(plans: list[dict], why: str | None, search: dict, console:
         console.print(f"[yellow]caution:[/yellow] {line}")
     if fixes := published_fixes(unvalidated or []):
         console.print(f"  to search only what published runs used there: {' '.join(fixes)}")
-    if judged := accuracy_line(accuracy):
-        console.print(f"[bold]validation:[/bold] {judged}")
-    if judged := model_line(model_accuracy):
+    for judged in validation_lines(accuracy, model_accuracy):
         console.print(f"[bold]validation:[/bold] {judged}")
     console.print(render.time_table(plans[0]))
     console.print(render.memory_table(plans[0]))

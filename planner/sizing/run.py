@@ -213,6 +213,7 @@ def size(args: SizeRequest, wi: whatif.WhatIf | None = None, progress=None) -> d
         raise PlannerError(no_fit_message(model, scan.options, args.max_gpus, wi))
     cheapest = sizing.choose(scan.options, "usd", args.deadline_days, args.budget_usd)
     fastest = sizing.choose(scan.options, "days", args.deadline_days, args.budget_usd)
+    own = bymodel.line(bymodel.judge(model.to_model()))  # the runs of this model, the same for every option
     return {"model": model.name, "tokens": args.tokens, "global_batch_size": model.global_batch_size,
             "seq_length": model.seq_length, "deadline_days": args.deadline_days, "budget_usd": args.budget_usd,
             "assumptions": {"failures_per_1000_gpu_days": args.failures_per_1000_gpu_days,
@@ -222,7 +223,7 @@ def size(args: SizeRequest, wi: whatif.WhatIf | None = None, progress=None) -> d
             "skipped_unpriced": skipped,
             "notes": scan.notes + impossible_lines(scan.options, args)
             + envelope_notes({"cheapest": cheapest, "fastest": fastest}, model.seq_length)
-            + [f"every option: {line}" for line in [bymodel.line(bymodel.judge(model.to_model()))] if line],
+            + ([f"every option: {own}"] if own else []),
             "options": scan.options, "pareto": front(scan.options, args.deadline_days), "cheapest": cheapest,
             "fastest": fastest, "other_gpus": other_gpus(scan.options, cheapest or fastest, args.deadline_days),
             "what_if": wi.label() if wi else None}

@@ -10,7 +10,9 @@ from __future__ import annotations
 import sys
 
 from planner.analysis.bymodel import FILE, architecture_of
-from planner.validation.runs import default_holdout, evaluate, generated_file_main, load_runs, prepare, worst_stats
+from costmodel.types import Efficiency
+from planner.validation.runs import (default_holdout, generated_file_main, load_runs, predict_prepared, prepare,
+                                     worst_stats)
 
 
 def compute(runs=None, holdout=None) -> list[dict]:
@@ -20,12 +22,12 @@ def compute(runs=None, holdout=None) -> list[dict]:
     runs = runs if runs is not None else load_runs()
     holdout = holdout if holdout is not None else load_runs(default_holdout())
     held = {r.id for r in holdout}
-    rows = [r for r in runs + holdout if not r.exclude]
-    errors = {r.run.id: r.step_error for r in evaluate(rows)}
+    prepared = [prepare(r) for r in runs + holdout if not r.exclude]
+    eff = Efficiency()
+    errors = {p.run.id: predict_prepared(p, eff).step_error for p in prepared}
     by_arch: dict[str, list] = {}
-    for run in rows:
-        p = prepare(run)
-        by_arch.setdefault(architecture_of(p.model), []).append((run, p.cluster.gpu.name))
+    for p in prepared:
+        by_arch.setdefault(architecture_of(p.model), []).append((p.run, p.cluster.gpu.name))
 
     def record(arch: str) -> dict:
         members = by_arch[arch]
