@@ -97,6 +97,24 @@ class Mla:
 
 
 @dataclass(frozen=True)
+class RopeScaling:
+    """How RoPE's frequencies are rescaled (planner/inputs/specs.py RopeScalingSpec, whose docstring gives the
+    kinds): a launch detail, priced only where a stack runs the rescaled RoPE unfused (Plan.rope_fusion).
+    None: a parameter the model's config leaves to its default."""
+
+    kind: str  # "yarn", "llama3" or "linear"
+    factor: float
+    original_max_position_embeddings: int | None = None
+    beta_fast: float | None = None
+    beta_slow: float | None = None
+    mscale: float | None = None
+    mscale_all_dim: float | None = None
+    truncate: bool = True
+    low_freq_factor: float | None = None
+    high_freq_factor: float | None = None
+
+
+@dataclass(frozen=True)
 class Model:
     """A decoder-only transformer (GPT / Llama family), dense or mixture-of-experts."""
 
@@ -122,6 +140,7 @@ class Model:
     normalization: str = "layernorm"  # or "rmsnorm"
     position_embedding: str = "learned"  # learned absolute, "rope", "alibi" or "none"
     rope_theta: float = 0.0  # RoPE base frequency (0 without RoPE)
+    rope_scaling: RopeScaling | None = None  # RoPE's frequencies rescaled (YaRN, Llama 3.1's, linear)
     rotary_percent: float = 1.0  # share of a head's dimensions RoPE rotates
     linear_bias: bool = True  # biases on every linear layer (GPT-2, Megatron's default)
     qkv_bias: bool = False  # a bias on the QKV projection even without linear biases (Qwen2)

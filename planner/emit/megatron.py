@@ -177,17 +177,46 @@ def architecture_flags(job: Job) -> Flags:
     if m.norm_epsilon is not None and m.norm_epsilon != MEGATRON_NORM_EPSILON:
         out.append(("--norm-epsilon", m.norm_epsilon))
     if m.position_embedding == "rope":
-        out += [("--position-embedding-type", "rope"), ("--rotary-base", round(m.rope_theta or 10000))]
+        yarn = m.rope_scaling is not None and m.rope_scaling.rope_type == "yarn" and not m.mla
+        out += [("--position-embedding-type", "yarn" if yarn else "rope"),
+                ("--rotary-base", round(m.rope_theta or 10000))]
         if m.rotary_percent != 1.0:
             out.append(("--rotary-percent", m.rotary_percent))
         if m.nope_every:  # TransformerConfig.no_rope_freq n: layers n-1, 2n-1, ... skip RoPE
             out.append(("--no-rope-freq", m.nope_every))
+        out += rope_scaling_flags(m.rope_scaling, bool(m.mla))
     elif m.position_embedding == "none":
         out.append(("--position-embedding-type", "none"))
     if not m.linear_bias:
         out.append(("--disable-bias-linear", None))
         if m.qkv_bias:
             out.append(("--add-qkv-bias", None))
+    return out
+
+
+def rope_scaling_flags(r, mla: bool) -> Flags:
+    """RoPE scaling as pretrain_gpt.py takes it (planner/frameworks/megatron.py rope_scaling refuses what it
+    cannot): YaRN's factor as --rotary-scaling-factor (multi-latent attention's too, whose CLI default is 1,
+    not MLATransformerConfig's 40), without MLA its other parameters as the --yarn-* flags (argument_utils.py
+    _apply_yarn_config_from_args; Hugging Face's defaults written out); DeepSeek's attention scale pair only
+    when the config gives both (else Hugging Face scales by 0.1 ln(factor) + 1, which Megatron-core's
+    defaults, mscale 1 and mscale_all_dim 0, give too); Llama 3.1's as --use-rope-scaling; linear as the
+    integer --rotary-seq-len-interpolation-factor."""
+    if r is None:
+        return []
+    if r.rope_type == "llama3":
+        return [("--use-rope-scaling", None), ("--rope-scaling-factor", r.factor)]
+    if r.rope_type == "linear":
+        return [("--rotary-seq-len-interpolation-factor", int(r.factor))]
+    out: Flags = [("--rotary-scaling-factor", r.factor)]
+    if not mla:
+        out += [("--yarn-original-max-position-embeddings", r.original_max_position_embeddings),
+                ("--yarn-beta-fast", 32.0 if r.beta_fast is None else r.beta_fast),
+                ("--yarn-beta-slow", 1.0 if r.beta_slow is None else r.beta_slow)]
+        if not r.truncate:
+            out.append(("--no-yarn-correction-range-round-to-int", None))
+    if r.mscale is not None and r.mscale_all_dim is not None:
+        out += [("--mscale", r.mscale), ("--mscale-all-dim", r.mscale_all_dim)]
     return out
 
 

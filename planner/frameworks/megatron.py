@@ -82,6 +82,40 @@ def position_embedding(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     return None
 
 
+# YaRN on multi-latent attention: MLATransformerConfig's fields that Megatron-LM's CLI does not set
+# (arguments.py _add_mla_args has --rotary-scaling-factor, --mscale and --mscale-all-dim only;
+# transformer_config.py L3315-3330), at their defaults, which are Hugging Face's YaRN defaults too.
+MLA_YARN_DEFAULTS = {"original_max_position_embeddings": 4096, "beta_fast": 32.0, "beta_slow": 1.0}
+# Llama 3.1's scaling: Megatron-core takes the factor alone (--rope-scaling-factor); the rest is fixed
+# in rotary_pos_embedding.py RotaryEmbedding._apply_scaling.
+LLAMA3_FIXED = {"original_max_position_embeddings": 8192, "low_freq_factor": 1.0, "high_freq_factor": 4.0}
+
+
+def rope_scaling(model: cm.Model, plan: cm.Plan) -> Optional[str]:
+    """What of RoPE scaling pretrain_gpt.py can launch (arguments.py, argument_utils.py
+    _apply_yarn_config_from_args, gpt_model.py): YaRN on grouped or multi-head attention with
+    --position-embedding-type yarn and a flag for each parameter; YaRN on multi-latent attention with
+    --rotary-scaling-factor, --mscale and --mscale-all-dim, the rest at MLA_YARN_DEFAULTS and the
+    correction range rounded; Llama 3.1's with --use-rope-scaling --rope-scaling-factor and the rest
+    LLAMA3_FIXED; linear interpolation with --rotary-seq-len-interpolation-factor, an integer; neither
+    of the last two on multi-latent attention, whose RoPE is YaRN's."""
+    r = model.rope_scaling
+    if r is None:
+        return None
+    fixed = {"yarn": MLA_YARN_DEFAULTS if model.mla else {}, "llama3": LLAMA3_FIXED, "linear": {}}[r.kind]
+    differ = [f"{k} {getattr(r, k):g} (Megatron-LM: {v:g})" for k, v in fixed.items()
+              if getattr(r, k) is not None and getattr(r, k) != v]
+    if model.mla and r.kind == "yarn" and not r.truncate:
+        differ.append("truncate false (Megatron-LM's multi-latent attention rounds YaRN's correction range)")
+    if model.mla and r.kind != "yarn":
+        differ.append(f"{r.kind} scaling (Megatron-LM's multi-latent attention rescales with YaRN only)")
+    if r.kind == "linear" and r.factor != int(r.factor):
+        differ.append(f"factor {r.factor:g} (--rotary-seq-len-interpolation-factor takes an integer)")
+    if differ:
+        return f"Megatron-LM cannot launch this model's {r.kind} RoPE scaling: " + "; ".join(differ)
+    return None
+
+
 def activation(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     """arguments.py: GELU by default, --swiglu, --squared-relu, --quick-geglu; no plain GeGLU."""
     if model.mlp == "geglu":
@@ -641,7 +675,7 @@ def knobs(tp_split: bool, pp_split: bool) -> Knobs:
 
 FRAMEWORK = Framework(
     name="megatron", title="Megatron-LM", source="NVIDIA/Megatron-LM d98e8a64 (2026-08-22)",
-    layout_rules=(interleaving, query_groups, position_embedding, activation),
+    layout_rules=(interleaving, query_groups, position_embedding, rope_scaling, activation),
     interleaving_rules=(interleaving_groups,),
     knobs=knobs,
     plan_rules=(distributed_optimizer_reduce, eager_loss, fp8_recipe, cpu_offloading, fine_grained_offloading,

@@ -41,6 +41,7 @@ from planner.inputs.hf_classes import (
 )
 from planner.inputs.hf_moe import expert_count_key, mla_fields, moe_fields, mtp_layers
 from planner.inputs.hf_reader import Reader, pick, show
+from planner.inputs.hf_rope import rope_scaling
 from planner.inputs.reading import describe_validation_error
 
 
@@ -153,6 +154,8 @@ def hf_to_spec_dict(data: dict, name: str, seq_length: int | None = None) -> dic
     spec["tie_embeddings"] = bool(text.get("tie_word_embeddings", model_type in TIED_BY_DEFAULT))
     spec["dropout"] = any((text.get(k) or 0) > 0 for k in ("attention_dropout", "resid_pdrop", "hidden_dropout"))
     spec.update(architecture(text))
+    if spec.get("position_embedding") == "rope":
+        spec.update(rope_scaling(reader))
     layers = _layers(text)
     head_dim = reader.integer("head_dim", 1)
     mla = mla_fields(reader, model_type)

@@ -97,6 +97,54 @@ class MlaSpec(Spec):
                       self.v_head_dim)
 
 
+class RopeScalingSpec(Spec):
+    """How RoPE's frequencies are rescaled (Hugging Face config.json `rope_scaling`, `rope_parameters` in
+    Transformers v5; the keys and defaults of transformers/modeling_rope_utils.py). The cost model prices
+    no kind differently; a launch must state it to train this model (planner/emit), and Megatron-LM runs a
+    YaRN model's RoPE unfused (planner/frameworks/megatron.py). yarn: Peng et al. 2023, "YaRN" (arXiv:2309.00071)
+    Sec 3.2-3.4, frequencies interpolated by `factor` below the wavelengths between beta_slow and beta_fast
+    rotations of the original context (rounded to whole dimensions unless `truncate` is false), attention
+    logits scaled by mscale / mscale_all_dim (DeepSeek's form) or 0.1 ln(factor) + 1; llama3: Llama 3.1's
+    smooth blend of the frequencies whose wavelengths lie between original / high_freq_factor and
+    original / low_freq_factor; linear: every position divided by `factor`."""
+
+    rope_type: Literal["yarn", "llama3", "linear"]
+    factor: quantity(1e6, 1.0)
+    original_max_position_embeddings: Optional[count(L.MAX_SEQ_LENGTH)] = None
+    beta_fast: Optional[quantity(1e6)] = None  # yarn; absent: 32
+    beta_slow: Optional[quantity(1e6)] = None  # yarn; absent: 1
+    mscale: Optional[quantity(1e3)] = None  # yarn, DeepSeek's attention scale
+    mscale_all_dim: Optional[quantity(1e3, positive=False)] = None
+    truncate: Flag = True  # yarn: the correction range rounded to whole dimensions (HF's default)
+    low_freq_factor: Optional[quantity(1e6)] = None  # llama3
+    high_freq_factor: Optional[quantity(1e6)] = None  # llama3
+
+    @model_validator(mode="after")
+    def _kind(self) -> "RopeScalingSpec":
+        given = {k for k in ("original_max_position_embeddings", "beta_fast", "beta_slow", "mscale",
+                             "mscale_all_dim", "low_freq_factor", "high_freq_factor") if getattr(self, k) is not None}
+        allowed, needed = {
+            "yarn": ({"original_max_position_embeddings", "beta_fast", "beta_slow", "mscale", "mscale_all_dim"},
+                     {"original_max_position_embeddings"}),
+            "llama3": ({"original_max_position_embeddings", "low_freq_factor", "high_freq_factor"},
+                       {"original_max_position_embeddings", "low_freq_factor", "high_freq_factor"}),
+            "linear": (set(), set())}[self.rope_type]
+        if given - allowed:
+            raise ValueError(f"{', '.join(sorted(given - allowed))} do not apply to rope_type {self.rope_type}")
+        if needed - given:
+            raise ValueError(f"rope_type {self.rope_type} needs {', '.join(sorted(needed - given))}")
+        if not self.truncate and self.rope_type != "yarn":
+            raise ValueError("truncate applies to rope_type yarn only")
+        if self.rope_type == "llama3" and self.low_freq_factor > self.high_freq_factor:
+            raise ValueError("llama3 rope scaling needs low_freq_factor at most high_freq_factor (equal: no blend)")
+        return self
+
+    def to_rope_scaling(self) -> cm.RopeScaling:
+        return cm.RopeScaling(self.rope_type, self.factor, self.original_max_position_embeddings, self.beta_fast,
+                              self.beta_slow, self.mscale, self.mscale_all_dim, self.truncate, self.low_freq_factor,
+                              self.high_freq_factor)
+
+
 class ModelSpec(Spec):
     name: Name
     num_layers: count(L.MAX_LAYERS)
@@ -117,6 +165,7 @@ class ModelSpec(Spec):
     normalization: Literal["layernorm", "rmsnorm"] = "layernorm"
     position_embedding: Literal["learned", "rope", "alibi", "none"] = "learned"
     rope_theta: Optional[quantity(1e12)] = None  # RoPE base frequency, with position_embedding: rope
+    rope_scaling: Optional[RopeScalingSpec] = None  # absent: RoPE's frequencies as they are
     rotary_percent: quantity(1.0) = 1.0  # share of each head's dimensions RoPE rotates (Nemotron-4: 0.5)
     # every n-th layer (n-1, 2n-1, ...) without position encoding (Llama 4's NoPE layers; Megatron
     # --no-rope-freq); 0: none. A launch detail, like the norm's epsilon (absent: the framework's, 1e-5).
@@ -158,9 +207,9 @@ class ModelSpec(Spec):
         if self.window_kind != "sliding" and not self.attention_window:
             raise ValueError("window_kind needs attention_window")
         kv = self.num_kv_heads or self.num_attention_heads
-        if (self.rope_theta is not None or self.rotary_percent != 1.0 or self.nope_every) \
+        if (self.rope_theta is not None or self.rotary_percent != 1.0 or self.nope_every or self.rope_scaling) \
                 and self.position_embedding != "rope":
-            raise ValueError("rope_theta, rotary_percent and nope_every need position_embedding: rope")
+            raise ValueError("rope_theta, rope_scaling, rotary_percent and nope_every need position_embedding: rope")
         if self.nope_every and self.num_layers % self.nope_every:
             raise ValueError(f"nope_every ({self.nope_every}) must divide num_layers ({self.num_layers})")
         if self.num_attention_heads % kv:
@@ -176,6 +225,7 @@ class ModelSpec(Spec):
             ffn_hidden_size=self.ffn_hidden_size or 0, mlp=self.mlp,
             tie_embeddings=self.tie_embeddings, dropout=self.dropout, normalization=self.normalization,
             position_embedding=self.position_embedding, rope_theta=self.rope_theta or 0.0,
+            rope_scaling=self.rope_scaling.to_rope_scaling() if self.rope_scaling else None,
             rotary_percent=self.rotary_percent,
             linear_bias=self.linear_bias, qkv_bias=self.qkv_bias, attention_head_dim=self.head_dim or 0,
             moe=self.moe.to_moe() if self.moe else None, mla=self.mla.to_mla() if self.mla else None,

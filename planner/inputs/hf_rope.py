@@ -1,0 +1,40 @@
+"""RoPE scaling from a Hugging Face config.json: `rope_scaling` (`rope_parameters` in Transformers v5
+files), read as transformers/modeling_rope_utils.py reads it: the kind under `rope_type` (older files:
+`type`), "default" or none for RoPE as it is, and each kind's own keys (ROPE_INIT_FUNCTIONS: yarn,
+llama3, linear). A kind planner does not launch (dynamic NTK, LongRoPE, ...) or a key that changes one it
+does (YaRN's `attention_factor`) is refused, naming it: dropped, it would launch another model.
+"""
+from __future__ import annotations
+
+from planner.inputs.hf_reader import Reader
+
+# The keys of each kind that planner reads; modeling_rope_utils.py's _validate_*_parameters name the same.
+KIND_KEYS = {
+    "yarn": ("factor", "original_max_position_embeddings", "beta_fast", "beta_slow", "mscale", "mscale_all_dim",
+             "truncate"),
+    "llama3": ("factor", "original_max_position_embeddings", "low_freq_factor", "high_freq_factor"),
+    "linear": ("factor",),
+}
+# Keys of the block that are not the scaling's (v5 moves the base frequency and partial factor there).
+NOT_SCALING = {"rope_type", "type", "rope_theta", "partial_rotary_factor"}
+
+
+def rope_scaling(reader: Reader) -> dict:
+    """{"rope_scaling": {...}} for RopeScalingSpec, or {} when the frequencies are not rescaled."""
+    key = "rope_parameters" if isinstance(reader.data.get("rope_parameters"), dict) else "rope_scaling"
+    block = reader.data.get(key)
+    if block is None:
+        return {}
+    if not isinstance(block, dict):
+        raise reader.fail(key, f"must be a mapping of the scaling's parameters (got {type(block).__name__})")
+    kind = block.get("rope_type", block.get("type"))
+    if kind in (None, "default"):
+        return {}
+    if kind not in KIND_KEYS:
+        raise reader.fail(f"{key}.rope_type", f"{kind!r} is a RoPE scaling planner does not launch (yarn, llama3, "
+                                              "linear): write a model YAML without it only if training without it")
+    extra = sorted(set(block) - set(KIND_KEYS[kind]) - NOT_SCALING)
+    if extra:
+        raise reader.fail(f"{key}.{extra[0]}", f"is not read for rope_type {kind} (planner reads "
+                                               f"{', '.join(KIND_KEYS[kind])}): it would change the launched model")
+    return {"rope_scaling": {"rope_type": kind, **{k: block[k] for k in KIND_KEYS[kind] if block.get(k) is not None}}}

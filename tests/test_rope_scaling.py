@@ -1,0 +1,156 @@
+"""RoPE scaling: read from config.json (planner/inputs/hf_rope.py, specs.py RopeScalingSpec), refused by
+Megatron-LM where its command line cannot state it (frameworks/megatron.py rope_scaling), and written
+into its launches (emit/megatron.py rope_scaling_flags). Expected values are the configs' own keys and
+the flags NVIDIA's launches of these models pass."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from emit_support import job
+
+from planner.errors import PlannerError
+from planner.frameworks import megatron as mg
+from planner.inputs.loading import load_model_spec
+from planner.inputs.specs import ModelSpec
+
+HF = "tests/data/hf_configs"
+
+
+def edited(tmp_path, source: str, **changes) -> str:
+    data = json.load(open(f"{HF}/{source}.json"))
+    data.update(changes)
+    path = tmp_path / f"{source}-{len(list(tmp_path.iterdir()))}.json"
+    path.write_text(json.dumps(data))
+    return str(path)
+
+
+def flags(model: ModelSpec, **plan) -> list[str]:
+    """The words of the emitted pretrain_gpt.py arguments that concern position encoding."""
+    from planner.emit import megatron
+
+    words = [w for flag, value in megatron.architecture_flags(job(model, **plan)) for w in
+             ([flag] if value is None else [flag, str(value)])]
+    return words
+
+
+# ---------------------------------------------------------------- read from config.json
+
+def test_deepseek_v3_yarn_is_read_as_its_config_states():
+    """deepseek-ai/DeepSeek-V3 config.json: rope_scaling {type yarn, factor 40, original 4096, beta_fast 32,
+    beta_slow 1, mscale 1.0, mscale_all_dim 1.0}."""
+    r = load_model_spec(f"{HF}/deepseek-v3.json").rope_scaling
+    assert (r.rope_type, r.factor, r.original_max_position_embeddings) == ("yarn", 40.0, 4096)
+    assert (r.beta_fast, r.beta_slow, r.mscale, r.mscale_all_dim, r.truncate) == (32, 1, 1.0, 1.0, True)
+
+
+def test_gpt_oss_yarn_keeps_its_untruncated_correction_range():
+    """openai/gpt-oss-120b config.json: rope_scaling {rope_type yarn, factor 32, original 4096, beta_fast 32,
+    beta_slow 1, truncate false}, no mscale pair."""
+    r = load_model_spec(f"{HF}/gpt-oss-120b.json").rope_scaling
+    assert (r.rope_type, r.factor, r.original_max_position_embeddings, r.truncate) == ("yarn", 32.0, 4096, False)
+    assert r.mscale is None and r.mscale_all_dim is None
+
+
+def test_linear_and_llama3_kinds():
+    """google/gemma-3-27b: {rope_type linear, factor 8}; Llama 4 Scout: {rope_type llama3, factor 16,
+    low_freq_factor 1, high_freq_factor 1, original 8192}; Qwen3 has none."""
+    gemma = load_model_spec(f"{HF}/gemma-3-27b.json").rope_scaling
+    assert (gemma.rope_type, gemma.factor) == ("linear", 8.0)
+    scout = load_model_spec(f"{HF}/llama4-scout-17b-16e.json").rope_scaling
+    assert (scout.rope_type, scout.factor, scout.low_freq_factor, scout.high_freq_factor,
+            scout.original_max_position_embeddings) == ("llama3", 16.0, 1.0, 1.0, 8192)
+    assert load_model_spec(f"{HF}/qwen3-8b.json").rope_scaling is None
+
+
+def test_default_kind_is_none_and_v5_rope_parameters_are_read(tmp_path):
+    assert load_model_spec(edited(tmp_path, "qwen3-8b", rope_scaling={"rope_type": "default"})).rope_scaling is None
+    v5 = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768, "rope_theta": 1e6}
+    r = load_model_spec(edited(tmp_path, "qwen3-8b", rope_parameters=v5)).rope_scaling
+    assert (r.rope_type, r.factor, r.original_max_position_embeddings) == ("yarn", 4.0, 32768)
+
+
+@pytest.mark.parametrize("block, field", [
+    ({"rope_type": "dynamic", "factor": 2.0}, "rope_scaling.rope_type"),
+    ({"type": "longrope", "factor": 2.0}, "rope_scaling.rope_type"),
+    ({"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768, "attention_factor": 1.2},
+     "rope_scaling.attention_factor"),
+    ("yarn", "rope_scaling"),
+])
+def test_what_would_launch_another_model_is_refused_naming_it(tmp_path, block, field):
+    with pytest.raises(PlannerError) as err:
+        load_model_spec(edited(tmp_path, "qwen3-8b", rope_scaling=block))
+    assert field in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("scaling, why", [
+    ({"rope_type": "llama3", "factor": 8.0, "original_max_position_embeddings": 8192}, "needs high_freq_factor"),
+    ({"rope_type": "linear", "factor": 8.0, "beta_fast": 32.0}, "beta_fast do not apply"),
+    ({"rope_type": "yarn", "factor": 4.0}, "needs original_max_position_embeddings"),
+    ({"rope_type": "yarn", "factor": 0.5, "original_max_position_embeddings": 4096}, "at least 1"),
+    ({"rope_type": "linear", "factor": 2.0, "truncate": False}, "truncate applies to rope_type yarn"),
+])
+def test_spec_checks_each_kinds_parameters(scaling, why):
+    with pytest.raises(ValueError, match=why):
+        ModelSpec(name="m", num_layers=2, hidden_size=64, num_attention_heads=4, vocab_size=100, seq_length=128,
+                  position_embedding="rope", rope_scaling=scaling)
+
+
+def test_scaling_needs_rope():
+    with pytest.raises(ValueError, match="need position_embedding: rope"):
+        ModelSpec(name="m", num_layers=2, hidden_size=64, num_attention_heads=4, vocab_size=100, seq_length=128,
+                  rope_scaling={"rope_type": "linear", "factor": 2.0})
+
+
+# ---------------------------------------------------------------- Megatron-LM
+
+def test_deepseek_v3_launch_states_its_yarn_as_nvidia_launches_it():
+    """yanring/Megatron-MoE-ModelZoo model_configs/benchmarking/DeepSeek-V3.yaml @e8650517 L122-124:
+    --rotary-scaling-factor 40, --mscale 1.0, --mscale-all-dim 1.0 (the MLA CLI's defaults are 1, 1 and 0,
+    arguments.py _add_mla_args); the model's RoPE stays --position-embedding-type rope under MLA."""
+    words = flags(load_model_spec("deepseek-v3"), pp=4, dp=2, ep=2, global_batch_size=16, zero_stage=1)
+    assert ("--position-embedding-type rope --rotary-base 10000 --rotary-scaling-factor 40.0 --mscale 1.0 "
+            "--mscale-all-dim 1.0") in " ".join(words)
+
+
+def test_gpt_oss_launch_states_its_yarn_as_megatron_bridge_sets_it():
+    """Megatron-Bridge gpt_oss_bridge.py @067f987d L65, L94-100: position_embedding_type yarn, scaling factor
+    32, original 4096, beta_fast 32, beta_slow 1, correction range not rounded."""
+    words = " ".join(flags(load_model_spec("gpt-oss-120b"), dp=8, ep=8, global_batch_size=64, zero_stage=1))
+    assert ("--position-embedding-type yarn --rotary-base 150000 --rotary-scaling-factor 32.0 "
+            "--yarn-original-max-position-embeddings 4096 --yarn-beta-fast 32.0 --yarn-beta-slow 1.0 "
+            "--no-yarn-correction-range-round-to-int") in words
+
+
+def test_llama31_and_linear_scaling_flags(tmp_path):
+    """Llama 3.1's scaling (factor 8, low 1, high 4, original 8192: Megatron-core's fixed values) as
+    --use-rope-scaling --rope-scaling-factor 8; linear by 4 as --rotary-seq-len-interpolation-factor 4."""
+    llama31 = ModelSpec(**{**load_model_spec("llama3-8b").model_dump(), "rope_scaling": {
+        "rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+        "original_max_position_embeddings": 8192}})
+    assert "--use-rope-scaling --rope-scaling-factor 8.0" in " ".join(flags(llama31, dp=8, global_batch_size=16))
+    linear = ModelSpec(**{**load_model_spec("llama3-8b").model_dump(),
+                          "rope_scaling": {"rope_type": "linear", "factor": 4.0}})
+    assert "--rotary-seq-len-interpolation-factor 4" in " ".join(flags(linear, dp=8, global_batch_size=16))
+
+
+def scaled(name: str, **scaling) -> object:
+    spec = load_model_spec(name)
+    return ModelSpec(**{**spec.model_dump(), "rope_scaling": scaling}).to_model()
+
+
+def test_megatron_refuses_what_its_command_line_cannot_set():
+    """Kimi K2's config.json has YaRN beta_fast 1 on multi-latent attention, which Megatron-LM's CLI leaves at
+    MLATransformerConfig's 32; Llama 4 Scout's Llama 3.1-style scaling has high_freq_factor 1 where
+    Megatron-core fixes 4; linear interpolation by 2.5 is not the integer --rotary-seq-len-interpolation-factor
+    takes. Each is named; DeepSeek-V3's and gpt-oss's YaRN run."""
+    kimi = scaled("deepseek-v3", rope_type="yarn", factor=32.0, original_max_position_embeddings=4096,
+                  beta_fast=1.0, beta_slow=1.0, mscale=1.0, mscale_all_dim=1.0)
+    assert "beta_fast 1 (Megatron-LM: 32)" in mg.rope_scaling(kimi, None)
+    scout = scaled("llama3-8b", rope_type="llama3", factor=16.0, low_freq_factor=1.0, high_freq_factor=1.0,
+                   original_max_position_embeddings=8192)
+    assert "high_freq_factor 1 (Megatron-LM: 4)" in mg.rope_scaling(scout, None)
+    assert "takes an integer" in mg.rope_scaling(scaled("llama3-8b", rope_type="linear", factor=2.5), None)
+    assert "YaRN only" in mg.rope_scaling(scaled("deepseek-v3", rope_type="linear", factor=2.0), None)
+    for name in ("deepseek-v3", "gpt-oss-120b", "llama3-8b"):
+        assert mg.rope_scaling(load_model_spec(name).to_model(), None) is None
