@@ -154,3 +154,26 @@ def test_megatron_refuses_what_its_command_line_cannot_set():
     assert "YaRN only" in mg.rope_scaling(scaled("deepseek-v3", rope_type="linear", factor=2.0), None)
     for name in ("deepseek-v3", "gpt-oss-120b", "llama3-8b"):
         assert mg.rope_scaling(load_model_spec(name).to_model(), None) is None
+
+
+# ---------------------------------------------------------------- torchtitan
+
+def test_torchtitan_flavours_take_only_their_own_scaling():
+    """torchtitan release/0.3 @4f9e9a47: every Llama 3 flavour's ComplexRoPE applies Llama 3.1's scaling
+    (factor 8, low 1, high 4, original 8,192: models/common/rope.py L100-103), the Qwen3 flavours none. A
+    Llama 3 8B stating that scaling, or none, is the 8B flavour; one scaled by 16 is not, nor is Qwen3-8B
+    with YaRN x4 (its model card's long-context setting): each refusal names rope_scaling."""
+    from planner.frameworks import torchtitan as titan
+
+    llama = load_model_spec("llama3-8b")
+    for scaling in (None, {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                           "original_max_position_embeddings": 8192}):
+        flavour, _ = titan.match_flavour(ModelSpec(**{**llama.model_dump(), "rope_scaling": scaling}).to_model())
+        assert flavour.name == "8B"
+    by16 = {"rope_type": "llama3", "factor": 16.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+            "original_max_position_embeddings": 8192}
+    qwen = load_model_spec(f"{HF}/qwen3-8b.json")
+    yarn = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}
+    for spec, scaling in ((llama, by16), (qwen, yarn)):
+        flavour, why = titan.match_flavour(ModelSpec(**{**spec.model_dump(), "rope_scaling": scaling}).to_model())
+        assert flavour is None and "rope_scaling" in why

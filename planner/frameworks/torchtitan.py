@@ -18,7 +18,7 @@ Knobs defaults).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Optional
 
@@ -326,6 +326,7 @@ class Flavour:
     max_seq_len: int = 131072
     qk_norm: str = "none"
     experts: tuple[int, int, int] = (0, 0, 0)  # routed experts, top-k, expert FFN width; (0, 0, 0) = dense
+    rope_scaling: str = "none"  # as scaling_text writes a model's
 
 
 # Llama 3 (models/llama3/__init__.py): RMSNorm, SwiGLU, no biases, RoPE theta 500,000 with Llama 3.1
@@ -333,14 +334,16 @@ class Flavour:
 # (models/common/feed_forward.py): int(8 dim / 3), times ffn_dim_multiplier, rounded up to multiple_of:
 # debug 682 -> 768 (256); 1B 5461 x 1.5 = 8191 -> 8192 (1024); 3B 8192 x 1.0; 8B 10922 x 1.3 = 14198 ->
 # 14336 (1024); 70B 21845 x 1.3 = 28398 -> 28672 (4096); 405B 43690 x 1.2 = 52428 -> 53248 (4096).
-LLAMA3_FLAVOURS = (
+# The Llama 3.1 scaling every flavour's ComplexRoPE takes (scaling "llama": models/common/rope.py L100-103).
+LLAMA31_SCALING = "llama3 x8 (low 1, high 4, original 8192)"
+LLAMA3_FLAVOURS = tuple(replace(f, rope_scaling=LLAMA31_SCALING) for f in (
     Flavour("llama3", "debugmodel", "llama3_debugmodel", "", 6, 256, 16, 16, 768, 2048, False),
     Flavour("llama3", "1B", "llama3_8b", "meta-llama/Llama-3.1-8B", 16, 2048, 32, 8, 8192, 128256, True),
     Flavour("llama3", "3B", "llama3_8b", "meta-llama/Llama-3.1-8B", 28, 3072, 24, 8, 8192, 128256, True),
     Flavour("llama3", "8B", "llama3_8b", "meta-llama/Llama-3.1-8B", 32, 4096, 32, 8, 14336, 128256, False),
     Flavour("llama3", "70B", "llama3_70b", "meta-llama/Llama-3.1-70B", 80, 8192, 64, 8, 28672, 128256, False),
     Flavour("llama3", "405B", "llama3_405b", "meta-llama/Llama-3.1-405B", 126, 16384, 128, 8, 53248, 128256, False),
-)
+))
 
 # Qwen3 dense (models/qwen3/__init__.py _0_6b ... _32b, at 4f9e9a47): GQA with head_dim 128 and per-head
 # query/key RMSNorms, SwiGLU, RMSNorm eps 1e-6, no biases, CosSinRoPE theta 1e6 and max_seq_len 40960; the
@@ -402,7 +405,17 @@ def _fields(model: cm.Model) -> dict[str, object]:
             "linear_bias": model.linear_bias, "qkv_bias": model.qkv_bias, "dropout": model.dropout,
             "qk_norm": model.qk_norm, "experts": experts, "attention": "mla" if model.mla else "gqa",
             "attention_window": model.attention_window, "attention_sinks": model.attention_sinks,
-            "mtp_layers": model.mtp_layers}
+            "mtp_layers": model.mtp_layers, "rope_scaling": scaling_text(model.rope_scaling)}
+
+
+def scaling_text(r: Optional[cm.RopeScaling]) -> str:
+    """A model's RoPE scaling as one comparable line ("none" without)."""
+    if r is None:
+        return "none"
+    if r.kind == "llama3":
+        return (f"llama3 x{r.factor:g} (low {r.low_freq_factor:g}, high {r.high_freq_factor:g}, "
+                f"original {r.original_max_position_embeddings})")
+    return f"{r.kind} x{r.factor:g}"
 
 
 def _head_dim(model: cm.Model) -> int:
@@ -417,11 +430,15 @@ def _flavour_fields(f: Flavour) -> dict[str, object]:
             "rope_theta": f.rope_theta, "normalization": "rmsnorm", "mlp": "swiglu", "position_embedding": "rope",
             "rotary_percent": 1.0, "linear_bias": False, "qkv_bias": False, "dropout": False,
             "qk_norm": f.qk_norm, "experts": f.experts, "attention": "gqa", "attention_window": 0,
-            "attention_sinks": False, "mtp_layers": 0}
+            "attention_sinks": False, "mtp_layers": 0, "rope_scaling": f.rope_scaling}
 
 
 def _mismatches(model: cm.Model, f: Flavour) -> list[str]:
+    """The fields that differ. A model that states no RoPE scaling is taken on a Llama 3 flavour's
+    Llama 3.1 scaling (emit/readme.py says the flavours are Llama 3.1); one that states another is not."""
     ours, theirs = _fields(model), _flavour_fields(f)
+    if model.rope_scaling is None:
+        ours["rope_scaling"] = theirs["rope_scaling"]
     return [f"{k} {_show(ours[k])} (torchtitan {_show(v)})" for k, v in theirs.items() if ours[k] != v]
 
 
