@@ -23,6 +23,7 @@ from .compute import (
     gemm_seconds,
     gemms_seconds,
     projection_gemms,
+    unfused_rope_bytes,
 )
 from .flops import op_sac_moe_linears
 from .types import INSIDE_MOE_MODULE, Efficiency, Gpu, Model
@@ -56,7 +57,7 @@ def layer_times(
     model: Model, batch: int, tp: int, sequence_parallel: bool, flash: bool,
     gpu: Gpu, precision: str, eff: Efficiency, fused: bool = True, recipe: str = "delayed", weight_casts: str = "step",
     index: int = -1, cp: int = 1, experts: moe.ExpertLayout | None = None, fp8_attention: bool = False,
-    attention_kernel: str = "cudnn", projections: str = "fused",
+    attention_kernel: str = "cudnn", projections: str = "fused", rope_fusion: bool = True,
 ) -> LayerTimes:
     """Forward/backward compute seconds of transformer layer `index` (< 0: a dense global one) for one
     micro-batch of `batch` sequences on one GPU: the projections in `precision` (with its casts,
@@ -64,7 +65,8 @@ def layer_times(
     (costmodel/moe.py). Under context parallelism the GPU holds s/cp of each sequence. The dense projections
     and MLP run fused or as the stack's separate GEMMs (Plan.projections); casts of an input the separate
     GEMMs share are counted once, as torch.compile's graph CSE leaves them (the stacks that run them separate,
-    torchtitan's, run float8 compiled)."""
+    torchtitan's, run float8 compiled). Without `rope_fusion` (the other kernels fused) RoPE adds its eager
+    ops' traffic to both passes (compute.unfused_rope_bytes)."""
     local = replace(model, seq_length=model.seq_length // cp) if cp > 1 else model
     tokens = batch * local.seq_length
     attn_work = attention_work(local, batch, tp, sequence_parallel, flash, fused, projections)
@@ -89,8 +91,9 @@ def layer_times(
         forward_scale, backward_scale = forward_scale * fp8_forward, backward_scale * fp8_backward
     attn_bwd = max((2.5 if flash else 2.0) * attn / backward_scale, exps)
     attn = max(attn / forward_scale, exps)
-    forward = gemms + attn + (moved + cast_fwd) / hbm
-    backward = 2.0 * (gemms + moved / hbm) + cast_bwd / hbm + attn_bwd
+    rope_fwd, rope_bwd = (0.0, 0.0) if rope_fusion or not fused else unfused_rope_bytes(local, tokens, tp)
+    forward = gemms + attn + (moved + cast_fwd + rope_fwd) / hbm
+    backward = 2.0 * (gemms + moved / hbm) + (cast_bwd + rope_bwd) / hbm + attn_bwd
     # Selective recompute replays the attention core: its GEMMs and, unfused, the softmax/dropout.
     replay = attn + attention_score_bytes(local, batch, tp, flash) / hbm
     if dense:  # torchtitan's per-op AC replays every second matmul, as the stack writes them

@@ -324,7 +324,7 @@ class StageKernels:
 
     Reads only plan.tp, cp, ep, etp, cp_comm, micro_batch_size, sequence_parallel, flash_attention,
     fused_elementwise, precision and its recipe and casts, fp8_attention, attention_kernel, ep_dispatch,
-    ep_dispatch_dtype and projections (and the cluster), so the plan search
+    ep_dispatch_dtype, projections and rope_fusion (and the cluster), so the plan search
     (planner/search/tables.py) reuses one per such combination."""
 
     eff: Efficiency  # with the cluster's matmul_efficiency_scale applied
@@ -350,7 +350,7 @@ def stage_kernels(model: Model, cluster: Cluster, plan: Plan, eff: Efficiency) -
         return layer_times(model, b, t, plan.sequence_parallel, plan.flash_attention, gpu, precision, eff,
                            plan.fused_elementwise, plan.fp8_recipe, plan.weight_casts, rep, plan.cp, layout,
                            plan.fp8_attention and lowp.is_low(precision), plan.attention_kernel,
-                           plan.projections)
+                           plan.projections, plan.rope_fusion)
 
     reps = sorted(set(layer_representatives(model)) | ({mtp_representative(model)} if model.mtp_layers else set()))
     layers = {rep: times(plan.precision, rep) for rep in reps}

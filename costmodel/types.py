@@ -300,6 +300,10 @@ class Plan:
     # "flash2" also stands for FlexAttention's Triton kernels (torchtitan's default).
     attention_kernel: str = "cudnn"
     fused_elementwise: bool = True  # False: eager PyTorch kernels (torchtitan without torch.compile)
+    # RoPE applied by one fused kernel (Transformer Engine's fused_apply_rotary_pos_emb, or compiled); False:
+    # Megatron-core's eager path (compute.unfused_rope_bytes), which Megatron-LM takes for YaRN without
+    # multi-latent attention. Under fused_elementwise False the eager kernels count RoPE already.
+    rope_fusion: bool = True
     fused_cross_entropy: bool = True  # False: eager F.cross_entropy(logits.float()) (torchtitan 2024)
     zero3_gather_unit: str = "layer"  # or "tensor": one AllGather per weight (DeepSpeed ZeRO-3 of 2021)
     grad_reduce: str = "reduce_scatter"  # or "allreduce": full gradient AllReduce under ZeRO (DeepSpeed)

@@ -103,7 +103,8 @@ JOBS = {
                                                   ep_dispatch_dtype="mxfp8", full_iteration_graph=True),
     # YaRN: gpt-oss's without MLA (--position-embedding-type yarn and the --yarn-* flags), DeepSeek-V3's
     # on multi-latent attention (--rotary-scaling-factor, --mscale, --mscale-all-dim)
-    "gpt-oss-yarn": lambda: job(load_model_spec("gpt-oss-120b"), dp=8, ep=8, global_batch_size=64, zero_stage=1),
+    "gpt-oss-yarn": lambda: job(load_model_spec("gpt-oss-120b"), dp=8, ep=8, global_batch_size=64, zero_stage=1,
+                                rope_fusion=False),
     "deepseek-v3-mla-yarn": lambda: job(load_model_spec("deepseek-v3"), pp=4, dp=2, ep=2, global_batch_size=16,
                                         zero_stage=1),
     "qwen3-30b-eager": lambda: job(load_model_spec("qwen3-30b-a3b"), dp=8, ep=8, global_batch_size=256, zero_stage=1,

@@ -123,7 +123,7 @@ def test_gpt_oss_launches_its_own_mlp_and_sinks():
     """Megatron-Bridge's GPTOSSProvider: quick_gelu GLU, glu_linear_offset 1.0, activation_func_clamp_value
     7.0, softmax_type learnable (GptOssExperts' swiglu_limit 7, alpha 1.702; GptOssAttention's sinks)."""
     args = megatron.flat_args(job(load_model_spec("gpt-oss-120b"), tp=1, pp=1, dp=8, ep=8, micro_batch_size=1,
-                                  global_batch_size=64))
+                                  global_batch_size=64, rope_fusion=False))
     assert "--quick-geglu" in args and "--swiglu" not in args
     assert flags_after(args, "--glu-linear-offset") == "1.0" and flags_after(args, "--activation-func-clamp-value") == "7.0"
     assert flags_after(args, "--softmax-type") == "learnable"

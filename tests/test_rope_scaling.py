@@ -116,7 +116,8 @@ def test_deepseek_v3_launch_states_its_yarn_as_nvidia_launches_it():
 def test_gpt_oss_launch_states_its_yarn_as_megatron_bridge_sets_it():
     """Megatron-Bridge gpt_oss_bridge.py @067f987d L65, L94-100: position_embedding_type yarn, scaling factor
     32, original 4096, beta_fast 32, beta_slow 1, correction range not rounded."""
-    words = " ".join(flags(load_model_spec("gpt-oss-120b"), dp=8, ep=8, global_batch_size=64, zero_stage=1))
+    words = " ".join(flags(load_model_spec("gpt-oss-120b"), dp=8, ep=8, global_batch_size=64, zero_stage=1,
+                           rope_fusion=False))
     assert ("--position-embedding-type yarn --rotary-base 150000 --rotary-scaling-factor 32.0 "
             "--yarn-original-max-position-embeddings 4096 --yarn-beta-fast 32.0 --yarn-beta-slow 1.0 "
             "--no-yarn-correction-range-round-to-int") in words
@@ -177,3 +178,62 @@ def test_torchtitan_flavours_take_only_their_own_scaling():
     for spec, scaling in ((llama, by16), (qwen, yarn)):
         flavour, why = titan.match_flavour(ModelSpec(**{**spec.model_dump(), "rope_scaling": scaling}).to_model())
         assert flavour is None and "rope_scaling" in why
+
+
+# ---------------------------------------------------------------- the unfused RoPE's price
+
+def test_unfused_rope_bytes_by_hand():
+    """gpt-oss-120b (64 query heads and 8 KV heads of 64, tp 1) on 4,096 tokens: 4,608 rotated elements a
+    token, 20 B more forward and 16 B more backward than the fused kernel: 377,487,360 and 301,989,888 B.
+    DeepSeek-V3 at tp 2: 64 query heads' 64-wide RoPE parts plus the one shared key part, 4,160 a token.
+    Without RoPE: nothing."""
+    from costmodel.compute import unfused_rope_bytes
+
+    gpt = load_model_spec("gpt-oss-120b").to_model()
+    assert unfused_rope_bytes(gpt, 4096, 1) == (20 * 4096 * 4608, 16 * 4096 * 4608)
+    ds = load_model_spec("deepseek-v3").to_model()
+    assert unfused_rope_bytes(ds, 4096, 2) == (20 * 4096 * 4160, 16 * 4096 * 4160)
+    assert unfused_rope_bytes(load_model_spec("gpt3-175b").to_model(), 4096, 1) == (0.0, 0.0)
+
+
+def test_layer_pays_the_unfused_rope_at_hbm_speed_once():
+    """layer_times adds the bytes over the GPU's effective HBM rate to each pass; eager kernels
+    (fused_elementwise off) count RoPE already, so rope_fusion adds nothing there."""
+    from costmodel import types as cm
+    from costmodel.compute import unfused_rope_bytes
+    from costmodel.layer import layer_times
+    from planner.inputs import loading
+
+    gpu = loading.build_cluster(loading.load_cluster_spec("dgx-h100"), 8).gpu
+    model, eff = load_model_spec("llama3-8b").to_model(), cm.Efficiency()
+    hbm = gpu.hbm_bandwidth_bytes_per_second * eff.hbm_efficiency
+    fwd, bwd = unfused_rope_bytes(model, 8192, 1)
+    fused = layer_times(model, 1, 1, False, True, gpu, "bf16", eff)
+    eager = layer_times(model, 1, 1, False, True, gpu, "bf16", eff, rope_fusion=False)
+    assert eager.forward_seconds - fused.forward_seconds == pytest.approx(fwd / hbm, rel=1e-9)
+    assert eager.backward_seconds - fused.backward_seconds == pytest.approx(bwd / hbm, rel=1e-9)
+    assert layer_times(model, 1, 1, False, True, gpu, "bf16", eff, fused=False, rope_fusion=False) == \
+        layer_times(model, 1, 1, False, True, gpu, "bf16", eff, fused=False)
+
+
+def test_each_framework_runs_rope_as_its_code_does():
+    """Megatron-LM: YaRN without MLA unfused (a fused plan of gpt-oss is refused, naming --no-rope-fusion), any
+    RoPE unfused on request (--no-rope-fusion); torchtitan has no such switch. The emitted launch says so (the
+    search's side: tests/test_search_tables.py test_lower_bound_holds_where_megatron_runs_rope_unfused)."""
+    from planner.frameworks import torchtitan as titan
+    from planner.inputs.plans import build_plan
+    from planner.inputs.specs import PlanSpec
+
+    gpt, llama = load_model_spec("gpt-oss-120b"), load_model_spec("llama3-8b")
+    fused = build_plan(PlanSpec(dp=8, ep=8, global_batch_size=64, zero_stage=1), gpt, 8)
+    assert "--no-rope-fusion" in mg.rope_fusion(gpt.to_model(), fused)
+    assert mg.rope_fusion(gpt.to_model(), build_plan(PlanSpec(dp=8, ep=8, global_batch_size=64, zero_stage=1,
+                                                              rope_fusion=False), gpt, 8)) is None
+    unfused = build_plan(PlanSpec(dp=8, global_batch_size=64, rope_fusion=False), llama, 8)
+    assert mg.rope_fusion(llama.to_model(), unfused) is None
+    assert "no RoPE fusion switch" in titan.megatron_only_settings(llama.to_model(), unfused)
+    assert mg.FRAMEWORK.rope_fusion(gpt.to_model()) is False and mg.FRAMEWORK.rope_fusion(llama.to_model())
+    from planner.emit import megatron
+
+    words = megatron.flat_args(job(gpt, dp=8, ep=8, global_batch_size=64, zero_stage=1, rope_fusion=False))
+    assert "--no-rope-fusion" in words and "--position-embedding-type" in words

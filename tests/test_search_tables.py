@@ -71,7 +71,7 @@ def test_class_stage_costs_equal_stage_costs(setting):
 
 def test_kernels_depend_only_on_their_fields(setting):
     """stage_kernels reads tp, cp, ep, etp, the CP exchange, micro-batch, SP, flash, precision, weight casts,
-    the attention kernel, the MoE dispatcher and the projections only (KernelCache's key)."""
+    the attention kernel, the MoE dispatcher, the projections and the RoPE fusion only (KernelCache's key)."""
     spec, space, ctx = setting
     rng = random.Random(3)
     pairs = sampled(space, rng, SAMPLES)
@@ -81,7 +81,7 @@ def test_kernels_depend_only_on_their_fields(setting):
         dp = plan.num_gpus // (lay.tp * lay.cp * lay2.pp)  # lay2's pipeline, the GPU count kept where it divides
         other = plan_for(spec, replace(lay2, tp=lay.tp, mbs=lay.mbs, cp=lay.cp, ep=lay.ep, etp=lay.etp, dp=dp),
                          replace(k2, sp=k.sp, precision=k.precision, casts=k.casts, cpc=k.cpc, attn=k.attn, epd=k.epd,
-                                 proj=k.proj))
+                                 proj=k.proj, rof=k.rof))
         if other.num_gpus == plan.num_gpus:
             assert stage_kernels(spec.model, spec.cluster, plan, ctx.eff) == \
                 stage_kernels(spec.model, spec.cluster, other, ctx.eff)
@@ -208,6 +208,18 @@ def test_cpsat_answers_where_the_tight_bound_raised(capsys):
     cpsat = json.loads(capsys.readouterr().out)["plans"][0]["step_time_s"]
     assert main(argv + ["--solver", "enumerate"]) == 0
     assert cpsat == pytest.approx(json.loads(capsys.readouterr().out)["plans"][0]["step_time_s"], rel=1e-9)
+
+
+def test_lower_bound_holds_where_megatron_runs_rope_unfused():
+    """gpt-oss's YaRN under Megatron-LM: every knob combination runs RoPE unfused (Knobs.rof False, one per
+    framework and model), and the bounds, which take the fused RoPE, stay below every plan."""
+    spec = make_spec("gpt-oss-120b", "gb200-nvl72", 64, 1280, frameworks=("megatron",))
+    space, ctx = build_space(spec), TableContext(spec, cm.Efficiency())
+    assert {k.rof for ks in space.knobs.values() for k in ks} == {False}
+    for lay in random.Random(43).sample(list(space.knobs), min(20, len(space.knobs))):
+        tables = LayoutTables(ctx, lay)
+        lb = bounds.lower_bound(tables, space.knobs[lay])
+        assert all(lb <= c.step_seconds * (1 + 1e-12) for c in tables.candidates(space.knobs[lay]))
 
 
 def test_lower_bound_without_the_fast_knobs():

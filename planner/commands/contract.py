@@ -132,6 +132,7 @@ class Plan(Strict):
     overlap_pp_comm: bool = d("pipeline p2p overlaps compute")
     flash_attention: bool = d("fused (FlashAttention) attention")
     fused_elementwise: bool = d("fused elementwise kernels")
+    rope_fusion: bool = d("RoPE applied by one fused kernel (false: eager ops, Megatron-LM's for YaRN without MLA)")
     fused_cross_entropy: bool = d("fused (vocab-parallel) cross entropy")
     zero3_gather_unit: Literal["layer", "tensor"] = d("ZeRO-3 all-gathers one layer at a time or one weight tensor")
     grad_reduce: Literal["reduce_scatter", "allreduce"] = d("how gradients are reduced under ZeRO")

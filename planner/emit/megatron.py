@@ -48,6 +48,8 @@ def model_flags(job: Job) -> Flags:
         out += [("--attention-dropout", 0.0), ("--hidden-dropout", 0.0)]
     if not job.plan.fused_elementwise:
         out += [(flag, None) for flag in UNFUSED_FLAGS]
+    elif not job.plan.rope_fusion:  # YaRN's RoPE, which Megatron-LM runs unfused anyway (arguments.py)
+        out.append(("--no-rope-fusion", None))
     if not job.plan.flash_attention:
         out.append(("--attention-backend", "unfused"))
     elif job.plan.attention_kernel == "flash2":  # else Transformer Engine picks cuDNN's on Hopper and later

@@ -175,6 +175,9 @@ class Framework:
     # when another searched one builds the model (frameworks.building), else scores the architecture under
     # its rules and `suggest` warns that its plans could not be emitted as they are.
     model_gap: Optional[Callable[[cm.Model], Optional[str]]] = None
+    # Whether the framework's code applies this model's RoPE as one fused kernel (Plan.rope_fusion): not a
+    # choice but a fact of its code per model, so one value per framework and model in the search.
+    rope_fusion: Callable[[cm.Model], bool] = lambda model: True
 
     def knobs_for(self, plan: cm.Plan) -> Knobs:
         return self.knobs(plan.tp > 1, plan.pp > 1)

@@ -116,6 +116,25 @@ def rope_scaling(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     return None
 
 
+def runs_rope_fused(model: cm.Model) -> bool:
+    """Whether Megatron-LM applies this model's RoPE with Transformer Engine's fused kernel: not YaRN without
+    multi-latent attention, for which arguments.py turns apply_rope_fusion off (--position-embedding-type
+    yarn is not rope, L1628-1629) and rope_utils.py apply_rotary_pos_emb would fall back anyway (the fused
+    kernel takes no YaRN attention scale, mscale != 1). Multi-latent attention's YaRN keeps its fused
+    kernels (multi_latent_attention.py fused_apply_mla_rope_for_q / _for_kv)."""
+    r = model.rope_scaling
+    return not (r is not None and r.kind == "yarn" and not model.mla)
+
+
+def rope_fusion(model: cm.Model, plan: cm.Plan) -> Optional[str]:
+    """A plan must run RoPE as Megatron-LM runs it for the model (runs_rope_fused); unfused is always
+    possible (--no-rope-fusion)."""
+    if plan.rope_fusion and plan.fused_elementwise and not runs_rope_fused(model):
+        return ("Megatron-LM applies YaRN's RoPE unfused without multi-latent attention (arguments.py turns "
+                "apply_rope_fusion off unless --position-embedding-type rope): re-plan with --no-rope-fusion")
+    return None
+
+
 def activation(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     """arguments.py: GELU by default, --swiglu, --squared-relu, --quick-geglu; no plain GeGLU."""
     if model.mlp == "geglu":
@@ -678,6 +697,7 @@ FRAMEWORK = Framework(
     layout_rules=(interleaving, query_groups, position_embedding, rope_scaling, activation),
     interleaving_rules=(interleaving_groups,),
     knobs=knobs,
+    rope_fusion=runs_rope_fused,
     plan_rules=(distributed_optimizer_reduce, eager_loss, fp8_recipe, cpu_offloading, fine_grained_offloading,
                 lowp_param_gather,
                 moe_sequence_parallel, moe_expert_bias, padded_dispatch, fp8_dispatch, fused_experts, mtp_position,
@@ -685,7 +705,7 @@ FRAMEWORK = Framework(
                 attention_sinks, moe_cuda_graphs, full_iteration_graph, delayed_scaling_recompute, deepep_groups,
                 bf16_layers,
                 graphed_router_layernorm, precision_aware_optimizer, attention_backend, tp_overlap_quantizer,
-                tp_overlap_mla),
+                tp_overlap_mla, rope_fusion),
     machine_rules=(MachineRule(("ep_dispatch", "ep_dispatch_dtype", "full_iteration_graph"), flex_dispatch_machine),
                    MachineRule(("tp_comm_overlap",), userbuffers_domain),
                    MachineRule(("tp_comm_overlap", "ep_overlap"), overlap_connections),

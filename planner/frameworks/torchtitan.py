@@ -222,7 +222,8 @@ def megatron_only_settings(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     """config/configs.py (release/0.3 @ 4f9e9a47): activation checkpointing recomputes, it never
     offloads (enable_cpu_offload moves FSDP's parameters, gradients and optimizer states); torchao's
     float8 converter gathers bf16 parameters (no fp8 all-gather setting) and converts every linear it
-    does not filter out (filter_fqns names modules, not a count of first/last layers)."""
+    does not filter out (filter_fqns names modules, not a count of first/last layers); RoPE is model code
+    that torch.compile fuses or eager mode runs op by op (models/common/rope.py), with no switch of its own."""
     if plan.offload_layers:
         return "torchtitan has no activation offload (offload_layers is Megatron-LM's); re-plan without it"
     if plan.lowp_param_gather:
@@ -230,6 +231,9 @@ def megatron_only_settings(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     if plan.bf16_layers_start or plan.bf16_layers_end:
         return ("torchtitan's float8 converter keeps no first/last layers in bf16 (Megatron-LM's "
                 "--first-last-layers-bf16); re-plan without them")
+    if not plan.rope_fusion and plan.fused_elementwise:
+        return ("torchtitan has no RoPE fusion switch: compiled, RoPE fuses with the block; eager (--eager), every "
+                "op runs apart; re-plan without --no-rope-fusion")
     return None
 
 

@@ -482,6 +482,7 @@ class PlanSpec(Spec):
     overlap_pp_comm: Flag = True
     flash_attention: Flag = True
     fused_elementwise: Flag = True
+    rope_fusion: Flag = True  # RoPE as one fused kernel (costmodel Plan.rope_fusion)
     fused_cross_entropy: Flag = True
     zero3_gather_unit: Literal["layer", "tensor"] = "layer"
     grad_reduce: Literal["reduce_scatter", "allreduce"] = "reduce_scatter"

@@ -79,6 +79,7 @@ class Knobs:
     offl: int = 0  # layers per stage whose activations go to host memory (Plan.offload_layers; offload_counts)
     tpa: bool = True  # the backward's TP collectives beside the GEMMs (Plan.tp_async_grad; one per framework)
     proj: str = "fused"  # the dense projections fused or separate GEMMs (Plan.projections; one per framework)
+    rof: bool = True  # RoPE as one fused kernel (Plan.rope_fusion; one per framework and model)
 
     # The memory walk asks for these tens of thousands of times per search (planner/search/bounds.py);
     # cached on the instance (a frozen dataclass keeps its __dict__ writable for cached_property), they
@@ -101,7 +102,8 @@ PLAN_FIELDS = {"zero": "zero_stage", "recompute": "recompute", "sp": "sequence_p
                "grad": "grad_dtype", "casts": "weight_casts", "reshard": "zero3_reshard", "tpo": "tp_comm_overlap",
                "cpc": "cp_comm", "epo": "ep_overlap", "pbuf": "pipeline_buffers", "attn": "attention_kernel",
                "gsync": "grad_sync", "spg": "sp_gathered", "epd": "ep_dispatch", "mcg": "moe_cuda_graphs",
-               "dpo": "overlap_dp_comm", "offl": "offload_layers", "tpa": "tp_async_grad", "proj": "projections"}
+               "dpo": "overlap_dp_comm", "offl": "offload_layers", "tpa": "tp_async_grad", "proj": "projections",
+               "rof": "rope_fusion"}
 
 
 def fixed_plan_fields(spec: "SearchSpec") -> dict[str, object]:
@@ -118,7 +120,7 @@ KNOB_CHOICES = {"recompute": cm.RECOMPUTE_MODES, "sp": (False, True), "precision
                 "grad": cm.GRAD_DTYPES, "casts": WEIGHT_CASTS, "reshard": (False, True), "tpo": (False, True),
                 "cpc": cm.CP_COMMS, "epo": (False, True), "pbuf": cm.PIPELINE_BUFFERS, "attn": cm.ATTENTION_KERNELS,
                 "gsync": cm.GRAD_SYNCS, "spg": (False, True), "epd": ("alltoall", "deepep"), "mcg": (False, True),
-                "dpo": (False, True), "tpa": (False, True), "proj": cm.PROJECTIONS}
+                "dpo": (False, True), "tpa": (False, True), "proj": cm.PROJECTIONS, "rof": (False, True)}
 
 
 @lru_cache(maxsize=4096)
@@ -459,6 +461,7 @@ def framework_knobs(spec: SearchSpec, name: str, probe: cm.Plan) -> list:
         spg = ks.sp_gathered.values[0] if sp else False  # one per framework
         tpa = ks.tp_async_grad.values[0] if tp > 1 else True  # one per framework; moot without TP
         proj = ks.projections.values[0]  # one per framework
+        rof = fw.rope_fusion(spec.model)  # one per framework and model
         # the DP overlap where it runs, else the sync after the backward: the first value that passes
         dpos = tuple(v for v in sorted(ks.overlap_dp_comm.values, reverse=True)
                      if (spec.overlap_dp_comm or not v) and spec.fixed.get("dpo", v) == v)  # --no-overlap, --fix
@@ -470,7 +473,7 @@ def framework_knobs(spec: SearchSpec, name: str, probe: cm.Plan) -> list:
                  if plan_over(probe, {"precision": prec, "grad_dtype": g}).grad_comm_dtype in allowed]
         # offload counts other than 0: probed once, on a combination that runs without (base.py, plan rules)
         offls = tuple(n for n in offload_counts(spec) if n) if True in ks.activation_offload.values else ()
-        outer = dict(zip(OUTER_PLAN_FIELDS, (zero, rc, sp, prec, gsync, spg, dpos[0], 0, tpa, proj)))
+        outer = dict(zip(OUTER_PLAN_FIELDS, (zero, rc, sp, prec, gsync, spg, dpos[0], 0, tpa, proj, rof)))
         for inner in product(grads, casts, reshards, overlaps, cpcs, epos, pbufs, ks.attention_kernel.values, epds,
                              mcgs):
             fields = dict(zip(INNER_PLAN_FIELDS, inner))
@@ -480,7 +483,7 @@ def framework_knobs(spec: SearchSpec, name: str, probe: cm.Plan) -> list:
                 continue
             grad, cast, reshard, tpo, cpc, epo, pbuf, attn, epd, mcg = inner
             k = Knobs(zero, rc, sp, prec, grad, cast, reshard, tpo, cpc, epo, pbuf, attn, gsync, spg, epd, mcg,
-                      dpos[0], tpa=tpa, proj=proj)
+                      dpos[0], tpa=tpa, proj=proj, rof=rof)
             found.append((k, dpos))
             if offls and not rules.refuse(plan_over(plan, {"offload_layers": offls[0]})):
                 found += [(replace(k, offl=n), dpos) for n in offls]
@@ -490,7 +493,7 @@ def framework_knobs(spec: SearchSpec, name: str, probe: cm.Plan) -> list:
 # The cm.Plan fields framework_knobs sets per combination of its outer loop and of its inner loop, in
 # their orders: between them every knob (tests/test_search_space.py).
 OUTER_PLAN_FIELDS = tuple(PLAN_FIELDS[name] for name in ("zero", "recompute", "sp", "precision", "gsync", "spg", "dpo",
-                                                         "offl", "tpa", "proj"))
+                                                         "offl", "tpa", "proj", "rof"))
 INNER_PLAN_FIELDS = tuple(PLAN_FIELDS[name] for name in
                           ("grad", "casts", "reshard", "tpo", "cpc", "epo", "pbuf", "attn", "epd", "mcg"))
 

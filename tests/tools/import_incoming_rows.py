@@ -21,6 +21,9 @@ import sys
 
 import yaml
 
+from planner.frameworks.megatron import runs_rope_fused
+from planner.inputs.specs import ModelSpec
+
 RECOMPUTE_MODULE_NAMES = {"core_attn", "mla_up_proj", "mlp", "moe_act", "layernorm"}
 LOW_PRECISION = ("fp8", "mxfp8", "nvfp4")
 # The published group of an incoming file -> the runs.yaml group its rows join (each source group
@@ -125,6 +128,8 @@ def convert(row: dict) -> dict:
         if cf:
             model["moe"] = dict(model["moe"], capacity_factor=float(cf))
     plan, unmapped = plan_fields(row)
+    if not runs_rope_fused(ModelSpec(**model).to_model()):  # the code decides it, not the recipe
+        plan["rope_fusion"] = False
     cluster = dict(row["cluster"])
     segment = (row["recipe"].get("parallel_groups") or {}).get("slurm_segment_trays")
     if segment and cluster["num_gpus"] > segment * cluster["gpus_per_node"]:
@@ -452,7 +457,7 @@ MECHANISM_FIELDS = ("overlap_dp_comm", "grad_dtype", "fp8_recipe", "bf16_layers_
                     "tp_comm_overlap", "lowp_param_gather", "recompute", "recompute_modules", "ep_overlap",
                     "ep_dispatch", "moe_cuda_graphs", "full_iteration_graph", "optimizer_states", "fp8_attention",
                     "sequence_parallel",
-                    "zero_stage", "stage_layers")
+                    "zero_stage", "stage_layers", "rope_fusion")
 # further plan fields the dense and torchtitan rows set from their recipes
 DENSE_FIELDS = ("cp", "cp_comm", "zero3_reshard", "offload_layers", "overlap_pp_comm", "weight_casts",
                 "fused_cross_entropy", "fused_elementwise")
