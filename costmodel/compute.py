@@ -268,17 +268,19 @@ def unfused_rope_bytes(model: Model, tokens: int, tp: int) -> tuple[float, float
     _apply_rotary_pos_emb_bshd (Megatron-LM d98e8a64), per element of the rotated query and key rows, 16-bit:
     forward t * cos (read, write: 4 B), rotate_half's negation of one half (2 B) and concatenation (4 B),
     * sin (4 B), the sum (6 B), the final cat with the empty pass-through part (4 B): 24 B, 20 over fused;
-    backward the gradient times sin (4 B), the negated half (2 B), the halves assembled into one gradient
-    (4 B), the two branches' gradients added (6 B), times cos (4 B): 20 B, 16 over fused. cos and sin
-    (one row per position) are not counted. The rotated rows: the query and key heads on this TP rank at
-    the model's rotary share, or under MLA the query heads' RoPE parts and the one shared key part."""
+    backward (autograd's nodes, traced) the gradient times sin (4 B), the negated half (2 B), the halves
+    assembled into one gradient (4 B), the two branches' gradients added (6 B), times cos (4 B), and for the
+    empty pass-through slice a full-size zero gradient (2 B) added to the rotated one (6 B): 28 B, 24 over
+    fused. cos and sin (one row per position) are not counted. The rotated rows: the query and key heads on
+    this TP rank at the model's rotary share, or under MLA the query heads' RoPE parts and the one shared key
+    part (a lower bound there: MLA's unfused path also interleaves and concatenates whole heads)."""
     if model.position_embedding != "rope":
         return 0.0, 0.0
     if model.mla:
         width = (model.num_attention_heads / tp + 1) * model.mla.qk_rope_head_dim
     else:
         width = (q_width(model) + model.kv_heads * model.head_dim) / tp * model.rotary_percent
-    return 20.0 * tokens * width, 16.0 * tokens * width
+    return 20.0 * tokens * width, 24.0 * tokens * width
 
 
 @dataclass(frozen=True)

@@ -183,6 +183,12 @@ class Model:
         return sum(self.is_moe_layer(i) for i in range(self.num_layers))
 
     @property
+    def yarn_rope(self) -> bool:
+        """A YaRN-scaled RoPE on multi-head or grouped-query attention (multi-latent attention's YaRN has kernels of
+        its own): the RoPE a stack may have to apply as separate ops (planner/frameworks/megatron.py)."""
+        return self.rope_scaling is not None and self.rope_scaling.kind == "yarn" and self.mla is None
+
+    @property
     def gated_mlp(self) -> bool:
         """Gated linear unit (SwiGLU, GeGLU: gate and up projections, then down; Shazeer 2020)."""
         return self.mlp in GATED_MLPS

@@ -32,6 +32,8 @@ CASES = {
     "estimate": ("estimate", ["estimate", LLAMA70, H100_64, "--tp", "8", "--pp", "4", "--mbs", "1", "--gbs", "512",
                               "--zero", "1", "--what-if", "network=0.5", "--json"]),
     "estimate-no-training": ("estimate", ["estimate", SEED7, SEED_CLUSTER, "--tp", "2", "--zero", "1", "--json"]),
+    "estimate-yarn": ("estimate", ["estimate", "gpt-oss-120b", "gb200-nvl72", "--gpus", "64", "--ep", "16", "--mbs", "1",
+                                   "--gbs", "256", "--zero", "1", "--no-rope-fusion", "--json"]),
     "suggest": ("suggest", ["suggest", LLAMA70, H100_64, "--what-if-grid", "network=0.5,1.0", "--json"]),
     "suggest-notes": ("suggest", ["suggest", SEED7, SEED_CLUSTER, "--top", "1", "--solver", "enumerate",
                                   "--what-if", "network=0.5", "--precision", "bf16,fp8", "--json"]),
@@ -157,6 +159,9 @@ def test_output_fits_the_models_and_the_schema(case, produced, document):
 def test_cases_reach_the_optional_keys(produced):
     """The cases above cover both sides of the keys that may be null or absent."""
     est, plain = json.loads(produced("estimate")), json.loads(produced("estimate-no-training"))
+    yarn = json.loads(produced("estimate-yarn"))
+    assert yarn["model_spec"]["rope_scaling"]["rope_type"] == "yarn" and yarn["plan"]["rope_fusion"] is False
+    assert "rope_scaling" not in est["model_spec"] and est["plan"]["rope_fusion"] is True
     assert "what_if" in est and est["training"] is not None and "what_if" not in plain and plain["training"] is None
     sug, one = json.loads(produced("suggest")), json.loads(produced("suggest-notes"))
     emitted = json.loads(produced("suggest-emit"))["emitted"]

@@ -192,6 +192,30 @@ def test_an_estimate_from_before_the_launch_details_takes_them_from_the_catalog(
     assert "predates schema 7" in capsys.readouterr().err and not (tmp_path / "p").exists()
 
 
+def test_an_estimate_from_before_rope_scaling_takes_it_from_the_catalog(tmp_path, capsys):
+    """A schema-20 file's model_spec states no rope_scaling: DeepSeek-V3's is taken from the catalog (YaRN by
+    40, so --rotary-scaling-factor 40.0, not the MLA command line's 1), and a model the catalog does not
+    hold is refused, naming schema 21, rather than launched with its RoPE unscaled."""
+    import json
+
+    from planner.commands.main import main as run
+
+    assert run(["estimate", "deepseek-v3", "dgx-h100", "--gpus", "64", "--pp", "8", "--ep", "8", "--mbs", "1",
+                "--gbs", "512", "--zero", "1", "--json"]) == 0
+    est = json.loads(capsys.readouterr().out)
+    spec = {k: v for k, v in est["model_spec"].items() if k != "rope_scaling"}
+    old = {**est, "schema_version": "20", "model_spec": spec}
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    assert run(["emit", str(tmp_path / "old.json"), "--format", "megatron", "--out", str(tmp_path / "o")]) == 0
+    capsys.readouterr()
+    assert "--rotary-scaling-factor 40.0" in (tmp_path / "o" / "megatron" / "launch.sh").read_text()
+    other = {**old, "model": "my-deepseek", "model_spec": {**spec, "name": "my-deepseek"}}
+    (tmp_path / "other.json").write_text(json.dumps(other))
+    assert run(["emit", str(tmp_path / "other.json"), "--format", "megatron", "--out", str(tmp_path / "p")]) == 2
+    err = capsys.readouterr().err
+    assert "predates schema 21" in err and "RoPE scaling" in err and not (tmp_path / "p").exists()
+
+
 def test_a_whole_iteration_graph_from_estimate_to_megatron_only(capsys, tmp_path):
     """`estimate --full-iteration-graph` scores the plan without the per-layer host overhead and records it
     in plan.full_iteration_graph; Megatron-LM's launch writes --cuda-graph-impl full_iteration, DeepSpeed

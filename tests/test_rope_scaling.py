@@ -184,15 +184,17 @@ def test_torchtitan_flavours_take_only_their_own_scaling():
 
 def test_unfused_rope_bytes_by_hand():
     """gpt-oss-120b (64 query heads and 8 KV heads of 64, tp 1) on 4,096 tokens: 4,608 rotated elements a
-    token, 20 B more forward and 16 B more backward than the fused kernel: 377,487,360 and 301,989,888 B.
+    token. Megatron-core's eager ops, 16-bit, per element: forward t*cos 2+2, neg of half 1+1, cat 2+2, *sin
+    2+2, add 4+2, cat with the empty rest 2+2 = 24 B; backward *sin 4, neg 2, halves joined 4, branches added 6,
+    *cos 4, the empty slice's zero gradient 2 and its addition 6 = 28 B; fused, 4 each: 20 and 24 B more.
     DeepSeek-V3 at tp 2: 64 query heads' 64-wide RoPE parts plus the one shared key part, 4,160 a token.
     Without RoPE: nothing."""
     from costmodel.compute import unfused_rope_bytes
 
     gpt = load_model_spec("gpt-oss-120b").to_model()
-    assert unfused_rope_bytes(gpt, 4096, 1) == (20 * 4096 * 4608, 16 * 4096 * 4608)
+    assert unfused_rope_bytes(gpt, 4096, 1) == (20 * 4096 * 4608, 24 * 4096 * 4608)
     ds = load_model_spec("deepseek-v3").to_model()
-    assert unfused_rope_bytes(ds, 4096, 2) == (20 * 4096 * 4160, 16 * 4096 * 4160)
+    assert unfused_rope_bytes(ds, 4096, 2) == (20 * 4096 * 4160, 24 * 4096 * 4160)
     assert unfused_rope_bytes(load_model_spec("gpt3-175b").to_model(), 4096, 1) == (0.0, 0.0)
 
 
@@ -225,7 +227,7 @@ def test_each_framework_runs_rope_as_its_code_does():
     from planner.inputs.specs import PlanSpec
 
     gpt, llama = load_model_spec("gpt-oss-120b"), load_model_spec("llama3-8b")
-    fused = build_plan(PlanSpec(dp=8, ep=8, global_batch_size=64, zero_stage=1), gpt, 8)
+    fused = build_plan(PlanSpec(dp=8, ep=8, global_batch_size=64, zero_stage=1, rope_fusion=True), gpt, 8)
     assert "--no-rope-fusion" in mg.rope_fusion(gpt.to_model(), fused)
     assert mg.rope_fusion(gpt.to_model(), build_plan(PlanSpec(dp=8, ep=8, global_batch_size=64, zero_stage=1,
                                                               rope_fusion=False), gpt, 8)) is None
@@ -237,3 +239,74 @@ def test_each_framework_runs_rope_as_its_code_does():
 
     words = megatron.flat_args(job(gpt, dp=8, ep=8, global_batch_size=64, zero_stage=1, rope_fusion=False))
     assert "--no-rope-fusion" in words and "--position-embedding-type" in words
+
+
+# ---------------------------------------------------------------- review mends
+
+def test_yarn_without_its_original_context_takes_max_position_embeddings(tmp_path):
+    """Transformers' _compute_yarn_parameters makes the frequencies for max_position_embeddings when
+    original_max_position_embeddings is absent: Qwen3-8B's config.json gives 40,960."""
+    r = load_model_spec(edited(tmp_path, "qwen3-8b", rope_scaling={"rope_type": "yarn", "factor": 4.0})).rope_scaling
+    assert (r.factor, r.original_max_position_embeddings) == (4.0, 40960)
+
+
+def test_rope_parameters_per_layer_type_are_refused(tmp_path):
+    """Transformers v5 writes Gemma 3's two RoPEs as rope_parameters per layer type, with no top-level rope_type;
+    read as none they would launch the global layers unscaled."""
+    per_type = {"full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1e6},
+                "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}}
+    with pytest.raises(PlannerError, match="rope_parameters: holds RoPE parameters per layer type"):
+        load_model_spec(edited(tmp_path, "qwen3-8b", rope_parameters=per_type))
+
+
+def test_megatron_refuses_yarn_it_would_launch_differently():
+    """YaRN without MLA rotates every dimension in Megatron-core (yarn_rotary_pos_embedding.py: frequencies over
+    kv_channels), so a partial rotary share is refused; with multi-token prediction it would launch as
+    --position-embedding-type yarn, which arguments.py's MTP check rejects; on MLA one of mscale / mscale_all_dim
+    alone scales differently from Hugging Face."""
+    gpt = load_model_spec("gpt-oss-120b")
+    partial = ModelSpec(**{**gpt.model_dump(), "rotary_percent": 0.5}).to_model()
+    assert "rotary_percent 0.5" in mg.rope_scaling(partial, None)
+    with_mtp = ModelSpec(**{**gpt.model_dump(), "mtp_layers": 1}).to_model()
+    assert "--position-embedding-type yarn" in mg.mtp_position(with_mtp, None)
+    assert mg.mtp_position(load_model_spec("deepseek-v3").to_model(), None) is None  # MLA's YaRN is rope there
+    one = scaled("deepseek-v3", rope_type="yarn", factor=40.0, original_max_position_embeddings=4096,
+                 mscale_all_dim=1.0)
+    assert "one of mscale and mscale_all_dim" in mg.rope_scaling(one, None)
+
+
+def test_attention_scale_pair_is_written_only_when_both_are_set():
+    """Hugging Face applies mscale / mscale_all_dim only when both are non-zero, else 0.1 ln(factor) + 1, which
+    Megatron-core's defaults (1 and 0) give: a pair with a zero is not written."""
+    from planner.emit.megatron import rope_scaling_flags
+    from planner.inputs.specs import RopeScalingSpec
+
+    zero = RopeScalingSpec(rope_type="yarn", factor=32.0, original_max_position_embeddings=4096, mscale=0.7,
+                           mscale_all_dim=0.0)
+    assert not any(f.startswith("--mscale") for f, _ in rope_scaling_flags(zero, False))
+    both = zero.model_copy(update={"mscale_all_dim": 0.7})
+    assert ("--mscale", 0.7) in rope_scaling_flags(both, False) and ("--mscale-all-dim", 0.7) in \
+        rope_scaling_flags(both, False)
+
+
+def test_estimate_prices_rope_as_the_stack_applies_it_unless_told():
+    """Without rope_fusion, a plan of gpt-oss takes the unfused RoPE Megatron-LM runs, a Llama the fused one;
+    --no-rope-fusion (rope_fusion false) unfuses any."""
+    from planner.inputs.plans import build_plan
+    from planner.inputs.specs import PlanSpec
+
+    gpt, llama = load_model_spec("gpt-oss-120b"), load_model_spec("llama3-8b")
+    assert build_plan(PlanSpec(dp=8, ep=8, global_batch_size=64), gpt, 8).rope_fusion is False
+    assert build_plan(PlanSpec(dp=8, global_batch_size=64), llama, 8).rope_fusion is True
+    assert build_plan(PlanSpec(dp=8, global_batch_size=64, rope_fusion=False), llama, 8).rope_fusion is False
+
+
+def test_a_refused_split_is_not_blamed_on_the_rope(capsys):
+    """The search's probe of a YaRN model runs the RoPE as the framework does: with every split refused for
+    another reason (--fix recompute=op, which Megatron-LM does not run), the reason is not the RoPE."""
+    from planner.commands.main import main
+
+    assert main(["suggest", "gpt-oss-120b", "gb200-nvl72", "--gpus", "64", "--gbs", "1280", "--framework",
+                 "megatron", "--fix", "recompute=op"]) == 2
+    err = capsys.readouterr().err
+    assert "rope" not in err.lower() and "with the allowed knobs" in err

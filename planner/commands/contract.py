@@ -200,6 +200,21 @@ class MlaShape(Strict):
     v_head_dim: int = d("per-head value dimensions")
 
 
+class RopeScalingShape(Strict):
+    """How RoPE's frequencies are rescaled (ModelSpec.rope_scaling, Hugging Face's rope_scaling keys)."""
+
+    rope_type: spec_type(specs.RopeScalingSpec, "rope_type") = d("yarn, llama3 (Llama 3.1's) or linear")
+    factor: float = d("the scaling factor")
+    original_max_position_embeddings: int = omitted("the context the frequencies were made for (yarn, llama3)")
+    beta_fast: float = omitted("YaRN's fast-rotation bound; absent: 32")
+    beta_slow: float = omitted("YaRN's slow-rotation bound; absent: 1")
+    mscale: float = omitted("YaRN's attention scale (DeepSeek's form); absent: not given")
+    mscale_all_dim: float = omitted("YaRN's attention scale over all dimensions; absent: not given")
+    truncate: bool = d("YaRN's correction range rounded to whole dimensions")
+    low_freq_factor: float = omitted("Llama 3.1's low-frequency factor")
+    high_freq_factor: float = omitted("Llama 3.1's high-frequency factor")
+
+
 class ModelShape(Strict):
     """The model an estimate was scored with (its ModelSpec; None values, batch and tokens left out)."""
 
@@ -220,6 +235,7 @@ class ModelShape(Strict):
     normalization: Normalization = d("normalization layer")
     position_embedding: PositionEmbedding = d("position embedding")
     rope_theta: float = omitted("RoPE base frequency; absent when not given")
+    rope_scaling: RopeScalingShape = omitted("RoPE's frequencies rescaled (YaRN, Llama 3.1's, linear); absent: not")
     rotary_percent: float = d("share of each head's dimensions RoPE rotates")
     nope_every: int = d("every n-th layer has no position encoding (Llama 4's NoPE layers; 0: none)")
     norm_epsilon: float = omitted("the norms' epsilon; absent: the framework's default (Megatron-LM 1e-5)")

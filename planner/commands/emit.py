@@ -13,26 +13,31 @@ Megatron-LM (launch.sh running pretrain_gpt.py under torchrun), plus README.txt.
 framework would reject is refused, naming the rule. Existing files are kept unless --force."""
 
 
-# Files from before this contract version carry a model_spec without the launch details the Megatron-LM
-# launch states since (ModelSpec norm_epsilon and nope_every, MoeSpec router_probs_on_input).
-LAUNCH_DETAILS_SCHEMA = 7
+# Files from before these contract versions carry a model_spec without launch details the Megatron-LM launch
+# states since: (version, what, the ModelSpec keys completed from the catalog).
+LAUNCH_DETAILS = ((7, "the norms' epsilon, NoPE layers or router placement", ("norm_epsilon", "nope_every")),
+                  (21, "RoPE scaling", ("rope_scaling",)))
 SHAPE_KEYS = ("num_layers", "hidden_size", "num_attention_heads", "num_kv_heads", "ffn_hidden_size", "vocab_size")
 
 
-def with_launch_details(data: dict, name: str | None, where: str) -> dict:
+def with_launch_details(data: dict, name: str | None, where: str, schema: int) -> dict:
     """An older file's model_spec with the launch details of the catalog model of the same name and shape;
     a model the catalog does not hold cannot be completed, so it is refused rather than launched without them."""
     from planner.inputs import catalogs, loading
 
+    missing = [(version, what, keys) for version, what, keys in LAUNCH_DETAILS if schema < version]
+    if not missing:
+        return data
+    version, what = missing[0][0], " or ".join(w for _, w, _ in missing)
     if not name or name not in catalogs.model_catalog():
-        raise PlannerError(f"{where} predates schema {LAUNCH_DETAILS_SCHEMA}: its model_spec does not state the norms' "
-                           "epsilon, NoPE layers or router placement a launch needs; pass --model MODEL")
+        raise PlannerError(f"{where} predates schema {version}: its model_spec does not state {what}, which a launch "
+                           "needs; pass --model MODEL")
     catalog = loading.load_model_spec(name, data.get("seq_length"), need_seq_length=True).model_dump(exclude_none=True)
     if any(data.get(k) != catalog.get(k) for k in SHAPE_KEYS):
-        raise PlannerError(f"{where} predates schema {LAUNCH_DETAILS_SCHEMA} and its model is not catalog model "
-                           f"'{name}' any more; pass --model MODEL")
-    out = {**data, **{k: catalog[k] for k in ("norm_epsilon", "nope_every") if k in catalog}}
-    if isinstance(out.get("moe"), dict) and "moe" in catalog:
+        raise PlannerError(f"{where} predates schema {version} and its model is not catalog model '{name}' any more; "
+                           "pass --model MODEL")
+    out = {**data, **{k: catalog[k] for _, _, keys in missing for k in keys if k in catalog}}
+    if schema < 7 and isinstance(out.get("moe"), dict) and "moe" in catalog:
         out["moe"] = {**out["moe"], "router_probs_on_input": catalog["moe"].get("router_probs_on_input", False)}
     return out
 
@@ -49,8 +54,7 @@ def model_for(args: argparse.Namespace, estimate: dict):
         data = dict(estimate["model_spec"])
         if args.seq_length:
             data["seq_length"] = args.seq_length
-        if int(estimate.get("schema_version") or 0) < LAUNCH_DETAILS_SCHEMA:
-            data = with_launch_details(data, estimate.get("model"), args.plan)
+        data = with_launch_details(data, estimate.get("model"), args.plan, int(estimate.get("schema_version") or 0))
         return reading.parse(ModelSpec, data, f"{args.plan} model_spec")
     ref = estimate.get("model")
     if not ref:

@@ -201,9 +201,9 @@ def rope_scaling_flags(r, mla: bool) -> Flags:
     cannot): YaRN's factor as --rotary-scaling-factor (multi-latent attention's too, whose CLI default is 1,
     not MLATransformerConfig's 40), without MLA its other parameters as the --yarn-* flags (argument_utils.py
     _apply_yarn_config_from_args; Hugging Face's defaults written out); DeepSeek's attention scale pair only
-    when the config gives both (else Hugging Face scales by 0.1 ln(factor) + 1, which Megatron-core's
-    defaults, mscale 1 and mscale_all_dim 0, give too); Llama 3.1's as --use-rope-scaling; linear as the
-    integer --rotary-seq-len-interpolation-factor."""
+    when the config gives both, non-zero (else Hugging Face scales cos and sin by 0.1 ln(factor) + 1, which
+    Megatron-core's defaults, mscale 1 and mscale_all_dim 0, give too, and under MLA neither adds a softmax
+    scale); Llama 3.1's as --use-rope-scaling; linear as the integer --rotary-seq-len-interpolation-factor."""
     if r is None:
         return []
     if r.rope_type == "llama3":
@@ -217,7 +217,7 @@ def rope_scaling_flags(r, mla: bool) -> Flags:
                 ("--yarn-beta-slow", 1.0 if r.beta_slow is None else r.beta_slow)]
         if not r.truncate:
             out.append(("--no-yarn-correction-range-round-to-int", None))
-    if r.mscale is not None and r.mscale_all_dim is not None:
+    if r.mscale and r.mscale_all_dim:  # Hugging Face takes the pair only when both are set and non-zero
         out += [("--mscale", r.mscale), ("--mscale-all-dim", r.mscale_all_dim)]
     return out
 

@@ -94,11 +94,12 @@ LLAMA3_FIXED = {"original_max_position_embeddings": 8192, "low_freq_factor": 1.0
 def rope_scaling(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     """What of RoPE scaling pretrain_gpt.py can launch (arguments.py, argument_utils.py
     _apply_yarn_config_from_args, gpt_model.py): YaRN on grouped or multi-head attention with
-    --position-embedding-type yarn and a flag for each parameter; YaRN on multi-latent attention with
-    --rotary-scaling-factor, --mscale and --mscale-all-dim, the rest at MLA_YARN_DEFAULTS and the
-    correction range rounded; Llama 3.1's with --use-rope-scaling --rope-scaling-factor and the rest
-    LLAMA3_FIXED; linear interpolation with --rotary-seq-len-interpolation-factor, an integer; neither
-    of the last two on multi-latent attention, whose RoPE is YaRN's."""
+    --position-embedding-type yarn and a flag for each parameter, rotating every dimension (its embedding
+    builds frequencies over all of kv_channels); YaRN on multi-latent attention with --rotary-scaling-factor,
+    --mscale and --mscale-all-dim (both or neither), the rest at MLA_YARN_DEFAULTS and the correction range
+    rounded; Llama 3.1's with --use-rope-scaling --rope-scaling-factor and the rest LLAMA3_FIXED; linear
+    interpolation with --rotary-seq-len-interpolation-factor, an integer; neither of the last two on
+    multi-latent attention, whose RoPE is YaRN's."""
     r = model.rope_scaling
     if r is None:
         return None
@@ -109,8 +110,14 @@ def rope_scaling(model: cm.Model, plan: cm.Plan) -> Optional[str]:
         differ.append("truncate false (Megatron-LM's multi-latent attention rounds YaRN's correction range)")
     if model.mla and r.kind != "yarn":
         differ.append(f"{r.kind} scaling (Megatron-LM's multi-latent attention rescales with YaRN only)")
+    if model.mla and r.kind == "yarn" and bool(r.mscale) != bool(r.mscale_all_dim):
+        differ.append("one of mscale and mscale_all_dim (Hugging Face then scales cos and sin by its default and "
+                      "the softmax by mscale_all_dim alone; Megatron-LM's multi-latent attention by their ratio)")
     if r.kind == "linear" and r.factor != int(r.factor):
         differ.append(f"factor {r.factor:g} (--rotary-seq-len-interpolation-factor takes an integer)")
+    if r.kind == "yarn" and not model.mla and model.rotary_percent != 1.0:
+        differ.append(f"rotary_percent {model.rotary_percent:g} (its YaRN embedding rotates every dimension: "
+                      "yarn_rotary_pos_embedding.py builds its frequencies over kv_channels)")
     if differ:
         return f"Megatron-LM cannot launch this model's {r.kind} RoPE scaling: " + "; ".join(differ)
     return None
@@ -122,8 +129,7 @@ def runs_rope_fused(model: cm.Model) -> bool:
     yarn is not rope, L1628-1629) and rope_utils.py apply_rotary_pos_emb would fall back anyway (the fused
     kernel takes no YaRN attention scale, mscale != 1). Multi-latent attention's YaRN keeps its fused
     kernels (multi_latent_attention.py fused_apply_mla_rope_for_q / _for_kv)."""
-    r = model.rope_scaling
-    return not (r is not None and r.kind == "yarn" and not model.mla)
+    return not model.yarn_rope
 
 
 def rope_fusion(model: cm.Model, plan: cm.Plan) -> Optional[str]:
@@ -312,9 +318,13 @@ def fused_experts(model: cm.Model, plan: cm.Plan) -> Optional[str]:
 
 
 def mtp_position(model: cm.Model, plan: cm.Plan) -> Optional[str]:
-    """arguments.py: --mtp-num-layers needs --position-embedding-type rope or none."""
-    if model.mtp_layers and model.position_embedding not in ("rope", "none"):
-        return "Megatron-LM's multi-token prediction needs RoPE or no position embedding (arguments.py)"
+    """arguments.py: --mtp-num-layers needs --position-embedding-type rope or none, which a YaRN RoPE without
+    multi-latent attention is not (it launches as --position-embedding-type yarn: emit/megatron.py)."""
+    yarn = model.yarn_rope
+    if model.mtp_layers and (model.position_embedding not in ("rope", "none") or yarn):
+        return ("Megatron-LM's multi-token prediction needs RoPE or no position embedding, not YaRN's "
+                "--position-embedding-type yarn (arguments.py)" if yarn else
+                "Megatron-LM's multi-token prediction needs RoPE or no position embedding (arguments.py)")
     return None
 
 

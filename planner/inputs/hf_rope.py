@@ -1,8 +1,10 @@
 """RoPE scaling from a Hugging Face config.json: `rope_scaling` (`rope_parameters` in Transformers v5
 files), read as transformers/modeling_rope_utils.py reads it: the kind under `rope_type` (older files:
 `type`), "default" or none for RoPE as it is, and each kind's own keys (ROPE_INIT_FUNCTIONS: yarn,
-llama3, linear). A kind planner does not launch (dynamic NTK, LongRoPE, ...) or a key that changes one it
-does (YaRN's `attention_factor`) is refused, naming it: dropped, it would launch another model.
+llama3, linear). A kind planner does not launch (dynamic NTK, LongRoPE, ...), a key that changes one it
+does (YaRN's `attention_factor`) or parameters given per layer type are refused, naming them: dropped, they
+would launch another model. YaRN without `original_max_position_embeddings` takes the config's
+max_position_embeddings, as Transformers does.
 """
 from __future__ import annotations
 
@@ -28,6 +30,9 @@ def rope_scaling(reader: Reader) -> dict:
     if not isinstance(block, dict):
         raise reader.fail(key, f"must be a mapping of the scaling's parameters (got {type(block).__name__})")
     kind = block.get("rope_type", block.get("type"))
+    if kind is None and any(isinstance(v, dict) for v in block.values()):
+        raise reader.fail(key, "holds RoPE parameters per layer type (Transformers v5), which planner does not read: "
+                               "write a model YAML")
     if kind in (None, "default"):
         return {}
     if kind not in KIND_KEYS:
@@ -37,4 +42,8 @@ def rope_scaling(reader: Reader) -> dict:
     if extra:
         raise reader.fail(f"{key}.{extra[0]}", f"is not read for rope_type {kind} (planner reads "
                                                f"{', '.join(KIND_KEYS[kind])}): it would change the launched model")
-    return {"rope_scaling": {"rope_type": kind, **{k: block[k] for k in KIND_KEYS[kind] if block.get(k) is not None}}}
+    out = {"rope_type": kind, **{k: block[k] for k in KIND_KEYS[kind] if block.get(k) is not None}}
+    if kind == "yarn" and "original_max_position_embeddings" not in out and reader.has("max_position_embeddings"):
+        # _compute_yarn_parameters: without it, the frequencies are made for max_position_embeddings
+        out["original_max_position_embeddings"] = reader.data["max_position_embeddings"]
+    return {"rope_scaling": out}

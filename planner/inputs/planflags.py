@@ -136,7 +136,8 @@ def add_plan_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--eager", action="store_true",
                    help="elementwise kernels run unfused, as eager PyTorch (torchtitan without torch.compile)")
     g.add_argument("--no-rope-fusion", action="store_true",
-                   help="RoPE runs as eager ops, not one fused kernel (what Megatron-LM does for YaRN without MLA)")
+                   help="RoPE runs as eager ops, not one fused kernel (default: as Megatron-LM applies the model's: "
+                        "unfused for YaRN without MLA, else fused)")
     g.add_argument("--eager-loss", action="store_true",
                    help="loss is an eager F.cross_entropy on fp32-upcast logits (12 B per logit at the peak "
                         "instead of 4)")
@@ -160,7 +161,7 @@ def plan_spec_from_args(args: argparse.Namespace):
         "grad_dtype": args.grad_dtype, "overlap_dp_comm": not args.no_overlap,
         "overlap_pp_comm": not args.no_pp_overlap,
         "flash_attention": not args.no_flash_attention, "fused_elementwise": not args.eager,
-        "rope_fusion": not args.no_rope_fusion,
+        "rope_fusion": False if args.no_rope_fusion else None,
         "fused_cross_entropy": not args.eager_loss, "zero3_gather_unit": args.zero3_gather_unit,
         "grad_reduce": args.grad_reduce, "fp8_recipe": args.fp8_recipe, "weight_casts": args.weight_casts,
         "zero3_reshard": not args.no_zero3_reshard, "tp_comm_overlap": args.tp_comm_overlap,

@@ -42,6 +42,15 @@ def projections_of(spec: PlanSpec) -> str:
     return "fused_qkv" if spec.recompute == "op" else "fused"
 
 
+def rope_fusion_of(spec: PlanSpec, model: ModelSpec | None) -> bool:
+    """The plan's RoPE fusion (cm.Plan.rope_fusion): as given, else fused, except a YaRN RoPE without multi-latent
+    attention (cm.Model.yarn_rope), which the one stack planner launches such models with, Megatron-LM, applies
+    unfused (planner/frameworks/megatron.py runs_rope_fused)."""
+    if spec.rope_fusion is not None:
+        return spec.rope_fusion
+    return model is None or not model.to_model().yarn_rope
+
+
 def build_plan(spec: PlanSpec, model: ModelSpec, num_gpus: int) -> cm.Plan:
     """A cm.Plan from the spec; dp and the global batch are derived when not given."""
     dp = resolve_dp(spec, num_gpus)
@@ -51,7 +60,8 @@ def build_plan(spec: PlanSpec, model: ModelSpec, num_gpus: int) -> cm.Plan:
         recompute=spec.recompute, sequence_parallel=spec.sequence_parallel, precision=spec.precision,
         grad_dtype=spec.grad_dtype or "", overlap_dp_comm=spec.overlap_dp_comm,
         overlap_pp_comm=spec.overlap_pp_comm,
-        flash_attention=spec.flash_attention, fused_elementwise=spec.fused_elementwise, rope_fusion=spec.rope_fusion,
+        flash_attention=spec.flash_attention, fused_elementwise=spec.fused_elementwise,
+        rope_fusion=rope_fusion_of(spec, model),
         fused_cross_entropy=spec.fused_cross_entropy, zero3_gather_unit=spec.zero3_gather_unit,
         grad_reduce=spec.grad_reduce,
         stage_layers=tuple(spec.stage_layers or ()),

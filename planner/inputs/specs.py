@@ -110,7 +110,7 @@ class RopeScalingSpec(Spec):
 
     rope_type: Literal["yarn", "llama3", "linear"]
     factor: quantity(1e6, 1.0)
-    original_max_position_embeddings: Optional[count(L.MAX_SEQ_LENGTH)] = None
+    original_max_position_embeddings: Optional[count(L.MAX_SEQ_LENGTH)] = None  # yarn and llama3: required
     beta_fast: Optional[quantity(1e6)] = None  # yarn; absent: 32
     beta_slow: Optional[quantity(1e6)] = None  # yarn; absent: 1
     mscale: Optional[quantity(1e3)] = None  # yarn, DeepSeek's attention scale
@@ -482,7 +482,8 @@ class PlanSpec(Spec):
     overlap_pp_comm: Flag = True
     flash_attention: Flag = True
     fused_elementwise: Flag = True
-    rope_fusion: Flag = True  # RoPE as one fused kernel (costmodel Plan.rope_fusion)
+    # RoPE as one fused kernel (costmodel Plan.rope_fusion); absent: as the model's stack applies it (plans.rope_fusion_of)
+    rope_fusion: Optional[Flag] = None
     fused_cross_entropy: Flag = True
     zero3_gather_unit: Literal["layer", "tensor"] = "layer"
     grad_reduce: Literal["reduce_scatter", "allreduce"] = "reduce_scatter"

@@ -625,7 +625,7 @@ def knob_refusal(spec: SearchSpec, fw: base.Framework, probe: cm.Plan) -> str | 
     shared: list[str] | None = None  # in the order the rules give them (knob values first)
     for zero, precision in product(ks.zero_stage.values, spec.precisions):
         knobs = Knobs(zero, "none", probe.tp > 1 and True in ks.sequence_parallel.values, precision, "",
-                      dpo=spec.fixed.get("dpo", spec.overlap_dp_comm))
+                      dpo=spec.fixed.get("dpo", spec.overlap_dp_comm), rof=fw.rope_fusion(spec.model))
         plan = plan_over(probe, knob_plan_fields(knobs))
         found = base.violations(fw, spec.model, plan, machine) + cluster_violations(spec.cluster, plan)
         shared = found if shared is None else [msg for msg in shared if msg in found]
