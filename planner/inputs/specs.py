@@ -482,7 +482,8 @@ class PlanSpec(Spec):
     overlap_pp_comm: Flag = True
     flash_attention: Flag = True
     fused_elementwise: Flag = True
-    # RoPE as one fused kernel (costmodel Plan.rope_fusion); absent: as the model's stack applies it (plans.rope_fusion_of)
+    # RoPE as one fused kernel (costmodel Plan.rope_fusion); absent: as the model's stack applies it
+    # (plans.rope_fusion_of)
     rope_fusion: Optional[Flag] = None
     fused_cross_entropy: Flag = True
     zero3_gather_unit: Literal["layer", "tensor"] = "layer"
