@@ -48,7 +48,7 @@ def model_flags(job: Job) -> Flags:
         out += [("--attention-dropout", 0.0), ("--hidden-dropout", 0.0)]
     if not job.plan.fused_elementwise:
         out += [(flag, None) for flag in UNFUSED_FLAGS]
-    elif not job.plan.rope_fusion:  # YaRN's RoPE, which Megatron-LM runs unfused anyway (arguments.py)
+    elif not job.plan.rope_fusion:  # for YaRN without MLA arguments.py turns the fusion off by itself
         out.append(("--no-rope-fusion", None))
     if not job.plan.flash_attention:
         out.append(("--attention-backend", "unfused"))
@@ -179,8 +179,7 @@ def architecture_flags(job: Job) -> Flags:
     if m.norm_epsilon is not None and m.norm_epsilon != MEGATRON_NORM_EPSILON:
         out.append(("--norm-epsilon", m.norm_epsilon))
     if m.position_embedding == "rope":
-        yarn = m.rope_scaling is not None and m.rope_scaling.rope_type == "yarn" and not m.mla
-        out += [("--position-embedding-type", "yarn" if yarn else "rope"),
+        out += [("--position-embedding-type", "yarn" if job.cm_model.yarn_rope else "rope"),
                 ("--rotary-base", round(m.rope_theta or 10000))]
         if m.rotary_percent != 1.0:
             out.append(("--rotary-percent", m.rotary_percent))

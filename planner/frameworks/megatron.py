@@ -320,11 +320,13 @@ def fused_experts(model: cm.Model, plan: cm.Plan) -> Optional[str]:
 def mtp_position(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     """arguments.py: --mtp-num-layers needs --position-embedding-type rope or none, which a YaRN RoPE without
     multi-latent attention is not (it launches as --position-embedding-type yarn: emit/megatron.py)."""
-    yarn = model.yarn_rope
-    if model.mtp_layers and (model.position_embedding not in ("rope", "none") or yarn):
+    if not model.mtp_layers:
+        return None
+    if model.yarn_rope:
         return ("Megatron-LM's multi-token prediction needs RoPE or no position embedding, not YaRN's "
-                "--position-embedding-type yarn (arguments.py)" if yarn else
-                "Megatron-LM's multi-token prediction needs RoPE or no position embedding (arguments.py)")
+                "--position-embedding-type yarn (arguments.py)")
+    if model.position_embedding not in ("rope", "none"):
+        return "Megatron-LM's multi-token prediction needs RoPE or no position embedding (arguments.py)"
     return None
 
 

@@ -9,14 +9,10 @@ max_position_embeddings, as Transformers does.
 from __future__ import annotations
 
 from planner.inputs.hf_reader import Reader
+from planner.inputs.specs import ROPE_SCALING_PARAMETERS
 
-# The keys of each kind that planner reads; modeling_rope_utils.py's _validate_*_parameters name the same.
-KIND_KEYS = {
-    "yarn": ("factor", "original_max_position_embeddings", "beta_fast", "beta_slow", "mscale", "mscale_all_dim",
-             "truncate"),
-    "llama3": ("factor", "original_max_position_embeddings", "low_freq_factor", "high_freq_factor"),
-    "linear": ("factor",),
-}
+# The keys of each kind that planner reads.
+KIND_KEYS = {kind: ("factor", *keys) for kind, keys in ROPE_SCALING_PARAMETERS.items()}
 # Keys of the block that are not the scaling's (v5 moves the base frequency and partial factor there).
 NOT_SCALING = {"rope_type", "type", "rope_theta", "partial_rotary_factor"}
 

@@ -97,6 +97,15 @@ class MlaSpec(Spec):
                       self.v_head_dim)
 
 
+# Each RoPE scaling kind's parameters besides its factor, by Hugging Face's keys (modeling_rope_utils.py
+# _validate_*_parameters): what RopeScalingSpec takes and what hf_rope.py reads from a config.json.
+ROPE_SCALING_PARAMETERS = {
+    "yarn": ("original_max_position_embeddings", "beta_fast", "beta_slow", "mscale", "mscale_all_dim", "truncate"),
+    "llama3": ("original_max_position_embeddings", "low_freq_factor", "high_freq_factor"),
+    "linear": (),
+}
+
+
 class RopeScalingSpec(Spec):
     """How RoPE's frequencies are rescaled (Hugging Face config.json `rope_scaling`, `rope_parameters` in
     Transformers v5; the keys and defaults of transformers/modeling_rope_utils.py). The cost model prices
@@ -121,14 +130,10 @@ class RopeScalingSpec(Spec):
 
     @model_validator(mode="after")
     def _kind(self) -> "RopeScalingSpec":
-        given = {k for k in ("original_max_position_embeddings", "beta_fast", "beta_slow", "mscale",
-                             "mscale_all_dim", "low_freq_factor", "high_freq_factor") if getattr(self, k) is not None}
-        allowed, needed = {
-            "yarn": ({"original_max_position_embeddings", "beta_fast", "beta_slow", "mscale", "mscale_all_dim"},
-                     {"original_max_position_embeddings"}),
-            "llama3": ({"original_max_position_embeddings", "low_freq_factor", "high_freq_factor"},
-                       {"original_max_position_embeddings", "low_freq_factor", "high_freq_factor"}),
-            "linear": (set(), set())}[self.rope_type]
+        optional = {k for keys in ROPE_SCALING_PARAMETERS.values() for k in keys} - {"truncate"}
+        given = {k for k in optional if getattr(self, k) is not None}
+        allowed = set(ROPE_SCALING_PARAMETERS[self.rope_type]) - {"truncate"}
+        needed = {"yarn": {"original_max_position_embeddings"}, "llama3": allowed, "linear": set()}[self.rope_type]
         if given - allowed:
             raise ValueError(f"{', '.join(sorted(given - allowed))} do not apply to rope_type {self.rope_type}")
         if needed - given:
