@@ -42,7 +42,7 @@ GRAD_SYNCS = ("buckets", "chunk_end", "microbatch")  # Plan.grad_sync (dataparal
 PROJECTIONS = ("fused", "fused_qkv", "separate")  # Plan.projections (compute.attention_gemms, compute.mlp_gemms)
 RANK_ORDERS = ("tp-cp-dp-pp", "tp-cp-pp-dp")  # Plan.rank_order (topology.py)
 WINDOW_KINDS = ("sliding", "chunked")
-QK_NORMS = ("none", "learned", "l2")  # Model.qk_norm
+QK_NORMS = ("none", "learned", "learned_all_heads", "l2")  # Model.qk_norm
 GATED_MLPS = ("swiglu", "geglu", "quick_geglu")
 
 DTYPE_BYTES = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "mxfp8": 1, "mxfp4": 0.5, "nvfp4": 0.5, "int8": 1}
@@ -144,9 +144,10 @@ class Model:
     rotary_percent: float = 1.0  # share of a head's dimensions RoPE rotates
     linear_bias: bool = True  # biases on every linear layer (GPT-2, Megatron's default)
     qkv_bias: bool = False  # a bias on the QKV projection even without linear biases (Qwen2)
-    # Per-head norm of the queries and keys (not with MLA, whose latent norms are part of it): "learned",
-    # the model's `normalization` with a learned scale (Qwen3, Gemma 3; Megatron-core qk_layernorm), "l2"
-    # weightless (Llama 4; qk_l2_norm), or "none". Not priced: its traffic is, like RoPE's, work around
+    # Norm of the queries and keys (not with MLA, whose latent norms are part of it): "learned", per head,
+    # the model's `normalization` with a learned scale (Qwen3, Gemma 3; Megatron-core qk_layernorm),
+    # "learned_all_heads" the same over all heads' queries and all heads' keys at once (OLMoE), "l2" per
+    # head, weightless (Llama 4; qk_l2_norm), or "none". Not priced: its traffic is, like RoPE's, work around
     # the attention kernel that the fitted attention fractions absorb; the input Transformer Engine's
     # norm keeps for backward is left out too (validation/README.md, "Query/key norms").
     qk_norm: str = "none"

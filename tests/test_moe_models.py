@@ -56,11 +56,12 @@ def test_mixtral_maps_every_layer_to_eight_experts_top_two():
 
 def test_olmoe_maps_every_layer_to_64_experts_top_8_with_a_softmax_router():
     """OlmoeSparseMoeBlock: Mixtral's experts of intermediate_size on every layer, Qwen2-MoE's router
-    (a softmax over all 64, top 8, not renormalised: norm_topk_prob false); query/key RMSNorms."""
+    (a softmax over all 64, top 8, not renormalised: norm_topk_prob false); query/key RMSNorms over all heads
+    at once (OlmoeAttention: q_norm = OlmoeRMSNorm(hidden_size), not per head as Qwen3's)."""
     s = spec("olmoe-1b-7b")
     assert (s.moe.num_experts, s.moe.experts_per_token, s.moe.ffn_hidden_size) == (64, 8, 1024)
     assert (s.moe.shared_ffn_hidden_size, s.moe.first_dense_layers, s.moe.layer_freq) == (0, 0, 1)
-    assert s.moe.router == "softmax_topk" and s.qk_norm == "learned" and s.mlp == "swiglu"
+    assert s.moe.router == "softmax_topk" and s.qk_norm == "learned_all_heads" and s.mlp == "swiglu"
 
 
 def test_olmoe_1b_7b_matches_its_paper():

@@ -80,11 +80,11 @@ def test_frameworks_without_the_model_are_not_searched_when_another_builds_it():
 @pytest.mark.parametrize("model_name,cluster_name,gpus,gbs", [
     ("mpt-7b", "dgx-a100", 32, 256), ("gpt3-175b", "dgx-h100", 64, 128), ("nemotron-4-15b", "dgx-b200", 16, 64),
     ("tests/data/hf_configs/gemma-2-27b.json", "dgx-h100", 32, 128),
-    ("tests/data/hf_configs/olmoe-1b-7b.json", "dgx-h100", 16, 64), ("mixtral-8x7b", "gb200-nvl72", 32, 128)])
+    ("tests/data/hf_configs/qwen1.5-moe-a2.7b.json", "dgx-h100", 16, 64), ("mixtral-8x7b", "gb200-nvl72", 32, 128)])
 def test_every_ranked_plan_has_a_launcher(model_name, cluster_name, gpus, gbs):
     """Over all frameworks, each ranked plan names one that launches it (its rules pass and it builds the
     model): Gemma 2 (gated GELU: Megatron-LM refuses it, torchtitan has no definition) is DeepSpeed's alone,
-    OLMoE (experts: DeepSpeed refuses them) Megatron-LM's alone."""
+    Qwen1.5-MoE (experts: DeepSpeed refuses them; no torchtitan flavour) Megatron-LM's alone."""
     from planner.search.report import suggest_report
 
     model = loading.load_model_spec(model_name, seq_length=4096 if model_name.endswith(".json") else None,
@@ -102,3 +102,14 @@ def test_a_refusal_names_the_frameworks_left_out(capsys):
 
     one_line_error(capsys, ["suggest", "llama4-maverick", "dgx-b200", "--gpus", "128", "--seq-length", "32768",
                             "--gbs", "8"], "(torchtitan not searched: no definition of this model)")
+
+
+def test_a_model_no_framework_builds_as_written_is_refused(capsys):
+    """OLMoE normalizes all heads' queries (and all heads' keys) at once (Transformers v4.57.1 OlmoeAttention:
+    q_norm = OlmoeRMSNorm(hidden_size)); Megatron-LM's --qk-layernorm normalizes each head, another model
+    (Megatron-Bridge carries its own attention class for OLMoE). Before, suggest ranked Megatron-LM plans whose
+    launch trained per-head norms; now the one-line refusal names the rule."""
+    from conftest import one_line_error
+
+    one_line_error(capsys, ["suggest", "tests/data/hf_configs/olmoe-1b-7b.json", "dgx-h100", "--gpus", "16",
+                            "--seq-length", "4096", "--gbs", "64"], "not over all heads at once")

@@ -248,7 +248,8 @@ class ModelShape(Strict):
     attention_window: int = omitted("local attention span in tokens; absent: full attention")
     global_attention_every: int = d("every n-th layer attends globally when windowed (0: all local)")
     window_kind: WindowKind = d("local attention as a sliding window or fixed chunks")
-    qk_norm: QkNorm = d("per-head norm of queries and keys: learned (the model's normalization), l2 or none")
+    qk_norm: QkNorm = d("norm of queries and keys: learned (the model's normalization, per head), "
+                        "learned_all_heads (over all heads at once), l2 (per head) or none")
 
 
 class TimeBreakdown(Strict):

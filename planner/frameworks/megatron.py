@@ -148,6 +148,17 @@ def activation(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     return None
 
 
+def qk_norm(model: cm.Model, plan: cm.Plan) -> Optional[str]:
+    """--qk-layernorm builds Megatron-core's query and key norms over one head (attention.py SelfAttention:
+    hidden_size_per_attention_head). A norm over all heads at once (OLMoE) is another model; Megatron-Bridge
+    carries its own attention class for it (models/olmoe/olmoe_provider.py OLMoESelfAttention, read at
+    067f987d), which pretrain_gpt.py does not have."""
+    if model.qk_norm == "learned_all_heads":
+        return ("Megatron-LM's pretrain_gpt.py normalizes queries and keys per head (--qk-layernorm), not over "
+                "all heads at once as this model does (OLMoE)")
+    return None
+
+
 def eager_loss(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     """language_module.py compute_language_model_loss (d98e8a64): vocab_parallel_cross_entropy, which
     upcasts the logits once and works in place on them (what fused_cross_entropy prices), or the fused
@@ -706,7 +717,7 @@ def knobs(tp_split: bool, pp_split: bool) -> Knobs:
 
 FRAMEWORK = Framework(
     name="megatron", title="Megatron-LM", source="NVIDIA/Megatron-LM d98e8a64 (2026-08-22)",
-    layout_rules=(interleaving, query_groups, position_embedding, rope_scaling, activation),
+    layout_rules=(interleaving, query_groups, position_embedding, rope_scaling, activation, qk_norm),
     interleaving_rules=(interleaving_groups,),
     knobs=knobs,
     rope_fusion=runs_rope_fused,

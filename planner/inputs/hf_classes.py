@@ -36,11 +36,13 @@ GEGLU_MODELS = {"gemma", "gemma2", "gemma3_text"}
 # only names the gate's function: SiLU is SwiGLU, a GeLU is GeGLU, any other is refused (not modelled).
 GATED_MODELS = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "deepseek_v2",
                 "deepseek_v3", "kimi_k2", "llama4_text", "phi3", "olmoe", "glm4_moe", *GEGLU_MODELS}
-# A learned RMSNorm on each head's queries and keys before RoPE (Transformers v4.57.1 Qwen3Attention,
-# Qwen3MoeAttention, Gemma3Attention: q_norm / k_norm over head_dim; OlmoeAttention's span all heads, the same
-# elementwise work); Llama 4's is a weightless L2 norm
-# (Llama4TextL2Norm) when `use_qk_norm` is set, on its RoPE layers only.
-QK_NORM_MODELS = {"qwen3", "qwen3_moe", "gemma3_text", "olmoe"}
+# A learned RMSNorm on the queries and keys before RoPE, by its span (Transformers v4.57.1): each head's over
+# head_dim (Qwen3Attention, Qwen3MoeAttention, Gemma3Attention q_norm / k_norm), or all heads' queries and all
+# heads' keys at once (OlmoeAttention: q_norm over hidden_size, k_norm over kv_heads x head_dim; another
+# model, the same elementwise work). Llama 4's is a weightless L2 norm (Llama4TextL2Norm) when `use_qk_norm`
+# is set, on its RoPE layers only.
+QK_NORM_MODELS = {"qwen3": "learned", "qwen3_moe": "learned", "gemma3_text": "learned",
+                  "olmoe": "learned_all_heads"}
 
 # Transformers v4.57.1 class defaults of the keys read here, for config.json files that omit them
 # (Gemma 3's nested text_config omits vocab_size, rope_theta, rms_norm_eps; Mistral's sliding_window

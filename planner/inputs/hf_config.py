@@ -234,7 +234,7 @@ def mlp_kind(text: dict, reader: Reader) -> str:
 def qk_norm_kind(data: dict, model_type: str) -> str:
     """ModelSpec.qk_norm of a config: QK_NORM_MODELS' learned norms; USE_QK_NORM_KINDS' when use_qk_norm."""
     if model_type in QK_NORM_MODELS:
-        return "learned"
+        return QK_NORM_MODELS[model_type]
     return USE_QK_NORM_KINDS.get(model_type, "none") if data.get("use_qk_norm") else "none"
 
 
@@ -479,9 +479,9 @@ def ignored_details(text: dict, model_type: str) -> list[str]:
         notes.append("the attention sinks' weights (one logit per head per layer) and the attention, router and "
                      "expert biases are not counted (about 0.04% of the weights)")
     qk = qk_norm_kind(text, model_type)
-    if qk == "learned" and model_type == "olmoe":
-        notes.append("OLMoE's query/key RMSNorms span all heads (h + kv heads x head_dim weights per layer, not "
-                     "counted); Megatron-LM's --qk-layernorm, which the launch files write, normalises each head")
+    if qk == "learned_all_heads":
+        notes.append("the query/key RMSNorms span all heads (h + kv heads x head_dim weights per layer, not counted; "
+                     "Megatron-LM's --qk-layernorm normalises each head, so its launch is refused)")
     elif qk == "learned":
         notes.append("the query/key norms' weights (2 x head_dim per layer) are not counted")
     elif qk == "l2":

@@ -185,7 +185,8 @@ class ModelSpec(Spec):
     attention_window: Optional[count(L.MAX_SEQ_LENGTH)] = None  # local attention span; absent: full
     global_attention_every: count(L.MAX_LAYERS, lower=0) = 0  # every n-th layer global; 0: all local
     window_kind: Literal["sliding", "chunked"] = "sliding"
-    # per-head norm of queries and keys: learned (the model's normalization: Qwen3, Gemma 3), l2 (Llama 4)
+    # norm of queries and keys: learned per head (the model's normalization: Qwen3, Gemma 3), learned over
+    # all heads' queries and all heads' keys at once (OLMoE), l2 per head (Llama 4)
     qk_norm: Literal[cm.QK_NORMS] = "none"
     global_batch_size: Optional[count(L.MAX_BATCH)] = None
     training_tokens: Optional[quantity(L.MAX_TOKENS, L.MIN_TOKENS)] = None
