@@ -4,7 +4,7 @@ import os
 import subprocess
 
 import pytest
-from emit_support import estimate, tiny
+from emit_support import ROOT, estimate, tiny
 
 from planner.commands.main import main
 from planner.emit import emit_files
@@ -214,6 +214,45 @@ def test_an_estimate_from_before_rope_scaling_takes_it_from_the_catalog(tmp_path
     assert run(["emit", str(tmp_path / "other.json"), "--format", "megatron", "--out", str(tmp_path / "p")]) == 2
     err = capsys.readouterr().err
     assert "predates schema 21" in err and "RoPE scaling" in err and not (tmp_path / "p").exists()
+
+
+def test_shared_experts_gate_is_launched_and_older_files_state_it_or_are_refused(tmp_path, capsys):
+    """Qwen1.5-MoE's shared expert sits behind a sigmoid gate (Transformers v4.57.1 Qwen2MoeSparseMoeBlock
+    shared_expert_gate, a Linear(h, 1)): its launch writes --moe-shared-expert-gate, where Megatron-LM's
+    default builds the shared expert ungated, another model. A schema-22 file, which does not say, is refused
+    for a model with shared experts the catalog does not hold; DeepSeek-V3's (ungated) is completed from the
+    catalog; a dense model's needs nothing."""
+    import json
+
+    from planner.commands.main import main as run
+
+    qwen = str(ROOT / "tests" / "data" / "hf_configs" / "qwen1.5-moe-a2.7b.json")
+    assert run(["estimate", qwen, "dgx-h100", "--gpus", "8", "--ep", "4", "--seq-length", "4096", "--gbs", "64",
+                "--zero", "1", "--json"]) == 0
+    est = json.loads(capsys.readouterr().out)
+    assert est["model_spec"]["moe"]["shared_expert_gate"] is True
+    (tmp_path / "q.json").write_text(json.dumps(est))
+    assert run(["emit", str(tmp_path / "q.json"), "--model", qwen, "--seq-length", "4096", "--format", "megatron",
+                "--out", str(tmp_path / "q")]) == 0
+    capsys.readouterr()
+    assert "--moe-shared-expert-gate" in (tmp_path / "q" / "megatron" / "launch.sh").read_text()
+    moe = {k: v for k, v in est["model_spec"]["moe"].items() if k != "shared_expert_gate"}
+    old = {**est, "schema_version": "22", "model_spec": {**est["model_spec"], "moe": moe}}
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    assert run(["emit", str(tmp_path / "old.json"), "--format", "megatron", "--out", str(tmp_path / "p")]) == 2
+    err = capsys.readouterr().err
+    assert "predates schema 23" in err and "shared experts are gated" in err and not (tmp_path / "p").exists()
+    for model, argv in (("deepseek-v3", ["--pp", "8", "--ep", "8", "--gbs", "512"]), ("llama3-8b", ["--gbs", "64"])):
+        assert run(["estimate", model, "dgx-h100", "--gpus", "64", "--mbs", "1", "--zero", "1", *argv, "--json"]) == 0
+        est = json.loads(capsys.readouterr().out)
+        spec = est["model_spec"]
+        if "moe" in spec:
+            spec = {**spec, "moe": {k: v for k, v in spec["moe"].items() if k != "shared_expert_gate"}}
+        (tmp_path / f"{model}.json").write_text(json.dumps({**est, "schema_version": "22", "model_spec": spec}))
+        assert run(["emit", str(tmp_path / f"{model}.json"), "--format", "megatron",
+                    "--out", str(tmp_path / model)]) == 0, model
+        capsys.readouterr()
+        assert "--moe-shared-expert-gate" not in (tmp_path / model / "megatron" / "launch.sh").read_text()
 
 
 def test_a_whole_iteration_graph_from_estimate_to_megatron_only(capsys, tmp_path):

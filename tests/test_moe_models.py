@@ -643,3 +643,15 @@ def test_suggest_searches_the_moe_dispatcher_and_cuda_graphs(capsys):
     assert main([*argv, "--fix", "ep_dispatch=alltoall"]) == 0
     pinned = json.loads(capsys.readouterr().out)["plans"][0]
     assert pinned["plan"]["ep_dispatch"] == "alltoall" and pinned["step_time_s"] > best["step_time_s"]
+
+
+def test_a_gate_needs_shared_experts():
+    """MoeSpec.shared_expert_gate gates the shared experts' output (Qwen2-MoE): without them it is refused."""
+    from pydantic import ValidationError
+
+    from planner.inputs.specs import MoeSpec
+
+    assert MoeSpec(num_experts=8, experts_per_token=2, ffn_hidden_size=64, shared_ffn_hidden_size=64,
+                   shared_expert_gate=True).shared_expert_gate
+    with pytest.raises(ValidationError, match="shared_expert_gate gates the shared experts"):
+        MoeSpec(num_experts=8, experts_per_token=2, ffn_hidden_size=64, shared_expert_gate=True)

@@ -188,6 +188,7 @@ class MoeShape(Strict):
     router_group_topk: int = d("groups a token's experts come from (0: none)")
     router_scaling_factor: float = d("factor on the experts' weights")
     router_probs_on_input: bool = d("the router's weight scales the expert's input, not its output (Llama 4)")
+    shared_expert_gate: bool = d("a learned sigmoid gate scales the shared experts' output (Qwen2-MoE)")
 
 
 class MlaShape(Strict):

@@ -14,9 +14,12 @@ framework would reject is refused, naming the rule. Existing files are kept unle
 
 
 # Files from before these contract versions carry a model_spec without launch details the Megatron-LM launch
-# states since: (version, what, the ModelSpec keys completed from the catalog).
-LAUNCH_DETAILS = ((7, "the norms' epsilon, NoPE layers or router placement", ("norm_epsilon", "nope_every")),
-                  (21, "RoPE scaling", ("rope_scaling",)))
+# states since: (version, what, the ModelSpec keys and the MoeSpec keys completed from the catalog). The gate
+# of shared experts matters only to a model that has them.
+LAUNCH_DETAILS = ((7, "the norms' epsilon, NoPE layers or router placement", ("norm_epsilon", "nope_every"),
+                   ("router_probs_on_input",)),
+                  (21, "RoPE scaling", ("rope_scaling",), ()),
+                  (23, "whether its shared experts are gated", (), ("shared_expert_gate",)))
 SHAPE_KEYS = ("num_layers", "hidden_size", "num_attention_heads", "num_kv_heads", "ffn_hidden_size", "vocab_size")
 
 
@@ -25,10 +28,12 @@ def with_launch_details(data: dict, name: str | None, where: str, schema: int) -
     a model the catalog does not hold cannot be completed, so it is refused rather than launched without them."""
     from planner.inputs import catalogs, loading
 
-    missing = [(version, what, keys) for version, what, keys in LAUNCH_DETAILS if schema < version]
+    shared = bool((data.get("moe") or {}).get("shared_ffn_hidden_size"))
+    missing = [(version, what, keys, moe_keys) for version, what, keys, moe_keys in LAUNCH_DETAILS
+               if schema < version and (keys or shared)]
     if not missing:
         return data
-    version, what = missing[0][0], " or ".join(w for _, w, _ in missing)
+    version, what = missing[0][0], " or ".join(w for _, w, _, _ in missing)
     if not name or name not in catalogs.model_catalog():
         raise PlannerError(f"{where} predates schema {version}: its model_spec does not state {what}, which a launch "
                            "needs; pass --model MODEL")
@@ -36,9 +41,9 @@ def with_launch_details(data: dict, name: str | None, where: str, schema: int) -
     if any(data.get(k) != catalog.get(k) for k in SHAPE_KEYS):
         raise PlannerError(f"{where} predates schema {version} and its model is not catalog model '{name}' any more; "
                            "pass --model MODEL")
-    out = {**data, **{k: catalog[k] for _, _, keys in missing for k in keys if k in catalog}}
-    if schema < 7 and isinstance(out.get("moe"), dict) and "moe" in catalog:
-        out["moe"] = {**out["moe"], "router_probs_on_input": catalog["moe"].get("router_probs_on_input", False)}
+    out = {**data, **{k: catalog[k] for _, _, keys, _ in missing for k in keys if k in catalog}}
+    if isinstance(out.get("moe"), dict) and "moe" in catalog:
+        out["moe"] = {**out["moe"], **{k: catalog["moe"].get(k, False) for *_, moe_keys in missing for k in moe_keys}}
     return out
 
 

@@ -152,7 +152,8 @@ def router_flags(job: Job) -> Flags:
     the top-k is the default, --moe-router-pre-softmax takes it over all experts first, the sigmoid
     score renormalises the k weights when k > 1; the expert bias (aux-loss-free balancing, sigmoid
     only), group-limited routing (groups scored by the sum of their top k/group_topk) and the factor on
-    the weights."""
+    the weights; and the shared experts' sigmoid gate (moe/shared_experts.py gate_weight, as Megatron-Bridge
+    maps Qwen3-Next's shared_expert_gate)."""
     moe, out = job.model.moe, []
     if moe.router == "softmax_topk":
         out.append(("--moe-router-pre-softmax", None))
@@ -166,6 +167,8 @@ def router_flags(job: Job) -> Flags:
         out.append(("--moe-router-topk-scaling-factor", moe.router_scaling_factor))
     if moe.router_probs_on_input:
         out.append(("--moe-apply-probs-on-input", None))
+    if moe.shared_expert_gate:
+        out.append(("--moe-shared-expert-gate", None))
     return out
 
 

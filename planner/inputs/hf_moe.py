@@ -42,7 +42,7 @@ def moe_fields(reader: Reader, model_type: str, layers: int | None) -> tuple[dic
     - qwen2_moe / qwen3_moe (Qwen2MoeDecoderLayer, Qwen3MoeDecoderLayer): layer i is MoE when i is not in
       mlp_only_layers and (i + 1) % decoder_sparse_step == 0; experts of moe_intermediate_size, dense
       layers of intermediate_size; Qwen2-MoE adds one shared expert of shared_expert_intermediate_size
-      (its sigmoid gate, h weights, is not counted); Qwen3-MoE has none.
+      behind a sigmoid gate (shared_expert_gate; its h weights are not counted); Qwen3-MoE has none.
     - deepseek_v2 / deepseek_v3 / kimi_k2 (DeepseekV2/V3DecoderLayer): layer i is MoE when
       i >= first_k_dense_replace; n_routed_experts of moe_intermediate_size plus n_shared_experts shared
       ones of the same width (DeepseekV3MoE: shared_experts = MLP(intermediate_size = moe_intermediate_size
@@ -114,8 +114,8 @@ def qwen_moe_layout(r: Reader, model_type: str, layers: int | None, moe: dict, n
     if shared and model_type == "qwen3_moe":
         raise r.fail("shared_expert_intermediate_size", "Qwen3-MoE has no shared expert (Qwen3MoeSparseMoeBlock); "
                      "the key would be ignored by Transformers")
-    if shared:
-        moe["shared_ffn_hidden_size"] = shared
+    if shared:  # Qwen2MoeSparseMoeBlock scales the shared expert's output by sigmoid(shared_expert_gate(x))
+        moe.update(shared_ffn_hidden_size=shared, shared_expert_gate=True)
         notes.append("the shared expert's sigmoid gate (h weights a layer) is not counted")
     step = r.need_int("decoder_sparse_step", 1)
     dense = r.int_list("mlp_only_layers") or []

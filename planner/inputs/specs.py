@@ -48,6 +48,10 @@ class MoeSpec(Spec):
     # the router's weight scales the expert's input, not its output (Llama 4's Llama4TextMoe; Megatron-core
     # moe_apply_probs_on_input, which takes top-1 routing only: moe/experts.py @d98e8a64)
     router_probs_on_input: Flag = False
+    # a learned sigmoid gate per token scales the shared experts' output (Qwen2-MoE's shared_expert_gate, a
+    # Linear(h, 1); Megatron-core moe_shared_expert_gate): h weights a layer, neither counted nor priced; a
+    # launch must state it
+    shared_expert_gate: Flag = False
 
     @model_validator(mode="after")
     def _routing(self) -> "MoeSpec":
@@ -62,6 +66,8 @@ class MoeSpec(Spec):
             raise ValueError("router_expert_bias needs router: sigmoid (DeepSeek-V3's aux-loss-free balancing)")
         if self.router_probs_on_input and self.experts_per_token != 1:
             raise ValueError("router_probs_on_input scales one expert's input: it needs experts_per_token 1 (Llama 4)")
+        if self.shared_expert_gate and not self.shared_ffn_hidden_size:
+            raise ValueError("shared_expert_gate gates the shared experts: it needs shared_ffn_hidden_size")
         return self._groups()
 
     def _groups(self) -> "MoeSpec":
