@@ -66,6 +66,15 @@ def test_megatron_built_planners_architecture(ref):
             m.moe.num_experts, m.moe.experts_per_token, m.moe.ffn_hidden_size)
         assert (c["moe_shared_expert_intermediate_size"] or 0) == m.moe.shared_ffn_hidden_size
         assert c["moe_shared_expert_gate"] == s.moe.shared_expert_gate
+        r = s.moe  # the router (MoeSpec router*) in TransformerConfig's terms
+        assert c["moe_router_score_function"] == ("sigmoid" if r.router == "sigmoid" else "softmax")
+        assert c["moe_router_pre_softmax"] == (r.router == "softmax_topk")
+        assert c["moe_router_enable_expert_bias"] == r.router_expert_bias
+        assert (c["moe_router_num_groups"] or 0, c["moe_router_group_topk"] or 0) == (r.router_groups,
+                                                                                     r.router_group_topk)
+        assert (c["moe_router_topk_scaling_factor"] or 1.0) == r.router_scaling_factor
+        assert c["moe_apply_probs_on_input"] == r.router_probs_on_input
+        assert (c["moe_expert_capacity_factor"] or 0) == (r.capacity_factor or 0)
 
 
 @pytest.mark.parametrize("ref", sorted(BUILT))

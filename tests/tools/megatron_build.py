@@ -43,6 +43,12 @@ CONFIG_FIELDS = (
     "multi_latent_attention", "q_lora_rank", "kv_lora_rank", "qk_head_dim", "qk_pos_emb_head_dim", "v_head_dim",
     "mtp_num_layers", "window_size", "softmax_type", "glu_linear_offset", "activation_func_clamp_value",
     "rotary_interleaved", "activation_func")
+# RoPE scaling: multi-latent attention's YaRN fields, the yarn position type's (set on the config by
+# core_transformer_config_from_args, read by gpt_model.py with getattr), Llama 3.1's and linear scaling's arguments
+ROPE_FIELDS = ("rotary_scaling_factor", "mscale", "mscale_all_dim", "original_max_position_embeddings", "beta_fast",
+               "beta_slow", "yarn_rotary_scaling_factor", "yarn_original_max_position_embeddings", "yarn_beta_fast",
+               "yarn_beta_slow", "yarn_mscale", "yarn_mscale_all_dim")
+ROPE_ARGS = ("use_rope_scaling", "rope_scaling_factor", "rotary_seq_len_interpolation_factor")
 ARG_FIELDS = ("seq_length", "vocab_size", "padded_vocab_size", "untie_embeddings_and_output_weights", "position_embedding_type",
               "rotary_base", "rotary_percent")
 
@@ -150,7 +156,9 @@ def build(ref: str) -> dict:
     config = {f: getattr(cfg, f, None) for f in CONFIG_FIELDS}  # MLA fields only on MLATransformerConfig
     config["activation_func"] = getattr(cfg.activation_func, "__name__", str(cfg.activation_func))
     config.update({f: getattr(args, f) for f in ARG_FIELDS})
-    return {"args": argv, "config": json.loads(json.dumps(config, default=list)), "layers": layer_kinds(model, cfg),
+    rope = {**{f: getattr(cfg, f, None) for f in ROPE_FIELDS}, **{f: getattr(args, f) for f in ROPE_ARGS}}
+    return {"args": argv, "config": json.loads(json.dumps(config, default=list)), "rope": rope,
+            "layers": layer_kinds(model, cfg),
             "parameters": dict(sorted(parameters.items()))}
 
 
