@@ -109,3 +109,26 @@ def test_planner_counts_the_parameters_megatron_built(ref):
                 "shared_expert_gate": m.hidden_size * m.moe_layers if gated else 0}
     assert {k: p.get(k, 0) for k in left_out} == left_out
     assert (p.get("bias", 0) > 0) == (m.linear_bias or m.qkv_bias or m.normalization == "layernorm")
+
+
+@pytest.mark.parametrize("ref", sorted(BUILT))
+def test_megatron_scaled_the_rope_as_the_model_does(ref):
+    """The RoPE scaling Megatron-LM set from the launch (its config's YaRN fields, the arguments of Llama 3.1's
+    and linear scaling) is the model's rope_scaling; none where the model has none."""
+    s, rope = spec_of(ref), BUILT[ref]["rope"]
+    r, mla = s.rope_scaling, s.mla is not None
+    linear = rope["rotary_seq_len_interpolation_factor"]
+    assert rope["use_rope_scaling"] == (r is not None and r.rope_type == "llama3")
+    if r is not None and r.rope_type == "llama3":
+        assert rope["rope_scaling_factor"] == r.factor
+    assert linear == (int(r.factor) if r is not None and r.rope_type == "linear" else None)
+    yarn = r is not None and r.rope_type == "yarn"
+    if mla:  # multi-latent attention's YaRN fields; unscaled is factor 1
+        assert rope["rotary_scaling_factor"] == (r.factor if yarn else 1.0)
+        if yarn:
+            assert (rope["mscale"], rope["mscale_all_dim"]) == (r.mscale or 1.0, r.mscale_all_dim or 0.0)
+    else:
+        assert rope["yarn_rotary_scaling_factor"] == (r.factor if yarn else None)
+        if yarn:
+            assert (rope["yarn_original_max_position_embeddings"], rope["yarn_beta_fast"], rope["yarn_beta_slow"]) == (
+                r.original_max_position_embeddings, r.beta_fast, r.beta_slow)
