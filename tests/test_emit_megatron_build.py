@@ -41,6 +41,7 @@ def test_megatron_built_planners_architecture(ref):
     assert (c["seq_length"], c["vocab_size"]) == (m.seq_length, m.vocab_size)
     assert c["ffn_hidden_size"] == m.ffn and c["untie_embeddings_and_output_weights"] == (not m.tie_embeddings)
     assert c["normalization"] == {"rmsnorm": "RMSNorm", "layernorm": "LayerNorm"}[m.normalization]
+    assert c["layernorm_epsilon"] == (s.norm_epsilon or 1e-5)  # unstated: Megatron-LM's default, 1e-5
     assert c["gated_linear_unit"] == m.gated_mlp and c["add_bias_linear"] == m.linear_bias
     assert c["add_qkv_bias"] == (m.linear_bias or m.qkv_bias)
     assert (c["hidden_dropout"] > 0) == m.dropout
