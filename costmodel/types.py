@@ -154,6 +154,11 @@ class Model:
     # A learned logit per head that joins each softmax (gpt-oss's attention sinks). Not priced (one value
     # per head); framework rules read it (Transformer Engine runs it under CP only with a2a).
     attention_sinks: bool = False
+    # Launch details that cost nothing here, carried so that framework rules can refuse a stack that would
+    # train another model: the norms' epsilon (0: unstated) and every n-th layer without RoPE (Llama 4's NoPE
+    # layers; 0: none)
+    norm_epsilon: float = 0.0
+    nope_every: int = 0
     attention_head_dim: int = 0  # 0 means hidden_size / num_attention_heads (Gemma, Qwen3: explicit)
     moe: Moe | None = None
     mla: Mla | None = None

@@ -302,6 +302,22 @@ def test_hugging_face_qwen3_configs_are_torchtitans_flavours():
         assert (flavour.family, flavour.name) == ("qwen3", name), why
 
 
+def test_a_flavour_fixes_the_norm_epsilon_and_rope_on_every_layer():
+    """torchtitan 0.3.0 builds Llama 3's RMSNorms with eps 1e-5 (models/common/nn_modules.py RMSNorm.Config
+    default) and Qwen3's with 1e-6 (models/qwen3/__init__.py _EPS), and RoPE on every layer: a model stating
+    another epsilon, or NoPE layers, is not the flavour (its launch would train another model); one stating
+    none takes the flavour's."""
+    llama = load_model_spec("llama3-8b")
+    assert titan.match_flavour(llama.to_model())[0] is not None
+    assert titan.match_flavour(llama.model_copy(update={"norm_epsilon": 1e-5}).to_model())[0] is not None
+    flavour, why = titan.match_flavour(llama.model_copy(update={"norm_epsilon": 1e-6}).to_model())
+    assert flavour is None and "norm_epsilon 1e-06 (torchtitan 1e-05)" in why
+    flavour, why = titan.match_flavour(llama.model_copy(update={"nope_every": 4}).to_model())
+    assert flavour is None and "nope_every 4 (torchtitan 0)" in why
+    qwen = load_model_spec(str(DATA.parent / "hf_configs" / "qwen3-8b.json"))
+    assert qwen.norm_epsilon == 1e-6 and titan.match_flavour(qwen.to_model())[0].name == "8B"
+
+
 def test_moe_flavour_mismatch_is_named():
     """torchtitan's 235B-A22B flavour has RoPE theta 5e6, the base model's config.json 1e6; DeepSeek-V3
     (shared experts, MLA, MTP) has no flavour. Refused as a layout rule, so the search leaves them out."""

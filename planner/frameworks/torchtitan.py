@@ -331,6 +331,7 @@ class Flavour:
     qk_norm: str = "none"
     experts: tuple[int, int, int] = (0, 0, 0)  # routed experts, top-k, expert FFN width; (0, 0, 0) = dense
     rope_scaling: str = "none"  # as scaling_text writes a model's
+    norm_epsilon: float = 1e-5  # the RMSNorms' (models/common/nn_modules.py RMSNorm.Config default; Qwen3: 1e-6)
 
 
 # Llama 3 (models/llama3/__init__.py): RMSNorm, SwiGLU, no biases, RoPE theta 500,000 with Llama 3.1
@@ -356,7 +357,7 @@ LLAMA3_FLAVOURS = tuple(replace(f, rope_scaling=LLAMA31_SCALING) for f in (
 # tokenizer; every field the plan decides is set by planner_job.py).
 QWEN3_FLAVOURS = tuple(
     Flavour("qwen3", name, recipe, repo, layers, dim, heads, 8, ffn, 151936, tied, head_dim=128, rope_theta=1e6,
-            max_seq_len=40960, qk_norm="learned")
+            max_seq_len=40960, qk_norm="learned", norm_epsilon=1e-6)
     for name, recipe, repo, layers, dim, heads, ffn, tied in (
         ("0.6B", "qwen3_0_6b", "Qwen/Qwen3-0.6B", 28, 1024, 16, 3072, True),
         ("1.7B", "qwen3_1_7b", "Qwen/Qwen3-1.7B", 28, 2048, 16, 6144, True),
@@ -373,11 +374,14 @@ QWEN3_FLAVOURS = tuple(
 # RoPE theta 5,000,000 (Qwen3-235B-A22B-Instruct-2507's), the base model's config.json 1,000,000.
 QWEN3_MOE_FLAVOURS = (
     Flavour("qwen3", "debugmodel_moe", "qwen3_moe_debug", "", 8, 256, 16, 8, None, 2048, False,
-            head_dim=128, rope_theta=1e6, max_seq_len=4096, qk_norm="learned", experts=(64, 8, 768)),
+            head_dim=128, rope_theta=1e6, max_seq_len=4096, qk_norm="learned", experts=(64, 8, 768),
+            norm_epsilon=1e-6),
     Flavour("qwen3", "30B-A3B", "qwen3_30b_a3b", "Qwen/Qwen3-30B-A3B", 48, 2048, 32, 4, None, 151936, False,
-            head_dim=128, rope_theta=1e6, max_seq_len=40960, qk_norm="learned", experts=(128, 8, 768)),
+            head_dim=128, rope_theta=1e6, max_seq_len=40960, qk_norm="learned", experts=(128, 8, 768),
+            norm_epsilon=1e-6),
     Flavour("qwen3", "235B-A22B", "qwen3_30b_a3b", "Qwen/Qwen3-30B-A3B", 94, 4096, 64, 4, None, 151936, False,
-            head_dim=128, rope_theta=5e6, max_seq_len=40960, qk_norm="learned", experts=(128, 8, 1536)),
+            head_dim=128, rope_theta=5e6, max_seq_len=40960, qk_norm="learned", experts=(128, 8, 1536),
+            norm_epsilon=1e-6),
 )
 FLAVOURS = LLAMA3_FLAVOURS + QWEN3_FLAVOURS + QWEN3_MOE_FLAVOURS
 
@@ -409,7 +413,8 @@ def _fields(model: cm.Model) -> dict[str, object]:
             "linear_bias": model.linear_bias, "qkv_bias": model.qkv_bias, "dropout": model.dropout,
             "qk_norm": model.qk_norm, "experts": experts, "attention": "mla" if model.mla else "gqa",
             "attention_window": model.attention_window, "attention_sinks": model.attention_sinks,
-            "mtp_layers": model.mtp_layers, "rope_scaling": scaling_text(model.rope_scaling)}
+            "mtp_layers": model.mtp_layers, "rope_scaling": scaling_text(model.rope_scaling),
+            "norm_epsilon": model.norm_epsilon, "nope_every": model.nope_every}
 
 
 def scaling_text(r: Optional[cm.RopeScaling]) -> str:
@@ -434,15 +439,19 @@ def _flavour_fields(f: Flavour) -> dict[str, object]:
             "rope_theta": f.rope_theta, "normalization": "rmsnorm", "mlp": "swiglu", "position_embedding": "rope",
             "rotary_percent": 1.0, "linear_bias": False, "qkv_bias": False, "dropout": False,
             "qk_norm": f.qk_norm, "experts": f.experts, "attention": "gqa", "attention_window": 0,
-            "attention_sinks": False, "mtp_layers": 0, "rope_scaling": f.rope_scaling}
+            "attention_sinks": False, "mtp_layers": 0, "rope_scaling": f.rope_scaling,
+            "norm_epsilon": f.norm_epsilon, "nope_every": 0}
 
 
 def _mismatches(model: cm.Model, f: Flavour) -> list[str]:
     """The fields that differ. A model that states no RoPE scaling is taken on a Llama 3 flavour's
-    Llama 3.1 scaling (emit/readme.py says the flavours are Llama 3.1); one that states another is not."""
+    Llama 3.1 scaling (emit/readme.py says the flavours are Llama 3.1); one that states another is not. A model
+    that states no norm epsilon is taken on the flavour's."""
     ours, theirs = _fields(model), _flavour_fields(f)
     if model.rope_scaling is None:
         ours["rope_scaling"] = theirs["rope_scaling"]
+    if not model.norm_epsilon:
+        ours["norm_epsilon"] = theirs["norm_epsilon"]
     return [f"{k} {_show(ours[k])} (torchtitan {_show(v)})" for k, v in theirs.items() if ours[k] != v]
 
 

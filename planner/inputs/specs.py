@@ -244,6 +244,7 @@ class ModelSpec(Spec):
             mtp_layers=self.mtp_layers, attention_window=self.attention_window or 0,
             global_attention_every=self.global_attention_every, window_kind=self.window_kind,
             qk_norm=self.qk_norm, attention_sinks=self.attention_sinks,
+            norm_epsilon=self.norm_epsilon or 0.0, nope_every=self.nope_every,
         )
 
 
