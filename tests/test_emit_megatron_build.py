@@ -45,6 +45,9 @@ def test_megatron_built_planners_architecture(ref):
     assert c["gated_linear_unit"] == m.gated_mlp and c["add_bias_linear"] == m.linear_bias
     assert c["add_qkv_bias"] == (m.linear_bias or m.qkv_bias)
     assert (c["hidden_dropout"] > 0) == m.dropout
+    assert c["activation_func"] == {"swiglu": "silu", "quick_geglu": "quick_gelu", "relu2": "squared_relu",
+                                    "gelu": "gelu"}[m.mlp]
+    assert (c["glu_linear_offset"], c["activation_func_clamp_value"]) == (s.glu_linear_offset, s.glu_clamp)
     assert c["softmax_type"] == ("learnable" if m.attention_sinks else "vanilla")
     if m.mla is None:
         assert (c["num_query_groups"], c["kv_channels"]) == (m.kv_heads, m.head_dim)
