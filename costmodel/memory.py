@@ -205,18 +205,21 @@ def op_sac_moe_activation_bytes(model: Model, batch: int, tp: int, sequence_para
     return 2.0 * tokens * h / (tp if sequence_parallel else 1) + saved + attention + topk + exchanged
 
 
-def inflight_microbatches(pp: int, vpp: int, num_microbatches: int, stage: int) -> float:
+def inflight_microbatches(pp: int, vpp: int, num_microbatches: int, stage: int, extra_warmup: int = 0) -> float:
     """Micro-batches whose activations stage `stage` holds at its peak, in units of a whole
     stage's layers (all its vpp chunks).
 
     1F1B (Narayanan et al. 2021 Sec 2.2.1): stage r warms up with pp - r forward passes.
     Interleaved: Megatron-LM warms up 2 (pp - r - 1) + (vpp - 1) pp chunk-passes, plus the one in
     progress; each chunk is 1/vpp of the stage. For r = 0 this is pp (1 + (pp-1)/(pp vpp)) whole-stage
-    micro-batches, Korthikanti Sec 4.2.3.
+    micro-batches, Korthikanti Sec 4.2.3. `extra_warmup` chunk-passes more: Megatron-core's schedule runs
+    one more forward before the steady state when it overlaps the expert-parallel all-to-alls with the
+    combined 1F1B (pipeline_parallel/schedules.py get_pp_rank_microbatches, overlap_moe_expert_parallel_comm;
+    d98e8a64), so each backward has an independent forward beside it.
     """
     if vpp <= 1:
         return float(min(pp - stage, num_microbatches))
-    chunks = 2 * (pp - stage - 1) + (vpp - 1) * pp + 1
+    chunks = 2 * (pp - stage - 1) + (vpp - 1) * pp + 1 + extra_warmup
     return min(chunks, num_microbatches * vpp) / vpp
 
 

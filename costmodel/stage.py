@@ -266,7 +266,7 @@ def stage_activation_bytes(model: Model, plan: Plan, layers, stage: int, imbalan
     if not mix:
         return 0.0
     held, rematerialised = mix_activation_terms(model, mix, *activation_args(plan, plan.recompute, imbalance))
-    inflight = memory.inflight_microbatches(plan.pp, plan.vpp, plan.num_microbatches, stage)
+    inflight = memory.inflight_microbatches(plan.pp, plan.vpp, plan.num_microbatches, stage, int(plan.ep_overlap))
     count = mix_layers(mix)
     offloaded = offloaded_layers(plan, count)
     in_flight = 0.0

@@ -209,3 +209,13 @@ def test_hierarchical_cp_ring_hides_behind_the_attention_of_its_own_steps():
     eff = replace(cm.Efficiency(), collective_sm_share=0.0)
     forward, backward = context.ring_seconds(LLAMA_405B, plan, lt, 2, Link(1e9, 0.0), eff)
     assert forward == 0.0 and backward == 0.0
+
+
+@pytest.mark.parametrize("stage_index, plain, overlapped", [(0, 39, 40), (7, 25, 26)])
+def test_the_moe_overlap_warms_up_one_chunk_more(stage_index, plain, overlapped):
+    """pp 8 x vpp 4, 128 micro-batches: Megatron-core's interleaved schedule warms up 2 (8 - r - 1) + 3 x 8
+    chunk-passes and holds the one in progress (39 on rank 0, 25 on rank 7); with the expert-parallel A2A
+    overlap's combined 1F1B one forward more (get_pp_rank_microbatches, overlap_moe_expert_parallel_comm):
+    40 and 26, each a quarter of the rank's layers."""
+    assert memory.inflight_microbatches(8, 4, 128, stage_index) == plain / 4
+    assert memory.inflight_microbatches(8, 4, 128, stage_index, extra_warmup=1) == overlapped / 4

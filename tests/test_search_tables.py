@@ -332,7 +332,9 @@ def test_activation_floor_is_below_every_peak(case):
 @pytest.mark.parametrize("case", NEW_DIMENSIONS + CASES[1:2], ids=[c[0] for c in NEW_DIMENSIONS + CASES[1:2]])
 def test_overlap_on_is_never_slower_nor_larger(case):
     """space.undominated drops TP- or EP-overlap-off (and MoE-CUDA-graphs-off) combinations when the same
-    one with it on is offered: on sampled plans, turning it on never lengthens the step nor changes memory."""
+    one with it on is offered: on sampled plans, turning it on never lengthens the step nor changes memory,
+    but for the EP overlap under an interleaved pipeline, whose schedule holds one chunk more (both kept
+    there)."""
     spec = make_spec(*case)
     space = build_space(spec)
     rng = random.Random(9)
@@ -347,7 +349,10 @@ def test_overlap_on_is_never_slower_nor_larger(case):
             off = step.estimate(spec.model, spec.cluster, replace(plan, **{field: False}))
             on = step.estimate(spec.model, spec.cluster, replace(plan, **{field: True}))
             assert on.step_time_seconds <= off.step_time_seconds * (1 + 1e-12), (lay, k, field)
-            assert on.memory_per_gpu_bytes == pytest.approx(off.memory_per_gpu_bytes, rel=1e-12)
+            if field == "ep_overlap" and plan.pp > 1 and plan.vpp > 1:
+                assert on.memory_per_gpu_bytes >= off.memory_per_gpu_bytes  # (equal when all are in warm-up)
+            else:
+                assert on.memory_per_gpu_bytes == pytest.approx(off.memory_per_gpu_bytes, rel=1e-12)
             compared += 1
     assert compared >= 10
 

@@ -222,13 +222,15 @@ def no_larger(a: Knobs, b: Knobs) -> bool:
     """Whether `a`'s peak memory is at most `b`'s on every layout: the same model states and CP
     exchange, and activations that differ only by a smaller recompute set, sequence parallel on where
     `b` has it off, pipeline buffers freed where `b` keeps them, sequence-parallel inputs saved as
-    the shard where `b` saves them gathered, or at least as many layers offloaded to host (each shrinks
-    every stage's activations: memory.layer_activation_bytes, memory.pipeline_buffer_units,
-    stage.stage_activation_bytes). Per-op recompute keeps the outputs of the stack's own matmuls, so under it
+    the shard where `b` saves them gathered, at least as many layers offloaded to host, or the EP overlap
+    off where `b` has it on (each shrinks every stage's activations: memory.layer_activation_bytes,
+    memory.pipeline_buffer_units, stage.stage_activation_bytes; the overlap's schedule holds one chunk more
+    under an interleaved pipeline, memory.inflight_microbatches). Per-op recompute keeps the outputs of the stack's own matmuls, so under it
     the projections must match."""
     return (_states(a) == _states(b) and (a.proj == b.proj or "op" not in (a.recompute, b.recompute))
             and (a.recompute == b.recompute or (a.recompute, b.recompute) in SMALLER_RECOMPUTE)
-            and a.sp >= b.sp and (a.pbuf == b.pbuf or a.pbuf == "freed") and a.spg <= b.spg and a.offl >= b.offl)
+            and a.sp >= b.sp and (a.pbuf == b.pbuf or a.pbuf == "freed") and a.spg <= b.spg and a.offl >= b.offl
+            and a.epo <= b.epo)
 
 
 def _states(k: Knobs) -> tuple:
@@ -260,7 +262,7 @@ def layout_peaks(t: LayoutTables, knobs: list[Knobs], capacity_bytes: float) -> 
 
 def _memory_order(k: Knobs) -> tuple:
     """Smaller activations first, so that a combination that does not fit is met before those it bounds."""
-    return (k.recompute == "none", not k.sp, k.pbuf != "freed", k.spg, -k.offl)
+    return (k.recompute == "none", not k.sp, k.pbuf != "freed", k.spg, -k.offl, k.epo)
 
 
 def fitting_tables(space: Space, ctx: TableContext, capacity_bytes: float) -> dict:

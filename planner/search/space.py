@@ -92,8 +92,10 @@ class Knobs:
     @cached_property
     def memory(self) -> tuple:
         """The knobs a plan's peak memory depends on (tables.LayoutTables.peak_memory): the model
-        states', the activations' and the CP exchange's; not the TP/EP overlap or attention kernel."""
-        return (*self.states, self.recompute, self.sp, self.cpc, self.pbuf, self.spg, self.offl, self.proj)
+        states', the activations' and the CP exchange's, and the EP overlap (its combined 1F1B warms up one
+        chunk more under an interleaved pipeline, memory.inflight_microbatches); not the TP overlap or the
+        attention kernel."""
+        return (*self.states, self.recompute, self.sp, self.cpc, self.pbuf, self.spg, self.offl, self.proj, self.epo)
 
 
 # Knobs field -> the cm.Plan field it sets: plan_for and knob_combinations both write a plan's knobs
@@ -430,7 +432,7 @@ def knob_combinations(spec: SearchSpec, fws: tuple[str, ...], tp: int, pp: int, 
         out = {k for k, v in values.items()
                if not (k.epd == "alltoall" and knob_variant(v, epd="deepep", mcg=True) in offered
                        or k.epd == "deepep" and not k.mcg and knob_variant(v, epd="alltoall") in offered)}
-    return tuple(sorted(undominated(k for k in out if _fixed_ok(spec, k))))
+    return tuple(sorted(undominated((k for k in out if _fixed_ok(spec, k)), interleaved=pp > 1 and vpp > 1)))
 
 
 def framework_knobs(spec: SearchSpec, name: str, probe: cm.Plan) -> list:
@@ -547,11 +549,12 @@ def refusal_keys(name: str, plan: cm.Plan, dpos: tuple[bool, ...]) -> tuple:
                  for dpo in dpos)
 
 
-def undominated(knobs) -> set[Knobs]:
+def undominated(knobs, interleaved: bool = False) -> set[Knobs]:
     """Drops a combination with TP or EP overlap off when the same one with it on is offered: the
     overlapped collective never costs more (costmodel/overlap.py: decomposed_exposed_seconds and
     overlapped_cost_seconds are at most the transfer), only a pipeline bubble's share of the saving
-    leaves the DP overlap window, and memory does not depend on either; likewise the DP/ZeRO sync after
+    leaves the DP overlap window, and memory does not depend on either (but under an `interleaved`
+    pipeline, where the EP overlap's schedule holds one chunk more: there both are kept); likewise the DP/ZeRO sync after
     the backward when another framework offers the overlapped one (step.dp_exposed_with_contention is at
     most the transfer); one that keeps pipeline
     buffers per micro-batch when the same one that frees them is offered (same time, less memory);
@@ -565,7 +568,8 @@ def undominated(knobs) -> set[Knobs]:
     ks = set(values.values())
     return {k for k, v in values.items() if not ((not k.tpo and knob_variant(v, tpo=True) in ks)
                                                  or (not k.dpo and knob_variant(v, dpo=True) in ks)
-                                                 or (not k.epo and knob_variant(v, epo=True) in ks)
+                                                 or (not k.epo and not interleaved
+                                                     and knob_variant(v, epo=True) in ks)
                                                  or (not k.mcg and knob_variant(v, mcg=True) in ks)
                                                  or (k.pbuf != "freed" and knob_variant(v, pbuf="freed") in ks)
                                                  or (k.attn != "cudnn" and knob_variant(v, attn="cudnn") in ks))}
