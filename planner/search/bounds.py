@@ -225,8 +225,8 @@ def no_larger(a: Knobs, b: Knobs) -> bool:
     the shard where `b` saves them gathered, at least as many layers offloaded to host, or the EP overlap
     off where `b` has it on (each shrinks every stage's activations: memory.layer_activation_bytes,
     memory.pipeline_buffer_units, stage.stage_activation_bytes; the overlap's schedule holds one chunk more
-    under an interleaved pipeline, memory.inflight_microbatches). Per-op recompute keeps the outputs of the stack's own matmuls, so under it
-    the projections must match."""
+    under an interleaved pipeline, memory.inflight_microbatches). Per-op recompute keeps the outputs of the
+    stack's own matmuls, so under it the projections must match."""
     return (_states(a) == _states(b) and (a.proj == b.proj or "op" not in (a.recompute, b.recompute))
             and (a.recompute == b.recompute or (a.recompute, b.recompute) in SMALLER_RECOMPUTE)
             and a.sp >= b.sp and (a.pbuf == b.pbuf or a.pbuf == "freed") and a.spg <= b.spg and a.offl >= b.offl
