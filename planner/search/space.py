@@ -556,7 +556,8 @@ def undominated(knobs, interleaved: bool = False) -> set[Knobs]:
     leaves the DP overlap window, and memory does not depend on either (but under an `interleaved`
     pipeline, where the EP overlap's schedule holds one chunk more: there both are kept); likewise the
     DP/ZeRO sync after the backward when another framework offers the overlapped one
-    (step.dp_exposed_with_contention is at most the transfer); one that keeps pipeline buffers per micro-batch when the same one that frees them is offered (same time, less memory);
+    (step.dp_exposed_with_contention is at most the transfer); one that keeps pipeline buffers per
+    micro-batch when the same one that frees them is offered (same time, less memory);
     one without the MoE CUDA graphs when the same one with them is offered (they only take away the
     per-layer host synchronisation, stage.host_synced_dispatch; no memory);
     and FlashAttention-2 when cuDNN's attention is offered (same memory; never slower: the two share a
