@@ -104,11 +104,11 @@ def test_planner_counts_the_parameters_megatron_built(ref):
     padded_rows = (c["padded_vocab_size"] - m.vocab_size) * m.hidden_size * (1 if m.tie_embeddings else 2)
     assert p["main"] - padded_rows == total_parameters(m)
     assert p.get("mtp", 0) == mtp_parameters(m) - m.mtp_layers * 2 * embedding_parameters(m)
-    # What is left out, by hand: learned positions s x h; two norms of head_dim a layer; one sink per head a
-    # layer; the shared experts' gate, h weights an MoE layer
+    # What is left out, by hand: learned positions s x h; two norms of head_dim a layer (the MTP block's too);
+    # one sink per head a layer; the shared experts' gate, h weights an MoE layer
     gated = m.moe is not None and s.moe.shared_expert_gate
     left_out = {"position_embeddings": m.seq_length * m.hidden_size if m.position_embedding == "learned" else 0,
-                "qk_norm": 2 * m.head_dim * m.num_layers if m.qk_norm == "learned" else 0,
+                "qk_norm": 2 * m.head_dim * (m.num_layers + m.mtp_layers) if m.qk_norm == "learned" else 0,
                 "sinks": m.num_attention_heads * m.num_layers if m.attention_sinks else 0,
                 "shared_expert_gate": m.hidden_size * m.moe_layers if gated else 0}
     assert {k: p.get(k, 0) for k in left_out} == left_out

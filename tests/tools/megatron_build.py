@@ -29,7 +29,7 @@ RESULTS = ROOT / "tests" / "data" / "emit" / "megatron" / "build_results.json"
 HF = "tests/data/hf_configs/"
 CASES = ["deepseek-v3", "gpt-oss-120b", "gpt3-175b", "llama2-7b", "llama3-8b", "llama3-70b", "llama3-405b",
          "llama4-maverick", "megatron-1.7b", "mixtral-8x7b", "mixtral-8x22b", "nemotron-4-15b", "qwen3-30b-a3b",
-         "qwen3-235b-a22b", HF + "glm-4.5-air.json", HF + "gpt-oss-20b.json",
+         "qwen3-235b-a22b", HF + "glm-4.5.json", HF + "glm-4.5-air.json", HF + "gpt-oss-20b.json",
          HF + "kimi-k2.json", HF + "mistral-7b-v0.1.json", HF + "qwen1.5-moe-a2.7b.json",
          HF + "qwen3-8b.json"]
 ONE_GPU = dict(tp=1, pp=1, dp=1, micro_batch_size=1, global_batch_size=1)
