@@ -49,6 +49,8 @@ def test_megatron_built_planners_architecture(ref):
                                     "gelu": "gelu"}[m.mlp]
     assert (c["glu_linear_offset"], c["activation_func_clamp_value"]) == (s.glu_linear_offset, s.glu_clamp)
     assert c["softmax_type"] == ("learnable" if m.attention_sinks else "vanilla")
+    windowed = m.attention_window and m.attention_window < m.seq_length  # w keys, the query's own among them
+    assert c["window_size"] == ([m.attention_window - 1, 0] if windowed else None)
     if m.mla is None:
         assert (c["num_query_groups"], c["kv_channels"]) == (m.kv_heads, m.head_dim)
         assert c["qk_layernorm"] == (m.qk_norm == "learned")

@@ -62,7 +62,10 @@ def model_flags(job: Job) -> Flags:
 def attention_flags(job: Job) -> Flags:
     """Explicit head size (--kv-channels), multi-latent attention (arguments.py _add_mla_args: its CLI
     defaults differ from MLATransformerConfig's, so every size is written), sliding windows
-    (TransformerConfig.window_size as "left,right", window_attn_skip_freq: every N-th layer full),
+    (TransformerConfig.window_size as "left,right", window_attn_skip_freq: every N-th layer full; a query at i
+    attends to keys i - left .. i + right inclusive, Transformer Engine's dot_product_attention.py, so a window
+    of w keys, the query's own among them as Hugging Face counts sliding_window, is w - 1 to the left, as
+    Megatron-Bridge converts it since NVIDIA-NeMo/Megatron-Bridge #2656),
     multi-token prediction (--mtp-num-layers), query/key norms: TransformerConfig.qk_layernorm (the
     model's normalization per head, attention.py SelfAttention) or qk_l2_norm (Llama 4's L2Norm).
     Under MLA qk_layernorm is what builds DeepSeek's RMSNorms on the query and key/value latents
@@ -82,7 +85,7 @@ def attention_flags(job: Job) -> Flags:
         out += [("--kv-lora-rank", m.mla.kv_lora_rank), ("--qk-head-dim", m.mla.qk_nope_head_dim),
                 ("--qk-pos-emb-head-dim", m.mla.qk_rope_head_dim), ("--v-head-dim", m.mla.v_head_dim)]
     if model.attention_window and model.attention_window < model.seq_length:
-        out.append(("--window-size", f"{model.attention_window},0"))
+        out.append(("--window-size", f"{model.attention_window - 1},0"))
         if model.global_attention_every:
             out.append(("--window-attn-skip-freq", model.global_attention_every))
     if m.mtp_layers:
