@@ -12,7 +12,8 @@ Recorded per case, in tests/data/emit/megatron/build_results.json (read by tests
 the arguments, the TransformerConfig fields that define the architecture, each decoder layer's kind as the
 built model has it (MoE or dense MLP; sliding-window or global attention; RoPE or none), and the parameters
 the built model holds, by kind. (DeepSeek-V2-Lite is not among them: Megatron-core's local MLA spec refuses a
-query norm without a query LoRA, which Transformer Engine's spec fuses into the up projection.) Without --write it prints the same and where it differs from the stored file.
+query norm without a query LoRA, which Transformer Engine's spec fuses into the up projection.) Without --write
+it prints the same and where it differs from the stored file.
 """
 from __future__ import annotations
 
@@ -49,8 +50,8 @@ ROPE_FIELDS = ("rotary_scaling_factor", "mscale", "mscale_all_dim", "original_ma
                "beta_slow", "yarn_rotary_scaling_factor", "yarn_original_max_position_embeddings", "yarn_beta_fast",
                "yarn_beta_slow", "yarn_mscale", "yarn_mscale_all_dim")
 ROPE_ARGS = ("use_rope_scaling", "rope_scaling_factor", "rotary_seq_len_interpolation_factor")
-ARG_FIELDS = ("seq_length", "vocab_size", "padded_vocab_size", "untie_embeddings_and_output_weights", "position_embedding_type",
-              "rotary_base", "rotary_percent")
+ARG_FIELDS = ("seq_length", "vocab_size", "padded_vocab_size", "untie_embeddings_and_output_weights",
+              "position_embedding_type", "rotary_base", "rotary_percent")
 
 
 def emitted_args(ref: str) -> list[str]:
