@@ -41,3 +41,14 @@ def table1_runs() -> list[dict]:
 
 def run_model(run: dict) -> ModelSpec:
     return ModelSpec(**run["model"])
+
+
+def pipeline_case_job(model, plan: dict):
+    """(spec, job) of a pipeline split case of tests/tools/megatron_stages.py: `model` a catalog name or tiny()'s
+    overrides, the plan on tp 1 and dp 1 (world = pp) with two micro-batch groups of the interleaved schedule."""
+    from planner.inputs.loading import load_model_spec
+
+    spec = load_model_spec(model) if isinstance(model, str) else tiny(**model)
+    plan = {**plan, "stage_layers": tuple(plan["stage_layers"])} if "stage_layers" in plan else plan
+    gbs = 2 * plan["pp"] * plan.get("vpp", 1)
+    return spec, job(spec, **{"tp": 1, "dp": 1, "micro_batch_size": 1, "global_batch_size": gbs, **plan})

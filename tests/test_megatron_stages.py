@@ -8,29 +8,22 @@ from __future__ import annotations
 import json
 
 import pytest
-from emit_support import DATA, job, tiny
+from emit_support import DATA, pipeline_case_job
 
 from costmodel.step import chunk_layers
 from planner.emit import megatron
-from planner.inputs.loading import load_model_spec
 
 STAGES = json.loads((DATA / "megatron" / "stage_results.json").read_text())
 
 
 def case_job(case: dict):
-    model = load_model_spec(case["model"]) if isinstance(case["model"], str) else tiny(**case["model"])
-    plan = dict(case["plan"])
-    if "stage_layers" in plan:
-        plan["stage_layers"] = tuple(plan["stage_layers"])
-    gbs = 2 * plan["pp"] * plan.get("vpp", 1)
-    return model, job(model, **{"tp": 1, "dp": 1, "micro_batch_size": 1, "global_batch_size": gbs, **plan})
+    return pipeline_case_job(case["model"], case["plan"])
 
 
 @pytest.mark.parametrize("cid", sorted(STAGES))
 def test_the_stored_split_is_of_todays_arguments(cid):
-    model, j = case_job(STAGES[cid])
-    data = ["--mock-data", "--tokenizer-type", "NullTokenizer", "--vocab-size", str(model.vocab_size)]
-    assert megatron.flat_args(j) + data == STAGES[cid]["args"]
+    _, j = case_job(STAGES[cid])
+    assert megatron.flat_args(j) + megatron.data_args(j) == STAGES[cid]["args"]
 
 
 @pytest.mark.parametrize("cid", sorted(STAGES))

@@ -447,6 +447,12 @@ def env_lines(job: Job) -> str:
     return out
 
 
+def data_args(job: Job) -> list[str]:
+    """launch.sh's DATA_ARGS as argv words: mock data and a tokenizer of the model's vocabulary, so a launch
+    starts without a dataset (tests/tools/megatron_build.py hands the same words to Megatron-LM)."""
+    return ["--mock-data", "--tokenizer-type", "NullTokenizer", "--vocab-size", str(job.model.vocab_size)]
+
+
 def run_flags(job: Job) -> str:
     """Training length, data and logging: placeholders that start a run, meant to be edited."""
     steps = (job.estimate.get("training") or {}).get("steps") or 1000
@@ -458,7 +464,7 @@ TRAINING_ARGS=(
 )
 # Mock data starts without a dataset; for real data use e.g.
 #   --data-path PREFIX --tokenizer-type HuggingFaceTokenizer --tokenizer-model NAME_OR_PATH
-DATA_ARGS=(--mock-data --tokenizer-type NullTokenizer --vocab-size {job.model.vocab_size})
+DATA_ARGS=({" ".join(data_args(job))})
 # Add --save DIR --save-interval N --load DIR to checkpoint.
 LOGGING_ARGS=(--log-interval 10 --eval-interval 1000 --eval-iters 10)"""
 

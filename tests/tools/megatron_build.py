@@ -20,10 +20,10 @@ from __future__ import annotations
 import json
 import os
 import sys
-import typing
-import warnings
 from collections import Counter
 from pathlib import Path
+
+import megatron_validate  # a sibling: the stand-ins for Megatron-LM on a CPU machine
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "tests" / "data" / "emit" / "megatron" / "build_results.json"
@@ -63,20 +63,14 @@ def emitted_args(ref: str) -> list[str]:
     from planner.inputs.loading import load_model_spec
 
     j = job(load_model_spec(str(ROOT / ref) if ref.startswith(HF) else ref), **ONE_GPU)
-    return megatron.flat_args(j) + ["--mock-data", "--tokenizer-type", "NullTokenizer", "--vocab-size",
-                                    str(j.model.vocab_size)]  # launch.sh's DATA_ARGS
+    return megatron.flat_args(j) + megatron.data_args(j)
 
 
 def shim_torch():
-    """What a CPU machine lacks: a device to report (a Hopper), and CUDA devices for tensors built at
-    construction time (the meta device instead)."""
+    """Beyond megatron_validate.stand_in, what building a model on a CPU machine lacks: CUDA devices for tensors
+    built at construction time (the meta device instead)."""
     import torch
 
-    class _Props:
-        major, minor, name, total_memory = 9, 0, "stand-in", 80 * 2**30
-
-    torch.cuda.get_device_capability = lambda *a, **k: (9, 0)
-    torch.cuda.get_device_properties = lambda *a, **k: _Props()
     torch.cuda.is_available = lambda: False
     torch.cuda.current_device = lambda: torch.device("meta")
     from megatron.core.transformer import dot_product_attention, multi_token_prediction
@@ -165,11 +159,8 @@ def build(ref: str) -> dict:
 
 def main() -> None:
     write = "--write" in sys.argv[1:]  # parse() replaces sys.argv with each case's arguments
-    sys.path.insert(0, os.environ["MEGATRON_LM"])
+    megatron_validate.stand_in()
     os.chdir(os.environ["MEGATRON_LM"])  # gpt_builders.py and model_provider.py sit at its root
-    if not hasattr(typing, "override"):
-        typing.override = lambda f: f
-    warnings.simplefilter("ignore")
     os.environ.update(WORLD_SIZE="1", RANK="0", LOCAL_RANK="0", MASTER_ADDR="127.0.0.1", MASTER_PORT="29533")
     import torch.distributed as dist
 

@@ -16,9 +16,9 @@ from __future__ import annotations
 import json
 import os
 import sys
-import typing
-import warnings
 from pathlib import Path
+
+import megatron_validate  # a sibling: the stand-ins for Megatron-LM on a CPU machine
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "tests" / "data" / "emit" / "megatron" / "stage_results.json"
@@ -36,30 +36,16 @@ CASES = [
 ]
 
 
-def case_spec(model):
-    from emit_support import tiny
-
-    from planner.inputs.loading import load_model_spec
-
-    return load_model_spec(model) if isinstance(model, str) else tiny(**model)
-
-
 def emitted_args(model, plan: dict) -> list[str]:
-    from emit_support import job
+    from emit_support import pipeline_case_job
 
     from planner.emit import megatron
 
-    spec = case_spec(model)
-    pp, vpp = plan["pp"], plan.get("vpp", 1)
-    gbs = 2 * pp * vpp  # a whole number of micro-batch groups for the interleaved schedule
-    kw = {**plan, "stage_layers": tuple(plan["stage_layers"])} if "stage_layers" in plan else plan
-    j = job(spec, **{"tp": 1, "dp": 1, "micro_batch_size": 1, "global_batch_size": gbs, **kw})
-    return megatron.flat_args(j) + ["--mock-data", "--tokenizer-type", "NullTokenizer", "--vocab-size",
-                                    str(spec.vocab_size)]
+    _, j = pipeline_case_job(model, plan)
+    return megatron.flat_args(j) + megatron.data_args(j)
 
 
 def chunks(argv: list[str]) -> list[dict]:
-    import torch
     from megatron.core import parallel_state
     from megatron.core.transformer.enums import LayerType
     from megatron.core.transformer.transformer_block import get_num_layers_to_build
@@ -90,23 +76,13 @@ def chunks(argv: list[str]) -> list[dict]:
                 chunk.update({k: held.count(t) for k, t in (("embedding", LayerType.embedding),
                                                               ("mtp", LayerType.mtp), ("loss", LayerType.loss))})
             out.append(chunk)
-    del torch
     return out
 
 
 def main() -> None:
     write = "--write" in sys.argv[1:]
-    sys.path[:0] = [os.environ["MEGATRON_LM"], str(ROOT / "tests")]
-    if not hasattr(typing, "override"):
-        typing.override = lambda f: f
-    warnings.simplefilter("ignore")
-    import torch
-
-    class _Props:
-        major, minor, name, total_memory = 9, 0, "stand-in", 80 * 2**30
-
-    torch.cuda.get_device_capability = lambda *a, **k: (9, 0)
-    torch.cuda.get_device_properties = lambda *a, **k: _Props()
+    sys.path.insert(0, str(ROOT / "tests"))
+    megatron_validate.stand_in()
     results = {}
     for cid, model, plan in CASES:
         argv = emitted_args(model, plan)

@@ -59,18 +59,25 @@ def validate(argv: list[str]) -> str:
             f"cp {args.context_parallel_size}, ep {args.expert_model_parallel_size}")
 
 
-def main() -> None:
+def stand_in() -> None:
+    """What importing Megatron-LM from $MEGATRON_LM on a CPU machine needs (the other tools here call it too):
+    its checkout on the path, typing.override before Python 3.12, and a GPU to report when validate_args asks
+    for its architecture (a Hopper, sm_90)."""
     sys.path.insert(0, os.environ["MEGATRON_LM"])
     if not hasattr(typing, "override"):
         typing.override = lambda f: f
     warnings.simplefilter("ignore")
     import torch
 
-    class _Props:  # validate_args asks for the GPU's architecture: report a Hopper (sm_90)
+    class _Props:
         major, minor, name, total_memory = 9, 0, "stand-in", 80 * 2**30
 
     torch.cuda.get_device_capability = lambda *a, **k: (9, 0)
     torch.cuda.get_device_properties = lambda *a, **k: _Props()
+
+
+def main() -> None:
+    stand_in()
     scripts = [p for arg in sys.argv[1:] for p in (sorted(Path(arg).rglob("launch.sh")) if Path(arg).is_dir()
                                                     else [Path(arg)]) if "megatron" in str(p)]
     for script in scripts:
