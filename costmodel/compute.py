@@ -20,6 +20,7 @@ from .flops import (
     attention_parameters,
     fuses_gate_up,
     fuses_qkv,
+    mla_down_parameters,
     mla_projections,
     mlp_matrices,
     projection_inputs,
@@ -319,7 +320,8 @@ def attention_work(model: Model, batch: int, tp: int, sequence_parallel: bool, f
         grads = [latents + model.mla.qk_rope_head_dim, (qkv_out_dim(model) - latents) / tp, full]
     else:
         inputs, grads = [full, value_width(model) / tp], [qkv_out_dim(model) / tp, full]
-    weights = attention_parameters(model) / tp
+    down = mla_down_parameters(model)  # whole on every TP rank
+    weights = (attention_parameters(model) - down) / tp + down
     normed = 0.0 if model.mla else tokens * full  # MLA's two down projections read a separate norm's output
     gemms = attention_gemms(model, tokens, tp, fuses_qkv(projections))
     return Work(gemms, moved, tokens * sum(inputs), tokens * sum(grads), weights, normed)

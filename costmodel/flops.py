@@ -79,6 +79,25 @@ def attention_parameters(model: Model) -> int:
     return h * qkv_out_dim(model) + out
 
 
+def mla_down_parameters(model: Model) -> int:
+    """MLA's down projections to the latents (and the shared RoPE key) and the latents' norms: the part of
+    attention_parameters that every tensor-parallel rank holds whole (Megatron-core builds the down
+    projections as Transformer Engine linears in parallel_mode "duplicated", multi_latent_attention.py,
+    since core v0.14.0; before, column-parallel with the latent gathered). 0 without MLA."""
+    if not model.mla:
+        return 0
+    m, h = model.mla, model.hidden_size
+    return h * (m.q_lora_rank + m.kv_lora_rank + m.qk_rope_head_dim) + m.q_lora_rank + m.kv_lora_rank
+
+
+def tp_replicated_parameters(model: Model, moe: bool = False) -> int:
+    """Weights of one layer that tensor parallelism does not split (Megatron-core d98e8a64, checked by
+    building shards with its own code: tests/test_megatron_shards.py): the two norms, the router's E x h
+    of an MoE layer (moe/router.py), MLA's down projections and latent norms (mla_down_parameters)."""
+    router = model.hidden_size * model.moe.num_experts if moe else 0
+    return 2 * model.hidden_size + router + mla_down_parameters(model)
+
+
 def mlp_matrices(model: Model) -> int:
     """Number of h x f weight matrices in the MLP: 2 for GeLU or squared ReLU, 3 gated (gate, up, down)."""
     return 3 if model.gated_mlp else 2

@@ -23,7 +23,13 @@ from functools import lru_cache
 
 from . import compute, context, lowp, memory, moe, overlap, topology
 from .comm import alltoall_seconds, hierarchical_allgather_seconds, hierarchical_allreduce_seconds, p2p_seconds
-from .flops import embedding_parameters, expert_parameters, layer_representatives, parameters_per_layer
+from .flops import (
+    embedding_parameters,
+    expert_parameters,
+    layer_representatives,
+    parameters_per_layer,
+    tp_replicated_parameters,
+)
 from .layer import LayerTimes, layer_times
 from .types import Cluster, Efficiency, Model, Plan
 
@@ -130,13 +136,16 @@ def sixteen_bit_layers(plan: Plan, layers: int, stage: int) -> tuple[int, int]:
 
 
 def layer_params_split(model: Model, plan: Plan, index: int) -> tuple[float, float]:
-    """(all, routed-expert) parameters of layer `index` on one GPU: attention, dense MLP, router and
-    shared experts split over TP; routed experts over ep x etp."""
-    if not model.is_moe_layer(index):
-        return parameters_per_layer(model) / plan.tp, 0.0
+    """(all, routed-expert) parameters of layer `index` on one GPU: attention, dense MLP and shared
+    experts split over TP, the norms, router and MLA down projections whole on every TP rank
+    (flops.tp_replicated_parameters); routed experts over ep x etp."""
+    moe = model.is_moe_layer(index)
+    whole = tp_replicated_parameters(model, moe)
+    if not moe:
+        return (parameters_per_layer(model) - whole) / plan.tp + whole, 0.0
     routed = model.moe.num_experts * expert_parameters(model)
     experts = routed / (plan.ep * plan.etp)
-    return (parameters_per_layer(model, True) - routed) / plan.tp + experts, experts
+    return (parameters_per_layer(model, True) - routed - whole) / plan.tp + whole + experts, experts
 
 
 def mtp_params_split(model: Model, plan: Plan) -> tuple[float, float]:
@@ -158,9 +167,10 @@ def mtp_representative(model: Model) -> int:
 
 def stage_params(model: Model, plan: Plan, layers, stage: int) -> tuple[float, float, float]:
     """(all, routed-expert, transformer-layer) parameters on one GPU of `stage`: its layers, plus the
-    embedding on the first stage and the output layer on the last (Megatron keeps a tied copy there
-    too when pp > 1, and an embedding copy for the MTP modules there), plus the MTP modules, whose
-    transformer layers count among the stage's transformer-layer parameters."""
+    embedding on the first stage and the output layer and final norm on the last (Megatron keeps a tied
+    copy there too when pp > 1, and an embedding copy for the MTP modules there), plus the MTP modules,
+    whose transformer layers count among the stage's transformer-layer parameters. The embedding and
+    output layer are split over TP (vocabulary-parallel), the final norm is not."""
     mix = as_mix(model, layers)
     total = experts = 0.0
     for rep, n in mix:
@@ -170,11 +180,11 @@ def stage_params(model: Model, plan: Plan, layers, stage: int) -> tuple[float, f
     edges = embedding_parameters(model) if stage == 0 else 0.0
     if stage == plan.pp - 1:
         if not (model.tie_embeddings and plan.pp == 1):
-            edges += embedding_parameters(model) + model.hidden_size
+            edges += embedding_parameters(model)
         if model.mtp_layers and plan.pp > 1:
             edges += embedding_parameters(model)
         t, e = mtp_params_split(model, plan)
-        total, experts, in_layers = total + t, experts + e, in_layers + t
+        total, experts, in_layers = total + t + model.hidden_size, experts + e, in_layers + t  # final norm, whole
     return total + edges / plan.tp, experts, in_layers
 
 

@@ -1,0 +1,172 @@
+"""The parameters Megatron-LM puts on each GPU under planner's tensor, pipeline and expert splits (by hand, not in
+CI: Megatron-LM is not on PyPI, and the build needs torch and triton).
+
+    MEGATRON_LM=path/to/Megatron-LM python tests/tools/megatron_shards.py [--write]
+
+For each case the pretrain_gpt.py arguments `planner emit --format megatron` writes go through Megatron-LM's
+parse_args and validate_args with WORLD_SIZE = tp x pp x dp. Then, for each pipeline stage, PyTorch's
+single-process "fake" process group stands in for that stage's first GPU (global rank stage x world / pp: tensor,
+data, expert and expert-tensor rank 0 in Megatron's rank order), Megatron-core's own
+initialize_model_parallel makes its groups, and Megatron-LM's gpt_builder builds every model chunk that GPU holds
+(one per virtual stage, as training.get_model does) on PyTorch's meta device with the local modules. Recorded per
+stage, in tests/data/emit/megatron/shard_results.json (read by tests/test_megatron_shards.py): the parameters the GPU
+holds, the routed experts' among them (Megatron marks them allreduce=False: their gradients reduce over expert-DP),
+and, by kind, those Megatron splits over tensor parallel (marked tensor_model_parallel) and those it holds whole.
+Context parallelism, which changes no parameter, is left out: the local core attention refuses it.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections import Counter
+from pathlib import Path
+
+import megatron_build  # siblings: the build check's argument parsing and stand-ins
+import megatron_validate
+
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = ROOT / "tests" / "data" / "emit" / "megatron" / "shard_results.json"
+HF = "tests/data/hf_configs/"
+# (id, model: a catalog name or a Hugging Face config path, plan). The world is tp x pp x dp GPUs; the experts
+# fold over tp x dp as etp x ep x expert-DP.
+CASES = [
+    ("llama3-70b-tp8-pp4-vpp5", "llama3-70b", dict(tp=8, pp=4, vpp=5, dp=1)),
+    ("gpt3-175b-tp8-pp8", "gpt3-175b", dict(tp=8, pp=8, dp=1)),
+    ("deepseek-v3-tp2-pp8-ep8", "deepseek-v3", dict(tp=2, pp=8, dp=4, ep=8, stage_layers=[8] * 7 + [5])),
+    ("qwen3-235b-a22b-tp4-pp2-ep8", "qwen3-235b-a22b", dict(tp=4, pp=2, dp=2, ep=8)),
+    ("mixtral-8x22b-tp2-pp2-ep4-etp2", "mixtral-8x22b", dict(tp=2, pp=2, dp=4, ep=4, etp=2)),
+    ("gpt-oss-120b-tp2-ep4", "gpt-oss-120b", dict(tp=2, dp=4, ep=4)),
+    ("glm-4.5-air-tp2-pp2-ep4", HF + "glm-4.5-air.json", dict(tp=2, pp=2, dp=2, ep=4)),
+]
+
+
+def emitted(model: str, plan: dict) -> tuple[list[str], dict]:
+    """The pretrain_gpt.py arguments planner writes for the case, and the variables its launch.sh exports (None:
+    unsets)."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from emit_support import shard_case_job
+
+    from planner.emit import megatron
+
+    _, j = shard_case_job(model, plan)
+    env = {}
+    for line in megatron.env_lines(j).splitlines():
+        if line.startswith("export "):
+            key, value = line.removeprefix("export ").split("=", 1)
+            env[key] = value
+        elif line.startswith("unset "):
+            env[line.removeprefix("unset ")] = None
+    return megatron.flat_args(j) + megatron.data_args(j), env
+
+
+def kind_of(name: str, mla: bool) -> str:
+    """What a parameter is, in the terms tests/test_megatron_shards.py sets aside or adjusts by hand."""
+    if name.rsplit(".", 1)[-1] == "bias" or name.split(".")[-1].startswith("bias"):  # grouped experts: bias0, ..
+        return "expert_bias" if ".experts." in name else "bias"
+    for part, kind in (("position_embeddings", "position_embeddings"), ("softmax_offset", "sinks"),
+                       ("down_proj", "mla_down"), ("shared_experts.gate_weight", "shared_expert_gate"),
+                       (".router.", "router")):
+        if part in name:
+            return kind
+    if ".q_layernorm." in name or ".k_layernorm." in name or ".kv_layernorm." in name:
+        return "latent_norm" if mla else "qk_norm"
+    if name.startswith("mtp.") and any(n in name for n in (".enorm.", ".hnorm.", ".final_layernorm.")):
+        return "mtp_norm"
+    return "other"
+
+
+def shim_norms() -> None:
+    """Megatron's torch norms (the local modules) refuse sequence parallelism, which its MoE layers need with tp > 1
+    and Transformer Engine's norms take; a norm's weights are the same either way (one h-vector on every TP rank),
+    so they are built here as if it were off."""
+    from megatron.core.transformer import torch_norm
+
+    plain_new = torch_norm.WrappedTorchNorm.__new__
+
+    def new(cls, config, *a, **k):
+        sp, config.sequence_parallel = config.sequence_parallel, False
+        try:
+            return plain_new(cls, config, *a, **k)
+        finally:
+            config.sequence_parallel = sp
+
+    torch_norm.WrappedTorchNorm.__new__ = new
+
+
+def built_chunks(args, cfg, rank: int) -> tuple[list, dict]:
+    """The model chunks global rank `rank` holds, built as training.get_model builds them, and its ranks in each
+    group; Megatron's groups are made for that rank and torn down after."""
+    import torch
+    import torch.distributed as dist
+    from torch.testing._internal.distributed.fake_pg import FakeStore
+
+    from gpt_builders import gpt_builder
+    from megatron.core import parallel_state as ps
+
+    dist.init_process_group("fake", rank=rank, world_size=args.world_size, store=FakeStore())
+    ps.initialize_model_parallel(
+        args.tensor_model_parallel_size, args.pipeline_model_parallel_size,
+        args.virtual_pipeline_model_parallel_size, context_parallel_size=args.context_parallel_size,
+        expert_model_parallel_size=args.expert_model_parallel_size,
+        expert_tensor_parallel_size=args.expert_tensor_parallel_size, create_gloo_process_groups=False)
+    vpp = args.virtual_pipeline_model_parallel_size
+    first, last = ps.is_pipeline_first_stage(True), ps.is_pipeline_last_stage(True)
+    stages = list(range(vpp)) if vpp else [None]
+    with torch.device("meta"):
+        chunks = [gpt_builder(args, first and v == stages[0], last and v == stages[-1], vp_stage=v, config=cfg)
+                  for v in stages]
+    ranks = {"tp": ps.get_tensor_model_parallel_rank(), "pp": ps.get_pipeline_model_parallel_rank(),
+             "ep": ps.get_expert_model_parallel_rank(), "etp": ps.get_expert_tensor_parallel_rank()}
+    ps.destroy_model_parallel()
+    dist.destroy_process_group()
+    return chunks, ranks
+
+
+def stage_parameters(args, cfg, rank: int) -> dict:
+    """Count the parameters global rank `rank` holds: all, the routed experts', and by kind split over TP or whole."""
+    chunks, ranks = built_chunks(args, cfg, rank)
+    total, experts, whole, split = 0, 0, Counter(), Counter()
+    for chunk in chunks:
+        for name, p in chunk.named_parameters():
+            total += p.numel()
+            experts += 0 if getattr(p, "allreduce", True) else p.numel()
+            by_tp = split if getattr(p, "tensor_model_parallel", False) else whole
+            by_tp[kind_of(name, cfg.multi_latent_attention)] += p.numel()
+    return {"rank": rank, "ranks": ranks, "parameters": total, "experts": experts,
+            "whole": dict(sorted(whole.items())), "split": dict(sorted(split.items()))}
+
+
+def shards(argv: list[str]) -> list[dict]:
+    from megatron.training.arguments import core_transformer_config_from_args
+
+    world = int(os.environ["WORLD_SIZE"])
+    args = megatron_build.parse(argv)
+    cfg = core_transformer_config_from_args(args)
+    cfg.init_model_with_meta_device = True  # --init-model-with-meta-device: no copy of the tied embedding to a GPU
+    return [stage_parameters(args, cfg, s * world // args.pipeline_model_parallel_size)
+            for s in range(args.pipeline_model_parallel_size)]
+
+
+def main() -> None:
+    write = "--write" in sys.argv[1:]  # parse() replaces sys.argv with each case's arguments
+    megatron_validate.stand_in()
+    os.chdir(os.environ["MEGATRON_LM"])
+    megatron_build.shim_torch()
+    shim_norms()
+    results, clean = {}, dict(os.environ)
+    for cid, model, plan in CASES:
+        os.environ.clear()  # Megatron sets attention-backend variables that the next case's checks read
+        os.environ.update(clean)
+        argv, env = emitted(model, plan)
+        world = plan["tp"] * plan.get("pp", 1) * plan["dp"]
+        os.environ.update(WORLD_SIZE=str(world), RANK="0", LOCAL_RANK="0")
+        os.environ.update({k: v for k, v in env.items() if v is not None})
+        results[cid] = {"model": model, "plan": plan, "args": argv, "env": env, "stages": shards(argv)}
+        print(cid, [(s["parameters"], s["experts"]) for s in results[cid]["stages"]])
+    if write:
+        RESULTS.write_text(json.dumps(results, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
