@@ -6,12 +6,14 @@ CI: Megatron-LM is not on PyPI, and the build needs torch and triton).
 For each case the pretrain_gpt.py arguments `planner emit --format megatron` writes go through Megatron-LM's
 parse_args and validate_args with WORLD_SIZE = tp x pp x dp. Then, for each pipeline stage, PyTorch's
 single-process "fake" process group stands in for that stage's first GPU (global rank stage x world / pp: tensor,
-data, expert and expert-tensor rank 0 in Megatron's rank order), Megatron-core's own
-initialize_model_parallel makes its groups, and Megatron-LM's gpt_builder builds every model chunk that GPU holds
-(one per virtual stage, as training.get_model does) on PyTorch's meta device with the local modules. Recorded per
-stage, in tests/data/emit/megatron/shard_results.json (read by tests/test_megatron_shards.py): the parameters the GPU
-holds, the routed experts' among them (Megatron marks them allreduce=False: their gradients reduce over expert-DP),
-and, by kind, those Megatron splits over tensor parallel (marked tensor_model_parallel) and those it holds whole.
+data, expert and expert-tensor rank 0 in Megatron's rank order), Megatron-core's own initialize_model_parallel makes
+its groups, and Megatron-LM's training.get_model builds every model chunk that GPU holds (gpt_builder, one per
+virtual stage) on PyTorch's meta device with the local modules and wraps them (Float16Module, then
+DistributedDataParallel with the gradient buffers the arguments ask for). Recorded per stage, in
+tests/data/emit/megatron/shard_results.json (read by tests/test_megatron_shards.py): the parameters the GPU holds,
+the routed experts' among them (Megatron marks them allreduce=False: their gradients reduce over expert-DP), by kind
+those Megatron splits over tensor parallel (marked tensor_model_parallel) and those it holds whole, and each gradient
+buffer (elements, dtypes, the data-parallel group it reduces over).
 Context parallelism, which changes no parameter, is left out: the local core attention refuses it.
 """
 from __future__ import annotations
@@ -31,8 +33,8 @@ HF = "tests/data/hf_configs/"
 # (id, model: a catalog name or a Hugging Face config path, plan). The world is tp x pp x dp GPUs; the experts
 # fold over tp x dp as etp x ep x expert-DP.
 CASES = [
-    ("llama3-70b-tp8-pp4-vpp5", "llama3-70b", dict(tp=8, pp=4, vpp=5, dp=1)),
-    ("gpt3-175b-tp8-pp8", "gpt3-175b", dict(tp=8, pp=8, dp=1)),
+    ("llama3-70b-tp8-pp4-vpp5", "llama3-70b", dict(tp=8, pp=4, vpp=5, dp=2)),
+    ("gpt3-175b-tp8-pp8-fp32-grads", "gpt3-175b", dict(tp=8, pp=8, dp=2, grad_dtype="fp32")),
     ("deepseek-v3-tp2-pp8-ep8", "deepseek-v3", dict(tp=2, pp=8, dp=4, ep=8, stage_layers=[8] * 7 + [5])),
     ("qwen3-235b-a22b-tp4-pp2-ep8", "qwen3-235b-a22b", dict(tp=4, pp=2, dp=2, ep=8)),
     ("mixtral-8x22b-tp2-pp2-ep4-etp2", "mixtral-8x22b", dict(tp=2, pp=2, dp=4, ep=4, etp=2)),
@@ -94,15 +96,41 @@ def shim_norms() -> None:
     torch_norm.WrappedTorchNorm.__new__ = new
 
 
-def built_chunks(args, cfg, rank: int) -> tuple[list, dict]:
-    """The model chunks global rank `rank` holds, built as training.get_model builds them, and its ranks in each
-    group; Megatron's groups are made for that rank and torn down after."""
+def shim_streams() -> None:
+    """What training.get_model needs beyond megatron_build.shim_torch on a CPU machine: CUDA streams to order the
+    wrapping on (nothing runs), and no move of the meta-device model to a GPU."""
+    import contextlib
+
     import torch
+
+    import megatron.training.training as training
+
+    class NoStream:
+        def __init__(self, *a, **k):
+            pass
+
+        def wait_stream(self, *a, **k):
+            pass
+
+    torch.cuda.Stream = NoStream
+    torch.cuda.current_stream = lambda *a, **k: NoStream()
+    torch.cuda.stream = lambda *a, **k: contextlib.nullcontext()
+    training.to_empty_if_meta_device = lambda module, device=None: module
+
+
+def built_model(args, rank: int) -> tuple[list, dict]:
+    """The DDP-wrapped model chunks of global rank `rank`, as Megatron-LM's training.get_model builds and wraps
+    them (Float16Module, DistributedDataParallel and its gradient buffers), on the meta device; and the rank's
+    place in each group. Megatron's groups are made for that rank and torn down after."""
+    from functools import partial
+
     import torch.distributed as dist
     from torch.testing._internal.distributed.fake_pg import FakeStore
 
+    import megatron.training.training as training
     from gpt_builders import gpt_builder
     from megatron.core import parallel_state as ps
+    from model_provider import model_provider
 
     dist.init_process_group("fake", rank=rank, world_size=args.world_size, store=FakeStore())
     ps.initialize_model_parallel(
@@ -110,31 +138,46 @@ def built_chunks(args, cfg, rank: int) -> tuple[list, dict]:
         args.virtual_pipeline_model_parallel_size, context_parallel_size=args.context_parallel_size,
         expert_model_parallel_size=args.expert_model_parallel_size,
         expert_tensor_parallel_size=args.expert_tensor_parallel_size, create_gloo_process_groups=False)
-    vpp = args.virtual_pipeline_model_parallel_size
-    first, last = ps.is_pipeline_first_stage(True), ps.is_pipeline_last_stage(True)
-    stages = list(range(vpp)) if vpp else [None]
-    with torch.device("meta"):
-        chunks = [gpt_builder(args, first and v == stages[0], last and v == stages[-1], vp_stage=v, config=cfg)
-                  for v in stages]
+    chunks = training.get_model(partial(model_provider, gpt_builder))
     ranks = {"tp": ps.get_tensor_model_parallel_rank(), "pp": ps.get_pipeline_model_parallel_rank(),
-             "ep": ps.get_expert_model_parallel_rank(), "etp": ps.get_expert_tensor_parallel_rank()}
+             "ep": ps.get_expert_model_parallel_rank(), "etp": ps.get_expert_tensor_parallel_rank(),
+             "dp": ps.get_data_parallel_world_size(with_context_parallel=True),
+             "expert_dp": ps.get_expert_data_parallel_world_size()}
     ps.destroy_model_parallel()
     dist.destroy_process_group()
     return chunks, ranks
 
 
+def gradient_buffers(chunks) -> list[dict]:
+    """Each gradient buffer of the DDP-wrapped chunks: elements (padded, as allocated, and the parameters'), dtypes,
+    the data-parallel group it reduces over (the dense one, or expert-DP), and whether it holds routed experts.
+    The distributed optimizer gives each rank of that group an equal 1/size slice of every buffer
+    (distrib_optimizer.py _build_model_gbuf_range), so a slice is numel / dp_size."""
+    out = []
+    for ddp in chunks:
+        for experts, buffers in ((False, ddp.buffers), (True, ddp.expert_parallel_buffers)):
+            out += [{"experts": experts, "numel": b.numel, "numel_unpadded": b.numel_unpadded,
+                     "grad_dtype": str(b.grad_dtype).removeprefix("torch."),
+                     "param_dtype": str(b.param_dtype).removeprefix("torch."),
+                     "dp_size": b.data_parallel_world_size, "param_buffer": b.param_data is not None}
+                    for b in buffers]
+    return out
+
+
 def stage_parameters(args, cfg, rank: int) -> dict:
-    """Count the parameters global rank `rank` holds: all, the routed experts', and by kind split over TP or whole."""
-    chunks, ranks = built_chunks(args, cfg, rank)
+    """What global rank `rank` holds: its parameters (all, the routed experts', and by kind split over TP or
+    whole) and its gradient buffers."""
+    chunks, ranks = built_model(args, rank)
     total, experts, whole, split = 0, 0, Counter(), Counter()
     for chunk in chunks:
-        for name, p in chunk.named_parameters():
+        for name, p in chunk.module.module.named_parameters():  # DDP(Float16Module(GPTModel))
             total += p.numel()
             experts += 0 if getattr(p, "allreduce", True) else p.numel()
             by_tp = split if getattr(p, "tensor_model_parallel", False) else whole
             by_tp[kind_of(name, cfg.multi_latent_attention)] += p.numel()
     return {"rank": rank, "ranks": ranks, "parameters": total, "experts": experts,
-            "whole": dict(sorted(whole.items())), "split": dict(sorted(split.items()))}
+            "whole": dict(sorted(whole.items())), "split": dict(sorted(split.items())),
+            "gradient_buffers": gradient_buffers(chunks)}
 
 
 def shards(argv: list[str]) -> list[dict]:
@@ -142,8 +185,8 @@ def shards(argv: list[str]) -> list[dict]:
 
     world = int(os.environ["WORLD_SIZE"])
     args = megatron_build.parse(argv)
+    args.init_model_with_meta_device = True  # --init-model-with-meta-device: built on the meta device, not moved
     cfg = core_transformer_config_from_args(args)
-    cfg.init_model_with_meta_device = True  # --init-model-with-meta-device: no copy of the tied embedding to a GPU
     return [stage_parameters(args, cfg, s * world // args.pipeline_model_parallel_size)
             for s in range(args.pipeline_model_parallel_size)]
 
@@ -154,6 +197,7 @@ def main() -> None:
     os.chdir(os.environ["MEGATRON_LM"])
     megatron_build.shim_torch()
     shim_norms()
+    shim_streams()
     results, clean = {}, dict(os.environ)
     for cid, model, plan in CASES:
         os.environ.clear()  # Megatron sets attention-backend variables that the next case's checks read
