@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from . import compute, context, lowp, memory, moe, overlap, topology
+from . import compute, context, lowp, memory, moe, overlap, pipeline, topology
 from .comm import alltoall_seconds, hierarchical_allgather_seconds, hierarchical_allreduce_seconds, p2p_seconds
 from .flops import (
     embedding_parameters,
@@ -167,10 +167,11 @@ def mtp_representative(model: Model) -> int:
 
 def stage_params(model: Model, plan: Plan, layers, stage: int) -> tuple[float, float, float]:
     """(all, routed-expert, transformer-layer) parameters on one GPU of `stage`: its layers, plus the
-    embedding on the first stage and the output layer and final norm on the last (Megatron keeps a tied
-    copy there too when pp > 1, and an embedding copy for the MTP modules there), plus the MTP modules,
-    whose transformer layers count among the stage's transformer-layer parameters. The embedding and
-    output layer are split over TP (vocabulary-parallel), the final norm is not."""
+    embedding on the first stage and the output layer on the last (Megatron keeps a tied copy there too
+    when pp > 1, and an embedding copy for the MTP modules there), plus the MTP modules, whose
+    transformer layers count among the stage's transformer-layer parameters, and the final norm where
+    final_norm_stage puts it. The embedding and output layer are split over TP (vocabulary-parallel),
+    the final norm is not."""
     mix = as_mix(model, layers)
     total = experts = 0.0
     for rep, n in mix:
@@ -184,8 +185,20 @@ def stage_params(model: Model, plan: Plan, layers, stage: int) -> tuple[float, f
         if model.mtp_layers and plan.pp > 1:
             edges += embedding_parameters(model)
         t, e = mtp_params_split(model, plan)
-        total, experts, in_layers = total + t + model.hidden_size, experts + e, in_layers + t  # final norm, whole
+        total, experts, in_layers = total + t, experts + e, in_layers + t
+    if stage == final_norm_stage(model, plan):
+        total += model.hidden_size  # whole on every TP rank
     return total + edges / plan.tp, experts, in_layers
+
+
+def final_norm_stage(model: Model, plan: Plan) -> int:
+    """The pipeline rank holding the final norm (Megatron-core transformer_block.py
+    has_final_layernorm_in_this_stage): the last one, or with MTP modules the one holding the last transformer
+    layer, which a layout can put before a last chunk of the MTP block and the loss alone."""
+    if not model.mtp_layers:
+        return plan.pp - 1
+    chunks = plan.stage_layers or pipeline.default_chunk_layers(model.num_layers, plan.pp, plan.vpp)
+    return max(i for i, n in enumerate(chunks) if n) % plan.pp
 
 
 @lru_cache(maxsize=256)

@@ -40,6 +40,12 @@ CASES = [
     ("mixtral-8x22b-tp2-pp2-ep4-etp2", "mixtral-8x22b", dict(tp=2, pp=2, dp=4, ep=4, etp=2)),
     ("gpt-oss-120b-tp2-ep4", "gpt-oss-120b", dict(tp=2, dp=4, ep=4)),
     ("glm-4.5-air-tp2-pp2-ep4", HF + "glm-4.5-air.json", dict(tp=2, pp=2, dp=2, ep=4)),
+    # pipeline layouts: an embedding-only first chunk and a loss-only last one (Meta's 405B split), NVIDIA's
+    # DeepSeek-V3 layout with the MTP block in the last chunk
+    ("llama3-405b-tp8-pp16-vpp8-meta", "llama3-405b", dict(tp=8, pp=16, vpp=8, dp=1,
+                                                            stage_layers=[0] + [1] * 126 + [0])),
+    ("deepseek-v3-pp8-vpp4-ep8-layout", "deepseek-v3", dict(tp=1, pp=8, vpp=4, dp=8, ep=8,
+                                                             stage_layers=[1] + [2] * 30 + [0])),
 ]
 
 
