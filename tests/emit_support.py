@@ -56,12 +56,12 @@ def pipeline_case_job(model, plan: dict):
 
 def shard_case_job(model: str, plan: dict):
     """(spec, job) of a case of tests/tools/megatron_shards.py: `model` a catalog name or a Hugging Face config under
-    tests/, the plan with one micro-batch, two per pipeline chunk and data-parallel rank, the distributed optimizer
-    (ZeRO 1), and sequence parallelism with tp > 1 (Megatron's MoE layers need it)."""
+    tests/, the plan with one micro-batch, two per pipeline chunk and data-parallel rank, and unless it says otherwise
+    the distributed optimizer (ZeRO 1) and sequence parallelism with tp > 1 (Megatron's MoE layers need it)."""
     from planner.inputs.loading import load_model_spec
 
     spec = load_model_spec(str(ROOT / model) if model.startswith("tests/") else model)
     plan = {**plan, "stage_layers": tuple(plan["stage_layers"])} if "stage_layers" in plan else plan
     gbs = 2 * plan.get("pp", 1) * plan.get("vpp", 1) * plan.get("dp", 1)
-    return spec, job(spec, micro_batch_size=1, global_batch_size=gbs, sequence_parallel=plan["tp"] > 1, zero_stage=1,
-                     **plan)
+    plan = {"zero_stage": 1, "sequence_parallel": plan["tp"] > 1, **plan}
+    return spec, job(spec, micro_batch_size=1, global_batch_size=gbs, **plan)

@@ -91,13 +91,14 @@ def test_gradients_and_optimizer_shards_as_planner_holds_them(cid):
     planner prices (step.stage_states): the gradient dtype is the plan's (bf16 with --grad-reduce-in-bf16, fp32
     without it); the dense weights reduce over dp x cp ranks and the routed experts over expert-DP; so planner's
     gradient bytes are the buffers' parameters at that dtype, and its optimizer bytes, the distributed optimizer's
-    fp32 master weights and two Adam moments (12 B) of each rank's 1/size slice of every buffer, are the slices' but
+    fp32 master weights and two Adam moments (12 B) of each rank's 1/size slice of every buffer (without it, ZeRO 0,
+    of every parameter on every rank, and no 16-bit parameter buffer), are the slices' but
     for the buffers' padding (each parameter starts on a 64-element boundary and each bucket ends on a multiple of
     the group size, param_and_grad_buffer.py), a millionth of the parameters or less."""
     for built, stage, j in stages(cid):
         plan, buffers = j.plan, built["gradient_buffers"]
         assert {b["grad_dtype"] for b in buffers} == {{"bf16": "bfloat16", "fp32": "float32"}[plan.grad_comm_dtype]}
-        assert all(b["param_buffer"] for b in buffers)  # the distributed optimizer's 16-bit parameter buffer
+        assert all(b["param_buffer"] == (plan.zero_stage >= 1) for b in buffers)  # the distributed optimizer's
         assert {b["dp_size"] for b in buffers if not b["experts"]} == {plan.dp * plan.cp}
         assert {b["dp_size"] for b in buffers if b["experts"]} <= {plan.expert_dp}
         dense_buffers = sum(b["numel"] for b in buffers if not b["experts"])
@@ -109,7 +110,8 @@ def test_gradients_and_optimizer_shards_as_planner_holds_them(cid):
         total, experts = counted(cid, built, j)
         per_param, states = stage_states(plan, stage, "hopper")
         assert states.gradients == pytest.approx(per_param.gradients * total, abs=1.0)
-        dense_slice, expert_slice = (total - experts) / (plan.dp * plan.cp), experts / plan.expert_dp
+        shards = (plan.dp * plan.cp, plan.expert_dp) if plan.zero_stage >= 1 else (1, 1)  # else whole on every rank
+        dense_slice, expert_slice = (total - experts) / shards[0], experts / shards[1]
         assert states.optimizer_states == pytest.approx(12.0 * (dense_slice + expert_slice), abs=1.0)
 
 

@@ -37,7 +37,7 @@ CASES = [
     ("gpt3-175b-tp8-pp8-fp32-grads", "gpt3-175b", dict(tp=8, pp=8, dp=2, grad_dtype="fp32")),
     ("deepseek-v3-tp2-pp8-ep8", "deepseek-v3", dict(tp=2, pp=8, dp=4, ep=8, stage_layers=[8] * 7 + [5])),
     ("qwen3-235b-a22b-tp4-pp2-ep8", "qwen3-235b-a22b", dict(tp=4, pp=2, dp=2, ep=8)),
-    ("mixtral-8x22b-tp2-pp2-ep4-etp2", "mixtral-8x22b", dict(tp=2, pp=2, dp=4, ep=4, etp=2)),
+    ("mixtral-8x22b-tp2-pp2-ep4-etp2-zero0", "mixtral-8x22b", dict(tp=2, pp=2, dp=4, ep=4, etp=2, zero_stage=0)),
     ("gpt-oss-120b-tp2-ep4", "gpt-oss-120b", dict(tp=2, dp=4, ep=4)),
     ("glm-4.5-air-tp2-pp2-ep4", HF + "glm-4.5-air.json", dict(tp=2, pp=2, dp=2, ep=4)),
     # pipeline layouts: an embedding-only first chunk and a loss-only last one (Meta's 405B split), NVIDIA's
