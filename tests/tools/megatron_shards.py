@@ -4,17 +4,17 @@ CI: Megatron-LM is not on PyPI, and the build needs torch and triton).
     MEGATRON_LM=path/to/Megatron-LM python tests/tools/megatron_shards.py [--write]
 
 For each case the pretrain_gpt.py arguments `planner emit --format megatron` writes go through Megatron-LM's
-parse_args and validate_args with WORLD_SIZE = tp x pp x dp. Then, for each pipeline stage, PyTorch's
+parse_args and validate_args with WORLD_SIZE = tp x cp x pp x dp. Then, for each pipeline stage, PyTorch's
 single-process "fake" process group stands in for that stage's first GPU (global rank stage x world / pp: tensor,
-data, expert and expert-tensor rank 0 in Megatron's rank order), Megatron-core's own initialize_model_parallel makes
-its groups, and Megatron-LM's training.get_model builds every model chunk that GPU holds (gpt_builder, one per
-virtual stage) on PyTorch's meta device with the local modules and wraps them (Float16Module, then
-DistributedDataParallel with the gradient buffers the arguments ask for). Recorded per stage, in
+context, data, expert and expert-tensor rank 0 in Megatron's rank order), Megatron-core's own
+initialize_model_parallel makes its groups, and Megatron-LM's training.get_model builds every model chunk that GPU
+holds (gpt_builder, one per virtual stage) on PyTorch's meta device with the local modules and wraps them
+(Float16Module, then DistributedDataParallel with the gradient buffers the arguments ask for). Recorded per stage, in
 tests/data/emit/megatron/shard_results.json (read by tests/test_megatron_shards.py): the parameters the GPU holds,
 the routed experts' among them (Megatron marks them allreduce=False: their gradients reduce over expert-DP), by kind
 those Megatron splits over tensor parallel (marked tensor_model_parallel) and those it holds whole, and each gradient
-buffer (elements, dtypes, the data-parallel group it reduces over).
-Context parallelism, which changes no parameter, is left out: the local core attention refuses it.
+buffer (elements, dtypes, the data-parallel group it reduces over). The local core attention, which holds no
+weights, is built as if context parallelism were off (it refuses it; Transformer Engine's takes it).
 """
 from __future__ import annotations
 
@@ -30,8 +30,8 @@ import megatron_validate
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "tests" / "data" / "emit" / "megatron" / "shard_results.json"
 HF = "tests/data/hf_configs/"
-# (id, model: a catalog name or a Hugging Face config path, plan). The world is tp x pp x dp GPUs; the experts
-# fold over tp x dp as etp x ep x expert-DP.
+# (id, model: a catalog name or a Hugging Face config path, plan). The world is tp x cp x pp x dp GPUs; the
+# experts fold over tp x cp x dp as etp x ep x expert-DP.
 CASES = [
     ("llama3-70b-tp8-pp4-vpp5", "llama3-70b", dict(tp=8, pp=4, vpp=5, dp=2)),
     ("gpt3-175b-tp8-pp8-fp32-grads", "gpt3-175b", dict(tp=8, pp=8, dp=2, grad_dtype="fp32")),
@@ -39,6 +39,7 @@ CASES = [
     ("qwen3-235b-a22b-tp4-pp2-ep8", "qwen3-235b-a22b", dict(tp=4, pp=2, dp=2, ep=8)),
     ("mixtral-8x22b-tp2-pp2-ep4-etp2-zero0", "mixtral-8x22b", dict(tp=2, pp=2, dp=4, ep=4, etp=2, zero_stage=0)),
     ("gpt-oss-120b-tp2-ep4", "gpt-oss-120b", dict(tp=2, dp=4, ep=4)),
+    ("qwen3-30b-a3b-tp2-cp2-dp2-ep4", "qwen3-30b-a3b", dict(tp=2, cp=2, dp=2, ep=4)),
     ("glm-4.5-air-tp2-pp2-ep4", HF + "glm-4.5-air.json", dict(tp=2, pp=2, dp=2, ep=4)),
     # pipeline layouts: an embedding-only first chunk and a loss-only last one (Meta's 405B split), NVIDIA's
     # DeepSeek-V3 layout with the MTP block in the last chunk
@@ -100,6 +101,23 @@ def shim_norms() -> None:
             config.sequence_parallel = sp
 
     torch_norm.WrappedTorchNorm.__new__ = new
+
+
+def shim_context_parallel_attention() -> None:
+    """Megatron's local core attention refuses context parallelism (Transformer Engine's takes it); it holds no
+    weights, so it is built here as if context parallelism were off, while the groups keep it."""
+    from megatron.core.transformer import dot_product_attention
+
+    plain_init = dot_product_attention.DotProductAttention.__init__
+
+    def init(self, config, *a, **k):
+        cp, config.context_parallel_size = config.context_parallel_size, 1
+        try:
+            plain_init(self, config, *a, **k)
+        finally:
+            config.context_parallel_size = cp
+
+    dot_product_attention.DotProductAttention.__init__ = init
 
 
 def shim_streams() -> None:
@@ -203,13 +221,14 @@ def main() -> None:
     os.chdir(os.environ["MEGATRON_LM"])
     megatron_build.shim_torch()
     shim_norms()
+    shim_context_parallel_attention()
     shim_streams()
     results, clean = {}, dict(os.environ)
     for cid, model, plan in CASES:
         os.environ.clear()  # Megatron sets attention-backend variables that the next case's checks read
         os.environ.update(clean)
         argv, env = emitted(model, plan)
-        world = plan["tp"] * plan.get("pp", 1) * plan["dp"]
+        world = plan["tp"] * plan.get("cp", 1) * plan.get("pp", 1) * plan["dp"]
         os.environ.update(WORLD_SIZE=str(world), RANK="0", LOCAL_RANK="0")
         os.environ.update({k: v for k, v in env.items() if v is not None})
         results[cid] = {"model": model, "plan": plan, "args": argv, "env": env, "stages": shards(argv)}
