@@ -85,39 +85,30 @@ def kind_of(name: str, mla: bool) -> str:
     return "other"
 
 
-def shim_norms() -> None:
-    """Megatron's torch norms (the local modules) refuse sequence parallelism, which its MoE layers need with tp > 1
-    and Transformer Engine's norms take; a norm's weights are the same either way (one h-vector on every TP rank),
-    so they are built here as if it were off."""
-    from megatron.core.transformer import torch_norm
+def built_as_if(cls, method: str, field: str, value) -> None:
+    """Make `cls.method(self_or_cls, config, ...)` run with `config.field` set to `value`, then restored."""
+    plain = getattr(cls, method)
 
-    plain_new = torch_norm.WrappedTorchNorm.__new__
-
-    def new(cls, config, *a, **k):
-        sp, config.sequence_parallel = config.sequence_parallel, False
+    def call(first, config, *a, **k):
+        kept = getattr(config, field)
+        setattr(config, field, value)
         try:
-            return plain_new(cls, config, *a, **k)
+            return plain(first, config, *a, **k)
         finally:
-            config.sequence_parallel = sp
+            setattr(config, field, kept)
 
-    torch_norm.WrappedTorchNorm.__new__ = new
+    setattr(cls, method, call)
 
 
-def shim_context_parallel_attention() -> None:
-    """Megatron's local core attention refuses context parallelism (Transformer Engine's takes it); it holds no
-    weights, so it is built here as if context parallelism were off, while the groups keep it."""
-    from megatron.core.transformer import dot_product_attention
+def shim_local_modules() -> None:
+    """Two local modules refuse what Transformer Engine's take, and their weights do not depend on it, so they are
+    built as if it were off while the groups keep it: Megatron's torch norms refuse sequence parallelism, which its
+    MoE layers need with tp > 1 (a norm holds one h-vector on every TP rank either way), and the local core attention
+    refuses context parallelism (it holds no weights)."""
+    from megatron.core.transformer import dot_product_attention, torch_norm
 
-    plain_init = dot_product_attention.DotProductAttention.__init__
-
-    def init(self, config, *a, **k):
-        cp, config.context_parallel_size = config.context_parallel_size, 1
-        try:
-            plain_init(self, config, *a, **k)
-        finally:
-            config.context_parallel_size = cp
-
-    dot_product_attention.DotProductAttention.__init__ = init
+    built_as_if(torch_norm.WrappedTorchNorm, "__new__", "sequence_parallel", False)
+    built_as_if(dot_product_attention.DotProductAttention, "__init__", "context_parallel_size", 1)
 
 
 def shim_streams() -> None:
@@ -220,8 +211,7 @@ def main() -> None:
     megatron_validate.stand_in()
     os.chdir(os.environ["MEGATRON_LM"])
     megatron_build.shim_torch()
-    shim_norms()
-    shim_context_parallel_attention()
+    shim_local_modules()
     shim_streams()
     results, clean = {}, dict(os.environ)
     for cid, model, plan in CASES:
