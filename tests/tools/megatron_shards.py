@@ -40,6 +40,7 @@ CASES = [
     ("mixtral-8x22b-tp2-pp2-ep4-etp2-zero0", "mixtral-8x22b", dict(tp=2, pp=2, dp=4, ep=4, etp=2, zero_stage=0)),
     ("gpt-oss-120b-tp2-ep4", "gpt-oss-120b", dict(tp=2, dp=4, ep=4)),
     ("qwen3-30b-a3b-tp2-cp2-dp2-ep4", "qwen3-30b-a3b", dict(tp=2, cp=2, dp=2, ep=4)),
+    ("llama4-maverick-tp2-pp2-ep8", "llama4-maverick", dict(tp=2, pp=2, dp=4, ep=8)),
     ("glm-4.5-air-tp2-pp2-ep4", HF + "glm-4.5-air.json", dict(tp=2, pp=2, dp=2, ep=4)),
     # pipeline layouts: an embedding-only first chunk and a loss-only last one (Meta's 405B split), NVIDIA's
     # DeepSeek-V3 layout with the MTP block in the last chunk
