@@ -9,6 +9,13 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from .types import Model, Plan
+
+
+def chunk_layers(model: Model, plan: Plan) -> tuple[int, ...]:
+    """Layers per model chunk in pipeline order (chunk j x pp + r on rank r): the plan's split, else the default."""
+    return plan.stage_layers or default_chunk_layers(model.num_layers, plan.pp, plan.vpp)
+
 
 @lru_cache(maxsize=4096)
 def default_chunk_layers(num_layers: int, pp: int, vpp: int) -> tuple[int, ...]:

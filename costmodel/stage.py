@@ -197,8 +197,7 @@ def final_norm_stage(model: Model, plan: Plan) -> int:
     layer, which a layout can put before a last chunk of the MTP block and the loss alone."""
     if not model.mtp_layers:
         return plan.pp - 1
-    chunks = plan.stage_layers or pipeline.default_chunk_layers(model.num_layers, plan.pp, plan.vpp)
-    return max(i for i, n in enumerate(chunks) if n) % plan.pp
+    return max(i for i, n in enumerate(pipeline.chunk_layers(model, plan)) if n) % plan.pp
 
 
 @lru_cache(maxsize=256)

@@ -12,6 +12,7 @@ from functools import lru_cache
 
 from . import compute, dataparallel, dollars, lowp, memory, overlap, pipeline, topology
 from .flops import embedding_parameters, hardware_flops_per_step, layer_representatives, model_flops_per_step
+from .pipeline import chunk_layers
 from .stage import StageCost, layer_mix, stage_cost, stage_kernels
 from .types import Cluster, Efficiency, Model, Plan
 
@@ -44,10 +45,6 @@ class Estimate:
     @property
     def fits(self) -> bool:
         return self.memory_per_gpu_bytes <= self.memory_capacity_bytes
-
-
-def chunk_layers(model: Model, plan: Plan) -> tuple[int, ...]:
-    return plan.stage_layers or pipeline.default_chunk_layers(model.num_layers, plan.pp, plan.vpp)
 
 
 def stage_mixes(model: Model, plan: Plan) -> tuple:

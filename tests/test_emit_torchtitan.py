@@ -21,7 +21,7 @@ import pytest
 from emit_support import DATA, job, tiny
 
 from costmodel.flops import total_parameters
-from costmodel.step import chunk_layers
+from costmodel.pipeline import chunk_layers
 from planner.commands.main import main
 from planner.emit import formats, render
 from planner.errors import PlannerError

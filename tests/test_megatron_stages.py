@@ -1,7 +1,7 @@
 """Each transformer layer where Megatron-LM itself puts it for planner's pipeline splits
 (tests/tools/megatron_stages.py, run by hand with Megatron-LM d98e8a64: for every pipeline rank r and virtual
 stage v, get_num_layers_to_build and get_transformer_layer_offset on the config the emitted arguments give)
-against costmodel/step.py chunk_layers, whose chunk v x pp + r is on rank r (costmodel/pipeline.py
+against costmodel/pipeline.py chunk_layers, whose chunk v x pp + r is on rank r (costmodel/pipeline.py
 stage_layer_indices). If the argument test fails after an emitter change, rerun the tool with --write."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import json
 import pytest
 from emit_support import DATA, pipeline_case_job
 
-from costmodel.step import chunk_layers
+from costmodel.pipeline import chunk_layers
 from planner.emit import megatron
 
 STAGES = json.loads((DATA / "megatron" / "stage_results.json").read_text())

@@ -16,7 +16,7 @@ import json
 import shlex
 import textwrap
 
-from costmodel.step import chunk_layers
+from costmodel.pipeline import chunk_layers
 from planner.emit.job import Job, refuse_unless_runs
 from planner.errors import PlannerError
 from planner.frameworks import torchtitan as titan

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Optional
 
 from costmodel import types as cm
-from costmodel.step import chunk_layers
+from costmodel.pipeline import chunk_layers
 from planner.frameworks.base import Choice, Framework, Knobs, Machine, MachineRule, only_with_tp
 
 

@@ -9,7 +9,7 @@ pipeline rank r and virtual stage v, Megatron-core's own get_num_layers_to_build
 get_transformer_layer_offset (transformer_block.py, transformer_layer.py) say how many decoder layers that model
 chunk builds and from which layer, and, under a --pipeline-model-parallel-layout, whether the chunk holds the
 embedding, the multi-token prediction block and the loss. Stored in tests/data/emit/megatron/stage_results.json,
-read by tests/test_megatron_stages.py against costmodel/step.py chunk_layers.
+read by tests/test_megatron_stages.py against costmodel/pipeline.py chunk_layers.
 """
 from __future__ import annotations
 
