@@ -43,25 +43,30 @@ def run_model(run: dict) -> ModelSpec:
     return ModelSpec(**run["model"])
 
 
+def split_case(plan: dict) -> tuple[dict, int]:
+    """A split case's plan with its stage_layers as a tuple, and its global batch: one micro-batch, two per
+    pipeline chunk and data-parallel rank (two micro-batch groups of the interleaved schedule)."""
+    plan = {**plan, "stage_layers": tuple(plan["stage_layers"])} if "stage_layers" in plan else plan
+    return plan, 2 * plan.get("pp", 1) * plan.get("vpp", 1) * plan.get("dp", 1)
+
+
 def pipeline_case_job(model, plan: dict):
     """(spec, job) of a pipeline split case of tests/tools/megatron_stages.py: `model` a catalog name or tiny()'s
-    overrides, the plan on tp 1 and dp 1 (world = pp) with two micro-batch groups of the interleaved schedule."""
+    overrides, the plan on tp 1 and dp 1 (world = pp)."""
     from planner.inputs.loading import load_model_spec
 
     spec = load_model_spec(model) if isinstance(model, str) else tiny(**model)
-    plan = {**plan, "stage_layers": tuple(plan["stage_layers"])} if "stage_layers" in plan else plan
-    gbs = 2 * plan["pp"] * plan.get("vpp", 1)
+    plan, gbs = split_case(plan)
     return spec, job(spec, **{"tp": 1, "dp": 1, "micro_batch_size": 1, "global_batch_size": gbs, **plan})
 
 
 def shard_case_job(model: str, plan: dict):
     """(spec, job) of a case of tests/tools/megatron_shards.py: `model` a catalog name or a Hugging Face config under
-    tests/, the plan with one micro-batch, two per pipeline chunk and data-parallel rank, and unless it says otherwise
-    the distributed optimizer (ZeRO 1) and sequence parallelism with tp > 1 (Megatron's MoE layers need it)."""
+    tests/, and unless the plan says otherwise the distributed optimizer (ZeRO 1) and sequence parallelism with
+    tp > 1 (Megatron's MoE layers need it)."""
     from planner.inputs.loading import load_model_spec
 
     spec = load_model_spec(str(ROOT / model) if model.startswith("tests/") else model)
-    plan = {**plan, "stage_layers": tuple(plan["stage_layers"])} if "stage_layers" in plan else plan
-    gbs = 2 * plan.get("pp", 1) * plan.get("vpp", 1) * plan.get("dp", 1)
+    plan, gbs = split_case(plan)
     plan = {"zero_stage": 1, "sequence_parallel": plan["tp"] > 1, **plan}
     return spec, job(spec, micro_batch_size=1, global_batch_size=gbs, **plan)

@@ -42,24 +42,20 @@ def vocabulary_copies(j, pp_rank: int) -> int:
     return copies
 
 
-def args_value(args: list[str], flag: str) -> str:
-    return args[args.index(flag) + 1]
-
-
 @pytest.mark.parametrize("cid", sorted(SHARDS))
 def test_the_stored_shards_are_of_todays_arguments(cid):
     _, j = case(cid)
     assert megatron.flat_args(j) + megatron.data_args(j) == SHARDS[cid]["args"]
 
 
-def counted(cid: str, built: dict, j) -> tuple[float, float]:
+def counted(built: dict, j) -> tuple[float, float]:
     """(all, routed-expert) parameters of a built stage in planner's terms: what planner does not count set aside,
     the vocabulary rows Megatron pads (to a multiple of 128 x tp, --make-vocab-size-divisible-by's default) taken
     off, and MLA's down projections, which the local modules split over TP (ColumnParallelLinear), counted whole on
     every TP rank, as the Transformer Engine spec a GPU run uses builds them (multi_latent_attention.py: TELinear in
     parallel_mode "duplicated")."""
     m, tp = j.cm_model, j.plan.tp
-    padded = -(-int(args_value(SHARDS[cid]["args"], "--vocab-size")) // (128 * tp)) * 128 * tp
+    padded = -(-m.vocab_size // (128 * tp)) * 128 * tp
     padding = (padded - m.vocab_size) * m.hidden_size // tp * vocabulary_copies(j, built["ranks"]["pp"])
     te = built["parameters"] + built["split"].get("mla_down", 0) * (tp - 1)
     return (te - sum(both(built, k) for k in NOT_COUNTED) - padding,
@@ -78,9 +74,9 @@ def stages(cid: str):
 def test_each_gpu_holds_the_parameters_planner_counts(cid):
     """Stage by stage: Megatron's count, in planner's terms (`counted`), is stage_params' total, and its routed
     experts (allreduce=False) are stage_params' experts."""
-    for built, stage, _ in stages(cid):
+    for built, stage, j in stages(cid):
         assert (built["ranks"]["tp"], built["ranks"]["ep"], built["ranks"]["etp"]) == (0, 0, 0)
-        total, experts = counted(cid, built, _)
+        total, experts = counted(built, j)
         assert total == pytest.approx(stage.params, abs=0.5), (built["ranks"], total - stage.params)
         assert experts == pytest.approx(stage.expert_params, abs=0.5)
 
@@ -107,7 +103,7 @@ def test_gradients_and_optimizer_shards_as_planner_holds_them(cid):
         padding = ((dense_buffers - built["parameters"] + built["experts"]) / (plan.dp * plan.cp)
                    + (expert_buffers - built["experts"]) / plan.expert_dp)
         assert padding <= 1e-6 * built["parameters"]  # bucket ends and 64-element parameter starts
-        total, experts = counted(cid, built, j)
+        total, experts = counted(built, j)
         per_param, states = stage_states(plan, stage, "hopper")
         assert states.gradients == pytest.approx(per_param.gradients * total, abs=1.0)
         shards = (plan.dp * plan.cp, plan.expert_dp) if plan.zero_stage >= 1 else (1, 1)  # else whole on every rank

@@ -72,7 +72,7 @@ def emitted(model: str, plan: dict) -> tuple[list[str], dict]:
 
 def kind_of(name: str, mla: bool) -> str:
     """What a parameter is, in the terms tests/test_megatron_shards.py sets aside or adjusts by hand."""
-    if name.rsplit(".", 1)[-1] == "bias" or name.split(".")[-1].startswith("bias"):  # grouped experts: bias0, ..
+    if name.rsplit(".", 1)[-1].startswith("bias"):  # grouped experts' are bias0, bias1, ..
         return "expert_bias" if ".experts." in name else "bias"
     for part, kind in (("position_embeddings", "position_embeddings"), ("softmax_offset", "sinks"),
                        ("down_proj", "mla_down"), ("shared_experts.gate_weight", "shared_expert_gate"),
@@ -199,11 +199,10 @@ def stage_parameters(args, cfg, rank: int) -> dict:
 def shards(argv: list[str]) -> list[dict]:
     from megatron.training.arguments import core_transformer_config_from_args
 
-    world = int(os.environ["WORLD_SIZE"])
     args = megatron_build.parse(argv)
     args.init_model_with_meta_device = True  # --init-model-with-meta-device: built on the meta device, not moved
     cfg = core_transformer_config_from_args(args)
-    return [stage_parameters(args, cfg, s * world // args.pipeline_model_parallel_size)
+    return [stage_parameters(args, cfg, s * args.world_size // args.pipeline_model_parallel_size)
             for s in range(args.pipeline_model_parallel_size)]
 
 
@@ -221,7 +220,11 @@ def main() -> None:
         argv, env = emitted(model, plan)
         world = plan["tp"] * plan.get("cp", 1) * plan.get("pp", 1) * plan["dp"]
         os.environ.update(WORLD_SIZE=str(world), RANK="0", LOCAL_RANK="0")
-        os.environ.update({k: v for k, v in env.items() if v is not None})
+        for key, value in env.items():  # as launch.sh exports or unsets them
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
         results[cid] = {"model": model, "plan": plan, "args": argv, "env": env, "stages": shards(argv)}
         print(cid, [(s["parameters"], s["experts"]) for s in results[cid]["stages"]])
     if write:
