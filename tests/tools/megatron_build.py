@@ -66,6 +66,16 @@ def emitted_args(ref: str) -> list[str]:
     return megatron.flat_args(j) + megatron.data_args(j)
 
 
+class NoStream:
+    """A CUDA stream on a CPU machine: work may be ordered on it, and nothing runs there."""
+
+    def __init__(self, *a, **k):
+        pass
+
+    def wait_stream(self, *a, **k):
+        pass
+
+
 def shim_torch():
     """Beyond megatron_validate.stand_in, what building a model on a CPU machine lacks: CUDA devices for tensors
     built at construction time (the meta device instead)."""
@@ -83,11 +93,7 @@ def shim_torch():
     dot_product_attention.DotProductAttention.__init__ = init
     multi_token_prediction.is_inference_column_parallel_linear = lambda m: False  # a TE class, None here
 
-    class NoStream:  # the all-to-all dispatcher makes a copy stream at construction; nothing runs on it here
-        def __init__(self, *a, **k):
-            pass
-
-    torch.cuda.Stream = NoStream
+    torch.cuda.Stream = NoStream  # the all-to-all dispatcher makes a copy stream at construction
 
 
 def parse(argv: list[str]):

@@ -113,23 +113,15 @@ def shim_local_modules() -> None:
 
 
 def shim_streams() -> None:
-    """What training.get_model needs beyond megatron_build.shim_torch on a CPU machine: CUDA streams to order the
-    wrapping on (nothing runs), and no move of the meta-device model to a GPU."""
+    """What training.get_model needs beyond megatron_build.shim_torch on a CPU machine: a current CUDA stream to
+    order the wrapping on (nothing runs), and no move of the meta-device model to a GPU."""
     import contextlib
 
     import torch
 
     import megatron.training.training as training
 
-    class NoStream:
-        def __init__(self, *a, **k):
-            pass
-
-        def wait_stream(self, *a, **k):
-            pass
-
-    torch.cuda.Stream = NoStream
-    torch.cuda.current_stream = lambda *a, **k: NoStream()
+    torch.cuda.current_stream = lambda *a, **k: megatron_build.NoStream()
     torch.cuda.stream = lambda *a, **k: contextlib.nullcontext()
     training.to_empty_if_meta_device = lambda module, device=None: module
 
