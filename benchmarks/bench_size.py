@@ -5,7 +5,8 @@
 Cases: the README example (Llama 3 70B, 2T tokens, 30-day deadline, global batch 512), the same
 without a deadline (every count from the memory bound up to 16,384 GPUs that an option found does
 not beat at its step floor is searched), and Llama 3
-405B over the whole catalog (target: under 10 s).
+405B over the whole catalog (target: under 10 s), and DeepSeek-V3 over the catalog (a mixture-of-experts
+model: each search also walks expert parallelism, so each takes longer).
 Prints wall-time medians, the number of (hardware, count) plan searches and of options sized.
 """
 from __future__ import annotations
@@ -26,7 +27,8 @@ from planner.commands.main import main  # noqa: E402
 BASE = ["size", "llama3-70b", "--tokens", "2e12", "--gbs", "512"]
 CASES = [("README example, 30-day deadline", BASE + ["--deadline-days", "30"]),
          ("no deadline (full count range)", BASE),
-         ("Llama 3 405B, 15T tokens, catalog", ["size", "llama3-405b", "--tokens", "15e12", "--gbs", "2048"])]
+         ("Llama 3 405B, 15T tokens, catalog", ["size", "llama3-405b", "--tokens", "15e12", "--gbs", "2048"]),
+         ("DeepSeek-V3, 1T tokens, catalog", ["size", "deepseek-v3", "--tokens", "1e12"])]
 
 
 def run(argv: list[str]) -> tuple[float, dict]:

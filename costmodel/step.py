@@ -11,7 +11,8 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from . import compute, dataparallel, dollars, lowp, memory, overlap, pipeline, topology
-from .flops import embedding_parameters, hardware_flops_per_step, layer_representatives, model_flops_per_step
+from .flops import (embedding_parameters, hardware_flops_per_step, layer_representatives, mlp_matrices,
+                    model_flops_per_step)
 from .pipeline import chunk_layers
 from .stage import StageCost, layer_mix, stage_cost, stage_kernels
 from .types import Cluster, Efficiency, Model, Plan
@@ -418,8 +419,8 @@ def step_seconds_floor(model: Model, cluster: Cluster, global_batch_size: int, e
     Every plan runs, for each of the global batch's gbs x s tokens, each layer's weight GEMMs forward
     and twice backward (compute.layer_times: backward = 2 x the forward GEMMs); counted here are only
     those of the cheapest layer kind that no plan can shrink: the attention projections and the dense
-    MLP, or an MoE layer's shared experts (routed experts are left out: their per-expert rows are
-    rounded). A TP rank gets floor(width / tp) of a split dimension, so each GEMM is counted at
+    MLP, or an MoE layer's shared and routed experts (routed_expert_rows_floor). A TP rank gets
+    floor(width / tp) of a split dimension, so each GEMM is counted at
     n x k - (d - 1) x max(n, k) for d the NVLink domain size (TP stays inside it). The work is shared
     over all GPUs, and the pipeline flush is at least the slowest stage's m micro-batches
     (pipeline.pipeline_seconds) with at least L / pp layers; no GEMM runs faster than
@@ -438,8 +439,13 @@ def step_seconds_floor(model: Model, cluster: Cluster, global_batch_size: int, e
         gemms = compute.attention_gemms(model, tokens, 1)
         if not model.is_moe_layer(index):
             gemms += compute.mlp_gemms(model, tokens, 1, model.ffn)
-        elif model.moe.shared_ffn_hidden_size:
-            gemms += compute.mlp_gemms(model, tokens, 1, model.moe.shared_ffn_hidden_size)
+        else:
+            if model.moe.shared_ffn_hidden_size:
+                gemms += compute.mlp_gemms(model, tokens, 1, model.moe.shared_ffn_hidden_size)
+            f = model.moe.ffn_hidden_size  # etp divides it (rules.check_moe): no rank loses a column
+            rows = routed_expert_rows_floor(model, tokens)
+            routed = 2.0 * rows * model.hidden_size * f * mlp_matrices(model)
+            return 3.0 * (sum(gemm_flops(*g) for g in gemms) + routed)
         return 3.0 * sum(gemm_flops(*g) for g in gemms)
 
     work = model.num_layers * min(layer_flops(rep) for rep in set(layer_representatives(model)))
@@ -447,3 +453,14 @@ def step_seconds_floor(model: Model, cluster: Cluster, global_batch_size: int, e
                * min(1.0, compute.large_gemm_fraction(cluster.gpu, p, eff) * eff.matmul_efficiency_scale)
                for p in precisions)
     return work / (cluster.num_gpus * rate)
+
+
+def routed_expert_rows_floor(model: Model, tokens: int) -> float:
+    """Fewest token rows the routed experts of one MoE layer process over every GPU, for `tokens` tokens,
+    whatever the plan: each token's k copies at the smallest row factor (moe.row_factor: the capacity
+    factor when experts are padded, else the routing imbalance, which is at least 1), times 2/3. The
+    2/3: a GPU runs each local expert on max(1, round(x)) rows for its share x (moe.expert_gemms), and
+    max(1, x - 1/2) / x is at least 2/3 for every x > 0 (at x = 3/2)."""
+    moe = model.moe
+    least = moe.capacity_factor if moe.capacity_factor > 0 else 1.0
+    return tokens * moe.experts_per_token * least * 2.0 / 3.0

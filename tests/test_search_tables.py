@@ -411,10 +411,14 @@ def test_lower_bound_holds_with_context_parallel_exchanges():
     assert dropped > 0
 
 
-@pytest.mark.parametrize("case", CASES + NEW_DIMENSIONS, ids=[c[0] for c in CASES + NEW_DIMENSIONS])
+# DeepSeek-V3: MLA, shared experts, dense first layers, MTP
+FLOOR_CASES = CASES + NEW_DIMENSIONS + [("deepseek-v3", "dgx-h100", 256, 1024)]
+
+
+@pytest.mark.parametrize("case", FLOOR_CASES, ids=[c[0] for c in FLOOR_CASES])
 def test_step_floor_is_below_every_plan(case):
     """step.step_seconds_floor (what planner size prunes counts with) is below the step of every plan
-    sampled, in every precision searched."""
+    sampled, in every precision searched, and not so far below that it prunes nothing."""
     spec = make_spec(*case, precisions=("bf16", "fp8"))
     floor = step.step_seconds_floor(spec.model, spec.cluster, spec.global_batch_size, precisions=("bf16", "fp8"))
     space = build_space(spec)
@@ -423,8 +427,44 @@ def test_step_floor_is_below_every_plan(case):
         seconds = step.estimate(spec.model, spec.cluster, plan_for(spec, lay, k)).step_time_seconds
         assert 0 < floor <= seconds, (lay, k)
         worst = max(worst, floor / seconds)
-    if spec.model.moe is None:  # routed experts are left out of the floor, so an MoE model's is low
-        assert worst > 0.2  # a floor near zero would prune nothing
+    print(f"{case[0]}: floor {floor:.3f} s, at most {worst:.2f} of a sampled plan's step")
+    assert worst > 0.2  # a floor near zero would prune nothing
+
+
+@pytest.mark.parametrize("experts, k, capacity",
+                         [(256, 8, 0.0), (8, 2, 0.0), (128, 1, 0.0), (64, 6, 0.5), (16, 4, 1.25)])
+def test_routed_rows_floor_is_below_every_layout(experts, k, capacity):
+    """step.routed_expert_rows_floor against the rows costmodel/moe.py gives each GPU's local experts
+    (rounded, at least one): per token, what a GPU's experts run (its rows per local expert x local
+    experts, over etp for the etp-split widths) never drops under the floor's k x row factor x 2/3,
+    over tokens per micro-batch from 1 to 2^16, tp up to 8, every ep dividing the experts, etp up to 8."""
+    from costmodel import moe
+
+    routed = cm.Moe(num_experts=experts, experts_per_token=k, ffn_hidden_size=1024, capacity_factor=capacity)
+    model = replace(loading.load_model_spec("mixtral-8x7b").to_model(), moe=routed)
+    floor = step.routed_expert_rows_floor(model, 1) / k  # rows per token copy
+    for tokens in [2 ** e for e in range(17)] + [3, 24, 96, 384, 1536]:
+        for tp in (1, 2, 4, 8):
+            for ep in [e for e in (1, 2, 4, 8, 16, 32, 64, 128, 256) if experts % e == 0]:
+                for etp in (1, 2, 4, 8):
+                    (m, _, _, local), _ = moe.expert_gemms(model, tokens, tp, moe.ExpertLayout(ep, etp))
+                    per_copy = m * local / etp / (tokens / tp * k)
+                    assert per_copy >= floor * (1 - 1e-12), (tokens, tp, ep, etp)
+
+
+
+def test_routed_rows_floor_is_nearly_reached():
+    """By hand: 16 experts, top 1, 23 tokens on one GPU: 23 / 16 = 1.44 rows per expert, rounded to 1, so
+    the experts run 16 rows for 23 token copies, 0.696 of them: the 2/3 is close to what rounding can
+    take, not a loose constant."""
+    from costmodel import moe
+
+    model = replace(loading.load_model_spec("mixtral-8x7b").to_model(),
+                    moe=cm.Moe(num_experts=16, experts_per_token=1, ffn_hidden_size=1024))
+    (m, _, _, local), _ = moe.expert_gemms(model, 23, 1, moe.ExpertLayout())
+    assert (m, local) == (1, 16)
+    assert step.routed_expert_rows_floor(model, 23) == pytest.approx(23 * 2 / 3)
+    assert 23 * 2 / 3 < 16 < 23 * 0.7
 
 
 @pytest.mark.parametrize("case", CASES[1:2] + NEW_DIMENSIONS + [("deepseek-v3", "dgx-h100", 1024, 1024)],
