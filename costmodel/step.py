@@ -11,11 +11,11 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from . import compute, dataparallel, dollars, lowp, memory, overlap, pipeline, topology
-from .flops import (embedding_parameters, hardware_flops_per_step, layer_representatives, mlp_matrices,
-                    model_flops_per_step)
+from .flops import (attention_keys_per_query, embedding_parameters, hardware_flops_per_step, layer_attention_flops,
+                    layer_kind_counts, mlp_matrices, model_flops_per_step)
 from .pipeline import chunk_layers
 from .stage import StageCost, layer_mix, stage_cost, stage_kernels
-from .types import Cluster, Efficiency, Model, Plan
+from .types import ATTENTION_KERNELS, Cluster, Efficiency, Model, Plan
 
 TIME_PARTS = ("compute", "recompute", "tp_comm", "cp_comm", "ep_comm", "moe_sync", "pp_comm", "offload", "pp_bubble",
               "dp_comm_exposed", "optimizer", "overhead")
@@ -418,15 +418,14 @@ def step_seconds_floor(model: Model, cluster: Cluster, global_batch_size: int, e
 
     Every plan runs, for each of the global batch's gbs x s tokens, each layer's weight GEMMs forward
     and twice backward (compute.layer_times: backward = 2 x the forward GEMMs); counted here are only
-    those of the cheapest layer kind that no plan can shrink: the attention projections and the dense
-    MLP, or an MoE layer's shared and routed experts (routed_expert_rows_floor). A TP rank gets
+    those no plan can shrink, layer by layer: the attention projections and the dense MLP, or an MoE
+    layer's shared and routed experts (routed_expert_rows_floor). A TP rank gets
     floor(width / tp) of a split dimension, so each GEMM is counted at
-    n x k - (d - 1) x max(n, k) for d the NVLink domain size (TP stays inside it). The work is shared
-    over all GPUs, and the pipeline flush is at least the slowest stage's m micro-batches
-    (pipeline.pipeline_seconds) with at least L / pp layers; no GEMM runs faster than
-    compute.gemm_seconds' best rate, the sustained peak x min(1, large-GEMM fraction x efficiency
-    scales), the fastest over `precisions`. The rest of the step (attention, elementwise work,
-    communication, bubble) is >= 0 and left out.
+    n x k - (d - 1) x max(n, k) for d the NVLink domain size (TP stays inside it). No GEMM runs faster
+    than compute.gemm_seconds' best rate, the sustained peak x min(1, large-GEMM fraction x efficiency
+    scales), the fastest over `precisions`. Each layer also runs its attention core (attention_seconds_floor).
+    The work is shared over all GPUs; the rest of the step (elementwise work, communication, bubble) is >= 0
+    and left out.
     """
     eff = compute.scale_matmul_efficiency(eff or Efficiency(), cluster.matmul_efficiency_scale)
     d = topology.domain_size(cluster)
@@ -448,11 +447,39 @@ def step_seconds_floor(model: Model, cluster: Cluster, global_batch_size: int, e
             return 3.0 * (sum(gemm_flops(*g) for g in gemms) + routed)
         return 3.0 * sum(gemm_flops(*g) for g in gemms)
 
-    work = model.num_layers * min(layer_flops(rep) for rep in set(layer_representatives(model)))
-    rate = max(compute.sustained_flops_per_second(cluster.gpu, p)
-               * min(1.0, compute.large_gemm_fraction(cluster.gpu, p, eff) * eff.matmul_efficiency_scale)
-               for p in precisions)
-    return work / (cluster.num_gpus * rate)
+    rate = max(gemm_rate_ceiling(cluster.gpu, p, eff) for p in precisions)
+
+    def layer_seconds(index: int) -> float:
+        return layer_flops(index) / rate + attention_seconds_floor(model, cluster.gpu, eff, index, global_batch_size)
+
+    return sum(n * layer_seconds(rep) for rep, n in layer_kind_counts(model)) / cluster.num_gpus
+
+
+def gemm_rate_ceiling(gpu, precision: str, eff: Efficiency) -> float:
+    """The fastest compute.gemm_seconds runs any GEMM in `precision` (FLOP/s): the sustained peak x min(1,
+    large-GEMM fraction x efficiency scale), the shape factor at most 1."""
+    fraction = compute.large_gemm_fraction(gpu, precision, eff) * eff.matmul_efficiency_scale
+    return compute.sustained_flops_per_second(gpu, precision) * min(1.0, fraction)
+
+
+def attention_seconds_floor(model: Model, gpu, eff: Efficiency, index: int, batch: int) -> float:
+    """Fewest seconds the cost model gives layer `index`'s attention core, forward and backward, for `batch`
+    sequences, whatever the plan (compute.attention_core_seconds, compute.layer_times). Unfused: two GEMMs
+    over the whole s x s square (flops.layer_attention_flops, full), at no more than the 16-bit GEMM
+    ceiling, and a backward twice the forward: 3 x those FLOPs at that rate. Fused: the causal FLOPs (the
+    kernel skips masked blocks and, in a local layer, those outside the window) at the kernel's fraction for
+    the longest block it can work on (s / cp for a global layer, at most the window for a local one;
+    compute.flash_attention_fraction grows with it; the better kernel), times the part's measured rate scale
+    and the FP8 speedup, each the larger of forward and backward, and a backward 2.5 x the forward: 3.5 x the
+    causal FLOPs at that rate. The smaller of the two."""
+    s = model.seq_length
+    span = s if attention_keys_per_query(model, index, causal=True) >= s / 2 else min(s, model.attention_window)
+    fused = max(compute.flash_attention_fraction(span, eff, gpu.generation, kernel) for kernel in ATTENTION_KERNELS)
+    fused *= max(compute.attention_rate_scale(gpu, eff)) * max(1.0, *compute.fp8_attention_speedup(gpu, eff))
+    fused_seconds = 3.5 * layer_attention_flops(model, batch, index, causal=True) / (
+        compute.sustained_flops_per_second(gpu, "bf16") * fused)
+    unfused_seconds = 3.0 * layer_attention_flops(model, batch) / gemm_rate_ceiling(gpu, "bf16", eff)
+    return min(fused_seconds, unfused_seconds)
 
 
 def routed_expert_rows_floor(model: Model, tokens: int) -> float:

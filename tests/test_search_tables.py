@@ -411,8 +411,9 @@ def test_lower_bound_holds_with_context_parallel_exchanges():
     assert dropped > 0
 
 
-# DeepSeek-V3: MLA, shared experts, dense first layers, MTP
-FLOOR_CASES = CASES + NEW_DIMENSIONS + [("deepseek-v3", "dgx-h100", 256, 1024)]
+# DeepSeek-V3: MLA, shared experts, dense first layers, MTP; gpt-oss: every other layer windowed to 128 tokens
+FLOOR_CASES = CASES + NEW_DIMENSIONS + [("deepseek-v3", "dgx-h100", 256, 1024),
+                                        ("gpt-oss-120b", "gb200-nvl72", 64, 256)]
 
 
 @pytest.mark.parametrize("case", FLOOR_CASES, ids=[c[0] for c in FLOOR_CASES])
@@ -429,6 +430,23 @@ def test_step_floor_is_below_every_plan(case):
         worst = max(worst, floor / seconds)
     print(f"{case[0]}: floor {floor:.3f} s, at most {worst:.2f} of a sampled plan's step")
     assert worst > 0.2  # a floor near zero would prune nothing
+
+
+def test_step_floor_counts_attention_at_long_context(monkeypatch):
+    """At 64k tokens (attention most of a layer's work) the floor stays under every sampled plan, context
+    parallel ones included, and within 2x of the best sampled one: its attention term is what keeps it there
+    (without it the weight GEMMs alone are under a fifth of that plan's step)."""
+    spec = make_spec("llama3-8b", "dgx-h100", 64, 32, precisions=("bf16", "fp8"))
+    spec = replace(spec, model=replace(spec.model, seq_length=65536))
+
+    def floor() -> float:
+        return step.step_seconds_floor(spec.model, spec.cluster, spec.global_batch_size, precisions=("bf16", "fp8"))
+
+    steps = [step.estimate(spec.model, spec.cluster, plan_for(spec, lay, k)).step_time_seconds
+             for lay, k in sampled(build_space(spec), random.Random(29), SAMPLES)]
+    assert 0 < floor() <= min(steps) < 2 * floor()
+    monkeypatch.setattr(step, "attention_seconds_floor", lambda *args: 0.0)
+    assert floor() < 0.2 * min(steps)
 
 
 @pytest.mark.parametrize("experts, k, capacity",
