@@ -411,9 +411,11 @@ def test_lower_bound_holds_with_context_parallel_exchanges():
     assert dropped > 0
 
 
-# DeepSeek-V3: MLA, shared experts, dense first layers, MTP; gpt-oss: every other layer windowed to 128 tokens
+# DeepSeek-V3: MLA, shared experts, dense first layers, MTP; gpt-oss: every other layer windowed to 128 tokens;
+# Llama 4 Maverick: MoE every other layer, top-1 routing with a shared expert
 FLOOR_CASES = CASES + NEW_DIMENSIONS + [("deepseek-v3", "dgx-h100", 256, 1024),
-                                        ("gpt-oss-120b", "gb200-nvl72", 64, 256)]
+                                        ("gpt-oss-120b", "gb200-nvl72", 64, 256),
+                                        ("llama4-maverick", "dgx-h100", 256, 1024)]
 
 
 @pytest.mark.parametrize("case", FLOOR_CASES, ids=[c[0] for c in FLOOR_CASES])
