@@ -9,13 +9,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
+from math import inf
 
 from . import compute, dataparallel, dollars, lowp, memory, overlap, pipeline, topology
-from .flops import (attention_keys_per_query, embedding_parameters, hardware_flops_per_step, layer_attention_flops,
-                    layer_kind_counts, mlp_matrices, model_flops_per_step)
+from .flops import (
+    attention_keys_per_query,
+    embedding_parameters,
+    hardware_flops_per_step,
+    layer_attention_flops,
+    layer_kind_counts,
+    mlp_matrices,
+    model_flops_per_step,
+)
 from .pipeline import chunk_layers
 from .stage import StageCost, layer_mix, stage_cost, stage_kernels
-from .types import ATTENTION_KERNELS, Cluster, Efficiency, Model, Plan
+from .types import ATTENTION_KERNELS, Cluster, Efficiency, Gpu, Model, Plan
 
 TIME_PARTS = ("compute", "recompute", "tp_comm", "cp_comm", "ep_comm", "moe_sync", "pp_comm", "offload", "pp_bubble",
               "dp_comm_exposed", "optimizer", "overhead")
@@ -419,9 +427,9 @@ def step_seconds_floor(model: Model, cluster: Cluster, global_batch_size: int, e
     Every plan runs, for each of the global batch's gbs x s tokens, each layer's weight GEMMs forward
     and twice backward (compute.layer_times: backward = 2 x the forward GEMMs); counted here are only
     those no plan can shrink, layer by layer: the attention projections and the dense MLP, or an MoE
-    layer's shared and routed experts (routed_expert_rows_floor). A TP rank gets
-    floor(width / tp) of a split dimension, so each GEMM is counted at
-    n x k - (d - 1) x max(n, k) for d the NVLink domain size (TP stays inside it). No GEMM runs faster
+    layer's shared and routed experts (routed_expert_rows_floor). A TP rank gets floor(width / tp) of a
+    split dimension, so each GEMM is counted at n x k - (d - 1) x max(n, k) for d the NVLink domain size
+    (TP stays inside it). No GEMM runs faster
     than compute.gemm_seconds' best rate, the sustained peak x min(1, large-GEMM fraction x efficiency
     scales), the fastest over `precisions`. Each layer also runs its attention core (attention_seconds_floor).
     The work is shared over all GPUs; the rest of the step (elementwise work, communication, bubble) is >= 0
@@ -441,7 +449,7 @@ def step_seconds_floor(model: Model, cluster: Cluster, global_batch_size: int, e
         else:
             if model.moe.shared_ffn_hidden_size:
                 gemms += compute.mlp_gemms(model, tokens, 1, model.moe.shared_ffn_hidden_size)
-            f = model.moe.ffn_hidden_size  # etp divides it (rules.check_moe): no rank loses a column
+            f = model.moe.ffn_hidden_size  # etp divides it (rules._expert_rules): no rank loses a column
             rows = routed_expert_rows_floor(model, tokens)
             routed = 2.0 * rows * model.hidden_size * f * mlp_matrices(model)
             return 3.0 * (sum(gemm_flops(*g) for g in gemms) + routed)
@@ -455,14 +463,14 @@ def step_seconds_floor(model: Model, cluster: Cluster, global_batch_size: int, e
     return sum(n * layer_seconds(rep) for rep, n in layer_kind_counts(model)) / cluster.num_gpus
 
 
-def gemm_rate_ceiling(gpu, precision: str, eff: Efficiency) -> float:
+def gemm_rate_ceiling(gpu: Gpu, precision: str, eff: Efficiency) -> float:
     """The fastest compute.gemm_seconds runs any GEMM in `precision` (FLOP/s): the sustained peak x min(1,
     large-GEMM fraction x efficiency scale), the shape factor at most 1."""
     fraction = compute.large_gemm_fraction(gpu, precision, eff) * eff.matmul_efficiency_scale
     return compute.sustained_flops_per_second(gpu, precision) * min(1.0, fraction)
 
 
-def attention_seconds_floor(model: Model, gpu, eff: Efficiency, index: int, batch: int) -> float:
+def attention_seconds_floor(model: Model, gpu: Gpu, eff: Efficiency, index: int, batch: int) -> float:
     """Fewest seconds the cost model gives layer `index`'s attention core, forward and backward, for `batch`
     sequences, whatever the plan (compute.attention_core_seconds, compute.layer_times). Unfused: two GEMMs
     over the whole s x s square (flops.layer_attention_flops, full), at no more than the 16-bit GEMM
@@ -476,8 +484,9 @@ def attention_seconds_floor(model: Model, gpu, eff: Efficiency, index: int, batc
     span = s if attention_keys_per_query(model, index, causal=True) >= s / 2 else min(s, model.attention_window)
     fused = max(compute.flash_attention_fraction(span, eff, gpu.generation, kernel) for kernel in ATTENTION_KERNELS)
     fused *= max(compute.attention_rate_scale(gpu, eff)) * max(1.0, *compute.fp8_attention_speedup(gpu, eff))
-    fused_seconds = 3.5 * layer_attention_flops(model, batch, index, causal=True) / (
-        compute.sustained_flops_per_second(gpu, "bf16") * fused)
+    fused_rate = compute.sustained_flops_per_second(gpu, "bf16") * fused
+    causal = layer_attention_flops(model, batch, index, causal=True)
+    fused_seconds = 3.5 * causal / fused_rate if fused_rate > 0 else inf
     unfused_seconds = 3.0 * layer_attention_flops(model, batch) / gemm_rate_ceiling(gpu, "bf16", eff)
     return min(fused_seconds, unfused_seconds)
 
