@@ -158,9 +158,8 @@ def attention_core_seconds(
     per_head = (q_width(model) + value_width(model)) / model.num_attention_heads  # qk + v dims
     attn_precision = "fp32" if precision == "fp32" else "bf16"
     if flash:
-        keys = attention_keys_per_query(model, index, causal=True)
-        flops = 2.0 * (s / cp) * keys * per_head
-        span = s / cp if keys >= s / 2 else min(s / cp, model.attention_window)
+        flops = 2.0 * (s / cp) * attention_keys_per_query(model, index, causal=True) * per_head
+        span = attention_block_span(model, index, cp)
         return batch * heads * flops / (sustained_flops_per_second(gpu, attn_precision)
                                         * flash_attention_fraction(span, eff, gpu.generation, kernel))
     qk = q_width(model) // model.num_attention_heads
@@ -168,6 +167,16 @@ def attention_core_seconds(
     scores = gemm_seconds(s // cp, s, qk, gpu, attn_precision, eff)
     values = gemm_seconds(s // cp, d_v, s, gpu, attn_precision, eff)
     return batch * heads * (scores + values)
+
+
+def attention_block_span(model: Model, index: int = -1, cp: int = 1) -> float:
+    """Length of the blocks a fused attention kernel works on in layer `index` (what its achieved fraction
+    grows with, flash_attention_fraction): the GPU's s/cp queries for a global layer, at most the window for
+    a local one."""
+    s = model.seq_length
+    if attention_keys_per_query(model, index, causal=True) >= s / 2:
+        return s / cp
+    return min(s / cp, model.attention_window)
 
 
 def flash_attention_fraction(seq_length: int, eff: Efficiency, generation: str = "", kernel: str = "cudnn") -> float:

@@ -13,12 +13,11 @@ from math import inf
 
 from . import compute, dataparallel, dollars, lowp, memory, overlap, pipeline, topology
 from .flops import (
-    attention_keys_per_query,
     embedding_parameters,
+    expert_parameters,
     hardware_flops_per_step,
     layer_attention_flops,
     layer_kind_counts,
-    mlp_matrices,
     model_flops_per_step,
 )
 from .pipeline import chunk_layers
@@ -429,11 +428,10 @@ def step_seconds_floor(model: Model, cluster: Cluster, global_batch_size: int, e
     those no plan can shrink, layer by layer: the attention projections and the dense MLP, or an MoE
     layer's shared and routed experts (routed_expert_rows_floor). A TP rank gets floor(width / tp) of a
     split dimension, so each GEMM is counted at n x k - (d - 1) x max(n, k) for d the NVLink domain size
-    (TP stays inside it). No GEMM runs faster
-    than compute.gemm_seconds' best rate, the sustained peak x min(1, large-GEMM fraction x efficiency
-    scales), the fastest over `precisions`. Each layer also runs its attention core (attention_seconds_floor).
-    The work is shared over all GPUs; the rest of the step (elementwise work, communication, bubble) is >= 0
-    and left out.
+    (TP stays inside it). No GEMM runs faster than compute.gemm_seconds' best rate, the sustained peak x
+    min(1, large-GEMM fraction x efficiency scales), the fastest over `precisions`. Each layer also runs its
+    attention core (attention_seconds_floor). The work is shared over all GPUs; the rest of the step
+    (elementwise work, communication, bubble) is >= 0 and left out.
     """
     eff = compute.scale_matmul_efficiency(eff or Efficiency(), cluster.matmul_efficiency_scale)
     d = topology.domain_size(cluster)
@@ -443,17 +441,15 @@ def step_seconds_floor(model: Model, cluster: Cluster, global_batch_size: int, e
         return 2.0 * m * count * max(0, n * k - (d - 1) * max(n, k))
 
     def layer_flops(index: int) -> float:  # fused shapes: separate ones (Plan.projections) split the same FLOPs
-        gemms = compute.attention_gemms(model, tokens, 1)
+        gemms, routed = compute.attention_gemms(model, tokens, 1), 0.0
         if not model.is_moe_layer(index):
             gemms += compute.mlp_gemms(model, tokens, 1, model.ffn)
         else:
             if model.moe.shared_ffn_hidden_size:
                 gemms += compute.mlp_gemms(model, tokens, 1, model.moe.shared_ffn_hidden_size)
-            f = model.moe.ffn_hidden_size  # etp divides it (rules._expert_rules): no rank loses a column
-            rows = routed_expert_rows_floor(model, tokens)
-            routed = 2.0 * rows * model.hidden_size * f * mlp_matrices(model)
-            return 3.0 * (sum(gemm_flops(*g) for g in gemms) + routed)
-        return 3.0 * sum(gemm_flops(*g) for g in gemms)
+            # etp divides the expert width (rules._expert_rules): no rank loses a column
+            routed = 2.0 * routed_expert_rows_floor(model, tokens) * expert_parameters(model)
+        return 3.0 * (sum(gemm_flops(*g) for g in gemms) + routed)
 
     rate = max(gemm_rate_ceiling(cluster.gpu, p, eff) for p in precisions)
 
@@ -480,8 +476,7 @@ def attention_seconds_floor(model: Model, gpu: Gpu, eff: Efficiency, index: int,
     compute.flash_attention_fraction grows with it; the better kernel), times the part's measured rate scale
     and the FP8 speedup, each the larger of forward and backward, and a backward 2.5 x the forward: 3.5 x the
     causal FLOPs at that rate. The smaller of the two."""
-    s = model.seq_length
-    span = s if attention_keys_per_query(model, index, causal=True) >= s / 2 else min(s, model.attention_window)
+    span = compute.attention_block_span(model, index)  # the longest: cp 1
     fused = max(compute.flash_attention_fraction(span, eff, gpu.generation, kernel) for kernel in ATTENTION_KERNELS)
     fused *= max(compute.attention_rate_scale(gpu, eff)) * max(1.0, *compute.fp8_attention_speedup(gpu, eff))
     fused_rate = compute.sustained_flops_per_second(gpu, "bf16") * fused

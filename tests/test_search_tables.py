@@ -12,7 +12,7 @@ from dataclasses import replace
 
 import pytest
 
-from costmodel import step
+from costmodel import moe, step
 from costmodel import types as cm
 from costmodel.stage import stage_kernels
 from planner.inputs import loading
@@ -451,6 +451,12 @@ def test_step_floor_counts_attention_at_long_context(monkeypatch):
     assert floor() < 0.2 * min(steps)
 
 
+def routed_model(experts: int, k: int, capacity: float = 0.0) -> cm.Model:
+    """Mixtral 8x7B with other routed experts (1024 wide)."""
+    routed = cm.Moe(num_experts=experts, experts_per_token=k, ffn_hidden_size=1024, capacity_factor=capacity)
+    return replace(loading.load_model_spec("mixtral-8x7b").to_model(), moe=routed)
+
+
 @pytest.mark.parametrize("experts, k, capacity",
                          [(256, 8, 0.0), (8, 2, 0.0), (128, 1, 0.0), (64, 6, 0.5), (16, 4, 1.25)])
 def test_routed_rows_floor_is_below_every_layout(experts, k, capacity):
@@ -458,10 +464,7 @@ def test_routed_rows_floor_is_below_every_layout(experts, k, capacity):
     (rounded, at least one): per token, what a GPU's experts run (its rows per local expert x local
     experts, over etp for the etp-split widths) never drops under the floor's k x row factor x 2/3,
     over tokens per micro-batch from 1 to 2^16, tp up to 8, every ep dividing the experts, etp up to 8."""
-    from costmodel import moe
-
-    routed = cm.Moe(num_experts=experts, experts_per_token=k, ffn_hidden_size=1024, capacity_factor=capacity)
-    model = replace(loading.load_model_spec("mixtral-8x7b").to_model(), moe=routed)
+    model = routed_model(experts, k, capacity)
     floor = step.routed_expert_rows_floor(model, 1) / k  # rows per token copy
     for tokens in [2 ** e for e in range(17)] + [3, 24, 96, 384, 1536]:
         for tp in (1, 2, 4, 8):
@@ -472,15 +475,11 @@ def test_routed_rows_floor_is_below_every_layout(experts, k, capacity):
                     assert per_copy >= floor * (1 - 1e-12), (tokens, tp, ep, etp)
 
 
-
 def test_routed_rows_floor_is_nearly_reached():
     """By hand: 16 experts, top 1, 23 tokens on one GPU: 23 / 16 = 1.44 rows per expert, rounded to 1, so
     the experts run 16 rows for 23 token copies, 0.696 of them: the 2/3 is close to what rounding can
     take, not a loose constant."""
-    from costmodel import moe
-
-    model = replace(loading.load_model_spec("mixtral-8x7b").to_model(),
-                    moe=cm.Moe(num_experts=16, experts_per_token=1, ffn_hidden_size=1024))
+    model = routed_model(16, 1)
     (m, _, _, local), _ = moe.expert_gemms(model, 23, 1, moe.ExpertLayout())
     assert (m, local) == (1, 16)
     assert step.routed_expert_rows_floor(model, 23) == pytest.approx(23 * 2 / 3)

@@ -201,6 +201,10 @@ def min_gpus_for_states(model: ModelSpec, gpu: GpuSpec) -> int:
     return max(1, math.ceil(need / (gpu.memory_gib * 2**30)))
 
 
+# What step.step_seconds_floor counts, for the notes that name it.
+FLOOR_TERMS = "weight GEMMs and attention at their best rates"
+
+
 def min_gpus_for_deadline(model: ModelSpec, off: Offering, tokens: float, deadline_days: float | None,
                           wi: WhatIf | None = None) -> int:
     """Fewest GPUs that could finish `tokens` by the deadline at the cost model's step floor
@@ -342,8 +346,7 @@ def scan(model: ModelSpec, offerings: list[Offering], max_gpus: int, tokens: flo
             too_slow = [c for c in shape_counts(model, off, max_gpus, fine, 1) if c < counts[0]]
             if too_slow:
                 notes.append(f"{off.gpu.name} ({off.spec.name}-like) at {count_range(too_slow)} GPUs: not searched; "
-                             "even at its step floor (weight GEMMs and attention at their best rates) it needs more "
-                             f"than {deadline_days:g} days")
+                             f"even at its step floor ({FLOOR_TERMS}) it needs more than {deadline_days:g} days")
             floors = {c: Floor.of(model, off, c, tokens, wi) for c in counts}
             beaten = {c: dominator(options, floors[c]) for c in counts} if prune else {}
             pruned = [c for c in counts if beaten.get(c)]
@@ -367,7 +370,7 @@ def count_range(counts: list[int]) -> str:
 
 def pruned_note(off: Offering, counts: list[int], floor: Floor, by: Option) -> str:
     return (f"{off.gpu.name} ({off.spec.name}-like) at {count_range(counts)} GPUs: not searched; "
-            f"at {counts[-1]} GPUs even its step floor (weight GEMMs and attention at their best rates) takes "
+            f"at {counts[-1]} GPUs even its step floor ({FLOOR_TERMS}) takes "
             f"{floor.days:.1f} days and ${floor.usd:,.0f}, and "
             f"{by.offering.name} x {by.num_gpus} is faster and cheaper ({by.days:.1f} days, ${by.usd:,.0f})")
 
