@@ -25,6 +25,7 @@ class ExpertLayout:
     ep: int = 1
     etp: int = 1
     imbalance: float = 1.0  # busiest rank's routed rows over the balanced share
+    prologue: bool = False  # the activation's eager prologue runs (Plan.moe_act_prologue, prologue_bytes)
 
 
 def row_factor(model, layout: ExpertLayout) -> float:
@@ -67,13 +68,15 @@ def mlp_work(model, tokens: int, tp: int, layout: ExpertLayout) -> Work:
     shared experts as a TP-split dense MLP. Elementwise bytes: router logits in fp32 (write, then
     softmax/top-k read and write, 12 B per logit), the permutation (read h, write k copies) and its
     inverse (read k copies, write h) in 16-bit, the expert activation (gated: read 2f, write f) on the
-    routed rows, the shared experts' activation. Casts: the routed rows' inputs to up and down."""
+    routed rows and its prologue where it runs (prologue_bytes), the shared experts' activation. Casts: the
+    routed rows' inputs to up and down."""
     moe, h = model.moe, model.hidden_size
     own = tokens / tp
     rows = routed_rows(model, tokens, tp, layout)
     f = moe.ffn_hidden_size / layout.etp
     acts = (3 if model.gated_mlp else 2) * f
-    moved = 12.0 * own * moe.num_experts + 2.0 * 2.0 * own * h * (1 + moe.experts_per_token) + 2.0 * rows * acts
+    moved = (12.0 * own * moe.num_experts + 2.0 * 2.0 * own * h * (1 + moe.experts_per_token) + 2.0 * rows * acts
+             + prologue_bytes(model, tokens, tp, layout))
     gemms = [(max(1, round(own)), moe.num_experts, h, 1)] + expert_gemms(model, tokens, tp, layout)
     up = (mlp_matrices(model) - 1) * f
     cast_in, cast_grad = rows * (h + f), rows * (up + h)
@@ -97,9 +100,25 @@ def shared_work(model, tokens: int, tp: int) -> Work:
 
 def activation_function_bytes(model, tokens: int, tp: int, layout: ExpertLayout) -> float:
     """16-bit HBM bytes of the experts' activation function on this GPU's routed rows (gated: read
-    gate and up, write the product; else read and write)."""
+    gate and up, write the product; else read and write), with its prologue where it runs."""
     f = model.moe.ffn_hidden_size / layout.etp
-    return 2.0 * routed_rows(model, tokens, tp, layout) * (3 if model.gated_mlp else 2) * f
+    rows = routed_rows(model, tokens, tp, layout)
+    return 2.0 * rows * (3 if model.gated_mlp else 2) * f + prologue_bytes(model, tokens, tp, layout)
+
+
+def prologue_bytes(model, tokens: int, tp: int, layout: ExpertLayout) -> float:
+    """Forward HBM bytes of the eager clamp before a fused gated activation (ExpertLayout.prologue, with a
+    clamp: Model.glu_clamp), on the fc1 output of this GPU's routed rows, n = rows x 2f elements in 16-bit.
+    Megatron-core's weighted_bias_quick_geglu_impl (fusions/fused_bias_geglu.py L424-432, core_v0.15.0 to
+    core_v0.19.0) splits the output into gate and up views, clamps each into a new tensor (read and write
+    n/2 each) and concatenates them (read n, write n): 4n elements, 8n bytes. Its backward (autograd's
+    clamp_backward: a where over comparison masks per half, then the split's concatenation of the two
+    gradients) moves about 15n, which the layer's rule for elementwise backward (twice the forward's bytes,
+    layer.layer_times) gives as 16n."""
+    if not (layout.prologue and model.glu_clamp and model.gated_mlp):
+        return 0.0
+    n = routed_rows(model, tokens, tp, layout) * 2 * model.moe.ffn_hidden_size / layout.etp
+    return 2.0 * 4 * n
 
 
 def dispatch_bytes(model, tokens: int, tp: int, layout: ExpertLayout, element_bytes: float = 2.0) -> float:
@@ -120,16 +139,21 @@ def activation_terms(model, tokens: int, tp: int, layout: ExpertLayout, recomput
     module), the experts' outputs before the weighted combine (tokens/tp x k x h), and the shared
     experts' intermediates, TP-split (replayed instead under `recompute_shared`, Megatron's
     shared_experts module, which checkpoints the shared experts' forward and so keeps only their input,
-    the norm's output). Counted like Korthikanti eq. 1's MLP term, per routed row instead of per token."""
+    the norm's output). Counted like Korthikanti eq. 1's MLP term, per routed row instead of per token.
+    With the activation's clamp prologue (prologue_bytes) the clamps keep the fc1 output for their
+    backward and the fused activation its clamped copy, as large: moe_act twice, unless replayed (Megatron
+    checkpoints the whole activation function, prologue included, and keeps only its input)."""
     moe, h = model.moe, model.hidden_size
     own = tokens / tp
     rows = routed_rows(model, tokens, tp, layout)
     g = gemm_input_bytes
     f = moe.ffn_hidden_size / layout.etp
     shared = ((4.0 if model.gated_mlp else 2.0) + g) * tokens * moe.shared_ffn_hidden_size / tp
+    fc1_out = rows * 2.0 * (2 if model.gated_mlp else 1) * f
+    clamped = fc1_out if prologue_bytes(model, tokens, tp, layout) and not recompute_act else 0.0
     return {"router_probs": 4.0 * own * moe.num_experts,
             "expert_fc1": rows * g * h,
-            "moe_act": rows * 2.0 * (2 if model.gated_mlp else 1) * f,
+            "moe_act": fc1_out + clamped,
             "expert_fc2": 0.0 if recompute_act else rows * g * f,
             "expert_outputs": 2.0 * own * moe.experts_per_token * row_factor(model, layout) * h,
             "shared_experts": 0.0 if recompute_shared else shared}

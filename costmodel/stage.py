@@ -210,11 +210,12 @@ def activation_args(plan: Plan, recompute: str, imbalance: float) -> tuple:
     cached_layer_terms take them after the model and the layers: micro-batch, tp, sequence parallel,
     `recompute`, flash attention, element bytes, cp, ep, etp, `imbalance` (Efficiency.moe_routing_imbalance:
     the busiest expert rank's routed rows), recompute modules, bytes of the saved GEMM inputs, K/V repeated to
-    the query heads (Plan.repeat_kv, saved at that width), sequence parallel's inputs saved gathered, and the
-    projections (which matmul outputs per-op recompute keeps)."""
+    the query heads (Plan.repeat_kv, saved at that width), sequence parallel's inputs saved gathered, the
+    projections (which matmul outputs per-op recompute keeps) and the experts' activation prologue (what its
+    clamps keep)."""
     return (plan.micro_batch_size, plan.tp, plan.sequence_parallel, recompute, plan.flash_attention,
             ACTIVATION_BYTES[plan.precision], plan.cp, plan.ep, plan.etp, imbalance, plan.recompute_modules,
-            saved_gemm_input_bytes(plan), plan.repeat_kv, plan.sp_gathered, plan.projections)
+            saved_gemm_input_bytes(plan), plan.repeat_kv, plan.sp_gathered, plan.projections, plan.moe_act_prologue)
 
 
 def layer_activation_terms(model: Model, plan: Plan, rep: int, recompute: str, imbalance: float = 1.0) -> dict:
@@ -226,13 +227,13 @@ def layer_activation_terms(model: Model, plan: Plan, rep: int, recompute: str, i
 def cached_layer_terms(model: Model, rep: int, batch: int, tp: int, sequence_parallel: bool, recompute: str,
                        flash: bool, element_bytes: int, cp: int, ep: int, etp: int, imbalance: float,
                        modules: tuple[str, ...], gemm_input_bytes: float, repeat_kv: bool,
-                       sp_gathered: bool, projections: str) -> tuple[tuple[str, float], ...]:
+                       sp_gathered: bool, projections: str, prologue: bool) -> tuple[tuple[str, float], ...]:
     """memory.layer_activation_terms from activation_args' fields."""
     if repeat_kv and not model.mla:
         model = _kv_repeated(model)
     return memory.layer_activation_terms(model, batch, tp, sequence_parallel, recompute, flash, element_bytes, rep,
-                                         cp, moe.ExpertLayout(ep, etp, imbalance), modules, gemm_input_bytes,
-                                         sp_gathered, projections)
+                                         cp, moe.ExpertLayout(ep, etp, imbalance, prologue), modules,
+                                         gemm_input_bytes, sp_gathered, projections)
 
 
 def layer_activations(model: Model, plan: Plan, rep: int, recompute: str, imbalance: float = 1.0) -> float:
@@ -267,13 +268,14 @@ def saved_gemm_input_bytes(plan: Plan) -> float:
 def mix_activation_terms(model: Model, mix: LayerMix, batch: int, tp: int, sequence_parallel: bool, recompute: str,
                          flash: bool, element_bytes: int, cp: int, ep: int, etp: int, imbalance: float,
                          modules: tuple[str, ...], gemm_input_bytes: float, repeat_kv: bool,
-                         sp_gathered: bool, projections: str) -> tuple[float, float]:
+                         sp_gathered: bool, projections: str, prologue: bool) -> tuple[float, float]:
     """(bytes one micro-batch leaves on the mix's layers, the largest layer re-materialised whole during
     backward under full recompute, else 0): layer_activations summed over the mix, and its max with
     nothing recomputed; the fields after the mix are activation_args'."""
     def one(rep: int, mode: str) -> float:  # memory.layer_activation_bytes: the terms summed in their order
         terms = cached_layer_terms(model, rep, batch, tp, sequence_parallel, mode, flash, element_bytes, cp, ep, etp,
-                                   imbalance, modules, gemm_input_bytes, repeat_kv, sp_gathered, projections)
+                                   imbalance, modules, gemm_input_bytes, repeat_kv, sp_gathered, projections,
+                                   prologue)
         return sum(b for _, b in terms)
 
     held = sum(n * one(rep, recompute) for rep, n in mix)
@@ -337,7 +339,7 @@ def boundary_activation_bytes(model: Model, plan: Plan) -> float:
 
 
 def expert_layout(plan: Plan, imbalance: float = 1.0) -> moe.ExpertLayout:
-    return moe.ExpertLayout(plan.ep, plan.etp, imbalance)
+    return moe.ExpertLayout(plan.ep, plan.etp, imbalance, plan.moe_act_prologue)
 
 
 @dataclass(frozen=True)
@@ -346,7 +348,7 @@ class StageKernels:
 
     Reads only plan.tp, cp, ep, etp, cp_comm, micro_batch_size, sequence_parallel, flash_attention,
     fused_elementwise, precision and its recipe and casts, fp8_attention, attention_kernel, ep_dispatch,
-    ep_dispatch_dtype, projections and rope_fusion (and the cluster), so the plan search
+    ep_dispatch_dtype, projections, rope_fusion and moe_act_prologue (and the cluster), so the plan search
     (planner/search/tables.py) reuses one per such combination."""
 
     eff: Efficiency  # with the cluster's matmul_efficiency_scale applied
@@ -525,13 +527,30 @@ def ep_exposed_seconds(model: Model, plan: Plan, k: StageKernels, eff: Efficienc
 
 
 def moe_sync_seconds(plan: Plan, eff: Efficiency, moe_layers: int) -> float:
-    """Per micro-batch, the stage's MoE layers waiting on the host (host_synced_dispatch): the fitted
-    Efficiency.moe_host_sync_seconds each per forward pass (moe_forward_passes: a replayed dispatch
-    waits again; the backward reuses the forward's split sizes); no token crosses a link in it, so it
-    is not ep_comm (an MoE layer syncs at ep 1 too)."""
-    if not host_synced_dispatch(plan):
-        return 0.0
-    return moe_layers * moe_forward_passes(plan) * eff.moe_host_sync_seconds
+    """Per micro-batch, the stage's MoE layers waiting on the host: the fitted Efficiency.moe_host_sync_seconds
+    each time one waits. The dispatcher waits per forward pass (host_synced_dispatch; moe_forward_passes: a
+    replayed dispatch waits again; the backward reuses the forward's split sizes), and the activation's
+    prologue once more per forward pass of the activation (activation_syncs). No token crosses a link in
+    it, so it is not ep_comm (an MoE layer syncs at ep 1 too)."""
+    waits = moe_forward_passes(plan) if host_synced_dispatch(plan) else 0
+    return moe_layers * (waits + activation_syncs(plan)) * eff.moe_host_sync_seconds
+
+
+def activation_syncs(plan: Plan) -> int:
+    """Times per micro-batch an MoE layer's expert activation waits on the host (Plan.moe_act_prologue): once
+    per forward pass of the activation, the replay of a recompute included (the whole layer's, the moe
+    module's or the moe_act module's, which checkpoints the activation function with its prologue).
+    Megatron-core's prologue makes its linear offset a GPU tensor with torch.tensor(value, device=...),
+    which copies from pageable host memory without non_blocking: PyTorch's copy_kernel_cuda then calls
+    memcpy_and_sync, a cudaMemcpyAsync followed by cudaStreamSynchronize (aten/src/ATen/native/cuda/Copy.cu,
+    c10/cuda/CUDAFunctions.h), so the host waits for every kernel queued before it, as the all-to-all
+    dispatcher's copy of its split sizes does; its cost is taken to be that wait's, the fitted
+    moe_host_sync_seconds (no published row isolates it). Inside a captured graph PyTorch refuses the copy
+    (an unpinned host tensor during capture), so a whole-iteration graph has none."""
+    if not plan.moe_act_prologue or plan.full_iteration_graph:
+        return 0
+    replayed = {"moe", "moe_act"} & set(plan.replayed_modules)
+    return context.passes(plan) + (1 if replayed else 0)
 
 
 def host_synced_dispatch(plan: Plan) -> bool:

@@ -154,6 +154,9 @@ class Model:
     # A learned logit per head that joins each softmax (gpt-oss's attention sinks). Not priced (one value
     # per head); framework rules read it (Transformer Engine runs it under CP only with a2a).
     attention_sinks: bool = False
+    # The gated MLP's clamp (gpt-oss: 7, the gate clamped above and the up projection on both sides; 0: none).
+    # Priced only where the stack clamps with eager ops before its fused activation (Plan.moe_act_prologue).
+    glu_clamp: float = 0.0
     # Launch details that cost nothing here, carried so that framework rules can refuse a stack that would
     # train another model: the norms' epsilon (0: unstated) and every n-th layer without RoPE (Llama 4's NoPE
     # layers; 0: none)
@@ -193,6 +196,12 @@ class Model:
         """A YaRN-scaled RoPE on multi-head or grouped-query attention (multi-latent attention's YaRN has kernels of
         its own): the RoPE a stack may have to apply as separate ops (planner/frameworks/megatron.py)."""
         return self.rope_scaling is not None and self.rope_scaling.kind == "yarn" and self.mla is None
+
+    @property
+    def biased_quick_geglu_experts(self) -> bool:
+        """Routed experts with a gated quick-GELU and linear biases (gpt-oss): the activation a stack may run
+        through a fused kernel with an eager prologue (Plan.moe_act_prologue; planner/frameworks/megatron.py)."""
+        return self.moe is not None and self.mlp == "quick_geglu" and self.linear_bias
 
     @property
     def gated_mlp(self) -> bool:
@@ -389,6 +398,12 @@ class Plan:
     # host (Efficiency.layer_overhead_seconds, stage.layer_overhead_seconds) and no host synchronisation
     # (stage.host_synced_dispatch).
     full_iteration_graph: bool = False
+    # The routed experts' activation runs Megatron-core's prologue to its fused quick-GEGLU
+    # (fusions/fused_bias_geglu.py weighted_bias_quick_geglu_impl, core_v0.15.0 to core_v0.19.0): the model's
+    # clamp as eager ops (moe.prologue_bytes) and the linear offset made a GPU tensor from a Python float at
+    # each call, a blocking copy that waits for the GPU (stage.moe_sync_seconds). Set by the framework rules
+    # (planner/frameworks), not searched.
+    moe_act_prologue: bool = False
     cp: int = 1  # context parallel: the sequence split over cp ranks (2 x cp load-balanced chunks)
     cp_comm: str = "p2p"  # how CP ranks exchange K/V (CP_COMMS)
     # What the pipeline runtime holds between stages besides the layers' activations: "freed"

@@ -431,7 +431,13 @@ def test_step_floor_is_below_every_plan(case):
         assert 0 < floor <= seconds, (lay, k)
         worst = max(worst, floor / seconds)
     print(f"{case[0]}: floor {floor:.3f} s, at most {worst:.2f} of a sampled plan's step")
-    assert worst > 0.2  # a floor near zero would prune nothing
+    assert worst > FLOOR_SHARE.get(case[0], 0.2)  # a floor near zero would prune nothing
+
+
+# gpt-oss's Megatron-LM plans wait on the host twice per MoE layer and micro-batch (the all-to-all dispatcher's
+# split sizes and the activation prologue's copy, Plan.moe_act_prologue), which a floor over every stack cannot
+# count: 0.197 of the best sampled plan since the prologue was priced (0.2-0.25 before)
+FLOOR_SHARE = {"gpt-oss-120b": 0.15}
 
 
 def test_step_floor_counts_attention_at_long_context(monkeypatch):

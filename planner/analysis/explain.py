@@ -12,7 +12,7 @@ PART_WORDS = {
 LAYOUT_KEYS = ("tp", "cp", "pp", "dp", "ep", "etp", "vpp", "zero_stage", "micro_batch_size", "recompute", "precision",
                "grad_dtype", "tp_comm_overlap", "ep_overlap", "ep_dispatch", "ep_dispatch_dtype", "moe_cuda_graphs",
                "optimizer_states", "lowp_param_gather", "cp_comm", "full_iteration_graph", "rank_order",
-               "offload_optimizer_states", "rope_fusion")
+               "offload_optimizer_states", "rope_fusion", "moe_act_prologue")
 
 
 def plan_differences(a: dict, b: dict) -> list[str]:
@@ -32,7 +32,8 @@ KEY_WORDS = {"zero_stage": "ZeRO", "micro_batch_size": "mbs", "grad_dtype": "gra
              "ep_overlap": "EP overlap", "ep_dispatch": "dispatch", "ep_dispatch_dtype": "dispatch in",
              "moe_cuda_graphs": "MoE CUDA graphs",
              "optimizer_states": "Adam states", "lowp_param_gather": "low-precision gathers", "cp_comm": "CP exchange",
-             "full_iteration_graph": "whole-iteration CUDA graph", "rope_fusion": "fused RoPE"}
+             "full_iteration_graph": "whole-iteration CUDA graph", "rope_fusion": "fused RoPE",
+             "moe_act_prologue": "expert activation prologue"}
 
 
 def _value(v) -> str:

@@ -133,6 +133,8 @@ class Plan(Strict):
     flash_attention: bool = d("fused (FlashAttention) attention")
     fused_elementwise: bool = d("fused elementwise kernels")
     rope_fusion: bool = d("RoPE applied by one fused kernel (false: eager ops, Megatron-LM's for YaRN without MLA)")
+    moe_act_prologue: bool = d("the experts' activation runs Megatron-core's fused quick-GEGLU prologue: the clamp as "
+                               "eager ops and a host wait per forward pass")
     fused_cross_entropy: bool = d("fused (vocab-parallel) cross entropy")
     zero3_gather_unit: Literal["layer", "tensor"] = d("ZeRO-3 all-gathers one layer at a time or one weight tensor")
     grad_reduce: Literal["reduce_scatter", "allreduce"] = d("how gradients are reduced under ZeRO")
@@ -262,7 +264,7 @@ class TimeBreakdown(Strict):
     cp_comm: float = d("context-parallel key/value exchanges attention does not hide")
     ep_comm: float = d("expert-parallel token dispatch and combine")
     moe_sync: float = d("MoE layers waiting on the host for their token counts (all but DeepEP with MoE CUDA graphs "
-                        "and whole-iteration graphs)")
+                        "and whole-iteration graphs), and for the experts' activation prologue (moe_act_prologue)")
     pp_comm: float = d("exposed pipeline p2p")
     offload: float = d("activation and optimizer-state copies to and from host memory that compute does not hide")
     pp_bubble: float = d("pipeline fill and drain")

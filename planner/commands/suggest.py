@@ -23,8 +23,8 @@ LAYOUT_FIX_KEYS = {"tp": "tp", "pp": "pp", "dp": "dp", "vpp": "vpp", "mbs": "mbs
 FIX_HELP = ("pin a choice (repeatable): tp, pp, dp, vpp, mbs, cp, ep, etp, or a knob by its plan field: zero_stage, "
             "recompute, sequence_parallel, precision, grad_dtype, weight_casts, zero3_reshard, tp_comm_overlap, "
             "cp_comm, ep_overlap, pipeline_buffers, attention_kernel, grad_sync, sp_gathered, ep_dispatch, "
-            "moe_cuda_graphs, overlap_dp_comm, offload_layers, tp_async_grad, projections, rope_fusion (short names: "
-            "zero, sp, grad, offl, ...)")
+            "moe_cuda_graphs, overlap_dp_comm, offload_layers, tp_async_grad, projections, rope_fusion, "
+            "moe_act_prologue (short names: zero, sp, grad, offl, ...)")
 
 
 def fix_keys() -> dict[str, str]:
@@ -38,7 +38,7 @@ def fix_keys() -> dict[str, str]:
 
 TRUE, FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 # --fix keys with a meaning only for an MoE model, and their dense value
-MOE_FIXES = {"ep": 1, "etp": 1, "epo": False, "epd": "alltoall", "mcg": False}
+MOE_FIXES = {"ep": 1, "etp": 1, "epo": False, "epd": "alltoall", "mcg": False, "actp": False}
 FRAMEWORK_CHOICES = ("any", "megatron", "deepspeed", "torchtitan")
 FIX_BOUNDS = {"tp": (1, L.MAX_DEGREE), "pp": (1, L.MAX_DEGREE), "dp": (1, L.MAX_DEGREE), "vpp": (1, L.MAX_LAYERS),
               "mbs": (1, L.MAX_BATCH), "zero": (0, 3), "cp": (1, L.MAX_DEGREE), "ep": (1, L.MAX_DEGREE),

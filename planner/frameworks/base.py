@@ -178,6 +178,9 @@ class Framework:
     # Whether the framework's code applies this model's RoPE as one fused kernel (Plan.rope_fusion): not a
     # choice but a fact of its code per model, so one value per framework and model in the search.
     rope_fusion: Callable[[cm.Model], bool] = lambda model: True
+    # Whether the framework's code runs this model's expert activation through an eager prologue that waits
+    # on the host (Plan.moe_act_prologue): a fact of its code per model, like rope_fusion.
+    act_prologue: Callable[[cm.Model], bool] = lambda model: False
 
     def knobs_for(self, plan: cm.Plan) -> Knobs:
         return self.knobs(plan.tp > 1, plan.pp > 1)

@@ -141,6 +141,34 @@ def rope_fusion(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     return None
 
 
+def runs_act_prologue(model: cm.Model) -> bool:
+    """Whether Megatron-LM runs the routed experts' activation through the prologue of its fused quick-GEGLU
+    (cm.Plan.moe_act_prologue): an MoE model with --quick-geglu and linear biases. argument_utils.py gives a
+    non-SwiGLU MLP bias_activation_fusion = bias_gelu_fusion, on unless --no-bias-gelu-fusion or without
+    --add-bias-linear (arguments.py L1605-1606); the experts' bias_act_func (moe/experts.py, and mlp.py for
+    SequentialMLP's experts) then calls weighted_bias_quick_geglu_impl (fusions/fused_bias_geglu.py, the same
+    at core_v0.15.0 to core_v0.19.0 and d98e8a64). Without biases the experts take the eager glu() path, whose
+    extra traffic is not priced."""
+    return model.biased_quick_geglu_experts
+
+
+def act_prologue(model: cm.Model, plan: cm.Plan) -> Optional[str]:
+    """A plan runs the experts' activation as Megatron-LM does for the model (runs_act_prologue); and the
+    prologue's blocking copy cannot be captured: PyTorch refuses a copy from unpinned host memory during
+    capture (aten/src/ATen/native/cuda/Copy.cu), so no whole-iteration graph with it (NVIDIA's graphed
+    gpt-oss recipes run Transformer Engine's fused grouped MLP instead, which planner does not price)."""
+    runs = runs_act_prologue(model)
+    if runs and plan.full_iteration_graph:
+        return ("Megatron-LM's fused quick-GEGLU copies its offset from the host at every call, which a "
+                "whole-iteration CUDA graph cannot capture (fused_bias_geglu.py): no --cuda-graph-impl full_iteration "
+                "for this model")
+    if plan.moe_act_prologue != runs:
+        return (f"Megatron-LM {'runs' if runs else 'does not run'} the experts' activation through its fused "
+                "quick-GEGLU's prologue for this model (moe_act_prologue must be "
+                f"{str(runs).lower()}; fused_bias_geglu.py)")
+    return None
+
+
 def activation(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     """arguments.py: GELU by default, --swiglu, --squared-relu, --quick-geglu; no plain GeGLU."""
     if model.mlp == "geglu":
@@ -721,6 +749,7 @@ FRAMEWORK = Framework(
     interleaving_rules=(interleaving_groups,),
     knobs=knobs,
     rope_fusion=runs_rope_fused,
+    act_prologue=runs_act_prologue,
     plan_rules=(distributed_optimizer_reduce, eager_loss, fp8_recipe, cpu_offloading, fine_grained_offloading,
                 lowp_param_gather,
                 moe_sequence_parallel, moe_expert_bias, padded_dispatch, fp8_dispatch, fused_experts, mtp_position,
@@ -728,7 +757,7 @@ FRAMEWORK = Framework(
                 attention_sinks, moe_cuda_graphs, full_iteration_graph, delayed_scaling_recompute, deepep_groups,
                 bf16_layers,
                 graphed_router_layernorm, precision_aware_optimizer, attention_backend, tp_overlap_quantizer,
-                tp_overlap_mla, rope_fusion),
+                tp_overlap_mla, rope_fusion, act_prologue),
     machine_rules=(MachineRule(("ep_dispatch", "ep_dispatch_dtype", "full_iteration_graph"), flex_dispatch_machine),
                    MachineRule(("tp_comm_overlap",), userbuffers_domain),
                    MachineRule(("tp_comm_overlap", "ep_overlap"), overlap_connections),

@@ -51,6 +51,17 @@ def rope_fusion_of(spec: PlanSpec, model: ModelSpec | None) -> bool:
     return model is None or not model.to_model().yarn_rope
 
 
+def moe_act_prologue_of(spec: PlanSpec, model: ModelSpec | None) -> bool:
+    """The plan's expert-activation prologue (cm.Plan.moe_act_prologue): as given, else as Megatron-LM, the one
+    stack planner launches such models with, runs it: for routed experts of a biased quick-GEGLU
+    (cm.Model.biased_quick_geglu_experts; planner/frameworks/megatron.py runs_act_prologue), except under a
+    whole-iteration CUDA graph, which cannot capture it: a graphed run took another path (Transformer Engine's
+    fused grouped MLP)."""
+    if spec.moe_act_prologue is not None:
+        return spec.moe_act_prologue
+    return model is not None and not spec.full_iteration_graph and model.to_model().biased_quick_geglu_experts
+
+
 def build_plan(spec: PlanSpec, model: ModelSpec, num_gpus: int) -> cm.Plan:
     """A cm.Plan from the spec; dp and the global batch are derived when not given."""
     dp = resolve_dp(spec, num_gpus)
@@ -61,7 +72,7 @@ def build_plan(spec: PlanSpec, model: ModelSpec, num_gpus: int) -> cm.Plan:
         grad_dtype=spec.grad_dtype or "", overlap_dp_comm=spec.overlap_dp_comm,
         overlap_pp_comm=spec.overlap_pp_comm,
         flash_attention=spec.flash_attention, fused_elementwise=spec.fused_elementwise,
-        rope_fusion=rope_fusion_of(spec, model),
+        rope_fusion=rope_fusion_of(spec, model), moe_act_prologue=moe_act_prologue_of(spec, model),
         fused_cross_entropy=spec.fused_cross_entropy, zero3_gather_unit=spec.zero3_gather_unit,
         grad_reduce=spec.grad_reduce,
         stage_layers=tuple(spec.stage_layers or ()),
@@ -106,7 +117,8 @@ def plan_to_dict(plan: cm.Plan) -> dict:
         "precision": plan.precision, "grad_dtype": plan.grad_comm_dtype,
         "overlap_dp_comm": plan.overlap_dp_comm, "overlap_pp_comm": plan.overlap_pp_comm,
         "flash_attention": plan.flash_attention, "fused_elementwise": plan.fused_elementwise,
-        "rope_fusion": plan.rope_fusion, "fused_cross_entropy": plan.fused_cross_entropy,
+        "rope_fusion": plan.rope_fusion, "moe_act_prologue": plan.moe_act_prologue,
+        "fused_cross_entropy": plan.fused_cross_entropy,
         "zero3_gather_unit": plan.zero3_gather_unit,
         "grad_reduce": plan.grad_reduce,
         "stage_layers": list(plan.stage_layers) or None,

@@ -166,8 +166,9 @@ class ModelSpec(Spec):
     num_kv_heads: Optional[count(L.MAX_HEADS)] = None
     ffn_hidden_size: Optional[count(4 * L.MAX_HIDDEN)] = None
     mlp: Literal[cm.MLPS] = "gelu"
-    # gpt-oss's gated MLP (launch-only, the cost model prices any gated MLP alike): (up + offset) x the
-    # activated gate, the gate clamped above and up on both sides at glu_clamp
+    # gpt-oss's gated MLP: (up + offset) x the activated gate, the gate clamped above and up on both sides
+    # at glu_clamp (the offset launch-only; the clamp priced where a stack runs it as eager ops,
+    # cm.Plan.moe_act_prologue)
     glu_linear_offset: quantity(1e3, positive=False) = 0.0
     glu_clamp: Optional[quantity(1e6)] = None
     attention_sinks: Flag = False  # a learned logit per head joins each softmax (gpt-oss)
@@ -243,7 +244,7 @@ class ModelSpec(Spec):
             moe=self.moe.to_moe() if self.moe else None, mla=self.mla.to_mla() if self.mla else None,
             mtp_layers=self.mtp_layers, attention_window=self.attention_window or 0,
             global_attention_every=self.global_attention_every, window_kind=self.window_kind,
-            qk_norm=self.qk_norm, attention_sinks=self.attention_sinks,
+            qk_norm=self.qk_norm, attention_sinks=self.attention_sinks, glu_clamp=self.glu_clamp or 0.0,
             norm_epsilon=self.norm_epsilon or 0.0, nope_every=self.nope_every,
         )
 
@@ -498,6 +499,9 @@ class PlanSpec(Spec):
     # RoPE as one fused kernel (costmodel Plan.rope_fusion); absent: as the model's stack applies it
     # (plans.rope_fusion_of)
     rope_fusion: Optional[Flag] = None
+    # The experts' activation runs Megatron-core's eager prologue, which waits on the host (costmodel
+    # Plan.moe_act_prologue); absent: as the model's stack runs it (plans.moe_act_prologue_of)
+    moe_act_prologue: Optional[Flag] = None
     fused_cross_entropy: Flag = True
     zero3_gather_unit: Literal["layer", "tensor"] = "layer"
     grad_reduce: Literal["reduce_scatter", "allreduce"] = "reduce_scatter"

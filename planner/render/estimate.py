@@ -102,6 +102,8 @@ def plan_label(plan: dict) -> str:
         parts.append("eager fp32 loss")
     if plan.get("rope_fusion") is False and plan.get("fused_elementwise", True):
         parts.append("RoPE unfused")
+    if plan.get("moe_act_prologue"):
+        parts.append("expert activation with its host-waiting prologue")
     if plan.get("optimizer_states") == "bf16":
         parts.append("bf16 Adam states")
     if plan.get("lowp_param_gather"):

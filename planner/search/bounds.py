@@ -17,7 +17,8 @@ the cost model, for a fixed layout and precision:
   * fused projections (the bounds' default, Plan.projections) are never slower than the same FLOPs split into
     narrower GEMMs (compute.gemm_seconds is subadditive in the output width: both its saturation and its
     memory terms), and a fused RoPE (the bounds' default, Plan.rope_fusion) never slower than an unfused one
-    (compute.unfused_rope_bytes >= 0).
+    (compute.unfused_rope_bytes >= 0), nor the experts' activation without its prologue (the bounds' default,
+    Plan.moe_act_prologue: moe.prologue_bytes >= 0, stage.activation_syncs >= 0).
 tests/test_search_tables.py checks these facts on random plans. Layouts are tabled in increasing
 bound order (a compute-only bound first, then the loose bound, then the tight one over the knobs
 that fit) until the next

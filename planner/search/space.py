@@ -80,6 +80,7 @@ class Knobs:
     tpa: bool = True  # the backward's TP collectives beside the GEMMs (Plan.tp_async_grad; one per framework)
     proj: str = "fused"  # the dense projections fused or separate GEMMs (Plan.projections; one per framework)
     rof: bool = True  # RoPE as one fused kernel (Plan.rope_fusion; one per framework and model)
+    actp: bool = False  # the experts' activation prologue (Plan.moe_act_prologue; one per framework and model)
 
     # The memory walk asks for these tens of thousands of times per search (planner/search/bounds.py);
     # cached on the instance (a frozen dataclass keeps its __dict__ writable for cached_property), they
@@ -93,9 +94,10 @@ class Knobs:
     def memory(self) -> tuple:
         """The knobs a plan's peak memory depends on (tables.LayoutTables.peak_memory): the model
         states', the activations' and the CP exchange's, and the EP overlap (its combined 1F1B warms up one
-        chunk more under an interleaved pipeline, memory.inflight_microbatches); not the TP overlap or the
-        attention kernel."""
-        return (*self.states, self.recompute, self.sp, self.cpc, self.pbuf, self.spg, self.offl, self.proj, self.epo)
+        chunk more under an interleaved pipeline, memory.inflight_microbatches), and the experts' activation
+        prologue (what its clamps keep); not the TP overlap or the attention kernel."""
+        return (*self.states, self.recompute, self.sp, self.cpc, self.pbuf, self.spg, self.offl, self.proj, self.epo,
+                self.actp)
 
 
 # Knobs field -> the cm.Plan field it sets: plan_for and knob_combinations both write a plan's knobs
@@ -105,7 +107,7 @@ PLAN_FIELDS = {"zero": "zero_stage", "recompute": "recompute", "sp": "sequence_p
                "cpc": "cp_comm", "epo": "ep_overlap", "pbuf": "pipeline_buffers", "attn": "attention_kernel",
                "gsync": "grad_sync", "spg": "sp_gathered", "epd": "ep_dispatch", "mcg": "moe_cuda_graphs",
                "dpo": "overlap_dp_comm", "offl": "offload_layers", "tpa": "tp_async_grad", "proj": "projections",
-               "rof": "rope_fusion"}
+               "rof": "rope_fusion", "actp": "moe_act_prologue"}
 
 
 def fixed_plan_fields(spec: "SearchSpec") -> dict[str, object]:
@@ -122,7 +124,8 @@ KNOB_CHOICES = {"recompute": cm.RECOMPUTE_MODES, "sp": (False, True), "precision
                 "grad": cm.GRAD_DTYPES, "casts": WEIGHT_CASTS, "reshard": (False, True), "tpo": (False, True),
                 "cpc": cm.CP_COMMS, "epo": (False, True), "pbuf": cm.PIPELINE_BUFFERS, "attn": cm.ATTENTION_KERNELS,
                 "gsync": cm.GRAD_SYNCS, "spg": (False, True), "epd": ("alltoall", "deepep"), "mcg": (False, True),
-                "dpo": (False, True), "tpa": (False, True), "proj": cm.PROJECTIONS, "rof": (False, True)}
+                "dpo": (False, True), "tpa": (False, True), "proj": cm.PROJECTIONS, "rof": (False, True),
+                "actp": (False, True)}
 
 
 @lru_cache(maxsize=4096)
@@ -464,6 +467,7 @@ def framework_knobs(spec: SearchSpec, name: str, probe: cm.Plan) -> list:
         tpa = ks.tp_async_grad.values[0] if tp > 1 else True  # one per framework; moot without TP
         proj = ks.projections.values[0]  # one per framework
         rof = fw.rope_fusion(spec.model)  # one per framework and model
+        actp = fw.act_prologue(spec.model)  # one per framework and model
         # the DP overlap where it runs, else the sync after the backward: the first value that passes
         dpos = tuple(v for v in sorted(ks.overlap_dp_comm.values, reverse=True)
                      if (spec.overlap_dp_comm or not v) and spec.fixed.get("dpo", v) == v)  # --no-overlap, --fix
@@ -475,7 +479,8 @@ def framework_knobs(spec: SearchSpec, name: str, probe: cm.Plan) -> list:
                  if plan_over(probe, {"precision": prec, "grad_dtype": g}).grad_comm_dtype in allowed]
         # offload counts other than 0: probed once, on a combination that runs without (base.py, plan rules)
         offls = tuple(n for n in offload_counts(spec) if n) if True in ks.activation_offload.values else ()
-        outer = dict(zip(OUTER_PLAN_FIELDS, (zero, rc, sp, prec, gsync, spg, dpos[0], 0, tpa, proj, rof)))
+        outer = dict(zip(OUTER_PLAN_FIELDS, (zero, rc, sp, prec, gsync, spg, dpos[0], 0, tpa, proj, rof,
+                                                    actp)))
         for inner in product(grads, casts, reshards, overlaps, cpcs, epos, pbufs, ks.attention_kernel.values, epds,
                              mcgs):
             fields = dict(zip(INNER_PLAN_FIELDS, inner))
@@ -485,7 +490,7 @@ def framework_knobs(spec: SearchSpec, name: str, probe: cm.Plan) -> list:
                 continue
             grad, cast, reshard, tpo, cpc, epo, pbuf, attn, epd, mcg = inner
             k = Knobs(zero, rc, sp, prec, grad, cast, reshard, tpo, cpc, epo, pbuf, attn, gsync, spg, epd, mcg,
-                      dpos[0], tpa=tpa, proj=proj, rof=rof)
+                      dpos[0], tpa=tpa, proj=proj, rof=rof, actp=actp)
             found.append((k, dpos))
             if offls and not rules.refuse(plan_over(plan, {"offload_layers": offls[0]})):
                 found += [(replace(k, offl=n), dpos) for n in offls]
@@ -495,7 +500,7 @@ def framework_knobs(spec: SearchSpec, name: str, probe: cm.Plan) -> list:
 # The cm.Plan fields framework_knobs sets per combination of its outer loop and of its inner loop, in
 # their orders: between them every knob (tests/test_search_space.py).
 OUTER_PLAN_FIELDS = tuple(PLAN_FIELDS[name] for name in ("zero", "recompute", "sp", "precision", "gsync", "spg", "dpo",
-                                                         "offl", "tpa", "proj", "rof"))
+                                                         "offl", "tpa", "proj", "rof", "actp"))
 INNER_PLAN_FIELDS = tuple(PLAN_FIELDS[name] for name in
                           ("grad", "casts", "reshard", "tpo", "cpc", "epo", "pbuf", "attn", "epd", "mcg"))
 
@@ -629,7 +634,8 @@ def knob_refusal(spec: SearchSpec, fw: base.Framework, probe: cm.Plan) -> str | 
     shared: list[str] | None = None  # in the order the rules give them (knob values first)
     for zero, precision in product(ks.zero_stage.values, spec.precisions):
         knobs = Knobs(zero, "none", probe.tp > 1 and True in ks.sequence_parallel.values, precision, "",
-                      dpo=spec.fixed.get("dpo", spec.overlap_dp_comm), rof=fw.rope_fusion(spec.model))
+                      dpo=spec.fixed.get("dpo", spec.overlap_dp_comm), rof=fw.rope_fusion(spec.model),
+                      actp=fw.act_prologue(spec.model))
         plan = plan_over(probe, knob_plan_fields(knobs))
         found = base.violations(fw, spec.model, plan, machine) + cluster_violations(spec.cluster, plan)
         shared = found if shared is None else [msg for msg in shared if msg in found]

@@ -78,8 +78,8 @@ class PipeEntry:
 
 class KernelCache:
     """stage.stage_kernels per (tp, cp, ep, etp, cp_comm, micro-batch, SP, flash, precision, casts, FP8
-    attention, attention kernel, token dispatch and its wire format, projections, RoPE fusion): the only plan
-    fields it reads."""
+    attention, attention kernel, token dispatch and its wire format, projections, RoPE fusion, the experts'
+    activation prologue): the only plan fields it reads."""
 
     def __init__(self, spec: SearchSpec, eff: cm.Efficiency):
         self.spec, self.eff, self.table = spec, eff, {}
@@ -87,7 +87,7 @@ class KernelCache:
     def get(self, plan: cm.Plan) -> StageKernels:
         key = (plan.tp, plan.cp, plan.ep, plan.etp, plan.cp_comm, plan.micro_batch_size, plan.sequence_parallel,
                plan.flash_attention, plan.precision, plan.weight_casts, plan.fp8_attention, plan.attention_kernel,
-               plan.ep_dispatch, plan.ep_dispatch_dtype, plan.projections, plan.rope_fusion)
+               plan.ep_dispatch, plan.ep_dispatch_dtype, plan.projections, plan.rope_fusion, plan.moe_act_prologue)
         if key not in self.table:
             self.table[key] = stage_kernels(self.spec.model, self.spec.cluster, plan, self.eff)
         return self.table[key]
@@ -268,12 +268,12 @@ class LayoutTables:
     def pipe(self, rc: str, sp: bool, precision: str, casts: str = "step", tpo: bool = False,
              cpc: str = "p2p", epo: bool = False, pbuf: str = "freed", attn: str = "cudnn",
              spg: bool = False, epd: str = "alltoall", mcg: bool = False, offl: int = 0,
-             tpa: bool = True, proj: str = "fused", rof: bool = True) -> PipeEntry:
+             tpa: bool = True, proj: str = "fused", rof: bool = True, actp: bool = False) -> PipeEntry:
         """Pipeline flush, DP-critical stage and memory-candidate stages for (recompute, SP, precision,
         casts, TP overlap, CP exchange, EP overlap, pipeline buffers, attention kernel, SP inputs
         gathered, MoE dispatch, MoE CUDA graphs, layers offloaded, backward TP collectives beside the GEMMs,
-        projections, RoPE fused)."""
-        key = (rc, sp, precision, casts, tpo, cpc, epo, pbuf, attn, spg, epd, mcg, offl, tpa, proj, rof)
+        projections, RoPE fused, the experts' activation prologue)."""
+        key = (rc, sp, precision, casts, tpo, cpc, epo, pbuf, attn, spg, epd, mcg, offl, tpa, proj, rof, actp)
         if key not in self.pipes:
             plan, stages = self.stage_costs(key, with_bytes=True)
             parts = step.pipeline_parts(plan, stages)
@@ -285,10 +285,10 @@ class LayoutTables:
     def flush(self, rc: str, sp: bool, precision: str, casts: str = "step", tpo: bool = False,
               cpc: str = "p2p", epo: bool = False, pbuf: str = "freed", attn: str = "cudnn",
               spg: bool = False, epd: str = "alltoall", mcg: bool = False, offl: int = 0,
-              tpa: bool = True, proj: str = "fused", rof: bool = True) -> float:
+              tpa: bool = True, proj: str = "fused", rof: bool = True, actp: bool = False) -> float:
         """PipeEntry.flush_seconds of the same key, from stage costs without their bytes (the bounds
         need the flush only); the tabled pipe's when it is already there."""
-        key = (rc, sp, precision, casts, tpo, cpc, epo, pbuf, attn, spg, epd, mcg, offl, tpa, proj, rof)
+        key = (rc, sp, precision, casts, tpo, cpc, epo, pbuf, attn, spg, epd, mcg, offl, tpa, proj, rof, actp)
         if key in self.pipes:
             return self.pipes[key].flush_seconds
         if key not in self.flushes:
@@ -298,10 +298,10 @@ class LayoutTables:
 
     def stage_costs(self, key: tuple, with_bytes: bool) -> tuple[cm.Plan, list[StageCost]]:
         """The plan of a pipe key (pipe's and flush's) and its stages' costs (class_stage_costs)."""
-        rc, sp, precision, casts, tpo, cpc, epo, pbuf, attn, spg, epd, mcg, offl, tpa, proj, rof = key
+        rc, sp, precision, casts, tpo, cpc, epo, pbuf, attn, spg, epd, mcg, offl, tpa, proj, rof, actp = key
         spec = self.ctx.spec
         plan = self.plan(Knobs(0, rc, sp, precision, "", casts, True, tpo, cpc, epo, pbuf, attn, spg=spg, epd=epd,
-                               mcg=mcg, offl=offl, tpa=tpa, proj=proj, rof=rof))
+                               mcg=mcg, offl=offl, tpa=tpa, proj=proj, rof=rof, actp=actp))
         return plan, class_stage_costs(spec.model, spec.cluster, plan, self.ctx.eff, self.ctx.kernels.get(plan),
                                        self.classes, with_bytes)
 
@@ -330,7 +330,7 @@ class LayoutTables:
         spec, eff = self.ctx.spec, self.ctx.eff
         plan = self.plan(k)
         pipe = self.pipe(k.recompute, k.sp, k.precision, k.casts, k.tpo, k.cpc, k.epo, k.pbuf, k.attn, k.spg, k.epd,
-                         k.mcg, k.offl, k.tpa, k.proj, k.rof)
+                         k.mcg, k.offl, k.tpa, k.proj, k.rof, k.actp)
         opt = step.optimizer_step_seconds(spec.cluster, plan, pipe.critical, eff)
         return Candidate(self.lay, k, pipe.flush_seconds, self.exposed(k, plan, pipe.critical, pipe.bubble_seconds), opt,
                          eff.step_overhead_seconds, self.memory(k, plan, pipe.slots))

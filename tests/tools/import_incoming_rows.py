@@ -21,7 +21,7 @@ import sys
 
 import yaml
 
-from planner.frameworks.megatron import runs_rope_fused
+from planner.frameworks.megatron import runs_act_prologue, runs_rope_fused
 from planner.inputs.specs import ModelSpec
 
 RECOMPUTE_MODULE_NAMES = {"core_attn", "mla_up_proj", "mlp", "moe_act", "layernorm"}
@@ -130,6 +130,9 @@ def convert(row: dict) -> dict:
     plan, unmapped = plan_fields(row)
     if not runs_rope_fused(ModelSpec(**model).to_model()):  # the code decides it, not the recipe
         plan["rope_fusion"] = False
+    fused_mlp = (row["recipe"].get("moe_grouped_gemm") or {}).get("cutedsl_fused_grouped_mlp")
+    if fused_mlp and runs_act_prologue(ModelSpec(**model).to_model()):  # TE's fused grouped MLP takes the whole
+        plan["moe_act_prologue"] = False                                 # activation: no prologue
     cluster = dict(row["cluster"])
     segment = (row["recipe"].get("parallel_groups") or {}).get("slurm_segment_trays")
     if segment and cluster["num_gpus"] > segment * cluster["gpus_per_node"]:
@@ -457,7 +460,7 @@ MECHANISM_FIELDS = ("overlap_dp_comm", "grad_dtype", "fp8_recipe", "bf16_layers_
                     "tp_comm_overlap", "lowp_param_gather", "recompute", "recompute_modules", "ep_overlap",
                     "ep_dispatch", "moe_cuda_graphs", "full_iteration_graph", "optimizer_states", "fp8_attention",
                     "sequence_parallel",
-                    "zero_stage", "stage_layers", "rope_fusion")
+                    "zero_stage", "stage_layers", "rope_fusion", "moe_act_prologue")
 # further plan fields the dense and torchtitan rows set from their recipes
 DENSE_FIELDS = ("cp", "cp_comm", "zero3_reshard", "offload_layers", "overlap_pp_comm", "weight_casts",
                 "fused_cross_entropy", "fused_elementwise")
