@@ -212,10 +212,12 @@ def test_cpsat_answers_where_the_tight_bound_raised(capsys):
 
 def test_lower_bound_holds_where_megatron_runs_rope_unfused():
     """gpt-oss's YaRN under Megatron-LM: every knob combination runs RoPE unfused (Knobs.rof False, one per
-    framework and model), and the bounds, which take the fused RoPE, stay below every plan."""
+    framework and model) and the experts' activation with its prologue (Knobs.actp True, likewise), and the
+    bounds, which take the fused RoPE and no prologue, stay below every plan."""
     spec = make_spec("gpt-oss-120b", "gb200-nvl72", 64, 1280, frameworks=("megatron",))
     space, ctx = build_space(spec), TableContext(spec, cm.Efficiency())
     assert {k.rof for ks in space.knobs.values() for k in ks} == {False}
+    assert {k.actp for ks in space.knobs.values() for k in ks} == {True}
     for lay in random.Random(43).sample(list(space.knobs), min(20, len(space.knobs))):
         tables = LayoutTables(ctx, lay)
         lb = bounds.lower_bound(tables, space.knobs[lay])
