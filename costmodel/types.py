@@ -401,8 +401,8 @@ class Plan:
     # The routed experts' activation runs Megatron-core's prologue to its fused quick-GEGLU
     # (fusions/fused_bias_geglu.py weighted_bias_quick_geglu_impl, core_v0.15.0 to core_v0.19.0): the model's
     # clamp as eager ops (moe.prologue_bytes) and the linear offset made a GPU tensor from a Python float at
-    # each call, a blocking copy that waits for the GPU (stage.moe_sync_seconds). Set by the framework rules
-    # (planner/frameworks), not searched.
+    # each call, a blocking copy that waits for the GPU (stage.moe_sync_seconds). Not a choice but a fact of the
+    # stack's code: one value per framework and model in the search, like rope_fusion (planner/frameworks).
     moe_act_prologue: bool = False
     cp: int = 1  # context parallel: the sequence split over cp ranks (2 x cp load-balanced chunks)
     cp_comm: str = "p2p"  # how CP ranks exchange K/V (CP_COMMS)
