@@ -124,3 +124,25 @@ def test_suggest_gives_megatron_plans_the_prologue_and_no_whole_iteration_graph(
     plans = [p["plan"] for p in out["plans"]]
     assert plans and all(p["moe_act_prologue"] and not p["full_iteration_graph"] for p in plans)
     assert all(p["time_breakdown_s"]["moe_sync"] > 0 for p in out["plans"])  # the activation waits at least
+
+
+def test_estimate_can_leave_the_prologue_out(capsys):
+    """--no-moe-act-prologue scores the plan a stack that fuses the whole expert MLP would run: the activation's
+    host waits gone (here the only ones: DeepEP with the MoE CUDA graphs does not wait), the clamp's traffic too."""
+    import json
+
+    from planner.commands.main import main
+
+    base = ["estimate", "gpt-oss-120b", "gb200-nvl72", "--gpus", "64", "--ep", "64", "--mbs", "4", "--gbs", "1280",
+            "--recompute", "selective", "--recompute-modules", "moe_act", "--ep-dispatch", "deepep",
+            "--moe-cuda-graphs", "--json"]
+    assert main(base) == 0
+    on = json.loads(capsys.readouterr().out)
+    assert main(base + ["--no-moe-act-prologue"]) == 0
+    off = json.loads(capsys.readouterr().out)
+    assert on["plan"]["moe_act_prologue"] and not off["plan"]["moe_act_prologue"]
+    # 36 MoE layers x 5 micro-batches x 2 forward passes of the activation (the moe_act replay) x the fitted wait
+    waits = 36 * 5 * 2 * cm.Efficiency().moe_host_sync_seconds
+    assert on["time_breakdown_s"]["moe_sync"] == pytest.approx(waits)
+    assert off["time_breakdown_s"]["moe_sync"] == 0.0
+    assert off["time_breakdown_s"]["compute"] < on["time_breakdown_s"]["compute"]

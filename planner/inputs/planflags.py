@@ -138,6 +138,10 @@ def add_plan_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--no-rope-fusion", action="store_true",
                    help="RoPE runs as eager ops, not one fused kernel (default: as Megatron-LM applies the model's: "
                         "unfused for YaRN without MLA, else fused)")
+    g.add_argument("--no-moe-act-prologue", action="store_true",
+                   help="the experts' activation without Megatron-core's quick-GEGLU prologue (its eager clamp and a "
+                        "host wait per MoE layer), as a stack that fuses the whole expert MLP runs it (default: as "
+                        "Megatron-LM runs the model's: with it for gpt-oss-like experts)")
     g.add_argument("--eager-loss", action="store_true",
                    help="loss is an eager F.cross_entropy on fp32-upcast logits (12 B per logit at the peak "
                         "instead of 4)")
@@ -162,6 +166,7 @@ def plan_spec_from_args(args: argparse.Namespace):
         "overlap_pp_comm": not args.no_pp_overlap,
         "flash_attention": not args.no_flash_attention, "fused_elementwise": not args.eager,
         "rope_fusion": False if args.no_rope_fusion else None,
+        "moe_act_prologue": False if args.no_moe_act_prologue else None,
         "fused_cross_entropy": not args.eager_loss, "zero3_gather_unit": args.zero3_gather_unit,
         "grad_reduce": args.grad_reduce, "fp8_recipe": args.fp8_recipe, "weight_casts": args.weight_casts,
         "zero3_reshard": not args.no_zero3_reshard, "tp_comm_overlap": args.tp_comm_overlap,
