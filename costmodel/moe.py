@@ -106,6 +106,12 @@ def activation_function_bytes(model, tokens: int, tp: int, layout: ExpertLayout)
     return 2.0 * rows * (3 if model.gated_mlp else 2) * f + prologue_bytes(model, tokens, tp, layout)
 
 
+def clamps_eagerly(model, layout: ExpertLayout) -> bool:
+    """Whether the activation's prologue clamps with eager ops (ExpertLayout.prologue, a gated MLP with a
+    clamp, Model.glu_clamp): what prologue_bytes moves and activation_terms keeps."""
+    return layout.prologue and bool(model.glu_clamp) and model.gated_mlp
+
+
 def prologue_bytes(model, tokens: int, tp: int, layout: ExpertLayout) -> float:
     """Forward HBM bytes of the eager clamp before a fused gated activation (ExpertLayout.prologue, with a
     clamp: Model.glu_clamp), on the fc1 output of this GPU's routed rows, n = rows x 2f elements in 16-bit.
@@ -115,7 +121,7 @@ def prologue_bytes(model, tokens: int, tp: int, layout: ExpertLayout) -> float:
     clamp_backward: a where over comparison masks per half, then the split's concatenation of the two
     gradients) moves about 15n, which the layer's rule for elementwise backward (twice the forward's bytes,
     layer.layer_times) gives as 16n."""
-    if not (layout.prologue and model.glu_clamp and model.gated_mlp):
+    if not clamps_eagerly(model, layout):
         return 0.0
     n = routed_rows(model, tokens, tp, layout) * 2 * model.moe.ffn_hidden_size / layout.etp
     return 2.0 * 4 * n
@@ -150,7 +156,7 @@ def activation_terms(model, tokens: int, tp: int, layout: ExpertLayout, recomput
     f = moe.ffn_hidden_size / layout.etp
     shared = ((4.0 if model.gated_mlp else 2.0) + g) * tokens * moe.shared_ffn_hidden_size / tp
     fc1_out = rows * 2.0 * (2 if model.gated_mlp else 1) * f
-    clamped = fc1_out if prologue_bytes(model, tokens, tp, layout) and not recompute_act else 0.0
+    clamped = fc1_out if clamps_eagerly(model, layout) and not recompute_act else 0.0
     return {"router_probs": 4.0 * own * moe.num_experts,
             "expert_fc1": rows * g * h,
             "moe_act": fc1_out + clamped,

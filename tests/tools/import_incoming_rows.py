@@ -128,11 +128,12 @@ def convert(row: dict) -> dict:
         if cf:
             model["moe"] = dict(model["moe"], capacity_factor=float(cf))
     plan, unmapped = plan_fields(row)
-    if not runs_rope_fused(ModelSpec(**model).to_model()):  # the code decides it, not the recipe
+    built = ModelSpec(**model).to_model()
+    if not runs_rope_fused(built):  # the code decides it, not the recipe
         plan["rope_fusion"] = False
     fused_mlp = (row["recipe"].get("moe_grouped_gemm") or {}).get("cutedsl_fused_grouped_mlp")
-    if fused_mlp and runs_act_prologue(ModelSpec(**model).to_model()):  # TE's fused grouped MLP takes the whole
-        plan["moe_act_prologue"] = False                                 # activation: no prologue
+    if fused_mlp and runs_act_prologue(built):  # TE's fused grouped MLP takes the whole activation: no prologue
+        plan["moe_act_prologue"] = False
     cluster = dict(row["cluster"])
     segment = (row["recipe"].get("parallel_groups") or {}).get("slurm_segment_trays")
     if segment and cluster["num_gpus"] > segment * cluster["gpus_per_node"]:
