@@ -142,18 +142,23 @@ from planner.validation import runs as validation
 # 8B TP 1 float8 rows, slow already, slower with their separate projections); a generation left out, Blackwell 7.76%
 # -> 7.84%; held out, the 31 rows 10.77% -> 11.06% (max 28.6% -> 28.8%; NeMo's long sequences and MPT's, fast
 # already, faster with the Hopper attention) and mcore-moe's max 82.4% -> 82.8% (GB200 at 131k tokens).
-STEP_MAPE_BOUND = 0.0611  # reached 0.06106 over 234 rows (0.0611 before the projections, 0.0618 before B300's)
+# With the descent's restart (forty-fourth session: planner/validation/fit.py RESTARTS, a second descent from the
+# best start, objective 0.04816 -> 0.04788; HBM 0.686 -> 0.694, GEMM half dimension 383 -> 368, layer overhead
+# 355 -> 376 us, attention Hopper 0.4447 -> 0.4463, Ampere 0.4219 -> 0.4345, Blackwell 0.3140 -> 0.3189, half length
+# 3485 -> 3696): 6.088%; RAISED by the refit's shared constants, megatron-2021 4.75% (max 13.66%), torchtitan 5.39%
+# (max 12.92%), mbridge-dense 5.47% and mbridge-moe's max 45.65% (the B300 row).
+STEP_MAPE_BOUND = 0.0609  # reached 0.06088 over 234 rows (0.0611 before the restart, 0.0618 before B300's)
 GROUP_STEP_BOUNDS = {        # (MAPE, max) per source group, reached + a hair
-    "bloom": (0.074, 0.080), "korthikanti-2022": (0.0302, 0.066), "megatron-2021": (0.045, 0.135),
+    "bloom": (0.074, 0.080), "korthikanti-2022": (0.0302, 0.066), "megatron-2021": (0.0476, 0.1366),
     "mlperf": (0.0014, 0.0038), "nemo": (0.0472, 0.1434),
     # 9 Llama 3.1 8B rows of torchtitan's benchmarks and the two 405B long-context rows (32k cp 1: -1.7%;
     # 64k cp 2: -3.1%): reached 5.64%, max 13.91% (the 8B 32k float8 row); 5.27%, max 12.90% with the projections
-    "torchtitan": (0.053, 0.129),
+    "torchtitan": (0.0539, 0.1292),
     # MoE: 7.75% over 100 rows; the worst are B200/B300 rows at micro-batch 1 with the all-to-all
     # dispatcher, 2.2-2.9x slower than later releases' micro-batch 2-4 DeepEP layouts (README, Accuracy)
-    "mbridge-moe": (0.0773, 0.4557),
+    "mbridge-moe": (0.0773, 0.4565),
     # dense Llama 3: reached 5.45% over 44 rows, max 12.14% (6.97% and 16.57% before GB300's GEMM rate)
-    "mbridge-dense": (0.0545, 0.1215),
+    "mbridge-dense": (0.0547, 0.1215),
     # full-shard FSDP, no TP/PP: reached 5.28% over 28 rows, max 13.47%; the H100 rows predicted fast
     # (validation/README.md, "FSDP rows")
     "fsdp-2023-2024": (0.0528, 0.1348),
@@ -206,10 +211,13 @@ GROUP_MEMORY_BOUNDS = {"torchtitan": (0.032, 0.074)}
 # sync on the tensor-parallel rows; in sample 6.1063% -> 6.1063%), fsdp-2023-2024 5.756% and torchtitan 7.052% RAISED
 # by 0.02 and 0.04 points: those groups have no tensor parallelism to move, so it is where the other groups' fits
 # land, within the fit's noise (README, "Out of sample": 1.4 and 3.5 points for these two folds).
-LOO_STEP_MAPE_BOUND = 0.08633
+# With the descent's restart (forty-fourth session, above): 8.605% (korthikanti-2022 3.81%, mlperf 0.90%, nemo 5.01%,
+# mbridge-moe 12.89%, mbridge-dense 5.53% lowered; bloom 7.38%, fsdp-2023-2024 6.07%, megatron-2021 4.85% and
+# torchtitan 7.06% RAISED: each fold restarted lands where its own constants do, as in sample).
+LOO_STEP_MAPE_BOUND = 0.08606
 LOO_GROUP_STEP_MAPE_BOUNDS = {
-    "bloom": 0.0731, "korthikanti-2022": 0.0402, "megatron-2021": 0.0442, "mlperf": 0.0155, "nemo": 0.0528,
-    "torchtitan": 0.07053, "mbridge-moe": 0.1304, "mbridge-dense": 0.0560, "fsdp-2023-2024": 0.05757,
+    "bloom": 0.0739, "korthikanti-2022": 0.0382, "megatron-2021": 0.0486, "mlperf": 0.0090, "nemo": 0.0502,
+    "torchtitan": 0.07063, "mbridge-moe": 0.1289, "mbridge-dense": 0.0554, "fsdp-2023-2024": 0.0608,
 }
 # Leave one GPU generation out (fit on the other generations): reached 10.05% over 160 rows; 10.3% over
 # 234; 9.2% with the attention kernels; 8.9% with the all-to-all host wait (ampere 5.3%, hopper 9.1%,
@@ -225,8 +233,9 @@ LOO_GROUP_STEP_MAPE_BOUNDS = {
 # 7.76%).
 # With the projections (thirty-fourth session): 7.0002%, RAISED by a hair (ampere 4.49%, hopper 7.14%, blackwell 7.84%
 # RAISED: the refit's Blackwell attention 0.3152 -> 0.3140 and layer overhead).
-LOGO_STEP_MAPE_BOUND = 0.0701
-LOGO_GENERATION_STEP_MAPE_BOUNDS = {"ampere": 0.045, "hopper": 0.0714, "blackwell": 0.0784}  # projections: 7.84% RAISED
+# With the descent's restart (forty-fourth session): 6.89% (ampere 4.38%, hopper 7.06%, blackwell 7.71%).
+LOGO_STEP_MAPE_BOUND = 0.0689
+LOGO_GENERATION_STEP_MAPE_BOUNDS = {"ampere": 0.0438, "hopper": 0.0707, "blackwell": 0.0771}
 
 
 @pytest.fixture(scope="module")
@@ -307,8 +316,11 @@ def test_out_of_sample_mape_does_not_regress(out_of_sample, scored):
 # With B300's attention derived from GB300's (thirty-third session): 7.85% (Qwen3-235B-A22B 9.04%, Qwen3-30B-A3B
 # 7.05%; DeepSeek-V3 RAISED 6.85% -> 7.47%: its B300 rows, MLA attention at the derived rate, predicted fast).
 # With the projections (thirty-fourth session): 7.83% (DeepSeek-V3 7.42%, Qwen3-235B-A22B 9.06%, Qwen3-30B-A3B 7.02%).
-LOMO_STEP_MAPE_BOUND = 0.0783  # 0.0835 with GB300's GEMM rate (0.091 before) and with the measured share
-LOMO_MODEL_STEP_MAPE_BOUNDS = {"deepseek-v3": 0.0742, "qwen3-235b-a22b": 0.0907, "qwen3-30b-a3b": 0.0703}
+# RAISED with the descent's restart (forty-fourth session): 7.85% (DeepSeek-V3 7.41%, Qwen3-235B-A22B 9.05%;
+# Qwen3-30B-A3B RAISED 7.02% -> 7.12%: its B200 rows at micro-batch 1, fast already, through the refit's MoE host
+# wait 2.757 -> 2.723 ms).
+LOMO_STEP_MAPE_BOUND = 0.0786  # 0.0835 with GB300's GEMM rate (0.091 before) and with the measured share
+LOMO_MODEL_STEP_MAPE_BOUNDS = {"deepseek-v3": 0.0742, "qwen3-235b-a22b": 0.0905, "qwen3-30b-a3b": 0.0713}
 
 
 def test_moe_model_split_mape_does_not_regress(out_of_sample, scored):
@@ -370,7 +382,9 @@ HOLDOUT_MEMORY_BOUNDS = (0.059, 0.155)  # 0.0584, 0.154 since 2026-12-01 (slack 
 # fast rows from 119B up faster through the refit's layer overhead (362 -> 339 us).
 # RAISED with the parameters Megatron-core holds whole on every TP rank (forty-first session): max 0.2370 -> 0.23700127,
 # the 32B row (predicted slow already), whose replicated norms add to the gradient sync; MAPE 0.1347.
-MEGATRON_CORE_2024_STEP_BOUNDS = (0.135, 0.23701)
+# RAISED with the descent's restart (forty-fourth session): max 0.2370 -> 0.2400 (the 32B row, slow already, through the
+# refit's layer overhead 355 -> 376 us); MAPE 0.1338.
+MEGATRON_CORE_2024_STEP_BOUNDS = (0.1338, 0.2401)
 # NVIDIA's Megatron-core MoE benchmarks outside ../shared/validation (group mcore-moe-2025, 11 scored rows: the
 # Megatron-MoE-ModelZoo Qwen3-235B-A22B rows on H100, GB200 and GB300, its Mixtral 8x22B recipe on 128 H100 in BF16
 # and blockwise FP8, the last row of Megatron-LM's DeepSeek-V3 GB200 guide), added 2026-12-03 to judge the MoE
@@ -404,7 +418,9 @@ MCORE_MOE_2025_STEP_BOUNDS = (0.1971, 0.8278)
 # the refit's half length (3219 -> 3422), which prices long-sequence attention slower.
 # With B300's attention derived from GB300's (thirty-third session): 0.2706, max 0.3757.
 # With the projections' refit (thirty-fourth session): 0.2612, max 0.3565 (the H100 rows, the Hopper attention).
-MCORE_MOE_LATER_STEP_BOUNDS = (0.2613, 0.3566)
+# RAISED with the descent's restart (forty-fourth session): 0.2624, max 0.3623 (the H100 long-context rows, slow
+# already, through the refit's half length 3485 -> 3696).
+MCORE_MOE_LATER_STEP_BOUNDS = (0.2624, 0.3624)
 # torchtitan's June 2025 async-TP page (group torchtitan-2025: Llama 3.1 70B FSDP 32 x TP 8 and 8B FSDP 8 x TP 8 on
 # H100 96 GB at 500 W, bf16 and float8 tensorwise and rowwise, vanilla and async TP; 10 scored rows, the two vanilla
 # rowwise ones excluded as the page flags them), added in the thirty-fourth session before their predictions were
@@ -414,7 +430,8 @@ MCORE_MOE_LATER_STEP_BOUNDS = (0.2613, 0.3566)
 # With the projections as the model code wrote them (Plan.projections "separate") and the refit, the same session:
 # 14.7%, max 42.4% (8B bf16 -14.4% -> -10.4%, async -20.3% -> -15.9%; 70B bf16 -5.3% -> -1.6%, tensorwise +3.9% ->
 # +6.5%; rowwise -33.2% / -43.5% -> -31.2% / -42.4%).
-TORCHTITAN_2025_STEP_BOUNDS = (0.1468, 0.4244)
+# RAISED by a hair with the descent's restart (forty-fourth session): 0.14685.
+TORCHTITAN_2025_STEP_BOUNDS = (0.1469, 0.4244)
 # NVIDIA's MLPerf Training v5.0 and v5.1 closed submissions (group mlperf-2025: Llama 3.1 405B on 512-8,192 H100 in
 # FP8, 256-5,120 GB200 and 512 GB300 in FP8 and NVFP4; Llama 3.1 8B on 8-512 GB200 and GB300 in FP8 and NVFP4; 17 rows
 # of real training, step times from the MLLOG logs), added in the thirty-fifth session before their predictions were
@@ -465,7 +482,8 @@ MCORE_MOE_REPORT_2026_STEP_BOUNDS = (0.0799, 0.1513)
 # -42% at 8 GPUs to -67% at 128 (98 GiB against 168; 38 against 115): the model's sharded states fall with the GPU
 # count as the runs' do (60 GiB against 53 from 8 to 128 GPUs), its per-sequence memory is 3.7 GiB where the runs take
 # about 13.7 (validation/README.md, "Held-out rows").
-TORCHTITAN_MOE_2025_STEP_BOUNDS = (0.1173, 0.3828)
+# RAISED by a hair with the descent's restart (forty-fourth session): 0.11744, max 0.3830 (the all-to-all row).
+TORCHTITAN_MOE_2025_STEP_BOUNDS = (0.1175, 0.3831)
 TORCHTITAN_MOE_2025_MEMORY_BOUNDS = (0.5880, 0.6765)
 # NVIDIA's Megatron-Bridge tables for GPT-OSS 120B (group mbridge-gpt-oss), a model no fitted row has (128 experts of
 # top 4, hidden and expert width 2880, 64 heads of head_dim 64, attention sinks, a 128-token sliding window every other
@@ -480,7 +498,9 @@ TORCHTITAN_MOE_2025_MEMORY_BOUNDS = (0.5880, 0.6765)
 # Megatron-core's fused quick-GEGLU clamps with eager ops and waits on the host once per forward pass, read in
 # fusions/fused_bias_geglu.py; validation/README.md "The experts' activation prologue"; no constant refitted): MAPE
 # 24.9% -> 12.5%, max 39.9% -> 31.7%; the H100 rows went from -15..-18% to +18..+22%.
-MBRIDGE_GPT_OSS_STEP_BOUNDS = (0.1252, 0.3172)
+# With the descent's restart (forty-fourth session): MAPE 12.43%, max RAISED 31.72% -> 31.74% (a B300 row, fast
+# already).
+MBRIDGE_GPT_OSS_STEP_BOUNDS = (0.1244, 0.3175)
 SEPARATELY_BOUNDED = ("megatron-core-2024", "mcore-moe-2025", "torchtitan-2025", "mlperf-2025", "mlperf-2026",
                       "mcore-moe-report-2026", "torchtitan-moe-2025", "mbridge-gpt-oss")
 
