@@ -374,15 +374,42 @@ def block_cast_bytes(works: list[Work], precision: str, recipe: str, weight_cast
     return fwd, bwd
 
 
-def logits_seconds(model: Model, batch: int, tp: int, gpu: Gpu, precision: str, eff: Efficiency) -> float:
-    """Forward + backward of the vocabulary projection and cross-entropy on the last stage.
+# HBM bytes per element of a stage's logits shard that the loss reads and writes, forward and backward together,
+# counted kernel by kernel from each implementation's source (logits_seconds). 16-bit logits, fp32 arithmetic.
+LOSS_BYTES_PER_LOGIT = {
+    # Megatron's vocab-parallel cross entropy (tensor_parallel/cross_entropy.py, unchanged in its steps from
+    # Megatron-LM 2021 mpu/cross_entropy.py to d98e8a64), eager: forward upcast (read 2, write 4), max (read 4),
+    # subtract in place (8), exp in place (8), sum (4), divide in place (8); backward the in-place scaling (8)
+    # and autograd's cast of the fp32 gradient back to the 16-bit logits (read 4, write 2).
+    "vocab_parallel": 38.0 + 14.0,
+    # The same steps compiled (fusions/fused_cross_entropy.py, jit_fuser = torch.compile): upcast fused with the
+    # max (6), subtract, exp and sum in one kernel (8), the divide (8); backward the scaling fused with its own
+    # cast to bf16 (read 4, write 2, and the in-place write back 4).
+    "vocab_parallel_fused": 22.0 + 10.0,
+    # Transformer Engine's parallel cross entropy (common/triton/cross_entropy.py, v2.1-v2.17): an online-softmax
+    # pass (read 2), a pass writing the gradient over the logits in place (read 2, write 2); backward scales it
+    # in place (read 2, write 2).
+    "fused": 6.0 + 4.0,
+    # F.cross_entropy(logits.float()) (PyTorch's log_softmax and nll_loss CUDA kernels): upcast (6), log_softmax
+    # over rows too long for shared memory (max, sum and write passes: read 12, write 4); backward nll_loss's
+    # zeroed gradient (4), log_softmax's (read 8, sum pass 4, write 4), the cast back (6).
+    "eager": 22.0 + 26.0,
+}
+
+
+def logits_seconds(model: Model, batch: int, tp: int, gpu: Gpu, precision: str, eff: Efficiency,
+                   cross_entropy: str = "vocab_parallel_fused") -> float:
+    """Forward + backward of the vocabulary projection and cross-entropy on the last stage: the GEMM (forward
+    and its two backward GEMMs), and the loss over the tokens x vocab/tp logits shard at HBM bandwidth
+    (LOSS_BYTES_PER_LOGIT of the plan's cross_entropy; the TP all-reduces of its row maxima and sums are a few
+    bytes per token, left out).
 
     Low-precision training keeps this GEMM in 16-bit (costmodel/lowp.py): Megatron-core's output layer is a plain
     tensor_parallel.ColumnParallelLinear, not a Transformer Engine module (gpt_model.py), and
     torchtitan's float8 conversion skips it (float8.py module_filter_fn: fqn != "output")."""
     tokens = batch * model.seq_length
     gemm = gemm_seconds(tokens, model.vocab_size // tp, model.hidden_size, gpu, lowp.sixteen_bit(precision), eff)
-    loss_bytes = 4.0 * 3 * tokens * model.vocab_size / tp  # fp32 logits: write, softmax read+write
+    loss_bytes = LOSS_BYTES_PER_LOGIT[cross_entropy] * tokens * model.vocab_size / tp
     return 3.0 * gemm + loss_bytes / (gpu.hbm_bandwidth_bytes_per_second * eff.hbm_efficiency)
 
 

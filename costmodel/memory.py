@@ -270,13 +270,16 @@ def last_stage_kept_logits_bytes(model: Model, batch: int, tp: int, num_microbat
     return num_microbatches * element_bytes * model.seq_length * batch * model.vocab_size / tp
 
 
-def last_stage_extra_bytes(model: Model, batch: int, tp: int, fused_cross_entropy: bool = True,
+def last_stage_extra_bytes(model: Model, batch: int, tp: int, cross_entropy: str = "vocab_parallel_fused",
                            element_bytes: int = 2) -> float:
     """Final norm and output-layer inputs (2 x element_bytes x sbh/t: 4sbh/t in 16-bit) and the loss's
     logits buffers.
 
-    Fused (vocab-parallel) cross entropy keeps one fp32 copy of the logits, 4sbV/t (Korthikanti
-    Sec 4.3; Megatron-LM's vocab_parallel_cross_entropy works in place on it). An eager
+    Megatron's vocab-parallel cross entropy, eager or compiled, keeps one fp32 copy of the logits, 4sbV/t
+    (Korthikanti Sec 4.3; Megatron-LM's vocab_parallel_cross_entropy works in place on it). The fused kernels
+    over the 16-bit logits (Plan.cross_entropy "fused") are held to the same 4sbV/t: Transformer Engine's
+    (v2.1-v2.17) writes the gradient over its 16-bit input (2sbV/t), from v2.18 into an fp32 tensor beside it
+    (6sbV/t), and torchtitan's compiled loss is not counted apart. An eager
     `F.cross_entropy(logits.float())` (torchtitan at 9dec370, train.py loss_fn, with compiling the
     loss disabled) holds three fp32 logit-sized tensors when backward starts, while every layer's
     activations are still alive: the saved log-softmax output, the NLL gradient and the
@@ -287,5 +290,5 @@ def last_stage_extra_bytes(model: Model, batch: int, tp: int, fused_cross_entrop
     saved output x, the scattered zeros, exp(x) and their sum: four fp32 logit-sized tensors, 16sbV/t.
     """
     sb = model.seq_length * batch
-    logits_bytes = 4.0 if fused_cross_entropy else (16.0 if tp > 1 else 12.0)
+    logits_bytes = (16.0 if tp > 1 else 12.0) if cross_entropy == "eager" else 4.0
     return 2.0 * element_bytes * sb * model.hidden_size / tp + logits_bytes * sb * model.vocab_size / tp

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from . import topology
 from .lowp import FP8_RECIPES, LOW_PRECISIONS, WEIGHT_CASTS, is_low
-from .types import (ATTENTION_KERNELS, CP_COMMS, DISPATCH_DTYPES, GRAD_DTYPES, GRAD_SYNCS, PIPELINE_BUFFERS, PRECISIONS,
-                    PROJECTIONS, RANK_ORDERS,
+from .types import (ATTENTION_KERNELS, CP_COMMS, CROSS_ENTROPY, DISPATCH_DTYPES, GRAD_DTYPES, GRAD_SYNCS,
+                    PIPELINE_BUFFERS, PRECISIONS, PROJECTIONS, RANK_ORDERS,
                     MOE_OFFLOAD_MODULES, MOE_RECOMPUTE_MODULES,
                     OFFLOAD_MODULES, RECOMPUTE_MODES, RECOMPUTE_MODULES, Cluster, Model, Plan)
 
@@ -149,6 +149,8 @@ def _choice_rules(model: Model, plan: Plan) -> list[str]:
         out.append(f"fp8 recipe must be one of {', '.join(FP8_RECIPES)} (got {plan.fp8_recipe})")
     if plan.attention_kernel not in ATTENTION_KERNELS:
         out.append(f"attention kernel must be one of {', '.join(ATTENTION_KERNELS)} (got {plan.attention_kernel})")
+    if plan.cross_entropy not in CROSS_ENTROPY:
+        out.append(f"cross entropy must be one of {', '.join(CROSS_ENTROPY)} (got {plan.cross_entropy})")
     if plan.projections not in PROJECTIONS:
         out.append(f"projections must be one of {', '.join(PROJECTIONS)} (got {plan.projections})")
     elif plan.projections == "separate" and plan.recompute == "op" and model.moe:

@@ -320,14 +320,14 @@ def edge_stage_activation_bytes(model: Model, plan: Plan, stage: int, inflight: 
     if stage == 0:
         total += memory.first_stage_extra_bytes(local, b, t, inflight)
     if stage == plan.pp - 1:
-        total += memory.last_stage_extra_bytes(local, b, t, plan.fused_cross_entropy, ACTIVATION_BYTES[plan.precision])
+        total += memory.last_stage_extra_bytes(local, b, t, plan.cross_entropy, ACTIVATION_BYTES[plan.precision])
         if plan.pp > 1:
             total += memory.last_stage_kept_logits_bytes(local, b, t, plan.num_microbatches, plan.pipeline_buffers,
                                                          ACTIVATION_BYTES[plan.precision])
         if model.mtp_layers:
             total += model.mtp_layers * (layer_activations(model, plan, mtp_representative(model), plan.recompute,
                                                            imbalance)
-                                         + memory.last_stage_extra_bytes(local, b, t, plan.fused_cross_entropy,
+                                         + memory.last_stage_extra_bytes(local, b, t, plan.cross_entropy,
                                                                          ACTIVATION_BYTES[plan.precision]))
     return total
 
@@ -383,7 +383,7 @@ def stage_kernels(model: Model, cluster: Cluster, plan: Plan, eff: Efficiency) -
         edge_reps = layer_representatives(model)
         sixteen = {rep: times(lowp.sixteen_bit(plan.precision), rep) for rep in {edge_reps[0], edge_reps[-1]}}
     local = local_model(model, plan)
-    logits = compute.logits_seconds(local, b, t, gpu, plan.precision, eff)
+    logits = compute.logits_seconds(local, b, t, gpu, plan.precision, eff, plan.cross_entropy)
     cp = {rep: context.layer_exposed_seconds(model, cluster, plan, layers[rep], eff) for rep in reps}
     return StageKernels(eff, layers, logits, tp_allreduce_seconds(model, cluster, plan, eff), sixteen,
                         ep_pass_seconds(model, cluster, plan, eff, layout), cp)

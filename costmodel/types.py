@@ -40,6 +40,8 @@ ATTENTION_KERNELS = ("cudnn", "flash2")
 PIPELINE_BUFFERS = ("freed", "per_microbatch")  # Plan.pipeline_buffers (memory.pipeline_buffer_units)
 GRAD_SYNCS = ("buckets", "chunk_end", "microbatch")  # Plan.grad_sync (dataparallel.dp_sync_seconds, step.py)
 PROJECTIONS = ("fused", "fused_qkv", "separate")  # Plan.projections (compute.attention_gemms, compute.mlp_gemms)
+# Plan.cross_entropy: how the loss runs over the logits (compute.LOSS_BYTES_PER_LOGIT, memory.last_stage_extra_bytes)
+CROSS_ENTROPY = ("vocab_parallel_fused", "vocab_parallel", "fused", "eager")
 RANK_ORDERS = ("tp-cp-dp-pp", "tp-cp-pp-dp")  # Plan.rank_order (topology.py)
 WINDOW_KINDS = ("sliding", "chunked")
 QK_NORMS = ("none", "learned", "learned_all_heads", "l2")  # Model.qk_norm
@@ -325,7 +327,11 @@ class Plan:
     # Megatron-core's eager path (compute.unfused_rope_bytes), which Megatron-LM takes for YaRN without
     # multi-latent attention. Under fused_elementwise False the eager kernels count RoPE already.
     rope_fusion: bool = True
-    fused_cross_entropy: bool = True  # False: eager F.cross_entropy(logits.float()) (torchtitan 2024)
+    # How the loss runs over the logits (CROSS_ENTROPY; compute.LOSS_BYTES_PER_LOGIT): Megatron's vocab-parallel
+    # steps on an fp32 copy, compiled (--cross-entropy-loss-fusion, the default) or eager (Megatron-LM without
+    # the flag, Megatron-DeepSpeed, NeMo 1.x); "fused": kernels over the 16-bit logits (Transformer Engine's
+    # parallel cross entropy, torchtitan's compiled loss); "eager": F.cross_entropy(logits.float()).
+    cross_entropy: str = "vocab_parallel_fused"
     zero3_gather_unit: str = "layer"  # or "tensor": one AllGather per weight (DeepSpeed ZeRO-3 of 2021)
     grad_reduce: str = "reduce_scatter"  # or "allreduce": full gradient AllReduce under ZeRO (DeepSpeed)
     stage_layers: tuple[int, ...] = ()
@@ -511,22 +517,22 @@ class Efficiency:
     flash_attention_peak_fraction: float = 0.33
     # ... FITTED with the others below: cuDNN's fused attention on Hopper, prior 631.3 TFLOP/s = 0.64 of
     # 989 (pytorch#142132: H100, torch 2.6.0.dev20241204, batch 1, 24 heads, seq 4608, hd 128) ...
-    flash_attention_peak_fraction_cudnn_hopper: float = 0.4463
+    flash_attention_peak_fraction_cudnn_hopper: float = 0.4672
     # ... (FlashAttention-2-class kernels on Hopper run at this share of cuDNN's rate, measured, not
     # fitted: SDPA's flash backend 329.5 against 631.3 TFLOP/s on the same shape, pytorch#142132; so the
     # Hopper rows of either kernel fit one fraction) ...
     flash2_over_cudnn_hopper: float = 329.5 / 631.3
     # ... either kernel on Ampere, where the two perform alike: prior 136.4 TFLOP/s = 0.44 of 312
     # (pytorch PR #192799's sm80 forward benchmark: cuDNN 135.4, flash 136.4) ...
-    flash_attention_peak_fraction_ampere: float = 0.4345
+    flash_attention_peak_fraction_ampere: float = 0.4548
     # ... Blackwell's kernels (cuDNN / Transformer Engine fused attention built for its tensor cores),
     # either kernel name; prior 0.33 ...
-    flash_attention_peak_fraction_blackwell: float = 0.3189
+    flash_attention_peak_fraction_blackwell: float = 0.3207
     # ... and the sequence length at which each reaches half of its fraction (prior one 128-row tile).
-    # The fitted values give, at s = 8192: cuDNN's on H100 304 TFLOP/s, FlashAttention-2's 159, A100 93,
-    # B200 494: about half of what the kernels reach alone in benchmarks, the rest being work around
+    # The fitted values give, at s = 8192: cuDNN's on H100 312 TFLOP/s, FlashAttention-2's 163, A100 96,
+    # B200 487: about half of what the kernels reach alone in benchmarks, the rest being work around
     # the kernel that the rows' steps include and the model does not count (layout copies, RoPE, GQA).
-    flash_attention_half_seq: float = 3696.0
+    flash_attention_half_seq: float = 3949.0
     # ... measured on the part each generation's fitted fraction stands for: its fused-attention kernel rate
     # as fractions of its bf16 peak, (forward, backward) (compute.attention_rate_scale; a part with its own
     # measurement, Gpu.attention_fraction, runs attention at the ratio of the two). Blackwell: GB200 in NVIDIA
@@ -547,9 +553,9 @@ class Efficiency:
     fp8_attention_speedup: tuple[float, float] = (1894 / 1583, 1263 / 1211)
     # FITTED (planner/fit.py, `planner validate --fit-on all`, all rows of validation/runs.yaml):
     # GEMM output dimension at which efficiency is half its large-shape value (saturation) ...
-    matmul_half_dim: float = 368.4
+    matmul_half_dim: float = 389.3
     # ... fraction of HBM bandwidth reached by elementwise / normalisation kernels ...
-    hbm_efficiency: float = 0.6941
+    hbm_efficiency: float = 0.7046
     # NCCL bus bandwidth / nominal, measured (shared/validation nccl_bandwidth): NVLink rings reach
     # 231.6/300 on 8 A100 (Azure ND A100 v4) and 370/450 on H100 (nccl-tests #212); a 400G NDR NIC
     # gives 46-48 of 50 GB/s (nccl-tests #290). The seed article's 70-80% is the cautious bound.
@@ -582,10 +588,10 @@ class Efficiency:
     # copied to the host (Megatron's dispatchers size the all-to-all from them, a stream sync) drain the
     # GPU's queue, which then waits for the host to launch the layer's remaining kernels. FITTED on the
     # MoE rows (planner/validation/fit.py); prior 0.
-    moe_host_sync_seconds: float = 0.002723
+    moe_host_sync_seconds: float = 0.002761
     # Per layer and micro-batch (forward + backward): kernel launches and stream synchronisation
     # the roofline does not see (FITTED as above).
-    layer_overhead_seconds: float = 0.0003759
+    layer_overhead_seconds: float = 0.0003114
     # Fixed per-step cost outside the model: optimizer launch, logging, data loading.
     step_overhead_seconds: float = 0.0
     # Framework memory not in the analytic terms: CUDA context, NCCL buffers, allocator slack.

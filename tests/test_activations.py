@@ -90,7 +90,7 @@ def test_eager_fp32_cross_entropy_holds_three_fp32_logit_tensors():
     model = Model("llama3.1-8b", 32, 4096, 32, 128256, 8192, num_kv_heads=8, ffn_hidden_size=14336, mlp="swiglu")
     base = dict(tp=1, dp=8, micro_batch_size=2, global_batch_size=16, zero_stage=3, recompute="op")
     fused = stage_activation_bytes(model, Plan(**base), 32, 0)
-    eager = stage_activation_bytes(model, Plan(**base, fused_cross_entropy=False), 32, 0)
+    eager = stage_activation_bytes(model, Plan(**base, cross_entropy="eager"), 32, 0)
     assert eager - fused == 8 * 2 * 8192 * 128256  # 16.8 GB, 15.7 GiB
 
 
@@ -106,7 +106,7 @@ def test_eager_vocab_parallel_cross_entropy_holds_four_fp32_logit_shards():
     base = dict(tp=8, dp=32, micro_batch_size=16, global_batch_size=512, zero_stage=3, recompute="full",
                 sequence_parallel=True)
     fused = stage_activation_bytes(model, Plan(**base), 80, 0)
-    eager = stage_activation_bytes(model, Plan(**base, fused_cross_entropy=False), 80, 0)
+    eager = stage_activation_bytes(model, Plan(**base, cross_entropy="eager"), 80, 0)
     assert eager - fused == 12 * 16 * 8192 * (128256 // 8)
 
 

@@ -28,7 +28,7 @@ def table1_job(row: dict):
     dp = row["gpus"] // (row["tp"] * row["pp"])
     return job(model, tp=row["tp"], pp=row["pp"], dp=dp, vpp=row["vpp"], micro_batch_size=row["mbs"],
                global_batch_size=row["gbs"], zero_stage=0, recompute="full", precision="fp16",
-               flash_attention=False, overlap_dp_comm=False, overlap_pp_comm=False)
+               flash_attention=False, overlap_dp_comm=False, overlap_pp_comm=False, cross_entropy="vocab_parallel")
 
 
 def llama_job():

@@ -141,7 +141,7 @@ def test_launch_details_the_model_and_plan_state():
     Llama4TextConfig's no_rope_layer_interval 4) and its router weight on the expert input
     (moe_apply_probs_on_input, top-1); Qwen3's RMSNorm epsilon 1e-6 (config.json rms_norm_eps) against
     Megatron's 1e-5; the MoE graph scopes as --cuda-graph-modules (--cuda-graph-scope is a hidden,
-    deprecated alias); an eager plan's unfused elementwise kernels."""
+    deprecated alias); an eager plan's unfused elementwise kernels; a fused plan no -fusion flag but the loss's."""
     mav = script_arguments(megatron.launch_sh(JOBS["llama4-maverick-graphs"]()))
     assert mav[mav.index("--no-rope-freq") + 1] == "4" and "--moe-apply-probs-on-input" in mav
     assert mav[mav.index("--cuda-graph-modules") + 1:][:2] == ["moe_router", "moe_preprocess"]
@@ -151,7 +151,7 @@ def test_launch_details_the_model_and_plan_state():
     assert {"--no-bias-swiglu-fusion", "--no-bias-dropout-fusion", "--no-rope-fusion"} <= set(eager)
     fused = script_arguments(megatron.launch_sh(job(load_model_spec("qwen3-30b-a3b"), dp=8, ep=8,
                                                     global_batch_size=256, zero_stage=1)))
-    assert not any(w.endswith("-fusion") for w in fused)
+    assert [w for w in fused if w.endswith("-fusion")] == ["--cross-entropy-loss-fusion"]  # the compiled loss
     assert check(["--cuda-graph-scope", "moe_router"]) == ["--cuda-graph-scope is hidden (a deprecated alias)"]
 
 
@@ -163,14 +163,25 @@ def test_mxfp8_parameters_gather_through_the_gradient_buffer():
     assert "--fp8-param-gather" in words and "--reuse-grad-buf-for-mxfp8-param-ag" in words
 
 
-def test_an_eager_fp32_loss_is_refused():
-    """Megatron-LM computes the loss with vocab_parallel_cross_entropy, in place on one fp32 copy of the
-    logits (language_module.py, cross_entropy.py @d98e8a64), which fused_cross_entropy prices; a plan priced
-    with torchtitan's eager loss (three or four fp32 logit-sized tensors) does not run there as priced."""
-    from planner.errors import PlannerError
+def test_the_compiled_loss_is_written_and_the_eager_one_is_not():
+    """--cross-entropy-loss-fusion (a flag from TransformerConfig, model_parallel_config.py @d98e8a64, default
+    off; --cross-entropy-fusion-impl keeps its default native) for the plan's compiled vocab-parallel loss; nothing
+    for the eager one, Megatron-LM's default. A plan scored with a loss Megatron-LM does not run (Transformer
+    Engine's, which arguments.py refuses 'due to stability issues', or an eager F.cross_entropy) gets the compiled
+    one and a README line saying how to re-score."""
+    from planner.emit import render
 
-    with pytest.raises(PlannerError, match="Megatron-LM has no eager fp32 loss"):
-        megatron.launch_sh(job(load_model_spec("llama3-8b"), dp=8, global_batch_size=32, fused_cross_entropy=False))
+    model = load_model_spec("llama3-8b")
+    fused = script_arguments(megatron.launch_sh(job(model, dp=8, global_batch_size=32)))
+    eager = script_arguments(megatron.launch_sh(job(model, dp=8, global_batch_size=32, cross_entropy="vocab_parallel")))
+    assert fused.count("--cross-entropy-loss-fusion") == 1 and "--cross-entropy-fusion-impl" not in fused
+    assert "--cross-entropy-loss-fusion" not in eager
+    for loss in ("fused", "eager"):
+        files = render(job(model, dp=8, global_batch_size=32, cross_entropy=loss), "megatron")
+        assert "--cross-entropy-loss-fusion" in script_arguments(files["megatron/launch.sh"][0])
+        readme = files["README.txt"][0]
+        assert f"assumes the {loss} loss, but Megatron-LM runs its vocab-parallel cross entropy" in readme
+        assert "re-score with planner estimate ... --cross-entropy vocab_parallel_fused" in readme
 
 
 def test_a_whole_iteration_graph_is_megatrons_full_iteration_impl():

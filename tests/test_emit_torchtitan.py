@@ -18,7 +18,8 @@ import subprocess
 import sys
 
 import pytest
-from emit_support import DATA, job, tiny
+from emit_support import DATA, tiny
+from emit_support import job as support_job
 
 from costmodel.flops import total_parameters
 from costmodel.pipeline import chunk_layers
@@ -34,6 +35,12 @@ CASES = json.loads((TT / "cases.json").read_text())
 LOADER = json.loads((TT / "loader_results.json").read_text())
 FLAVOR = {"llama3-8b": "8B", "llama3-70b": "70B", "llama3-405b": "405B", "debug": "debugmodel", "1b": "1B",
           "qwen3-30b-a3b": "30B-A3B", "moe-debug": "debugmodel_moe", "qwen3-0.6b": "0.6B", "qwen3-8b": "8B"}
+
+
+def job(model: ModelSpec, options=None, **plan):
+    """emit_support.job with torchtitan's loss unless the plan names one (the plan default, Megatron-LM's
+    compiled vocab-parallel loss, is not torchtitan's)."""
+    return support_job(model, options, **{"cross_entropy": "fused", **plan})
 
 
 def _schema():
@@ -129,7 +136,7 @@ def test_matrix_obeys_the_schema(case):
     assert v["ac"] == {"none": "none", "op": "selective", "full": "full"}[p.recompute]
     assert (v["dtype"], v["param_dtype"]) == ("float32", "float32" if p.precision == "fp32" else "bfloat16")
     assert v["reduce_dtype"] == {"fp32": "float32", "bf16": "bfloat16"}[p.grad_comm_dtype]
-    fused_ce = plan.get("fused_cross_entropy", True)
+    fused_ce = plan.get("cross_entropy", "vocab_parallel_fused") != "eager"
     compiled = plan.get("fused_elementwise", True)
     assert v["compile"] == (["model", "loss"] if fused_ce else ["model"]) * compiled
     assert v["loss"] == ("chunked" if fused_ce else "cross_entropy") and not v["async_tp"]
@@ -351,7 +358,7 @@ def test_tied_weights_with_pipeline_refused():
 
 def test_eager_loss_takes_any_sequence_length():
     model = load_model_spec(L8).model_copy(update={"seq_length": 8196})
-    j = job(model, dp=8, zero_stage=3, fused_cross_entropy=False, grad_dtype="fp32")
+    j = job(model, dp=8, zero_stage=3, cross_entropy="eager", grad_dtype="fp32")
     assert checked(emitted(j), 8)[1]["loss"] == "cross_entropy"
 
 

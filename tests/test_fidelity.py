@@ -147,21 +147,27 @@ from planner.validation import runs as validation
 # 355 -> 376 us, attention Hopper 0.4447 -> 0.4463, Ampere 0.4219 -> 0.4345, Blackwell 0.3140 -> 0.3189, half length
 # 3485 -> 3696): 6.088%; RAISED by the refit's shared constants, megatron-2021 4.75% (max 13.66%), torchtitan 5.39%
 # (max 12.92%), mbridge-dense 5.47% and mbridge-moe's max 45.65% (the B300 row).
-STEP_MAPE_BOUND = 0.0609  # reached 0.06088 over 234 rows (0.0611 before the restart, 0.0618 before B300's)
+# With the loss as each stack runs it (forty-fourth session: Plan.cross_entropy, compute.LOSS_BYTES_PER_LOGIT; refit,
+# objective 0.04788 -> 0.04752, HBM 0.694 -> 0.705, GEMM half dimension 368 -> 389, layer overhead 376 -> 311 us,
+# attention Hopper 0.4463 -> 0.4672, Ampere 0.4345 -> 0.4548, Blackwell 0.3189 -> 0.3207, half length 3696 -> 3949):
+# 6.054% (nemo 4.57% -> 4.32%, Nemotron 22B -14.3% -> -10.9%); korthikanti-2022 (3.03%, max 6.73%, whose rows run
+# the unfused loss and were slow already), mbridge-dense's max (12.39%, a GB300 8B row) and mbridge-moe (7.76%)
+# RAISED.
+STEP_MAPE_BOUND = 0.0606  # reached 0.06054 over 234 rows (0.0609 before the loss, 0.0611 before the restart)
 GROUP_STEP_BOUNDS = {        # (MAPE, max) per source group, reached + a hair
-    "bloom": (0.074, 0.080), "korthikanti-2022": (0.0302, 0.066), "megatron-2021": (0.0476, 0.1366),
-    "mlperf": (0.0014, 0.0038), "nemo": (0.0472, 0.1434),
+    "bloom": (0.074, 0.080), "korthikanti-2022": (0.0304, 0.0673), "megatron-2021": (0.0455, 0.1356),
+    "mlperf": (0.0002, 0.0004), "nemo": (0.0432, 0.1190),
     # 9 Llama 3.1 8B rows of torchtitan's benchmarks and the two 405B long-context rows (32k cp 1: -1.7%;
     # 64k cp 2: -3.1%): reached 5.64%, max 13.91% (the 8B 32k float8 row); 5.27%, max 12.90% with the projections
-    "torchtitan": (0.0539, 0.1292),
+    "torchtitan": (0.0537, 0.1077),
     # MoE: 7.75% over 100 rows; the worst are B200/B300 rows at micro-batch 1 with the all-to-all
     # dispatcher, 2.2-2.9x slower than later releases' micro-batch 2-4 DeepEP layouts (README, Accuracy)
-    "mbridge-moe": (0.0773, 0.4565),
+    "mbridge-moe": (0.0776, 0.4565),
     # dense Llama 3: reached 5.45% over 44 rows, max 12.14% (6.97% and 16.57% before GB300's GEMM rate)
-    "mbridge-dense": (0.0547, 0.1215),
+    "mbridge-dense": (0.0532, 0.1239),
     # full-shard FSDP, no TP/PP: reached 5.28% over 28 rows, max 13.47%; the H100 rows predicted fast
     # (validation/README.md, "FSDP rows")
-    "fsdp-2023-2024": (0.0528, 0.1348),
+    "fsdp-2023-2024": (0.0506, 0.1324),
 }
 # Memory over the 11 torchtitan rows with a published peak: 2.18% / 7.38% over the 9 before the 405B rows.
 # Those were 12.1% / 12.8% low while their weights were counted at 2 B; since torchao's float8 all-gather
@@ -214,10 +220,15 @@ GROUP_MEMORY_BOUNDS = {"torchtitan": (0.032, 0.074)}
 # With the descent's restart (forty-fourth session, above): 8.605% (korthikanti-2022 3.81%, mlperf 0.90%, nemo 5.01%,
 # mbridge-moe 12.89%, mbridge-dense 5.53% lowered; bloom 7.38%, fsdp-2023-2024 6.07%, megatron-2021 4.85% and
 # torchtitan 7.06% RAISED: each fold restarted lands where its own constants do, as in sample).
-LOO_STEP_MAPE_BOUND = 0.08606
+# RAISED with the loss as each stack runs it (forty-fourth session, above): 8.605% -> 8.720%, most of it the
+# megatron-2021 fold, 4.85% -> 5.83%, whose fit moved to another basin (GEMM half dimension 361 -> 280, layer overhead
+# 380 -> 590 us, Ampere attention 0.445 -> 0.348) though its rows' loss moves little (vocab 51,200 over tp 8);
+# fsdp-2023-2024 6.45%, mbridge-moe 13.07% and mlperf 1.51% RAISED; korthikanti-2022 3.52%, mbridge-dense 5.38%,
+# nemo 4.83% and torchtitan 5.84% lowered.
+LOO_STEP_MAPE_BOUND = 0.0872
 LOO_GROUP_STEP_MAPE_BOUNDS = {
-    "bloom": 0.0739, "korthikanti-2022": 0.0382, "megatron-2021": 0.0486, "mlperf": 0.0090, "nemo": 0.0502,
-    "torchtitan": 0.07063, "mbridge-moe": 0.1289, "mbridge-dense": 0.0554, "fsdp-2023-2024": 0.0608,
+    "bloom": 0.0739, "korthikanti-2022": 0.0353, "megatron-2021": 0.0584, "mlperf": 0.0151, "nemo": 0.0484,
+    "torchtitan": 0.0584, "mbridge-moe": 0.1308, "mbridge-dense": 0.0539, "fsdp-2023-2024": 0.0645,
 }
 # Leave one GPU generation out (fit on the other generations): reached 10.05% over 160 rows; 10.3% over
 # 234; 9.2% with the attention kernels; 8.9% with the all-to-all host wait (ampere 5.3%, hopper 9.1%,
@@ -234,8 +245,10 @@ LOO_GROUP_STEP_MAPE_BOUNDS = {
 # With the projections (thirty-fourth session): 7.0002%, RAISED by a hair (ampere 4.49%, hopper 7.14%, blackwell 7.84%
 # RAISED: the refit's Blackwell attention 0.3152 -> 0.3140 and layer overhead).
 # With the descent's restart (forty-fourth session): 6.89% (ampere 4.38%, hopper 7.06%, blackwell 7.71%).
-LOGO_STEP_MAPE_BOUND = 0.0689
-LOGO_GENERATION_STEP_MAPE_BOUNDS = {"ampere": 0.0438, "hopper": 0.0707, "blackwell": 0.0771}
+# With the loss as each stack runs it (forty-fourth session): 6.81% (hopper 6.50%; ampere 4.385% and blackwell 7.85%
+# RAISED: the Blackwell rows fitted on Ampere and Hopper take their refit's faster HBM, 0.705).
+LOGO_STEP_MAPE_BOUND = 0.0681
+LOGO_GENERATION_STEP_MAPE_BOUNDS = {"ampere": 0.0439, "hopper": 0.0651, "blackwell": 0.0785}
 
 
 @pytest.fixture(scope="module")
@@ -319,8 +332,11 @@ def test_out_of_sample_mape_does_not_regress(out_of_sample, scored):
 # RAISED with the descent's restart (forty-fourth session): 7.85% (DeepSeek-V3 7.41%, Qwen3-235B-A22B 9.05%;
 # Qwen3-30B-A3B RAISED 7.02% -> 7.12%: its B200 rows at micro-batch 1, fast already, through the refit's MoE host
 # wait 2.757 -> 2.723 ms).
-LOMO_STEP_MAPE_BOUND = 0.0786  # 0.0835 with GB300's GEMM rate (0.091 before) and with the measured share
-LOMO_MODEL_STEP_MAPE_BOUNDS = {"deepseek-v3": 0.0742, "qwen3-235b-a22b": 0.0905, "qwen3-30b-a3b": 0.0713}
+# RAISED with the loss as each stack runs it (forty-fourth session): 7.96% (DeepSeek-V3 7.33% lowered; Qwen3-30B-A3B
+# 7.39% and Qwen3-235B-A22B 9.16% RAISED: Transformer Engine's loss, 10 B per logit where 12 were priced, and the
+# refit's layer overhead 376 -> 311 us make their fast B200 rows at micro-batch 1 faster still).
+LOMO_STEP_MAPE_BOUND = 0.0796  # 0.0835 with GB300's GEMM rate (0.091 before) and with the measured share
+LOMO_MODEL_STEP_MAPE_BOUNDS = {"deepseek-v3": 0.0734, "qwen3-235b-a22b": 0.0916, "qwen3-30b-a3b": 0.0739}
 
 
 def test_moe_model_split_mape_does_not_regress(out_of_sample, scored):
@@ -366,7 +382,10 @@ def test_generation_split_mape_does_not_regress(out_of_sample, scored):
 # rows through the refit's Hopper attention fraction (0.4331 -> 0.4381) and layer overhead (362 -> 339 us).
 # RAISED with the projections and their refit (thirty-fourth session): 0.1077 -> 0.1106, max 0.2861 -> 0.2884, the
 # rows fast already (NeMo's and MPT's long sequences) faster through the refit's Hopper attention (0.4381 -> 0.4447).
-HOLDOUT_STEP_BOUNDS = (0.1107, 0.2885)
+# RAISED with the loss as each stack runs it and its refit (forty-fourth session): 0.1106 -> 0.1179 (max 0.2915), the
+# rows fast already (NeMo's long sequences -13% .. -15% -> -14% .. -18%, MPT's at 16k-64k) faster through the refit's
+# Hopper attention (0.4463 -> 0.4672) and half length (3696 -> 3949); all 159 held-out rows 12.79% -> 12.58%.
+HOLDOUT_STEP_BOUNDS = (0.1180, 0.2916)
 HOLDOUT_MEMORY_BOUNDS = (0.059, 0.155)  # 0.0584, 0.154 since 2026-12-01 (slack on per-step bytes)
 # Megatron-LM's H100 weak-scaling table (group megatron-core-2024, 9 rows, GPT 1.7B-462B at tp 1-8, pp 1-16),
 # added 2026-12-02 to judge where the search lands for dense H100 bf16 plans; bounded on its own so that the
@@ -430,8 +449,10 @@ MCORE_MOE_LATER_STEP_BOUNDS = (0.2624, 0.3624)
 # With the projections as the model code wrote them (Plan.projections "separate") and the refit, the same session:
 # 14.7%, max 42.4% (8B bf16 -14.4% -> -10.4%, async -20.3% -> -15.9%; 70B bf16 -5.3% -> -1.6%, tensorwise +3.9% ->
 # +6.5%; rowwise -33.2% / -43.5% -> -31.2% / -42.4%).
-# RAISED by a hair with the descent's restart (forty-fourth session): 0.14685.
-TORCHTITAN_2025_STEP_BOUNDS = (0.1469, 0.4244)
+# RAISED by a hair with the descent's restart (forty-fourth session): 0.14685; RAISED with the loss (the same session):
+# 0.1492 (max 0.4298), the loss read as compiled (torchtitan 820504e, 10 B a logit where 12 were priced) on rows
+# predicted fast already.
+TORCHTITAN_2025_STEP_BOUNDS = (0.1493, 0.4299)
 # NVIDIA's MLPerf Training v5.0 and v5.1 closed submissions (group mlperf-2025: Llama 3.1 405B on 512-8,192 H100 in
 # FP8, 256-5,120 GB200 and 512 GB300 in FP8 and NVFP4; Llama 3.1 8B on 8-512 GB200 and GB300 in FP8 and NVFP4; 17 rows
 # of real training, step times from the MLLOG logs), added in the thirty-fifth session before their predictions were
@@ -473,7 +494,9 @@ MLPERF_2026_STEP_BOUNDS = (0.1931, 0.5735)
 # Qwen3 H100 -15.1%, the layout of mcore-moe-2025's a2a-overlap row (-3.0%) with the router and preprocessing in
 # CUDA graphs, TP overlap and the fused loss, which the model credits 24% and the runs 13% (validation/README.md,
 # "Held-out rows").
-MCORE_MOE_REPORT_2026_STEP_BOUNDS = (0.0799, 0.1513)
+# With the loss as each stack runs it (forty-fourth session): 0.0733, max RAISED 0.1513 -> 0.1575 (the Qwen3 H100 row,
+# fast already, whose Transformer Engine loss moves 10 B a logit where 12 were priced).
+MCORE_MOE_REPORT_2026_STEP_BOUNDS = (0.0733, 0.1575)
 # torchtitan with DeepEP on B200 (group torchtitan-moe-2025; NousResearch/torchtitan #19, the README also in
 # pytorch/torchtitan refs/pull/2465): Qwen3-30B-A3B, FSDP x EP 8 on 8-128 GPUs, full AC, compiled, forced balance, LBS
 # 8 and 10, with peak memory; and torchtitan's default all-to-all EP on 8 GPUs. 7 rows added in the thirty-seventh
@@ -626,7 +649,7 @@ def test_every_row_is_legal_and_cited(every_row):
 
 # Plan and cluster settings that select a mechanism of the cost model for a row: when a row sets one,
 # its notes say where it was read or `assumed` lists it.
-MECHANISMS = ("overlap_dp_comm", "overlap_pp_comm", "fused_elementwise", "fused_cross_entropy", "zero3_gather_unit",
+MECHANISMS = ("overlap_dp_comm", "overlap_pp_comm", "fused_elementwise", "cross_entropy", "zero3_gather_unit",
               "grad_reduce", "grad_dtype", "zero3_reshard", "fp8_recipe", "weight_casts", "bf16_layers_start",
               "bf16_layers_end", "tp_comm_overlap", "offload_layers", "offload_modules", "lowp_param_gather",
               "recompute_modules",

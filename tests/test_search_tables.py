@@ -71,7 +71,8 @@ def test_class_stage_costs_equal_stage_costs(setting):
 
 def test_kernels_depend_only_on_their_fields(setting):
     """stage_kernels reads tp, cp, ep, etp, the CP exchange, micro-batch, SP, flash, precision, weight casts,
-    the attention kernel, the MoE dispatcher, the projections and the RoPE fusion only (KernelCache's key)."""
+    the attention kernel, the MoE dispatcher, the projections, the RoPE fusion and the loss only (KernelCache's
+    key)."""
     spec, space, ctx = setting
     rng = random.Random(3)
     pairs = sampled(space, rng, SAMPLES)
@@ -81,7 +82,7 @@ def test_kernels_depend_only_on_their_fields(setting):
         dp = plan.num_gpus // (lay.tp * lay.cp * lay2.pp)  # lay2's pipeline, the GPU count kept where it divides
         other = plan_for(spec, replace(lay2, tp=lay.tp, mbs=lay.mbs, cp=lay.cp, ep=lay.ep, etp=lay.etp, dp=dp),
                          replace(k2, sp=k.sp, precision=k.precision, casts=k.casts, cpc=k.cpc, attn=k.attn, epd=k.epd,
-                                 proj=k.proj, rof=k.rof))
+                                 proj=k.proj, rof=k.rof, xent=k.xent))
         if other.num_gpus == plan.num_gpus:
             assert stage_kernels(spec.model, spec.cluster, plan, ctx.eff) == \
                 stage_kernels(spec.model, spec.cluster, other, ctx.eff)

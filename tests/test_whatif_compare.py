@@ -83,9 +83,9 @@ def test_power_cap_needs_a_tdp(tmp_path, capsys):
 
 def test_estimate_flags_reach_the_json_plan_and_the_label(capsys):
     args = ["llama2-7b", "dgx-h100", "--gpus", "16", "--zero", "3", "--zero3-gather-unit", "tensor",
-            "--grad-reduce", "allreduce", "--eager-loss"]
+            "--grad-reduce", "allreduce", "--cross-entropy", "eager"]
     plan = estimate_json(capsys, *args)["plan"]
-    assert (plan["zero3_gather_unit"], plan["grad_reduce"], plan["fused_cross_entropy"]) == ("tensor", "allreduce", False)
+    assert (plan["zero3_gather_unit"], plan["grad_reduce"], plan["cross_entropy"]) == ("tensor", "allreduce", "eager")
     assert main(["estimate", *args]) == 0
     out = capsys.readouterr().out
     assert "per-tensor gathers" in out and "gradient all-reduce" in out and "eager fp32 loss" in out

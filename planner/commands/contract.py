@@ -135,7 +135,9 @@ class Plan(Strict):
     rope_fusion: bool = d("RoPE applied by one fused kernel (false: eager ops, Megatron-LM's for YaRN without MLA)")
     moe_act_prologue: bool = d("the experts' activation runs Megatron-core's fused quick-GEGLU prologue: the clamp as "
                                "eager ops and a host wait per forward pass")
-    fused_cross_entropy: bool = d("fused (vocab-parallel) cross entropy")
+    cross_entropy: Literal[cm.CROSS_ENTROPY] = d(
+        "how the loss runs over the logits: vocab_parallel_fused (Megatron's vocab-parallel loss compiled), "
+        "vocab_parallel (eager), fused (kernels over the 16-bit logits), eager (F.cross_entropy on fp32-upcast logits)")
     zero3_gather_unit: Literal["layer", "tensor"] = d("ZeRO-3 all-gathers one layer at a time or one weight tensor")
     grad_reduce: Literal["reduce_scatter", "allreduce"] = d("how gradients are reduced under ZeRO")
     stage_layers: list[int] | None = d("layers per pipeline chunk as given; null: split evenly")

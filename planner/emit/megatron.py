@@ -56,6 +56,8 @@ def model_flags(job: Job) -> Flags:
         out.append(("--attention-backend", "flash"))
     elif job.plan.cp > 1:  # TE's context parallelism runs on cuDNN fused attention with Megatron's sbhd layout
         out.append(("--attention-backend", "fused"))
+    if job.plan.cross_entropy != "vocab_parallel":  # the compiled loss (--cross-entropy-fusion-impl native): the
+        out.append(("--cross-entropy-loss-fusion", None))  # plan's, or the nearest Megatron-LM runs (README note)
     return out + architecture_flags(job) + attention_flags(job) + moe_flags(job)
 
 

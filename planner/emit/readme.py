@@ -138,9 +138,9 @@ def stack_notes(job: Job) -> list[str]:
 
 
 def kernel_notes(job: Job, frameworks: list[str]) -> list[str]:
-    """A framework whose stack runs another attention kernel, or writes its projections otherwise, than the plan
-    was scored with (frameworks.base.Knobs.attention_kernel, Knobs.projections): its launch files cannot choose
-    either, so say so."""
+    """A framework whose stack runs another attention kernel, writes its projections otherwise, or runs another
+    loss than the plan was scored with (frameworks.base.Knobs.attention_kernel, Knobs.projections,
+    Knobs.cross_entropy): its launch files cannot choose the first two and write their nearest loss, so say so."""
     p, notes = job.plan, []
     for name in frameworks:
         fw = REGISTRY[name]
@@ -153,6 +153,10 @@ def kernel_notes(job: Job, frameworks: list[str]) -> list[str]:
             notes.append(f"{fw.title}: the prediction above assumes {p.projections} projections, but "
                          f"{ks.projections.why}; re-score with planner estimate ... --projections "
                          f"{ks.projections.values[0]}.")
+        if p.cross_entropy not in ks.cross_entropy.values:
+            notes.append(f"{fw.title}: the prediction above assumes the {p.cross_entropy} loss, but "
+                         f"{ks.cross_entropy.why}; re-score with planner estimate ... --cross-entropy "
+                         f"{ks.cross_entropy.values[0]}.")
     return notes
 
 

@@ -120,10 +120,11 @@ def training(job: Job) -> Kwargs:
 
 def compile_components(job: Job) -> list[str]:
     """CompileConfig.components: the model when elementwise work is fused, the loss too unless the
-    plan computes it eagerly (fused_cross_entropy off)."""
+    plan computes it eagerly (cross_entropy eager; any other loss is written as the compiled one, the
+    README saying how to re-score)."""
     if not job.plan.fused_elementwise:
         return []
-    return ["model", "loss"] if job.plan.fused_cross_entropy else ["model"]
+    return ["model", "loss"] if job.plan.cross_entropy != "eager" else ["model"]
 
 
 def model_spec_line(job: Job, flavour: titan.Flavour) -> str:
@@ -140,7 +141,7 @@ def model_spec_line(job: Job, flavour: titan.Flavour) -> str:
 def loss_line(job: Job) -> str:
     """ChunkedLossWrapper (the recipes' loss: logits a chunk at a time) for fused cross-entropy,
     plain CrossEntropyLoss (llama3_debugmodel_ce_loss) for an eager one."""
-    return "ChunkedLossWrapper.Config(loss_fn=loss)" if job.plan.fused_cross_entropy else "loss"
+    return "ChunkedLossWrapper.Config(loss_fn=loss)" if job.plan.cross_entropy != "eager" else "loss"
 
 
 def ac_line(job: Job) -> str:
@@ -148,7 +149,7 @@ def ac_line(job: Job) -> str:
 
 
 def imports(job: Job, flavour: titan.Flavour) -> str:
-    losses = "ChunkedLossWrapper, CrossEntropyLoss" if job.plan.fused_cross_entropy else "CrossEntropyLoss"
+    losses = "ChunkedLossWrapper, CrossEntropyLoss" if job.plan.cross_entropy != "eager" else "CrossEntropyLoss"
     ac = {"none": "", "op": "SelectiveAC", "full": "FullAC"}[job.plan.recompute]
     fp8 = job.plan.precision == "fp8"
     lines = [f"from torchtitan.components.loss import {losses}",

@@ -116,6 +116,12 @@ class Knobs:
     # The fused attention kernel the framework's stack runs (Plan.attention_kernel). Like
     # pipeline_buffers, knob_violations does not check it: the search scores each framework's plans with
     # its kernel; Megatron's launch files write the plan's (--attention-backend), the others' choose none.
+    # How the loss runs over the logits (Plan.cross_entropy): the search scores the first value, the framework's
+    # fastest, one per framework. Like projections, knob_violations does not check it: the launch files write the
+    # framework's nearest loss (emit/megatron.py, emit/torchtitan.py) and their README says how to re-score a plan
+    # scored with another (emit/readme.py kernel_notes).
+    cross_entropy: Choice = Choice(("vocab_parallel_fused", "vocab_parallel"),
+                                   "Megatron-core's vocab-parallel cross entropy, compiled or eager")
     attention_kernel: Choice = Choice(("cudnn",), "the model code's PyTorch SDPA prefers cuDNN's kernel on Hopper "
                                                   "and Blackwell with a cuDNN newer than 9.15 (sdp_utils.cpp "
                                                   "check_prefer_cudnn_attention)")

@@ -126,6 +126,12 @@ def knobs(tp_split: bool, pp_split: bool) -> Knobs:
         tp_async_grad=Choice((False,), "Megatron-DeepSpeed turns async_tensor_model_parallel_allreduce off under "
                                        "DeepSpeed (microsoft/Megatron-DeepSpeed megatron/arguments.py @f4157bea), "
                                        "so each linear's input-gradient all-reduce shows"),
+        # The loss is the training script's (launch.sh runs TRAIN_SCRIPT), so any is accepted; the search scores
+        # Megatron-DeepSpeed's, whose tensor- and pipeline-parallel grid the launch expects the script to build.
+        cross_entropy=Choice(("vocab_parallel", "eager", "vocab_parallel_fused", "fused"),
+                             "Megatron-DeepSpeed's GPT model runs Megatron's vocab-parallel cross entropy, eagerly, "
+                             "on fp32-upcast logits (megatron/model/gpt_model.py @070c64be, no loss fusion); a "
+                             "Hugging Face model's is F.cross_entropy on upcast logits"),
         optimizer_offload=Choice((False,), "DeepSpeed's offload_optimizer (ZeRO-Offload) also runs the optimizer "
                                            "step on the CPU, which is not this plan's mechanism (GPU step, states "
                                            "copied back for it) and not modelled"),

@@ -187,16 +187,6 @@ def qk_norm(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     return None
 
 
-def eager_loss(model: cm.Model, plan: cm.Plan) -> Optional[str]:
-    """language_module.py compute_language_model_loss (d98e8a64): vocab_parallel_cross_entropy, which
-    upcasts the logits once and works in place on them (what fused_cross_entropy prices), or the fused
-    --cross-entropy-loss-fusion kernel; no eager F.cross_entropy(logits.float()) with its extra copies."""
-    if not plan.fused_cross_entropy:
-        return ("Megatron-LM has no eager fp32 loss (its vocab-parallel cross entropy works in place on one fp32 "
-                "copy of the logits): re-plan without --eager-loss")
-    return None
-
-
 def fp8_recipe(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     """arguments.py --fp8-recipe: tensorwise, delayed, mxfp8, blockwise (no rowwise)."""
     if plan.precision == "fp8" and plan.fp8_recipe not in ("delayed", "tensorwise", "blockwise"):
@@ -737,6 +727,12 @@ def knobs(tp_split: bool, pp_split: bool) -> Knobs:
         optimizer_offload=Choice((False,), "Megatron-LM d98e8a64 (main) has no --offload-optimizer-states: only "
                                            "its dev branch does (#2987, 2026-01-19), which these launch files do "
                                            "not target"),
+        cross_entropy=Choice(("vocab_parallel_fused", "vocab_parallel"),
+                             "Megatron-LM runs its vocab-parallel cross entropy on an fp32 copy of the logits, "
+                             "compiled with --cross-entropy-loss-fusion or eager without; arguments.py refuses "
+                             "Transformer Engine's fused loss (--cross-entropy-fusion-impl te: 'disabled due to "
+                             "stability issues') and has no eager F.cross_entropy: these files write the compiled "
+                             "one"),
         activation_offload=Choice((False,) if pp_split else (False, True),
                                   "Megatron-LM offloads the activations of whole layers with "
                                   "--cpu-offloading-num-layers, without pipeline parallelism (cpu_offloading)"),
@@ -750,7 +746,7 @@ FRAMEWORK = Framework(
     knobs=knobs,
     rope_fusion=runs_rope_fused,
     act_prologue=runs_act_prologue,
-    plan_rules=(distributed_optimizer_reduce, eager_loss, fp8_recipe, cpu_offloading, fine_grained_offloading,
+    plan_rules=(distributed_optimizer_reduce, fp8_recipe, cpu_offloading, fine_grained_offloading,
                 lowp_param_gather,
                 moe_sequence_parallel, moe_expert_bias, padded_dispatch, fp8_dispatch, fused_experts, mtp_position,
                 local_attention, ep_overlap,

@@ -272,6 +272,10 @@ def knobs(tp_split: bool, pp_split: bool) -> Knobs:
         projections=Choice(("fused_qkv",), "torchtitan's Llama 3 and gpt-oss configs run Q, K and V as one GEMM "
                                            "(models/llama3/__init__.py fuse_qkv=True, since #3714) and a dense MLP's "
                                            "gate and up as two (models/common/feed_forward.py FeedForward w1, w3)"),
+        cross_entropy=Choice(("fused", "eager"),
+                             "torchtitan's loss is F.cross_entropy on the logits, compiled in chunks "
+                             "(ChunkedLossWrapper, compile.components \"loss\") or eager; it has no Megatron "
+                             "vocab-parallel loss: these files write the compiled one"),
         sp_gathered=Choice((True,), "torchtitan's sequence parallel is DTensor's: the all-gather before the "
                                     "column-parallel linears is an autograd op whose output they save"),
         tp_async_grad=Choice((False,), "DTensor's TP reduces a linear's input gradient in the redistribute's own "
@@ -487,9 +491,9 @@ def launch_violations(model: cm.Model, plan: cm.Plan) -> list[str]:
     if model.seq_length > limit:
         which = f"the {flavour.family} {flavour.name}" if flavour else "every flavour's"
         out.append(f"seq_len {model.seq_length} exceeds {which} RoPE max_seq_len {limit}")
-    if plan.fused_cross_entropy and model.seq_length % LOSS_CHUNKS:
+    if plan.cross_entropy != "eager" and model.seq_length % LOSS_CHUNKS:
         out.append(f"ChunkedLossWrapper splits seq_len {model.seq_length} into {LOSS_CHUNKS} equal chunks "
-                   "(components/loss.py); re-plan with a multiple of 8 or --eager-loss")
+                   "(components/loss.py); re-plan with a multiple of 8 or --cross-entropy eager")
     return out
 
 

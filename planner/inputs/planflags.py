@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 
+from costmodel import types as cm
 from costmodel.types import DISPATCH_DTYPES, OFFLOAD_MODULES, PRECISIONS, PROJECTIONS, RANK_ORDERS, RECOMPUTE_MODULES
 
 from planner.errors import PlannerError
@@ -142,9 +143,12 @@ def add_plan_flags(p: argparse.ArgumentParser) -> None:
                    help="the experts' activation without Megatron-core's quick-GEGLU prologue (its eager clamp and a "
                         "host wait per MoE layer), as a stack that fuses the whole expert MLP runs it (default: as "
                         "Megatron-LM runs the model's: with it for gpt-oss-like experts)")
-    g.add_argument("--eager-loss", action="store_true",
-                   help="loss is an eager F.cross_entropy on fp32-upcast logits (12 B per logit at the peak "
-                        "instead of 4)")
+    g.add_argument("--cross-entropy", default="vocab_parallel_fused", choices=list(cm.CROSS_ENTROPY),
+                   help="how the loss runs over the logits: Megatron's vocab-parallel steps on an fp32 copy, "
+                        "compiled (vocab_parallel_fused, Megatron-LM --cross-entropy-loss-fusion; default) or eager "
+                        "(vocab_parallel), kernels over the 16-bit logits (fused: Transformer Engine's, torchtitan's "
+                        "compiled loss), or F.cross_entropy on fp32-upcast logits (eager: 12 B per logit at the "
+                        "peak instead of 4)")
     g.add_argument("--zero3-gather-unit", default="layer", choices=["layer", "tensor"],
                    help="ZeRO-3 gathers weights per layer (FSDP2, default) or per weight tensor (DeepSpeed of 2021)")
     g.add_argument("--grad-reduce", default="reduce_scatter", choices=["reduce_scatter", "allreduce"],
@@ -167,7 +171,7 @@ def plan_spec_from_args(args: argparse.Namespace):
         "flash_attention": not args.no_flash_attention, "fused_elementwise": not args.eager,
         "rope_fusion": False if args.no_rope_fusion else None,
         "moe_act_prologue": False if args.no_moe_act_prologue else None,
-        "fused_cross_entropy": not args.eager_loss, "zero3_gather_unit": args.zero3_gather_unit,
+        "cross_entropy": args.cross_entropy, "zero3_gather_unit": args.zero3_gather_unit,
         "grad_reduce": args.grad_reduce, "fp8_recipe": args.fp8_recipe, "weight_casts": args.weight_casts,
         "zero3_reshard": not args.no_zero3_reshard, "tp_comm_overlap": args.tp_comm_overlap,
         "tp_async_grad": not args.no_tp_async_grad,

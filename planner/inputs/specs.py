@@ -443,6 +443,20 @@ class PlanSpec(Spec):
     tp: count(L.MAX_DEGREE) = 1
     pp: count(L.MAX_DEGREE) = 1
     dp: Optional[count(L.MAX_DEGREE)] = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_loss(cls, data):
+        """A plan written before schema 25 says fused_cross_entropy: false for the eager loss, true for the rest."""
+        if not isinstance(data, dict) or "fused_cross_entropy" not in data:
+            return data
+        data = dict(data)
+        fused = data.pop("fused_cross_entropy")
+        if not isinstance(fused, bool):
+            raise ValueError(f"fused_cross_entropy: expected true or false, got {fused!r}")
+        if not fused:
+            data.setdefault("cross_entropy", "eager")
+        return data
     cp: count(L.MAX_DEGREE) = 1
     cp_comm: Literal["p2p", "all_gather", "a2a", "a2a+p2p"] = "p2p"
     # stage-boundary buffers the pipeline runtime keeps (costmodel memory.pipeline_buffer_units)
@@ -502,7 +516,9 @@ class PlanSpec(Spec):
     # The experts' activation runs Megatron-core's eager prologue, which waits on the host (costmodel
     # Plan.moe_act_prologue); absent: as the model's stack runs it (plans.moe_act_prologue_of)
     moe_act_prologue: Optional[Flag] = None
-    fused_cross_entropy: Flag = True
+    # how the loss runs over the logits (costmodel Plan.cross_entropy); files of schema 24 and older wrote
+    # fused_cross_entropy instead (false: the eager loss), which _legacy_loss reads
+    cross_entropy: Literal[cm.CROSS_ENTROPY] = "vocab_parallel_fused"
     zero3_gather_unit: Literal["layer", "tensor"] = "layer"
     grad_reduce: Literal["reduce_scatter", "allreduce"] = "reduce_scatter"
     # layers per model chunk; a chunk may hold none (Megatron's pipeline layouts: "...|mL" holds only

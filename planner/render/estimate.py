@@ -49,6 +49,10 @@ def step_usd(usd: float) -> str:
     return f"${usd:.{1 - math.floor(math.log10(usd))}f}"
 
 
+# The loss implementations other than the default (Plan.cross_entropy), as plan_label says them.
+LOSS_WORDS = {"vocab_parallel": "eager vocab-parallel loss", "fused": "fused 16-bit loss", "eager": "eager fp32 loss"}
+
+
 def moe_words(plan: dict) -> list[str]:
     """How an MoE plan moves its tokens, which the launch files must repeat: the dispatcher and the wire
     format of what it sends to the experts, the A2A overlap and the MoE layers' CUDA graphs (none of them
@@ -98,8 +102,9 @@ def plan_label(plan: dict) -> str:
         parts.append("gradient all-reduce")
     if plan.get("zero3_gather_unit") == "tensor" and plan["zero_stage"] == 3:
         parts.append("per-tensor gathers")
-    if plan.get("fused_cross_entropy") is False:
-        parts.append("eager fp32 loss")
+    loss = plan.get("cross_entropy", "vocab_parallel_fused")
+    if loss != "vocab_parallel_fused":
+        parts.append(LOSS_WORDS.get(loss, loss))
     if plan.get("rope_fusion") is False and plan.get("fused_elementwise", True):
         parts.append("RoPE unfused")
     if plan.get("moe_act_prologue"):

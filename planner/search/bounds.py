@@ -52,7 +52,8 @@ def lower_bound(tables: LayoutTables, knobs: tuple[Knobs, ...], tight: bool = Fa
     collective costs at most its whole length, overlap.decomposed_exposed_seconds and
     overlapped_cost_seconds; cuDNN's attention, never slower than FlashAttention-2's, space.undominated;
     MoE CUDA graphs on, which only take away host synchronisation; under SP the inputs saved gathered,
-    which spares the backward's re-gather, stage.backward_tp_comm_seconds), over the knobs' precisions, weight
+    which spares the backward's re-gather, stage.backward_tp_comm_seconds; the fused loss, the fewest bytes
+    a logit, compute.LOSS_BYTES_PER_LOGIT), over the knobs' precisions, weight
     casts, CP exchanges and MoE dispatchers, plus the fixed overhead. Sequence parallelism has no
     fastest value: it shards the elementwise work but exposes the output gradient's all-gather in the
     backward, where without it the whole all-reduce can hide beside the weight-gradient GEMMs
@@ -71,7 +72,7 @@ def lower_bound(tables: LayoutTables, knobs: tuple[Knobs, ...], tight: bool = Fa
     tp_split, moe = tables.lay.tp > 1, tables.ctx.spec.model.moe is not None
     offered, none = {k.recompute for k in knobs}, bound_recompute(knobs)
     if tight:  # per knob: each fastest value where some knob offers it, else the knob's own (never slower)
-        mcgs, spgs = {k.mcg for k in knobs}, {k.spg for k in knobs}
+        mcgs, spgs, xents = {k.mcg for k in knobs}, {k.spg for k in knobs}, {k.xent for k in knobs}
         overlaps = {(k.sp, k.tpo, k.epo) for k in knobs}  # TP and EP overlap together: a machine rule may
                                                           # offer either one but not the pair (megatron.
                                                           # overlap_connections); TP overlap only with SP
@@ -83,11 +84,13 @@ def lower_bound(tables: LayoutTables, knobs: tuple[Knobs, ...], tight: bool = Fa
         for k in knobs:
             _, tpo, epo = best(overlaps, (k.sp, tp_split and k.sp, moe), (k.sp, k.tpo, k.epo))
             keys.add((best(offered, none, k.recompute), k.sp, k.precision, k.casts, tpo, k.cpc,
-                      epo, k.attn, k.epd, best(mcgs, moe, k.mcg), k.sp and best(spgs, True, k.spg)))
+                      epo, k.attn, k.epd, best(mcgs, moe, k.mcg), k.sp and best(spgs, True, k.spg),
+                      best(xents, "fused", k.xent)))
     else:
         sps = {k.sp for k in knobs}
-        keys = {(none, sp, k.precision, k.casts, sp, k.cpc, moe, "cudnn", k.epd, moe, sp) for k in knobs for sp in sps}
-    flush = min(tables.flush(*key[:7], attn=key[7], epd=key[8], mcg=key[9], spg=key[10])
+        keys = {(none, sp, k.precision, k.casts, sp, k.cpc, moe, "cudnn", k.epd, moe, sp, "fused") for k in knobs
+                for sp in sps}
+    flush = min(tables.flush(*key[:7], attn=key[7], epd=key[8], mcg=key[9], spg=key[10], xent=key[11])
                 for key in fastest_exchanges(tables, keys))
     return flush + tables.ctx.eff.step_overhead_seconds
 

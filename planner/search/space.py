@@ -81,6 +81,8 @@ class Knobs:
     proj: str = "fused"  # the dense projections fused or separate GEMMs (Plan.projections; one per framework)
     rof: bool = True  # RoPE as one fused kernel (Plan.rope_fusion; one per framework and model)
     actp: bool = False  # the experts' activation prologue (Plan.moe_act_prologue; one per framework and model)
+    # how the loss runs (Plan.cross_entropy; one per framework); the default, the fastest, is what the bounds take
+    xent: str = "fused"
 
     # The memory walk asks for these tens of thousands of times per search (planner/search/bounds.py);
     # cached on the instance (a frozen dataclass keeps its __dict__ writable for cached_property), they
@@ -95,9 +97,10 @@ class Knobs:
         """The knobs a plan's peak memory depends on (tables.LayoutTables.peak_memory): the model
         states', the activations' and the CP exchange's, and the EP overlap (its combined 1F1B warms up one
         chunk more under an interleaved pipeline, memory.inflight_microbatches), and the experts' activation
-        prologue (what its clamps keep); not the TP overlap or the attention kernel."""
+        prologue (what its clamps keep), and the loss (what an eager one keeps); not the TP overlap or the
+        attention kernel."""
         return (*self.states, self.recompute, self.sp, self.cpc, self.pbuf, self.spg, self.offl, self.proj, self.epo,
-                self.actp)
+                self.actp, self.xent)
 
 
 # Knobs field -> the cm.Plan field it sets: plan_for and knob_combinations both write a plan's knobs
@@ -107,7 +110,7 @@ PLAN_FIELDS = {"zero": "zero_stage", "recompute": "recompute", "sp": "sequence_p
                "cpc": "cp_comm", "epo": "ep_overlap", "pbuf": "pipeline_buffers", "attn": "attention_kernel",
                "gsync": "grad_sync", "spg": "sp_gathered", "epd": "ep_dispatch", "mcg": "moe_cuda_graphs",
                "dpo": "overlap_dp_comm", "offl": "offload_layers", "tpa": "tp_async_grad", "proj": "projections",
-               "rof": "rope_fusion", "actp": "moe_act_prologue"}
+               "rof": "rope_fusion", "actp": "moe_act_prologue", "xent": "cross_entropy"}
 
 
 def fixed_plan_fields(spec: "SearchSpec") -> dict[str, object]:
@@ -125,7 +128,7 @@ KNOB_CHOICES = {"recompute": cm.RECOMPUTE_MODES, "sp": (False, True), "precision
                 "cpc": cm.CP_COMMS, "epo": (False, True), "pbuf": cm.PIPELINE_BUFFERS, "attn": cm.ATTENTION_KERNELS,
                 "gsync": cm.GRAD_SYNCS, "spg": (False, True), "epd": ("alltoall", "deepep"), "mcg": (False, True),
                 "dpo": (False, True), "tpa": (False, True), "proj": cm.PROJECTIONS, "rof": (False, True),
-                "actp": (False, True)}
+                "actp": (False, True), "xent": cm.CROSS_ENTROPY}
 
 
 @lru_cache(maxsize=4096)
@@ -468,6 +471,7 @@ def framework_knobs(spec: SearchSpec, name: str, probe: cm.Plan) -> list:
         proj = ks.projections.values[0]  # one per framework
         rof = fw.rope_fusion(spec.model)  # one per framework and model
         actp = fw.act_prologue(spec.model)  # one per framework and model
+        xent = ks.cross_entropy.values[0]  # one per framework: its fastest
         # the DP overlap where it runs, else the sync after the backward: the first value that passes
         dpos = tuple(v for v in sorted(ks.overlap_dp_comm.values, reverse=True)
                      if (spec.overlap_dp_comm or not v) and spec.fixed.get("dpo", v) == v)  # --no-overlap, --fix
@@ -480,7 +484,7 @@ def framework_knobs(spec: SearchSpec, name: str, probe: cm.Plan) -> list:
         # offload counts other than 0: probed once, on a combination that runs without (base.py, plan rules)
         offls = tuple(n for n in offload_counts(spec) if n) if True in ks.activation_offload.values else ()
         outer = dict(zip(OUTER_PLAN_FIELDS, (zero, rc, sp, prec, gsync, spg, dpos[0], 0, tpa, proj, rof,
-                                                    actp)))
+                                                    actp, xent)))
         for inner in product(grads, casts, reshards, overlaps, cpcs, epos, pbufs, ks.attention_kernel.values, epds,
                              mcgs):
             fields = dict(zip(INNER_PLAN_FIELDS, inner))
@@ -490,7 +494,7 @@ def framework_knobs(spec: SearchSpec, name: str, probe: cm.Plan) -> list:
                 continue
             grad, cast, reshard, tpo, cpc, epo, pbuf, attn, epd, mcg = inner
             k = Knobs(zero, rc, sp, prec, grad, cast, reshard, tpo, cpc, epo, pbuf, attn, gsync, spg, epd, mcg,
-                      dpos[0], tpa=tpa, proj=proj, rof=rof, actp=actp)
+                      dpos[0], tpa=tpa, proj=proj, rof=rof, actp=actp, xent=xent)
             found.append((k, dpos))
             if offls and not rules.refuse(plan_over(plan, {"offload_layers": offls[0]})):
                 found += [(replace(k, offl=n), dpos) for n in offls]
@@ -500,7 +504,7 @@ def framework_knobs(spec: SearchSpec, name: str, probe: cm.Plan) -> list:
 # The cm.Plan fields framework_knobs sets per combination of its outer loop and of its inner loop, in
 # their orders: between them every knob (tests/test_search_space.py).
 OUTER_PLAN_FIELDS = tuple(PLAN_FIELDS[name] for name in ("zero", "recompute", "sp", "precision", "gsync", "spg", "dpo",
-                                                         "offl", "tpa", "proj", "rof", "actp"))
+                                                         "offl", "tpa", "proj", "rof", "actp", "xent"))
 INNER_PLAN_FIELDS = tuple(PLAN_FIELDS[name] for name in
                           ("grad", "casts", "reshard", "tpo", "cpc", "epo", "pbuf", "attn", "epd", "mcg"))
 
@@ -635,7 +639,7 @@ def knob_refusal(spec: SearchSpec, fw: base.Framework, probe: cm.Plan) -> str | 
     for zero, precision in product(ks.zero_stage.values, spec.precisions):
         knobs = Knobs(zero, "none", probe.tp > 1 and True in ks.sequence_parallel.values, precision, "",
                       dpo=spec.fixed.get("dpo", spec.overlap_dp_comm), rof=fw.rope_fusion(spec.model),
-                      actp=fw.act_prologue(spec.model))
+                      actp=fw.act_prologue(spec.model), xent=ks.cross_entropy.values[0])
         plan = plan_over(probe, knob_plan_fields(knobs))
         found = base.violations(fw, spec.model, plan, machine) + cluster_violations(spec.cluster, plan)
         shared = found if shared is None else [msg for msg in shared if msg in found]

@@ -79,7 +79,7 @@ class PipeEntry:
 class KernelCache:
     """stage.stage_kernels per (tp, cp, ep, etp, cp_comm, micro-batch, SP, flash, precision, casts, FP8
     attention, attention kernel, token dispatch and its wire format, projections, RoPE fusion, the experts'
-    activation prologue): the only plan fields it reads."""
+    activation prologue, the loss): the only plan fields it reads."""
 
     def __init__(self, spec: SearchSpec, eff: cm.Efficiency):
         self.spec, self.eff, self.table = spec, eff, {}
@@ -87,7 +87,8 @@ class KernelCache:
     def get(self, plan: cm.Plan) -> StageKernels:
         key = (plan.tp, plan.cp, plan.ep, plan.etp, plan.cp_comm, plan.micro_batch_size, plan.sequence_parallel,
                plan.flash_attention, plan.precision, plan.weight_casts, plan.fp8_attention, plan.attention_kernel,
-               plan.ep_dispatch, plan.ep_dispatch_dtype, plan.projections, plan.rope_fusion, plan.moe_act_prologue)
+               plan.ep_dispatch, plan.ep_dispatch_dtype, plan.projections, plan.rope_fusion, plan.moe_act_prologue,
+               plan.cross_entropy)
         if key not in self.table:
             self.table[key] = stage_kernels(self.spec.model, self.spec.cluster, plan, self.eff)
         return self.table[key]
@@ -187,7 +188,8 @@ class LayoutTables:
         return plan_over(self.base, knob_plan_fields(k))
 
     def activations(self, rc: str, sp: bool, precision: str, casts: str = "step", cpc: str = "p2p",
-                    pbuf: str = "freed", spg: bool = False, offl: int = 0, proj: str = "fused") -> tuple[float, ...]:
+                    pbuf: str = "freed", spg: bool = False, offl: int = 0, proj: str = "fused",
+                    xent: str = "fused") -> tuple[float, ...]:
         """stage.stage_activation_bytes of each (layer mix, first, last) class of ranks. The precision
         and weight casts enter through the element size (stage.ACTIVATION_BYTES) and the bytes of the
         GEMM inputs kept for backward (stage.saved_gemm_input_bytes: the quantized copy under cached
@@ -195,13 +197,13 @@ class LayoutTables:
         holds, the same on every stage (context.exchange_buffer_bytes): added to the bytes without it
         (Ulysses' a2a, which holds none), so the exchanges share one stage pass; the layers offloaded to host
         through what the stage keeps (stage.stage_activation_bytes); the projections through the matmul outputs
-        per-op recompute keeps."""
-        key = (rc, sp, precision, casts, cpc if self.lay.cp > 1 else "a2a", pbuf, spg, offl, proj)
+        per-op recompute keeps; the loss through the logits an eager one keeps on the last stage."""
+        key = (rc, sp, precision, casts, cpc if self.lay.cp > 1 else "a2a", pbuf, spg, offl, proj, xent)
         if key not in self.acts:
-            plain = (rc, sp, precision, casts, "a2a", pbuf, spg, offl, proj)
+            plain = (rc, sp, precision, casts, "a2a", pbuf, spg, offl, proj, xent)
             if plain not in self.acts:
                 base = self.plan(Knobs(0, rc, sp, precision, "", casts, cpc="a2a", pbuf=pbuf, spg=spg, offl=offl,
-                                       proj=proj))
+                                       proj=proj, xent=xent))
                 self.acts[plain] = tuple(stage_activation_bytes(self.ctx.spec.model, base, mix, rank,
                                                                 self.ctx.eff.moe_routing_imbalance)
                                          for mix, rank in self.classes[1])
@@ -228,7 +230,8 @@ class LayoutTables:
         does not change memory (TP/EP overlap) share one value."""
         key = k.memory
         if key not in self.peaks:
-            acts = self.activations(k.recompute, k.sp, k.precision, k.casts, k.cpc, k.pbuf, k.spg, k.offl, k.proj)
+            acts = self.activations(k.recompute, k.sp, k.precision, k.casts, k.cpc, k.pbuf, k.spg, k.offl, k.proj,
+                                    k.xent)
             slope = self.ctx.slope
             held = self.class_states(k.states)
             self.peaks[key] = max(h + slope * act for h, act in zip(held, acts, strict=True))
@@ -268,12 +271,13 @@ class LayoutTables:
     def pipe(self, rc: str, sp: bool, precision: str, casts: str = "step", tpo: bool = False,
              cpc: str = "p2p", epo: bool = False, pbuf: str = "freed", attn: str = "cudnn",
              spg: bool = False, epd: str = "alltoall", mcg: bool = False, offl: int = 0,
-             tpa: bool = True, proj: str = "fused", rof: bool = True, actp: bool = False) -> PipeEntry:
+             tpa: bool = True, proj: str = "fused", rof: bool = True, actp: bool = False,
+             xent: str = "fused") -> PipeEntry:
         """Pipeline flush, DP-critical stage and memory-candidate stages for (recompute, SP, precision,
         casts, TP overlap, CP exchange, EP overlap, pipeline buffers, attention kernel, SP inputs
         gathered, MoE dispatch, MoE CUDA graphs, layers offloaded, backward TP collectives beside the GEMMs,
-        projections, RoPE fused, the experts' activation prologue)."""
-        key = (rc, sp, precision, casts, tpo, cpc, epo, pbuf, attn, spg, epd, mcg, offl, tpa, proj, rof, actp)
+        projections, RoPE fused, the experts' activation prologue, the loss)."""
+        key = (rc, sp, precision, casts, tpo, cpc, epo, pbuf, attn, spg, epd, mcg, offl, tpa, proj, rof, actp, xent)
         if key not in self.pipes:
             plan, stages = self.stage_costs(key, with_bytes=True)
             parts = step.pipeline_parts(plan, stages)
@@ -285,10 +289,11 @@ class LayoutTables:
     def flush(self, rc: str, sp: bool, precision: str, casts: str = "step", tpo: bool = False,
               cpc: str = "p2p", epo: bool = False, pbuf: str = "freed", attn: str = "cudnn",
               spg: bool = False, epd: str = "alltoall", mcg: bool = False, offl: int = 0,
-              tpa: bool = True, proj: str = "fused", rof: bool = True, actp: bool = False) -> float:
+              tpa: bool = True, proj: str = "fused", rof: bool = True, actp: bool = False,
+              xent: str = "fused") -> float:
         """PipeEntry.flush_seconds of the same key, from stage costs without their bytes (the bounds
         need the flush only); the tabled pipe's when it is already there."""
-        key = (rc, sp, precision, casts, tpo, cpc, epo, pbuf, attn, spg, epd, mcg, offl, tpa, proj, rof, actp)
+        key = (rc, sp, precision, casts, tpo, cpc, epo, pbuf, attn, spg, epd, mcg, offl, tpa, proj, rof, actp, xent)
         if key in self.pipes:
             return self.pipes[key].flush_seconds
         if key not in self.flushes:
@@ -298,10 +303,10 @@ class LayoutTables:
 
     def stage_costs(self, key: tuple, with_bytes: bool) -> tuple[cm.Plan, list[StageCost]]:
         """The plan of a pipe key (pipe's and flush's) and its stages' costs (class_stage_costs)."""
-        rc, sp, precision, casts, tpo, cpc, epo, pbuf, attn, spg, epd, mcg, offl, tpa, proj, rof, actp = key
+        rc, sp, precision, casts, tpo, cpc, epo, pbuf, attn, spg, epd, mcg, offl, tpa, proj, rof, actp, xent = key
         spec = self.ctx.spec
         plan = self.plan(Knobs(0, rc, sp, precision, "", casts, True, tpo, cpc, epo, pbuf, attn, spg=spg, epd=epd,
-                               mcg=mcg, offl=offl, tpa=tpa, proj=proj, rof=rof, actp=actp))
+                               mcg=mcg, offl=offl, tpa=tpa, proj=proj, rof=rof, actp=actp, xent=xent))
         return plan, class_stage_costs(spec.model, spec.cluster, plan, self.ctx.eff, self.ctx.kernels.get(plan),
                                        self.classes, with_bytes)
 
@@ -330,7 +335,7 @@ class LayoutTables:
         spec, eff = self.ctx.spec, self.ctx.eff
         plan = self.plan(k)
         pipe = self.pipe(k.recompute, k.sp, k.precision, k.casts, k.tpo, k.cpc, k.epo, k.pbuf, k.attn, k.spg, k.epd,
-                         k.mcg, k.offl, k.tpa, k.proj, k.rof, k.actp)
+                         k.mcg, k.offl, k.tpa, k.proj, k.rof, k.actp, k.xent)
         opt = step.optimizer_step_seconds(spec.cluster, plan, pipe.critical, eff)
         return Candidate(self.lay, k, pipe.flush_seconds, self.exposed(k, plan, pipe.critical, pipe.bubble_seconds), opt,
                          eff.step_overhead_seconds, self.memory(k, plan, pipe.slots))

@@ -245,7 +245,9 @@ def megatron_dense_plan(row: dict) -> tuple[dict, list[str], list[str]]:
         plan["overlap_pp_comm"] = bool(p2p["overlap_p2p_comm"])
     plan["grad_dtype"] = rec["grad_reduce_dtype"]["value"]
     fus = rec.get("fusions") or {}
-    plan["fused_cross_entropy"] = fus.get("cross_entropy_fusion_impl") in ("te", "native")
+    # Megatron-Bridge's GPTModelProvider sets cross_entropy_loss_fusion True; the impl picks the kernels
+    impl = fus.get("cross_entropy_fusion_impl") if fus.get("cross_entropy_loss_fusion", True) else None
+    plan["cross_entropy"] = {"te": "fused", "native": "vocab_parallel_fused"}.get(impl, "vocab_parallel")
     if fus.get("fp8_dot_product_attention") and plan["precision"] in LOW_PRECISION:
         plan["fp8_attention"] = True
     if low_precision_moments(rec):
@@ -464,7 +466,7 @@ MECHANISM_FIELDS = ("overlap_dp_comm", "grad_dtype", "fp8_recipe", "bf16_layers_
                     "zero_stage", "stage_layers", "rope_fusion", "moe_act_prologue")
 # further plan fields the dense and torchtitan rows set from their recipes
 DENSE_FIELDS = ("cp", "cp_comm", "zero3_reshard", "offload_layers", "overlap_pp_comm", "weight_casts",
-                "fused_cross_entropy", "fused_elementwise")
+                "cross_entropy", "fused_elementwise")
 INCOMING = "moe_2025_2026.yaml"
 # Rows whose published figure is not the recipe's run (validation/incoming/MOE_README.md, "rows to treat
 # with care"): kept for reference, not scored.
