@@ -119,12 +119,11 @@ def training(job: Job) -> Kwargs:
 
 
 def compile_components(job: Job) -> list[str]:
-    """CompileConfig.components: the model when elementwise work is fused, the loss too unless the
-    plan computes it eagerly (cross_entropy eager; any other loss is written as the compiled one, the
-    README saying how to re-score)."""
+    """CompileConfig.components: the model when elementwise work is fused, the loss too when it runs
+    compiled in chunks (torchtitan.chunked_loss)."""
     if not job.plan.fused_elementwise:
         return []
-    return ["model", "loss"] if job.plan.cross_entropy != "eager" else ["model"]
+    return ["model", "loss"] if titan.chunked_loss(job.plan) else ["model"]
 
 
 def model_spec_line(job: Job, flavour: titan.Flavour) -> str:
@@ -141,7 +140,7 @@ def model_spec_line(job: Job, flavour: titan.Flavour) -> str:
 def loss_line(job: Job) -> str:
     """ChunkedLossWrapper (the recipes' loss: logits a chunk at a time) for fused cross-entropy,
     plain CrossEntropyLoss (llama3_debugmodel_ce_loss) for an eager one."""
-    return "ChunkedLossWrapper.Config(loss_fn=loss)" if job.plan.cross_entropy != "eager" else "loss"
+    return "ChunkedLossWrapper.Config(loss_fn=loss)" if titan.chunked_loss(job.plan) else "loss"
 
 
 def ac_line(job: Job) -> str:
@@ -149,7 +148,7 @@ def ac_line(job: Job) -> str:
 
 
 def imports(job: Job, flavour: titan.Flavour) -> str:
-    losses = "ChunkedLossWrapper, CrossEntropyLoss" if job.plan.cross_entropy != "eager" else "CrossEntropyLoss"
+    losses = "ChunkedLossWrapper, CrossEntropyLoss" if titan.chunked_loss(job.plan) else "CrossEntropyLoss"
     ac = {"none": "", "op": "SelectiveAC", "full": "FullAC"}[job.plan.recompute]
     fp8 = job.plan.precision == "fp8"
     lines = [f"from torchtitan.components.loss import {losses}",

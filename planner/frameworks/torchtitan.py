@@ -307,6 +307,13 @@ def knobs(tp_split: bool, pp_split: bool) -> Knobs:
 LOSS_CHUNKS = 8  # components/loss.py ChunkedLossWrapper.Config.num_chunks default
 
 
+def chunked_loss(plan: cm.Plan) -> bool:
+    """Whether torchtitan's launch computes the loss compiled in chunks (ChunkedLossWrapper, compile.components
+    "loss"): for every plan but one with the eager loss, the compiled one being its nearest to a Megatron loss
+    (Knobs.cross_entropy; emit/readme.py says how to re-score such a plan)."""
+    return plan.cross_entropy != "eager"
+
+
 @dataclass(frozen=True)
 class Flavour:
     """One entry of models/<family>/__init__.py (`llama3_configs`, `qwen3_configs`):
@@ -491,7 +498,7 @@ def launch_violations(model: cm.Model, plan: cm.Plan) -> list[str]:
     if model.seq_length > limit:
         which = f"the {flavour.family} {flavour.name}" if flavour else "every flavour's"
         out.append(f"seq_len {model.seq_length} exceeds {which} RoPE max_seq_len {limit}")
-    if plan.cross_entropy != "eager" and model.seq_length % LOSS_CHUNKS:
+    if chunked_loss(plan) and model.seq_length % LOSS_CHUNKS:
         out.append(f"ChunkedLossWrapper splits seq_len {model.seq_length} into {LOSS_CHUNKS} equal chunks "
                    "(components/loss.py); re-plan with a multiple of 8 or --cross-entropy eager")
     return out

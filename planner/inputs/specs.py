@@ -443,20 +443,6 @@ class PlanSpec(Spec):
     tp: count(L.MAX_DEGREE) = 1
     pp: count(L.MAX_DEGREE) = 1
     dp: Optional[count(L.MAX_DEGREE)] = None
-
-    @model_validator(mode="before")
-    @classmethod
-    def _legacy_loss(cls, data):
-        """A plan written before schema 25 says fused_cross_entropy: false for the eager loss, true for the rest."""
-        if not isinstance(data, dict) or "fused_cross_entropy" not in data:
-            return data
-        data = dict(data)
-        fused = data.pop("fused_cross_entropy")
-        if not isinstance(fused, bool):
-            raise ValueError(f"fused_cross_entropy: expected true or false, got {fused!r}")
-        if not fused:
-            data.setdefault("cross_entropy", "eager")
-        return data
     cp: count(L.MAX_DEGREE) = 1
     cp_comm: Literal["p2p", "all_gather", "a2a", "a2a+p2p"] = "p2p"
     # stage-boundary buffers the pipeline runtime keeps (costmodel memory.pipeline_buffer_units)
@@ -524,6 +510,20 @@ class PlanSpec(Spec):
     # layers per model chunk; a chunk may hold none (Megatron's pipeline layouts: "...|mL" holds only
     # the MTP block and the loss) as long as every pipeline rank holds one
     stage_layers: Optional[list[count(L.MAX_LAYERS, lower=0)]] = Field(default=None, max_length=L.MAX_LAYERS)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_loss(cls, data):
+        """A plan written before schema 25 says fused_cross_entropy: false for the eager loss, true for the rest."""
+        if not isinstance(data, dict) or "fused_cross_entropy" not in data:
+            return data
+        data = dict(data)
+        fused = data.pop("fused_cross_entropy")
+        if not isinstance(fused, bool):
+            raise ValueError(f"fused_cross_entropy: expected true or false, got {fused!r}")
+        if not fused:
+            data.setdefault("cross_entropy", "eager")
+        return data
 
 
 class TrainingRecord(BaseModel):

@@ -189,11 +189,11 @@ def fit(runs: list[Run], start: cm.Efficiency | None = None, rounds: int = 6) ->
     return descend(runs, start, rounds)
 
 
-def restart(runs: list[Run], eff: cm.Efficiency, rounds: int, memo: Memo | None = None,
+def restart(runs: list[Run], eff: cm.Efficiency, rounds: int,
             bounds: Bounds | None = None) -> tuple[cm.Efficiency, float]:
     """RESTARTS descents from `eff`, each from where the last stopped, the span reset."""
     for _ in range(RESTARTS):
-        eff, best = descend(runs, eff, rounds, memo, bounds)
+        eff, best = descend(runs, eff, rounds, bounds=bounds)
     return eff, best
 
 
