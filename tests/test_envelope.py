@@ -22,7 +22,39 @@ from bench_suggest import CASES  # noqa: E402
 
 def test_shipped_envelope_is_what_the_rows_give():
     """validation/mfu_envelope.yaml is generated (python -m planner.validation.envelope --write)."""
-    assert envelope.shipped() == {(e.gpu, e.precision): e for e in computed.compute()}
+    assert envelope.shipped() == {(e.gpu, e.precision, e.kind): e for e in computed.compute()}
+
+
+def test_each_envelope_holds_only_runs_of_its_kind():
+    """Every envelope's row trains a model of the envelope's kind, and each kind's envelope is the highest
+    measured MFU among the rows of that kind alone (read from the rows here): a dense run does not set a
+    mixture-of-experts envelope, nor the reverse. Where both kinds ran a GPU in a precision, they differ."""
+    from planner.validation.runs import default_holdout, load_runs, prepare
+
+    best: dict[tuple, float] = {}
+    for run in load_runs() + load_runs(default_holdout()):
+        if not run.exclude:
+            p = prepare(run)
+            key = (p.cluster.gpu.name, p.plan.precision, "moe" if p.model.moe else "dense")
+            best[key] = max(best.get(key, 0.0), computed.measured_mfu(p))
+    assert set(envelope.shipped()) == set(best)
+    for key, e in envelope.shipped().items():
+        assert e.mfu == pytest.approx(best[key], abs=1e-4), key
+    both = {k[:2] for k in best if k[2] == "moe"} & {k[:2] for k in best if k[2] == "dense"}
+    assert ("gb200", "mxfp8") in both and ("h100-sxm-80gb", "fp8") in both
+    assert all(best[(*k, "moe")] != best[(*k, "dense")] for k in both)
+
+
+def test_h100_bf16_moe_envelope_by_hand():
+    """Mixtral 8x22B on 128 H100 (Megatron-MoE-ModelZoo, held out) prints 465 TFLOP/s per GPU counted with
+    Megatron-LM's causal formula, 2.4218e11 FLOPs a token, the count the envelope makes (the row's derivation);
+    its step, 256 x 4096 x 2.4218e11 / (128 x 465e12) = 4.2687 s, is kept as 4.27 s, so its MFU is
+    256 x 4096 x 2.4218e11 / (4.27 x 128 x 989e12) = 47.0%: the highest of the mixture-of-experts rows on H100
+    in bf16 (the dense envelope there is Megatron-Core's 16B, 47.1%)."""
+    e = envelope.shipped()[("h100-sxm-80gb", "bf16", "moe")]
+    assert (e.run, e.file) == ("modelzoo-mixtral-8x22b-h100-bf16", "holdout.yaml")
+    assert e.mfu == pytest.approx(256 * 4096 * 2.4218e11 / (4.27 * 128 * 989e12), abs=2e-4)
+    assert envelope.shipped()[("h100-sxm-80gb", "bf16", "dense")].run == "megatron-core-h100-weak-16b"
 
 
 def test_a100_bf16_envelope_by_hand():
@@ -31,7 +63,7 @@ def test_a100_bf16_envelope_by_hand():
     V 50432) with the attention term s/6h halved for the causal mask: 72 B L s h^2 (1 + s/12h + V/12hL)
     = 8.159e15 per step; over 5.295 s x 8 x 312 TFLOP/s that is 0.6174 (the full square, s/6h, gives
     0.6414; the table prints 0.6423 with the embedding counted in N)."""
-    e = envelope.shipped()[("a100-sxm-80gb", "bf16")]
+    e = envelope.shipped()[("a100-sxm-80gb", "bf16", "dense")]
     b, layers, s, h, v = 96, 32, 2048, 4096, 50432
     flops = 72 * b * layers * s * h**2 * (1 + s / (12 * h) + v / (12 * h * layers))
     assert e.run == "mosaic-mpt-7b-a100-80gb-8gpu-s2048"
@@ -44,7 +76,7 @@ def test_h100_bf16_envelope_is_a_held_out_row_by_hand():
     Megatron's count, 12 L h^2 (6 + s/h) + 6 h V per token, so its step is 4096 x that / 489.1e12 = 0.850 s
     (the row's derived figure). The causal count halves the s/h term: 12 L h^2 (6 + s/2h) + 6 h V, and over
     0.850 s at 989 TFLOP/s that is 47.1%, above every H100 bf16 row of runs.yaml (MPT-7B, 44.6%)."""
-    e = envelope.shipped()[("h100-sxm-80gb", "bf16")]
+    e = envelope.shipped()[("h100-sxm-80gb", "bf16", "dense")]
     layers, h, s, v = 32, 6144, 4096, 131072
     per_token = 12 * layers * h**2 * (6 + s / (2 * h)) + 6 * h * v
     assert (e.run, e.file) == ("megatron-core-h100-weak-16b", "holdout.yaml")
@@ -62,9 +94,13 @@ def suggest_json(argv: list[str]) -> dict:
 def test_every_benchmark_case_is_held_against_its_envelope(name, argv, capsys):
     """Each bench_suggest case: the envelope it is held against (printed), and `above` exactly when the
     best plan's MFU (causal attention, as the envelope counts it) exceeds it."""
+    from planner.inputs.loading import load_model_spec
+
     out = suggest_json(argv)
     best, env = out["plans"][0], out["envelope"]
-    published = envelope.shipped().get((best["gpu"], best["plan"]["precision"]))
+    kind = "moe" if load_model_spec(argv[0]).moe else "dense"
+    assert env["kind"] == kind
+    published = envelope.shipped().get((best["gpu"], best["plan"]["precision"], kind))
     with capsys.disabled():
         print(f"\n{name}: best MFU {100 * best['mfu_causal']:.1f}% (causal); envelope "
               + (f"{100 * env['published_mfu']:.1f}% ({env['run']}: {env['source']})" if published else
@@ -77,7 +113,8 @@ def test_every_benchmark_case_is_held_against_its_envelope(name, argv, capsys):
 
 
 # The caution names which MFU it holds (the causal one) against the tables' (the full attention square).
-ABOVE = "counting attention's causal half (MFU elsewhere counts the full s x s square) is above every published run on"
+ABOVE = ("counting attention's causal half (MFU elsewhere counts the full s x s square) is above every published dense "
+         "run on")
 
 
 def test_text_output_cautions_above_the_envelope(capsys):
@@ -107,20 +144,21 @@ def test_a_gpu_no_run_was_published_on_is_said_to_be_unjudged(capsys):
     estimate's envelope has no published MFU, counts the plan as above it, and the text says the model was never
     judged there. A GPU with published runs in another precision only (H200: FP8 rows, none in bf16) is said so
     too."""
-    assert [key for key in envelope.shipped() if key[0].startswith("mi")] == [("mi350x-288gb", "mxfp4"),
-                                                                             ("mi355x-288gb", "mxfp4")]
-    assert ("h200-sxm-141gb", "bf16") not in envelope.shipped() and ("h200-sxm-141gb", "fp8") in envelope.shipped()
+    assert [key for key in envelope.shipped() if key[0].startswith("mi")] == [("mi350x-288gb", "mxfp4", "dense"),
+                                                                             ("mi355x-288gb", "mxfp4", "dense")]
+    assert ("h200-sxm-141gb", "bf16", "dense") not in envelope.shipped()
+    assert ("h200-sxm-141gb", "fp8", "dense") in envelope.shipped()
     for cluster, gpu in (("amd-mi355x-platform", "mi355x-288gb"), ("hgx-h200", "h200-sxm-141gb")):
         base = ["estimate", "llama3-8b", cluster, "--gpus", "8", "--gbs", "64", "--tp", "1", "--pp", "1", "--mbs", "1",
                 "--zero", "1", "--precision", "bf16"]
         assert main([*base, "--json"]) == 0
         env = json.loads(capsys.readouterr().out)["envelope"]
-        assert (env["gpu"], env["precision"], env["published_mfu"], env["run"], env["above"]) == (gpu, "bf16", None,
-                                                                                                   None, True)
+        assert (env["gpu"], env["precision"], env["kind"], env["published_mfu"], env["run"], env["above"]) == (
+            gpu, "bf16", "dense", None, None, True)
         assert main(base) == 0
         text = " ".join(capsys.readouterr().out.split())
-        assert f"has no published run to be held against: validation/ has none on {gpu} in bf16, so the cost " \
-            "model was never judged on this GPU in this precision" in text
+        assert f"has no published dense run to be held against: validation/ has none on {gpu} in bf16, so the " \
+            "cost model was never judged on a dense model on this GPU in this precision" in text
 
 
 def test_catalog_lists_the_precisions_published_runs_used_on_each_gpu(capsys):
@@ -173,8 +211,16 @@ def test_size_notes_a_choice_above_the_envelope():
     # no bf16 row on H200: no run to hold the plan against, which is said, whatever its MFU
     for mfu in (0.9, 0.1):
         notes = cautioned({"cheapest": option("h200-sxm-141gb", mfu)})
-        assert len(notes) == 1 and "has no published run to be held against: validation/ has none on " \
+        assert len(notes) == 1 and "has no published dense run to be held against: validation/ has none on " \
             "h200-sxm-141gb in bf16" in notes[0]
+    # a mixture-of-experts plan is held against the MoE rows only: on H100 in FP8 the dense envelope is GPT-3's
+    # 45.0% (MLPerf), the MoE one Mixtral 8x22B's 28.3% (ModelZoo, FP8 block scaling), so 35% is above it
+    moe = option("h100-sxm-80gb", 0.35)
+    moe.best = SimpleNamespace(plan=cm.Plan(precision="fp8"), est=moe.best.est, model=SimpleNamespace(moe=object()))
+    notes = cautioned({"cheapest": moe})
+    assert len(notes) == 1 and "35.0% counting attention's causal half (MFU elsewhere counts the full s x s square) " \
+        "is above every published mixture-of-experts run on h100-sxm-80gb in fp8 (highest 28.3%, " \
+        "modelzoo-mixtral-8x22b-h100-fp8-blockwise; validation/holdout.yaml)" in notes[0]
     # and one note for a plan that uses a setting no published run on its generation used (TP overlap on A100)
     overlapped = option("a100-sxm-80gb", 0.40, tp=8, sequence_parallel=True, tp_comm_overlap=True)
     notes = cautioned({"cheapest": overlapped})

@@ -1,14 +1,20 @@
-"""The MFU envelope of published runs: per catalog GPU and plan precision, the highest MFU that a
-scored row of validation/runs.yaml or holdout.yaml measured, and which row it is (computed by
-planner/validation/envelope.py, shipped as validation/mfu_envelope.yaml).
+"""The MFU envelope of published runs: per catalog GPU, plan precision and kind of model (dense or
+mixture of experts), the highest MFU that a scored row of validation/runs.yaml or holdout.yaml measured,
+and which row it is (computed by planner/validation/envelope.py, shipped as validation/mfu_envelope.yaml).
 
-A best plan above the envelope of its GPU and precision is where the cost model was never judged
+A best plan above the envelope of its GPU, precision and kind is where the cost model was never judged
 against a run (issue 14: the search lands where the model is most optimistic), and `suggest` says so.
+The kind is part of the key because the two kinds reach different MFUs through different terms: a
+mixture-of-experts step runs many small expert GEMMs, dispatches tokens and waits on its router, which a
+dense run never judged (on GB200 in MXFP8 the best dense run measured 34.5%, the best MoE run 25.9%); as
+the out-of-sample errors are kept per kind (planner/analysis/accuracy.py).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+
+from planner.analysis.accuracy import kind_of
 
 FILE = "mfu_envelope.yaml"
 
@@ -17,6 +23,7 @@ FILE = "mfu_envelope.yaml"
 class Envelope:
     gpu: str
     precision: str
+    kind: str  # "dense" or "moe" (accuracy.kind_of)
     mfu: float  # the highest measured MFU (causal attention) of the scored rows on this GPU in this precision
     run: str  # that row's id
     source: str  # and its citation
@@ -24,24 +31,30 @@ class Envelope:
 
 
 @lru_cache(maxsize=1)
-def shipped() -> dict[tuple[str, str], Envelope]:
-    """The precomputed envelope, by (GPU name, precision)."""
+def shipped() -> dict[tuple[str, str, str], Envelope]:
+    """The precomputed envelope, by (GPU name, precision, kind)."""
     from planner.inputs.catalogs import read_published
 
-    return {(e["gpu"], e["precision"]): Envelope(**e) for e in read_published(FILE)}
+    return {(e["gpu"], e["precision"], e["kind"]): Envelope(**e) for e in read_published(FILE)}
 
 
-def judge(gpu: str, precision: str, mfu: float) -> dict:
-    """The envelope a predicted MFU (causal attention: Estimate.mfu_causal) is held against, and whether
-    it is above it. Where no scored row ran that GPU in that precision, the envelope is empty
-    (published_mfu, run, file and source None) and every MFU is above it: the cost model was never
-    judged on that GPU in that precision at all (an AMD part, B200 in bf16)."""
-    env = shipped().get((gpu, precision))
+def judge(gpu: str, precision: str, mfu: float, moe: bool) -> dict:
+    """The envelope a predicted MFU (causal attention: Estimate.mfu_causal) of a plan for a dense or
+    mixture-of-experts (`moe`) model is held against, and whether it is above it. Where no scored row of
+    that kind ran that GPU in that precision, the envelope is empty (published_mfu, run, file and source
+    None) and every MFU is above it: the cost model was never judged there at all (an AMD part, a dense
+    model on B200 in bf16)."""
+    kind = kind_of(moe)
+    env = shipped().get((gpu, precision, kind))
     if env is None:
-        return {"gpu": gpu, "precision": precision, "published_mfu": None, "run": None, "file": None,
-                "source": None, "predicted_mfu": mfu, "above": True}
-    return {"gpu": gpu, "precision": precision, "published_mfu": env.mfu, "run": env.run, "file": env.file,
-            "source": env.source, "predicted_mfu": mfu, "above": mfu > env.mfu}
+        return {"gpu": gpu, "precision": precision, "kind": kind, "published_mfu": None, "run": None,
+                "file": None, "source": None, "predicted_mfu": mfu, "above": True}
+    return {"gpu": gpu, "precision": precision, "kind": kind, "published_mfu": env.mfu, "run": env.run,
+            "file": env.file, "source": env.source, "predicted_mfu": mfu, "above": mfu > env.mfu}
+
+
+def kind_words(judged: dict) -> str:
+    return "mixture-of-experts" if judged["kind"] == "moe" else "dense"
 
 
 def caution(judged: dict | None, whose: str, so: str = "the cost model was never judged there, so read it as "
@@ -51,11 +64,13 @@ def caution(judged: dict | None, whose: str, so: str = "the cost model was never
     nothing there judged the cost model."""
     if not judged or not judged["above"]:
         return None
+    kind = kind_words(judged)
     if judged["published_mfu"] is None:
         return (f"{whose} MFU {100 * judged['predicted_mfu']:.1f}% (attention's causal half) has no published "
-                f"run to be held against: validation/ has none on {judged['gpu']} in {judged['precision']}, so "
-                "the cost model was never judged on this GPU in this precision; read its figures as unvalidated")
+                f"{kind} run to be held against: validation/ has none on {judged['gpu']} in {judged['precision']}, "
+                f"so the cost model was never judged on a {kind} model on this GPU in this precision; read its "
+                "figures as unvalidated")
     return (f"{whose} MFU {100 * judged['predicted_mfu']:.1f}% counting attention's causal half "
-            f"(MFU elsewhere counts the full s x s square) is above every published run "
+            f"(MFU elsewhere counts the full s x s square) is above every published {kind} run "
             f"on {judged['gpu']} in {judged['precision']} (highest {100 * judged['published_mfu']:.1f}%, "
             f"{judged['run']}; validation/{judged['file']}): {so}")

@@ -41,7 +41,7 @@ def published_precisions(gpu: str) -> list[str]:
     planner/analysis/envelope.py); empty where the cost model was never judged on the GPU."""
     from planner.analysis import envelope
 
-    return sorted(precision for name, precision in envelope.shipped() if name == gpu)
+    return sorted({precision for name, precision, _ in envelope.shipped() if name == gpu})
 
 
 def register(sub) -> None:

@@ -379,19 +379,21 @@ class EstimateWhatIf(Strict):
 
 
 class MfuEnvelope(Strict):
-    """A plan's MFU against the highest measured on its GPU in its precision (planner/analysis/envelope.py)."""
+    """A plan's MFU against the highest measured for its kind of model on its GPU in its precision
+    (planner/analysis/envelope.py)."""
 
     gpu: str = d("catalog GPU name")
     precision: str = d("the plan's precision")
-    published_mfu: float | None = d("highest MFU a scored validation row measured on this GPU in this precision "
-                                    "(causal attention, as `mfu_causal`); null where no row ran it")
-    run: str | None = d("that row's id; null where no row ran the GPU in the precision")
+    kind: Literal["dense", "moe"] = d("the plan's kind of model: the envelope holds only runs of that kind")
+    published_mfu: float | None = d("highest MFU a scored validation row of this kind measured on this GPU in this "
+                                    "precision (causal attention, as `mfu_causal`); null where no row ran it")
+    run: str | None = d("that row's id; null where no row of the kind ran the GPU in the precision")
     file: str | None = d("the validation file that holds the row: runs.yaml or holdout.yaml (held out from every "
                          "fit); null where no row")
     source: str | None = d("its citation; null where no row")
     predicted_mfu: float = d("the plan's predicted MFU, causal attention (`mfu_causal`)")
-    above: bool = d("predicted above every published run (always, where none was published on the GPU in the "
-                    "precision): the cost model was never judged there")
+    above: bool = d("predicted above every published run of its kind (always, where none was published on the GPU "
+                    "in the precision): the cost model was never judged there")
 
 
 class UnvalidatedSetting(Strict):
@@ -480,8 +482,8 @@ class EstimateOutput(Estimate, Output):
     """`planner estimate --json`: the estimate, its diagnosis, and the what-if re-score on request."""
 
     diagnosis: Diagnosis = d("why the plan is slow and which levers help")
-    envelope: MfuEnvelope = d("the plan's MFU against published runs on its GPU and precision (validation/runs.yaml "
-                              "and holdout.yaml)")
+    envelope: MfuEnvelope = d("the plan's MFU against published runs of its kind of model on its GPU and precision "
+                              "(validation/runs.yaml and holdout.yaml)")
     unvalidated_settings: list[UnvalidatedSetting] = d("the plan's settings no published run on its GPU "
                                                        "generation used; empty when all were")
     host_wait: HostWait | None = d("the plan's MoE host wait against the published rows' errors where it is a "
@@ -570,8 +572,8 @@ class SuggestOutput(Output):
     search: Search = d("what the search did")
     diagnosis: Diagnosis = d("diagnosis of the best plan")
     warnings: list[str] = d("plans whose re-score disagrees with the search tables")
-    envelope: MfuEnvelope = d("the best plan's MFU against published runs on its GPU and precision "
-                              "(validation/runs.yaml and holdout.yaml)")
+    envelope: MfuEnvelope = d("the best plan's MFU against published runs of its kind of model on its GPU and "
+                              "precision (validation/runs.yaml and holdout.yaml)")
     unvalidated_settings: list[UnvalidatedSetting] = d("the best plan's settings no published run on its GPU "
                                                        "generation used; empty when all were")
     host_wait: HostWait | None = d("the best plan's MoE host wait against the published rows' errors where it "

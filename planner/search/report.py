@@ -114,7 +114,8 @@ def suggest_report(model: ModelSpec, spec: SearchSpec, opts: suggest.Options, wi
                scored[0], eff, spec.frameworks, opts.max_memory_fraction, fixed_plan_fields(spec))),
            "warnings": agreement_warnings(result.ranked, dicts) + launch_gap_warnings(spec) + [
                w for item in (wi, *(grid or ())) for w in whatif.imbalance_ceiling(spec.model, scored[0].plan, item)],
-           "envelope": envelope.judge(spec.cluster.gpu.name, scored[0].plan.precision, dicts[0]["mfu_causal"]),
+           "envelope": envelope.judge(spec.cluster.gpu.name, scored[0].plan.precision, dicts[0]["mfu_causal"],
+                                      spec.model.moe is not None),
            "unvalidated_settings": coverage.unvalidated(spec.cluster.gpu.generation, scored[0].plan,
                                                         spec.model.moe is not None),
            "host_wait": hostwait.judge(dicts[0]["step_time_s"], dicts[0]["time_breakdown_s"]),

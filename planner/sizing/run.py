@@ -146,8 +146,8 @@ def other_gpus(options: list[sizing.Option], winner: sizing.Option | None, deadl
 
 
 def envelope_notes(chosen: dict[str, sizing.Option | None], seq_length: int) -> list[str]:
-    """A note for each chosen option whose plan's MFU is above every published run on its GPU in its
-    precision (planner/analysis/envelope.py), one for each whose plan uses settings no published run
+    """A note for each chosen option whose plan's MFU is above every published run of the model's kind on
+    its GPU in its precision (planner/analysis/envelope.py), one for each whose plan uses settings no published run
     on its GPU generation used (planner/analysis/coverage.py): its days and dollars rest on a regime
     never measured; one for each whose MoE host wait dominates its step (planner/analysis/hostwait.py); and
     one where the sequences are longer than any fitted run on its generation (planner/analysis/longcontext.py);
@@ -158,7 +158,8 @@ def envelope_notes(chosen: dict[str, sizing.Option | None], seq_length: int) -> 
         if o is None or (o.offering.name, o.num_gpus) in seen:
             continue
         seen.add((o.offering.name, o.num_gpus))
-        judged = envelope.judge(o.offering.gpu.name, o.best.plan.precision, o.best.est.mfu_causal)
+        judged = envelope.judge(o.offering.gpu.name, o.best.plan.precision, o.best.est.mfu_causal,
+                                o.best.model.moe is not None)
         unjudged = coverage.unvalidated(o.offering.gpu.generation, o.best.plan, o.best.model.moe is not None)
         lines = coverage.cautions(judged, unjudged, "its plan",
                                   "its days and dollars are optimistic",
