@@ -24,7 +24,7 @@ class Envelope:
     gpu: str
     precision: str
     kind: str  # "dense" or "moe" (accuracy.kind_of)
-    mfu: float  # the highest measured MFU (causal attention) of the scored rows on this GPU in this precision
+    mfu: float  # the highest measured MFU (causal attention) of the scored rows of this kind, GPU and precision
     run: str  # that row's id
     source: str  # and its citation
     file: str  # the validation file that holds it: runs.yaml or holdout.yaml
@@ -54,6 +54,7 @@ def judge(gpu: str, precision: str, mfu: float, moe: bool) -> dict:
 
 
 def kind_words(judged: dict) -> str:
+    """How a caution names the kind of a judged envelope."""
     return "mixture-of-experts" if judged["kind"] == "moe" else "dense"
 
 
