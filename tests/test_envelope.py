@@ -188,11 +188,11 @@ def test_size_notes_a_choice_above_the_envelope():
     from planner.inputs.catalogs import resolve_gpu
     from planner.sizing.run import envelope_notes
 
-    def option(gpu: str, mfu: float, moe_sync: float = 0.0, **plan):
+    def option(gpu: str, mfu: float, moe_sync: float = 0.0, moe=None, **plan):
         offering = SimpleNamespace(name="c", gpu=resolve_gpu(gpu))
         est = SimpleNamespace(mfu_causal=mfu, step_time_seconds=10.0,
                               time_breakdown_seconds={"compute": 10.0 - moe_sync, "moe_sync": moe_sync})
-        best = SimpleNamespace(plan=cm.Plan(precision="bf16", **plan), est=est, model=SimpleNamespace(moe=None))
+        best = SimpleNamespace(plan=cm.Plan(**{"precision": "bf16", **plan}), est=est, model=SimpleNamespace(moe=moe))
         return SimpleNamespace(offering=offering, num_gpus=1024, best=best)
 
     def cautioned(chosen: dict, seq_length: int = 4096) -> list[str]:
@@ -215,9 +215,7 @@ def test_size_notes_a_choice_above_the_envelope():
             "h200-sxm-141gb in bf16" in notes[0]
     # a mixture-of-experts plan is held against the MoE rows only: on H100 in FP8 the dense envelope is GPT-3's
     # 45.0% (MLPerf), the MoE one Mixtral 8x22B's 28.3% (ModelZoo, FP8 block scaling), so 35% is above it
-    moe = option("h100-sxm-80gb", 0.35)
-    moe.best = SimpleNamespace(plan=cm.Plan(precision="fp8"), est=moe.best.est, model=SimpleNamespace(moe=object()))
-    notes = cautioned({"cheapest": moe})
+    notes = cautioned({"cheapest": option("h100-sxm-80gb", 0.35, moe=object(), precision="fp8")})
     assert len(notes) == 1 and "35.0% counting attention's causal half (MFU elsewhere counts the full s x s square) " \
         "is above every published mixture-of-experts run on h100-sxm-80gb in fp8 (highest 28.3%, " \
         "modelzoo-mixtral-8x22b-h100-fp8-blockwise; validation/holdout.yaml)" in notes[0]

@@ -34,6 +34,11 @@ def kind_of(moe: bool) -> str:
     return "moe" if moe else "dense"
 
 
+def kind_words(kind: str) -> str:
+    """How a caution names a kind (kind_of)."""
+    return "mixture-of-experts" if kind == "moe" else "dense"
+
+
 # cm.Plan.fp8_recipe -> the scaling that tells fp8 rows apart (the recipes of one scaling differ in where the
 # scale comes from, not in the kernels and casts).
 FP8_SCALING = {"delayed": "per-tensor", "tensorwise": "per-tensor", "rowwise": "rowwise", "blockwise": "blockwise"}
@@ -107,7 +112,7 @@ def line(judged: dict | None) -> str | None:
     if judged is None:
         return None
     fitted, held = judged["shipped"], judged["out_of_sample"]
-    kind = "mixture-of-experts" if judged["kind"] == "moe" else "dense"
+    kind = kind_words(judged["kind"])
     where = judged["gpu"] if judged["gpu"] == judged["plan_gpu"] else f"{judged['gpu']} (none on {judged['plan_gpu']})"
     what = judged["precision"] + (f" with {judged['fp8_scaling']} scaling" if judged["fp8_scaling"] else "")
     return (f"on the {fitted['n']} published {kind} run{'s' if fitted['n'] != 1 else ''} on {where} in "

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from planner.analysis.accuracy import kind_of
+from planner.analysis.accuracy import kind_of, kind_words
 
 FILE = "mfu_envelope.yaml"
 
@@ -53,11 +53,6 @@ def judge(gpu: str, precision: str, mfu: float, moe: bool) -> dict:
             "file": env.file, "source": env.source, "predicted_mfu": mfu, "above": mfu > env.mfu}
 
 
-def kind_words(judged: dict) -> str:
-    """How a caution names the kind of a judged envelope."""
-    return "mixture-of-experts" if judged["kind"] == "moe" else "dense"
-
-
 def caution(judged: dict | None, whose: str, so: str = "the cost model was never judged there, so read it as "
                                                          "optimistic") -> str | None:
     """One line when a judged MFU (`judge`) is above its envelope, else None: whose MFU, the envelope and
@@ -65,7 +60,7 @@ def caution(judged: dict | None, whose: str, so: str = "the cost model was never
     nothing there judged the cost model."""
     if not judged or not judged["above"]:
         return None
-    kind = kind_words(judged)
+    kind = kind_words(judged["kind"])
     if judged["published_mfu"] is None:
         return (f"{whose} MFU {100 * judged['predicted_mfu']:.1f}% (attention's causal half) has no published "
                 f"{kind} run to be held against: validation/ has none on {judged['gpu']} in {judged['precision']}, "
