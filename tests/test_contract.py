@@ -32,6 +32,7 @@ CASES = {
     "estimate": ("estimate", ["estimate", LLAMA70, H100_64, "--tp", "8", "--pp", "4", "--mbs", "1", "--gbs", "512",
                               "--zero", "1", "--what-if", "network=0.5", "--json"]),
     "estimate-no-training": ("estimate", ["estimate", SEED7, SEED_CLUSTER, "--tp", "2", "--zero", "1", "--json"]),
+    "diagnose": ("diagnose", ["diagnose", SEED7, SEED_CLUSTER, "--tp", "2", "--zero", "1", "--json"]),
     "estimate-yarn": ("estimate", ["estimate", "gpt-oss-120b", "gb200-nvl72", "--gpus", "64", "--ep", "16",
                                    "--mbs", "1", "--gbs", "256", "--zero", "1", "--no-rope-fusion", "--json"]),
     "suggest": ("suggest", ["suggest", LLAMA70, H100_64, "--what-if-grid", "network=0.5,1.0", "--json"]),

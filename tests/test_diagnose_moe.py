@@ -171,3 +171,11 @@ def test_the_plan_line_names_how_tokens_move(capsys):
                  "--gbs", "64", "--sequence-parallel", "--tp-comm-overlap"]) == 0
     line = plan_line(capsys.readouterr().out)
     assert "SP, TP overlap" in line and "dispatch" not in line
+
+
+def test_diagnose_is_estimate_by_its_other_name(capsys):
+    """`planner diagnose` (the verb the mission names) is estimate: the same JSON object, levers included."""
+    argv = [*QWEN30, "--gpus", "16", "--ep", "16", "--mbs", "1", "--gbs", "256", "--zero", "1"]
+    got = run_json(capsys, ["diagnose", *argv])
+    assert got == estimate(capsys, *argv)
+    assert got["diagnosis"]["levers"]

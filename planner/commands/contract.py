@@ -991,6 +991,7 @@ class CatalogModelsOutput(Output):
 
 OUTPUTS: dict[str, type[Output]] = {
     "estimate": EstimateOutput,
+    "diagnose": EstimateOutput,  # estimate by its other name (commands/estimate.py)
     "suggest": SuggestOutput,
     "size": SizeOutput,
     "compare": CompareOutput,

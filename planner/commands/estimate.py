@@ -43,8 +43,12 @@ def cmd_estimate(args: argparse.Namespace) -> int:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("estimate", help="score one plan: step time, memory, MFU, dollars, with breakdowns",
-                       description="Score one parallel plan on a cluster.", epilog=EPILOG)
+    p = sub.add_parser("estimate", aliases=["diagnose"],
+                       help="score one plan: step time, memory, MFU, dollars, with breakdowns and its diagnosis "
+                            "(alias: diagnose)",
+                       description="Score one parallel plan on a cluster and diagnose it: each part's share of the "
+                                   "step, and the levers re-scored on the same cluster (`planner diagnose` is the "
+                                   "same command).", epilog=EPILOG)
     add_inputs(p)
     add_plan_flags(p)
     add_what_if(p)
