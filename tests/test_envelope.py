@@ -50,11 +50,11 @@ def test_h100_bf16_moe_envelope_by_hand():
     Megatron-LM's causal formula, 2.4218e11 FLOPs a token, the count the envelope makes (the row's derivation);
     its step, 256 x 4096 x 2.4218e11 / (128 x 465e12) = 4.2687 s, is kept as 4.27 s, so its MFU is
     256 x 4096 x 2.4218e11 / (4.27 x 128 x 989e12) = 47.0%: the highest of the mixture-of-experts rows on H100
-    in bf16 (the dense envelope there is Megatron-Core's 16B, 47.1%)."""
+    in bf16 (the dense envelope there is Nemotron-4 15B's, 53.8%, below)."""
     e = envelope.shipped()[("h100-sxm-80gb", "bf16", "moe")]
     assert (e.run, e.file) == ("modelzoo-mixtral-8x22b-h100-bf16", "holdout.yaml")
     assert e.mfu == pytest.approx(256 * 4096 * 2.4218e11 / (4.27 * 128 * 989e12), abs=2e-4)
-    assert envelope.shipped()[("h100-sxm-80gb", "bf16", "dense")].run == "megatron-core-h100-weak-16b"
+    assert envelope.shipped()[("h100-sxm-80gb", "bf16", "dense")].run == "dgxc-25.05-nemotron4-15b-h100-16gpu-bf16"
 
 
 def test_a100_bf16_envelope_by_hand():
@@ -71,16 +71,17 @@ def test_a100_bf16_envelope_by_hand():
 
 
 def test_h100_bf16_envelope_is_a_held_out_row_by_hand():
-    """The envelope counts held-out rows too (published runs that no fit reads): Megatron-Core's H100
-    weak-scaling 16B row (L 32, h 6144, s 4096, V 131072, MHA, GeLU 4h) prints 489.1 TFLOP/s per GPU under
-    Megatron's count, 12 L h^2 (6 + s/h) + 6 h V per token, so its step is 4096 x that / 489.1e12 = 0.850 s
-    (the row's derived figure). The causal count halves the s/h term: 12 L h^2 (6 + s/2h) + 6 h V, and over
-    0.850 s at 989 TFLOP/s that is 47.1%, above every H100 bf16 row of runs.yaml (MPT-7B, 44.6%)."""
+    """The envelope counts held-out rows too (published runs that no fit reads): Nemotron-4 15B on 16 H100 in
+    NVIDIA's DGX Cloud Benchmarking recipes (v25.05.04: L 32, h 6144, 48 heads over 8 KV groups, squared-ReLU
+    MLP of 24576, V 256000, s 4096, GBS 64) printed 2.746 s a step. Per token, the README's count with the
+    attention square halved for the causal mask: 12 L h^2 (1 + 8/48) + 6 L h s + 12 L h f + 6 h V = 89.17 GFLOP,
+    so 64 x 4096 x that over 2.746 s x 16 x 989 TFLOP/s is 53.8%, above Megatron-Core's H100 weak-scaling 16B
+    row (47.1%, the envelope before these rows) and every H100 bf16 row of runs.yaml (MPT-7B, 44.6%)."""
     e = envelope.shipped()[("h100-sxm-80gb", "bf16", "dense")]
-    layers, h, s, v = 32, 6144, 4096, 131072
-    per_token = 12 * layers * h**2 * (6 + s / (2 * h)) + 6 * h * v
-    assert (e.run, e.file) == ("megatron-core-h100-weak-16b", "holdout.yaml")
-    assert e.mfu == pytest.approx(s * per_token / (0.850 * 989e12), abs=2e-4)
+    layers, h, s, f, v = 32, 6144, 4096, 24576, 256000
+    per_token = 12 * layers * h**2 * (1 + 8 / 48) + 6 * layers * h * s + 12 * layers * h * f + 6 * h * v
+    assert (e.run, e.file) == ("dgxc-25.05-nemotron4-15b-h100-16gpu-bf16", "holdout.yaml")
+    assert e.mfu == pytest.approx(64 * s * per_token / (2.746 * 16 * 989e12), abs=2e-4)
 
 
 def suggest_json(argv: list[str]) -> dict:
@@ -181,7 +182,7 @@ def test_catalog_lists_the_precisions_published_runs_used_on_each_gpu(capsys):
 
 def test_size_notes_a_choice_above_the_envelope():
     """`size` notes a chosen option whose plan's MFU is above every published run on its GPU and
-    precision (H100 bf16: 47.1%, a held-out row), once even when it is both the cheapest and the fastest."""
+    precision (H100 bf16: 53.8%, a held-out row), once even when it is both the cheapest and the fastest."""
     from types import SimpleNamespace
 
     from costmodel import types as cm
@@ -202,7 +203,7 @@ def test_size_notes_a_choice_above_the_envelope():
     above, below = option("h100-sxm-80gb", 0.56), option("h100-sxm-80gb", 0.40)
     notes = cautioned({"cheapest": above, "fastest": above})
     assert len(notes) == 1
-    assert f"56.0% {ABOVE} h100-sxm-80gb in bf16 (highest 47.1%, megatron-core-h100-weak-16b; " \
+    assert f"56.0% {ABOVE} h100-sxm-80gb in bf16 (highest 53.8%, dgxc-25.05-nemotron4-15b-h100-16gpu-bf16; " \
         "validation/holdout.yaml)" in notes[0]
     assert cautioned({"cheapest": below, "fastest": None}) == []
     accuracy = envelope_notes({"cheapest": below, "fastest": None}, 4096)

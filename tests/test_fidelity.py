@@ -524,8 +524,17 @@ TORCHTITAN_MOE_2025_MEMORY_BOUNDS = (0.5880, 0.6765)
 # With the descent's restart (forty-fourth session): MAPE 12.43%, max RAISED 31.72% -> 31.74% (a B300 row, fast
 # already).
 MBRIDGE_GPT_OSS_STEP_BOUNDS = (0.1244, 0.3175)
+# NVIDIA's DGX Cloud Benchmarking recipes (group dgxc-2025; NVIDIA/dgxc-benchmarking @1f6d9f40, release v25.05.04, NeMo
+# 25.04): Llama 3.1 405B on 512 H100 (TP 8 x PP 8 x CP 2, interleaved: the layout suggest picks for the 405B bench case)
+# and 128-512 GB200, Nemotron-4 15B on 16 H100, Nemotron-4 340B on 256 H100 and 128-512 GB200 (weak and strong
+# scaling), BF16 and FP8, every setting read in the NeMo performance scripts at the commits the recipes pin; 24 rows
+# added in the forty-sixth session before their predictions were read (the 340B rows' head size corrected after:
+# validation/README.md, "Held-out rows"); bounded on their own. First read: every row fast, -2.4% .. -29.2%, MAPE
+# 18.1%: the 15B on H100 -2% / -6%, 405B on H100 -9% / -7%, 340B on H100 -15% / -13%, on GB200 -14% .. -29%; the
+# error grows with the TP degree under the TP overlap, which the model credits more than the runs show.
+DGXC_2025_STEP_BOUNDS = (0.1810, 0.2918)
 SEPARATELY_BOUNDED = ("megatron-core-2024", "mcore-moe-2025", "torchtitan-2025", "mlperf-2025", "mlperf-2026",
-                      "mcore-moe-report-2026", "torchtitan-moe-2025", "mbridge-gpt-oss")
+                      "mcore-moe-report-2026", "torchtitan-moe-2025", "mbridge-gpt-oss", "dgxc-2025")
 
 
 def later_moe(run) -> bool:
@@ -571,7 +580,7 @@ def test_torchtitan_async_tp_rows(holdout):
 WHOLE_GROUPS = {"mlperf-2025": (37, MLPERF_2025_STEP_BOUNDS), "mlperf-2026": (17, MLPERF_2026_STEP_BOUNDS),
                 "mcore-moe-report-2026": (5, MCORE_MOE_REPORT_2026_STEP_BOUNDS),
                 "torchtitan-moe-2025": (7, TORCHTITAN_MOE_2025_STEP_BOUNDS),
-                "mbridge-gpt-oss": (27, MBRIDGE_GPT_OSS_STEP_BOUNDS)}
+                "mbridge-gpt-oss": (27, MBRIDGE_GPT_OSS_STEP_BOUNDS), "dgxc-2025": (24, DGXC_2025_STEP_BOUNDS)}
 
 
 def whole_group_within(holdout, group: str) -> dict:
@@ -582,7 +591,8 @@ def whole_group_within(holdout, group: str) -> dict:
     return assert_group_within(rows, group, n, bounds)
 
 
-@pytest.mark.parametrize("group", ["mlperf-2025", "mlperf-2026", "mcore-moe-report-2026", "mbridge-gpt-oss"])
+@pytest.mark.parametrize("group", ["mlperf-2025", "mlperf-2026", "mcore-moe-report-2026", "mbridge-gpt-oss",
+                                   "dgxc-2025"])
 def test_whole_held_out_group(holdout, group):
     whole_group_within(holdout, group)
 
