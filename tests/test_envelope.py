@@ -46,14 +46,18 @@ def test_each_envelope_holds_only_runs_of_its_kind():
 
 
 def test_h100_bf16_moe_envelope_by_hand():
-    """Mixtral 8x22B on 128 H100 (Megatron-MoE-ModelZoo, held out) prints 465 TFLOP/s per GPU counted with
-    Megatron-LM's causal formula, 2.4218e11 FLOPs a token, the count the envelope makes (the row's derivation);
-    its step, 256 x 4096 x 2.4218e11 / (128 x 465e12) = 4.2687 s, is kept as 4.27 s, so its MFU is
-    256 x 4096 x 2.4218e11 / (4.27 x 128 x 989e12) = 47.0%: the highest of the mixture-of-experts rows on H100
-    in bf16 (the dense envelope there is Nemotron-4 15B's, 53.8%, below)."""
+    """Grok-1 314B on 512 H100 (NVIDIA's DGX Cloud Benchmarking recipes, held out) as NeMo runs it: L 64, h 6144, 48
+    heads of 128 over 8 KV groups, 8 experts of width 32768 (SwiGLU, 3 matrices), top 2, V 128256, s 8192, GBS 1024,
+    printed 15.933 s a step. Per token, 6 x the active parameters (attention 2h^2 + 2 h 8 x 128, two experts 2 x 3 h f,
+    the router h x 8, the output layer h V) plus the causal attention 6 L s h: 521.75 GFLOP, so
+    1024 x 8192 x that over 15.933 s x 512 x 989 TFLOP/s is 54.2%: the highest of the mixture-of-experts rows on H100 in
+    bf16, a coarse-grained one (Mixtral 8x22B's 47.0% was the envelope before it), above the dense envelope there
+    (Nemotron-4 15B's 53.8%, below)."""
     e = envelope.shipped()[("h100-sxm-80gb", "bf16", "moe")]
-    assert (e.run, e.file) == ("modelzoo-mixtral-8x22b-h100-bf16", "holdout.yaml")
-    assert e.mfu == pytest.approx(256 * 4096 * 2.4218e11 / (4.27 * 128 * 989e12), abs=2e-4)
+    layers, h, f, v, s = 64, 6144, 32768, 128256, 8192
+    per_token = 6 * (layers * (2 * h * h + 2 * h * 8 * 128 + 2 * 3 * h * f + h * 8) + h * v) + 6 * layers * s * h
+    assert (e.run, e.file) == ("dgxc-25.05-grok1-314b-h100-512gpu-bf16", "holdout.yaml")
+    assert e.mfu == pytest.approx(1024 * s * per_token / (15.933 * 512 * 989e12), abs=2e-4)
     assert envelope.shipped()[("h100-sxm-80gb", "bf16", "dense")].run == "dgxc-25.05-nemotron4-15b-h100-16gpu-bf16"
 
 
@@ -215,11 +219,11 @@ def test_size_notes_a_choice_above_the_envelope():
         assert len(notes) == 1 and "has no published dense run to be held against: validation/ has none on " \
             "h200-sxm-141gb in bf16" in notes[0]
     # a mixture-of-experts plan is held against the MoE rows only: on H100 in FP8 the dense envelope is GPT-3's
-    # 45.0% (MLPerf), the MoE one Mixtral 8x22B's 28.3% (ModelZoo, FP8 block scaling), so 35% is above it
+    # 45.0% (MLPerf), the MoE one Grok-1's 32.2% (DGX Cloud recipes), so 35% is above it
     notes = cautioned({"cheapest": option("h100-sxm-80gb", 0.35, moe=object(), precision="fp8")})
     assert len(notes) == 1 and "35.0% counting attention's causal half (MFU elsewhere counts the full s x s square) " \
-        "is above every published mixture-of-experts run on h100-sxm-80gb in fp8 (highest 28.3%, " \
-        "modelzoo-mixtral-8x22b-h100-fp8-blockwise; validation/holdout.yaml)" in notes[0]
+        "is above every published mixture-of-experts run on h100-sxm-80gb in fp8 (highest 32.2%, " \
+        "dgxc-25.05-grok1-314b-h100-512gpu-fp8; validation/holdout.yaml)" in notes[0]
     # and one note for a plan that uses a setting no published run on its generation used (TP overlap on A100)
     overlapped = option("a100-sxm-80gb", 0.40, tp=8, sequence_parallel=True, tp_comm_overlap=True)
     notes = cautioned({"cheapest": overlapped})
