@@ -1,20 +1,24 @@
-"""The MFU envelope of published runs: per catalog GPU, plan precision and kind of model (dense or
-mixture of experts), the highest MFU that a scored row of validation/runs.yaml or holdout.yaml measured,
-and which row it is (computed by planner/validation/envelope.py, shipped as validation/mfu_envelope.yaml).
+"""The MFU envelope of published runs: per catalog GPU, plan precision and kind of model (dense, or a
+mixture of experts with coarse- or fine-grained experts: envelope_kind), the highest MFU that a scored row
+of validation/runs.yaml or holdout.yaml measured, and which row it is (computed by
+planner/validation/envelope.py, shipped as validation/mfu_envelope.yaml).
 
 A best plan above the envelope of its GPU, precision and kind is where the cost model was never judged
 against a run (issue 14: the search lands where the model is most optimistic), and `suggest` says so.
 The kind is part of the key because the two kinds reach different MFUs through different terms: a
 mixture-of-experts step runs many small expert GEMMs, dispatches tokens and waits on its router, which a
 dense run never judged (on GB200 in MXFP8 the best dense run measured 34.5%, the best MoE run 25.9%); as
-the out-of-sample errors are kept per kind (planner/analysis/accuracy.py).
+the out-of-sample errors are kept per kind (planner/analysis/accuracy.py). Among mixtures of experts the
+granularity splits them the same way: experts as wide as the dense MLP (Mixtral, Grok-1, gpt-oss) run few
+large expert GEMMs, narrow ones (DeepSeek-V3, Qwen3-MoE: an eighth of it) many small GEMMs and 4-8x the
+dispatched tokens per token. On H100 in bf16 Grok-1 (coarse) measured 54.2%, the best fine-grained run 39.3%:
+one MoE envelope set by a coarse-grained run held a fine-grained plan to nothing. The split is by kind, not an
+order: on GB300 the small coarse-grained gpt-oss-120b measured less than DeepSeek-V3.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-
-from planner.analysis.accuracy import kind_of, kind_words
 
 FILE = "mfu_envelope.yaml"
 
@@ -23,11 +27,29 @@ FILE = "mfu_envelope.yaml"
 class Envelope:
     gpu: str
     precision: str
-    kind: str  # "dense" or "moe" (accuracy.kind_of)
+    kind: str  # "dense", "moe-coarse" or "moe-fine" (envelope_kind)
     mfu: float  # the highest measured MFU (causal attention) of the scored rows of this kind, GPU and precision
     run: str  # that row's id
     source: str  # and its citation
     file: str  # the validation file that holds it: runs.yaml or holdout.yaml
+
+
+KIND_WORDS = {"dense": "dense", "moe-coarse": "coarse-grained mixture-of-experts",
+              "moe-fine": "fine-grained mixture-of-experts"}
+
+
+def envelope_kind(model) -> str:
+    """The kind of a model (a ModelSpec or a costmodel Model) its envelope is keyed by: dense, or a mixture of
+    experts by its granularity G, the dense MLP's width over one routed expert's (Krajewski et al. 2024, "Scaling
+    Laws for Fine-Grained Mixture of Experts", arXiv:2402.07871, whose granularity is G = d_ff / d_expert: G = 1
+    the common MoE whose experts mirror the dense MLP, as GShard's, Switch's and Mixtral's do; G > 1 DeepSeekMoE's
+    fine-grained expert segmentation, Dai et al. 2024, arXiv:2401.06066, Sec 3.1). The dense width is the model's
+    ffn_hidden_size (4h when absent, as the cost model takes it): Mixtral, Grok-1 and gpt-oss have G = 1 (coarse),
+    Llama 4 Maverick 2, Qwen3-MoE 8 and DeepSeek-V3 9 (fine)."""
+    if model.moe is None:
+        return "dense"
+    dense_width = model.ffn_hidden_size or 4 * model.hidden_size
+    return "moe-fine" if dense_width > model.moe.ffn_hidden_size else "moe-coarse"
 
 
 @lru_cache(maxsize=1)
@@ -38,13 +60,12 @@ def shipped() -> dict[tuple[str, str, str], Envelope]:
     return {(e["gpu"], e["precision"], e["kind"]): Envelope(**e) for e in read_published(FILE)}
 
 
-def judge(gpu: str, precision: str, mfu: float, moe: bool) -> dict:
-    """The envelope a predicted MFU (causal attention: Estimate.mfu_causal) of a plan for a dense or
-    mixture-of-experts (`moe`) model is held against, and whether it is above it. Where no scored row of
-    that kind ran that GPU in that precision, the envelope is empty (published_mfu, run, file and source
-    None) and every MFU is above it: the cost model was never judged there at all (an AMD part, a dense
-    model on B200 in bf16)."""
-    kind = kind_of(moe)
+def judge(gpu: str, precision: str, mfu: float, model) -> dict:
+    """The envelope a predicted MFU (causal attention: Estimate.mfu_causal) of a plan for `model` (its kind:
+    envelope_kind) is held against, and whether it is above it. Where no scored row of that kind ran that GPU in
+    that precision, the envelope is empty (published_mfu, run, file and source None) and every MFU is above it:
+    the cost model was never judged there at all (an AMD part, a dense model on B200 in bf16)."""
+    kind = envelope_kind(model)
     env = shipped().get((gpu, precision, kind))
     if env is None:
         return {"gpu": gpu, "precision": precision, "kind": kind, "published_mfu": None, "run": None,
@@ -60,7 +81,7 @@ def caution(judged: dict | None, whose: str, so: str = "the cost model was never
     nothing there judged the cost model."""
     if not judged or not judged["above"]:
         return None
-    kind = kind_words(judged["kind"])
+    kind = KIND_WORDS[judged["kind"]]
     if judged["published_mfu"] is None:
         return (f"{whose} MFU {100 * judged['predicted_mfu']:.1f}% (attention's causal half) has no published "
                 f"{kind} run to be held against: validation/ has none on {judged['gpu']} in {judged['precision']}, "

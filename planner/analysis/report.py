@@ -24,7 +24,7 @@ def estimate_report(model: ModelSpec, cluster: cm.Cluster, plan_spec: PlanSpec, 
     d = score.to_dict(scored)
     levers = diagnose.try_levers(scored, frameworks=tuple(frameworks.REGISTRY))  # those a framework runs
     d["diagnosis"] = diagnose.diagnosis_dict(scored, comm_threshold, levers)
-    d["envelope"] = envelope.judge(cluster.gpu.name, plan.precision, d["mfu_causal"], model.moe is not None)
+    d["envelope"] = envelope.judge(cluster.gpu.name, plan.precision, d["mfu_causal"], model)
     d["unvalidated_settings"] = coverage.unvalidated(cluster.gpu.generation, plan, model.moe is not None)
     d["host_wait"] = hostwait.judge(d["step_time_s"], d["time_breakdown_s"])
     d["long_context"] = longcontext.judge(cluster.gpu.generation, model.seq_length)

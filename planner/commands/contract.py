@@ -384,7 +384,9 @@ class MfuEnvelope(Strict):
 
     gpu: str = d("catalog GPU name")
     precision: str = d("the plan's precision")
-    kind: Literal["dense", "moe"] = d("the plan's kind of model: the envelope holds only runs of that kind")
+    kind: Literal["dense", "moe-coarse", "moe-fine"] = d(
+        "the plan's kind of model (a mixture of experts by its granularity, the dense MLP's width over one expert's: "
+        "1 coarse, above 1 fine): the envelope holds only runs of that kind")
     published_mfu: float | None = d("highest MFU a scored validation row of this kind measured on this GPU in this "
                                     "precision (causal attention, as `mfu_causal`); null where no row ran it")
     run: str | None = d("that row's id; null where no row of the kind ran the GPU in the precision")

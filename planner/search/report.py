@@ -115,7 +115,7 @@ def suggest_report(model: ModelSpec, spec: SearchSpec, opts: suggest.Options, wi
            "warnings": agreement_warnings(result.ranked, dicts) + launch_gap_warnings(spec) + [
                w for item in (wi, *(grid or ())) for w in whatif.imbalance_ceiling(spec.model, scored[0].plan, item)],
            "envelope": envelope.judge(spec.cluster.gpu.name, scored[0].plan.precision, dicts[0]["mfu_causal"],
-                                      spec.model.moe is not None),
+                                      spec.model),
            "unvalidated_settings": coverage.unvalidated(spec.cluster.gpu.generation, scored[0].plan,
                                                         spec.model.moe is not None),
            "host_wait": hostwait.judge(dicts[0]["step_time_s"], dicts[0]["time_breakdown_s"]),

@@ -158,8 +158,7 @@ def envelope_notes(chosen: dict[str, sizing.Option | None], seq_length: int) -> 
         if o is None or (o.offering.name, o.num_gpus) in seen:
             continue
         seen.add((o.offering.name, o.num_gpus))
-        judged = envelope.judge(o.offering.gpu.name, o.best.plan.precision, o.best.est.mfu_causal,
-                                o.best.model.moe is not None)
+        judged = envelope.judge(o.offering.gpu.name, o.best.plan.precision, o.best.est.mfu_causal, o.best.model)
         unjudged = coverage.unvalidated(o.offering.gpu.generation, o.best.plan, o.best.model.moe is not None)
         lines = coverage.cautions(judged, unjudged, "its plan",
                                   "its days and dollars are optimistic",
