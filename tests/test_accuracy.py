@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
+from types import SimpleNamespace
 
 import pytest
 
@@ -12,23 +13,37 @@ from planner.commands.main import main
 from planner.validation.runs import default_holdout, evaluate, load_runs, prepare
 
 
+# Models of each kind for judge(): dense; an MoE whose experts are as wide as its dense MLP (Mixtral's 14336, coarse);
+# one whose experts are an eighth of it (Qwen3-235B-A22B's 1536 of 12288, fine).
+DENSE = SimpleNamespace(moe=None, ffn_hidden_size=14336, hidden_size=4096)
+COARSE = SimpleNamespace(moe=SimpleNamespace(ffn_hidden_size=14336), ffn_hidden_size=14336, hidden_size=4096)
+FINE = SimpleNamespace(moe=SimpleNamespace(ffn_hidden_size=1536), ffn_hidden_size=12288, hidden_size=4096)
+
+
+def kind_by_hand(model) -> str:
+    if not model.moe:
+        return "dense"
+    return "moe-fine" if (model.ffn_hidden_size or 4 * model.hidden_size) > model.moe.ffn_hidden_size else "moe-coarse"
+
+
 @lru_cache(maxsize=1)
-def ids_by_kind() -> dict[tuple[str, str, str | None, bool], set[str]]:
+def ids_by_kind() -> dict[tuple[str, str, str | None, str], set[str]]:
     """The scored rows of runs.yaml and holdout.yaml by (GPU, precision, fp8 scaling (per-tensor for delayed and
-    tensorwise recipes, else the recipe; None for other precisions), MoE or not), read from the rows once."""
-    out: dict[tuple[str, str, str | None, bool], set[str]] = {}
+    tensorwise recipes, else the recipe; None for other precisions), kind: dense, or an MoE with experts narrower
+    than its dense MLP (moe-fine) or not (moe-coarse)), read from the rows once."""
+    out: dict[tuple[str, str, str | None, str], set[str]] = {}
     for run in load_runs() + load_runs(default_holdout()):
         if not run.exclude:
             p = prepare(run)
             recipe = p.plan.fp8_recipe if p.plan.precision == "fp8" else None
             scaling = "per-tensor" if recipe in ("delayed", "tensorwise") else recipe
-            out.setdefault((p.cluster.gpu.name, p.plan.precision, scaling, p.model.moe is not None), set()).add(run.id)
+            out.setdefault((p.cluster.gpu.name, p.plan.precision, scaling, kind_by_hand(p.model)), set()).add(run.id)
     return out
 
 
-def scored_ids(gpu: str, precision: str, moe: bool, scaling: str | None = None) -> set[str]:
+def scored_ids(gpu: str, precision: str, kind: str, scaling: str | None = None) -> set[str]:
     """The scored rows on `gpu` in `precision` (with `scaling` for fp8) of one kind."""
-    return ids_by_kind().get((gpu, precision, scaling, moe), set())
+    return ids_by_kind().get((gpu, precision, scaling, kind), set())
 
 
 def test_line_by_hand(monkeypatch):
@@ -39,7 +54,7 @@ def test_line_by_hand(monkeypatch):
     none = {"n": 0, "mape": None, "max_abs": None, "mean_signed": None, "worst_run": None}
     monkeypatch.setattr(accuracy, "shipped", lambda: {("gb300", "fp8", "per-tensor", "dense"): {
         "generation": "blackwell", "left_out": "source", "shipped": fitted, "out_of_sample": held, "memory": none}})
-    judged = accuracy.judge("gb300", "fp8", moe=False, fp8_recipe="tensorwise")
+    judged = accuracy.judge("gb300", "fp8", DENSE, fp8_recipe="tensorwise")
     assert judged == {"gpu": "gb300", "plan_gpu": "gb300", "precision": "fp8", "fp8_scaling": "per-tensor",
                       "kind": "dense", "left_out": "source", "shipped": fitted, "out_of_sample": held,
                       "memory": none}
@@ -49,12 +64,14 @@ def test_line_by_hand(monkeypatch):
         "steps predicted shorter than measured) with each run's source left out of the fit "
         "(validation/step_errors_by_gpu.yaml)")
     # delayed scaling is per-tensor too (Transformer Engine's default recipe, the search's): the same rows
-    assert accuracy.judge("gb300", "fp8", moe=False, fp8_recipe="delayed") == judged
-    assert accuracy.judge("gb300", "fp8", moe=True, fp8_recipe="tensorwise") is None  # no MoE row there
-    assert accuracy.judge("gb300", "fp8", moe=False, fp8_recipe="rowwise") is None  # nor rowwise
+    assert accuracy.judge("gb300", "fp8", DENSE, fp8_recipe="delayed") == judged
+    for moe in (COARSE, FINE):
+        assert accuracy.judge("gb300", "fp8", moe, fp8_recipe="tensorwise") is None  # no MoE row there
+    assert accuracy.judge("gb300", "fp8", DENSE, fp8_recipe="rowwise") is None  # nor rowwise
     assert accuracy.line(None) is None
-    one = accuracy.line({**judged, "kind": "moe", "left_out": "model", "shipped": {**fitted, "n": 1}})
-    assert one.startswith("on the 1 published mixture-of-experts run on gb300 in fp8 with per-tensor scaling ")
+    one = accuracy.line({**judged, "kind": "moe-fine", "left_out": "model", "shipped": {**fitted, "n": 1}})
+    assert one.startswith("on the 1 published fine-grained mixture-of-experts run on gb300 in fp8 with per-tensor "
+                          "scaling ")
     assert "with each run's model left out of the fit" in one
     # two of the three print a peak, 40% and 60% above the model's: MAPE 50.0%, mean -50.0%, the worst 60.0%
     peaks = {"n": 2, "mape": 0.5, "max_abs": 0.6, "mean_signed": -0.5, "worst_run": "row-c"}
@@ -77,23 +94,25 @@ def test_another_gpu_of_the_generation_with_the_most_rows(monkeypatch):
     table = {("gb300", "mxfp8", None, "dense"): entry(3), ("gb200", "mxfp8", None, "dense"): entry(5),
              ("h100-sxm-80gb", "mxfp8", None, "dense"): entry(9, "hopper")}
     monkeypatch.setattr(accuracy, "shipped", lambda: table)
-    other = accuracy.judge("b300", "mxfp8", moe=False, generation="blackwell")
+    other = accuracy.judge("b300", "mxfp8", DENSE, generation="blackwell")
     assert (other["gpu"], other["plan_gpu"], other["shipped"]["n"]) == ("gb200", "b300", 5)
     assert accuracy.line(other).startswith("on the 5 published dense runs on gb200 (none on b300) in mxfp8 the ")
     table[("gb300", "mxfp8", None, "dense")] = entry(5)
-    assert accuracy.judge("b300", "mxfp8", moe=False, generation="blackwell")["gpu"] == "gb200"  # tie: by name
-    assert accuracy.judge("b300", "mxfp8", moe=False) is None  # no generation given: no other GPU's rows
-    assert accuracy.judge("a100-sxm-80gb", "mxfp8", moe=False, generation="ampere") is None
+    assert accuracy.judge("b300", "mxfp8", DENSE, generation="blackwell")["gpu"] == "gb200"  # tie: by name
+    assert accuracy.judge("b300", "mxfp8", DENSE) is None  # no generation given: no other GPU's rows
+    assert accuracy.judge("a100-sxm-80gb", "mxfp8", DENSE, generation="ampere") is None
 
 
 def test_line_without_a_scaling_names_the_precision_alone(monkeypatch):
     stats = {"n": 2, "mape": 0.05, "max_abs": 0.07, "mean_signed": -0.05, "worst_run": "row-a"}
-    monkeypatch.setattr(accuracy, "shipped", lambda: {("gb200", "mxfp8", None, "moe"): {
+    monkeypatch.setattr(accuracy, "shipped", lambda: {("gb200", "mxfp8", None, "moe-fine"): {
         "generation": "blackwell", "left_out": "model", "shipped": stats, "out_of_sample": stats,
         "memory": {**stats, "n": 0}}})
-    judged = accuracy.judge("gb200", "mxfp8", moe=True, fp8_recipe="delayed")  # the recipe is an fp8 setting
+    judged = accuracy.judge("gb200", "mxfp8", FINE, fp8_recipe="delayed")  # the recipe is an fp8 setting
     assert judged["fp8_scaling"] is None
-    assert accuracy.line(judged).startswith("on the 2 published mixture-of-experts runs on gb200 in mxfp8 the model")
+    assert accuracy.line(judged).startswith("on the 2 published fine-grained mixture-of-experts runs on gb200 in "
+                                            "mxfp8 the model")
+    assert accuracy.judge("gb200", "mxfp8", COARSE) is None  # a coarse-grained MoE is not judged by these rows
 
 
 def test_torchtitan_float8_plans_cite_the_rowwise_rows(capsys):
@@ -105,7 +124,7 @@ def test_torchtitan_float8_plans_cite_the_rowwise_rows(capsys):
     judged = json.loads(capsys.readouterr().out)["accuracy"]
     assert (judged["gpu"], judged["plan_gpu"], judged["fp8_scaling"]) == (
         "h100-sxm-96gb-500w", "h100-sxm-80gb", "rowwise")
-    assert judged["shipped"]["n"] == len(scored_ids("h100-sxm-96gb-500w", "fp8", False, "rowwise")) == 2
+    assert judged["shipped"]["n"] == len(scored_ids("h100-sxm-96gb-500w", "fp8", "dense", "rowwise")) == 2
     assert judged["shipped"]["mean_signed"] < -0.3
 
 
@@ -125,7 +144,7 @@ def test_memory_figures_are_the_printed_peaks_against_the_model(results_at_shipp
     here, the relative error computed here; a record whose rows print none has n 0."""
     rows = {r.run.id: r for r in results_at_shipped_constants}
     for (gpu, precision, scaling, kind), record in accuracy.shipped().items():
-        printed = [rows[i] for i in scored_ids(gpu, precision, kind == "moe", scaling)
+        printed = [rows[i] for i in scored_ids(gpu, precision, kind, scaling)
                    if rows[i].run.measured.peak_memory_gib is not None]
         errors = [r.predicted_memory_gib / r.run.measured.peak_memory_gib - 1 for r in printed]
         memory = record["memory"]
@@ -158,7 +177,7 @@ def test_shipped_figures_are_the_rows_at_the_shipped_constants(at_shipped_consta
     found = accuracy.shipped()
     assert sum(e["shipped"]["n"] for e in found.values()) == len(at_shipped_constants)
     for (gpu, precision, scaling, kind), record in found.items():
-        ids = scored_ids(gpu, precision, kind == "moe", scaling)
+        ids = scored_ids(gpu, precision, kind, scaling)
         errors = [at_shipped_constants[i] for i in ids]
         fitted = record["shipped"]
         assert fitted["n"] == record["out_of_sample"]["n"] == len(ids), (gpu, precision, scaling, kind)
@@ -166,7 +185,7 @@ def test_shipped_figures_are_the_rows_at_the_shipped_constants(at_shipped_consta
         assert fitted["mean_signed"] == pytest.approx(sum(errors) / len(errors), abs=1e-9)
         assert fitted["max_abs"] == pytest.approx(max(abs(e) for e in errors), abs=1e-9)
         assert {fitted["worst_run"], record["out_of_sample"]["worst_run"]} <= ids
-        assert record["left_out"] == ("model" if kind == "moe" else "source")
+        assert record["left_out"] == ("source" if kind == "dense" else "model")
 
 
 def test_estimate_and_suggest_say_how_far_off_the_model_was(capsys):
@@ -179,14 +198,15 @@ def test_estimate_and_suggest_say_how_far_off_the_model_was(capsys):
     judged = json.loads(capsys.readouterr().out)["accuracy"]
     assert (judged["gpu"], judged["precision"], judged["fp8_scaling"], judged["kind"]) == (
         "gb300", "fp8", "per-tensor", "dense")
-    assert judged["shipped"]["n"] == len(scored_ids("gb300", "fp8", False, "per-tensor")) > 0
+    assert judged["shipped"]["n"] == len(scored_ids("gb300", "fp8", "dense", "per-tensor")) > 0
     assert main(base) == 0
     text = " ".join(capsys.readouterr().out.split())
     assert f"validation: on the {judged['shipped']['n']} published dense runs on gb300 in fp8 with per-tensor" in text
     assert main(["suggest", "qwen3-30b-a3b", "dgx-b200", "--gpus", "8", "--gbs", "512", "--seq-length", "4096",
                  "--precision", "mxfp8", "--top", "1", "--json"]) == 0
     judged = json.loads(capsys.readouterr().out)["accuracy"]
-    assert (judged["kind"], judged["shipped"]["n"]) == ("moe", len(scored_ids("b200-sxm-180gb", "mxfp8", True)))
+    assert (judged["kind"], judged["shipped"]["n"]) == ("moe-fine",
+                                                        len(scored_ids("b200-sxm-180gb", "mxfp8", "moe-fine")))
     assert main(["estimate", "llama3-8b", "amd-mi355x-platform", "--gpus", "8", "--gbs", "64", "--tp", "1",
                  "--pp", "1", "--mbs", "1", "--zero", "1", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["accuracy"] is None

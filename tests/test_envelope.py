@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from costmodel import types as cm
-from planner.analysis import envelope
+from planner.analysis import accuracy, envelope
 from planner.commands.main import main
 from planner.validation import envelope as computed
 
@@ -66,7 +66,7 @@ def test_envelope_kind_of_catalog_models(name, kind):
     from planner.inputs.loading import load_model_spec
 
     spec = load_model_spec(name)
-    assert envelope.envelope_kind(spec) == kind == envelope.envelope_kind(spec.to_model())
+    assert accuracy.kind_of(spec) == kind == accuracy.kind_of(spec.to_model())
 
 
 def test_h100_bf16_moe_envelope_by_hand():

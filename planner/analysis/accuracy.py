@@ -1,5 +1,5 @@
 """How far the cost model's step times were off on published runs like the plan's: same GPU, precision (with its
-scaling for fp8) and kind of model (dense or mixture of experts). Where none ran on the plan's GPU, those of another
+scaling for fp8) and kind of model (dense, or a mixture of experts with coarse- or fine-grained experts: kind_of). Where none ran on the plan's GPU, those of another
 GPU of its generation, named as such.
 
 FP8's scaling is part of "like": per-tensor scales (Transformer Engine's delayed and current scaling, torchao's
@@ -27,16 +27,31 @@ FILE = "step_errors_by_gpu.yaml"
 
 
 # What each kind's runs.yaml rows leave out of the fit to be predicted out of sample.
-LEFT_OUT = {"dense": "source", "moe": "model"}
+LEFT_OUT = {"dense": "source", "moe-coarse": "model", "moe-fine": "model"}
+
+KIND_WORDS = {"dense": "dense", "moe-coarse": "coarse-grained mixture-of-experts",
+              "moe-fine": "fine-grained mixture-of-experts"}
 
 
-def kind_of(moe: bool) -> str:
-    return "moe" if moe else "dense"
+def kind_of(model) -> str:
+    """The kind of a model (a ModelSpec or a costmodel Model) that its published runs are grouped by, here and in
+    the MFU envelope (planner/analysis/envelope.py): dense, or a mixture of experts by its granularity G, the dense
+    MLP's width over one routed expert's (Krajewski et al. 2024, "Scaling Laws for Fine-Grained Mixture of Experts",
+    arXiv:2402.07871, whose granularity is G = d_ff / d_expert: G = 1 the common MoE whose experts mirror the dense
+    MLP, as GShard's, Switch's and Mixtral's do; G > 1 DeepSeekMoE's fine-grained expert segmentation, Dai et al.
+    2024, arXiv:2401.06066, Sec 3.1). The two run different terms hard: a coarse-grained layer a few dense-sized
+    expert GEMMs, a fine-grained one many small GEMMs and 4-8 dispatched copies of each token (Qwen3-MoE,
+    DeepSeek-V3: top 8). The dense width is the model's ffn_hidden_size (4h when absent, as the cost model takes
+    it): Mixtral, Grok-1 and gpt-oss have G = 1 (coarse), Llama 4 Maverick 2, Qwen3-MoE 8 and DeepSeek-V3 9 (fine)."""
+    if model.moe is None:
+        return "dense"
+    dense_width = model.ffn_hidden_size or 4 * model.hidden_size
+    return "moe-fine" if dense_width > model.moe.ffn_hidden_size else "moe-coarse"
 
 
 def kind_words(kind: str) -> str:
     """How a caution names a kind (kind_of)."""
-    return "mixture-of-experts" if kind == "moe" else "dense"
+    return KIND_WORDS[kind]
 
 
 # cm.Plan.fp8_recipe -> the scaling that tells fp8 rows apart (the recipes of one scaling differ in where the
@@ -53,9 +68,10 @@ def scaling_of(precision: str, fp8_recipe: str | None) -> str | None:
 Key = tuple  # (GPU name, precision, fp8 scaling or None, kind)
 
 
-def key_of(gpu: str, precision: str, fp8_recipe: str | None, moe: bool) -> Key:
-    """The table's key of a plan or a row: its GPU, precision, fp8 scaling (scaling_of) and kind (kind_of)."""
-    return gpu, precision, scaling_of(precision, fp8_recipe), kind_of(moe)
+def key_of(gpu: str, precision: str, fp8_recipe: str | None, model) -> Key:
+    """The table's key of a plan or a row: its GPU, precision, fp8 scaling (scaling_of) and its model's kind
+    (kind_of)."""
+    return gpu, precision, scaling_of(precision, fp8_recipe), kind_of(model)
 
 
 # What judge() passes on of a shipped record (shipped() also keeps the GPU's generation).
@@ -73,12 +89,12 @@ def shipped() -> dict[Key, dict]:
             {k: e[k] for k in ("generation", *JUDGED)} for e in read_published(FILE)}
 
 
-def judge(gpu: str, precision: str, moe: bool, fp8_recipe: str | None = None, generation: str = "") -> dict | None:
+def judge(gpu: str, precision: str, model, fp8_recipe: str | None = None, generation: str = "") -> dict | None:
     """The step-time errors of the published runs on `gpu` in `precision` (and `fp8_recipe`'s scaling) of the
-    plan's kind of model; where none ran on `gpu`, those of the GPU of `generation` with the most such rows (`gpu`
+    plan's kind of model (`model`'s: kind_of); where none ran on `gpu`, those of the GPU of `generation` with the most such rows (`gpu`
     names it, `plan_gpu` the plan's); None where there is none (envelope.judge then says that nothing judged the
     model there, when no run of either kind was published)."""
-    key = key_of(gpu, precision, fp8_recipe, moe)
+    key = key_of(gpu, precision, fp8_recipe, model)
     found = shipped().get(key)
     if found is None and generation:
         alike = sorted(((-e["shipped"]["n"], k) for k, e in shipped().items()

@@ -5,7 +5,8 @@ runs choose), on any GPU and in any precision, at the shipped constants.
 
 The accuracy line by GPU (planner/analysis/accuracy.py) pools the runs of every model of the plan's kind; a model
 unlike the fitted ones can sit far from that pool: NVIDIA's GPT-OSS 120B runs, held out, are 15-41% faster in the
-model than measured where the fitted MoE rows on the same GPUs are within 8% on average (validation/README.md,
+model than measured where the fitted MoE rows on the same GPUs (fine-grained: another kind since 2026-12-06,
+accuracy.kind_of) are within 8% on average (validation/README.md,
 "GPT-OSS 120B in Megatron-Bridge's tables"). Computed by planner/validation/bymodel.py, shipped as
 validation/step_errors_by_model.yaml.
 """

@@ -1,5 +1,5 @@
 """The MFU envelope of published runs: per catalog GPU, plan precision and kind of model (dense, or a
-mixture of experts with coarse- or fine-grained experts: envelope_kind), the highest MFU that a scored row
+mixture of experts with coarse- or fine-grained experts: accuracy.kind_of), the highest MFU that a scored row
 of validation/runs.yaml or holdout.yaml measured, and which row it is (computed by
 planner/validation/envelope.py, shipped as validation/mfu_envelope.yaml).
 
@@ -20,6 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
+from planner.analysis.accuracy import kind_of, kind_words
+
 FILE = "mfu_envelope.yaml"
 
 
@@ -27,29 +29,11 @@ FILE = "mfu_envelope.yaml"
 class Envelope:
     gpu: str
     precision: str
-    kind: str  # "dense", "moe-coarse" or "moe-fine" (envelope_kind)
+    kind: str  # "dense", "moe-coarse" or "moe-fine" (accuracy.kind_of)
     mfu: float  # the highest measured MFU (causal attention) of the scored rows of this kind, GPU and precision
     run: str  # that row's id
     source: str  # and its citation
     file: str  # the validation file that holds it: runs.yaml or holdout.yaml
-
-
-KIND_WORDS = {"dense": "dense", "moe-coarse": "coarse-grained mixture-of-experts",
-              "moe-fine": "fine-grained mixture-of-experts"}
-
-
-def envelope_kind(model) -> str:
-    """The kind of a model (a ModelSpec or a costmodel Model) its envelope is keyed by: dense, or a mixture of
-    experts by its granularity G, the dense MLP's width over one routed expert's (Krajewski et al. 2024, "Scaling
-    Laws for Fine-Grained Mixture of Experts", arXiv:2402.07871, whose granularity is G = d_ff / d_expert: G = 1
-    the common MoE whose experts mirror the dense MLP, as GShard's, Switch's and Mixtral's do; G > 1 DeepSeekMoE's
-    fine-grained expert segmentation, Dai et al. 2024, arXiv:2401.06066, Sec 3.1). The dense width is the model's
-    ffn_hidden_size (4h when absent, as the cost model takes it): Mixtral, Grok-1 and gpt-oss have G = 1 (coarse),
-    Llama 4 Maverick 2, Qwen3-MoE 8 and DeepSeek-V3 9 (fine)."""
-    if model.moe is None:
-        return "dense"
-    dense_width = model.ffn_hidden_size or 4 * model.hidden_size
-    return "moe-fine" if dense_width > model.moe.ffn_hidden_size else "moe-coarse"
 
 
 @lru_cache(maxsize=1)
@@ -62,10 +46,10 @@ def shipped() -> dict[tuple[str, str, str], Envelope]:
 
 def judge(gpu: str, precision: str, mfu: float, model) -> dict:
     """The envelope a predicted MFU (causal attention: Estimate.mfu_causal) of a plan for `model` (its kind:
-    envelope_kind) is held against, and whether it is above it. Where no scored row of that kind ran that GPU in
+    accuracy.kind_of) is held against, and whether it is above it. Where no scored row of that kind ran that GPU in
     that precision, the envelope is empty (published_mfu, run, file and source None) and every MFU is above it:
     the cost model was never judged there at all (an AMD part, a dense model on B200 in bf16)."""
-    kind = envelope_kind(model)
+    kind = kind_of(model)
     env = shipped().get((gpu, precision, kind))
     if env is None:
         return {"gpu": gpu, "precision": precision, "kind": kind, "published_mfu": None, "run": None,
@@ -81,7 +65,7 @@ def caution(judged: dict | None, whose: str, so: str = "the cost model was never
     nothing there judged the cost model."""
     if not judged or not judged["above"]:
         return None
-    kind = KIND_WORDS[judged["kind"]]
+    kind = kind_words(judged["kind"])
     if judged["published_mfu"] is None:
         return (f"{whose} MFU {100 * judged['predicted_mfu']:.1f}% (attention's causal half) has no published "
                 f"{kind} run to be held against: validation/ has none on {judged['gpu']} in {judged['precision']}, "

@@ -28,7 +28,7 @@ def estimate_report(model: ModelSpec, cluster: cm.Cluster, plan_spec: PlanSpec, 
     d["unvalidated_settings"] = coverage.unvalidated(cluster.gpu.generation, plan, model.moe is not None)
     d["host_wait"] = hostwait.judge(d["step_time_s"], d["time_breakdown_s"])
     d["long_context"] = longcontext.judge(cluster.gpu.generation, model.seq_length)
-    d["accuracy"] = accuracy.judge(cluster.gpu.name, plan.precision, model.moe is not None, plan.fp8_recipe,
+    d["accuracy"] = accuracy.judge(cluster.gpu.name, plan.precision, model, plan.fp8_recipe,
                                    cluster.gpu.generation)
     d["model_accuracy"] = bymodel.judge(model.to_model())
     d["warnings"] += unrun_warning(model.to_model(), plan, cluster)

@@ -457,7 +457,9 @@ class StepAccuracy(Strict):
     fp8_scaling: Literal[FP8_SCALINGS] | None = d(
         "the plan's fp8 scaling, which the rows share: per-tensor (delayed or current scaling), rowwise or blockwise; "
         "null for other precisions")
-    kind: Literal["dense", "moe"] = d("the kind of model the rows train: dense, or mixture of experts")
+    kind: Literal["dense", "moe-coarse", "moe-fine"] = d(
+        "the kind of model the rows train: dense, or a mixture of experts by its granularity (the dense MLP's width "
+        "over one expert's: 1 coarse, above 1 fine)")
     left_out: Literal["source", "model"] = d("what the out-of-sample fits left out of a runs.yaml row's fit: its "
                                               "source (dense rows) or its model (MoE rows, all from one source)")
     shipped: WorstRows = d("at the shipped constants (fitted on validation/runs.yaml's rows; holdout.yaml's never)")

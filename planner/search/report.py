@@ -120,7 +120,7 @@ def suggest_report(model: ModelSpec, spec: SearchSpec, opts: suggest.Options, wi
                                                         spec.model.moe is not None),
            "host_wait": hostwait.judge(dicts[0]["step_time_s"], dicts[0]["time_breakdown_s"]),
            "long_context": longcontext.judge(spec.cluster.gpu.generation, model.seq_length),
-           "accuracy": accuracy.judge(spec.cluster.gpu.name, scored[0].plan.precision, spec.model.moe is not None,
+           "accuracy": accuracy.judge(spec.cluster.gpu.name, scored[0].plan.precision, spec.model,
                                       scored[0].plan.fp8_recipe, spec.cluster.gpu.generation),
            "model_accuracy": bymodel.judge(spec.model)}
     if wi.label() != "as given":

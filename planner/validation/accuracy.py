@@ -1,5 +1,5 @@
-"""Compute the step-time errors by GPU, precision (with its fp8 scaling) and kind of model (dense or mixture of
-experts) that planner/analysis/accuracy.py reads: every scored row's at the shipped constants, and out of sample,
+"""Compute the step-time errors by GPU, precision (with its fp8 scaling) and kind of model (dense, or a mixture of
+experts with coarse- or fine-grained experts: planner/analysis/accuracy.py kind_of) that planner/analysis/accuracy.py reads: every scored row's at the shipped constants, and out of sample,
 runs.yaml's dense rows with their leave-one-source-out errors and its MoE rows with their
 leave-one-MoE-model-out ones (planner/validation/generalise.py leave_one_out: 13 fits, several minutes),
 holdout.yaml's at the shipped constants (no fit sees them).
@@ -42,7 +42,7 @@ def compute(out_of_sample: dict | None = None, runs=None, holdout=None) -> list[
     for run in (r for r in runs + holdout if not r.exclude):
         p = prepare(run)
         generation[p.cluster.gpu.name] = p.generation
-        key = key_of(p.cluster.gpu.name, p.plan.precision, p.plan.fp8_recipe, p.model.moe is not None)
+        key = key_of(p.cluster.gpu.name, p.plan.precision, p.plan.fp8_recipe, p.model)
         by_key.setdefault(key, []).append(run.id)
 
     def record(key) -> dict:
@@ -58,7 +58,7 @@ def compute(out_of_sample: dict | None = None, runs=None, holdout=None) -> list[
 def show() -> None:
     for e in compute():
         a, b = e["shipped"], e["out_of_sample"]
-        print(f"{e['gpu']:22s} {e['precision']:6s} {e['fp8_scaling'] or '':10s} {e['kind']:5s} n {a['n']:3d}  "
+        print(f"{e['gpu']:22s} {e['precision']:6s} {e['fp8_scaling'] or '':10s} {e['kind']:10s} n {a['n']:3d}  "
               f"shipped MAPE {100 * a['mape']:5.1f}% "
               f"({100 * a['mean_signed']:+5.1f}%)  out of sample {100 * b['mape']:5.1f}% "
               f"({100 * b['mean_signed']:+5.1f}%)")

@@ -17,7 +17,8 @@ import sys
 from dataclasses import asdict
 
 from costmodel.flops import model_flops_per_step
-from planner.analysis.envelope import FILE, Envelope, envelope_kind
+from planner.analysis.accuracy import kind_of
+from planner.analysis.envelope import FILE, Envelope
 from planner.validation.runs import Prepared, default_holdout, generated_file_main, load_runs, prepare
 
 
@@ -39,7 +40,7 @@ def compute(runs=None, holdout=None) -> list[Envelope]:
             if run.exclude:
                 continue
             p = prepare(run)
-            key = (p.cluster.gpu.name, p.plan.precision, envelope_kind(p.model))
+            key = (p.cluster.gpu.name, p.plan.precision, kind_of(p.model))
             mfu = measured_mfu(p)
             if key not in best or mfu > best[key].mfu:
                 best[key] = Envelope(*key, round(mfu, 4), run.id, run.source, name)
