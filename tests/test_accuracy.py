@@ -13,17 +13,24 @@ from planner.commands.main import main
 from planner.validation.runs import default_holdout, evaluate, load_runs, prepare
 
 
-# Models of each kind for judge(): dense; an MoE whose experts are as wide as its dense MLP (Mixtral's 14336, coarse);
-# one whose experts are an eighth of it (Qwen3-235B-A22B's 1536 of 12288, fine).
+# Models of each kind for judge(): dense; an MoE with Mixtral 8x7B's shape (h 4096, experts of 14336: granularity
+# 4 x 4096 / 14336 = 1.14, coarse); one with Qwen3-235B-A22B's (h 4096, experts of 1536: 10.7, fine).
 DENSE = SimpleNamespace(moe=None, ffn_hidden_size=14336, hidden_size=4096)
 COARSE = SimpleNamespace(moe=SimpleNamespace(ffn_hidden_size=14336), ffn_hidden_size=14336, hidden_size=4096)
 FINE = SimpleNamespace(moe=SimpleNamespace(ffn_hidden_size=1536), ffn_hidden_size=12288, hidden_size=4096)
 
+# The mixture-of-experts models of the published rows, each kind by hand from its config.json: granularity 4h over
+# the expert width (Krajewski et al. 2024), fine from 2. Mixtral 8x22B 4 x 6144 / 16384 = 1.5 and Grok-1 4 x 6144 /
+# 32768 = 0.75: coarse; gpt-oss 4 x 2880 / 2880 = 4, Qwen3-30B-A3B 4 x 2048 / 768 = 10.7, Qwen3-235B-A22B 4 x 4096 /
+# 1536 = 10.7, DeepSeek-V3 4 x 7168 / 2048 = 14: fine.
+MOE_KINDS = {"mixtral-8x22b": "moe-coarse", "grok-1-314b": "moe-coarse", "gpt-oss-120b": "moe-fine",
+             "gpt-oss-20b-mlperf": "moe-fine", "qwen3-30b-a3b": "moe-fine", "qwen3-235b-a22b": "moe-fine",
+             "deepseek-v3": "moe-fine"}
+
 
 def kind_by_hand(model) -> str:
-    if not model.moe:
-        return "dense"
-    return "moe-fine" if (model.ffn_hidden_size or 4 * model.hidden_size) > model.moe.ffn_hidden_size else "moe-coarse"
+    """A row's or a catalog model's kind, from MOE_KINDS (a KeyError names an MoE model it lacks)."""
+    return MOE_KINDS[model.name] if model.moe else "dense"
 
 
 @lru_cache(maxsize=1)

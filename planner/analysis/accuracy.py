@@ -33,20 +33,27 @@ KIND_WORDS = {"dense": "dense", "moe-coarse": "coarse-grained mixture-of-experts
               "moe-fine": "fine-grained mixture-of-experts"}
 
 
+# Granularity from which a mixture of experts counts as fine-grained (kind_of).
+FINE_GRANULARITY = 2.0
+
+
 def kind_of(model) -> str:
     """The kind of a model (a ModelSpec or a costmodel Model) that its published runs are grouped by, here and in
-    the MFU envelope (planner/analysis/envelope.py): dense, or a mixture of experts by its granularity G, the dense
-    MLP's width over one routed expert's (Krajewski et al. 2024, "Scaling Laws for Fine-Grained Mixture of Experts",
-    arXiv:2402.07871, whose granularity is G = d_ff / d_expert: G = 1 the common MoE whose experts mirror the dense
-    MLP, as GShard's, Switch's and Mixtral's do; G > 1 DeepSeekMoE's fine-grained expert segmentation, Dai et al.
-    2024, arXiv:2401.06066, Sec 3.1). The two run different terms hard: a coarse-grained layer a few dense-sized
-    expert GEMMs, a fine-grained one many small GEMMs and 4-8 dispatched copies of each token (Qwen3-MoE,
-    DeepSeek-V3: top 8). The dense width is the model's ffn_hidden_size (4h when absent, as the cost model takes
-    it): Mixtral, Grok-1 and gpt-oss have G = 1 (coarse), Llama 4 Maverick 2, Qwen3-MoE 8 and DeepSeek-V3 9 (fine)."""
+    the MFU envelope (planner/analysis/envelope.py): dense, or a mixture of experts by its granularity G = d_ff /
+    d_expert, a dense MLP's width over one routed expert's (Krajewski et al. 2024, "Scaling Laws for Fine-Grained
+    Mixture of Experts", arXiv:2402.07871: G = 1 the common MoE whose experts mirror the dense MLP, as GShard's,
+    Switch's and Mixtral's do; G > 1 DeepSeekMoE's fine-grained expert segmentation, Dai et al. 2024,
+    arXiv:2401.06066, Sec 3.1), with d_ff taken as the standard Transformer MLP's 4 d_model (Vaswani et al. 2017). The two run different terms hard: a coarse-grained
+    layer a few dense-sized expert GEMMs, a fine-grained one many small GEMMs, each expert seeing a small share of
+    the tokens, and more dispatched copies of each (top 4-8). d_ff is 4h, not the model's ffn_hidden_size, because
+    a model without dense layers has none of its own (gpt-oss's config gives the expert width there).
+    Fine-grained from G >= 2 (experts at most half a standard MLP): a gated MLP's dense width is 8/3 h to 3.5 h,
+    so whole-MLP experts have G up to 1.5 (Mixtral 8x7B 1.14, 8x22B 1.5, Grok-1 0.75: coarse); gpt-oss 4, Llama 4
+    2.5, Qwen3-MoE 10.7 and DeepSeek-V3 14 are fine."""
     if model.moe is None:
         return "dense"
-    dense_width = model.ffn_hidden_size or 4 * model.hidden_size
-    return "moe-fine" if dense_width > model.moe.ffn_hidden_size else "moe-coarse"
+    granularity = 4 * model.hidden_size / model.moe.ffn_hidden_size
+    return "moe-fine" if granularity >= FINE_GRANULARITY else "moe-coarse"
 
 
 def kind_words(kind: str) -> str:

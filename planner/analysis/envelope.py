@@ -9,11 +9,10 @@ The kind is part of the key because the two kinds reach different MFUs through d
 mixture-of-experts step runs many small expert GEMMs, dispatches tokens and waits on its router, which a
 dense run never judged (on GB200 in MXFP8 the best dense run measured 34.5%, the best MoE run 25.9%); as
 the out-of-sample errors are kept per kind (planner/analysis/accuracy.py). Among mixtures of experts the
-granularity splits them the same way: experts as wide as the dense MLP (Mixtral, Grok-1, gpt-oss) run few
-large expert GEMMs, narrow ones (DeepSeek-V3, Qwen3-MoE: an eighth of it) many small GEMMs and 4-8x the
-dispatched tokens per token. On H100 in bf16 Grok-1 (coarse) measured 54.2%, the best fine-grained run 39.3%:
-one MoE envelope set by a coarse-grained run held a fine-grained plan to nothing. The split is by kind, not an
-order: on GB300 the small coarse-grained gpt-oss-120b measured less than DeepSeek-V3.
+granularity splits them the same way (accuracy.kind_of): whole-MLP experts (Mixtral, Grok-1: 8 of them, top 2)
+run a few large expert GEMMs, narrow ones (gpt-oss, Llama 4, Qwen3-MoE, DeepSeek-V3) many small GEMMs, each
+expert seeing a small share of the tokens. On H100 in bf16 Grok-1 (coarse) measured 54.2%, the best fine-grained
+run 39.3%: one MoE envelope set by a coarse-grained run held a fine-grained plan to nothing.
 """
 from __future__ import annotations
 
