@@ -1,6 +1,6 @@
 """How far the cost model's step times were off on published runs like the plan's: same GPU, precision (with its
-scaling for fp8) and kind of model (dense, or a mixture of experts with coarse- or fine-grained experts: kind_of). Where none ran on the plan's GPU, those of another
-GPU of its generation, named as such.
+scaling for fp8) and kind of model (dense, or a mixture of experts with coarse- or fine-grained experts: kind_of).
+Where none ran on the plan's GPU, those of another GPU of its generation, named as such.
 
 FP8's scaling is part of "like": per-tensor scales (Transformer Engine's delayed and current scaling, torchao's
 tensorwise: one scale per tensor, cuBLAS's FP8 GEMM), torchao's rowwise (a scale per row, PyTorch's CUTLASS kernel
@@ -43,10 +43,11 @@ def kind_of(model) -> str:
     d_expert, a dense MLP's width over one routed expert's (Krajewski et al. 2024, "Scaling Laws for Fine-Grained
     Mixture of Experts", arXiv:2402.07871: G = 1 the common MoE whose experts mirror the dense MLP, as GShard's,
     Switch's and Mixtral's do; G > 1 DeepSeekMoE's fine-grained expert segmentation, Dai et al. 2024,
-    arXiv:2401.06066, Sec 3.1), with d_ff taken as the standard Transformer MLP's 4 d_model (Vaswani et al. 2017). The two run different terms hard: a coarse-grained
-    layer a few dense-sized expert GEMMs, a fine-grained one many small GEMMs, each expert seeing a small share of
-    the tokens, and more dispatched copies of each (top 4-8). d_ff is 4h, not the model's ffn_hidden_size, because
-    a model without dense layers has none of its own (gpt-oss's config gives the expert width there).
+    arXiv:2401.06066, Sec 3.1), with d_ff taken as the standard Transformer MLP's 4 d_model (Vaswani et al. 2017).
+    The two run different terms hard: a coarse-grained layer a few dense-sized expert GEMMs, a fine-grained one
+    many small GEMMs, each expert seeing a small share of the tokens, and more dispatched copies of each (top 4-8).
+    d_ff is 4h, not the model's ffn_hidden_size, because a model without dense layers has none of its own (gpt-oss's
+    config gives the expert width there).
     Fine-grained from G >= 2 (experts at most half a standard MLP): a gated MLP's dense width is 8/3 h to 3.5 h,
     so whole-MLP experts have G up to 1.5 (Mixtral 8x7B 1.14, 8x22B 1.5, Grok-1 0.75: coarse); gpt-oss 4, Llama 4
     2.5, Qwen3-MoE 10.7 and DeepSeek-V3 14 are fine."""
@@ -98,9 +99,9 @@ def shipped() -> dict[Key, dict]:
 
 def judge(gpu: str, precision: str, model, fp8_recipe: str | None = None, generation: str = "") -> dict | None:
     """The step-time errors of the published runs on `gpu` in `precision` (and `fp8_recipe`'s scaling) of the
-    plan's kind of model (`model`'s: kind_of); where none ran on `gpu`, those of the GPU of `generation` with the most such rows (`gpu`
-    names it, `plan_gpu` the plan's); None where there is none (envelope.judge then says that nothing judged the
-    model there, when no run of either kind was published)."""
+    plan's kind of model (`model`'s: kind_of); where none ran on `gpu`, those of the GPU of `generation` with the
+    most such rows (`gpu` names it, `plan_gpu` the plan's); None where there is none (envelope.judge then says that
+    nothing judged the model there, when no run of either kind was published)."""
     key = key_of(gpu, precision, fp8_recipe, model)
     found = shipped().get(key)
     if found is None and generation:

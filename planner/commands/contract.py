@@ -385,8 +385,8 @@ class MfuEnvelope(Strict):
     gpu: str = d("catalog GPU name")
     precision: str = d("the plan's precision")
     kind: Literal["dense", "moe-coarse", "moe-fine"] = d(
-        "the plan's kind of model (a mixture of experts by its granularity, the dense MLP's width over one expert's: "
-        "1 coarse, above 1 fine): the envelope holds only runs of that kind")
+        "the plan's kind of model (a mixture of experts by its granularity, 4 x hidden over one expert's width: "
+        "coarse below 2, fine from 2): the envelope holds only runs of that kind")
     published_mfu: float | None = d("highest MFU a scored validation row of this kind measured on this GPU in this "
                                     "precision (causal attention, as `mfu_causal`); null where no row ran it")
     run: str | None = d("that row's id; null where no row of the kind ran the GPU in the precision")
@@ -458,8 +458,8 @@ class StepAccuracy(Strict):
         "the plan's fp8 scaling, which the rows share: per-tensor (delayed or current scaling), rowwise or blockwise; "
         "null for other precisions")
     kind: Literal["dense", "moe-coarse", "moe-fine"] = d(
-        "the kind of model the rows train: dense, or a mixture of experts by its granularity (the dense MLP's width "
-        "over one expert's: 1 coarse, above 1 fine)")
+        "the kind of model the rows train: dense, or a mixture of experts by its granularity (4 x hidden over one "
+        "expert's width: coarse below 2, fine from 2)")
     left_out: Literal["source", "model"] = d("what the out-of-sample fits left out of a runs.yaml row's fit: its "
                                               "source (dense rows) or its model (MoE rows, all from one source)")
     shipped: WorstRows = d("at the shipped constants (fitted on validation/runs.yaml's rows; holdout.yaml's never)")

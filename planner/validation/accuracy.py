@@ -1,8 +1,8 @@
 """Compute the step-time errors by GPU, precision (with its fp8 scaling) and kind of model (dense, or a mixture of
-experts with coarse- or fine-grained experts: planner/analysis/accuracy.py kind_of) that planner/analysis/accuracy.py reads: every scored row's at the shipped constants, and out of sample,
-runs.yaml's dense rows with their leave-one-source-out errors and its MoE rows with their
-leave-one-MoE-model-out ones (planner/validation/generalise.py leave_one_out: 13 fits, several minutes),
-holdout.yaml's at the shipped constants (no fit sees them).
+experts with coarse- or fine-grained experts: planner/analysis/accuracy.py kind_of) that planner/analysis/accuracy.py
+reads: every scored row's at the shipped constants, and out of sample, runs.yaml's dense rows with their
+leave-one-source-out errors and its MoE rows with their leave-one-MoE-model-out ones (planner/validation/generalise.py
+leave_one_out: 13 fits, several minutes), holdout.yaml's at the shipped constants (no fit sees them).
 
 Like the host-wait and long-context errors these depend on the cost model: after a change to it or a
 refit, `python -m planner.validation.accuracy --write` regenerates validation/step_errors_by_gpu.yaml,
