@@ -15,9 +15,9 @@ from planner.validation.runs import default_holdout, evaluate, load_runs, prepar
 
 # Models of each kind for judge(): dense; an MoE with Mixtral 8x7B's shape (h 4096, experts of 14336: granularity
 # 4 x 4096 / 14336 = 1.14, coarse); one with Qwen3-235B-A22B's (h 4096, experts of 1536: 10.7, fine).
-DENSE = SimpleNamespace(moe=None, ffn_hidden_size=14336, hidden_size=4096)
-COARSE = SimpleNamespace(moe=SimpleNamespace(ffn_hidden_size=14336), ffn_hidden_size=14336, hidden_size=4096)
-FINE = SimpleNamespace(moe=SimpleNamespace(ffn_hidden_size=1536), ffn_hidden_size=12288, hidden_size=4096)
+DENSE = SimpleNamespace(moe=None, hidden_size=4096)
+COARSE = SimpleNamespace(moe=SimpleNamespace(ffn_hidden_size=14336), hidden_size=4096)
+FINE = SimpleNamespace(moe=SimpleNamespace(ffn_hidden_size=1536), hidden_size=4096)
 
 # The mixture-of-experts models of the published rows, each kind by hand from its config.json: granularity 4h over
 # the expert width (Krajewski et al. 2024), fine from 2. Mixtral 8x22B 4 x 6144 / 16384 = 1.5 and Grok-1 4 x 6144 /
@@ -36,8 +36,8 @@ def kind_by_hand(model) -> str:
 @lru_cache(maxsize=1)
 def ids_by_kind() -> dict[tuple[str, str, str | None, str], set[str]]:
     """The scored rows of runs.yaml and holdout.yaml by (GPU, precision, fp8 scaling (per-tensor for delayed and
-    tensorwise recipes, else the recipe; None for other precisions), kind: dense, or an MoE with experts narrower
-    than its dense MLP (moe-fine) or not (moe-coarse)), read from the rows once."""
+    tensorwise recipes, else the recipe; None for other precisions), kind (kind_by_hand)), read from the rows
+    once."""
     out: dict[tuple[str, str, str | None, str], set[str]] = {}
     for run in load_runs() + load_runs(default_holdout()):
         if not run.exclude:

@@ -31,6 +31,7 @@ LEFT_OUT = {"dense": "source", "moe-coarse": "model", "moe-fine": "model"}
 
 KIND_WORDS = {"dense": "dense", "moe-coarse": "coarse-grained mixture-of-experts",
               "moe-fine": "fine-grained mixture-of-experts"}
+KINDS = tuple(KIND_WORDS)  # what kind_of returns
 
 
 # Granularity from which a mixture of experts counts as fine-grained (kind_of).

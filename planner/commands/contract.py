@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import models_json_schema
 
 from costmodel import types as cm
-from planner.analysis.accuracy import FP8_SCALINGS
+from planner.analysis.accuracy import FP8_SCALINGS, KINDS
 from planner.commands.common import SCHEMA_VERSION
 from planner.inputs import specs
 
@@ -384,7 +384,7 @@ class MfuEnvelope(Strict):
 
     gpu: str = d("catalog GPU name")
     precision: str = d("the plan's precision")
-    kind: Literal["dense", "moe-coarse", "moe-fine"] = d(
+    kind: Literal[KINDS] = d(
         "the plan's kind of model (a mixture of experts by its granularity, 4 x hidden over one expert's width: "
         "coarse below 2, fine from 2): the envelope holds only runs of that kind")
     published_mfu: float | None = d("highest MFU a scored validation row of this kind measured on this GPU in this "
@@ -457,7 +457,7 @@ class StepAccuracy(Strict):
     fp8_scaling: Literal[FP8_SCALINGS] | None = d(
         "the plan's fp8 scaling, which the rows share: per-tensor (delayed or current scaling), rowwise or blockwise; "
         "null for other precisions")
-    kind: Literal["dense", "moe-coarse", "moe-fine"] = d(
+    kind: Literal[KINDS] = d(
         "the kind of model the rows train: dense, or a mixture of experts by its granularity (4 x hidden over one "
         "expert's width: coarse below 2, fine from 2)")
     left_out: Literal["source", "model"] = d("what the out-of-sample fits left out of a runs.yaml row's fit: its "
