@@ -21,11 +21,11 @@ FINE = SimpleNamespace(moe=SimpleNamespace(ffn_hidden_size=1536), hidden_size=40
 
 # The mixture-of-experts models of the published rows, each kind by hand from its config.json: granularity 4h over
 # the expert width (Krajewski et al. 2024), fine from 2. Mixtral 8x22B 4 x 6144 / 16384 = 1.5 and Grok-1 4 x 6144 /
-# 32768 = 0.75: coarse; gpt-oss 4 x 2880 / 2880 = 4, Qwen3-30B-A3B 4 x 2048 / 768 = 10.7, Qwen3-235B-A22B 4 x 4096 /
-# 1536 = 10.7, DeepSeek-V3 4 x 7168 / 2048 = 14: fine.
-MOE_KINDS = {"mixtral-8x22b": "moe-coarse", "grok-1-314b": "moe-coarse", "gpt-oss-120b": "moe-fine",
-             "gpt-oss-20b-mlperf": "moe-fine", "qwen3-30b-a3b": "moe-fine", "qwen3-235b-a22b": "moe-fine",
-             "deepseek-v3": "moe-fine"}
+# 32768 = 0.75: coarse; Llama 4 Maverick 4 x 5120 / 8192 = 2.5, gpt-oss 4 x 2880 / 2880 = 4, Qwen3-30B-A3B 4 x 2048 /
+# 768 = 10.7, Qwen3-235B-A22B 4 x 4096 / 1536 = 10.7, DeepSeek-V3 4 x 7168 / 2048 = 14: fine.
+MOE_KINDS = {"mixtral-8x22b": "moe-coarse", "grok-1-314b": "moe-coarse", "llama4-maverick": "moe-fine",
+             "gpt-oss-120b": "moe-fine", "gpt-oss-20b-mlperf": "moe-fine", "qwen3-30b-a3b": "moe-fine",
+             "qwen3-235b-a22b": "moe-fine", "deepseek-v3": "moe-fine"}
 
 
 def kind_by_hand(model) -> str:
