@@ -690,6 +690,36 @@ LOW_PRECISION = {"fp8", "mxfp8", "nvfp4"}
 LOW_PRECISION_SETTINGS = ("fp8_recipe", "weight_casts", "lowp_param_gather")
 
 
+# A row whose model is named as a catalog model has the catalog's architecture. A field a row's model block leaves out
+# takes the schema's GPT-2-style default (LayerNorm, learned positions, biases on every linear), which 141 Llama rows,
+# three Nemotron rows (also recorded as GELU) and the two BLOOM rows (ALiBi) took until the forty-eighth session; no step
+# time moved when they were corrected (the cost model prices none of those fields), but a row is a claim about a run.
+# Allowed to differ, each said in its row: the vocabulary (the tokenizer's size or its padded table), an MoE's capacity
+# factor (token drop with padded experts), multi-token prediction (a run may train without it), and the MPT benchmark
+# rows' learned positions and biases (LLM Foundry's benchmark yamls set learned_pos_emb, no ALiBi and no no_bias; the
+# catalog entry is the released checkpoint).
+ARCHITECTURE = ("num_layers", "hidden_size", "num_attention_heads", "num_kv_heads", "ffn_hidden_size", "mlp",
+                "normalization", "position_embedding", "rotary_percent", "linear_bias", "tie_embeddings", "head_dim",
+                "qk_norm", "nope_every", "attention_window", "mla")
+BENCHMARK_ARCHITECTURE = {"mpt-7b": {"position_embedding", "linear_bias"}}
+
+
+def test_rows_named_after_a_catalog_model_have_its_architecture(every_row):
+    from pathlib import Path
+
+    from planner.inputs.loading import load_model_spec
+
+    catalog = {p.stem: load_model_spec(str(p)) for p in Path("catalogs/models").glob("*.yaml")}
+    named = [r for r in every_row if r.model.name in catalog]
+    assert len(named) > 100
+    for run in named:
+        row, entry = run.model, catalog[run.model.name]
+        differ = {f for f in ARCHITECTURE if getattr(row, f) != getattr(entry, f)}
+        if row.moe or entry.moe:
+            differ |= {"moe"} if row.moe.model_copy(update={"capacity_factor": None}) != entry.moe else set()
+        assert differ <= BENCHMARK_ARCHITECTURE.get(row.name, set()), (run.id, differ)
+
+
 def test_every_assumed_entry_names_a_setting(every_row):
     """`assumed` entries are a plan or cluster field, 'gpu' (the catalog GPU's unprinted figures) or the
     model's seq_length (a training setting, where a table does not print it; the architecture fields come
