@@ -539,9 +539,9 @@ MBRIDGE_GPT_OSS_STEP_BOUNDS = (0.1244, 0.3175)
 # way: Grok-1 314B as NeMo runs it (8 experts of width 32768, top 2, token drop), every row slow: +8% / +22% on 512 H100
 # (FP8 / BF16), +10% .. +15% on 128-512 GB200 (per-layer CUDA graphs), about what the fitted host wait charges the
 # padded layers (validation/README.md). All 37: MAPE 20.1%, max 57.0%. Eight more in the forty-eighth session, the
-# same way: Llama 4 Maverick (128 experts of 8192, top 1, MoE every second layer, token drop), -11.5% .. -16.4% on 128-512
-# GB200 (BF16 and FP8, PP 2 x VP 12, EP 64), +4.2% / -0.0% on 512 H100 (BF16 / FP8, TP 4, EP 128 x ETP 4); GB200 fast
-# as this group's other GB200 rows are. All 45: MAPE 18.4%, max 57.0%.
+# same way: Llama 4 Maverick (128 experts of 8192, top 1, MoE every second layer, token drop), -11.5% .. -16.4% on
+# 128-512 GB200 (BF16 and FP8, PP 2 x VP 12, EP 64), +4.2% / -0.0% on 512 H100 (BF16 / FP8, TP 4, EP 128 x ETP 4);
+# GB200 fast as this group's other GB200 rows are. All 45: MAPE 18.4%, max 57.0%.
 DGXC_2025_STEP_BOUNDS = (0.1844, 0.5698)
 # The same repository's release v25.03 (group dgxc-2024: NeMo 24.12's NeMo-1 Hydra recipes, every setting read in the
 # yaml and configure.sh the release ships): Llama 3.1 8B on 8-128 H100 (TP 1 x CP 2), 70B on 64-2048 H100 (TP 4 x PP 4
@@ -691,9 +691,10 @@ LOW_PRECISION_SETTINGS = ("fp8_recipe", "weight_casts", "lowp_param_gather")
 
 
 # A row whose model is named as a catalog model has the catalog's architecture. A field a row's model block leaves out
-# takes the schema's GPT-2-style default (LayerNorm, learned positions, biases on every linear), which 141 Llama rows,
-# three Nemotron rows (also recorded as GELU) and the two BLOOM rows (ALiBi) took until the forty-eighth session; no step
-# time moved when they were corrected (the cost model prices none of those fields), but a row is a claim about a run.
+# takes the schema's GPT-2-style default (LayerNorm, learned positions, biases on every linear), which 141 Llama
+# rows, three Nemotron rows (also recorded as GELU) and the two BLOOM rows (ALiBi) took until the forty-eighth session;
+# no step time moved when they were corrected (the cost model prices none of those fields), but a row is a claim about
+# a run.
 # Allowed to differ, each said in its row: the vocabulary (the tokenizer's size or its padded table), an MoE's capacity
 # factor (token drop with padded experts), multi-token prediction (a run may train without it), and the MPT benchmark
 # rows' learned positions and biases (LLM Foundry's benchmark yamls set learned_pos_emb, no ALiBi and no no_bias; the
