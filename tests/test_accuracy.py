@@ -3,6 +3,7 @@ validation/step_errors_by_gpu.yaml; tests/test_fidelity.py checks the file again
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from functools import lru_cache
 from types import SimpleNamespace
 
@@ -23,9 +24,9 @@ FINE = SimpleNamespace(moe=SimpleNamespace(ffn_hidden_size=1536), hidden_size=40
 # the expert width (Krajewski et al. 2024), fine from 2. Mixtral 8x22B 4 x 6144 / 16384 = 1.5 and Grok-1 4 x 6144 /
 # 32768 = 0.75: coarse; Llama 4 Maverick 4 x 5120 / 8192 = 2.5, gpt-oss 4 x 2880 / 2880 = 4, Qwen3-30B-A3B 4 x 2048 /
 # 768 = 10.7, Qwen3-235B-A22B 4 x 4096 / 1536 = 10.7, DeepSeek-V3 4 x 7168 / 2048 = 14: fine.
-MOE_KINDS = {"mixtral-8x22b": "moe-coarse", "grok-1-314b": "moe-coarse", "llama4-maverick": "moe-fine",
-             "gpt-oss-120b": "moe-fine", "gpt-oss-20b-mlperf": "moe-fine", "qwen3-30b-a3b": "moe-fine",
-             "qwen3-235b-a22b": "moe-fine", "deepseek-v3": "moe-fine"}
+MOE_KINDS = {"mixtral-8x7b": "moe-coarse", "mixtral-8x22b": "moe-coarse", "grok-1-314b": "moe-coarse",
+             "llama4-maverick": "moe-fine", "gpt-oss-120b": "moe-fine", "gpt-oss-20b-mlperf": "moe-fine",
+             "qwen3-30b-a3b": "moe-fine", "qwen3-235b-a22b": "moe-fine", "deepseek-v3": "moe-fine"}
 
 
 def kind_by_hand(model) -> str:
@@ -247,7 +248,12 @@ def test_a_catalog_model_finds_the_rows_of_its_architecture():
     errors = [r.step_error for r in evaluate(held)]
     assert gpt_oss["shipped"]["mape"] == pytest.approx(sum(abs(e) for e in errors) / len(errors))
     assert gpt_oss["shipped"]["mean_signed"] == pytest.approx(sum(errors) / len(errors))
-    assert bymodel.judge(load_model_spec("mixtral-8x7b").to_model()) is None  # no published run of it
+    # Mixtral 8x7B's only runs are NeMo's two held-out performance-summary rows (nemo-2025, forty-ninth session);
+    # the same model one layer shorter has no published run at all.
+    mixtral = load_model_spec("mixtral-8x7b").to_model()
+    judged = bymodel.judge(mixtral)
+    assert (judged["fitted_runs"], judged["held_out_runs"]) == (0, 2)
+    assert bymodel.judge(replace(mixtral, num_layers=31)) is None
 
 
 def test_model_line_by_hand():

@@ -554,8 +554,17 @@ DGXC_2025_STEP_BOUNDS = (0.1844, 0.5698)
 # (FP8); 340B at TP 8 x PP 8, VP 12 on 128-2048 H100 (NeMo 24.09) +3.8% .. +6.0% (BF16, CP 2, attention recomputed)
 # and -3.9% .. -12.0% (FP8), the FP8 error growing with the GPU count as GPT-3's. All 58: MAPE 5.0%, max 16.6%.
 DGXC_2024_STEP_BOUNDS = (0.0502, 0.1659)
+# NeMo's performance summaries (group nemo-2025): NeMo 25.02 on DGX-B200 (delayed-scaling FP8) and NeMo 25.04 on
+# DGX-GB200 (current-scaling FP8), GPT-3 175B, Llama 3 8B / 70B / 405B, Nemotron-4 15B / 340B, Mixtral 8x7B (EP 8,
+# per-layer CUDA graphs, padded experts) and 8x22B at 65,536 tokens (TP 2 x PP 4 x CP 8, EP 8); settings read in NeMo
+# v2.2.0 / v2.3.0's performance scripts; 16 rows added in the forty-ninth session before their predictions were read.
+# First read: the dense rows at TP >= 4 fast, -7.9% .. -19.8% (GPT-3, 405B, 340B), the 15B -20.1% / -10.0%, the 8B
+# -7.8% (B200) / +11.1% (GB200, graphed), the 70B -7.6% / -3.3%; Mixtral 8x7B -7.0% / +7.9%, 8x22B at 64k slow,
+# +11.2% / +21.1%. MAPE 12.1%, max 21.1%.
+NEMO_2025_STEP_BOUNDS = (0.1209, 0.2106)
 SEPARATELY_BOUNDED = ("megatron-core-2024", "mcore-moe-2025", "torchtitan-2025", "mlperf-2025", "mlperf-2026",
-                      "mcore-moe-report-2026", "torchtitan-moe-2025", "mbridge-gpt-oss", "dgxc-2025", "dgxc-2024")
+                      "mcore-moe-report-2026", "torchtitan-moe-2025", "mbridge-gpt-oss", "dgxc-2025", "dgxc-2024",
+                      "nemo-2025")
 
 
 def later_moe(run) -> bool:
@@ -602,7 +611,7 @@ WHOLE_GROUPS = {"mlperf-2025": (37, MLPERF_2025_STEP_BOUNDS), "mlperf-2026": (17
                 "mcore-moe-report-2026": (5, MCORE_MOE_REPORT_2026_STEP_BOUNDS),
                 "torchtitan-moe-2025": (7, TORCHTITAN_MOE_2025_STEP_BOUNDS),
                 "mbridge-gpt-oss": (27, MBRIDGE_GPT_OSS_STEP_BOUNDS), "dgxc-2025": (45, DGXC_2025_STEP_BOUNDS),
-                "dgxc-2024": (58, DGXC_2024_STEP_BOUNDS)}
+                "dgxc-2024": (58, DGXC_2024_STEP_BOUNDS), "nemo-2025": (16, NEMO_2025_STEP_BOUNDS)}
 
 
 def whole_group_within(holdout, group: str) -> dict:

@@ -72,7 +72,8 @@ def test_validate_holdout(capsys):
     # long context with "-cp" in their ids) + 37 MLPerf (mlperf-2025) + 17 MLPerf v6.0 (mlperf-2026) + 5 from the
     # Megatron-core MoE report (mcore-moe-report-2026) + 7 torchtitan MoE (torchtitan-moe-2025) + 27 GPT-OSS 120B
     # (mbridge-gpt-oss) + 45 + 58 from two releases of NVIDIA's DGX Cloud Benchmarking recipes (dgxc-2025, dgxc-2024)
-    assert len(out["rows"]) == 262 and sum("-cp" in r["id"] for r in out["rows"]) == 16
+    # + 16 from NeMo's 25.02 / 25.04 performance summaries (nemo-2025)
+    assert len(out["rows"]) == 278 and sum("-cp" in r["id"] for r in out["rows"]) == 16
     assert main(["validate", "--holdout", "--fit-on", "all"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--holdout" in err
