@@ -234,14 +234,21 @@ def test_shipped_errors_by_model_are_what_the_model_gives():
 
 def test_a_catalog_model_finds_the_rows_of_its_architecture():
     """The catalog's llama3-405b and the rows' llama3.1-405b are one architecture (126 layers, hidden 16384, 128
-    query and 8 KV heads of 128, SwiGLU of 53248, vocab 128256), so its plans cite those rows; gpt-oss-120b's are the 27
-    held-out Megatron-Bridge rows, none fitted, judged at the shipped constants."""
+    query and 8 KV heads of 128, SwiGLU of 53248, vocab 128256, padded to a multiple of 1,024: 129024), so its plans
+    cite those rows; gpt-oss-120b's are the 27 held-out Megatron-Bridge rows, none fitted, judged at the shipped
+    constants. The catalog's gpt3-175b (vocab 51200, the Megatron-LM paper's padded size) is the model of every GPT-3
+    row: the 8 fitted Megatron-LM and Korthikanti rows that print 51200, and those that give the GPT-2 tokenizer's
+    50257, NeMo 24.07's 2 and MLPerf's 3 fitted, the DGX Cloud (10) and NeMo 25.x (2) rows held out."""
     from planner.analysis import bymodel
     from planner.inputs.loading import load_model_spec
 
     llama = bymodel.judge(load_model_spec("llama3-405b").to_model())
-    assert llama["architecture"] == "126 layers, hidden 16384, 128/8 heads of 128, swiglu ffn 53248, vocab 128256"
+    assert llama["architecture"] == ("126 layers, hidden 16384, 128/8 heads of 128, swiglu ffn 53248, "
+                                     "vocab 129024 padded")
     assert llama["model"] == "llama3.1-405b"
+    assert bymodel.padded_vocab(50257) == bymodel.padded_vocab(51200) == 51200 != bymodel.padded_vocab(51201)
+    gpt3 = bymodel.judge(load_model_spec("gpt3-175b").to_model())
+    assert (gpt3["fitted_runs"], gpt3["held_out_runs"]) == (8 + 2 + 3, 10 + 2)
     gpt_oss = bymodel.judge(load_model_spec("gpt-oss-120b").to_model())
     held = [r for r in load_runs(default_holdout()) if r.group == "mbridge-gpt-oss"]
     assert (gpt_oss["fitted_runs"], gpt_oss["held_out_runs"], gpt_oss["shipped"]["n"]) == (0, 27, len(held))

@@ -1,7 +1,7 @@
 """How far the cost model's step times were off on the published runs of the plan's own model: the scored rows of
 validation/runs.yaml and holdout.yaml whose architecture is the plan's (architecture_of: layers, widths, heads,
-vocabulary, experts, latent attention, windows; not the sequence length or the multi-token-prediction depth, which
-runs choose), on any GPU and in any precision, at the shipped constants.
+vocabulary as Megatron pads it, experts, latent attention, windows; not the sequence length or the
+multi-token-prediction depth, which runs choose), on any GPU and in any precision, at the shipped constants.
 
 The accuracy line by GPU (planner/analysis/accuracy.py) pools the runs of every model of the plan's kind; a model
 unlike the fitted ones can sit far from that pool: NVIDIA's GPT-OSS 120B runs, held out, are 15-41% faster in the
@@ -19,12 +19,24 @@ from planner.analysis import accuracy
 FILE = "step_errors_by_model.yaml"
 
 
+# Megatron pads the vocabulary to a multiple of 128 x TP (--make-vocab-size-divisible-by, default 128), so to 1,024
+# at TP 8: GPT-3's tokenizer has 50,257 tokens and the Megatron-LM paper's configuration prints the padded 51,200.
+VOCAB_PADDING = 1024
+
+
+def padded_vocab(vocab_size: int) -> int:
+    """The vocabulary padded as Megatron pads it at TP 8: a tokenizer's size and the padded size a paper or catalog
+    prints name one model."""
+    return -(-vocab_size // VOCAB_PADDING) * VOCAB_PADDING
+
+
 def architecture_of(model) -> str:
-    """A costmodel Model's architecture as one string, the key of the shipped records."""
+    """A costmodel Model's architecture as one string, the key of the shipped records (the vocabulary padded:
+    padded_vocab)."""
     parts = [f"{model.num_layers} layers", f"hidden {model.hidden_size}",
              f"{model.num_attention_heads}/{model.kv_heads} heads" + ("" if model.mla else f" of {model.head_dim}"),
              f"{model.mlp} ffn {model.ffn}",
-             f"vocab {model.vocab_size}"]
+             f"vocab {padded_vocab(model.vocab_size)} padded"]
     if model.attention_window:
         parts.append(f"window {model.attention_window} ({model.window_kind}, global every "
                      f"{model.global_attention_every or 'none'})")
