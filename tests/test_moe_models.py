@@ -433,7 +433,7 @@ def test_linear_attention_layer_types_are_refused(tmp_path):
 
 def test_global_layers_off_the_every_nth_pattern_are_refused(tmp_path):
     types = ["full_attention"] * 3 + ["sliding_attention"] * 33
-    message = refusal(tmp_path, dense(layer_types=types, sliding_window=4096))
+    message = refusal(tmp_path, dense(layer_types=types, sliding_window=4096, use_sliding_window=True))
     assert "layer_types" in message
 
 

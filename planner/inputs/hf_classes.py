@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
-# Each spec key: the HF keys that carry it, first match wins.
+# Each spec key: the HF keys that carry it, first match wins (MptConfig's attribute_map names n_layers,
+# n_heads and d_model; its context is max_seq_len).
 KEY_ALIASES = {
-    "num_layers": ("num_hidden_layers", "n_layer", "num_layers"),
+    "num_layers": ("num_hidden_layers", "n_layer", "n_layers", "num_layers"),
     "hidden_size": ("hidden_size", "n_embd", "d_model"),
-    "num_attention_heads": ("num_attention_heads", "n_head"),
+    "num_attention_heads": ("num_attention_heads", "n_head", "n_heads"),
     "vocab_size": ("vocab_size",),
-    "seq_length": ("max_position_embeddings", "n_positions", "n_ctx", "seq_length"),
+    "seq_length": ("max_position_embeddings", "n_positions", "n_ctx", "max_seq_len", "seq_length"),
     "num_kv_heads": ("num_key_value_heads", "multi_query_group_num"),
     "ffn_hidden_size": ("intermediate_size", "n_inner", "ffn_hidden_size"),
 }
@@ -25,7 +26,20 @@ QKV_BIAS_MODELS = {"qwen2", "qwen2_moe"}
 # Classes whose attention_bias puts a bias on q/k/v_proj only (Glm4MoeAttention: o_proj bias=False; its MLPs,
 # DeepSeek-V3's, have none).
 QKV_ONLY_ATTENTION_BIAS = {"glm4_moe"}
-BIAS_FREE_MODELS = {"llama", "mistral", "mixtral", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3_text", "phi3"}
+# Classes whose linear layers have no bias whatever the file says (MistralAttention, MixtralAttention,
+# Phi3Attention and MptAttention / MptMLP hard-code bias=False); the families in ATTENTION_BIAS_DEFAULTS
+# are read by their keys instead.
+BIAS_FREE_MODELS = {"mistral", "mixtral", "phi3", "mpt"}
+# Classes whose `attention_bias` switches the biases of q/k/v/o_proj (LlamaAttention, Qwen3Attention,
+# Qwen3MoeAttention, GemmaAttention .. Gemma3Attention, OlmoeAttention, Llama4TextAttention,
+# GptOssAttention, GPTNeoXAttention's query_key_value and dense; DeepseekV2/V3Attention's q_a_proj,
+# kv_a_proj_with_mqa and o_proj), with the class default for a file that omits it.
+ATTENTION_BIAS_DEFAULTS = {"llama": False, "qwen3": False, "qwen3_moe": False, "gemma": False, "gemma2": False,
+                           "gemma3_text": False, "olmoe": False, "llama4_text": False, "deepseek_v2": False,
+                           "deepseek_v3": False, "kimi_k2": False, "gpt_oss": True, "gpt_neox": True}
+# Their MLPs' biases: LlamaMLP's by `mlp_bias` (default False); GptOssExperts (gate_up_proj_bias,
+# down_proj_bias) and GPTNeoXMLP (nn.Linear defaults) always; the other classes' never.
+MLP_BIASED: dict[str, bool | str] = {"llama": "mlp_bias", "gpt_oss": True, "gpt_neox": True}
 # Gemma's MLP is gated (GemmaMLP / Gemma2MLP / Gemma3MLP: gate_proj, up_proj, down_proj) with a GeLU
 # activation (`hidden_activation` "gelu_pytorch_tanh"): GeGLU, 3 matrices (Gemma report, arXiv:2403.08295).
 GEGLU_MODELS = {"gemma", "gemma2", "gemma3_text"}
@@ -153,8 +167,8 @@ HYBRID_MODEL_TYPES = {"mamba", "mamba2", "falcon_mamba", "jamba", "zamba", "zamb
 # shape keys alone it was guessed wrong more often than right (Falcon's and StarCoder's multi_query read as
 # one K/V head per query head, SmolLM3's and Cohere's tied output layer as untied, Nemotron-NAS's per-layer
 # block_configs, Mllama's cross-attention layers and Qwen2.5-VL's vision tower dropped).
-KNOWN_MODEL_TYPES = {*MOE_FAMILIES, *ALIBI_MODELS, *QKV_BIAS_MODELS, *BIAS_FREE_MODELS, *CLASS_DEFAULTS, "gpt2",
-                     "gpt_neox", "phi3"}
+KNOWN_MODEL_TYPES = {*MOE_FAMILIES, *ALIBI_MODELS, *QKV_BIAS_MODELS, *BIAS_FREE_MODELS, *ATTENTION_BIAS_DEFAULTS,
+                     *CLASS_DEFAULTS, "gpt2", "gpt_neox", "phi3"}
 # Classes that keep PretrainedConfig's tie_word_embeddings=True (GPT2Config, BloomConfig and MptConfig do
 # not override it; BloomForCausalLM and MptForCausalLM tie lm_head to the embedding); every other mapped
 # class sets False (LlamaConfig, GPTNeoXConfig, Phi3Config, CLASS_DEFAULTS).
@@ -178,6 +192,9 @@ ATTENTION_LAYER_TYPES = {"full_attention": "full", "sliding_attention": "sliding
 ALL_LAYERS_SLIDE = {"mistral", "mixtral", "qwen3_moe", "phi3"}
 # Qwen2 / Qwen3 / Qwen2-MoE: with use_sliding_window, layers i >= max_window_layers slide.
 MAX_WINDOW_LAYERS_SLIDE = {"qwen2", "qwen3", "qwen2_moe"}
+# The classes whose sliding_window (and so any "sliding_attention" layer) takes effect only with
+# use_sliding_window (Qwen2Config ... Qwen3MoeConfig: sliding_window if use_sliding_window else None).
+USE_SLIDING_WINDOW_MODELS = {*MAX_WINDOW_LAYERS_SLIDE, "qwen3_moe"}
 
 # The classes whose query/key norm is switched by `use_qk_norm`, and its kind: GLM-4.5's learned RMSNorms over
 # head_dim (Glm4MoeAttention q_norm / k_norm), Llama 4's weightless L2 norm.

@@ -32,12 +32,12 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
 from planner.errors import PlannerError
 from planner.inputs import limits as L
 from planner.inputs.hf_classes import (
-    ALIBI_MODELS, ALL_LAYERS_SLIDE, ATTENTION_LAYER_TYPES, BIAS_FREE_MODELS, CLASS_DEFAULTS, EXPERT_COUNT_KEYS,
-    GATED_MODELS, GEGLU_MODELS, GELU_ACTIVATIONS, HYBRID_KEYS, HYBRID_MODEL_TYPES, HYBRID_PREFIXES, KEY_ALIASES,
-    KNOWN_MODEL_TYPES, MAX_WINDOW_LAYERS_SLIDE, MOE_FAMILIES, MOE_HINT_KEYS, MTP_FAMILIES, NORM_EPSILON_KEYS,
-    QKV_BIAS_MODELS, QKV_ONLY_ATTENTION_BIAS, QK_NORM_MODELS, RMSNORM_MODELS, ROPE_THETA_DEFAULTS,
-    ROTARY_PERCENT_DEFAULTS, SPARSE_ATTENTION_KEYS, SWIGLU_ACTIVATIONS, TEXT_CONFIG_TYPES, TIED_BY_DEFAULT,
-    USE_QK_NORM_KINDS,
+    ALIBI_MODELS, ALL_LAYERS_SLIDE, ATTENTION_BIAS_DEFAULTS, ATTENTION_LAYER_TYPES, BIAS_FREE_MODELS,
+    CLASS_DEFAULTS, EXPERT_COUNT_KEYS, GATED_MODELS, GEGLU_MODELS, GELU_ACTIVATIONS, HYBRID_KEYS,
+    HYBRID_MODEL_TYPES, HYBRID_PREFIXES, KEY_ALIASES, KNOWN_MODEL_TYPES, MAX_WINDOW_LAYERS_SLIDE, MLP_BIASED,
+    MOE_FAMILIES, MOE_HINT_KEYS, MTP_FAMILIES, NORM_EPSILON_KEYS, QKV_BIAS_MODELS, QKV_ONLY_ATTENTION_BIAS,
+    QK_NORM_MODELS, RMSNORM_MODELS, ROPE_THETA_DEFAULTS, ROTARY_PERCENT_DEFAULTS, SPARSE_ATTENTION_KEYS,
+    SWIGLU_ACTIVATIONS, TEXT_CONFIG_TYPES, TIED_BY_DEFAULT, USE_QK_NORM_KINDS, USE_SLIDING_WINDOW_MODELS,
 )
 from planner.inputs.hf_moe import expert_count_key, mla_fields, moe_fields, mtp_layers
 from planner.inputs.hf_reader import Reader, pick, show
@@ -153,7 +153,14 @@ def hf_to_spec_dict(data: dict, name: str, seq_length: int | None = None) -> dic
         spec.update(gpt_oss_details(reader))
     spec["tie_embeddings"] = bool(text.get("tie_word_embeddings", model_type in TIED_BY_DEFAULT))
     spec["dropout"] = any((text.get(k) or 0) > 0 for k in ("attention_dropout", "resid_pdrop", "hidden_dropout"))
+    if model_type == "mpt":
+        spec.update(mpt_details(reader, spec.get("hidden_size")))
     spec.update(architecture(text))
+    spec.update(bias_fields(reader, model_type))
+    if spec.get("position_embedding", "learned") == "learned" and context and spec["seq_length"] > context:
+        key = next(k for k in KEY_ALIASES["seq_length"] if text.get(k) is not None)
+        raise reader.fail(key, f"{context}: a table of {context} learned positions, so sequences of "
+                               f"{spec['seq_length']} tokens do not fit this model")
     if spec.get("position_embedding") == "rope":
         spec.update(rope_scaling(reader))
     layers = _layers(text)
@@ -198,6 +205,41 @@ def gpt_oss_details(r: Reader) -> dict:
     adds a learned sink logit per head to each softmax (Megatron-core softmax_type learnable)."""
     limit = r.number("swiglu_limit", 7.0, 1e6)
     return {"mlp": "quick_geglu", "glu_linear_offset": 1.0, "glu_clamp": limit, "attention_sinks": True}
+
+
+def mpt_details(r: Reader, hidden: int | None) -> dict:
+    """MPT as Transformers' Mpt classes build it (read at v4.57.1 and at main, 2026): MptMLP is 4 x d_model
+    wide whatever expansion_ratio says, MptAttention is multi-head with no bias, MptModel always adds
+    ALiBi; attention and residual dropout are attn_config.attn_pdrop. A file that asks for anything else
+    (MosaicML's llm-foundry builds it; Transformers would load it wrongly) is refused naming the key."""
+    ratio = r.data.get("expansion_ratio", 4)
+    if ratio != 4:
+        raise r.fail("expansion_ratio", f"{show(ratio)}: Transformers' MptMLP is 4 x d_model wide whatever this "
+                     "says, so the class planner reads by is not this model")
+    if r.data.get("no_bias", True) is not True:
+        raise r.fail("no_bias", f"{show(r.data['no_bias'])}: Transformers' MPT layers have no biases")
+    attn = r.data.get("attn_config") or {}
+    if not isinstance(attn, dict):
+        raise r.fail("attn_config", f"must be an object (got {show(attn)})")
+    heads = r.data.get("n_heads")
+    unsupported = [("attn_type", attn.get("attn_type", "multihead_attention") != "multihead_attention"),
+                   ("kv_n_heads", attn.get("kv_n_heads") not in (None, heads)),
+                   ("alibi", attn.get("alibi", True) is not True), ("qk_ln", bool(attn.get("qk_ln"))),
+                   ("rope", bool(attn.get("rope")))]
+    for key, bad in unsupported:
+        if bad:
+            raise r.fail(f"attn_config.{key}", f"{show(attn.get(key))}: Transformers' MptAttention runs "
+                         "multi-head attention with ALiBi and no query/key norm or RoPE, so the class planner "
+                         "reads by is not this model")
+    ffn = r.data.get("ffn_config") or {}
+    if isinstance(ffn, dict) and ffn.get("ffn_type", "mptmlp") != "mptmlp":
+        raise r.fail("ffn_config.ffn_type", f"{show(ffn.get('ffn_type'))}: Transformers' MptMLP is the plain "
+                     "4 x d_model GeLU MLP")
+    pdrop = attn.get("attn_pdrop") or 0
+    out: dict = {"dropout": True} if isinstance(pdrop, (int, float)) and pdrop > 0 else {}
+    if isinstance(hidden, int):
+        out["ffn_hidden_size"] = 4 * hidden
+    return out
 
 
 def mlp_kind(text: dict, reader: Reader) -> str:
@@ -245,10 +287,8 @@ def architecture(data: dict) -> dict:
     `rms_norm_eps` only on RMSNorm models (LlamaConfig, MistralConfig, Qwen2Config), `rope_theta` /
     `rotary_emb_base` / `rotary_pct` / `partial_rotary_factor` on RoPE models (in `rope_parameters` in
     Transformers v5 files; the class default where a RoPE class's file omits them), ALiBi for BLOOM and MPT,
-    learned absolute positions otherwise (GPT-2's `n_positions`); `attention_bias` / `mlp_bias` where
-    the class has them (LlamaConfig: both False), a QKV-only bias for Qwen2 (its q/k/v_proj have
-    bias=True, o_proj and the MLP none), biases everywhere for GPT-2-style models; query/key norms
-    (QK_NORM_MODELS, Llama 4's `use_qk_norm`)."""
+    learned absolute positions otherwise (GPT-2's `n_positions`); query/key norms (QK_NORM_MODELS,
+    Llama 4's `use_qk_norm`). The biases are bias_fields'."""
     model_type = str(data.get("model_type", ""))
     out: dict = {"normalization": "rmsnorm" if "rms_norm_eps" in data or model_type in RMSNORM_MODELS else "layernorm"}
     params = data.get("rope_parameters")  # Transformers v5 files: rope_theta and its partial factor move here
@@ -265,20 +305,43 @@ def architecture(data: dict) -> dict:
             out["rotary_percent"] = percent
     elif model_type in ALIBI_MODELS or data.get("alibi"):
         out["position_embedding"] = "alibi"
-    if model_type in QKV_BIAS_MODELS:
-        out.update(linear_bias=False, qkv_bias=True)
-    elif model_type in QKV_ONLY_ATTENTION_BIAS:
-        out.update(linear_bias=False, qkv_bias=bool(data.get("attention_bias")))
-    elif "attention_bias" in data or "mlp_bias" in data:
-        out["linear_bias"] = bool(data.get("attention_bias")) or bool(data.get("mlp_bias"))
-    elif model_type in BIAS_FREE_MODELS:
-        out["linear_bias"] = False
     if (qk := qk_norm_kind(data, model_type)) != "none":
         out["qk_norm"] = qk
     eps = pick(data, NORM_EPSILON_KEYS)
     if eps is not None:
         out["norm_epsilon"] = eps
     return out
+
+
+def bias_fields(reader: Reader, model_type: str) -> dict:
+    """linear_bias / qkv_bias as the family's classes build their linear layers (Transformers v4.57.1): a
+    bias on q/k/v only for Qwen2 (hard-coded) and GLM-4.5 (`attention_bias`); for the classes whose
+    `attention_bias` switches the biases of all four attention projections (ATTENTION_BIAS_DEFAULTS) and
+    whose MLP has its own rule (MLP_BIASED: Llama's `mlp_bias`, gpt-oss's and GPT-NeoX's always-biased
+    MLPs), one switch for both when they agree; none for the bias-free classes, whatever keys their
+    files carry (MistralAttention, Phi3Attention, MptAttention hard-code bias=False); every linear
+    layer biased otherwise (GPT-2, BLOOM). Attention biased and MLP not, or the reverse, is refused:
+    planner's one switch (Megatron-LM --add-bias-linear) biases every linear layer or none."""
+    data = reader.data
+    if model_type in QKV_BIAS_MODELS:
+        return {"linear_bias": False, "qkv_bias": True}
+    if model_type in QKV_ONLY_ATTENTION_BIAS:
+        return {"linear_bias": False, "qkv_bias": bool(data.get("attention_bias"))}
+    if model_type in ATTENTION_BIAS_DEFAULTS:
+        attention = data.get("attention_bias")
+        attention = ATTENTION_BIAS_DEFAULTS[model_type] if attention is None else attention
+        mlp_key = MLP_BIASED.get(model_type)
+        mlp = bool(data.get(mlp_key)) if isinstance(mlp_key, str) else bool(mlp_key)
+        if attention != mlp:
+            where = f"mlp_bias {str(mlp).lower()}" if isinstance(mlp_key, str) else (
+                "an MLP that always has biases" if mlp else "an MLP without biases")
+            raise reader.fail("attention_bias", f"{str(attention).lower()} with {where} ({model_type}): biases on "
+                              "the attention's projections but not the MLP's, or the reverse, which planner's one "
+                              "bias switch for every linear layer (Megatron-LM --add-bias-linear) does not represent")
+        return {"linear_bias": attention}
+    if model_type in BIAS_FREE_MODELS:
+        return {"linear_bias": False}
+    return {}
 
 
 def towers(data: dict) -> list[str]:
@@ -405,6 +468,11 @@ def _layer_kinds(reader: Reader, model_type: str, layers: int) -> tuple[list[str
         if unknown:
             raise r.fail("layer_types", f"holds {show(unknown[0])}: only full, sliding and chunked attention "
                          "layers are represented (not linear attention, state-space or convolution layers)")
+    if model_type in USE_SLIDING_WINDOW_MODELS and not text.get("use_sliding_window"):
+        # Qwen2Config / Qwen3Config / Qwen2MoeConfig / Qwen3MoeConfig set sliding_window to None unless
+        # use_sliding_window, and a layer that layer_types makes "sliding_attention" then takes None: full.
+        return None
+    if types is not None:
         return [ATTENTION_LAYER_TYPES[t] for t in types], "layer_types"
     if model_type == "llama4_text":
         # Llama4TextConfig: no_rope_layers[i] == 1 (RoPE) -> chunked_attention, 0 (NoPE) -> full_attention.
@@ -422,15 +490,9 @@ def _layer_kinds(reader: Reader, model_type: str, layers: int) -> tuple[list[str
         return ["sliding" if (i + 1) % pattern else "full" for i in range(layers)], "sliding_window_pattern"
     if not r.has("sliding_window"):
         return None
-    if text.get("use_sliding_window") is False:
-        return None  # Qwen2/Qwen3 family: sliding_window only takes effect with use_sliding_window
     if model_type in ALL_LAYERS_SLIDE:
-        if model_type == "qwen3_moe" and not text.get("use_sliding_window"):
-            return None
         return ["sliding"] * layers, "sliding_window"
     if model_type in MAX_WINDOW_LAYERS_SLIDE:
-        if not text.get("use_sliding_window"):
-            return None
         start = r.need_int("max_window_layers", 0)
         return ["sliding" if i >= start else "full" for i in range(layers)], "max_window_layers"
     raise r.fail("sliding_window", f"{show(text['sliding_window'])} on model_type {model_type!r}: which layers "

@@ -192,6 +192,11 @@ def router_fields(reader: Reader, model_type: str, top_k: int) -> tuple[dict, li
     if family in ("mixtral", "gpt_oss"):
         return {}, []
     if family == "llama4":  # Llama4TextMoe scales the routed expert's input by its weight
+        k = r.data.get("num_experts_per_tok", 1)
+        if k != 1:
+            raise r.fail("num_experts_per_tok", f"{show(k)}: Llama 4's experts scale their input by the router "
+                         "weight (Llama4TextMoe), which Megatron-core runs with top-1 routing only "
+                         "(moe_apply_probs_on_input)")
         return {"router": "sigmoid", "router_probs_on_input": True}, []
     normalised = r.data.get("norm_topk_prob")
     if not isinstance(normalised, bool):

@@ -1,9 +1,9 @@
 """Reading user files and turning them into validated specs; every failure is one PlannerError line.
 
 What is read must be a regular file (not a folder, FIFO or device) of at most MAX_FILE_BYTES of
-UTF-8 text, nested at most MAX_NESTING deep, with no key given twice; YAML floats follow YAML 1.2
-(`2e12` is a number), and JSON's NaN and Infinity are refused. Checks run before parsing, so no
-input can exhaust memory or the parser's recursion.
+UTF-8 text, nested at most MAX_NESTING deep, with no key given twice; YAML scalars resolve by the YAML 1.2 core
+schema (`2e12` is a number, `020` is twenty, `yes` is a string), and JSON's NaN and Infinity are
+refused. Checks run before parsing, so no input can exhaust memory or the parser's recursion.
 """
 from __future__ import annotations
 
@@ -108,8 +108,10 @@ def _indent_levels(text: str) -> int:
 
 
 class _StrictLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
-    """SafeLoader (LibYAML's parser where PyYAML has it) that refuses a key given twice and reads
-    YAML 1.2 floats (1e3, 2.0e12, .5)."""
+    """SafeLoader (LibYAML's parser where PyYAML has it) that refuses a key given twice and resolves
+    plain scalars by the YAML 1.2 core schema (yaml.org/spec/1.2.2, 10.3.2) instead of PyYAML's 1.1
+    rules: `1e3` and `.5` are floats; `020` is twenty, not octal sixteen; `1_000`, `1:30`, `yes`, `on`
+    and `n` are strings, not numbers or booleans (which a count or a switch then refuses)."""
 
     def construct_mapping(self, node, deep=False):
         seen = set()
@@ -122,15 +124,25 @@ class _StrictLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
             seen.add(key)
         return super().construct_mapping(node, deep)
 
+    def construct_yaml_int(self, node):
+        """A 1.2 integer: decimal (leading zeros allowed), 0o octal or 0x hexadecimal."""
+        text = self.construct_scalar(node)
+        base = {"0o": 8, "0x": 16}.get(text[:2], 10)
+        return int(text[2:] if base != 10 else text, base)
 
-_FLOAT_12 = re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)(?:[eE][-+]?[0-9]+)?$|^[-+]?\.(?:inf|Inf|INF)$|^\.(?:nan|NaN|NAN)$")
-_StrictLoader.yaml_implicit_resolvers = {k: list(v) for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()}
-for _first in "-+0123456789.":
-    _StrictLoader.yaml_implicit_resolvers.setdefault(_first, []).append(("tag:yaml.org,2002:float", _FLOAT_12))
-    # ints first: PyYAML tries resolvers in order, and the int pattern must win for "8"
-    _ints = [r for r in _StrictLoader.yaml_implicit_resolvers[_first] if r[0] == "tag:yaml.org,2002:int"]
-    _rest = [r for r in _StrictLoader.yaml_implicit_resolvers[_first] if r[0] != "tag:yaml.org,2002:int"]
-    _StrictLoader.yaml_implicit_resolvers[_first] = _ints + _rest
+
+# The YAML 1.2 core schema's tags for plain scalars, each with the first characters it can start with.
+_CORE_SCHEMA = [
+    ("tag:yaml.org,2002:bool", r"^(?:true|True|TRUE|false|False|FALSE)$", "tTfF"),
+    ("tag:yaml.org,2002:null", r"^(?:~|null|Null|NULL|)$", ["~", "n", "N", ""]),
+    ("tag:yaml.org,2002:int", r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$", "-+0123456789"),
+    ("tag:yaml.org,2002:float", r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+                                r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$", "-+0123456789."),
+]
+_StrictLoader.yaml_implicit_resolvers = {}
+for _tag, _pattern, _firsts in _CORE_SCHEMA:  # ints before floats: the first match wins ("8" is an int)
+    _StrictLoader.add_implicit_resolver(_tag, re.compile(_pattern), list(_firsts))
+_StrictLoader.add_constructor("tag:yaml.org,2002:int", _StrictLoader.construct_yaml_int)
 
 
 def _json_pairs(pairs: list) -> dict:

@@ -210,6 +210,11 @@ class ModelSpec(Spec):
                              f"{self.num_layers}")
         if self.moe and self.moe.layer_freq > self.num_layers:
             raise ValueError(f"moe.layer_freq ({self.moe.layer_freq}) exceeds num_layers ({self.num_layers})")
+        dense_layers = not self.moe or self.moe.first_dense_layers or self.moe.layer_freq > 1
+        if self.mlp in cm.GATED_MLPS and self.ffn_hidden_size is None and dense_layers:
+            raise ValueError(f"ffn_hidden_size is needed with mlp {self.mlp}: a missing width means 4 x "
+                             "hidden_size, the GeLU MLP's, which no gated model uses (Megatron-LM's default for "
+                             "SwiGLU is 8/3 x hidden_size rounded down to a multiple of 64: arguments.py)")
         if self.global_attention_every and not self.attention_window:
             raise ValueError("global_attention_every needs attention_window")
         if (self.glu_linear_offset or self.glu_clamp) and self.mlp not in cm.GATED_MLPS:
