@@ -12,7 +12,10 @@ from pathlib import Path
 import jsonschema
 import pydantic
 import pytest
-import tomllib
+try:  # Python 3.11+; the tomli backport on 3.10 (the test extra installs it there)
+    import tomllib
+except ModuleNotFoundError:  # pragma: no cover
+    import tomli as tomllib
 
 from planner.commands import contract
 from planner.commands.common import print_json

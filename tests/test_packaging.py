@@ -3,7 +3,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import tomllib
+try:  # Python 3.11+; the tomli backport on 3.10 (the test extra installs it there)
+    import tomllib
+except ModuleNotFoundError:  # pragma: no cover
+    import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
 
