@@ -20,7 +20,7 @@ SVG = "{http://www.w3.org/2000/svg}"
 ROOT = Path(__file__).resolve().parent.parent
 SMALL = ["llama2-7b", "--tokens", "1e11", "--gbs", "64", "--gpu-types", "h100-sxm-80gb", "--max-gpus", "64",
          "--workers", "1"]
-MISSING = "needs matplotlib: pip install 'planner[plots]'"
+MISSING = "needs matplotlib: pip install 'matplotlib>=3.7'"
 
 
 def texts(svg: str) -> list[str]:

@@ -1,7 +1,7 @@
 """Two scored plans side by side: which is faster and why, and what makes the comparison unfair.
 
-Step times compare only like with like: the same model, cluster, GPU count, global batch and
-sequence length. When the plans differ in any of them, `compare` says so and ranks them by
+Step times compare only like with like: the same model, cluster, GPU count, global batch, sequence
+length and --what-if assumptions. When the plans differ in any of them, `compare` says so and ranks them by
 tokens per second per GPU (throughput that does not depend on the batch or the job's size), and
 it names a plan that does not fit in its GPU's memory.
 """
@@ -20,6 +20,8 @@ def differences(a: dict, b: dict) -> list[str]:
     ga, gb = a["plan"].get("global_batch_size"), b["plan"].get("global_batch_size")
     if ga != gb:
         out.append(f"global batch {ga} vs {gb}")
+    if a.get("assumed") != b.get("assumed"):  # suggest --what-if scores its plans on a changed cluster
+        out.append(f"what-if {a.get('assumed') or 'none'} vs {b.get('assumed') or 'none'}")
     return out
 
 

@@ -122,7 +122,8 @@ LEVERS = (
           lambda p, c, m: [replace(p, offload_layers=n) for n in offload_layer_counts(m.num_layers)]
           if p.pp == 1 and not p.offload_layers else [], framework="megatron"),
     Lever("recompute whole MoE layers", "each MoE layer keeps only its input and replays router, dispatch, experts "
-          "and combine in backward (Megatron --recompute-modules moe): its FLOPs, token exchange and host wait again",
+          "and combine in backward, beside the modules the plan already replays (Megatron "
+          "--recompute-modules ... moe): its FLOPs, token exchange and host wait again",
           lambda p, c, m: _moe_recompute(p, m), framework="megatron"),
     Lever("offload the experts' inputs", "the routed rows before and after the experts' fc1 copied to host in forward "
           "and back before backward, beside the compute (Megatron --fine-grained-activation-offloading "
@@ -240,6 +241,11 @@ def try_levers(base: Scored, eff: cm.Efficiency | None = None, frameworks: tuple
             seen.add(best.scored.plan)
             out.append(best)
     return sorted(out, key=LeverResult.per_sample_seconds)
+
+
+# The share of GPU memory a plan may fill by default: suggest's --max-memory-fraction, and what estimate's
+# levers must fit in (the cost model already adds its fixed overhead; the rest is headroom for the allocator).
+MEMORY_FRACTION = 0.9
 
 
 def fits(s: Scored, memory_fraction: float) -> bool:

@@ -22,7 +22,9 @@ def estimate_report(model: ModelSpec, cluster: cm.Cluster, plan_spec: PlanSpec, 
     plans.check_legal(model.to_model(), cluster, plan)
     scored = score.score(model, cluster, plan)
     d = score.to_dict(scored)
-    levers = diagnose.try_levers(scored, frameworks=tuple(frameworks.REGISTRY))  # those a framework runs
+    # those a framework runs, within suggest's default memory headroom (a lever suggest would not rank is no advice)
+    levers = diagnose.try_levers(scored, frameworks=tuple(frameworks.REGISTRY),
+                                 memory_fraction=diagnose.MEMORY_FRACTION)
     d["diagnosis"] = diagnose.diagnosis_dict(scored, comm_threshold, levers)
     d["envelope"] = envelope.judge(cluster.gpu.name, plan.precision, d["mfu_causal"], model)
     d["unvalidated_settings"] = coverage.unvalidated(cluster.gpu.generation, plan, model.moe is not None)

@@ -106,6 +106,22 @@ def check_applies(wi: WhatIf, moe: bool, gpus: set[str] | None = None) -> None:
                                f"(its GPUs: {', '.join(sorted(gpus))})")
 
 
+def beside(assumed: WhatIf, grid: list[WhatIf]) -> list[WhatIf]:
+    """Each --what-if-grid value with the standing --what-if assumptions beside it, so every grid row
+    answers under all of them. A key in both is one line: the grid's value would either stand in for the
+    assumption or (a scale applied to a cluster already scaled) multiply it, under the grid value's label."""
+    singles = {"rdma": "rdma", "power_watts": "power", "imbalance": "imbalance"}
+    for g in grid:
+        shared = ([*sorted(set(g.scales) & set(assumed.scales))] + [f"price.{k}" for k in sorted(set(g.prices) & set(
+            assumed.prices))] + [key for attr, key in singles.items()
+                                 if getattr(g, attr) is not None and getattr(assumed, attr) is not None])
+        if shared:
+            raise PlannerError(f"--what-if and --what-if-grid both set {shared[0]}: give it in one of them")
+    return [WhatIf({**assumed.scales, **g.scales}, {**assumed.prices, **g.prices},
+                   *(getattr(g, a) if getattr(g, a) is not None else getattr(assumed, a) for a in singles))
+            for g in grid]
+
+
 def apply_cluster(cluster: cm.Cluster, wi: WhatIf) -> cm.Cluster:
     net, nvl, hbm = (wi.scales.get(k, 1.0) for k in ("network", "nvlink", "hbm"))
     gpu = replace(cluster.gpu, hbm_bandwidth_bytes_per_second=cluster.gpu.hbm_bandwidth_bytes_per_second * hbm)

@@ -51,6 +51,10 @@ def parse_log(path: str, collective: str | None) -> NcclLog:
             raise PlannerError(str(err)) from None
     for w in caught:
         print(f"planner: warning: {w.message}", file=sys.stderr)
+    wrong = [r.size_bytes for r in log.rows if r.wrong]
+    if wrong:  # comm_fit.log_samples leaves them out
+        print(f"planner: warning: {path}: skipped {len(wrong)} row(s) whose #wrong is not 0 (elements corrupted in "
+              f"transit; sizes {', '.join(map(str, wrong[:5]))} B): not calibrated from", file=sys.stderr)
     return log
 
 

@@ -122,7 +122,7 @@ def register(sub) -> None:
     p.add_argument("--out", type=file_arg, metavar="FILE", help="write the calibrated cluster YAML here")
     p.add_argument("--plot", type=file_arg, metavar="FILE.svg",
                    help="draw measured vs model time per message size and the residuals (SVG; needs matplotlib: "
-                        "pip install 'planner[plots]')")
+                        "pip install 'matplotlib>=3.7')")
     p.add_argument("--force", action="store_true", help="overwrite --out / --plot files")
     p.add_argument("--json", action="store_true", help="print one JSON object with the fitted figures and the table")
     p.set_defaults(func=cmd_calibrate)

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from planner.commands.common import print_json
+from planner.errors import PlannerError
 
 # Every key the comparison and its text output read (the header line names the job of each plan).
 REQUIRED = ("plan", "step_time_s", "time_breakdown_s", "memory_per_gpu_bytes", "usd_per_step", "mfu", "model",
@@ -23,6 +24,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     """Over planner.analysis.compare.compare."""
     from planner.analysis.compare import compare
 
+    if args.a == "-" and args.b == "-":
+        raise PlannerError("A and B are both '-': standard input holds one plan; give the other as a file")
     result = compare(load_scored(args.a), load_scored(args.b))
     if args.json:
         print_json(result)

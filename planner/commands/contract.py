@@ -293,7 +293,7 @@ class Training(Strict):
     training_tokens: float = d("tokens to train on")
     steps: int = d("optimizer steps (the last partial batch counts)")
     time_to_train_s: float = d("steps x step_time_s")
-    usd_to_train: float = d("steps x usd_per_step")
+    usd_to_train: float = d("steps x usd_per_step (0 on an unpriced cluster: usd_per_gpu_hour 0)")
 
 
 class Estimate(Strict):
@@ -326,7 +326,7 @@ class Estimate(Strict):
     pp_bubble_fraction: float = d("pipeline bubble's share of the step")
     stage_layers: list[int] = d("layers per pipeline chunk as scored")
     usd_per_gpu_hour: float = d("price per GPU-hour (0: unpriced)")
-    usd_per_step: float = d("dollars per optimizer step")
+    usd_per_step: float = d("dollars per optimizer step (0 on an unpriced cluster: usd_per_gpu_hour 0, not free)")
     training: Training | None = d("totals for the model's training_tokens; null when the model has none")
     warnings: list[str] = d("warnings about the plan: the cost model's, and when no framework planner emits for runs it")
 
@@ -566,12 +566,14 @@ class SuggestedPlan(Estimate):
     frameworks: list[str] = d("the searched frameworks whose rules run the plan on this cluster and that build the "
                               "model (planner/frameworks; torchtitan builds only its own models), e.g. "
                               "[\"megatron\", \"torchtitan\"]")
+    assumed: str = omitted("the --what-if assumptions this plan's figures were scored under, e.g. \"network=0.5\" "
+                           "(compare and emit say so); absent when none")
 
 
 class SuggestOutput(Output):
     """`planner suggest --json`: the ranked plans, why the best wins, the search, the best plan's diagnosis."""
 
-    plans: list[SuggestedPlan] = d("best plan of each distinct (tp, pp, dp) layout, best first")
+    plans: list[SuggestedPlan] = d("best plan of each distinct (tp, cp, pp, dp, ep, etp) layout, best first")
     why: str | None = d("why #1 beats #2; null with one plan")
     search: Search = d("what the search did")
     diagnosis: Diagnosis = d("diagnosis of the best plan")

@@ -53,6 +53,10 @@ def model_for(args: argparse.Namespace, estimate: dict):
     from planner.inputs import catalogs, loading, reading
     from planner.inputs.specs import ModelSpec
 
+    scored = estimate.get("seq_length")
+    if args.seq_length and isinstance(scored, int) and args.seq_length != scored:
+        raise PlannerError(f"--seq-length {args.seq_length}: PLAN.json was scored at {scored} tokens, and its launch "
+                           f"trains at that length; drop --seq-length, or score the plan at {args.seq_length} again")
     if args.model:  # a config.json gives no training sequence length: the one PLAN.json was scored at
         return loading.load_model_spec(args.model, args.seq_length or estimate.get("seq_length"), need_seq_length=True)
     if isinstance(estimate.get("model_spec"), dict):

@@ -17,8 +17,10 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     cluster = loading.build_cluster(loading.load_cluster_spec(args.cluster), args.gpus)
     d = estimate_report(model, cluster, plan_spec_from_args(args), args.comm_threshold, args.what_if)
     if not d["fits"]:
+        where = ("see the levers, or planner suggest" if d["diagnosis"]["levers"]
+                 else "no lever here fits it: try planner suggest")
         print(f"planner: warning: the plan does not fit: {d['memory_per_gpu_bytes'] / 2**30:.1f} GiB per GPU "
-              f"against {d['memory_capacity_bytes'] / 2**30:.0f} GiB (see the levers, or planner suggest)", file=sys.stderr)
+              f"against {d['memory_capacity_bytes'] / 2**30:.0f} GiB ({where})", file=sys.stderr)
     alt = d.get("what_if", {}).get("estimate")
     if alt is not None and not alt["fits"]:
         print(f"planner: warning: what if {d['what_if']['assumptions']}: the plan does not fit: "

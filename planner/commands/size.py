@@ -61,9 +61,14 @@ def cmd_size(args: argparse.Namespace) -> int:
         require("--plot")
         check_targets(Path(args.plot).parent, {Path(args.plot).name: ("", False)}, args.force)
     request = request_of(args)
+    assumed = whatif.parse(args.what_if) if args.what_if else None
+    if args.what_if_grid:  # a key in both is refused before the scan
+        from planner.search.stability import parse_grid
+
+        whatif.beside(assumed or whatif.WhatIf(), parse_grid(args.what_if_grid)[1])
     with progress_bar(args.json) as progress:
-        r = size(request, whatif.parse(args.what_if) if args.what_if else None, progress)
-    rows = stability_rows(request, r, args.what_if_grid) if args.what_if_grid else []
+        r = size(request, assumed, progress)
+    rows = stability_rows(request, r, args.what_if_grid, assumed) if args.what_if_grid else []
     if args.plot:
         from planner.render.sizing_plot import write_plot
 
@@ -110,7 +115,7 @@ def register(sub) -> None:
     p.add_argument("--workers", type=bounded_int(64), default=2, help="processes for the scan (default 2)")
     p.add_argument("--plot", type=file_arg,
                    help="draw every option, the Pareto front and the chosen options as SVG (FILE.svg) or "
-                        "self-contained HTML (FILE.html); needs matplotlib: pip install 'planner[plots]'")
+                        "self-contained HTML (FILE.html); needs matplotlib: pip install 'matplotlib>=3.7'")
     p.add_argument("--force", action="store_true", help="overwrite --plot FILE")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_size)

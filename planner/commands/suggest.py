@@ -1,8 +1,8 @@
 """`planner suggest MODEL CLUSTER`: the best plans for a GPU count, ranked, with the reasons.
 
 Searches every legal layout and knob combination (planner/search), ranks the best plan of each
-distinct (tp, pp, dp) layout by step time (or dollars), and scores each with `planner estimate`'s
-own code, so `--json` plans are the objects `planner estimate --json` prints.
+distinct (tp, cp, pp, dp, ep, etp) layout by step time (or dollars), and scores each with `planner
+estimate`'s own code, so `--json` plans are the objects `planner estimate --json` prints.
 """
 from __future__ import annotations
 
@@ -178,10 +178,10 @@ def cmd_suggest(args: argparse.Namespace) -> int:
         from planner.search.report import best_per_framework
 
         chosen, notes = best_per_framework(model, spec, opts, out, formats(args.emit), assumed)
+        if not chosen:  # the notes say why, once, as the error
+            raise PlannerError(f"no plan for --emit {args.emit}: " + "; ".join(notes))
         for note in notes:
             print(f"planner: note: {note}", file=sys.stderr)
-        if not chosen:
-            raise PlannerError(f"no plan for --emit {args.emit}: " + "; ".join(notes))
         paths = emit_per_framework(model, chosen, args.out, args.force)
         for path in paths:
             print(f"planner: wrote {path}", file=sys.stderr)
@@ -220,7 +220,7 @@ def register(sub) -> None:
 
     p = sub.add_parser("suggest", help="the best plans for a GPU count, ranked by step time or dollars",
                        description="Search every legal plan (CP-SAT over the cost model) and rank the best "
-                                   "distinct (tp, pp, dp) layouts.", epilog=EPILOG)
+                                   "distinct (tp, cp, pp, dp, ep, etp) layouts.", epilog=EPILOG)
     add_inputs(p)
     p.add_argument("--gbs", type=batch_arg, help="global batch in sequences (default: the model's global_batch_size)")
     p.add_argument("--top", type=bounded_int(100), default=5, help="how many distinct layouts to show (default 5)")
@@ -250,7 +250,7 @@ def register(sub) -> None:
     p.add_argument("--out", default="launch", help="folder for --emit (default ./launch)")
     p.add_argument("--report", type=file_arg, metavar="FILE.html",
                    help="also write the ranked plans, their time and memory charts and the diagnosis as one "
-                        "self-contained HTML page (needs matplotlib: pip install 'planner[plots]')")
+                        "self-contained HTML page (needs matplotlib: pip install 'matplotlib>=3.7')")
     p.add_argument("--force", action="store_true", help="let --emit and --report overwrite existing files")
     p.add_argument("--solver", default="cpsat", choices=["cpsat", "enumerate"],
                    help="cpsat (default), or score every plan with the cost model (slow; the test oracle)")

@@ -47,7 +47,9 @@ def non_nvidia_gpu(job: Job):
 
 
 def prediction_lines(job: Job) -> list[str]:
-    e, out = job.estimate, ["Predicted by planner's cost model"]
+    e = job.estimate
+    out = ["Predicted by planner's cost model" + (f", under the what-if {e['assumed']} (not the cluster as "
+                                                  "given)" if e.get("assumed") else "")]
     if e.get("step_time_s"):
         mfu = f", MFU {100 * e['mfu']:.1f}%" if e.get("mfu") is not None else ""
         out.append(f"  step time {e['step_time_s']:.2f} s, {e.get('tokens_per_s', 0):,.0f} tokens/s{mfu}")
@@ -160,11 +162,30 @@ def kernel_notes(job: Job, frameworks: list[str]) -> list[str]:
     return notes
 
 
+# Properties of a framework's runtime or model code that the plan was scored with and no launch setting
+# changes (frameworks.base.Knobs): when each matters, and the estimate flag that scores the framework's own.
+IMPLEMENTATION_FIELDS = (
+    ("pipeline_buffers", lambda p: p.pp > 1, lambda v: f"... --pipeline-buffers {v}"),
+    ("sp_gathered", lambda p: p.tp > 1 and p.sequence_parallel,
+     lambda v: "... --sp-gathered" if v else "without --sp-gathered"),
+    ("tp_async_grad", lambda p: p.tp > 1, lambda v: "without --no-tp-async-grad" if v else "... --no-tp-async-grad"),
+)
+
+
 def runtime_notes(job: Job, frameworks: list[str]) -> list[str]:
     """A framework whose runtime reduces gradients otherwise than the plan was scored with (Plan.grad_sync,
-    frameworks.base.grad_sync_for: torchtitan all-reduces after every micro-batch without a pipeline):
-    no launch setting changes that, so say how to re-score."""
+    frameworks.base.grad_sync_for: torchtitan all-reduces after every micro-batch without a pipeline), or
+    keeps pipeline buffers, saves sequence-parallel inputs or reduces TP gradients otherwise
+    (IMPLEMENTATION_FIELDS): no launch setting changes that, so say how to re-score."""
     p, notes = job.plan, []
+    for name in frameworks:
+        fw = REGISTRY[name]
+        ks = fw.knobs_for(p)
+        for field, matters, flag in IMPLEMENTATION_FIELDS:
+            choice, value = getattr(ks, field), getattr(p, field)
+            if matters(p) and value not in choice.values:
+                notes.append(f"{fw.title}: the prediction above assumes {field} {str(value).lower()}, but "
+                             f"{choice.why}; re-score with planner estimate {flag(choice.values[0])}.")
     if p.dp * p.cp <= 1 or p.zero_stage >= 2:
         return notes
     for name in frameworks:

@@ -467,6 +467,8 @@ def _mismatches(model: cm.Model, f: Flavour) -> list[str]:
 
 
 def _show(value: object) -> str:
+    if value is None:  # _fields' dense width of a model whose every layer is MoE
+        return "none (every layer MoE)"
     if isinstance(value, tuple):
         return "none" if not any(value) else "{} experts, top {}, ffn {}".format(*value)
     return f"{value:g}" if isinstance(value, float) else str(value).lower() if isinstance(value, bool) else str(value)

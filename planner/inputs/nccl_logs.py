@@ -18,7 +18,7 @@ Columns are located from the table header line, so optional columns (``-S 1`` ti
 ``-I 1`` per-iteration statistics, ``cputime``) are tolerated. ``NCCL INFO``/``WARN`` lines,
 MPI banners, ``[1,0]<stdout>:`` (mpirun --tag-output) and ``0: `` (srun -l) prefixes,
 blank lines and repeated headers are skipped. A malformed data row at the end of the text
-is treated as truncation and dropped; one in the middle is dropped with a warning.
+is treated as truncation and dropped, one in the middle too, each with a warning.
 
 Pure standard library; only :func:`parse_file` performs I/O.
 """
@@ -384,6 +384,10 @@ def _complete_rows(scan: _Scan) -> list[tuple[NcclRow, int | None]]:
             f"{', '.join(map(str, middle[:5]))}",
             stacklevel=3,
         )
+    tail = [n for n in scan.bad_lines if n > scan.last_row_line]
+    if tail and scan.rows:
+        warnings.warn(f"{scan.name}: dropped the incomplete data row at line {tail[0]} (the log is cut off there)",
+                      stacklevel=3)
     if not scan.rows:
         raise NcclParseError(
             f"{scan.name}: no complete data rows after the table header at line "

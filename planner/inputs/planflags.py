@@ -48,7 +48,7 @@ def add_plan_flags(p: argparse.ArgumentParser) -> None:
                    help="ZeRO stage (default 0)")
     g.add_argument("--recompute", default="none", choices=["none", "selective", "op", "full"],
                    help="activation recompute: selective = Megatron (attention core), op = torchtitan per-op SAC")
-    g.add_argument("--recompute-modules", metavar="M,M", default="core_attn",
+    g.add_argument("--recompute-modules", metavar="M,M",
                    help="what --recompute selective replays: comma-separated, among "
                         f"{', '.join(RECOMPUTE_MODULES)} (default core_attn; Megatron --recompute-modules)")
     g.add_argument("--ep-overlap", action="store_true",
@@ -162,6 +162,10 @@ def plan_spec_from_args(args: argparse.Namespace):
     from planner.inputs.reading import parse
     from planner.inputs.specs import PlanSpec
 
+    named = [m.strip() for m in (args.recompute_modules or "").split(",") if m.strip()]
+    if named and named != ["core_attn"] and args.recompute != "selective":  # the default, as a plan JSON writes it
+        raise PlannerError(f"--recompute-modules {args.recompute_modules}: it names what --recompute selective "
+                           f"replays, and the plan's recompute is {args.recompute}")
     data = {
         "tp": args.tp, "pp": args.pp, "dp": args.dp, "vpp": args.vpp, "micro_batch_size": args.mbs,
         "global_batch_size": args.gbs, "grad_accum_steps": args.gas, "zero_stage": args.zero,
@@ -179,7 +183,7 @@ def plan_spec_from_args(args: argparse.Namespace):
         "offload_modules": [m.strip() for m in args.offload_modules.split(",") if m.strip()],
         "offload_optimizer_states": args.offload_optimizer_states,
         "cp": args.cp, "cp_comm": args.cp_comm, "ep": args.ep, "etp": args.etp,
-        "recompute_modules": [m.strip() for m in args.recompute_modules.split(",") if m.strip()],
+        "recompute_modules": [m.strip() for m in (args.recompute_modules or "core_attn").split(",") if m.strip()],
         "ep_overlap": args.ep_overlap, "optimizer_states": args.optimizer_states,
         "fp8_attention": args.fp8_attention, "ep_dispatch": args.ep_dispatch,
         "ep_dispatch_dtype": args.ep_dispatch_dtype,

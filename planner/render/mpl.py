@@ -16,7 +16,7 @@ from html import escape
 
 from planner.errors import PlannerError
 
-INSTALL_HINT = "pip install 'planner[plots]'"
+INSTALL_HINT = "pip install 'matplotlib>=3.7'"
 RC = {"svg.fonttype": "none", "text.parse_math": False, "font.size": 9.5, "axes.titlesize": 11,
       "axes.titleweight": "bold", "axes.spines.top": False, "axes.spines.right": False, "axes.grid": True,
       "grid.color": "#e4e4e4", "grid.linewidth": 0.7, "legend.fontsize": 8.5, "legend.framealpha": 0.92}

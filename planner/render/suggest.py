@@ -16,7 +16,8 @@ def plans_table(plans: list[dict]) -> Table:
     priced = any(d["usd_per_gpu_hour"] for d in plans)
     cp = any(d["plan"].get("cp", 1) > 1 for d in plans)
     ep = any(d["plan"].get("ep", 1) > 1 or d["plan"].get("etp", 1) > 1 for d in plans)
-    table = Table(title="Best plans (distinct layouts)", title_justify="left")
+    table = Table(title="Best plans (distinct layouts; MFU counts attention as the full s x s square)",
+                  title_justify="left")
     heads = ["#", "tp"] + (["cp"] if cp else []) + ["pp", "dp"] + (["ep"] if ep else []) + [
         "vpp", "ZeRO", "mbs x gas", "recompute", "SP", "precision", "step", "MFU", "mem/GPU"]
     heads += ["$/step"] if priced else []

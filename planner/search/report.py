@@ -99,14 +99,17 @@ def suggest_report(model: ModelSpec, spec: SearchSpec, opts: suggest.Options, wi
                    grid: list[whatif.WhatIf] | None = None, run=suggest.run) -> dict:
     """The JSON object of `planner suggest`: plans (estimate objects, best first), why, search,
     diagnosis, warnings, and with `grid` the stability rows. The search runs under `wi` (the plans
-    shown win there). Raises PlannerError when nothing is legal or fits. `run` may wrap
-    suggest.run (a progress display)."""
+    shown win there, and say so: `assumed`), each grid row under `wi` and its own value (whatif.beside).
+    Raises PlannerError when nothing is legal or fits. `run` may wrap suggest.run (a progress display)."""
     wi = wi or whatif.WhatIf()
+    grid = whatif.beside(wi, grid or [])
+    given = spec
     spec = replace(spec, cluster=whatif.apply_cluster(spec.cluster, wi))
     eff = whatif.apply_efficiency(cm.Efficiency(), wi)
     result = run(spec, opts, eff)
     scored = [score.score(model, spec.cluster, r.plan, eff) for r in result.ranked]
-    dicts = [{**score.to_dict(s), "frameworks": launchers(model, spec, s.plan)} for s in scored]
+    assumed = {"assumed": wi.label()} if wi.label() != "as given" else {}  # scored under --what-if
+    dicts = [{**score.to_dict(s), "frameworks": launchers(model, spec, s.plan), **assumed} for s in scored]
     out = {"plans": dicts, "why": explain.why_faster(dicts[0], dicts[1]) if len(dicts) > 1 else None,
            "search": {**search_summary(result, opts), "context_parallel": cpnote.context_parallel_note(
                scored[0], spec.cluster.gpu.memory_bytes * opts.max_memory_fraction, eff)},
@@ -126,5 +129,5 @@ def suggest_report(model: ModelSpec, spec: SearchSpec, opts: suggest.Options, wi
     if wi.label() != "as given":
         out["what_if"] = wi.label()
     if grid:
-        out["stability"] = stability.grid_dicts(stability.grid(model, spec, opts, scored[0].plan, grid))
+        out["stability"] = stability.grid_dicts(stability.grid(model, given, opts, scored[0].plan, grid))
     return out

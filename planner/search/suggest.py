@@ -9,6 +9,7 @@ import time
 from dataclasses import dataclass, field, replace
 
 from costmodel import types as cm
+from planner.analysis.diagnose import MEMORY_FRACTION
 from planner.errors import PlannerError
 from planner.frameworks import REGISTRY, building
 from planner.search import bounds, cpsat, enumerator, nofit
@@ -23,7 +24,7 @@ SOLVERS = ("cpsat", "enumerate")
 class Options:
     top_k: int = 5
     objective: str = "time"
-    max_memory_fraction: float = 0.9  # of the GPU's memory; the cost model already adds 2 GiB overhead
+    max_memory_fraction: float = MEMORY_FRACTION  # of the GPU's memory; the cost model already adds 2 GiB overhead
     solver: str = "cpsat"
 
 

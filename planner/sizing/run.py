@@ -201,6 +201,11 @@ def size(args: SizeRequest, wi: whatif.WhatIf | None = None, progress=None) -> d
         if not model.training_tokens:
             raise PlannerError(f"model '{model.name}' has no training_tokens; pass --tokens T")
         args = replace(args, tokens=model.training_tokens)
+    step_tokens = model.global_batch_size * model.seq_length
+    if args.tokens < step_tokens:
+        raise PlannerError(f"{args.tokens:g} tokens are fewer than one step's {step_tokens:,} "
+                           f"({model.global_batch_size} sequences of {model.seq_length:,} tokens): nothing to size; "
+                           "pass --tokens T of at least that")
     model = model.model_copy(update={"training_tokens": args.tokens})  # each option's estimate totals these tokens
     offerings, skipped = load_offerings(args, wi.prices if wi else None)
     assumptions = sizing.RunAssumptions(args.failures_per_1000_gpu_days / 1000 / 24, args.restart_minutes * 60,
@@ -247,13 +252,14 @@ def choice_label(o: sizing.Option | None) -> str:
     return "-" if o is None else f"{o.offering.name} x {o.num_gpus}: {o.days:.1f} days, ${o.usd:,.0f}"
 
 
-def stability_rows(args: SizeRequest, base: dict, grid: str) -> list[dict]:
-    """The sizing again under each value of --what-if-grid: do the choices stay the same?"""
+def stability_rows(args: SizeRequest, base: dict, grid: str, assumed: whatif.WhatIf | None = None) -> list[dict]:
+    """The sizing again under each value of --what-if-grid, beside the standing --what-if assumptions
+    (`assumed`): do the choices stay the same?"""
     from planner.search.stability import parse_grid
 
     same = lambda a, b: a is not None and b is not None and (a.offering.name, a.num_gpus) == (b.offering.name, b.num_gpus)  # noqa: E731
     rows = []
-    for wi in parse_grid(grid)[1]:
+    for wi in whatif.beside(assumed or whatif.WhatIf(), parse_grid(grid)[1]):
         r = size(args, wi)
         rows.append({"assumption": wi.label(), "cheapest": choice_label(r["cheapest"]),
                      "fastest": choice_label(r["fastest"]), "cheapest_stays": same(r["cheapest"], base["cheapest"]),

@@ -121,26 +121,35 @@ def choose_plain(options: list[Option], minimize: str, deadline_days: float | No
     return min(allowed, key=lambda o: _key(o, minimize)) if allowed else None
 
 
+def _unit(values: list[float]) -> float:
+    """The integer unit `choose` counts `values` in: a power of ten about a billionth of the largest, so
+    the integers stay below about 1e10 whatever the scale (cents of a tiny job, millions of dollars)."""
+    top = max(values)
+    return 10.0 ** (math.floor(math.log10(top)) - 9) if top > 0 else 1.0
+
+
 def choose(options: list[Option], minimize: str, deadline_days: float | None = None,
            budget_usd: float | None = None) -> Optional[Option]:
     """CP-SAT over the (offering, count) options: one is chosen; the deadline and budget bound
     its days and dollars; minimise dollars (or days), then the other. Coefficients are the
-    options' own totals, in whole cents and seconds."""
+    options' own totals in integer units of a billionth of the largest (_unit): whole cents would
+    tie a $0.0251 and a $0.0258 job, and pick the dearer one as the faster."""
     from ortools.sat.python import cp_model
 
     feasible = [o for o in options if o.feasible]
     if not feasible:
         return None
-    cents = [round(o.usd * 100) for o in feasible]
-    secs = [round(o.days * DAY) for o in feasible]
-    primary, secondary = (cents, secs) if minimize == "usd" else (secs, cents)
+    usd_unit, sec_unit = _unit([o.usd for o in feasible]), _unit([o.days * DAY for o in feasible])
+    money = [round(o.usd / usd_unit) for o in feasible]
+    secs = [round(o.days * DAY / sec_unit) for o in feasible]
+    primary, secondary = (money, secs) if minimize == "usd" else (secs, money)
     model = cp_model.CpModel()
     pick = [model.NewBoolVar(f"o{i}") for i in range(len(feasible))]
     model.AddExactlyOne(pick)  # exactly one offering and GPU count
     if deadline_days is not None:  # the deadline bounds time to train
-        model.Add(sum(p * s for p, s in zip(pick, secs)) <= math.floor(deadline_days * DAY))
+        model.Add(sum(p * s for p, s in zip(pick, secs)) <= math.floor(deadline_days * DAY / sec_unit))
     if budget_usd is not None:  # the budget bounds total dollars
-        model.Add(sum(p * c for p, c in zip(pick, cents)) <= math.floor(budget_usd * 100))
+        model.Add(sum(p * c for p, c in zip(pick, money)) <= math.floor(budget_usd / usd_unit))
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1
     solver.parameters.random_seed = 0

@@ -1,0 +1,117 @@
+"""What a new-user audit of the commands (2026-12-06) found answered wrongly or said badly, each now
+refused in one line, said once, or answered right."""
+import json
+
+import pytest
+from conftest import one_line_error
+from test_sizing import fake_option
+
+from planner.commands.main import main
+from planner.sizing import scan as sizing
+
+SUGGEST = ["suggest", "llama3-8b", "dgx-h100", "--gpus", "8", "--gbs", "64", "--fix", "tp=8", "--top", "1"]
+
+
+def test_a_key_in_both_what_if_and_its_grid_is_refused(capsys):
+    # nvlink=0.5 beside a grid of nvlink values used to multiply them (the row labelled 0.1 was 0.05)
+    one_line_error(capsys, [*SUGGEST, "--what-if", "nvlink=0.5", "--what-if-grid", "nvlink=0.1,1"],
+                   "--what-if and --what-if-grid both set nvlink")
+    one_line_error(capsys, ["size", "llama3-8b", "--tokens", "1e9", "--gbs", "64", "--gpu-types", "h100-sxm-80gb",
+                            "--what-if", "price.h100-sxm-80gb=10", "--what-if-grid", "price.h100-sxm-80gb=1,2"],
+                   "both set price.h100-sxm-80gb")
+
+
+def test_each_grid_row_answers_under_the_standing_what_if_too(capsys):
+    # nvlink=1 changes nothing, so that row's search is the main one: under matmul_efficiency=0.5 (the grid
+    # rows used to start again from the shipped efficiency and drop it).
+    assert main([*SUGGEST, "--what-if", "matmul_efficiency=0.5", "--what-if-grid", "nvlink=1,0.5", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    row = next(r for r in out["stability"] if "nvlink=1" in r["assumption"])
+    assert "matmul_efficiency=0.5" in row["assumption"]
+    assert row["best_step_time_s"] == pytest.approx(out["plans"][0]["step_time_s"], rel=1e-9)
+
+
+def test_emit_names_the_length_the_plan_was_scored_at(tmp_path, capsys):
+    assert main(["estimate", "llama3-8b", "dgx-h100", "--gpus", "8", "--tp", "1", "--mbs", "1", "--gbs", "64",
+                 "--zero", "1", "--json"]) == 0
+    plan = tmp_path / "plan.json"
+    plan.write_text(capsys.readouterr().out)
+    one_line_error(capsys, ["emit", str(plan), "--format", "megatron", "--out", str(tmp_path / "o"),
+                            "--seq-length", "4096"], "--seq-length 4096", "scored at 8192 tokens")
+
+
+def test_suggest_emit_without_a_plan_says_why_once(tmp_path, capsys):
+    # a note and then an error with the same long text, two lines for one failure
+    one_line_error(capsys, ["suggest", "qwen3-30b-a3b", "dgx-h100", "--gpus", "16", "--gbs", "128", "--emit",
+                            "deepspeed", "--out", str(tmp_path / "o")], "no plan for --emit deepspeed")
+
+
+def test_compare_reads_standard_input_once(capsys):
+    one_line_error(capsys, ["compare", "-", "-"], "both '-'")
+
+
+def test_recompute_modules_without_selective_recompute_is_refused(capsys):
+    one_line_error(capsys, ["estimate", "llama3-8b", "dgx-h100", "--gpus", "8", "--tp", "8", "--mbs", "1",
+                            "--recompute-modules", "moe", "--recompute", "full"], "--recompute-modules moe")
+
+
+def test_size_refuses_fewer_tokens_than_one_step(capsys):
+    # 64 sequences of 8,192 tokens = 524,288 tokens a step; one token used to be sized as a $0 run
+    one_line_error(capsys, ["size", "llama3-8b", "--tokens", "1", "--gbs", "64"], "one step's 524,288")
+
+
+def test_the_cheapest_of_tiny_totals_is_told_apart():
+    # $0.02575 on 64 GPUs against $0.02509 on 8: both 3 whole cents, so the faster, dearer one used to win
+    dear_fast, cheap_slow = fake_option(0.00001, 0.02575, 0), fake_option(0.00008, 0.02509, 1)
+    assert sizing.choose([dear_fast, cheap_slow], "usd") is cheap_slow
+    assert sizing.choose_plain([dear_fast, cheap_slow], "usd") is cheap_slow
+
+
+def test_calibrate_says_which_rows_report_wrong_elements(tmp_path, capsys):
+    log = open("examples/nccl/all_reduce_8gpu.txt").read()
+    row = "   134217728      33554432     float     sum      -1   815.49  164.59  288.03       0"
+    assert row in log
+    path = tmp_path / "all_reduce_perf.log"
+    path.write_text(log.replace(row, row[:-1] + "17"))
+    assert main(["calibrate", "dgx-h100", "--nccl", str(path), "--json"]) == 0
+    err = capsys.readouterr().err
+    assert "skipped 1 row(s) whose #wrong is not 0" in err and "134217728" in err
+
+
+def test_a_gated_mlp_needs_its_width(tmp_path, capsys):
+    text = open("examples/llama3-70b.yaml").read().replace("ffn_hidden_size: 28672\n", "")
+    path = tmp_path / "m.yaml"
+    path.write_text(text)
+    one_line_error(capsys, ["estimate", str(path), "dgx-h100", "--gpus", "8", "--tp", "8", "--mbs", "1"],
+                   "ffn_hidden_size is needed with mlp swiglu")
+
+
+def test_plans_scored_under_a_what_if_say_so_where_they_travel(tmp_path, capsys):
+    # suggest --what-if scores every plan on the changed cluster: the plan objects carry it, so compare does not
+    # rank it against the same plan as given, and its launch README does not pass its figures off as the cluster's
+    assert main([*SUGGEST, "--what-if", "network=0.5", "--json"]) == 0
+    under = json.loads(capsys.readouterr().out)["plans"][0]
+    assert under["assumed"] == "network=0.5"
+    assert main([*SUGGEST, "--json"]) == 0
+    given = json.loads(capsys.readouterr().out)["plans"][0]
+    assert "assumed" not in given
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps(under))
+    b.write_text(json.dumps(given))
+    assert main(["compare", str(a), str(b), "--json"]) == 0
+    assert "what-if network=0.5 vs none" in json.loads(capsys.readouterr().out)["differences"]
+    assert main(["emit", str(a), "--format", "megatron", "--out", str(tmp_path / "o")]) == 0
+    assert "under the what-if network=0.5" in (tmp_path / "o" / "README.txt").read_text()
+
+
+def test_the_launch_readme_names_runtime_properties_the_framework_does_not_have(tmp_path, capsys):
+    # torchtitan's pipeline buffers and DTensor's gathered sequence-parallel inputs, scored for a Megatron launch
+    assert main(["estimate", "llama3-70b", "dgx-h100", "--gpus", "64", "--gbs", "512", "--tp", "8", "--pp", "2",
+                 "--vpp", "5", "--zero", "1", "--sequence-parallel", "--pipeline-buffers", "per_microbatch",
+                 "--sp-gathered", "--json"]) == 0
+    plan = tmp_path / "plan.json"
+    plan.write_text(capsys.readouterr().out)
+    assert main(["emit", str(plan), "--format", "megatron", "--out", str(tmp_path / "o")]) == 0
+    readme = (tmp_path / "o" / "README.txt").read_text()
+    assert "assumes pipeline_buffers per_microbatch" in readme and "--pipeline-buffers freed" in readme
+    assert "assumes sp_gathered true" in readme and "without --sp-gathered" in readme
