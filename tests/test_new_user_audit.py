@@ -115,3 +115,46 @@ def test_the_launch_readme_names_runtime_properties_the_framework_does_not_have(
     readme = (tmp_path / "o" / "README.txt").read_text()
     assert "assumes pipeline_buffers per_microbatch" in readme and "--pipeline-buffers freed" in readme
     assert "assumes sp_gathered true" in readme and "without --sp-gathered" in readme
+
+
+def test_a_capacity_factor_below_one_is_refused(tmp_path, capsys):
+    # padded to 0.01 of the balanced rows, the experts dropped 99% of their tokens while the FLOP count kept them:
+    # MFU 132% on an H100
+    text = open("catalogs/models/mixtral-8x7b.yaml").read()
+    assert "  experts_per_token: 2\n" in text
+    path = tmp_path / "m.yaml"
+    path.write_text(text.replace("  experts_per_token: 2\n", "  experts_per_token: 2\n  capacity_factor: 0.5\n"))
+    one_line_error(capsys, ["estimate", str(path), "dgx-h100", "--gpus", "8", "--ep", "8", "--mbs", "1"],
+                   "capacity_factor 0.5 is below 1")
+
+
+SIZE = ["size", "llama3-8b", "--tokens", "1e11", "--gbs", "256", "--gpu-types", "h100-sxm-80gb", "--json"]
+
+
+def test_size_without_interruptions_writes_no_checkpoint_interval(capsys):
+    # Young's interval is infinite without failures: the JSON refused to print it
+    assert main([*SIZE, "--max-gpus", "8", "--failures-per-1000-gpu-days", "0"]) == 0
+    option = json.loads(capsys.readouterr().out)["options"][0]
+    assert option["finishes"] and option["checkpoint_interval_s"] is None and option["expected_failures"] == 0
+
+
+def test_a_run_that_fits_but_never_ends_is_not_called_a_misfit(capsys):
+    # 1000 interruptions per 1000 GPU-days on 16 GPUs: 16 / 86400 = 1.85e-4 a second, each costing a 6000 s restart
+    # and about half an interval of lost work, 1.85e-4 x (6000 + 390) = 1.18 > 1: the run never ends. It fits.
+    assert main([*SIZE, "--max-gpus", "16", "--failures-per-1000-gpu-days", "1000", "--restart-minutes", "100"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    sixteen = next(o for o in out["options"] if o["num_gpus"] == 16)
+    assert sixteen["fits"] and not sixteen["finishes"] and "days" not in sixteen
+    assert any("fit but never finish" in n and "x 16" in n for n in out["notes"])
+
+
+def test_spot_prices_do_not_hide_the_on_demand_offering(capsys):
+    assert main(["size", "llama3-8b", "--tokens", "1e11", "--gbs", "256", "--max-gpus", "16", "--gpu-types",
+                 "b200-sxm-180gb", "--include-spot", "--json"]) == 0
+    offerings = {o["offering"] for o in json.loads(capsys.readouterr().out)["options"]}
+    assert {"dgx-b200", "dgx-b200-spot"} <= offerings
+
+
+def test_a_fixed_ep_the_experts_do_not_divide_over_is_named(capsys):
+    one_line_error(capsys, ["suggest", "mixtral-8x7b", "dgx-h100", "--gpus", "24", "--gbs", "64", "--fix", "ep=3"],
+                   "the 8 experts do not divide over 3 expert-parallel ranks")

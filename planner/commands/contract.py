@@ -607,7 +607,8 @@ class SizeAssumptions(Strict):
 
 
 class SizeOption(Strict):
-    """One (offering, GPU count) with its best plan; the keys after `fits` only when it fits."""
+    """One (offering, GPU count) with its best plan; `finishes` only when it fits, the keys after it only when
+    it also finishes."""
 
     offering: str = d("cluster offering name")
     gpu: str = d("GPU name")
@@ -617,12 +618,15 @@ class SizeOption(Strict):
     price_date: str | None = d("date of the catalog price; null for a given price")
     price_source: str | None = d("source of the catalog price, or 'given: ...' for a price from --prices or --what-if")
     fits: bool = d("some plan fits in memory on this many GPUs")
+    finishes: bool = omitted("the run ends: interruptions (x restart and lost work) do not come faster than it "
+                             "recovers; absent when nothing fits")
     days: float = omitted("days to train, checkpoints and restarts included")
     usd: float = omitted("dollars to train")
     steps: int = omitted("optimizer steps to train")
     step_time_s: float = omitted("seconds per step of the best plan")
     checkpoint_s: float = omitted("seconds per checkpoint save")
-    checkpoint_interval_s: float = omitted("seconds between checkpoints (Young's interval)")
+    checkpoint_interval_s: float | None = omitted("seconds between checkpoints (Young's interval); null with no "
+                                                  "interruptions (no checkpoint written)")
     expected_failures: float = omitted("expected interruptions over the run")
     overhead_fraction: float = omitted("share of the run spent on checkpoints and restarts")
     estimate: Estimate = omitted("the best plan's estimate")

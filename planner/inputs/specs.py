@@ -68,6 +68,10 @@ class MoeSpec(Spec):
             raise ValueError("router_probs_on_input scales one expert's input: it needs experts_per_token 1 (Llama 4)")
         if self.shared_expert_gate and not self.shared_ffn_hidden_size:
             raise ValueError("shared_expert_gate gates the shared experts: it needs shared_ffn_hidden_size")
+        if self.capacity_factor is not None and self.capacity_factor < 1:
+            raise ValueError(f"capacity_factor {self.capacity_factor:g} is below 1: experts padded to it drop tokens "
+                             "even under balanced routing, work planner's FLOP count (every routed copy through its "
+                             "experts) would still credit, so MFU could pass 100%")
         return self._groups()
 
     def _groups(self) -> "MoeSpec":

@@ -31,9 +31,12 @@ def print_size(r: dict, deadline_days: float | None) -> None:
     console.print(f"[bold]{r['model']}[/bold], {r['tokens']:.3g} tokens, global batch {r['global_batch_size']} "
                   f"sequences of {r['seq_length']:,} tokens: "
                   f"{len(r['options'])} options, {r['searched']} plan searches, {r['seconds']:.1f} s")
-    console.print(f"run overheads: {a['failures_per_1000_gpu_days']:g} interruptions per 1000 GPU-days "
-                  f"(Llama 3 405B run), {a['restart_minutes']:g} min per restart, checkpoints at "
-                  f"{a['checkpoint_gbytes_per_s_per_node']:g} GB/s per node every Young-optimal interval")
+    rate = a["failures_per_1000_gpu_days"]
+    llama = rate == sizing.runtime.LLAMA3_INTERRUPTIONS_PER_GPU_HOUR * 24 * 1000  # the default: Llama 3 405B's
+    console.print(f"run overheads: {rate:g} interruptions per 1000 GPU-days"
+                  f"{' (Llama 3 405B run)' if llama else ''}, {a['restart_minutes']:g} min per restart, "
+                  + (f"checkpoints at {a['checkpoint_gbytes_per_s_per_node']:g} GB/s per node every Young-optimal "
+                     "interval" if rate > 0 else "no checkpoints (no interruptions to recover from)"))
     within = r["deadline_days"] and any(o.days <= r["deadline_days"] for o in r["pareto"])
     console.print(options_table("Pareto front: time to train vs total dollars"
                                 + (f" (options meeting {r['deadline_days']:g} days)" if within else ""), r["pareto"]))

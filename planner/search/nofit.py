@@ -46,7 +46,11 @@ def nothing_legal(space: Space, left_out: tuple[str, ...] = ()) -> str:
     where = f" with --fix {fixed}" if fixed else ""
     gap = f" ({', '.join(left_out)} not searched: no definition of this model)" if left_out else ""
     if not space.rejected:
-        return (f"no legal layout for {spec.cluster.num_gpus} GPUs{where}: no (tp, pp, dp) split of the GPUs "
+        moe, ep = spec.model.moe, spec.fixed.get("ep")
+        if moe is not None and isinstance(ep, int) and moe.num_experts % ep:
+            return (f"no legal layout for {spec.cluster.num_gpus} GPUs{where}: the {moe.num_experts} experts do not "
+                    f"divide over {ep} expert-parallel ranks{gap}")
+        return (f"no legal layout for {spec.cluster.num_gpus} GPUs{where}: no (tp, cp, pp, dp, ep) split of the GPUs "
                 f"matches{gap}")
     kinds = "; ".join(f"{example} ({n} split{'s' if n > 1 else ''})" for example, n in rule_kinds(space.rejected)[:3])
     return (f"no legal layout for {spec.cluster.num_gpus} GPUs{where}: every (tp, pp) split breaks a rule: {kinds}"

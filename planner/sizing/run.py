@@ -226,7 +226,7 @@ def size(args: SizeRequest, wi: whatif.WhatIf | None = None, progress=None) -> d
                             "checkpoint_gbytes_per_s_per_node": args.checkpoint_gbytes_per_s_per_node},
             "searched": scan.searched, "seconds": time.perf_counter() - start,
             "skipped_unpriced": skipped,
-            "notes": scan.notes + impossible_lines(scan.options, args)
+            "notes": scan.notes + impossible_lines(scan.options, args) + endless_line(scan.options)
             + envelope_notes({"cheapest": cheapest, "fastest": fastest}, model.seq_length)
             + ([f"every option: {own}"] if own else []),
             "options": scan.options, "pareto": front(scan.options, args.deadline_days), "cheapest": cheapest,
@@ -234,14 +234,29 @@ def size(args: SizeRequest, wi: whatif.WhatIf | None = None, progress=None) -> d
             "what_if": wi.label() if wi else None}
 
 
+def endless_line(options: list[sizing.Option]) -> list[str]:
+    """A note naming the counts whose plan fits but whose run never ends (interruptions, each costing a
+    restart and the work since the last checkpoint, come faster than it recovers): not "does not fit"."""
+    endless = [o for o in options if o.best is not None and not o.feasible]
+    if not endless:
+        return []
+    shown = ", ".join(f"{o.offering.name} x {o.num_gpus}" for o in endless[:4]) + (" ..." if len(endless) > 4 else "")
+    return [f"{len(endless)} option(s) fit but never finish at these interruption and restart rates: {shown}"]
+
+
 def option_dict(o: sizing.Option) -> dict:
     s = o.offering.spec
     out = {"offering": o.offering.name, "gpu": o.offering.gpu.name, "num_gpus": o.num_gpus,
            "usd_per_gpu_hour": o.offering.usd_per_gpu_hour, "price_kind": s.price_kind, "price_date": s.price_date,
-           "price_source": s.price_source, "fits": o.feasible}
+           "price_source": s.price_source, "fits": o.best is not None}
+    if o.best is not None:  # it fits; does the run end before interruptions and restarts eat it?
+        out["finishes"] = o.feasible
     if o.feasible:
         out.update({"days": o.days, "usd": o.usd, "steps": o.steps, "step_time_s": o.best.est.step_time_seconds,
-                    "checkpoint_s": o.wall.checkpoint_seconds, "checkpoint_interval_s": o.wall.checkpoint_interval_seconds,
+                    "checkpoint_s": o.wall.checkpoint_seconds,
+                    # no interruptions: Young's interval is infinite, no checkpoint is written
+                    "checkpoint_interval_s": o.wall.checkpoint_interval_seconds
+                    if math.isfinite(o.wall.checkpoint_interval_seconds) else None,
                     "expected_failures": o.wall.expected_failures,
                     "overhead_fraction": o.wall.overhead_fraction(o.step_seconds_total),
                     "estimate": report.to_dict(o.best)})

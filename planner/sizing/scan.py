@@ -305,7 +305,11 @@ def scan_counts(model: ModelSpec, off: Offering, counts: list[int], best_plan: B
 def dominates(a: Offering, b: Offering) -> bool:
     """`a` is never slower nor dearer than `b` at any GPU count: the same GPU and node shape, at
     least the bandwidth on every tier (the cost model never slows down with more bandwidth),
-    RDMA if `b` has it, and no higher price; strictly better somewhere."""
+    RDMA if `b` has it, and no higher price; strictly better somewhere. A spot offering dominates only
+    spot ones: its preemptions are not modelled, so its lower price does not make an on-demand or reserved
+    offering (the comparison --include-spot asks for) pointless."""
+    if a.spec.price_kind == "spot" and b.spec.price_kind != "spot":
+        return False
     ca, cb = a.spec.to_cluster(a.gpu, 8), b.spec.to_cluster(b.gpu, 8)
     same = (ca.gpu.name == cb.gpu.name and ca.gpus_per_node == cb.gpus_per_node
             and ca.nvlink_domain_size == cb.nvlink_domain_size and ca.matmul_efficiency_scale == cb.matmul_efficiency_scale)
@@ -326,7 +330,8 @@ def undominated(offerings: list[Offering]) -> tuple[list[Offering], list[str]]:
         if a is None:
             keep.append(b)
         else:
-            notes.append(f"{b.name}: not sized, {a.name} has the same GPUs, at least its bandwidth and a lower price")
+            notes.append(f"{b.name}: not sized, {a.name} has the same GPUs, at least its bandwidth and no higher "
+                         "price, and is better in one of them")
     return keep, notes
 
 
