@@ -112,9 +112,9 @@ def beside(assumed: WhatIf, grid: list[WhatIf]) -> list[WhatIf]:
     assumption or (a scale applied to a cluster already scaled) multiply it, under the grid value's label."""
     singles = {"rdma": "rdma", "power_watts": "power", "imbalance": "imbalance"}
     for g in grid:
-        shared = ([*sorted(set(g.scales) & set(assumed.scales))] + [f"price.{k}" for k in sorted(set(g.prices) & set(
-            assumed.prices))] + [key for attr, key in singles.items()
-                                 if getattr(g, attr) is not None and getattr(assumed, attr) is not None])
+        shared = (sorted(set(g.scales) & set(assumed.scales))
+                  + [f"price.{k}" for k in sorted(set(g.prices) & set(assumed.prices))]
+                  + [key for attr, key in singles.items() if None not in (getattr(g, attr), getattr(assumed, attr))])
         if shared:
             raise PlannerError(f"--what-if and --what-if-grid both set {shared[0]}: give it in one of them")
     return [WhatIf({**assumed.scales, **g.scales}, {**assumed.prices, **g.prices},
