@@ -125,7 +125,7 @@ def test_emit_says_when_the_framework_runs_another_kernel():
 
     def readme(kernel: str) -> str:
         plan = job(load_model_spec("llama3-8b"), tp=2, dp=4, zero_stage=3, sequence_parallel=True,
-                   attention_kernel=kernel)
+                   sp_gathered=True, attention_kernel=kernel)  # DTensor's SP, as torchtitan runs it
         return render(plan, "torchtitan")["README.txt"][0]
 
     assert "re-score with planner estimate ... --attention-kernel flash2" in readme("cudnn")

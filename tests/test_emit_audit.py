@@ -52,8 +52,8 @@ def test_hierarchical_cp_splits_kv_heads_like_ulysses(capsys):
 
 def test_torchtitan_writes_async_tp(capsys, tmp_path):
     """torchtitan 0.3.0: AsyncTP is CompileConfig.enable_async_tensor_parallel (config/configs.py)."""
-    code, _, out = emitted(capsys, tmp_path, ["llama3-8b", "dgx-h100", "--gpus", "16", "--tp", "2", "--zero", "3",
-                                              "--sequence-parallel", "--tp-comm-overlap", "--attention-kernel", "flash2"],
-                           "torchtitan")
+    plan = ["llama3-8b", "dgx-h100", "--gpus", "16", "--tp", "2", "--zero", "3", "--sequence-parallel",
+            "--tp-comm-overlap", "--attention-kernel", "flash2", "--sp-gathered"]  # DTensor's SP saves gathered inputs
+    code, _, out = emitted(capsys, tmp_path, plan, "torchtitan")
     assert code == 0
     assert "enable_async_tensor_parallel=True" in (out / "torchtitan" / "planner_job.py").read_text()

@@ -38,9 +38,11 @@ FLAVOR = {"llama3-8b": "8B", "llama3-70b": "70B", "llama3-405b": "405B", "debug"
 
 
 def job(model: ModelSpec, options=None, **plan):
-    """emit_support.job with torchtitan's loss unless the plan names one (the plan default, Megatron-LM's
-    compiled vocab-parallel loss, is not torchtitan's)."""
-    return support_job(model, options, **{"cross_entropy": "fused", **plan})
+    """emit_support.job with torchtitan's loss, pipeline buffers and gathered sequence-parallel inputs unless the
+    plan names them (the plan defaults, Megatron-LM's compiled vocab-parallel loss, freed buffers and sharded
+    inputs, are not torchtitan's; the last two are refused: frameworks/base.py knob_violations)."""
+    return support_job(model, options, **{"cross_entropy": "fused", "pipeline_buffers": "per_microbatch",
+                                          "sp_gathered": True, **plan})
 
 
 def _schema():
@@ -440,7 +442,8 @@ def test_suggest_emits_torchtitan(tmp_path, capsys):
 
 def test_emit_format_torchtitan(tmp_path, capsys):
     code = main(["estimate", "llama3-70b", "dgx-h100", "--gpus", "64", "--tp", "8", "--pp", "4", "--vpp", "5",
-                 "--gbs", "64", "--zero", "1", "--recompute", "full", "--sequence-parallel", "--json"])
+                 "--gbs", "64", "--zero", "1", "--recompute", "full", "--sequence-parallel",
+                 "--pipeline-buffers", "per_microbatch", "--sp-gathered", "--json"])  # as torchtitan runs it
     plan = capsys.readouterr().out
     assert code == 0
     (tmp_path / "plan.json").write_text(plan)

@@ -107,8 +107,9 @@ def test_emit_says_when_the_framework_writes_its_projections_otherwise():
     from planner.inputs.loading import load_model_spec
 
     def readme(framework: str, projections: str) -> str:
-        plan = job(load_model_spec("llama3-8b"), tp=2, dp=4, zero_stage=3 if framework == "torchtitan" else 1,
-                   sequence_parallel=True, projections=projections)
+        titan = framework == "torchtitan"
+        plan = job(load_model_spec("llama3-8b"), tp=2, dp=4, zero_stage=3 if titan else 1, sequence_parallel=True,
+                   sp_gathered=titan, projections=projections)  # each runtime's own sequence-parallel inputs
         return render(plan, framework)["README.txt"][0]
 
     assert "re-score with planner estimate ... --projections fused_qkv" in readme("torchtitan", "fused")

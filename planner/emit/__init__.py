@@ -54,7 +54,10 @@ def render_jobs(jobs: dict[str, Job]) -> dict[str, tuple[str, bool]]:
     if len(set(plans.values())) == 1:
         text = readme(next(iter(jobs.values())), list(jobs), list(out))
     else:  # each framework runs its own best plan: one README block each
-        text = "\n".join(readme(job, [name], [f for f in out if f.startswith(f"{name}/")]) for name, job in jobs.items())
+        text = ("The frameworks do not run one plan: each block below is its framework's own (suggest's best "
+                "plan is the one its framework runs; the others are the best plans they run).\n\n"
+                + "\n".join(readme(job, [name], [f for f in out if f.startswith(f"{name}/")])
+                            for name, job in jobs.items()))
     out["README.txt"] = (text, False)
     return out
 

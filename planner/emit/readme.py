@@ -162,12 +162,10 @@ def kernel_notes(job: Job, frameworks: list[str]) -> list[str]:
     return notes
 
 
-# Properties of a framework's runtime or model code that the plan was scored with and no launch setting
-# changes (frameworks.base.Knobs): when each matters, and the estimate flag that scores the framework's own.
+# Properties of a framework's runtime or model code that the plan was scored with, that no launch setting
+# changes and that move time only (frameworks.base.Knobs; pipeline_buffers and sp_gathered, which move memory,
+# are refused by knob_violations instead): when each matters, and the estimate flag that scores the framework's.
 IMPLEMENTATION_FIELDS = (
-    ("pipeline_buffers", lambda p: p.pp > 1, lambda v: f"... --pipeline-buffers {v}"),
-    ("sp_gathered", lambda p: p.tp > 1 and p.sequence_parallel,
-     lambda v: "... --sp-gathered" if v else "without --sp-gathered"),
     ("tp_async_grad", lambda p: p.tp > 1, lambda v: "without --no-tp-async-grad" if v else "... --no-tp-async-grad"),
 )
 
@@ -175,8 +173,8 @@ IMPLEMENTATION_FIELDS = (
 def runtime_notes(job: Job, frameworks: list[str]) -> list[str]:
     """A framework whose runtime reduces gradients otherwise than the plan was scored with (Plan.grad_sync,
     frameworks.base.grad_sync_for: torchtitan all-reduces after every micro-batch without a pipeline), or
-    keeps pipeline buffers, saves sequence-parallel inputs or reduces TP gradients otherwise
-    (IMPLEMENTATION_FIELDS): no launch setting changes that, so say how to re-score."""
+    reduces TP gradients otherwise (IMPLEMENTATION_FIELDS): no launch setting changes that, so say how to
+    re-score."""
     p, notes = job.plan, []
     for name in frameworks:
         fw = REGISTRY[name]

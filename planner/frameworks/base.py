@@ -93,28 +93,29 @@ class Knobs:
     # How context-parallel ranks exchange keys and values (Plan.cp_comm), when cp > 1.
     cp_comm: Choice = Choice(("p2p",), "ring exchange of keys and values only")
     # What the pipeline runtime keeps between stages (Plan.pipeline_buffers), when pp > 1. Not a launch
-    # setting: the search scores each framework's plans with its runtime's memory, and the emitters
-    # write the same files either way, so knob_violations does not check it.
+    # setting (the emitters write the same files either way), but knob_violations checks it: the memory
+    # differs by whole activations, so a plan scored with another runtime's buffers does not run here.
     pipeline_buffers: Choice = Choice(("freed",), "Megatron-core frees each stage output once sent "
                                                   "(schedules.py deallocate_output_tensor)")
     # How sequence parallel saves the QKV and MLP inputs (Plan.sp_gathered), when tp > 1: as the shard
-    # (Megatron's linears re-gather it in backward). A property of the implementation: not checked.
+    # (Megatron's linears re-gather it in backward). A property of the implementation, checked like
+    # pipeline_buffers (it moves the activations' memory).
     sp_gathered: Choice = Choice((False,), "sequence-parallel inputs are saved as the shard and re-gathered in "
                                            "backward (tensor_parallel/layers.py)")
     # Whether the backward's column-parallel TP collectives run beside the GEMMs (Plan.tp_async_grad), when
-    # tp > 1. Like sp_gathered a property of the implementation, one per framework: not checked.
+    # tp > 1. A property of the implementation, one per framework, that moves time only: not checked.
     tp_async_grad: Choice = Choice((True,), "Megatron-core's linears (tensor_parallel/layers.py, async_op=True) and "
                                             "Transformer Engine's reduce the input gradient beside the "
                                             "weight-gradient GEMM")
-    # How the model code writes the dense projections (Plan.projections). Like sp_gathered a property of the
+    # How the model code writes the dense projections (Plan.projections). Like tp_async_grad a property of the
     # implementation, one per framework: not checked.
     projections: Choice = Choice(("fused",), "Megatron-core's attention runs Q, K and V as one GEMM (linear_qkv) and "
                                              "its MLP gate and up as one (linear_fc1, transformer/mlp.py)")
     # When the gradients are reduced (Plan.grad_sync) under ZeRO 0 and 1: in buckets during the last backward,
-    # in place. Like pipeline_buffers a property of the runtime, not a launch setting: not checked.
+    # in place. A property of the runtime, not a launch setting, that moves time only: not checked.
     grad_sync: Choice = Choice(("buckets",), "gradients are reduced in buckets during the last backward")
     # The fused attention kernel the framework's stack runs (Plan.attention_kernel). Like
-    # pipeline_buffers, knob_violations does not check it: the search scores each framework's plans with
+    # projections, knob_violations does not check it: the search scores each framework's plans with
     # its kernel; Megatron's launch files write the plan's (--attention-backend), the others' choose none.
     # How the loss runs over the logits (Plan.cross_entropy): the search scores the first value, the framework's
     # fastest, one per framework. Like projections, knob_violations does not check it: the launch files write the
@@ -263,6 +264,12 @@ def knob_violations(fw: Framework, plan: cm.Plan) -> list[str]:
     if plan.rank_order != "tp-cp-dp-pp":
         checks.append(("rank order", plan.rank_order, ks.rank_order))
     checks.append(("DP gradient sync overlapped", plan.overlap_dp_comm, ks.overlap_dp_comm))
+    # Properties of the runtime, not launch settings, checked where they move memory by whole activations: a
+    # plan scored with another runtime's would put that runtime's fit (or misfit) in this one's README.
+    if plan.pp > 1:
+        checks.append(("pipeline buffers", plan.pipeline_buffers, ks.pipeline_buffers))
+    if plan.tp > 1 and plan.sequence_parallel:
+        checks.append(("sequence-parallel inputs saved gathered", plan.sp_gathered, ks.sp_gathered))
     broken = [f"{label} {_word(value)}: {choice.why}" for label, value, choice in checks if value not in choice.values]
     return broken + numerics_violations(fw, plan)
 
