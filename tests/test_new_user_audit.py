@@ -104,17 +104,23 @@ def test_plans_scored_under_a_what_if_say_so_where_they_travel(tmp_path, capsys)
     assert "under the what-if network=0.5" in (tmp_path / "o" / "README.txt").read_text()
 
 
-def test_the_launch_readme_names_runtime_properties_the_framework_does_not_have(tmp_path, capsys):
-    # torchtitan's pipeline buffers and DTensor's gathered sequence-parallel inputs, scored for a Megatron launch
+def test_a_plan_scored_with_another_runtimes_memory_is_not_launched_as_if_it_fit(tmp_path, capsys):
+    # torchtitan's pipeline buffers scored for a Megatron launch (and, the other way, Megatron-core's freed buffers
+    # for torchtitan: 62 GiB in the README against 199 GiB as torchtitan runs it) are refused, naming the property
     assert main(["estimate", "llama3-70b", "dgx-h100", "--gpus", "64", "--gbs", "512", "--tp", "8", "--pp", "2",
                  "--vpp", "5", "--zero", "1", "--sequence-parallel", "--pipeline-buffers", "per_microbatch",
-                 "--sp-gathered", "--json"]) == 0
+                 "--json"]) == 0
     plan = tmp_path / "plan.json"
+    plan.write_text(capsys.readouterr().out)
+    one_line_error(capsys, ["emit", str(plan), "--format", "megatron", "--out", str(tmp_path / "o")],
+                   "pipeline buffers per_microbatch")
+    # a time-only property is said in the README instead: TP gradients reduced after the weight-gradient GEMM
+    assert main(["estimate", "llama3-70b", "dgx-h100", "--gpus", "64", "--gbs", "512", "--tp", "8", "--pp", "2",
+                 "--vpp", "5", "--zero", "1", "--sequence-parallel", "--no-tp-async-grad", "--json"]) == 0
     plan.write_text(capsys.readouterr().out)
     assert main(["emit", str(plan), "--format", "megatron", "--out", str(tmp_path / "o")]) == 0
     readme = (tmp_path / "o" / "README.txt").read_text()
-    assert "assumes pipeline_buffers per_microbatch" in readme and "--pipeline-buffers freed" in readme
-    assert "assumes sp_gathered true" in readme and "without --sp-gathered" in readme
+    assert "assumes tp_async_grad false" in readme and "without --no-tp-async-grad" in readme
 
 
 def test_a_capacity_factor_below_one_is_refused(tmp_path, capsys):
@@ -158,3 +164,50 @@ def test_spot_prices_do_not_hide_the_on_demand_offering(capsys):
 def test_a_fixed_ep_the_experts_do_not_divide_over_is_named(capsys):
     one_line_error(capsys, ["suggest", "mixtral-8x7b", "dgx-h100", "--gpus", "24", "--gbs", "64", "--fix", "ep=3"],
                    "the 8 experts do not divide over 3 expert-parallel ranks")
+
+
+def test_the_report_labels_each_layout_apart(capsys):
+    # Mixtral's #2 and #4 differ only in ep: the chart labels and the stability table said the same words for both
+    from planner.render.report_charts import short_label
+
+    assert main(["suggest", "mixtral-8x7b", "dgx-h100", "--gpus", "64", "--gbs", "512", "--json"]) == 0
+    plans = json.loads(capsys.readouterr().out)["plans"]
+    labels = [short_label(i, d).split(" ", 1)[1] for i, d in enumerate(plans, 1)]
+    assert len(set(labels)) == len(labels), labels
+
+
+def test_piped_catalog_tables_keep_whole_names(capsys):
+    from planner.inputs import catalogs
+
+    assert main(["catalog", "clusters"]) == 0  # captured: not a terminal, as through a pipe
+    out = capsys.readouterr().out
+    assert all(name in out for name in catalogs.cluster_catalog()), "a cluster name was cut"
+
+
+def test_the_readme_python_example_runs_as_written():
+    text = open("README.md").read()
+    block = text.split("### From Python", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    scope: dict = {}
+    exec(compile(block, "README.md (From Python)", "exec"), scope)  # noqa: S102 - the project's own README
+    assert scope["one"]["fits"] and scope["one"]["plan"]["tp"] == 8
+    steps = [p["step_time_s"] for p in scope["ranked"]["plans"]]
+    assert steps == sorted(steps) and len(steps) == 3
+    assert scope["sized"]["cheapest"].offering.gpu.name == "h100-sxm-80gb"
+
+
+@pytest.mark.parametrize("field, value", [("tokens", float("nan")), ("deadline_days", -1.0), ("budget_usd", 0.0),
+                                          ("failures_per_1000_gpu_days", -1.0), ("workers", 0), ("max_gpus", True)])
+def test_a_python_size_request_is_checked_as_the_cli_checks_its_flags(field, value):
+    from planner.errors import PlannerError
+    from planner.sizing.run import SizeRequest
+
+    with pytest.raises(PlannerError, match=f"SizeRequest.{field}"):
+        SizeRequest("llama3-8b", **{field: value})
+    SizeRequest("llama3-8b", restart_minutes=0.0, failures_per_1000_gpu_days=0.0)  # the CLI allows 0 for these
+
+
+def test_validate_rows_name_their_precision(capsys):
+    # by_precision groups rows by it; the rows did not carry it
+    assert main(["validate", "--group", "mlperf", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert {r["precision"] for r in out["rows"]} == set(out["by_precision"])

@@ -47,7 +47,7 @@ def test_page_has_the_plans_the_charts_and_the_diagnosis(made):
     assert {"capacity", "part-activations", "part-parameters"} <= {g.get("id") for g in memory_svg.iter(f"{SVG}g")}
     words = [" ".join(t.itertext()) for svg in (time_svg, memory_svg) for t in svg.iter(f"{SVG}text")]
     p = out["plans"][0]["plan"]
-    assert f"#1 tp {p['tp']} pp {p['pp']} dp {p['dp']}, ZeRO {p['zero_stage']}" in words
+    assert f"#1 tp {p['tp']}, pp {p['pp']}, dp {p['dp']}, ZeRO {p['zero_stage']}" in words
     assert "seconds per step" in words and "GiB on the fullest GPU" in words
     assert any(w.startswith(f"{out['plans'][0]['step_time_s']:.3g} s, MFU") for w in words)
     assert any(re.fullmatch(r"[\d.]+ of 80 GiB", w) for w in words)

@@ -220,7 +220,10 @@ def fit_tier(samples: list[Sample], tier: str, fast: comm.Link, prior: comm.Link
         inv_bw = sum(b * (y - a * alpha) for a, b, y in rows) / sum(b * b for _, b, _ in rows)
         se_inv = None
     if inv_bw <= 0:
-        raise PlannerError(f"{tier} fit gave a non-positive bandwidth: the times do not grow with message size")
+        why = ("the times do not grow with message size" if tier == "nvlink" else "what the NVLink part of each "
+               "time leaves does not grow with message size (the NVLink tier's rate explains the whole time at "
+               "these sizes: check it, or fit on larger messages with --min-size)")
+        raise PlannerError(f"{tier} fit gave a non-positive bandwidth: {why}")
     se_bw = None if se_inv is None else se_inv / inv_bw**2
     return TierFit(tier, comm.Link(1.0 / inv_bw, alpha), fitted, se_bw, se_alpha, tuple(samples))
 

@@ -18,9 +18,10 @@ from dataclasses import dataclass, replace
 from costmodel import types as cm
 from costmodel.step import estimate
 from planner.errors import PlannerError
+from planner.inputs import limits as L
 from planner.inputs.step_times import TimedStep
 
-SCALE_BOUNDS = (0.05, 20.0)
+SCALE_BOUNDS = (L.MIN_EFFICIENCY_SCALE, L.MAX_EFFICIENCY_SCALE)  # what a cluster file may state
 MIN_ELASTICITY = 0.05  # a 10% faster matmul must move the step by at least ~0.5%
 
 
@@ -90,8 +91,11 @@ def fit_scale(steps: list[TimedStep], calibrated: cm.Cluster, original: cm.Clust
     implied = [implied_scale(s, calibrated, eff) for s in steps]
     used = [elasticity(s, calibrated, eff, k) >= MIN_ELASTICITY for s, k in zip(steps, implied)]
     if not any(used):
-        raise PlannerError("no timed step depends enough on compute speed to fit the matmul efficiency "
-                           "(communication hides it); time steps of compute-bound plans")
+        scales = ", ".join(f"{k:.3g}" for k in implied)
+        raise PlannerError(f"no timed step's modelled time moves with compute speed at the scale it implies "
+                           f"({scales}): communication or the bubble hides the compute there, or the GEMMs already "
+                           "run at the GPU's peak (times near or below what the peak allows); time steps of "
+                           "compute-bound plans, and check the plan and GPU count")
     scale, stderr = geometric_mean_and_stderr([k for k, u in zip(implied, used) if u])
     return ScaleFit(
         scale=scale,

@@ -28,7 +28,9 @@ def cmd_catalog(args: argparse.Namespace) -> int:
 
     table = Table(title=f"catalogs: {args.kind} ({catalogs.catalog_dir()})", title_justify="left")
     for key in rows[0]:
-        table.add_column(key, justify="left" if key in ("name", "gpu", "generation", "mlp", "price_kind", "price_date") else "right")
+        names = key in ("name", "gpu")  # what a user copies into another command: never cut or wrapped
+        table.add_column(key, justify="left" if names or key in ("generation", "mlp", "price_kind", "price_date")
+                         else "right", no_wrap=names, min_width=max(len(str(r[key])) for r in rows) if names else None)
     for row in rows:
         table.add_row(*("-" if v is None or v == [] else ", ".join(v) if isinstance(v, list) else str(v)
                         for v in row.values()))

@@ -719,6 +719,7 @@ class ValidationRow(Strict):
     id: str = d("run id in validation/runs.yaml")
     group: str = d("source group")
     generation: Generation = d("GPU generation")
+    precision: Precision = d("the plan's precision (the GEMMs' number format), the key of by_precision")
     source: str = d("where the measurement was published")
     predicted_step_time_s: float = d("cost-model step time")
     measured_step_time_s: float = d("published step time")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import os
 import sys
 
 from rich.console import Console
@@ -27,8 +28,11 @@ TIME_LABELS = {
 
 
 def make_console() -> Console:
-    """A console; wide when output goes to a file or pipe, so tables do not wrap at 80 columns."""
-    return Console() if sys.stdout.isatty() else Console(width=160)
+    """A console; when output goes to a file or pipe, COLUMNS wide if set, else 160 (not 80, so tables
+    do not wrap)."""
+    if sys.stdout.isatty() or os.environ.get("COLUMNS", "").isdigit():
+        return Console()
+    return Console(width=160)
 
 
 def human_seconds(seconds: float) -> str:

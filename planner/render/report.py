@@ -15,7 +15,7 @@ from planner.errors import PlannerError
 from planner.files import check_targets, write_files
 from planner.render import mpl
 from planner.render.estimate import GIB, diagnosis_lines, human_seconds, plan_label, step_usd
-from planner.render.suggest import header
+from planner.render.suggest import header, layout_words
 
 CSS = """h1{font-size:1.5em;margin-bottom:.2em} h2{font-size:1.15em;margin-top:1.6em}
 p.lead{color:#444;margin-top:0} table{border-collapse:collapse;font-size:.9em;margin:.5em 0}
@@ -92,11 +92,12 @@ def diagnosis_html(out: dict) -> str:
 def stability_html(out: dict) -> str:
     if not out.get("stability"):
         return ""
-    rows = [[escape(r["assumption"]), escape(f"tp {r['best_plan']['tp']}, pp {r['best_plan']['pp']}, "
-                                            f"dp {r['best_plan']['dp']}, ZeRO {r['best_plan']['zero_stage']}"),
-             f"{r['best_step_time_s']:.2f}", f"{r['baseline_plan_step_time_s']:.2f}",
-             "-" if r["baseline_rank"] is None else f"#{r['baseline_rank']}"] for r in out["stability"]]
-    heads = ["assumption", "best there", "its step s", "#1's step s there", "#1's rank there"]
+    rows = [[escape(r["assumption"]), escape(f"{layout_words(r['best_plan'])}, ZeRO {r['best_plan']['zero_stage']}"),
+             f"{r['best_step_time_s']:.2f}",
+             f"{r['baseline_plan_step_time_s']:.2f}" + ("" if r["baseline_plan_fits"] else " (does not fit)"),
+             "-" if r["baseline_rank"] is None else f"#{r['baseline_rank']}",
+             "yes" if r["baseline_rank"] == 1 else "no"] for r in out["stability"]]
+    heads = ["assumption", "best there", "its step s", "#1's step s there", "#1's rank there", "#1 stays best"]
     return "<h2>Rank stability</h2>\n" + table(heads, rows, ("assumption", "best there"))
 
 

@@ -4,7 +4,8 @@ GPU's capacity. Each returns SVG text."""
 from __future__ import annotations
 
 from planner.render import mpl
-from planner.render.estimate import GIB, TIME_LABELS
+from planner.render.estimate import GIB, TIME_LABELS, human_seconds
+from planner.render.suggest import layout_words
 
 TIME_COLORS = {"compute": "#4c78a8", "recompute": "#9ecae9", "tp_comm": "#f58518", "pp_comm": "#ffbf79",
                "offload": "#d6a5c9", "cp_comm": "#72b7b2", "ep_comm": "#b279a2",
@@ -14,10 +15,11 @@ MEMORY_COLORS = ("#4c78a8", "#72b7b2", "#54a24b", "#f58518", "#b279a2", "#9d755d
 
 
 def short_label(i: int, d: dict) -> str:
-    """'#1 tp 4 pp 1 dp 16, ZeRO 3'."""
+    """'#1 tp 4, pp 1, dp 16, ep 8, vpp 2, ZeRO 3': the degrees that make the layout distinct (cp, ep, etp
+    where not 1), so two bars are never labelled alike."""
     p = d["plan"]
-    vpp = f" vpp {p['vpp']}" if p["vpp"] > 1 else ""
-    return f"#{i} tp {p['tp']} pp {p['pp']}{vpp} dp {p['dp']}, ZeRO {p['zero_stage']}"
+    vpp = f", vpp {p['vpp']}" if p["vpp"] > 1 else ""
+    return f"#{i} {layout_words(p)}{vpp}, ZeRO {p['zero_stage']}"
 
 
 def stacked(ax, plans: list[dict], parts: list[tuple[str, str, str]], values) -> None:
@@ -49,7 +51,7 @@ def time_chart(plans: list[dict]) -> str:
         stacked(ax, plans, [(k, TIME_LABELS[k], TIME_COLORS[k]) for k in keys],
                 lambda d, k: d["time_breakdown_s"].get(k, 0.0))
         bar_notes(ax, [d["step_time_s"] for d in plans],
-                  [f"{d['step_time_s']:.3g} s, MFU {100 * d['mfu']:.1f}%" for d in plans])
+                  [f"{human_seconds(d['step_time_s'])}, MFU {100 * d['mfu']:.1f}%" for d in plans])
         ax.set_xlim(0, 1.22 * max(d["step_time_s"] for d in plans))
         ax.set_xlabel("seconds per step")
         ax.set_title("Where the step goes", loc="left")

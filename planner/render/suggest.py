@@ -44,7 +44,8 @@ def plans_table(plans: list[dict]) -> Table:
 def header(plans: list[dict], search: dict) -> str:
     d = plans[0]
     solver = search["solver"]
-    how = (f"CP-SAT {search['status'].lower()} over {search['literals']:,} candidates" if solver == "cpsat"
+    how = (f"CP-SAT {search['status'].lower()} over the {search['literals']:,} of {search['candidates']:,} candidates "
+           "that no other beats in both time and memory" if solver == "cpsat"
            else f"enumerated {search['candidates']:,} plans")
     return (f"[bold]{d['model']}[/bold] ({render.parameters_line(d)}) on {d['num_gpus']} x {d['gpu']} "
             f"({d['cluster']}), sequences of {d['seq_length']:,} tokens: "

@@ -1,6 +1,6 @@
 """CP-SAT over the tabled candidates: the K best distinct layouts in one solve.
 
-Model (OR-Tools CP-SAT): a Boolean y per candidate plan; at most one per layout group (tp, pp, dp);
+Model (OR-Tools CP-SAT): a Boolean y per candidate plan; at most one per layout group (tp, cp, pp, dp, ep, etp);
 for every group and memory-candidate stage, sum(memory_bytes * y) <= capacity; at most K chosen;
 minimise sum((rank - M) * y), where a candidate's rank is its place in the exact (objective, other
 measure, layout, knobs) order. Each chosen y lowers the objective by more than any plan costs

@@ -44,6 +44,23 @@ class SizeRequest:
     checkpoint_gbytes_per_s_per_node: float = 1.0
     workers: int = 2
 
+    def __post_init__(self) -> None:
+        """The checks the CLI's argument types make, for a caller from Python: one PlannerError line each."""
+        floors = {"tokens": 0, "deadline_days": 0, "budget_usd": 0, "checkpoint_gbytes_per_s_per_node": 0,
+                  "restart_minutes": None, "failures_per_1000_gpu_days": None}  # None: 0 itself allowed
+        for name, floor in floors.items():
+            value = getattr(self, name)
+            if value is None:
+                continue
+            if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
+                    or value < 0 or (floor is not None and value <= floor)):
+                bound = "above 0" if floor is not None else ">= 0"
+                raise PlannerError(f"SizeRequest.{name}: expected a finite number {bound} (got {value!r})")
+        for name in ("max_gpus", "workers"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise PlannerError(f"SizeRequest.{name}: expected a whole number >= 1 (got {value!r})")
+
 
 def load_offerings(args: SizeRequest, extra_prices: dict[str, float] | None = None
                    ) -> tuple[list[sizing.Offering], list[str]]:

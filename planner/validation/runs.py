@@ -204,7 +204,8 @@ def summarise_by_precision(results: list[Result]) -> dict:
 
 def result_to_dict(r: Result) -> dict:
     return {
-        "id": r.run.id, "group": r.run.group, "generation": r.generation, "source": r.run.source,
+        "id": r.run.id, "group": r.run.group, "generation": r.generation, "precision": r.run.plan.precision,
+        "source": r.run.source,
         "predicted_step_time_s": r.predicted_step_seconds, "measured_step_time_s": r.run.measured.step_time_s,
         "step_time_error": r.step_error, "predicted_memory_gib": r.predicted_memory_gib,
         "measured_memory_gib": r.run.measured.peak_memory_gib, "memory_error": r.memory_error,
