@@ -37,13 +37,20 @@ def test_mpt_reads_its_own_keys_and_counts_as_its_classes_build_it(tmp_path):
     ({"no_bias": False}, "no_bias"),
     ({"attn_config": {**MPT_7B["attn_config"], "attn_type": "grouped_query_attention", "kv_n_heads": 8}},
      "attn_config.attn_type"),
-    ({"attn_config": {**MPT_7B["attn_config"], "kv_n_heads": 8}}, "attn_config.kv_n_heads"),
+    ({"attn_config": {**MPT_7B["attn_config"], "sliding_window_size": 2048}}, "attn_config.sliding_window_size"),
     ({"attn_config": {**MPT_7B["attn_config"], "alibi": False}}, "attn_config.alibi"),
     ({"attn_config": {**MPT_7B["attn_config"], "qk_ln": True}}, "attn_config.qk_ln"),
     ({"ffn_config": {"ffn_type": "mptglu"}}, "ffn_config.ffn_type"),
 ])
 def test_mpt_layouts_the_transformers_classes_cannot_build_are_refused(tmp_path, edit, key):
     assert key in refusal(tmp_path, {**MPT_7B, **edit})
+
+
+def test_an_mpt_export_with_llm_foundrys_unused_kv_heads_is_still_multi_head(tmp_path):
+    # llm-foundry writes kv_n_heads (default 1) into every attn_config; under multihead_attention it is unused
+    config = {**MPT_7B, "attn_config": {**MPT_7B["attn_config"], "kv_n_heads": 1, "sliding_window_size": -1}}
+    spec = load_model_spec(write(tmp_path, config))
+    assert (spec.num_kv_heads or spec.num_attention_heads) == 32
 
 
 def _qwen3_8b() -> dict:

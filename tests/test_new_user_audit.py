@@ -195,8 +195,10 @@ def test_the_readme_python_example_runs_as_written():
     assert scope["sized"]["cheapest"].offering.gpu.name == "h100-sxm-80gb"
 
 
-@pytest.mark.parametrize("field, value", [("tokens", float("nan")), ("deadline_days", -1.0), ("budget_usd", 0.0),
-                                          ("failures_per_1000_gpu_days", -1.0), ("workers", 0), ("max_gpus", True)])
+@pytest.mark.parametrize("field, value", [("tokens", float("nan")), ("tokens", 1e30), ("gbs", 0),
+                                          ("deadline_days", -1.0), ("deadline_days", 1e-9), ("budget_usd", 0.0),
+                                          ("failures_per_1000_gpu_days", -1.0), ("workers", 0), ("workers", 1000),
+                                          ("max_gpus", True)])
 def test_a_python_size_request_is_checked_as_the_cli_checks_its_flags(field, value):
     from planner.errors import PlannerError
     from planner.sizing.run import SizeRequest
@@ -211,3 +213,21 @@ def test_validate_rows_name_their_precision(capsys):
     assert main(["validate", "--group", "mlperf", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert {r["precision"] for r in out["rows"]} == set(out["by_precision"])
+
+
+def test_a_budget_or_deadline_far_above_every_option_bounds_nothing():
+    # in units of a billionth of a $0.03 job (1e-11 dollars), a $1e10 budget is 1e21 units, past CP-SAT's int64:
+    # a traceback; a bound no option reaches is now left out
+    options = [fake_option(0.01, 0.03, 0), fake_option(0.02, 0.02, 1)]
+    assert sizing.choose(options, "usd", 36500.0, 1e10) is options[1]
+    assert sizing.choose(options, "days", 36500.0, 1e10) is options[0]
+
+
+def test_estimate_offers_no_slower_lever_to_a_plan_that_fits(capsys):
+    # 0.97 of the GPU fits (the verdict), but not suggest's 0.9 headroom that levers keep: judged against the 0.9,
+    # the plan "did not fit" and context parallelism at 0.91x and activation offload at 0.79x were offered
+    assert main(["estimate", "llama3-8b", "dgx-h100", "--gpus", "8", "--gbs", "64", "--tp", "2", "--zero", "1",
+                 "--mbs", "2", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["fits"] and out["memory_per_gpu_bytes"] > 0.9 * out["memory_capacity_bytes"]
+    assert all(lever["per_sample_speedup"] > 1 for lever in out["diagnosis"]["levers"])

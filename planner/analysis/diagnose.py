@@ -212,19 +212,21 @@ class LeverResult:
 
 
 def try_levers(base: Scored, eff: cm.Efficiency | None = None, frameworks: tuple[str, ...] = (),
-               memory_fraction: float = 1.0, keep: dict | None = None) -> list[LeverResult]:
+               memory_fraction: float = 1.0, keep: dict | None = None,
+               base_fraction: float | None = None) -> list[LeverResult]:
     """Every lever that applies, is legal (to the cost model, to the framework whose feature it is, and to
     one of `frameworks` that runs the plan: suggest's --framework, or all of them), keeps the plan fields
     `keep` (suggest's --fix), fits in `memory_fraction` of the GPU (suggest's --max-memory-fraction) and
     helps, re-scored; fastest per sample first. Helping is saving MIN_GAIN per sample, or making a plan
-    that does not fit fit. Two levers that give one plan show once, under the first's name."""
+    that does not fit (in `base_fraction` of the GPU, estimate's verdict; else `memory_fraction`) fit. Two
+    levers that give one plan show once, under the first's name."""
     model = base.model.to_model()
     base_per_sample = base.est.step_time_seconds / base.plan.global_batch_size
     machine = Machine.of(base.cluster)
     refused = {name: set(violations(REGISTRY[name], model, base.plan, machine)) for name in frameworks}
     running = {name: refused[name] for name in frameworks if not refused[name]}
     running = running or refused  # none runs the base: a lever that adds no refusal to one of them
-    base_fits = fits(base, memory_fraction)
+    base_fits = fits(base, memory_fraction if base_fraction is None else base_fraction)
     out, seen = [], set()
     for lever in LEVERS:
         changed = lever.change(base.plan, base.cluster, model)

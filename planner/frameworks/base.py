@@ -264,14 +264,24 @@ def knob_violations(fw: Framework, plan: cm.Plan) -> list[str]:
     if plan.rank_order != "tp-cp-dp-pp":
         checks.append(("rank order", plan.rank_order, ks.rank_order))
     checks.append(("DP gradient sync overlapped", plan.overlap_dp_comm, ks.overlap_dp_comm))
-    # Properties of the runtime, not launch settings, checked where they move memory by whole activations: a
-    # plan scored with another runtime's would put that runtime's fit (or misfit) in this one's README.
-    if plan.pp > 1:
-        checks.append(("pipeline buffers", plan.pipeline_buffers, ks.pipeline_buffers))
-    if plan.tp > 1 and plan.sequence_parallel:
-        checks.append(("sequence-parallel inputs saved gathered", plan.sp_gathered, ks.sp_gathered))
     broken = [f"{label} {_word(value)}: {choice.why}" for label, value, choice in checks if value not in choice.values]
-    return broken + numerics_violations(fw, plan)
+    return broken + runtime_violations(fw, plan) + numerics_violations(fw, plan)
+
+
+def runtime_violations(fw: Framework, plan: cm.Plan) -> list[str]:
+    """Properties of the runtime, not launch settings, that move memory by whole activations (pipeline buffers
+    at pp > 1, sequence-parallel inputs saved gathered or sharded): a plan scored with another runtime's holds
+    that runtime's memory, not this one's, so it is refused with the estimate flag that scores this one's."""
+    ks = fw.knobs_for(plan)
+    checks = []
+    if plan.pp > 1:
+        checks.append(("pipeline buffers", plan.pipeline_buffers, ks.pipeline_buffers,
+                       f"--pipeline-buffers {ks.pipeline_buffers.values[0]}"))
+    if plan.tp > 1 and plan.sequence_parallel:
+        checks.append(("sequence-parallel inputs saved gathered", plan.sp_gathered, ks.sp_gathered,
+                       "--sp-gathered" if ks.sp_gathered.values[0] else "no --sp-gathered"))
+    return [f"the plan's memory assumes {label} {_word(value)}, but {choice.why}; score it as {fw.title} runs it "
+            f"(planner estimate ... {flag})" for label, value, choice, flag in checks if value not in choice.values]
 
 
 # The numerics the user sets for every plan (planner/inputs/planflags.py NUMERICS) that a framework offers

@@ -135,6 +135,9 @@ def knobs(tp_split: bool, pp_split: bool) -> Knobs:
         optimizer_offload=Choice((False,), "DeepSpeed's offload_optimizer (ZeRO-Offload) also runs the optimizer "
                                            "step on the CPU, which is not this plan's mechanism (GPU step, states "
                                            "copied back for it) and not modelled"),
+        pipeline_buffers=Choice(("freed",), "DeepSpeed's pipeline engine reserves buffers for the micro-batches in "
+                                            "flight only (runtime/pipe/engine.py, the schedule's num_pipe_buffers), "
+                                            "not one per micro-batch of the step"),
     )
 
 

@@ -221,14 +221,14 @@ def mpt_details(r: Reader, hidden: int | None) -> dict:
     attn = r.data.get("attn_config") or {}
     if not isinstance(attn, dict):
         raise r.fail("attn_config", f"must be an object (got {show(attn)})")
-    heads = r.data.get("n_heads")
+    # (llm-foundry writes kv_n_heads into every attn_config; it counts only under grouped-query attn_type)
     unsupported = [("attn_type", attn.get("attn_type", "multihead_attention") != "multihead_attention"),
-                   ("kv_n_heads", attn.get("kv_n_heads") not in (None, heads)),
                    ("alibi", attn.get("alibi", True) is not True), ("qk_ln", bool(attn.get("qk_ln"))),
-                   ("rope", bool(attn.get("rope")))]
+                   ("qk_gn", bool(attn.get("qk_gn"))), ("rope", bool(attn.get("rope"))),
+                   ("sliding_window_size", attn.get("sliding_window_size", -1) not in (None, -1))]
     for key, bad in unsupported:
         if bad:
-            raise r.fail(f"attn_config.{key}", f"{show(attn.get(key))}: Transformers' MptAttention runs "
+            raise r.fail(f"attn_config.{key}", f"{show(attn.get(key))}: Transformers' MptAttention runs full "
                          "multi-head attention with ALiBi and no query/key norm or RoPE, so the class planner "
                          "reads by is not this model")
     ffn = r.data.get("ffn_config") or {}

@@ -163,6 +163,8 @@ def plan_spec_from_args(args: argparse.Namespace):
     from planner.inputs.specs import PlanSpec
 
     named = [m.strip() for m in (args.recompute_modules or "").split(",") if m.strip()]
+    if args.recompute_modules is not None and not named:
+        raise PlannerError("--recompute-modules: expected module names (comma-separated), got none")
     if named and named != ["core_attn"] and args.recompute != "selective":  # the default, as a plan JSON writes it
         raise PlannerError(f"--recompute-modules {args.recompute_modules}: it names what --recompute selective "
                            f"replays, and the plan's recompute is {args.recompute}")

@@ -32,7 +32,8 @@ def print_size(r: dict, deadline_days: float | None) -> None:
                   f"sequences of {r['seq_length']:,} tokens: "
                   f"{len(r['options'])} options, {r['searched']} plan searches, {r['seconds']:.1f} s")
     rate = a["failures_per_1000_gpu_days"]
-    llama = rate == sizing.runtime.LLAMA3_INTERRUPTIONS_PER_GPU_HOUR * 24 * 1000  # the default: Llama 3 405B's
+    # the default, Llama 3 405B's, or the rounded 0.53 its help text shows
+    llama = abs(rate / (sizing.runtime.LLAMA3_INTERRUPTIONS_PER_GPU_HOUR * 24 * 1000) - 1) < 0.01
     console.print(f"run overheads: {rate:g} interruptions per 1000 GPU-days"
                   f"{' (Llama 3 405B run)' if llama else ''}, {a['restart_minutes']:g} min per restart, "
                   + (f"checkpoints at {a['checkpoint_gbytes_per_s_per_node']:g} GB/s per node every Young-optimal "

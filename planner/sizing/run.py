@@ -23,6 +23,15 @@ from planner.inputs.specs import ClusterSpec
 from planner.sizing import scan as sizing
 
 
+# SizeRequest's fields and the ranges `planner size` accepts for them: (field, lowest, highest, whole number).
+REQUEST_RANGES = (("tokens", L.MIN_TOKENS, L.MAX_TOKENS, False), ("gbs", 1, L.MAX_BATCH, True),
+                  ("seq_length", 1, L.MAX_SEQ_LENGTH, True), ("deadline_days", L.MIN_DAYS, L.MAX_DAYS, False),
+                  ("budget_usd", L.MIN_USD, L.MAX_USD, False), ("max_gpus", 1, L.MAX_GPUS, True),
+                  ("failures_per_1000_gpu_days", 0.0, 1000.0, False),
+                  ("restart_minutes", 0.0, L.MAX_DAYS * 1440, False),
+                  ("checkpoint_gbytes_per_s_per_node", 1e-3, 1e4, False), ("workers", 1, 64, True))
+
+
 @dataclass(frozen=True)
 class SizeRequest:
     """What `planner size` is asked (the command's flags)."""
@@ -45,21 +54,17 @@ class SizeRequest:
     workers: int = 2
 
     def __post_init__(self) -> None:
-        """The checks the CLI's argument types make, for a caller from Python: one PlannerError line each."""
-        floors = {"tokens": 0, "deadline_days": 0, "budget_usd": 0, "checkpoint_gbytes_per_s_per_node": 0,
-                  "restart_minutes": None, "failures_per_1000_gpu_days": None}  # None: 0 itself allowed
-        for name, floor in floors.items():
+        """The ranges the CLI's flags accept (commands/size.py), for a caller from Python: one PlannerError
+        line for a value outside them (None: the model's own, or no limit)."""
+        for name, low, high, whole in REQUEST_RANGES:
             value = getattr(self, name)
             if value is None:
                 continue
-            if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
-                    or value < 0 or (floor is not None and value <= floor)):
-                bound = "above 0" if floor is not None else ">= 0"
-                raise PlannerError(f"SizeRequest.{name}: expected a finite number {bound} (got {value!r})")
-        for name in ("max_gpus", "workers"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise PlannerError(f"SizeRequest.{name}: expected a whole number >= 1 (got {value!r})")
+            kind = int if whole else (int, float)
+            if (isinstance(value, bool) or not isinstance(value, kind) or not math.isfinite(value)
+                    or not low <= value <= high):
+                raise PlannerError(f"SizeRequest.{name}: expected a {'whole ' if whole else ''}number in "
+                                   f"[{low:g}, {high:g}] (got {value!r})")
 
 
 def load_offerings(args: SizeRequest, extra_prices: dict[str, float] | None = None

@@ -146,10 +146,12 @@ def choose(options: list[Option], minimize: str, deadline_days: float | None = N
     model = cp_model.CpModel()
     pick = [model.NewBoolVar(f"o{i}") for i in range(len(feasible))]
     model.AddExactlyOne(pick)  # exactly one offering and GPU count
-    if deadline_days is not None:  # the deadline bounds time to train
-        model.Add(sum(p * s for p, s in zip(pick, secs)) <= math.floor(deadline_days * DAY / sec_unit))
-    if budget_usd is not None:  # the budget bounds total dollars
-        model.Add(sum(p * c for p, c in zip(pick, money)) <= math.floor(budget_usd / usd_unit))
+    # The deadline bounds time to train, the budget total dollars: each only where some option breaks it (a
+    # bound far above every option, in units of a billionth of the largest, would overflow CP-SAT's int64).
+    for limit, unit, values in ((deadline_days and deadline_days * DAY, sec_unit, secs),
+                                (budget_usd, usd_unit, money)):
+        if limit is not None and limit / unit < max(values):
+            model.Add(sum(p * v for p, v in zip(pick, values)) <= math.floor(limit / unit))
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1
     solver.parameters.random_seed = 0
