@@ -244,8 +244,10 @@ def test_deadline_advice_does_not_ask_for_more_gpus_than_were_sized():
     assert "about 32 GPUs if scaling held (raise --max-gpus)" in over[0]
     within = impossible_lines([a, b], SizeRequest("m", deadline_days=5.0, max_gpus=64))
     assert "--max-gpus" not in within[0] and "sized up to 16" in within[0]
-    # 16 GPUs at 10 days against a 1e-4-day deadline: 1.6 million GPUs, over the 1,048,576 planner sizes
-    beyond = impossible_lines([a, b], SizeRequest("m", deadline_days=1e-4, max_gpus=16))
+    # 16 GPUs at 100 days against a 1e-3-day deadline (the shortest planner takes): 16 x 100 / 1e-3 = 1.6 million
+    # GPUs, over the 1,048,576 planner sizes
+    slow = replace(b, step_seconds_total=100.0 * sizing.DAY, wall=replace(b.wall, total_seconds=100.0 * sizing.DAY))
+    beyond = impossible_lines([slow], SizeRequest("m", deadline_days=1e-3, max_gpus=16))
     assert "more than the 1,048,576 GPUs planner sizes" in beyond[0] and "--max-gpus" not in beyond[0]
 
 
