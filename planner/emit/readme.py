@@ -162,34 +162,22 @@ def kernel_notes(job: Job, frameworks: list[str]) -> list[str]:
     return notes
 
 
-# Properties of a framework's runtime or model code that the plan was scored with, that no launch setting
-# changes and that move time only (frameworks.base.Knobs; pipeline_buffers and sp_gathered, which move memory,
-# are refused by knob_violations instead): when each matters, and the estimate flag that scores the framework's.
-IMPLEMENTATION_FIELDS = (
-    ("tp_async_grad", lambda p: p.tp > 1, lambda v: "without --no-tp-async-grad" if v else "... --no-tp-async-grad"),
-)
-
-
 def runtime_notes(job: Job, frameworks: list[str]) -> list[str]:
     """A framework whose runtime reduces gradients otherwise than the plan was scored with (Plan.grad_sync,
     frameworks.base.grad_sync_for: torchtitan all-reduces after every micro-batch without a pipeline), or
-    reduces TP gradients otherwise (IMPLEMENTATION_FIELDS): no launch setting changes that, so say how to
-    re-score."""
+    reduces TP gradients otherwise (Plan.tp_async_grad, which moves time only; the runtime properties that
+    move memory are refused by frameworks.base.runtime_violations): no launch setting changes that, so say
+    how to re-score."""
     p, notes = job.plan, []
+    syncs = p.dp * p.cp > 1 and p.zero_stage < 2
     for name in frameworks:
         fw = REGISTRY[name]
         ks = fw.knobs_for(p)
-        for field, matters, flag in IMPLEMENTATION_FIELDS:
-            choice, value = getattr(ks, field), getattr(p, field)
-            if matters(p) and value not in choice.values:
-                notes.append(f"{fw.title}: the prediction above assumes {field} {str(value).lower()}, but "
-                             f"{choice.why}; re-score with planner estimate {flag(choice.values[0])}.")
-    if p.dp * p.cp <= 1 or p.zero_stage >= 2:
-        return notes
-    for name in frameworks:
-        fw = REGISTRY[name]
-        ks = fw.knobs_for(p)
-        runs = grad_sync_for(ks, p.zero_stage)
+        if p.tp > 1 and p.tp_async_grad not in ks.tp_async_grad.values:
+            flag = "without --no-tp-async-grad" if ks.tp_async_grad.values[0] else "... --no-tp-async-grad"
+            notes.append(f"{fw.title}: the prediction above assumes tp_async_grad {str(p.tp_async_grad).lower()}, "
+                         f"but {ks.tp_async_grad.why}; re-score with planner estimate {flag}.")
+        runs = grad_sync_for(ks, p.zero_stage) if syncs else p.grad_sync
         if runs != p.grad_sync and (runs != "microbatch" or p.num_microbatches > 1):
             notes.append(f"{fw.title}: the prediction above assumes grad_sync {p.grad_sync}, but {fw.title} "
                          f"reduces as grad_sync {runs} ({ks.grad_sync.why}); re-score with planner "

@@ -185,7 +185,7 @@ def plan_spec_from_args(args: argparse.Namespace):
         "offload_modules": [m.strip() for m in args.offload_modules.split(",") if m.strip()],
         "offload_optimizer_states": args.offload_optimizer_states,
         "cp": args.cp, "cp_comm": args.cp_comm, "ep": args.ep, "etp": args.etp,
-        "recompute_modules": [m.strip() for m in (args.recompute_modules or "core_attn").split(",") if m.strip()],
+        "recompute_modules": named or ["core_attn"],
         "ep_overlap": args.ep_overlap, "optimizer_states": args.optimizer_states,
         "fp8_attention": args.fp8_attention, "ep_dispatch": args.ep_dispatch,
         "ep_dispatch_dtype": args.ep_dispatch_dtype,
