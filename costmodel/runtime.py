@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from .memory import state_bytes_per_param
 
 LLAMA3_INTERRUPTIONS_PER_GPU_HOUR = 466 / (54 * 24 * 16384)
+LLAMA3_INTERRUPTIONS_PER_1000_GPU_DAYS = LLAMA3_INTERRUPTIONS_PER_GPU_HOUR * 24 * 1000  # planner size's unit
 
 
 @dataclass(frozen=True)

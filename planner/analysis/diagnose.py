@@ -245,11 +245,6 @@ def try_levers(base: Scored, eff: cm.Efficiency | None = None, frameworks: tuple
     return sorted(out, key=LeverResult.per_sample_seconds)
 
 
-# The share of GPU memory a plan may fill by default: suggest's --max-memory-fraction, and what estimate's
-# levers must fit in (the cost model already adds its fixed overhead; the rest is headroom for the allocator).
-MEMORY_FRACTION = 0.9
-
-
 def fits(s: Scored, memory_fraction: float) -> bool:
     """Whether the plan's memory is within `memory_fraction` of its GPU's."""
     return s.est.memory_per_gpu_bytes <= memory_fraction * s.est.memory_capacity_bytes

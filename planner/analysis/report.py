@@ -5,6 +5,7 @@ from __future__ import annotations
 from costmodel import types as cm
 from planner import frameworks
 from planner.analysis import accuracy, bymodel, coverage, diagnose, envelope, hostwait, longcontext, score, whatif
+from planner.inputs import limits as L
 from planner.inputs import plans
 from planner.inputs.specs import ModelSpec, PlanSpec
 
@@ -24,7 +25,7 @@ def estimate_report(model: ModelSpec, cluster: cm.Cluster, plan_spec: PlanSpec, 
     d = score.to_dict(scored)
     # those a framework runs, within suggest's default memory headroom (a lever suggest would not rank is no advice)
     levers = diagnose.try_levers(scored, frameworks=tuple(frameworks.REGISTRY),
-                                 memory_fraction=diagnose.MEMORY_FRACTION, base_fraction=1.0)  # fits: the verdict
+                                 memory_fraction=L.MEMORY_FRACTION, base_fraction=1.0)  # fits: the verdict
     d["diagnosis"] = diagnose.diagnosis_dict(scored, comm_threshold, levers)
     d["envelope"] = envelope.judge(cluster.gpu.name, plan.precision, d["mfu_causal"], model)
     d["unvalidated_settings"] = coverage.unvalidated(cluster.gpu.generation, plan, model.moe is not None)

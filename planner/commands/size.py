@@ -62,13 +62,14 @@ def cmd_size(args: argparse.Namespace) -> int:
         check_targets(Path(args.plot).parent, {Path(args.plot).name: ("", False)}, args.force)
     request = request_of(args)
     assumed = whatif.parse(args.what_if) if args.what_if else None
-    if args.what_if_grid:  # a key in both is refused before the scan
+    grid = []
+    if args.what_if_grid:  # merged (and a key in both refused) before the scan
         from planner.search.stability import parse_grid
 
-        whatif.beside(assumed or whatif.WhatIf(), parse_grid(args.what_if_grid)[1])
+        grid = whatif.beside(assumed or whatif.WhatIf(), parse_grid(args.what_if_grid)[1])
     with progress_bar(args.json) as progress:
         r = size(request, assumed, progress)
-    rows = stability_rows(request, r, args.what_if_grid, assumed) if args.what_if_grid else []
+    rows = stability_rows(request, r, grid)
     if args.plot:
         from planner.render.sizing_plot import write_plot
 
@@ -104,15 +105,18 @@ def register(sub) -> None:
     p.add_argument("--include-spot", action="store_true",
                    help="also size spot (preemptible) offerings; preemptions are not modelled")
     p.add_argument("--fine", action="store_true", help="also try 1.5x node counts (3, 6, 12, ... nodes)")
-    p.add_argument("--failures-per-1000-gpu-days", type=bounded_float(1000.0, strict=False),
-                   default=runtime.LLAMA3_INTERRUPTIONS_PER_GPU_HOUR * 24 * 1000,
+    p.add_argument("--failures-per-1000-gpu-days", type=bounded_float(L.MAX_FAILURES_PER_1000_GPU_DAYS, strict=False),
+                   default=runtime.LLAMA3_INTERRUPTIONS_PER_1000_GPU_DAYS,
                    help="job interruptions (default 0.53: Llama 3 405B, 466 in 54 days on 16,384 GPUs)")
-    p.add_argument("--restart-minutes", type=bounded_float(L.MAX_DAYS * 1440, strict=False), default=10.0, help="time lost per restart (default 10)")
-    p.add_argument("--checkpoint-gbytes-per-s-per-node", type=bounded_float(1e4, 1e-3, strict=False), default=1.0,
+    p.add_argument("--restart-minutes", type=bounded_float(L.MAX_RESTART_MINUTES, strict=False), default=10.0,
+                   help="time lost per restart (default 10)")
+    checkpoint_rate = bounded_float(L.MAX_CHECKPOINT_GBYTES_PER_S, L.MIN_CHECKPOINT_GBYTES_PER_S, strict=False)
+    p.add_argument("--checkpoint-gbytes-per-s-per-node", type=checkpoint_rate, default=1.0,
                    help="checkpoint write bandwidth per node (default 1 GB/s)")
     add_what_if(p, "size")
     add_what_if_grid(p, "size again for each value and show whether the chosen options stay best")
-    p.add_argument("--workers", type=bounded_int(64), default=2, help="processes for the scan (default 2)")
+    p.add_argument("--workers", type=bounded_int(L.MAX_SCAN_WORKERS), default=2,
+                   help="processes for the scan (default 2)")
     p.add_argument("--plot", type=file_arg,
                    help="draw every option, the Pareto front and the chosen options as SVG (FILE.svg) or "
                         "self-contained HTML (FILE.html); needs matplotlib: pip install 'matplotlib>=3.7'")

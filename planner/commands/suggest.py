@@ -226,8 +226,9 @@ def register(sub) -> None:
     p.add_argument("--top", type=bounded_int(100), default=5, help="how many distinct layouts to show (default 5)")
     p.add_argument("--objective", default="time", choices=["time", "cost"],
                    help="minimise step time (then $/step) or $/step (then time); default time")
-    p.add_argument("--max-memory-fraction", type=fraction_arg, default=0.9,
-                   help="usable share of GPU memory, on top of the cost model's 2 GiB overhead (default 0.9)")
+    p.add_argument("--max-memory-fraction", type=fraction_arg, default=L.MEMORY_FRACTION,
+                   help=f"usable share of GPU memory, on top of the cost model's 2 GiB overhead (default "
+                        f"{L.MEMORY_FRACTION:g})")
     p.add_argument("--fix", action="append", metavar="KEY=VALUE",
                    help=FIX_HELP)
     p.add_argument("--framework", default="any",

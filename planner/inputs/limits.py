@@ -40,6 +40,14 @@ MAX_WATTS = 1e5
 MAX_USD_PER_GPU_HOUR = 1e3
 MAX_USD = 1e13
 MAX_DAYS = 36500.0
+# The share of GPU memory a plan may fill by default: suggest's --max-memory-fraction, and what estimate's levers
+# must fit in (the cost model already adds its fixed overhead; the rest is headroom for the allocator).
+MEMORY_FRACTION = 0.9
+# planner size's run assumptions and scan
+MAX_FAILURES_PER_1000_GPU_DAYS = 1000.0
+MAX_RESTART_MINUTES = MAX_DAYS * 1440
+MAX_CHECKPOINT_GBYTES_PER_S = 1e4  # per node
+MAX_SCAN_WORKERS = 64
 MAX_SECONDS = 1e9
 MAX_EFFICIENCY_SCALE = 2.0  # a measured matmul efficiency scale; above this GEMMs beat the peak
 # A measured bus bandwidth over the link's nominal rate: in-network reduction (NVLink SHARP, InfiniBand
@@ -60,6 +68,7 @@ MIN_SECONDS = 1e-6
 MIN_USD_PER_GPU_HOUR = 1e-4
 MIN_DAYS = 1e-3  # a deadline of 86 s: shorter ones are typos, and overflow the GPU counts they imply
 MIN_USD = 0.01  # a budget of one cent
+MIN_CHECKPOINT_GBYTES_PER_S = 1e-3  # per node
 
 # The fastest shipped parts (2026): a value above these is legal but draws a warning, since it most
 # likely is a per-node figure typed where a per-GPU one belongs, or bits for bytes.

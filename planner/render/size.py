@@ -33,7 +33,7 @@ def print_size(r: dict, deadline_days: float | None) -> None:
                   f"{len(r['options'])} options, {r['searched']} plan searches, {r['seconds']:.1f} s")
     rate = a["failures_per_1000_gpu_days"]
     # the default, Llama 3 405B's, or the rounded 0.53 its help text shows
-    llama = abs(rate / (sizing.runtime.LLAMA3_INTERRUPTIONS_PER_GPU_HOUR * 24 * 1000) - 1) < 0.01
+    llama = abs(rate / sizing.runtime.LLAMA3_INTERRUPTIONS_PER_1000_GPU_DAYS - 1) < 0.01
     console.print(f"run overheads: {rate:g} interruptions per 1000 GPU-days"
                   f"{' (Llama 3 405B run)' if llama else ''}, {a['restart_minutes']:g} min per restart, "
                   + (f"checkpoints at {a['checkpoint_gbytes_per_s_per_node']:g} GB/s per node every Young-optimal "

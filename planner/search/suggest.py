@@ -9,9 +9,9 @@ import time
 from dataclasses import dataclass, field, replace
 
 from costmodel import types as cm
-from planner.analysis.diagnose import MEMORY_FRACTION
 from planner.errors import PlannerError
 from planner.frameworks import REGISTRY, building
+from planner.inputs import limits as L
 from planner.search import bounds, cpsat, enumerator, nofit
 from planner.search.objective import OBJECTIVES
 from planner.search.space import Knobs, Layout, SearchSpec, Space, build_space, plan_for
@@ -24,7 +24,7 @@ SOLVERS = ("cpsat", "enumerate")
 class Options:
     top_k: int = 5
     objective: str = "time"
-    max_memory_fraction: float = MEMORY_FRACTION  # of the GPU's memory; the cost model already adds 2 GiB overhead
+    max_memory_fraction: float = L.MEMORY_FRACTION  # of the GPU's memory; the cost model already adds 2 GiB overhead
     solver: str = "cpsat"
 
 

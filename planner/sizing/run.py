@@ -27,9 +27,10 @@ from planner.sizing import scan as sizing
 REQUEST_RANGES = (("tokens", L.MIN_TOKENS, L.MAX_TOKENS, False), ("gbs", 1, L.MAX_BATCH, True),
                   ("seq_length", 1, L.MAX_SEQ_LENGTH, True), ("deadline_days", L.MIN_DAYS, L.MAX_DAYS, False),
                   ("budget_usd", L.MIN_USD, L.MAX_USD, False), ("max_gpus", 1, L.MAX_GPUS, True),
-                  ("failures_per_1000_gpu_days", 0.0, 1000.0, False),
-                  ("restart_minutes", 0.0, L.MAX_DAYS * 1440, False),
-                  ("checkpoint_gbytes_per_s_per_node", 1e-3, 1e4, False), ("workers", 1, 64, True))
+                  ("failures_per_1000_gpu_days", 0.0, L.MAX_FAILURES_PER_1000_GPU_DAYS, False),
+                  ("restart_minutes", 0.0, L.MAX_RESTART_MINUTES, False),
+                  ("checkpoint_gbytes_per_s_per_node", L.MIN_CHECKPOINT_GBYTES_PER_S, L.MAX_CHECKPOINT_GBYTES_PER_S,
+                   False), ("workers", 1, L.MAX_SCAN_WORKERS, True))
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,7 @@ class SizeRequest:
     prices: Optional[str] = None
     include_spot: bool = False
     fine: bool = False
-    failures_per_1000_gpu_days: float = sizing.runtime.LLAMA3_INTERRUPTIONS_PER_GPU_HOUR * 24 * 1000
+    failures_per_1000_gpu_days: float = sizing.runtime.LLAMA3_INTERRUPTIONS_PER_1000_GPU_DAYS
     restart_minutes: float = 10.0
     checkpoint_gbytes_per_s_per_node: float = 1.0
     workers: int = 2
@@ -289,14 +290,12 @@ def choice_label(o: sizing.Option | None) -> str:
     return "-" if o is None else f"{o.offering.name} x {o.num_gpus}: {o.days:.1f} days, ${o.usd:,.0f}"
 
 
-def stability_rows(args: SizeRequest, base: dict, grid: str, assumed: whatif.WhatIf | None = None) -> list[dict]:
-    """The sizing again under each value of --what-if-grid, beside the standing --what-if assumptions
-    (`assumed`): do the choices stay the same?"""
-    from planner.search.stability import parse_grid
-
+def stability_rows(args: SizeRequest, base: dict, grid: list[whatif.WhatIf]) -> list[dict]:
+    """The sizing again under each value of --what-if-grid, each with the standing --what-if assumptions
+    beside it (whatif.beside): do the choices stay the same?"""
     same = lambda a, b: a is not None and b is not None and (a.offering.name, a.num_gpus) == (b.offering.name, b.num_gpus)  # noqa: E731
     rows = []
-    for wi in whatif.beside(assumed or whatif.WhatIf(), parse_grid(grid)[1]):
+    for wi in grid:
         r = size(args, wi)
         rows.append({"assumption": wi.label(), "cheapest": choice_label(r["cheapest"]),
                      "fastest": choice_label(r["fastest"]), "cheapest_stays": same(r["cheapest"], base["cheapest"]),
