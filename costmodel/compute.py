@@ -64,12 +64,20 @@ def large_gemm_fraction(gpu: Gpu, precision: str, eff: Efficiency) -> float:
     """Fraction of the dense peak the largest GEMMs reach: this GPU's measured maximum achievable
     matmul (MAMF, Gpu.matmul_fraction) when the catalog has it, else its generation's value from the
     measured parts of that generation (Efficiency tables). Low-precision formats share the 8-bit
-    measurement (MXFP8 and NVFP4 GEMMs run on the same tensor cores at their own peak)."""
+    measurement (MXFP8 and NVFP4 GEMMs run on the same tensor cores at their own peak). Where neither the
+    GPU nor its generation has a low-precision measurement (the AMD parts), the GPU's bf16 fraction stands
+    for it: the same share of its low-precision peak, as the measured Blackwell parts nearly reach (fp8
+    0.744 against bf16 0.764; Hopper's fp8 is lower, 0.709 against 0.803). A GPU with no measurement of its
+    own in a generation the table lacks has no basis (planner's GPU spec refuses it)."""
     key = "bf16" if precision in ("bf16", "fp16", "fp32") else "fp8"
     if key in gpu.matmul_fraction:
         return gpu.matmul_fraction[key]
+    if key == "fp8" and gpu.generation not in eff.fp8_matmul_peak_fraction:
+        return large_gemm_fraction(gpu, "bf16", eff)
     table = eff.matmul_peak_fraction if key == "bf16" else eff.fp8_matmul_peak_fraction
-    return table.get(gpu.generation, 0.75)
+    if gpu.generation not in table:
+        raise ValueError(f"gpu {gpu.name}: no measured GEMM rate for it or its generation {gpu.generation!r}")
+    return table[gpu.generation]
 
 
 def gemm_seconds(m: int, n: int, k: int, gpu: Gpu, precision: str, eff: Efficiency) -> float:
@@ -414,7 +422,13 @@ def logits_seconds(model: Model, batch: int, tp: int, gpu: Gpu, precision: str, 
 
 
 def optimizer_seconds(params_owned: float, gpu: Gpu, eff: Efficiency, state_bytes: float = 12.0) -> float:
-    """Mixed-precision Adam update, memory bound: per owned parameter read the optimizer states
-    (`state_bytes`: fp32 master, m, v: 12 B) and a 4-byte gradient, write the states back and the
-    16-bit copy: 30 B with fp32 states."""
+    """Mixed-precision Adam update, memory bound (the fused Adam kernels of apex and Transformer Engine read
+    and write each tensor once): per owned parameter read the optimizer states (`state_bytes`: fp32 master,
+    m, v: 12 B, ZeRO Sec 3.1's K) and an fp32 main gradient (Megatron-core's optimizers step on fp32
+    main_grad whatever dtype the gradients were reduced in), write the states back and the 16-bit copy: 30 B
+    with fp32 states. Assumes 16-bit weights beside the states: fp32 training (8 B of moments, the weights
+    read and written, 28 B) and precision-aware bf16 states beside low-precision parameters (8 B held,
+    memory.state_bytes_per_param, against the 6 B the caller passes) are priced as 30 and 18 B; the update
+    is under 0.1% of a step either way (a change to 28 and 20 B moved the out-of-sample ratchets of
+    tests/test_fidelity.py by 0.005 points, 2026-12-06, and was not made)."""
     return (2.0 * state_bytes + 6.0) * params_owned / (gpu.hbm_bandwidth_bytes_per_second * eff.hbm_efficiency)

@@ -303,9 +303,11 @@ def op_sac_moe_gemms(model: Model) -> list[tuple[int, int, int]]:
 
 def selective_recompute_flops(model: Model, batch: int, modules: tuple[str, ...], index: int = -1) -> float:
     """Forward FLOPs Megatron's selective recompute replays for `modules` (types.RECOMPUTE_MODULES):
-    the attention core (Korthikanti eq. 8), MLA's up projections, a dense layer's MLP, an MoE layer's
-    whole MLP (router, the k routed experts, the shared experts) or its shared experts alone; the
-    norms and the experts' activation function are elementwise (no matmul FLOPs)."""
+    the attention core (one forward of its two s x s matmuls, 4 b s^2 h over the full square: what the replay
+    runs; Korthikanti et al. 2022 eq. 8 adds 12 b s^2 h, s/3h against the MFU's s/6h, three such forwards,
+    which its Table 5 HFUs use, so HFU here is 0.5-1.5 points under that table's), MLA's up projections, a
+    dense layer's MLP, an MoE layer's whole MLP (router, the k routed experts, the shared experts) or its
+    shared experts alone; the norms and the experts' activation function are elementwise (no matmul FLOPs)."""
     tokens = batch * model.seq_length
     dense = index < 0 or not model.is_moe_layer(index)
     out = layer_attention_flops(model, batch, index) if "core_attn" in modules else 0.0
@@ -326,7 +328,8 @@ def recompute_flops_per_layer(model: Model, batch: int, recompute: str, index: i
     """Extra forward FLOPs one layer spends re-materialising activations in backward.
 
     full: the whole layer forward again (Narayanan eq. 3 counts 4 passes instead of 3).
-    selective: the `modules` Megatron replays; the attention core alone is Korthikanti's eq. 8.
+    selective: the `modules` Megatron replays (selective_recompute_flops: the attention core's one forward,
+    not the three Korthikanti's eq. 8 counts).
     op: torchtitan's per-op selective AC: every second matmul of a dense layer's projections as the stack
     writes them (`projections`); on an MoE layer every second linear and every routed expert GEMM
     (op_sac_moe_gemms, one QKV GEMM).

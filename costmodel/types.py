@@ -299,9 +299,6 @@ class Plan:
     __hash__ = _cached_hash
     __getstate__ = _state_without_hash
 
-    __hash__ = _cached_hash
-    __getstate__ = _state_without_hash
-
     tp: int = 1
     pp: int = 1
     dp: int = 1
@@ -495,17 +492,23 @@ class Efficiency:
     # Large-GEMM efficiency per generation, for GPUs whose catalog row has no measurement of its own
     # (compute.large_gemm_fraction): measured max achievable bf16 matmul / dense peak (stas00/
     # ml-engineering accelerator table: A100 271.2/312, H100 794.5/989; Blackwell: the mean of the
-    # measured parts, B200 0.776, GB200 0.729, B300 0.786). Hopper BF16 rows come out 7-10% fast with it
-    # (README, "Out of sample"): a short best-of-shapes figure on a power-limited part; kept, as no source
-    # gives a sustained rate.
+    # measured parts, B200 0.776, GB200 0.729, B300 0.786; CDNA3: the mean of MI300X 668.4/1300 = 0.514 and
+    # MI325X 784.9/1300 = 0.604; CDNA4: MI355X 1565/2500, its one measured part). Ada has no measured part: it
+    # takes the nearest measured generation's, Hopper's (the same fourth-generation tensor cores and FP8
+    # formats; catalogs/gpus.yaml L40S notes). Hopper BF16 rows come out 7-10% fast with it (README, "Out of
+    # sample"): a short best-of-shapes figure on a power-limited part; kept, as no source gives a sustained rate.
+    # A generation absent here (volta, cdna2, other) has no basis: its GPUs need a measured rate of their own.
     matmul_peak_fraction: dict[str, float] = field(
-        default_factory=lambda: {"ampere": 0.87, "hopper": 0.80, "blackwell": 0.764, "ada": 0.80, "cdna3": 0.60}
+        default_factory=lambda: {"ampere": 0.87, "hopper": 0.80, "blackwell": 0.764, "ada": 0.80, "cdna3": 0.559,
+                                 "cdna4": 0.626}
     )
     # FP8 GEMMs reach a smaller fraction of their (2x) peak: Azure AI-benchmarking-guide cuBLASLt FP8
     # GEMM, ND H100 v5 1382 of 1979 TFLOP/s (32768^3); Blackwell: the mean of the measured fp8 MAMF of
-    # B200 0.763, GB200 0.723, B300 0.745 (catalogs/gpus.yaml, stas00 table).
+    # B200 0.763, GB200 0.723, B300 0.745 (catalogs/gpus.yaml, stas00 table); Ada: Hopper's, as above. A
+    # generation with no low-precision GEMM measured (CDNA3, CDNA4: no fp8 MAMF published) is absent: its
+    # parts take their own bf16 fraction (compute.large_gemm_fraction).
     fp8_matmul_peak_fraction: dict[str, float] = field(
-        default_factory=lambda: {"hopper": 0.70, "blackwell": 0.744, "ada": 0.70, "cdna3": 0.50}
+        default_factory=lambda: {"hopper": 0.70, "blackwell": 0.744, "ada": 0.70}
     )
     # Multiplies both tables above; 1.0 = the published figures. Set per cluster from timed steps
     # (Cluster.matmul_efficiency_scale, `planner calibrate --step-times`), applied in stage.stage_cost.

@@ -1380,7 +1380,8 @@ HUGE_MODEL = {"name": "huge", "num_layers": "4096", "hidden_size": "262144", "nu
               "training_tokens": "1e17"}
 EXTREME_GPU = {"name": "extreme", "generation": "other", "memory_gib": "4096",
                "dense_tflops": {"bf16": "100000", "fp8": "100000"}, "hbm_bandwidth_gbytes_per_s": "100000",
-               "nvlink_bandwidth_gbytes_per_s": "10000", "tdp_watts": "100000"}
+               "nvlink_bandwidth_gbytes_per_s": "10000", "tdp_watts": "100000",
+               "measured_matmul_bf16_tflops": "80000"}  # generation other: no generation's rate to take
 
 
 def extreme_cases() -> Iterator[Case]:

@@ -306,6 +306,10 @@ class GpuSpec(Spec):
             raise ValueError("dense_tflops needs at least a bf16 or fp16 entry")
         if self.power_limit_watts is not None and self.tdp_watts is None:
             raise ValueError("power_limit_watts needs tdp_watts (the board power the peaks are rated at)")
+        own_bf16 = self.measured_matmul_bf16_tflops or self.derived_matmul_bf16_tflops
+        if not own_bf16 and self.generation not in cm.Efficiency().matmul_peak_fraction:
+            raise ValueError(f"no GEMM rate measured on a {self.generation} GPU for the cost model to take: give "
+                             "measured_matmul_bf16_tflops (the best large bf16 GEMM measured on this GPU)")
         for fmt in ("bf16", "fp8"):
             if getattr(self, f"measured_matmul_{fmt}_tflops") and getattr(self, f"derived_matmul_{fmt}_tflops"):
                 raise ValueError(f"derived_matmul_{fmt}_tflops beside measured_matmul_{fmt}_tflops: give one")
