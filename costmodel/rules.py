@@ -191,6 +191,9 @@ def _choice_rules(model: Model, plan: Plan) -> list[str]:
         out.append(f"optimizer_states must be fp32 or bf16 (got {plan.optimizer_states})")
     if plan.offload_layers < 0:
         out.append("offload_layers must be >= 0")
+    elif plan.offload_layers * plan.pp >= model.num_layers:  # transformer_config.py @ d98e8a64: < num_layers
+        out.append(f"offload_layers ({plan.offload_layers}) must leave a layer of each pipeline stage on the GPU: "
+                   f"below num_layers / pp ({model.num_layers} / {plan.pp})")
     out += _offload_module_rules(model, plan)
     if plan.sequence_parallel and plan.tp == 1:
         out.append("sequence parallel needs tp > 1 (with tp = 1 it does nothing)")

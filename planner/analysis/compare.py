@@ -8,6 +8,7 @@ it names a plan that does not fit in its GPU's memory.
 from __future__ import annotations
 
 from planner.analysis import explain
+from planner.inputs import limits as L
 
 SAME = (("model", "model"), ("cluster", "cluster"), ("gpu", "GPU"), ("num_gpus", "GPU count"),
         ("seq_length", "sequence length"))
@@ -50,6 +51,10 @@ def compare(a: dict, b: dict) -> dict:
         why = explain.why_faster(fast, slow)
     misfits = [name for name, d in (("A", a), ("B", b)) if d.get("fits") is False]
     warnings = ([f"the plans are for different jobs: {'; '.join(diffs)}"] if diffs else [])
+    if not tie and abs(ka - kb) < L.MIN_GAIN * max(abs(ka), abs(kb)):
+        warnings.append(f"the {measure}s differ by {abs(ka - kb) / max(abs(ka), abs(kb)):.2%}, under "
+                        f"{L.MIN_GAIN:.0%}: far inside the model's error on published runs (`planner validate`); "
+                        "read the two as equal")
     warnings += [f"{name} does not fit in GPU memory ({_gib(d['memory_per_gpu_bytes'])} of "
                  f"{_gib(d.get('memory_capacity_bytes'))} per GPU)" for name, d in (("A", a), ("B", b))
                  if name in misfits]

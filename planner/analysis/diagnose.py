@@ -18,10 +18,11 @@ from costmodel.topology import domain_size, ep_ranks_per_domain
 from planner.analysis.cpnote import MIN_CP_TOKENS
 from planner.analysis.score import Scored, score
 from planner.frameworks import REGISTRY
+from planner.inputs import limits as L
+from planner.inputs.plans import plan_to_dict
 from planner.frameworks.base import Machine, offload_layer_counts, violations
 
 COMM_PARTS = ("tp_comm", "cp_comm", "ep_comm", "pp_comm", "dp_comm_exposed")
-MIN_GAIN = 0.01  # a lever is shown when it saves at least 1% per sample
 SHARE_PARTS = ("compute", "recompute", "tp_comm", "cp_comm", "ep_comm", "moe_sync", "pp_comm", "offload", "dp_comm_exposed",
                "pp_bubble", "optimizer", "overhead")
 
@@ -74,6 +75,10 @@ LEVERS = (
           lambda p, c, m: _if(p.zero_stage >= 2, p, zero_stage=1)),
     Lever("selective instead of full recompute", "more activation memory",
           lambda p, c, m: _if(p.recompute == "full", p, recompute="selective")),
+    Lever("full recompute", "each layer keeps only its input and replays its forward in backward: about a third "
+          "more compute for the least activation memory (Megatron --recompute-granularity full, DeepSpeed "
+          "activation checkpointing, torchtitan activation_checkpoint.mode full)",
+          lambda p, c, m: _if(p.recompute != "full", p, recompute="full")),
     Lever("2x interleaved pipeline stages", "more p2p messages; needs layers divisible by pp*vpp",
           lambda p, c, m: _if(p.pp > 1 and p.num_microbatches % p.pp == 0, p, vpp=2 * p.vpp, stage_layers=())),
     Lever("lower tensor parallelism", "each GPU holds more of every layer's weights and activations; more "
@@ -217,7 +222,7 @@ def try_levers(base: Scored, eff: cm.Efficiency | None = None, frameworks: tuple
     """Every lever that applies, is legal (to the cost model, to the framework whose feature it is, and to
     one of `frameworks` that runs the plan: suggest's --framework, or all of them), keeps the plan fields
     `keep` (suggest's --fix), fits in `memory_fraction` of the GPU (suggest's --max-memory-fraction) and
-    helps, re-scored; fastest per sample first. Helping is saving MIN_GAIN per sample, or making a plan
+    helps, re-scored; fastest per sample first. Helping is saving L.MIN_GAIN per sample, or making a plan
     that does not fit (in `base_fraction` of the GPU, estimate's verdict; else `memory_fraction`) fit. Two
     levers that give one plan show once, under the first's name."""
     model = base.model.to_model()
@@ -237,7 +242,7 @@ def try_levers(base: Scored, eff: cm.Efficiency | None = None, frameworks: tuple
                    and framework_allows(lever, model, base.plan, plan, base.cluster)
                    and one_runs(running, model, plan, machine)]
         helps = [r for r in results if fits(r.scored, memory_fraction)
-                 and (r.per_sample_seconds() < base_per_sample * (1 - MIN_GAIN) or not base_fits)]
+                 and (r.per_sample_seconds() < base_per_sample * (1 - L.MIN_GAIN) or not base_fits)]
         if helps:  # a lever with several settings shows its best
             best = min(helps, key=LeverResult.per_sample_seconds)
             seen.add(best.scored.plan)
@@ -285,5 +290,6 @@ def diagnosis_dict(base: Scored, threshold: float, levers: list[LeverResult]) ->
             "memory_per_gpu_bytes": r.scored.est.memory_per_gpu_bytes,
             "usd_per_step": r.scored.est.usd_per_step,
             "global_batch_size": r.scored.plan.global_batch_size,
+            "plan": plan_to_dict(r.scored.plan),
         } for r in levers],
     }

@@ -41,6 +41,7 @@ def estimate_report(model: ModelSpec, cluster: cm.Cluster, plan_spec: PlanSpec, 
         alt = score.score(model, whatif.apply_cluster(cluster, wi), plan, whatif.apply_efficiency(cm.Efficiency(), wi))
         d["what_if"] = {"assumptions": wi.label(), "estimate": score.to_dict(alt)}
         d["warnings"] += whatif.imbalance_ceiling(model.to_model(), plan, wi)
+        d["warnings"] += whatif.unchanged_warning(wi, d, d["what_if"]["estimate"])
     return d
 
 

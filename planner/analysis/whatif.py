@@ -30,6 +30,12 @@ BOUNDS = {"scale": (1e-3, 1e3), "matmul_efficiency": (L.MIN_EFFICIENCY_SCALE, L.
           "imbalance": (1.0, 64.0)}  # price and power: the bounds a cluster file's own fields have
 
 
+# The lowest power cap over rated board power NVIDIA documents a GPU accepting (DGX B200 User Guide, "Managing
+# Power Capping", docs.nvidia.com/dgx/dgxb200-user-guide/power-capping.html: PowerLimitWatts AllowableMin 200 of
+# AllowableMax 1000 W); below it the cube-root clock law (power_capped_clock_fraction) would price a limit no GPU takes.
+MIN_POWER_FRACTION = 0.2
+
+
 @dataclass(frozen=True)
 class WhatIf:
     scales: dict[str, float] = field(default_factory=dict)
@@ -128,6 +134,10 @@ def apply_cluster(cluster: cm.Cluster, wi: WhatIf) -> cm.Cluster:
     if wi.power_watts is not None:
         if cluster.gpu.tdp_watts <= 0:
             raise PlannerError(f"--what-if power={wi.power_watts:g}: GPU {cluster.gpu.name} has no tdp_watts in its spec")
+        if wi.power_watts < MIN_POWER_FRACTION * cluster.gpu.tdp_watts:
+            raise PlannerError(f"--what-if power={wi.power_watts:g}: below {MIN_POWER_FRACTION:g} of "
+                               f"{cluster.gpu.name}'s {cluster.gpu.tdp_watts:g} W, under any power limit NVIDIA's "
+                               "GPUs accept")
         gpu = replace(gpu, tensor_clock_fraction=power_capped_clock_fraction(wi.power_watts, cluster.gpu.tdp_watts))
     out = replace(
         cluster, gpu=gpu,
@@ -160,6 +170,17 @@ def apply_efficiency(eff: cm.Efficiency, wi: WhatIf) -> cm.Efficiency:
     `imbalance=x` sets the busiest expert rank's share of routed rows."""
     eff = scale_matmul_efficiency(eff, wi.scales.get("matmul_efficiency", 1.0))
     return eff if wi.imbalance is None else replace(eff, moe_routing_imbalance=wi.imbalance)
+
+
+def unchanged_warning(wi: WhatIf, base: dict, alt: dict) -> list[str]:
+    """A warning when the assumptions change none of the plan's figures (`base` and `alt`: score.to_dict of the
+    plan as given and under them): NVLink scaled on a cluster without it, the network for a job inside one
+    NVLink domain, RDMA set where the cluster has it, a power cap at or above the rated power."""
+    keys = ("step_time_s", "memory_per_gpu_bytes", "usd_per_step")
+    if any(base[k] != alt[k] for k in keys):
+        return []
+    return [f"what if {wi.label()}: no figure of this plan changes (the plan uses no link, rate or price the "
+            "assumption sets, or the cluster already has it)"]
 
 
 def imbalance_ceiling(model: cm.Model, plan: cm.Plan, wi: WhatIf) -> list[str]:

@@ -43,6 +43,9 @@ MAX_DAYS = 36500.0
 # The share of GPU memory a plan may fill by default: suggest's --max-memory-fraction, and what estimate's levers
 # must fit in (the cost model already adds its fixed overhead; the rest is headroom for the allocator).
 MEMORY_FRACTION = 0.9
+# Two figures closer than this share are not told apart: a lever is shown when it saves at least this much per
+# sample (analysis/diagnose.py), and compare calls two plans this close equal (analysis/compare.py).
+MIN_GAIN = 0.01
 # planner size's run assumptions and scan
 MAX_FAILURES_PER_1000_GPU_DAYS = 1000.0
 MAX_RESTART_MINUTES = MAX_DAYS * 1440

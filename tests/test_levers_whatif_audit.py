@@ -1,0 +1,104 @@
+"""What an audit of estimate's levers, what-ifs, compare and the GEMM-rate fallbacks (2026-12-06, the fifty-first
+session) found: each answered right now, said, or refused in one line."""
+import json
+
+import pytest
+from conftest import one_line_error
+from test_compare import est
+
+from costmodel import types as cm
+from costmodel.compute import large_gemm_fraction
+from planner.analysis.compare import compare
+from planner.commands.main import main
+from planner.inputs.catalogs import resolve_gpu
+from planner.inputs.specs import GpuSpec
+
+QWEN_EP8 = ["estimate", "qwen3-30b-a3b", "dgx-h100", "--gpus", "8", "--gbs", "64", "--tp", "1", "--pp", "1",
+            "--mbs", "1", "--zero", "1", "--ep", "8"]
+
+
+def estimate_json(capsys, argv):
+    assert main([*argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_full_recompute_is_a_lever_for_a_plan_that_does_not_fit(capsys):
+    """Qwen3-30B-A3B on 8 H100 at ep 8 without recompute holds 93.6 GiB; the levers offered only selective
+    variants (73 GiB, over the 72 GiB headroom) and said no lever fits, while full recompute fits."""
+    out = estimate_json(capsys, QWEN_EP8)
+    assert out["fits"] is False
+    lever = next(x for x in out["diagnosis"]["levers"] if x["lever"] == "full recompute")
+    assert lever["plan"]["recompute"] == "full"
+    assert lever["memory_per_gpu_bytes"] <= 0.9 * out["memory_capacity_bytes"]
+    # the plan the lever carries is the one it scored: estimated as it stands, the same step
+    again = estimate_json(capsys, [*QWEN_EP8, "--recompute", "full"])
+    assert again["step_time_s"] == pytest.approx(lever["step_time_s"], rel=1e-12)
+
+
+def test_every_lever_carries_its_whole_plan(capsys):
+    out = estimate_json(capsys, ["estimate", "examples/seed-20b.yaml", "dgx-a100", "--gpus", "64", "--zero", "3",
+                                 "--grad-dtype", "fp32", "--no-overlap"])
+    levers = out["diagnosis"]["levers"]
+    assert levers and all(set(x["plan"]) == set(out["plan"]) for x in levers)
+    overlap = next(x for x in levers if x["lever"].startswith("overlap DP"))
+    assert overlap["plan"]["overlap_dp_comm"] is True and out["plan"]["overlap_dp_comm"] is False
+
+
+def test_a_power_cap_below_what_a_gpu_accepts_is_refused(capsys):
+    # H100 SXM: 700 W rated; NVIDIA's guide shows 200 of 1000 W the lowest cap, a fifth: 140 W here
+    one_line_error(capsys, ["estimate", "llama3-8b", "dgx-h100", "--gpus", "8", "--tp", "8", "--what-if",
+                            "power=139"], "power=139", "700 W")
+    assert main(["estimate", "llama3-8b", "dgx-h100", "--gpus", "8", "--tp", "8", "--what-if", "power=140"]) == 0
+
+
+@pytest.mark.parametrize("assumption", ["power=1000", "network=0.5", "rdma=true"])
+def test_a_what_if_that_moves_nothing_says_so(capsys, assumption):
+    # one DGX H100 node: the network carries nothing; a cap above the 700 W rating slows nothing; RDMA it has
+    out = estimate_json(capsys, ["estimate", "llama3-8b", "dgx-h100", "--gpus", "8", "--tp", "8", "--what-if",
+                                 assumption])
+    assert any("no figure of this plan changes" in w for w in out["warnings"])
+
+
+def test_a_what_if_that_moves_something_says_nothing_of_the_kind(capsys):
+    out = estimate_json(capsys, ["estimate", "llama3-8b", "dgx-h100", "--gpus", "8", "--tp", "8", "--what-if",
+                                 "nvlink=0.5"])
+    assert not any("no figure of this plan changes" in w for w in out["warnings"])
+
+
+def test_compare_calls_plans_within_one_percent_equal():
+    # 10.00 s against 10.05 s: 0.5% apart, under the 1% a lever must save to be shown
+    close = compare(est(step=10.0), est(step=10.05))
+    assert close["faster"] == "A" and any("read the two as equal" in w for w in close["warnings"])
+    apart = compare(est(step=10.0), est(step=10.2))  # 2% apart
+    assert not any("read the two as equal" in w for w in apart["warnings"])
+
+
+def test_fp8_gemms_of_a_part_no_low_precision_measurement_covers_take_its_bf16_share():
+    # MI355X: 1565 of 2500 TFLOP/s measured in bf16 (stas00 MAMF table), nothing in fp8 for any CDNA part
+    mi355x = resolve_gpu("mi355x-288gb").to_gpu()
+    eff = cm.Efficiency()
+    assert large_gemm_fraction(mi355x, "bf16", eff) == pytest.approx(1565 / 2500)
+    assert large_gemm_fraction(mi355x, "mxfp4", eff) == pytest.approx(1565 / 2500)
+    # MI350X has no measurement: its generation's one measured part's share, in bf16 and below
+    mi350x = resolve_gpu("mi350x-288gb").to_gpu()
+    assert large_gemm_fraction(mi350x, "bf16", eff) == pytest.approx(0.626)
+    assert large_gemm_fraction(mi350x, "fp8", eff) == pytest.approx(0.626)
+    # H100 keeps its own fp8 measurement (1402.6 of 1979)
+    h100 = resolve_gpu("h100-sxm-80gb").to_gpu()
+    assert large_gemm_fraction(h100, "fp8", eff) == pytest.approx(1402.6 / 1979)
+
+
+def test_a_gpu_of_a_generation_with_no_measured_part_needs_its_own_rate():
+    spec = {"name": "x", "generation": "other", "memory_gib": 80, "dense_tflops": {"bf16": 500},
+            "hbm_bandwidth_gbytes_per_s": 3000}
+    with pytest.raises(ValueError, match="measured_matmul_bf16_tflops"):
+        GpuSpec.model_validate(spec)
+    gpu = GpuSpec.model_validate({**spec, "measured_matmul_bf16_tflops": 400}).to_gpu()
+    assert large_gemm_fraction(gpu, "bf16", cm.Efficiency()) == pytest.approx(0.8)
+
+
+def test_offloading_every_layer_of_a_stage_is_refused(capsys):
+    # Qwen3-30B-A3B has 48 layers; --offload-layers 4096 was priced as 47 and answered
+    one_line_error(capsys, [*QWEN_EP8, "--offload-layers", "4096"], "offload_layers (4096)", "48 / 1")
+    one_line_error(capsys, [*QWEN_EP8, "--offload-layers", "48"], "offload_layers (48)")
+    assert main([*QWEN_EP8, "--offload-layers", "47"]) == 0
