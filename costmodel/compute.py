@@ -81,7 +81,11 @@ def large_gemm_fraction(gpu: Gpu, precision: str, eff: Efficiency) -> float:
 
 
 def gemm_seconds(m: int, n: int, k: int, gpu: Gpu, precision: str, eff: Efficiency) -> float:
-    """Roofline time of one (m x k) @ (k x n) GEMM."""
+    """Roofline time of one (m x k) @ (k x n) GEMM (Williams et al. 2009, "Roofline", CACM 52(4)): the slower of
+    its FLOPs at the achieved fraction of the sustained peak and its bytes at the elementwise HBM rate. The
+    fraction is the large-GEMM one (large_gemm_fraction) times x / (x + matmul_half_dim), x = min(m, n): small
+    output dimensions fill fewer tiles and waves (a saturation law whose half point is fitted, Efficiency).
+    Assumes each operand read once in `precision` and a 16-bit output written once; k sets only the FLOPs."""
     flops = 2.0 * m * n * k
     x = min(m, n)
     frac = min(1.0, large_gemm_fraction(gpu, precision, eff) * eff.matmul_efficiency_scale) * x / (x + eff.matmul_half_dim)
@@ -180,7 +184,9 @@ def attention_core_seconds(
 def attention_block_span(model: Model, index: int = -1, cp: int = 1) -> float:
     """Length of the blocks a fused attention kernel works on in layer `index` (what its achieved fraction
     grows with, flash_attention_fraction): the GPU's s/cp queries for a global layer, at most the window for
-    a local one."""
+    a local one. A layer whose queries see at least half the sequence on average (causal global attention)
+    counts as global. Assumes FlashAttention-2's tiling, one pass over each query block's keys (Dao 2023 Sec
+    3.1), so what limits its efficiency is how many keys a query block sweeps."""
     s = model.seq_length
     if attention_keys_per_query(model, index, causal=True) >= s / 2:
         return s / cp

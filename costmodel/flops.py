@@ -104,6 +104,8 @@ def mlp_matrices(model: Model) -> int:
 
 
 def dense_mlp_parameters(model: Model) -> int:
+    """Weights of one dense layer's MLP, biases left out: two h x ffn matrices, three when gated (GLU variants,
+    Shazeer 2020, arXiv:2002.05202 Sec 2; mlp_matrices)."""
     return mlp_matrices(model) * model.hidden_size * model.ffn
 
 

@@ -88,7 +88,9 @@ def mlp_work(model, tokens: int, tp: int, layout: ExpertLayout) -> Work:
 
 def shared_work(model, tokens: int, tp: int) -> Work:
     """Forward work of the shared experts on one GPU (none: empty): a TP-split dense MLP of the shared
-    width, its activation (gated: read 2 x width, write width, 16-bit) and its GEMM inputs' casts."""
+    width, its activation (gated: read 2 x width, write width, 16-bit) and its GEMM inputs' casts. Every token
+    goes through them (DeepSeekMoE, Dai et al. 2024, arXiv:2401.06066 Sec 3.2; Megatron-core
+    moe/shared_experts.py SharedExpertMLP, an MLP over the whole micro-batch)."""
     h, shared = model.hidden_size, model.moe.shared_ffn_hidden_size
     if not shared:
         return Work([], 0.0, 0.0, 0.0, 0.0)

@@ -74,11 +74,18 @@ def cp_exchange_violations(model: Model, cluster: Cluster, plan: Plan) -> list[s
 
 
 def _dispatch_dtype_rules(plan: Plan) -> list[str]:
-    """A token dispatch in a low precision (Plan.ep_dispatch_dtype) needs expert ranks to send to."""
+    """What shapes the token exchange (a low-precision dispatch, Plan.ep_dispatch_dtype; DeepEP's dispatcher;
+    the A2A overlap) needs expert ranks to send to: with ep x etp = 1 there is no exchange to shape."""
     if plan.ep_dispatch_dtype not in DISPATCH_DTYPES:
         return [f"ep_dispatch_dtype must be {' or '.join(DISPATCH_DTYPES)} (got {plan.ep_dispatch_dtype})"]
-    if plan.ep_dispatch_dtype != "bf16" and plan.ep * plan.etp <= 1:
+    if plan.ep * plan.etp > 1:
+        return []
+    if plan.ep_dispatch_dtype != "bf16":
         return [f"an {plan.ep_dispatch_dtype.upper()} token dispatch needs more than one expert rank to send to"]
+    if plan.ep_dispatch == "deepep":
+        return ["the DeepEP dispatcher needs more than one expert rank to send to (ep x etp > 1)"]
+    if plan.ep_overlap:
+        return ["ep_overlap overlaps the expert-parallel exchanges: with one expert rank there are none (ep x etp > 1)"]
     return []
 
 

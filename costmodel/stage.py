@@ -626,7 +626,7 @@ def layer_overhead_seconds(plan: Plan, eff: Efficiency) -> float:
     return 0.0 if plan.full_iteration_graph else eff.layer_overhead_seconds
 
 
-def layer_tp_comm_seconds(plan: Plan, lt: LayerTimes, ar: float, eff: Efficiency, exchanges: int,
+def layer_tp_comm_seconds(plan: Plan, lt: LayerTimes, allreduce_seconds: float, eff: Efficiency, exchanges: int,
                           replayed: int) -> float:
     """One layer's TP collectives per micro-batch, as they show: `exchanges` all-reduce-sized ones in
     forward (tp_exchanges; 2 for a dense layer: attention and MLP), their backward's
@@ -637,14 +637,16 @@ def layer_tp_comm_seconds(plan: Plan, lt: LayerTimes, ar: float, eff: Efficiency
     if plan.tp <= 1:
         return 0.0
     if not plan.tp_comm_overlap:
-        return (exchanges + replayed) * ar + backward_tp_comm_seconds(plan, lt, ar, eff, exchanges)
+        return (exchanges + replayed) * allreduce_seconds + backward_tp_comm_seconds(plan, lt, allreduce_seconds, eff,
+                                                                                  exchanges)
     share, g = eff.collective_sm_share, lt.gemm_forward_seconds
-    forward = overlap.decomposed_exposed_seconds(exchanges * ar, g, plan.tp, share)
-    backward = overlap.decomposed_exposed_seconds(exchanges * ar, 2 * g, plan.tp, share)
+    forward = overlap.decomposed_exposed_seconds(exchanges * allreduce_seconds, g, plan.tp, share)
+    backward = overlap.decomposed_exposed_seconds(exchanges * allreduce_seconds, 2 * g, plan.tp, share)
     return (1 + replayed / exchanges) * forward + backward
 
 
-def backward_tp_comm_seconds(plan: Plan, lt: LayerTimes, ar: float, eff: Efficiency, exchanges: int) -> float:
+def backward_tp_comm_seconds(plan: Plan, lt: LayerTimes, allreduce_seconds: float, eff: Efficiency,
+                             exchanges: int) -> float:
     """One layer's backward TP collectives per micro-batch without tp_comm_overlap, as they show. Each
     exchange pairs a column-parallel linear (QKV, the MLP's up) with a row-parallel one (the output
     projection, the MLP's down); Korthikanti et al. 2022 Sec 4.2.2 (f and g, their conjugates under
@@ -656,7 +658,7 @@ def backward_tp_comm_seconds(plan: Plan, lt: LayerTimes, ar: float, eff: Efficie
     GEMMs and the re-gather beside the input-gradient GEMMs (overlap.beside_seconds; each as long as the
     layer's forward GEMMs, lt.gemm_forward_seconds, the window the TP overlap above takes too);
     otherwise every one shows whole."""
-    total = exchanges * ar
+    total = exchanges * allreduce_seconds
     if plan.sequence_parallel:
         waited, reduced = total / 2, total / 2
         regather = 0.0 if plan.sp_gathered else total / 2
@@ -689,10 +691,10 @@ def offload_seconds(model: Model, cluster: Cluster, plan: Plan, k: StageKernels,
     return out + n * exposed_copy_seconds(copy, lt)
 
 
-def exposed_copy_seconds(copy: float, lt: LayerTimes) -> float:
+def exposed_copy_seconds(copy_seconds: float, lt: LayerTimes) -> float:
     """One layer's copy to host in forward and back in backward, each beside that pass's compute on the
     copy engines' own stream: what the pass does not cover shows."""
-    return max(0.0, copy - lt.forward_seconds) + max(0.0, copy - lt.backward_seconds)
+    return max(0.0, copy_seconds - lt.forward_seconds) + max(0.0, copy_seconds - lt.backward_seconds)
 
 
 def module_offload_seconds(model: Model, cluster: Cluster, plan: Plan, k: StageKernels, mix: LayerMix) -> float:

@@ -312,12 +312,14 @@ def dp_costs(model: Model, cluster: Cluster, plan: Plan, stage: StageCost, eff: 
     return total + tied, dp_exposed_with_contention(total, plan, window, tail, eff) + tied
 
 
-def dp_exposed_with_contention(total: float, plan: Plan, window: float, tail: float, eff: Efficiency) -> float:
+def dp_exposed_with_contention(total_seconds: float, plan: Plan, window_seconds: float, tail_seconds: float,
+                               eff: Efficiency) -> float:
     """What the sync adds to the step: its exposed part (dataparallel.dp_exposed_seconds) or the
     slowdown its hidden part causes the compute it ran beside, whichever ends later
     (overlap.overlapped_cost_seconds)."""
-    exposed = dataparallel.dp_exposed_seconds(total, plan, window, tail, eff.dp_overlap_fraction)
-    return overlap.overlapped_cost_seconds(exposed, total - exposed, eff.collective_sm_share)
+    exposed = dataparallel.dp_exposed_seconds(total_seconds, plan, window_seconds, tail_seconds,
+                                              eff.dp_overlap_fraction)
+    return overlap.overlapped_cost_seconds(exposed, total_seconds - exposed, eff.collective_sm_share)
 
 
 def optimizer_step_seconds(cluster: Cluster, plan: Plan, stage: StageCost, eff: Efficiency) -> float:

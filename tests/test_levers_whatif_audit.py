@@ -102,3 +102,11 @@ def test_offloading_every_layer_of_a_stage_is_refused(capsys):
     one_line_error(capsys, [*QWEN_EP8, "--offload-layers", "4096"], "offload_layers (4096)", "48 / 1")
     one_line_error(capsys, [*QWEN_EP8, "--offload-layers", "48"], "offload_layers (48)")
     assert main([*QWEN_EP8, "--offload-layers", "47"]) == 0
+
+
+@pytest.mark.parametrize("flags, needle", [(["--ep-dispatch", "deepep"], "DeepEP dispatcher"),
+                                           (["--ep-overlap"], "ep_overlap")])
+def test_exchange_settings_without_expert_ranks_are_refused(capsys, flags, needle):
+    # at ep 1 the text hid them, the JSON kept them, and DeepEP with MoE graphs priced the host waits away
+    base = [*QWEN_EP8[:-2], "--gbs", "512", "--ep", "1"]
+    one_line_error(capsys, [*base, *flags], needle, "ep x etp > 1")
