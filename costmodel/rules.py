@@ -7,6 +7,7 @@ m % pp == 0, ...) live in the planner's framework filter, not here.
 from __future__ import annotations
 
 from . import topology
+from .pipeline import chunk_layers, stage_layer_counts
 from .lowp import FP8_RECIPES, LOW_PRECISIONS, WEIGHT_CASTS, is_low
 from .types import (ATTENTION_KERNELS, CP_COMMS, CROSS_ENTROPY, DISPATCH_DTYPES, GRAD_DTYPES, GRAD_SYNCS,
                     PIPELINE_BUFFERS, PRECISIONS, PROJECTIONS, RANK_ORDERS,
@@ -74,18 +75,11 @@ def cp_exchange_violations(model: Model, cluster: Cluster, plan: Plan) -> list[s
 
 
 def _dispatch_dtype_rules(plan: Plan) -> list[str]:
-    """What shapes the token exchange (a low-precision dispatch, Plan.ep_dispatch_dtype; DeepEP's dispatcher;
-    the A2A overlap) needs expert ranks to send to: with ep x etp = 1 there is no exchange to shape."""
+    """A token dispatch in a low precision (Plan.ep_dispatch_dtype) needs expert ranks to send to."""
     if plan.ep_dispatch_dtype not in DISPATCH_DTYPES:
         return [f"ep_dispatch_dtype must be {' or '.join(DISPATCH_DTYPES)} (got {plan.ep_dispatch_dtype})"]
-    if plan.ep * plan.etp > 1:
-        return []
-    if plan.ep_dispatch_dtype != "bf16":
+    if plan.ep_dispatch_dtype != "bf16" and plan.ep * plan.etp <= 1:
         return [f"an {plan.ep_dispatch_dtype.upper()} token dispatch needs more than one expert rank to send to"]
-    if plan.ep_dispatch == "deepep":
-        return ["the DeepEP dispatcher needs more than one expert rank to send to (ep x etp > 1)"]
-    if plan.ep_overlap:
-        return ["ep_overlap overlaps the expert-parallel exchanges: with one expert rank there are none (ep x etp > 1)"]
     return []
 
 
@@ -139,7 +133,20 @@ def _pipeline_rules(model: Model, plan: Plan) -> list[str]:
             out.append("stage_layers must give every pipeline rank at least one layer")
     elif model.num_layers < chunks:
         out.append(f"num_layers ({model.num_layers}) must be >= pp*vpp ({chunks}): every model chunk needs a layer")
-    return out
+    return out or _offload_rules(model, plan)
+
+
+def _offload_rules(model: Model, plan: Plan) -> list[str]:
+    """Whole layers offloaded (Plan.offload_layers) are a stage's: a layer of each stays on the GPU, as
+    Megatron-core asks of the whole model (transformer_config.py @ d98e8a64: cpu_offloading_num_layers below
+    num_layers)."""
+    if plan.offload_layers <= 0:
+        return []
+    fewest = min(stage_layer_counts(chunk_layers(model, plan), plan.pp, plan.vpp))
+    if plan.offload_layers < fewest:
+        return []
+    return [f"offload_layers ({plan.offload_layers}) must leave a layer of each pipeline stage on the GPU: below "
+            f"{fewest}, the fewest layers a stage holds"]
 
 
 def _choice_rules(model: Model, plan: Plan) -> list[str]:
@@ -198,9 +205,6 @@ def _choice_rules(model: Model, plan: Plan) -> list[str]:
         out.append(f"optimizer_states must be fp32 or bf16 (got {plan.optimizer_states})")
     if plan.offload_layers < 0:
         out.append("offload_layers must be >= 0")
-    elif plan.offload_layers * plan.pp >= model.num_layers:  # transformer_config.py @ d98e8a64: < num_layers
-        out.append(f"offload_layers ({plan.offload_layers}) must leave a layer of each pipeline stage on the GPU: "
-                   f"below num_layers / pp ({model.num_layers} / {plan.pp})")
     out += _offload_module_rules(model, plan)
     if plan.sequence_parallel and plan.tp == 1:
         out.append("sequence parallel needs tp > 1 (with tp = 1 it does nothing)")

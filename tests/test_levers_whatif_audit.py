@@ -33,6 +33,9 @@ def test_full_recompute_is_a_lever_for_a_plan_that_does_not_fit(capsys):
     # the plan the lever carries is the one it scored: estimated as it stands, the same step
     again = estimate_json(capsys, [*QWEN_EP8, "--recompute", "full"])
     assert again["step_time_s"] == pytest.approx(lever["step_time_s"], rel=1e-12)
+    # from selective recompute of chosen modules too (the lever kept them, which full recompute refuses)
+    out = estimate_json(capsys, [*QWEN_EP8, "--recompute", "selective", "--recompute-modules", "core_attn,moe_act"])
+    assert out["fits"] is False and "full recompute" in [x["lever"] for x in out["diagnosis"]["levers"]]
 
 
 def test_every_lever_carries_its_whole_plan(capsys):
@@ -68,7 +71,9 @@ def test_a_what_if_that_moves_something_says_nothing_of_the_kind(capsys):
 def test_compare_calls_plans_within_one_percent_equal():
     # 10.00 s against 10.05 s: 0.5% apart, under the 1% a lever must save to be shown
     close = compare(est(step=10.0), est(step=10.05))
-    assert close["faster"] == "A" and any("read the two as equal" in w for w in close["warnings"])
+    assert close["faster"] == "A" and "A and B differ by 0.5% in step time, under 1%" in close["warnings"][0]
+    tiny = compare(est(step=10.0), est(step=10.0003))  # 0.003%: not rounded to 0.00%
+    assert "differ by 0.003% in step time" in tiny["warnings"][0]
     apart = compare(est(step=10.0), est(step=10.2))  # 2% apart
     assert not any("read the two as equal" in w for w in apart["warnings"])
 
@@ -88,6 +93,14 @@ def test_fp8_gemms_of_a_part_no_low_precision_measurement_covers_take_its_bf16_s
     assert large_gemm_fraction(h100, "fp8", eff) == pytest.approx(1402.6 / 1979)
 
 
+def test_a_cluster_files_power_cap_keeps_to_the_same_floor_as_the_what_if():
+    spec = {"name": "x", "generation": "hopper", "memory_gib": 80, "dense_tflops": {"bf16": 989},
+            "hbm_bandwidth_gbytes_per_s": 3350, "tdp_watts": 700}
+    with pytest.raises(ValueError, match="below 0.2 of tdp_watts 700"):
+        GpuSpec.model_validate({**spec, "power_limit_watts": 10})  # was priced 3.8x slower
+    assert GpuSpec.model_validate({**spec, "power_limit_watts": 140}).power_limit_watts == 140
+
+
 def test_a_gpu_of_a_generation_with_no_measured_part_needs_its_own_rate():
     spec = {"name": "x", "generation": "other", "memory_gib": 80, "dense_tflops": {"bf16": 500},
             "hbm_bandwidth_gbytes_per_s": 3000}
@@ -99,14 +112,22 @@ def test_a_gpu_of_a_generation_with_no_measured_part_needs_its_own_rate():
 
 def test_offloading_every_layer_of_a_stage_is_refused(capsys):
     # Qwen3-30B-A3B has 48 layers; --offload-layers 4096 was priced as 47 and answered
-    one_line_error(capsys, [*QWEN_EP8, "--offload-layers", "4096"], "offload_layers (4096)", "48 / 1")
+    one_line_error(capsys, [*QWEN_EP8, "--offload-layers", "4096"], "offload_layers (4096)", "below 48")
     one_line_error(capsys, [*QWEN_EP8, "--offload-layers", "48"], "offload_layers (48)")
     assert main([*QWEN_EP8, "--offload-layers", "47"]) == 0
+    # each stage keeps one: Llama 3 8B split 4 + 28 over two stages offloads at most 3
+    uneven = ["estimate", "llama3-8b", "dgx-h100", "--gpus", "8", "--tp", "4", "--pp", "2", "--stage-layers", "4,28"]
+    one_line_error(capsys, [*uneven, "--offload-layers", "4"], "offload_layers (4)", "below 4")
+    assert main([*uneven, "--offload-layers", "3"]) == 0
 
 
-@pytest.mark.parametrize("flags, needle", [(["--ep-dispatch", "deepep"], "DeepEP dispatcher"),
-                                           (["--ep-overlap"], "ep_overlap")])
-def test_exchange_settings_without_expert_ranks_are_refused(capsys, flags, needle):
-    # at ep 1 the text hid them, the JSON kept them, and DeepEP with MoE graphs priced the host waits away
+
+def test_the_plan_line_names_the_exchange_settings_it_prices_at_ep_1(capsys):
+    # the JSON kept DeepEP and the overlap at ep 1 and the cost model priced them; the text line hid them
     base = [*QWEN_EP8[:-2], "--gbs", "512", "--ep", "1"]
-    one_line_error(capsys, [*base, *flags], needle, "ep x etp > 1")
+    assert main([*base, "--ep-dispatch", "deepep", "--ep-overlap"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("plan:"))
+    assert "DeepEP/HybridEP dispatch" in line and "EP overlap" in line
+    assert main(base) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("plan:"))
+    assert "dispatch" not in line

@@ -51,10 +51,10 @@ def compare(a: dict, b: dict) -> dict:
         why = explain.why_faster(fast, slow)
     misfits = [name for name, d in (("A", a), ("B", b)) if d.get("fits") is False]
     warnings = ([f"the plans are for different jobs: {'; '.join(diffs)}"] if diffs else [])
-    if not tie and abs(ka - kb) < L.MIN_GAIN * max(abs(ka), abs(kb)):
-        warnings.append(f"the {measure}s differ by {abs(ka - kb) / max(abs(ka), abs(kb)):.2%}, under "
-                        f"{L.MIN_GAIN:.0%}: far inside the model's error on published runs (`planner validate`); "
-                        "read the two as equal")
+    gap = abs(ka - kb) / max(abs(ka), abs(kb)) if not tie else 0.0
+    if not tie and gap < L.MIN_GAIN:
+        warnings.append(f"A and B differ by {100 * gap:.2g}% in {measure}, under {L.MIN_GAIN:.0%}: far inside the "
+                        "model's error on published runs (`planner validate`); read the two as equal")
     warnings += [f"{name} does not fit in GPU memory ({_gib(d['memory_per_gpu_bytes'])} of "
                  f"{_gib(d.get('memory_capacity_bytes'))} per GPU)" for name, d in (("A", a), ("B", b))
                  if name in misfits]

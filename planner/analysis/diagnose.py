@@ -78,7 +78,8 @@ LEVERS = (
     Lever("full recompute", "each layer keeps only its input and replays its forward in backward: about a third "
           "more compute for the least activation memory (Megatron --recompute-granularity full, DeepSpeed "
           "activation checkpointing, torchtitan activation_checkpoint.mode full)",
-          lambda p, c, m: _if(p.recompute != "full", p, recompute="full")),
+          lambda p, c, m: _if(p.recompute != "full", p, recompute="full",
+                              recompute_modules=cm.Plan().recompute_modules)),  # the modules are selective's
     Lever("2x interleaved pipeline stages", "more p2p messages; needs layers divisible by pp*vpp",
           lambda p, c, m: _if(p.pp > 1 and p.num_microbatches % p.pp == 0, p, vpp=2 * p.vpp, stage_layers=())),
     Lever("lower tensor parallelism", "each GPU holds more of every layer's weights and activations; more "

@@ -27,13 +27,8 @@ SCALES = ("network", "nvlink", "hbm", "matmul_efficiency")
 # to every routed token on one rank of a 64-way group (a plan's own ceiling is costmodel/moe.py max_imbalance).
 BOUNDS = {"scale": (1e-3, 1e3), "matmul_efficiency": (L.MIN_EFFICIENCY_SCALE, L.MAX_EFFICIENCY_SCALE),
           "price": (L.MIN_USD_PER_GPU_HOUR, L.MAX_USD_PER_GPU_HOUR), "power": (L.MIN_WATTS, L.MAX_WATTS),
-          "imbalance": (1.0, 64.0)}  # price and power: the bounds a cluster file's own fields have
-
-
-# The lowest power cap over rated board power NVIDIA documents a GPU accepting (DGX B200 User Guide, "Managing
-# Power Capping", docs.nvidia.com/dgx/dgxb200-user-guide/power-capping.html: PowerLimitWatts AllowableMin 200 of
-# AllowableMax 1000 W); below it the cube-root clock law (power_capped_clock_fraction) would price a limit no GPU takes.
-MIN_POWER_FRACTION = 0.2
+          "imbalance": (1.0, 64.0)}  # price and power: the bounds a cluster file's own fields have (and power at
+# least L.MIN_POWER_FRACTION of the GPU's rating, checked against it in apply_cluster, as GpuSpec does)
 
 
 @dataclass(frozen=True)
@@ -134,10 +129,10 @@ def apply_cluster(cluster: cm.Cluster, wi: WhatIf) -> cm.Cluster:
     if wi.power_watts is not None:
         if cluster.gpu.tdp_watts <= 0:
             raise PlannerError(f"--what-if power={wi.power_watts:g}: GPU {cluster.gpu.name} has no tdp_watts in its spec")
-        if wi.power_watts < MIN_POWER_FRACTION * cluster.gpu.tdp_watts:
-            raise PlannerError(f"--what-if power={wi.power_watts:g}: below {MIN_POWER_FRACTION:g} of "
-                               f"{cluster.gpu.name}'s {cluster.gpu.tdp_watts:g} W, under any power limit NVIDIA's "
-                               "GPUs accept")
+        floor = L.MIN_POWER_FRACTION * cluster.gpu.tdp_watts
+        if wi.power_watts < floor:
+            raise PlannerError(f"--what-if power={wi.power_watts:g}: below {floor:g} W, {L.MIN_POWER_FRACTION:g} of "
+                               f"{cluster.gpu.name}'s {cluster.gpu.tdp_watts:g} W ({L.MIN_POWER_FRACTION_SOURCE})")
         gpu = replace(gpu, tensor_clock_fraction=power_capped_clock_fraction(wi.power_watts, cluster.gpu.tdp_watts))
     out = replace(
         cluster, gpu=gpu,
@@ -180,7 +175,7 @@ def unchanged_warning(wi: WhatIf, base: dict, alt: dict) -> list[str]:
     if any(base[k] != alt[k] for k in keys):
         return []
     return [f"what if {wi.label()}: no figure of this plan changes (the plan uses no link, rate or price the "
-            "assumption sets, or the cluster already has it)"]
+            "assumption sets, the cluster already has it, or a power cap is at or above the GPU's rating)"]
 
 
 def imbalance_ceiling(model: cm.Model, plan: cm.Plan, wi: WhatIf) -> list[str]:

@@ -359,7 +359,7 @@ class Lever(Strict):
     memory_per_gpu_bytes: float = d("bytes on the fullest GPU with the lever")
     usd_per_step: float = d("dollars per step with the lever")
     global_batch_size: int = d("sequences per step with the lever")
-    plan: Plan = d("the plan the lever scored (estimate it, compare it or emit it as it stands)")
+    plan: Plan = d("the whole plan the lever scored: every field it changed")
 
 
 class Diagnosis(Strict):

@@ -46,6 +46,12 @@ MEMORY_FRACTION = 0.9
 # Two figures closer than this share are not told apart: a lever is shown when it saves at least this much per
 # sample (analysis/diagnose.py), and compare calls two plans this close equal (analysis/compare.py).
 MIN_GAIN = 0.01
+# The lowest power cap over rated board power NVIDIA documents a GPU accepting: below it the cube-root clock law
+# (costmodel/compute.py power_capped_clock_fraction) would price a limit no GPU takes. A cluster file's
+# power_limit_watts and --what-if power both keep to it.
+MIN_POWER_FRACTION = 0.2
+MIN_POWER_FRACTION_SOURCE = ("the lowest cap NVIDIA documents a GPU accepting: 200 of 1000 W, DGX B200 User Guide, "
+                             "Managing Power Capping")
 # planner size's run assumptions and scan
 MAX_FAILURES_PER_1000_GPU_DAYS = 1000.0
 MAX_RESTART_MINUTES = MAX_DAYS * 1440

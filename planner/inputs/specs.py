@@ -306,6 +306,9 @@ class GpuSpec(Spec):
             raise ValueError("dense_tflops needs at least a bf16 or fp16 entry")
         if self.power_limit_watts is not None and self.tdp_watts is None:
             raise ValueError("power_limit_watts needs tdp_watts (the board power the peaks are rated at)")
+        if self.power_limit_watts is not None and self.power_limit_watts < L.MIN_POWER_FRACTION * self.tdp_watts:
+            raise ValueError(f"power_limit_watts {self.power_limit_watts:g} is below {L.MIN_POWER_FRACTION:g} of "
+                             f"tdp_watts {self.tdp_watts:g} ({L.MIN_POWER_FRACTION_SOURCE})")
         own_bf16 = self.measured_matmul_bf16_tflops or self.derived_matmul_bf16_tflops
         if not own_bf16 and self.generation not in cm.Efficiency().matmul_peak_fraction:
             raise ValueError(f"no GEMM rate measured on a {self.generation} GPU for the cost model to take: give "

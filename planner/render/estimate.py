@@ -59,15 +59,16 @@ LOSS_WORDS = {"vocab_parallel": "eager vocab-parallel loss", "fused": "fused 16-
 
 def moe_words(plan: dict) -> list[str]:
     """How an MoE plan moves its tokens, which the launch files must repeat: the dispatcher and the wire
-    format of what it sends to the experts, the A2A overlap and the MoE layers' CUDA graphs (none of them
-    applies without expert ranks)."""
-    if plan.get("ep", 1) * plan.get("etp", 1) <= 1:
-        return ["MoE CUDA graphs"] if plan.get("moe_cuda_graphs") else []
+    format of what it sends to the experts, the A2A overlap and the MoE layers' CUDA graphs. Without expert
+    ranks the default all-to-all exchanges nothing and goes unnamed; what a plan sets beyond it is named, as the
+    cost model prices it (DeepEP's fixed buffers decide the host wait, the overlap the warm-up's memory)."""
     dtype = plan.get("ep_dispatch_dtype", "bf16")
     if plan.get("ep_dispatch") == "deepep":  # the flex path: DeepEP/HybridEP, NCCL EP for a low-precision wire
         words = ["DeepEP/HybridEP dispatch" if dtype == "bf16" else f"{dtype.upper()} flex dispatch"]
-    else:
+    elif plan.get("ep", 1) * plan.get("etp", 1) > 1:
         words = ["all-to-all dispatch" + ("" if dtype == "bf16" else f" in {dtype.upper()}")]
+    else:
+        words = []
     if plan.get("ep_overlap"):
         words.append("EP overlap")
     if plan.get("moe_cuda_graphs"):
