@@ -131,3 +131,15 @@ def test_the_plan_line_names_the_exchange_settings_it_prices_at_ep_1(capsys):
     assert main(base) == 0
     line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("plan:"))
     assert "dispatch" not in line
+
+
+def test_size_leaves_out_the_gpu_types_a_power_cap_is_below_the_floor_of(capsys):
+    # 200 W: an A100 (400 W rated, floor 80 W) takes it, a B300 (1,100 W, floor 220 W) does not; one type
+    # below its floor used to refuse the whole run
+    argv = ["size", "llama3-8b", "--tokens", "1e9", "--gbs", "64", "--max-gpus", "8", "--what-if", "power=200",
+            "--json", "--gpu-types"]
+    assert main([*argv, "a100-sxm-80gb,b300-sxm-270gb"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert any("leaves out b300-sxm-270gb" in n for n in out["notes"])
+    assert {o["gpu"] for o in out["options"]} == {"a100-sxm-80gb"}
+    one_line_error(capsys, [*argv[:-1], "--gpu-types", "b300-sxm-270gb"], "no GPU type here takes it")

@@ -231,6 +231,7 @@ def size(args: SizeRequest, wi: whatif.WhatIf | None = None, progress=None) -> d
                            "pass --tokens T of at least that")
     model = model.model_copy(update={"training_tokens": args.tokens})  # each option's estimate totals these tokens
     offerings, skipped = load_offerings(args, wi.prices if wi else None)
+    offerings, capped = power_capped(offerings, wi)
     assumptions = sizing.RunAssumptions(args.failures_per_1000_gpu_days / 1000 / 24, args.restart_minutes * 60,
                                         args.checkpoint_gbytes_per_s_per_node * 1e9)
     start = time.perf_counter()
@@ -249,12 +250,31 @@ def size(args: SizeRequest, wi: whatif.WhatIf | None = None, progress=None) -> d
                             "checkpoint_gbytes_per_s_per_node": args.checkpoint_gbytes_per_s_per_node},
             "searched": scan.searched, "seconds": time.perf_counter() - start,
             "skipped_unpriced": skipped,
-            "notes": scan.notes + impossible_lines(scan.options, args) + endless_line(scan.options)
+            "notes": capped + scan.notes + impossible_lines(scan.options, args) + endless_line(scan.options)
             + envelope_notes({"cheapest": cheapest, "fastest": fastest}, model.seq_length)
             + ([f"every option: {own}"] if own else []),
             "options": scan.options, "pareto": front(scan.options, args.deadline_days), "cheapest": cheapest,
             "fastest": fastest, "other_gpus": other_gpus(scan.options, cheapest or fastest, args.deadline_days),
             "what_if": wi.label() if wi else None}
+
+
+def power_capped(offerings: list[sizing.Offering], wi: whatif.WhatIf | None) -> tuple[list[sizing.Offering], list[str]]:
+    """The offerings whose GPU takes the --what-if power cap (a rated power to cap, and the cap at least
+    L.MIN_POWER_FRACTION of it, as whatif.apply_cluster asks), and a note naming the GPUs left out; when none
+    takes it, one line. Before, one GPU type below its floor refused the whole run."""
+    if wi is None or wi.power_watts is None:
+        return offerings, []
+    def takes(gpu) -> bool:
+        return bool(gpu.tdp_watts) and wi.power_watts >= L.MIN_POWER_FRACTION * gpu.tdp_watts
+    keep = [o for o in offerings if takes(o.gpu)]
+    out = sorted({o.gpu.name for o in offerings if not takes(o.gpu)})
+    if not keep:
+        raise PlannerError(f"--what-if power={wi.power_watts:g}: no GPU type here takes it (each needs a tdp_watts and "
+                           f"a cap of at least {L.MIN_POWER_FRACTION:g} of it: {L.MIN_POWER_FRACTION_SOURCE})")
+    if not out:
+        return keep, []
+    return keep, [f"--what-if power={wi.power_watts:g} leaves out {', '.join(out)}: below {L.MIN_POWER_FRACTION:g} of "
+                  "its rated power, or no rating to cap"]
 
 
 def endless_line(options: list[sizing.Option]) -> list[str]:
