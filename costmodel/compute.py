@@ -20,6 +20,7 @@ from .flops import (
     attention_parameters,
     fuses_gate_up,
     fuses_qkv,
+    kv_width,
     mla_down_parameters,
     mla_projections,
     mlp_matrices,
@@ -60,6 +61,12 @@ def sustained_flops_per_second(gpu: Gpu, precision: str) -> float:
     return gpu.peak_flops_per_second(precision) * gpu.tensor_clock_fraction
 
 
+def elementwise_bytes_per_second(gpu: Gpu, eff: Efficiency) -> float:
+    """The HBM rate memory-bound kernels reach (elementwise, norms, casts, the optimizer): the GPU's peak
+    bandwidth times the fitted Efficiency.hbm_efficiency."""
+    return gpu.hbm_bandwidth_bytes_per_second * eff.hbm_efficiency
+
+
 def large_gemm_fraction(gpu: Gpu, precision: str, eff: Efficiency) -> float:
     """Fraction of the dense peak the largest GEMMs reach: this GPU's measured maximum achievable
     matmul (MAMF, Gpu.matmul_fraction) when the catalog has it, else its generation's value from the
@@ -91,7 +98,7 @@ def gemm_seconds(m: int, n: int, k: int, gpu: Gpu, precision: str, eff: Efficien
     frac = min(1.0, large_gemm_fraction(gpu, precision, eff) * eff.matmul_efficiency_scale) * x / (x + eff.matmul_half_dim)
     compute = flops / (sustained_flops_per_second(gpu, precision) * frac)
     moved = DTYPE_BYTES[precision] * (m * k + k * n) + 2.0 * m * n
-    return max(compute, moved / (gpu.hbm_bandwidth_bytes_per_second * eff.hbm_efficiency))
+    return max(compute, moved / elementwise_bytes_per_second(gpu, eff))
 
 
 Gemm = tuple  # (m, n, k, count): `count` GEMMs of (m x k) @ (k x n)
@@ -106,7 +113,7 @@ def attention_gemms(model: Model, tokens: int, tp: int, fused: bool = True) -> l
     h = model.hidden_size
     out = (tokens, h, value_width(model) // tp, 1)
     if not model.mla and not fused:
-        kv = model.kv_heads * model.head_dim
+        kv = kv_width(model)
         return [(tokens, q_width(model) // tp, h, 1), (tokens, kv // tp, h, 2), out]
     if not model.mla:
         return [(tokens, qkv_out_dim(model) // tp, h, 1), out]
@@ -280,7 +287,7 @@ def eager_extra_bytes_per_token(model: Model, mlp_width: int) -> float:
     arithmetic (about 20 B per element against 4 B when compiled).
     """
     h = model.hidden_size
-    kv = model.kv_heads * model.head_dim
+    kv = kv_width(model)
     gated = 4.0 * mlp_width if model.gated_mlp else 0.0
     return 2 * (36.0 - 4.0) * h + gated + (20.0 - 4.0) * (h + kv)
 
@@ -303,7 +310,7 @@ def unfused_rope_bytes(model: Model, tokens: int, tp: int) -> tuple[float, float
     if model.mla:
         width = (model.num_attention_heads / tp + 1) * model.mla.qk_rope_head_dim
     else:
-        width = (q_width(model) + model.kv_heads * model.head_dim) / tp * model.rotary_percent
+        width = (q_width(model) + kv_width(model)) / tp * model.rotary_percent
     return 20.0 * tokens * width, 24.0 * tokens * width
 
 
@@ -424,7 +431,7 @@ def logits_seconds(model: Model, batch: int, tp: int, gpu: Gpu, precision: str, 
     tokens = batch * model.seq_length
     gemm = gemm_seconds(tokens, model.vocab_size // tp, model.hidden_size, gpu, lowp.sixteen_bit(precision), eff)
     loss_bytes = LOSS_BYTES_PER_LOGIT[cross_entropy] * tokens * model.vocab_size / tp
-    return 3.0 * gemm + loss_bytes / (gpu.hbm_bandwidth_bytes_per_second * eff.hbm_efficiency)
+    return 3.0 * gemm + loss_bytes / elementwise_bytes_per_second(gpu, eff)
 
 
 def optimizer_seconds(params_owned: float, gpu: Gpu, eff: Efficiency, state_bytes: float = 12.0) -> float:
@@ -437,4 +444,4 @@ def optimizer_seconds(params_owned: float, gpu: Gpu, eff: Efficiency, state_byte
     memory.state_bytes_per_param, against the 6 B the caller passes) are priced as 30 and 18 B; the update
     is under 0.1% of a step either way (a change to 28 and 20 B moved the out-of-sample ratchets of
     tests/test_fidelity.py by 0.005 points, 2026-12-06, and was not made)."""
-    return (2.0 * state_bytes + 6.0) * params_owned / (gpu.hbm_bandwidth_bytes_per_second * eff.hbm_efficiency)
+    return (2.0 * state_bytes + 6.0) * params_owned / elementwise_bytes_per_second(gpu, eff)

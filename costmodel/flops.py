@@ -43,6 +43,12 @@ def q_width(model: Model) -> int:
     return model.num_attention_heads * model.head_dim
 
 
+def kv_width(model: Model) -> int:
+    """Width of the keys, and of the values, of standard attention: kv_heads x head_dim (grouped-query attention
+    shares each K/V head among num_attention_heads / kv_heads query heads; Ainslie et al. 2023, arXiv:2305.13245)."""
+    return model.kv_heads * model.head_dim
+
+
 def value_width(model: Model) -> int:
     """Width of the attention output before the output projection: heads x value head dimension."""
     if model.mla:
@@ -55,7 +61,7 @@ def qkv_out_dim(model: Model) -> int:
     and V); under MLA the total output width of its down and up projections."""
     if model.mla:
         return sum(n for _, n in mla_projections(model))
-    return q_width(model) + 2 * model.kv_heads * model.head_dim
+    return q_width(model) + 2 * kv_width(model)
 
 
 def mla_projections(model: Model) -> list[tuple[int, int]]:
@@ -237,7 +243,7 @@ def projection_widths(model: Model, projections: str = "fused") -> list[int]:
     """Output widths of a dense layer's matmuls in execution order as the stack writes them (Plan.projections):
     separate, as torchtitan's Llama of 2024-2025: wq, wk, wv, wo, then w1, w3, w2 (SwiGLU) or fc1, fc2 (GeLU);
     fused_qkv (torchtitan since fuse_qkv): wqkv, wo, w1, w3, w2; fused (Megatron-core): wqkv, wo, w13, w2."""
-    h, kv, f = model.hidden_size, model.kv_heads * model.head_dim, model.ffn
+    h, kv, f = model.hidden_size, kv_width(model), model.ffn
     attention = [q_width(model) + 2 * kv] if fuses_qkv(projections) else [q_width(model), kv, kv]
     gated = mlp_matrices(model) == 3
     mlp = ([2 * f, h] if fuses_gate_up(projections) else [f, f, h]) if gated else [f, h]

@@ -19,6 +19,7 @@ from .compute import (
     attention_work,
     block_cast_bytes,
     dense_mlp_work,
+    elementwise_bytes_per_second,
     fp8_attention_speedup,
     gemm_seconds,
     gemms_seconds,
@@ -82,7 +83,7 @@ def layer_times(
     exps = attention_exp_seconds(model, batch, tp, gpu, index, cp) if flash else 0.0
     moved = attn_work.moved_bytes + mlp_work.moved_bytes
     cast_fwd, cast_bwd = block_cast_bytes([attn_work, mlp_work], precision, recipe, weight_casts, gpu.generation)
-    hbm = gpu.hbm_bandwidth_bytes_per_second * eff.hbm_efficiency
+    hbm = elementwise_bytes_per_second(gpu, eff)
     # FlashAttention's backward recomputes QK^T: 5 matmuls against the forward's 2 (Dao 2023 Alg. 2),
     # and the softmax's exponentials once more; each pass is as slow as the slower of the two.
     forward_scale, backward_scale = attention_rate_scale(gpu, eff) if flash else (1.0, 1.0)
@@ -135,7 +136,7 @@ def module_replays(model: Model, tokens: int, tp: int, sequence_parallel: bool, 
     experts alone, each block's GEMMs, elementwise traffic and input casts as in its forward; the
     experts' activation function (its HBM traffic, moe.py), the two norms (read and write h per token
     each, 16-bit; split over TP under sequence parallelism). `casts` is (fp8 recipe, weight casts)."""
-    hbm = gpu.hbm_bandwidth_bytes_per_second * eff.hbm_efficiency
+    hbm = elementwise_bytes_per_second(gpu, eff)
 
     def block(work) -> float:
         return gemms_seconds(work.gemms, gpu, precision, eff) + (

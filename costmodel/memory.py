@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from . import lowp, moe
-from .flops import mlp_matrices, op_sac_moe_split, projection_widths, q_width, value_width
+from .flops import mlp_matrices, op_sac_moe_split, projection_widths, q_width, qkv_out_dim, value_width
 from .types import DTYPE_BYTES, Model
 
 
@@ -141,7 +141,7 @@ def layer_activation_terms(
         terms["mla_latents"] = sb * (g * (model.mla.q_lora_rank + model.mla.kv_lora_rank)
                                      + 2.0 * model.mla.qk_rope_head_dim)
     else:  # Q, K, V
-        terms["core_attn"] = 2.0 * sb * (q_width(model) + 2 * model.kv_heads * model.head_dim) / tp
+        terms["core_attn"] = 2.0 * sb * qkv_out_dim(model) / tp
     if flash:
         terms["softmax"] = 4.0 * a * s * batch / tp
     elif "core_attn" not in replayed:

@@ -226,7 +226,7 @@ def dp_sync_total_seconds(cluster: Cluster, plan: Plan, stage: StageCost, eff: E
     """Whole DP/ZeRO sync per step for one GPU of `stage` (depends on layout, ZeRO, dtypes, recompute):
     the dense weights over the dp x cp ranks holding them, then the routed experts over expert-DP
     (Megatron-core syncs the two buffers in turn)."""
-    hbm = cluster.gpu.hbm_bandwidth_bytes_per_second * eff.hbm_efficiency
+    hbm = compute.elementwise_bytes_per_second(cluster.gpu, eff)
     return over_sync_groups(cluster, plan, stage, eff, lambda params, group, per_domain, fast, slow: (
         dataparallel.dp_sync_seconds(params, group, per_domain, fast, slow, plan.num_microbatches, stage.layers, hbm)))
 
@@ -331,7 +331,7 @@ def optimizer_step_seconds(cluster: Cluster, plan: Plan, stage: StageCost, eff: 
     layouts = lowp.cast_layouts(plan.precision, plan.fp8_recipe, cluster.gpu.generation, plan.weight_casts)
     cast = (stage.params * lowp.weight_cast_bytes_per_param(plan.precision, plan.fp8_recipe, layouts)
             if lowp.cached_casts(plan.weight_casts) else 0.0)
-    hbm = cluster.gpu.hbm_bandwidth_bytes_per_second * eff.hbm_efficiency
+    hbm = compute.elementwise_bytes_per_second(cluster.gpu, eff)
     states = 12.0 if plan.optimizer_states == "fp32" else 6.0
     return compute.optimizer_seconds(owned, cluster.gpu, eff, states) + cast / hbm
 
