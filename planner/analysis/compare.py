@@ -40,7 +40,9 @@ def compare(a: dict, b: dict) -> dict:
         measure, ka, kb = "tokens/s per GPU", -rates[0], -rates[1]
     else:
         measure, ka, kb = "step time", a["step_time_s"], b["step_time_s"]
-    tie = abs(ka - kb) <= 1e-9 * max(abs(ka), abs(kb))
+    scale = max(abs(ka), abs(kb))
+    gap = abs(ka - kb) / scale if scale else 0.0
+    tie = gap <= 1e-9
     fast, slow = (a, b) if ka <= kb else (b, a)
     if tie:
         why = f"the same {measure}"
@@ -51,7 +53,6 @@ def compare(a: dict, b: dict) -> dict:
         why = explain.why_faster(fast, slow)
     misfits = [name for name, d in (("A", a), ("B", b)) if d.get("fits") is False]
     warnings = ([f"the plans are for different jobs: {'; '.join(diffs)}"] if diffs else [])
-    gap = abs(ka - kb) / max(abs(ka), abs(kb)) if not tie else 0.0
     if not tie and gap < L.MIN_GAIN:
         warnings.append(f"A and B differ by {100 * gap:.2g}% in {measure}, under {L.MIN_GAIN:.0%}: far inside the "
                         "model's error on published runs (`planner validate`); read the two as equal")

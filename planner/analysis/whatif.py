@@ -127,12 +127,9 @@ def apply_cluster(cluster: cm.Cluster, wi: WhatIf) -> cm.Cluster:
     net, nvl, hbm = (wi.scales.get(k, 1.0) for k in ("network", "nvlink", "hbm"))
     gpu = replace(cluster.gpu, hbm_bandwidth_bytes_per_second=cluster.gpu.hbm_bandwidth_bytes_per_second * hbm)
     if wi.power_watts is not None:
-        if cluster.gpu.tdp_watts <= 0:
-            raise PlannerError(f"--what-if power={wi.power_watts:g}: GPU {cluster.gpu.name} has no tdp_watts in its spec")
-        floor = L.MIN_POWER_FRACTION * cluster.gpu.tdp_watts
-        if wi.power_watts < floor:
-            raise PlannerError(f"--what-if power={wi.power_watts:g}: below {floor:g} W, {L.MIN_POWER_FRACTION:g} of "
-                               f"{cluster.gpu.name}'s {cluster.gpu.tdp_watts:g} W ({L.MIN_POWER_FRACTION_SOURCE})")
+        why = power_cap_refusal(cluster.gpu, wi.power_watts)
+        if why:
+            raise PlannerError(f"--what-if power={wi.power_watts:g}: {why}")
         gpu = replace(gpu, tensor_clock_fraction=power_capped_clock_fraction(wi.power_watts, cluster.gpu.tdp_watts))
     out = replace(
         cluster, gpu=gpu,
@@ -146,6 +143,18 @@ def apply_cluster(cluster: cm.Cluster, wi: WhatIf) -> cm.Cluster:
     if wi.rdma is not None:
         out = replace(out, rdma=wi.rdma, network_busbw_bytes_per_second=measured_without_rdma(out, wi.rdma))
     return out
+
+
+def power_cap_refusal(gpu, watts: float) -> str | None:
+    """Why `gpu` (a catalog GpuSpec or a cost-model Gpu) cannot be capped at `watts`: no rated power to cap,
+    or a cap below L.MIN_POWER_FRACTION of it; None when it can."""
+    if not gpu.tdp_watts:
+        return f"GPU {gpu.name} has no tdp_watts in its spec"
+    floor = L.MIN_POWER_FRACTION * gpu.tdp_watts
+    if watts < floor:
+        return (f"below {floor:g} W, {L.MIN_POWER_FRACTION:g} of {gpu.name}'s {gpu.tdp_watts:g} W "
+                f"({L.MIN_POWER_FRACTION_SOURCE})")
+    return None
 
 
 def measured_without_rdma(cluster: cm.Cluster, rdma: bool) -> float:

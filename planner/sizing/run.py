@@ -260,14 +260,12 @@ def size(args: SizeRequest, wi: whatif.WhatIf | None = None, progress=None) -> d
 
 def power_capped(offerings: list[sizing.Offering], wi: whatif.WhatIf | None) -> tuple[list[sizing.Offering], list[str]]:
     """The offerings whose GPU takes the --what-if power cap (a rated power to cap, and the cap at least
-    L.MIN_POWER_FRACTION of it, as whatif.apply_cluster asks), and a note naming the GPUs left out; when none
-    takes it, one line. Before, one GPU type below its floor refused the whole run."""
+    L.MIN_POWER_FRACTION of it: whatif.power_cap_refusal, which whatif.apply_cluster raises), and a note naming
+    the GPUs left out; when none takes it, one line. Before, one GPU type below its floor refused the whole run."""
     if wi is None or wi.power_watts is None:
         return offerings, []
-    def takes(gpu) -> bool:
-        return bool(gpu.tdp_watts) and wi.power_watts >= L.MIN_POWER_FRACTION * gpu.tdp_watts
-    keep = [o for o in offerings if takes(o.gpu)]
-    out = sorted({o.gpu.name for o in offerings if not takes(o.gpu)})
+    keep = [o for o in offerings if whatif.power_cap_refusal(o.gpu, wi.power_watts) is None]
+    out = sorted({o.gpu.name for o in offerings} - {o.gpu.name for o in keep})
     if not keep:
         raise PlannerError(f"--what-if power={wi.power_watts:g}: no GPU type here takes it (each needs a tdp_watts and "
                            f"a cap of at least {L.MIN_POWER_FRACTION:g} of it: {L.MIN_POWER_FRACTION_SOURCE})")
