@@ -540,7 +540,8 @@ def offload_counts(spec: SearchSpec) -> tuple[int, ...]:
     """Layers offloaded to host (Plan.offload_layers) the search tries where a framework offloads: none and
     base.offload_layer_counts (a quarter and half of the layers), or the --fix value. The frameworks offload
     only without pipeline parallelism, so the stage holds every layer; the rules refuse the counts a plan
-    cannot run (no recompute, fewer than the model's layers: frameworks/megatron.py cpu_offloading)."""
+    cannot run (no recompute: frameworks/megatron.py cpu_offloading; fewer than a stage's layers:
+    costmodel/rules.py _offload_rules)."""
     fixed = spec.fixed.get("offl")
     if isinstance(fixed, int):
         return (fixed,)
