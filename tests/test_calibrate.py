@@ -167,6 +167,22 @@ def test_a_log_from_another_gpu_is_refused(capsys, tmp_path):
     assert code == 0
 
 
+def test_a_json_log_from_another_gpu_is_refused(capsys, tmp_path):
+    """nccl-tests' -J file names each rank's GPU in config.devices[].device_info, as the text log's device
+    lines do: it is checked the same way (an audit calibrated dgx-h100 from a V100 JSON log, and dgx-a100
+    from an H100 one)."""
+    sample = (Path(__file__).resolve().parent / "data" / "nccl"
+              / "all_reduce_perf.current_v2.19.1node8gpu.synthetic.json")
+    log = tmp_path / "all_reduce_perf.json"
+    log.write_text(sample.read_text().replace("NVIDIA H100 80GB HBM3", "Tesla V100-SXM2-16GB"))
+    code, _, err = run(capsys, "calibrate", "dgx-h100", "--nccl", log)
+    assert_one_line_error(code, err, "the run was on Tesla V100-SXM2-16GB, but dgx-h100 has h100-sxm-80gb")
+    code, _, err = run(capsys, "calibrate", "dgx-a100", "--nccl", sample)
+    assert_one_line_error(code, err, "the run was on NVIDIA H100 80GB HBM3, but dgx-a100 has a100-sxm-80gb")
+    code, _, _ = run(capsys, "calibrate", "dgx-h100", "--nccl", sample)
+    assert code == 0
+
+
 @pytest.mark.parametrize("hosts, needle", [
     (["node-01"] * 16, "the run put 16 ranks on one host, but dgx-h100 has 8 GPUs per node"),
     (["node-01"] * 12 + ["node-02"] * 4, "ranks are spread unevenly over its hosts (12, 4 per host)"),

@@ -584,6 +584,8 @@ def parse_json(text: str, name: str = "<string>", collective: str | None = None)
         avg_busbw_gbytes_per_s=_json_float(avg_bw, f"{name}: average_bus_bandwidth"),
         source_format="json",
         ranks_per_host=_per_host(host_of),
+        devices=tuple(sorted({d["device_info"].strip() for d in devices
+                              if isinstance(d.get("device_info"), str) and d["device_info"].strip()})),
     )
 
 
