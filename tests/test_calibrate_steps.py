@@ -73,6 +73,16 @@ def test_impossible_step_is_refused():
         implied_scale(replace(step, measured_seconds=step.measured_seconds / 1000), selene(64), cm.Efficiency())
 
 
+def test_a_step_whose_plan_cannot_fit_is_refused():
+    """A 48-layer GPT of hidden 6144 (12 x 48 x 6144^2 = 21.7e9 weights) unsharded on each GPU (tp 1, pp 1,
+    ZeRO 0) holds 16 B per weight of parameters, gradients and Adam states: 348 GB, over an A100's 80 GiB.
+    A row timing that plan has a wrong flag; its time is not fitted (an audit fitted one)."""
+    (step,) = steps_at(1.0)[:1]
+    bad = replace(step, label="unsharded", plan=cm.Plan(tp=1, pp=1, dp=64, micro_batch_size=1, global_batch_size=64))
+    with pytest.raises(PlannerError, match=r"step 'unsharded': the plan needs \d+\.\d GiB per GPU .*, over the 80 GiB"):
+        fit_scale([step, bad], selene(64), selene(64))
+
+
 def truth_seconds(plan_flags: dict, scale: float) -> float:
     """llama3-8b on 64 GPUs of CLUSTER_YAML, from the cost model at matmul efficiency `scale`."""
     model = loading.load_model_spec("llama3-8b")

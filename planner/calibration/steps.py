@@ -43,6 +43,16 @@ def predicted_seconds(step: TimedStep, cluster: cm.Cluster, eff: cm.Efficiency, 
     return estimate(step.model, c, step.plan, eff).step_time_seconds
 
 
+def check_fits(step: TimedStep, cluster: cm.Cluster, eff: cm.Efficiency) -> None:
+    """A step whose plan the memory model puts over the GPU's memory cannot have been timed as given (a
+    wrong flag in the row: recompute, ZeRO stage, GPU count); fitting its time would fit the wrong plan."""
+    e = estimate(step.model, replace(cluster, num_gpus=step.num_gpus), step.plan, eff)
+    if not e.fits:
+        raise PlannerError(f"step '{step.label}': the plan needs {e.memory_per_gpu_bytes / 2**30:.1f} GiB per GPU "
+                           f"(planner estimate), over the {e.memory_capacity_bytes / 2**30:.0f} GiB of "
+                           f"{cluster.gpu.name}: it cannot have run as given; check the row's plan flags")
+
+
 def implied_scale(step: TimedStep, cluster: cm.Cluster, eff: cm.Efficiency, iterations: int = 48) -> float:
     """The scale at which the model predicts exactly the measured time (bisection on log scale)."""
     lo, hi = SCALE_BOUNDS
@@ -88,6 +98,8 @@ def fit_scale(steps: list[TimedStep], calibrated: cm.Cluster, original: cm.Clust
     if not steps:
         raise PlannerError("no timed steps to fit")
     eff = eff or cm.Efficiency()
+    for s in steps:
+        check_fits(s, calibrated, eff)
     implied = [implied_scale(s, calibrated, eff) for s in steps]
     used = [elasticity(s, calibrated, eff, k) >= MIN_ELASTICITY for s, k in zip(steps, implied)]
     if not any(used):
