@@ -183,6 +183,15 @@ def test_a_json_log_from_another_gpu_is_refused(capsys, tmp_path):
     assert code == 0
 
 
+def test_a_one_node_run_past_the_nvlink_domain_is_not_the_network(capsys):
+    """On 8 PCIe H100s bridged in pairs (NVLink domain 2), an 8-rank run on one node crosses pairs over PCIe;
+    the cost model's tier beyond the domain is the network between nodes, which it never touched (an audit
+    got 11 GB/s written as the 200 Gb/s InfiniBand's rate)."""
+    code, _, err = run(capsys, "calibrate", "pcie-h100-8x-nvlink-pairs", "--nccl", EXAMPLES / "all_reduce_8gpu.txt")
+    assert_one_line_error(code, err, "a run on one node reaches past its NVLink domain (2 GPU(s) of "
+                                     "pcie-h100-8x-nvlink-pairs) over the node's PCIe")
+
+
 @pytest.mark.parametrize("hosts, needle", [
     (["node-01"] * 16, "the run put 16 ranks on one host, but dgx-h100 has 8 GPUs per node"),
     (["node-01"] * 12 + ["node-02"] * 4, "ranks are spread unevenly over its hosts (12, 4 per host)"),

@@ -161,6 +161,11 @@ def log_samples(log: NcclLog, name: str, cluster: cm.Cluster, min_size_bytes: in
         raise PlannerError(f"{name}: a run on one rank moves nothing between GPUs; run on 2 or more")
     check_hosts(log, name, cluster)
     k = ranks_per_domain(log.num_ranks, log.num_nodes, cluster)
+    one_node = log.num_nodes == 1 or (log.num_nodes is None and log.num_ranks <= cluster.gpus_per_node)
+    if k < log.num_ranks and one_node:
+        raise PlannerError(f"{name}: a run on one node reaches past its NVLink domain ({k} GPU(s) of "
+                           f"{cluster.name}) over the node's PCIe, not over the network between nodes that the cost "
+                           "model's network tier is; calibrate the network from a run across 2 or more nodes")
     samples = [Sample(name, log.collective, log.num_ranks, k, r.size_bytes, t)
                for r in large_message_rows(log, min_size_bytes)
                if (t := row_seconds(r)) is not None and not r.wrong]
