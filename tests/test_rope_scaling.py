@@ -250,13 +250,34 @@ def test_yarn_without_its_original_context_takes_max_position_embeddings(tmp_pat
     assert (r.factor, r.original_max_position_embeddings) == (4.0, 40960)
 
 
-def test_rope_parameters_per_layer_type_are_refused(tmp_path):
-    """Transformers v5 writes Gemma 3's two RoPEs as rope_parameters per layer type, with no top-level rope_type;
-    read as none they would launch the global layers unscaled."""
-    per_type = {"full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1e6},
-                "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}}
+def v5_gemma(tmp_path, **per_type) -> str:
+    """gemma-3-27b.json as Transformers v5 writes it: text_config.rope_parameters per layer type (the v4 file's
+    rope_scaling and rope_theta under full_attention, rope_local_base_freq as sliding_attention's rope_theta)."""
+    data = json.load(open(f"{HF}/gemma-3-27b.json"))
+    text = data["text_config"]
+    full = {**text.pop("rope_scaling"), "rope_theta": text.pop("rope_theta", 1e6)}
+    sliding = {"rope_type": "default", "rope_theta": text.pop("rope_local_base_freq", 1e4)}
+    text["rope_parameters"] = {"full_attention": full, "sliding_attention": sliding, **per_type}
+    path = tmp_path / f"gemma-v5-{len(list(tmp_path.iterdir()))}.json"
+    path.write_text(json.dumps(data))
+    return str(path)
+
+
+def test_rope_parameters_per_layer_type_read_as_the_v4_file(tmp_path):
+    """Transformers v5 writes Gemma 3's two RoPEs as rope_parameters per layer type (configuration_gemma3.py:
+    rope_scaling updates full_attention, rope_local_base_freq becomes sliding_attention's rope_theta): the same
+    model as the v4 file, the global layers' linear scaling by 8 and theta 1e6 kept (an audit found every v5
+    Gemma 3 refused). A sliding entry that is scaled, or a layer type planner does not know, is still refused:
+    read as one RoPE they would launch another model."""
+    v4 = load_model_spec(f"{HF}/gemma-3-27b.json").model_dump()
+    v5 = load_model_spec(v5_gemma(tmp_path)).model_dump()
+    v4.pop("name"), v5.pop("name")
+    assert v5 == v4
+    assert (v5["rope_theta"], v5["rope_scaling"]["rope_type"], v5["rope_scaling"]["factor"]) == (1e6, "linear", 8.0)
     with pytest.raises(PlannerError, match="rope_parameters: holds RoPE parameters per layer type"):
-        load_model_spec(edited(tmp_path, "qwen3-8b", rope_parameters=per_type))
+        load_model_spec(v5_gemma(tmp_path, sliding_attention={"rope_type": "linear", "factor": 8.0}))
+    with pytest.raises(PlannerError, match="rope_parameters: holds RoPE parameters per layer type"):
+        load_model_spec(v5_gemma(tmp_path, chunked_attention={"rope_type": "default"}))
 
 
 def test_megatron_refuses_yarn_it_would_launch_differently():

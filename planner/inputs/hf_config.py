@@ -41,7 +41,7 @@ from planner.inputs.hf_classes import (
 )
 from planner.inputs.hf_moe import expert_count_key, mla_fields, moe_fields, mtp_layers
 from planner.inputs.hf_reader import Reader, pick, show
-from planner.inputs.hf_rope import rope_scaling
+from planner.inputs.hf_rope import full_attention_parameters, rope_scaling
 from planner.inputs.reading import describe_validation_error
 
 
@@ -293,6 +293,7 @@ def architecture(data: dict) -> dict:
     out: dict = {"normalization": "rmsnorm" if "rms_norm_eps" in data or model_type in RMSNORM_MODELS else "layernorm"}
     params = data.get("rope_parameters")  # Transformers v5 files: rope_theta and its partial factor move here
     params = params if isinstance(params, dict) else {}
+    params = full_attention_parameters(params) or params  # v5's per-layer-type form: the global layers' RoPE
     theta = pick(params, ("rope_theta",))
     theta = theta if theta is not None else pick(data, ("rope_theta", "rotary_emb_base"))
     percent = pick(params, ("partial_rotary_factor",))

@@ -2,9 +2,9 @@
 files), read as transformers/modeling_rope_utils.py reads it: the kind under `rope_type` (older files:
 `type`), "default" or none for RoPE as it is, and each kind's own keys (ROPE_INIT_FUNCTIONS: yarn,
 llama3, linear). A kind planner does not launch (dynamic NTK, LongRoPE, ...), a key that changes one it
-does (YaRN's `attention_factor`) or parameters given per layer type are refused, naming them: dropped, they
-would launch another model. YaRN without `original_max_position_embeddings` takes the config's
-max_position_embeddings, as Transformers does.
+does (YaRN's `attention_factor`) or parameters given per layer type other than v5's Gemma 3 form
+(full_attention_parameters) are refused, naming them: dropped, they would launch another model. YaRN
+without `original_max_position_embeddings` takes the config's max_position_embeddings, as Transformers does.
 """
 from __future__ import annotations
 
@@ -17,6 +17,21 @@ KIND_KEYS = {kind: ("factor", *keys) for kind, keys in ROPE_SCALING_PARAMETERS.i
 NOT_SCALING = {"rope_type", "type", "rope_theta", "partial_rotary_factor"}
 
 
+def full_attention_parameters(block: dict) -> dict | None:
+    """The full-attention layers' RoPE of a block written per layer type (Transformers v5: Gemma 3's
+    {"full_attention": {...}, "sliding_attention": {...}}, where v4 files had rope_theta and rope_scaling for the
+    global layers and rope_local_base_freq for the sliding ones), or None for a flat block. Planner reads one RoPE,
+    the full-attention layers' as a v4 file gives it; it is this only when the sliding layers' RoPE is unscaled
+    (its own base frequency, as v4's rope_local_base_freq, changes no cost), as Gemma 3's is."""
+    if set(block) - {"full_attention", "sliding_attention"} or not isinstance(block.get("full_attention"), dict):
+        return None
+    sliding = block.get("sliding_attention", {})
+    if not isinstance(sliding, dict) or sliding.get("rope_type", sliding.get("type")) not in (None, "default") \
+            or set(sliding) - NOT_SCALING:
+        return None
+    return block["full_attention"]
+
+
 def rope_scaling(reader: Reader) -> dict:
     """{"rope_scaling": {...}} for RopeScalingSpec, or {} when the frequencies are not rescaled."""
     key = "rope_parameters" if isinstance(reader.data.get("rope_parameters"), dict) else "rope_scaling"
@@ -25,10 +40,12 @@ def rope_scaling(reader: Reader) -> dict:
         return {}
     if not isinstance(block, dict):
         raise reader.fail(key, f"must be a mapping of the scaling's parameters (got {type(block).__name__})")
+    if (per_type := full_attention_parameters(block)) is not None:
+        key, block = f"{key}.full_attention", per_type
     kind = block.get("rope_type", block.get("type"))
     if kind is None and any(isinstance(v, dict) for v in block.values()):
-        raise reader.fail(key, "holds RoPE parameters per layer type (Transformers v5), which planner does not read: "
-                               "write a model YAML")
+        raise reader.fail(key, "holds RoPE parameters per layer type (Transformers v5) other than full_attention "
+                               "and an unscaled sliding_attention, which planner does not read: write a model YAML")
     if kind in (None, "default"):
         return {}
     if kind not in KIND_KEYS:
