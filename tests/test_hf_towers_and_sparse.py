@@ -7,6 +7,7 @@ import pytest
 from hf_support import refusal, write
 
 from costmodel.flops import total_parameters
+from planner.errors import PlannerError
 from planner.inputs.hf_config import hf_to_spec_dict
 from planner.inputs.loading import load_model_spec
 
@@ -105,3 +106,30 @@ def test_llama4_nope_layers_do_not_depend_on_chunked_attention(tmp_path):
     config["text_config"] = {**config["text_config"], "attention_chunk_size": None}
     spec = load_model_spec(write(tmp_path, config), 8192)
     assert spec.nope_every == 4 and spec.attention_window is None
+
+
+def test_a_quantized_checkpoints_config_is_no_layer_stack():
+    """AQLM's and SpQR's quantization_config lists `linear_weights_not_to_quantize` (the weights kept in 16 bits),
+    which the hybrid-layer scan read as a linear-attention key (an audit, 2026-12-06): the quantization config
+    says how the checkpoint stores its weights, not which layers it has; the model is Llama's, read as such."""
+    quantized = {**VOXTRAL_TEXT, "quantization_config": {
+        "quant_method": "aqlm", "in_group_size": 8, "out_group_size": 1, "num_codebooks": 1,
+        "nbits_per_codebook": 16, "linear_weights_not_to_quantize": ["model.embed_tokens.weight", "lm_head.weight"]}}
+    assert hf_to_spec_dict(quantized, "llama", 4096) == hf_to_spec_dict(VOXTRAL_TEXT, "llama", 4096)
+    hybrid = {**VOXTRAL_TEXT, "linear_attn_config": {"kda_layers": [1, 2]}}  # outside it, the key is still refused
+    with pytest.raises(PlannerError, match="linear_attn_config: a state-space / linear-attention hybrid"):
+        hf_to_spec_dict(hybrid, "llama", 4096)
+
+
+def test_embedding_dropout_is_said_and_layer_dropout_read():
+    """Phi-3's and GPT-2's files carry embd_pdrop (dropout on the embedding output only) beside their layers'
+    resid_pdrop / attn_pdrop. Layer dropout keeps a mask per layer (Korthikanti et al. 2022, eq. 1), so any of
+    those keys sets `dropout`; the embedding's one mask is not counted, and a file with only it says so (it was
+    read without a word, an audit found)."""
+    embd = hf_to_spec_dict({**PHI3_MINI, "embd_pdrop": 0.1}, "phi3", 4096)
+    assert embd["dropout"] is False and "embd_pdrop 0.1: the embedding output's dropout mask" in embd["notes"]
+    assert "notes" not in hf_to_spec_dict(PHI3_MINI, "phi3", 4096)
+    for key in ("resid_pdrop", "attn_pdrop", "attention_dropout"):
+        assert hf_to_spec_dict({**PHI3_MINI, key: 0.1}, "phi3", 4096)["dropout"] is True
+    with pytest.raises(PlannerError, match="embd_pdrop"):
+        hf_to_spec_dict({**PHI3_MINI, "embd_pdrop": 1.5}, "phi3", 4096)

@@ -55,6 +55,12 @@ def _label(name: str) -> str:
     return cleaned[:128]
 
 
+# Dropout inside every layer (attention probabilities, the residual branches), which the activation memory
+# counts (Korthikanti et al. 2022, eq. 1's masks): Llama's and Qwen's attention_dropout, GPT-2's and Phi's
+# resid_pdrop and attn_pdrop, Falcon's and BLOOM's hidden_dropout.
+LAYER_DROPOUT_KEYS = ("attention_dropout", "resid_pdrop", "attn_pdrop", "hidden_dropout")
+
+
 class HfKeys(BaseModel):
     """The keys of a config.json this module reads besides the shape (which ModelSpec checks), typed
     as the Transformers config classes define them; others are ignored."""
@@ -69,6 +75,8 @@ class HfKeys(BaseModel):
     attention_dropout: Annotated[float, Field(strict=True, allow_inf_nan=False, ge=0, lt=1)] | None = None
     resid_pdrop: Annotated[float, Field(strict=True, allow_inf_nan=False, ge=0, lt=1)] | None = None
     hidden_dropout: Annotated[float, Field(strict=True, allow_inf_nan=False, ge=0, lt=1)] | None = None
+    attn_pdrop: Annotated[float, Field(strict=True, allow_inf_nan=False, ge=0, lt=1)] | None = None
+    embd_pdrop: Annotated[float, Field(strict=True, allow_inf_nan=False, ge=0, lt=1)] | None = None
     attention_bias: StrictBool | None = None
     mlp_bias: StrictBool | None = None
     alibi: StrictBool | None = None
@@ -152,7 +160,10 @@ def hf_to_spec_dict(data: dict, name: str, seq_length: int | None = None) -> dic
     if model_type == "gpt_oss":
         spec.update(gpt_oss_details(reader))
     spec["tie_embeddings"] = bool(text.get("tie_word_embeddings", model_type in TIED_BY_DEFAULT))
-    spec["dropout"] = any((text.get(k) or 0) > 0 for k in ("attention_dropout", "resid_pdrop", "hidden_dropout"))
+    spec["dropout"] = any((text.get(k) or 0) > 0 for k in LAYER_DROPOUT_KEYS)
+    if (text.get("embd_pdrop") or 0) > 0 and not spec["dropout"]:  # GPT-2's, Phi's: on the embedding output only
+        notes.append(f"embd_pdrop {text['embd_pdrop']}: the embedding output's dropout mask (one byte per element of "
+                     "a micro-batch's embeddings, first stage) is not counted; the layers have no dropout")
     if model_type == "mpt":
         spec.update(mpt_details(reader, spec.get("hidden_size")))
     spec.update(architecture(text))
@@ -355,12 +366,19 @@ def towers(data: dict) -> list[str]:
                  is not None)]
 
 
+# Sub-configs that describe how weights are stored, not the layer stack: a quantized checkpoint's
+# `quantization_config` (DeepSeek-V3's fp8 blocks; AQLM's and SpQR's `linear_weights_not_to_quantize`, which
+# the hybrid scan read as linear-attention keys). The plan's precision sets what training runs in.
+NOT_ARCHITECTURE = frozenset({"quantization_config"})
+
+
 def _dicts(node: Any, path: str = ""):
-    """Every dict in a parsed config, with its dotted path ('' for the top level)."""
+    """Every dict in a parsed config, with its dotted path ('' for the top level), but NOT_ARCHITECTURE's."""
     if isinstance(node, dict):
         yield path, node
         for key, value in node.items():
-            yield from _dicts(value, f"{path}{key}.")
+            if key not in NOT_ARCHITECTURE:
+                yield from _dicts(value, f"{path}{key}.")
     elif isinstance(node, list):
         for value in node:
             yield from _dicts(value, path)
