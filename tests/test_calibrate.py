@@ -4,6 +4,7 @@ Every log here is written by test_calibrate_synth.synth_log from an alpha-beta m
 in this file (ring step counts and bus factors of Thakur et al. 2005 / nccl-tests PERFORMANCE.md),
 so the fitted figures must come back within 2%.
 """
+import argparse
 import json
 import xml.etree.ElementTree as ET
 from dataclasses import replace
@@ -136,6 +137,10 @@ def test_parse_size_binary_units():
     assert parse_size("1GiB") == 2**30
     assert parse_size("128k") == 128 * 1024
     assert parse_size("1048576") == 2**20
+    assert parse_size("64Mi") == parse_size("64MiB") == parse_size("64MB") == 64 * 2**20
+    with pytest.raises(argparse.ArgumentTypeError, match="must be between 1 B and 1024T"):
+        parse_size("2048T")  # the bound the message names is one it accepts (it said 1P, which it refused)
+    assert parse_size("1024T") == 2**50
 
 
 def test_a_given_collective_must_not_contradict_the_log(capsys):

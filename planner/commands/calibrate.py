@@ -17,7 +17,7 @@ Only large messages are used (--min-size). Single-node runs calibrate NVLink; mu
 network, after the NVLink part of the cost model's hierarchical collective is subtracted. The result
 is the input cluster plus the fitted figures and their provenance, usable as any CLUSTER."""
 
-_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?\s*$", re.IGNORECASE)
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:iB|B|i)?\s*$", re.IGNORECASE)
 
 
 def parse_size(text: str) -> int:
@@ -28,7 +28,7 @@ def parse_size(text: str) -> int:
     number = float(m.group(1))  # a digit string too long for a float is inf, refused below
     value = number * 2 ** (10 * " KMGT".index(m.group(2).upper() or " "))
     if not 1 <= value <= 2**50:
-        raise argparse.ArgumentTypeError(f"size {text[:40]!r} must be between 1 B and 1P")
+        raise argparse.ArgumentTypeError(f"size {text[:40]!r} must be between 1 B and 1024T")
     return int(value)
 
 
