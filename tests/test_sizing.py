@@ -297,3 +297,14 @@ def test_a_run_that_never_finishes_is_not_called_a_model_that_does_not_fit(capsy
                  "--failures-per-1000-gpu-days", "100", "--restart-minutes", "1440"])
     err = capsys.readouterr().err
     assert code == 2 and "the run never finishes" in err and "try more GPUs" not in err
+
+
+def test_times_to_train_under_a_day_are_not_zero_days():
+    """A run of 0.005 days (7.2 minutes) printed as "0.0 days" in the table and the choices (an audit): days
+    from one day, hours from one hour, minutes below."""
+    from planner.sizing.scan import duration_text
+
+    assert duration_text(1.44) == "1.4 days"
+    assert duration_text(0.5) == "12.0 hours"
+    assert duration_text(0.005) == "7 minutes"
+    assert duration_text(float("inf")) == "inf days"

@@ -12,13 +12,13 @@ def option_row(o: sizing.Option) -> list[str]:
     cp = f" cp{p.cp}" if p.cp > 1 else ""
     ep = f" ep{p.ep}" if p.ep > 1 else ""
     return [o.offering.name, o.offering.gpu.name, str(o.num_gpus), f"tp{p.tp}{cp} pp{p.pp} dp{p.dp}{ep} z{p.zero_stage}",
-            f"{o.best.est.step_time_seconds:.2f}", f"{100 * o.best.est.mfu:.0f}%", f"{o.days:.1f}", f"${o.usd:,.0f}",
-            price_label(o)]
+            f"{o.best.est.step_time_seconds:.2f}", f"{100 * o.best.est.mfu:.0f}%", sizing.duration_text(o.days),
+            f"${o.usd:,.0f}", price_label(o)]
 
 
 def options_table(title: str, options: list[sizing.Option]) -> Table:
     table = Table(title=title, title_justify="left")
-    for col in ("offering", "GPU", "GPUs", "best plan", "step s", "MFU", "days", "total $", "price"):
+    for col in ("offering", "GPU", "GPUs", "best plan", "step s", "MFU", "time", "total $", "price"):
         table.add_column(col, justify="left" if col in ("offering", "GPU", "best plan", "price") else "right")
     for o in options:
         table.add_row(*option_row(o))
@@ -46,14 +46,14 @@ def print_size(r: dict, deadline_days: float | None) -> None:
         o = r[key]
         if o is not None:
             console.print(f"[bold green]{label}[/bold green]: {o.offering.name}, {o.num_gpus} x {o.offering.gpu.name}, "
-                          f"{o.days:.1f} days, ${o.usd:,.0f} (plan {option_row(o)[3]}, "
+                          f"{sizing.duration_text(o.days)}, ${o.usd:,.0f} (plan {option_row(o)[3]}, "
                           f"{100 * o.wall.overhead_fraction(o.step_seconds_total):.1f}% checkpoint/failure overhead, "
                           f"{o.wall.expected_failures:.1f} expected interruptions)")
     if r["other_gpus"]:
         console.print("other GPU types, each at its best count sized (a count that an option found beats even at "
                       "its step floor is not sized, so a type's best may lie at a count not shown):")
     for o, why in r["other_gpus"]:
-        console.print(f"  {o.offering.gpu.name} ({o.offering.name}, {o.num_gpus} GPUs, {o.days:.1f} days, "
+        console.print(f"  {o.offering.gpu.name} ({o.offering.name}, {o.num_gpus} GPUs, {sizing.duration_text(o.days)}, "
                       f"${o.usd:,.0f}): {why}")
     for note in r["notes"]:
         console.print(f"[yellow]note:[/yellow] {note}")

@@ -116,7 +116,7 @@ def impossible_lines(options: list[sizing.Option], args: SizeRequest) -> list[st
         f = min(feasible, key=lambda o: (o.days, o.usd))
         need = math.ceil(f.num_gpus * f.days / args.deadline_days)
         head = (f"no offering meets {args.deadline_days:g} days: the fastest is {f.offering.name} with "
-                f"{f.num_gpus} GPUs, {f.days:.1f} days (${f.usd:,.0f}); ")
+                f"{f.num_gpus} GPUs, {sizing.duration_text(f.days)} (${f.usd:,.0f}); ")
         largest = max(o.num_gpus for o in feasible if o.offering.name == f.offering.name)
         if need > L.MAX_GPUS:
             lines.append(head + f"meeting the deadline would need more than the {L.MAX_GPUS:,} GPUs planner sizes "
@@ -131,7 +131,7 @@ def impossible_lines(options: list[sizing.Option], args: SizeRequest) -> list[st
         c = min(feasible, key=lambda o: (o.usd, o.days))
         scope = " sized for this deadline" if args.deadline_days else ""
         lines.append(f"no option fits ${args.budget_usd:,.0f}: the cheapest{scope} is {c.offering.name} with "
-                     f"{c.num_gpus} GPUs, ${c.usd:,.0f} ({c.days:.1f} days); the budget would need "
+                     f"{c.num_gpus} GPUs, ${c.usd:,.0f} ({sizing.duration_text(c.days)}); the budget would need "
                      f"${c.usd - args.budget_usd:,.0f} more, or buys about {args.budget_usd / c.usd:.2%} of the tokens")
     if args.deadline_days and args.budget_usd and not lines and not any(
             o.days <= args.deadline_days and o.usd <= args.budget_usd for o in feasible):
@@ -144,10 +144,11 @@ def both_limits_line(feasible: list[sizing.Option], deadline_days: float, budget
     in_time = min((o for o in feasible if o.days <= deadline_days), key=lambda o: (o.usd, o.days))
     in_budget = min((o for o in feasible if o.usd <= budget_usd), key=lambda o: (o.days, o.usd))
     return (f"no option meets both {deadline_days:g} days and ${budget_usd:,.0f}: within the deadline the cheapest is "
-            f"{in_time.offering.name} with {in_time.num_gpus} GPUs, ${in_time.usd:,.0f} ({in_time.days:.1f} days, "
+            f"{in_time.offering.name} with {in_time.num_gpus} GPUs, ${in_time.usd:,.0f} "
+            f"({sizing.duration_text(in_time.days)}, "
             f"${in_time.usd - budget_usd:,.0f} over budget); within the budget the fastest is "
-            f"{in_budget.offering.name} with {in_budget.num_gpus} GPUs, {in_budget.days:.1f} days "
-            f"({in_budget.days - deadline_days:.1f} days late)")
+            f"{in_budget.offering.name} with {in_budget.num_gpus} GPUs, {sizing.duration_text(in_budget.days)} "
+            f"({sizing.duration_text(in_budget.days - deadline_days)} late)")
 
 
 def front(options: list[sizing.Option], deadline_days: float | None) -> list[sizing.Option]:
@@ -305,7 +306,7 @@ def option_dict(o: sizing.Option) -> dict:
 
 
 def choice_label(o: sizing.Option | None) -> str:
-    return "-" if o is None else f"{o.offering.name} x {o.num_gpus}: {o.days:.1f} days, ${o.usd:,.0f}"
+    return "-" if o is None else f"{o.offering.name} x {o.num_gpus}: {sizing.duration_text(o.days)}, ${o.usd:,.0f}"
 
 
 def stability_rows(args: SizeRequest, base: dict, grid: list[whatif.WhatIf]) -> list[dict]:

@@ -384,11 +384,20 @@ def count_range(counts: list[int]) -> str:
     return f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
 
 
+def duration_text(days: float) -> str:
+    """A time to train as people say it: days from one day up, hours from one hour, minutes below (a run of
+    0.03 days read "0.0 days")."""
+    hours = days * 24.0
+    if days >= 1.0 or not math.isfinite(days):
+        return f"{days:.1f} days"
+    return f"{hours:.1f} hours" if hours >= 1.0 else f"{hours * 60.0:.0f} minutes"
+
+
 def pruned_note(off: Offering, counts: list[int], floor: Floor, by: Option) -> str:
     return (f"{off.gpu.name} ({off.spec.name}-like) at {count_range(counts)} GPUs: not searched; "
             f"at {counts[-1]} GPUs even its step floor ({FLOOR_TERMS}) takes "
-            f"{floor.days:.1f} days and ${floor.usd:,.0f}, and "
-            f"{by.offering.name} x {by.num_gpus} is faster and cheaper ({by.days:.1f} days, ${by.usd:,.0f})")
+            f"{duration_text(floor.days)} and ${floor.usd:,.0f}, and "
+            f"{by.offering.name} x {by.num_gpus} is faster and cheaper ({duration_text(by.days)}, ${by.usd:,.0f})")
 
 
 @contextlib.contextmanager
@@ -449,7 +458,7 @@ def best_by_gpu(options: list[Option], deadline_days: float | None) -> dict[str,
 def why_loses(loser: Option, winner: Option, deadline_days: float | None) -> str:
     """One line: the main reason `loser` (another GPU type's best) loses to `winner`."""
     if deadline_days is not None and loser.days > deadline_days:
-        return (f"misses the deadline: fastest is {loser.days:.1f} days on {loser.num_gpus} GPUs "
+        return (f"misses the deadline: fastest is {duration_text(loser.days)} on {loser.num_gpus} GPUs "
                 f"(scan limit or scaling)")
     price = loser.offering.usd_per_gpu_hour / winner.offering.usd_per_gpu_hour
     speed = (winner.best.est.tokens_per_second / winner.num_gpus) / (loser.best.est.tokens_per_second / loser.num_gpus)
