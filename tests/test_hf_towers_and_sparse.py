@@ -2,6 +2,7 @@
 audio tower dropped without a note, Phi-3 given biases, Gemma 3's class defaults missing, DeepSeek's sparse
 attention read as dense, and two refusals that named a hybrid layer stack the file does not have."""
 import json
+from pathlib import Path
 
 import pytest
 from hf_support import refusal, write
@@ -10,6 +11,8 @@ from costmodel.flops import total_parameters
 from planner.errors import PlannerError
 from planner.inputs.hf_config import hf_to_spec_dict
 from planner.inputs.loading import load_model_spec
+
+HF = Path(__file__).resolve().parent / "data" / "hf_configs"
 
 
 # mistralai/Voxtral-Mini-3B-2507 config.json (shape keys): a Whisper-style audio encoder beside a Llama decoder.
@@ -133,3 +136,19 @@ def test_embedding_dropout_is_said_and_layer_dropout_read():
         assert hf_to_spec_dict({**PHI3_MINI, key: 0.1}, "phi3", 4096)["dropout"] is True
     with pytest.raises(PlannerError, match="embd_pdrop"):
         hf_to_spec_dict({**PHI3_MINI, "embd_pdrop": 1.5}, "phi3", 4096)
+
+
+def test_spec_errors_on_an_import_name_the_config_keys(tmp_path):
+    """The spec checks an imported model by its own field names; the error also names the config.json keys they
+    were read from (an audit: "(top level): ... num_kv_heads (7)" for Llama 4's text_config.num_key_value_heads,
+    "experts_per_token (300)" for DeepSeek's num_experts_per_tok)."""
+    scout = json.load(open(f"{HF}/llama4-scout-17b-16e.json"))
+    scout["text_config"]["num_key_value_heads"] = 7
+    line = refusal(tmp_path, scout, 4096)
+    assert "(top level)" not in line
+    assert line.endswith("(config.json: num_attention_heads is text_config.num_attention_heads, "
+                         "num_kv_heads is text_config.num_key_value_heads)")
+    deepseek = {**json.load(open(f"{HF}/deepseek-v3.json")), "num_experts_per_tok": 300}
+    line = refusal(tmp_path, deepseek, 4096)
+    assert "experts_per_token (300) exceeds num_experts (256)" in line
+    assert "num_experts is n_routed_experts, experts_per_token is num_experts_per_tok" in line

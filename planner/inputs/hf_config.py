@@ -84,6 +84,29 @@ class HfKeys(BaseModel):
     use_qk_norm: StrictBool | None = None
 
 
+# The config.json keys each spec field is read from (the first present is named), for errors the spec raises
+# after the import: "num_kv_heads (7)" is text_config.num_key_value_heads in a Llama 4 file.
+HF_KEYS_OF_FIELD = {
+    **KEY_ALIASES, "rotary_percent": ("partial_rotary_factor", "rotary_pct"), "norm_epsilon": NORM_EPSILON_KEYS,
+    "rope_theta": ("rope_theta", "rotary_emb_base"), "mtp_layers": ("num_nextn_predict_layers",),
+    "num_experts": EXPERT_COUNT_KEYS, "experts_per_token": ("num_experts_per_tok",), "router_groups": ("n_group",),
+    "router_group_topk": ("topk_group",), "expert_ffn_hidden_size": ("moe_intermediate_size",),
+}
+
+
+def with_hf_keys(message: str, data: dict) -> str:
+    """A spec error on an imported config, naming the config.json keys behind the spec fields it names."""
+    nested = data.get("text_config") if isinstance(data.get("text_config"), dict) else None
+    text, prefix = (nested, "text_config.") if nested is not None else (data, "")
+    named = []
+    for field, keys in HF_KEYS_OF_FIELD.items():
+        key = next((k for k in keys if k in text), None)
+        if key and re.search(rf"(?<![\w.]){field}(?!\w)", message) and prefix + key != field:
+            named.append(f"{field} is {prefix}{key}")
+    message = message.replace("(top level): ", "")
+    return f"{message} (config.json: {', '.join(named)})" if named else message
+
+
 def _layers(text: dict) -> int | None:
     """The layer count when it is one the spec accepts; else None (ModelSpec then refuses it)."""
     value = pick(text, KEY_ALIASES["num_layers"])

@@ -8,7 +8,7 @@ from costmodel import types as cm
 from planner.errors import PlannerError
 from planner.inputs import reading
 from planner.inputs.catalogs import cluster_catalog, model_catalog, resolve_gpu
-from planner.inputs.hf_config import hf_to_spec_dict, looks_like_hf_config
+from planner.inputs.hf_config import hf_to_spec_dict, looks_like_hf_config, with_hf_keys
 from planner.inputs.reading import parse, read_data, unknown_name
 from planner.inputs.specs import ClusterSpec, EstimateRecord, ModelSpec
 
@@ -33,16 +33,29 @@ def load_model_spec(ref: str, seq_length: int | None = None, global_batch_size: 
     data = read_data(path)
     imported = looks_like_hf_config(data)
     if imported:
-        if need_seq_length and not seq_length:  # max_position_embeddings is the longest context, not the training one
-            raise PlannerError(f"{path}: a Hugging Face config does not give the training sequence length "
-                               "(max_position_embeddings is the longest context the model supports): pass --seq-length")
-        data = hf_to_spec_dict(data, path.parent.name if path.name == "config.json" else path.stem, seq_length)
-    elif isinstance(data, dict) and seq_length:
+        return _imported_spec(path, data, seq_length, global_batch_size, need_seq_length)
+    if isinstance(data, dict) and seq_length:
         data = {**data, "seq_length": seq_length}
     if isinstance(data, dict) and global_batch_size:
         data = {**data, "global_batch_size": global_batch_size}
-    spec = parse(ModelSpec, data, str(path))
-    if imported and spec.notes and spec.notes not in _SAID:  # what the import left out, said once per run
+    return parse(ModelSpec, data, str(path))
+
+
+def _imported_spec(path: Path, data: dict, seq_length: int | None, global_batch_size: int | None,
+                   need_seq_length: bool) -> ModelSpec:
+    """The spec of a Hugging Face config.json (a spec error names the config's keys too), its import notes
+    queued once."""
+    if need_seq_length and not seq_length:  # max_position_embeddings is the longest context, not the training one
+        raise PlannerError(f"{path}: a Hugging Face config does not give the training sequence length "
+                           "(max_position_embeddings is the longest context the model supports): pass --seq-length")
+    fields = hf_to_spec_dict(data, path.parent.name if path.name == "config.json" else path.stem, seq_length)
+    if global_batch_size:
+        fields = {**fields, "global_batch_size": global_batch_size}
+    try:
+        spec = parse(ModelSpec, fields, str(path))
+    except PlannerError as err:
+        raise PlannerError(with_hf_keys(str(err), data)) from None
+    if spec.notes and spec.notes not in _SAID:  # what the import left out, said once per run
         _SAID.add(spec.notes)
         PENDING_NOTES.append(spec.notes)
     return spec
