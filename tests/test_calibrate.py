@@ -197,6 +197,21 @@ def test_a_one_node_run_past_the_nvlink_domain_is_not_the_network(capsys):
                                      "pcie-h100-8x-nvlink-pairs) over the node's PCIe")
 
 
+def test_a_row_the_fit_misses_badly_is_warned_of(capsys, tmp_path):
+    """An 8-GPU all_reduce at 340 GB/s and 9 us per step whose 512M row took 1000 s (a stalled run): the other rows
+    fit, that one misses by -100%, and the figures written include it; the command says so (an audit got the file
+    with "max |error| 100.0%" in the table and no word). Clean rows give no warning."""
+    def seconds(size):
+        t = ring_seconds("all_reduce", size, 8, 340e9, 9e-6)
+        return 1000.0 if size == 512 * MIB else t
+    log = tmp_path / "all_reduce_perf.txt"
+    log.write_text(synth_log("all_reduce", 8, 1, LARGE, seconds, device="NVIDIA H100 80GB HBM3"))
+    code, _, err = run(capsys, "calibrate", "dgx-h100", "--nccl", log)
+    assert code == 0 and f"the nvlink fit misses {log} at {512 * MIB} B by -100%" in err
+    code, _, err = run(capsys, "calibrate", "dgx-h100", "--nccl", EXAMPLES / "all_reduce_8gpu.txt")
+    assert code == 0 and "warning" not in err
+
+
 @pytest.mark.parametrize("hosts, needle", [
     (["node-01"] * 16, "the run put 16 ranks on one host, but dgx-h100 has 8 GPUs per node"),
     (["node-01"] * 12 + ["node-02"] * 4, "ranks are spread unevenly over its hosts (12, 4 per host)"),

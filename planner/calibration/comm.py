@@ -268,3 +268,16 @@ def check_plausible(fit: TierFit | None, nominal_bytes_per_second: float, cluste
 
 def max_abs_error(rows: tuple[FitRow, ...] | list[FitRow]) -> float:
     return max((abs(r.error) for r in rows), default=0.0)
+
+
+def poor_fit_lines(fit: CommFit) -> list[str]:
+    """One warning per tier whose worst row the fit misses by over L.MAX_CALIBRATION_ROW_ERROR, naming the row."""
+    lines = []
+    for tier in ("nvlink", "network"):
+        rows = [r for r in fit.rows if r.sample.tier == tier]
+        worst = max(rows, key=lambda r: abs(r.error), default=None)
+        if worst and abs(worst.error) > L.MAX_CALIBRATION_ROW_ERROR:
+            lines.append(f"the {tier} fit misses {worst.sample.log} at {worst.sample.size_bytes} B by "
+                         f"{100 * worst.error:+.0f}% (measured {1e6 * worst.sample.measured_seconds:.4g} us): a failed or "
+                         "disturbed measurement, or logs of other links? the fitted figures include it")
+    return lines

@@ -66,7 +66,12 @@ def fit_nccl(paths: list[str], collective: str | None, min_size: int, cluster: c
         got = comm_fit.log_samples(log, path, cluster, min_size)
         samples += got
         plotted.append(PlottedLog(path, log, got[0].ranks_per_domain))
-    return (comm_fit.calibrate_comm(samples, cluster), plotted) if samples else (None, [])
+    if not samples:
+        return None, []
+    fit = comm_fit.calibrate_comm(samples, cluster)
+    for line in comm_fit.poor_fit_lines(fit):
+        print(f"planner: warning: {line}", file=sys.stderr)
+    return fit, plotted
 
 
 def provenance(base_ref: str, spec: ClusterSpec, nccl: list[str], min_size: int, steps_path: str | None,

@@ -63,6 +63,10 @@ MAX_EFFICIENCY_SCALE = 2.0  # a measured matmul efficiency scale; above this GEM
 # SHARP) lets an all-reduce pass the nominal rate, but not by this much; above it the measurement is of
 # other links (another fabric, more GPUs per node).
 MAX_BUSBW_OVER_NOMINAL = 2.0
+# A calibration row the fitted alpha-beta ring misses by more than this: nccl-tests' large messages follow
+# t = latency steps + bytes / busbw to within a few percent (the shipped examples within 0.3%), so a miss this
+# size is a failed or disturbed measurement, or logs of other links, and the fitted figures carry it.
+MAX_CALIBRATION_ROW_ERROR = 0.2
 MAX_NAME_CHARS = 128
 # Lower bounds: smaller values describe no machine or job (and would overflow a step time).
 MIN_MEMORY_GIB = 0.25
