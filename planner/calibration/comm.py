@@ -277,7 +277,8 @@ def poor_fit_lines(fit: CommFit) -> list[str]:
         rows = [r for r in fit.rows if r.sample.tier == tier]
         worst = max(rows, key=lambda r: abs(r.error), default=None)
         if worst and abs(worst.error) > L.MAX_CALIBRATION_ROW_ERROR:
+            measured_us = 1e6 * worst.sample.measured_seconds
             lines.append(f"the {tier} fit misses {worst.sample.log} at {worst.sample.size_bytes} B by "
-                         f"{100 * worst.error:+.0f}% (measured {1e6 * worst.sample.measured_seconds:.4g} us): a failed or "
-                         "disturbed measurement, or logs of other links? the fitted figures include it")
+                         f"{100 * worst.error:+.0f}% (measured {measured_us:.4g} us): a failed or disturbed "
+                         "measurement, or logs of other links? the fitted figures include it")
     return lines
