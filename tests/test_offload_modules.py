@@ -124,6 +124,24 @@ def test_megatron_launch_offloads_the_modules():
     i = words.index("--offload-modules")
     assert words[i + 1:i + 3] == ["expert_fc1", "moe_act"] and "--fine-grained-activation-offloading" in words
     assert check(words) == []
+    # arguments.py (d98e8a64): with Transformer Engine >= 2.10 the offload asserts NVTE_CPU_OFFLOAD_V1 == "1" in
+    # the environment, so the script exports it (an audit found it missing: every such launch failed at start)
+    assert "\nexport NVTE_CPU_OFFLOAD_V1=1\n" in megatron.launch_sh(built)
+    plain = job(loading.load_model_spec("qwen3-30b-a3b"), dp=8, ep=8, global_batch_size=256, zero_stage=1)
+    assert "NVTE_CPU_OFFLOAD_V1" not in megatron.launch_sh(plain)
+
+
+def test_the_nccl_ep_overlap_does_not_offload_expert_fc1():
+    """transformer_config.py (d98e8a64): the EP A2A overlap on the flex dispatcher's NCCL EP backend (which an
+    MXFP8 dispatch runs on) asserts that expert_fc1 is not offloaded (its overlap path frees the input that
+    offload keeps); moe_act, or the DeepEP backend (bf16 dispatch), are fine."""
+    fw, qwen = REGISTRY["megatron"], model("qwen3-30b-a3b")
+    plan = cm.Plan(dp=16, ep=8, micro_batch_size=1, global_batch_size=256, zero_stage=1, precision="mxfp8",
+                   ep_dispatch="deepep", ep_dispatch_dtype="mxfp8", ep_overlap=True, offload_modules=("expert_fc1",))
+    assert any("cannot offload expert_fc1" in r for r in plan_violations(fw, qwen, plan))
+    for fine in (replace(plan, offload_modules=("moe_act",)), replace(plan, ep_dispatch_dtype="bf16"),
+                 replace(plan, ep_overlap=False)):
+        assert not any("cannot offload expert_fc1" in r for r in plan_violations(fw, qwen, fine))
 
 
 def test_every_offload_module_names_a_kept_tensor():

@@ -414,7 +414,8 @@ def env_lines(job: Job) -> str:
     objects, which need compute capability 9.0+ and NVSwitch; elsewhere UB_SKIPMC=1 falls back to CUDA
     IPC handles, or initialize_ub asserts (examples/pytorch/comm_gemm_overlap/README.md, pytorch/module/
     base.py @ v2.8). On AMD GPUs ROCm's Transformer Engine fork runs MXFP8 only with NVTE_ROCM_ENABLE_MXFP8
-    set (frameworks/megatron.py rocm_fp8_recipe)."""
+    set (frameworks/megatron.py rocm_fp8_recipe). Fine-grained activation offloading with TE >= 2.10 asserts
+    NVTE_CPU_OFFLOAD_V1=1 (arguments.py d98e8a64)."""
     out = ""
     machine, plan = job.machine, job.plan
     fsdp_unset = megatron_fsdp(plan) and not (machine.generation == "blackwell" and (plan.tp > 1 or plan.cp > 1))
@@ -442,6 +443,10 @@ def env_lines(job: Job) -> str:
     if machine.rocm and plan.precision == "mxfp8":
         out += ("# ROCm's Transformer Engine fork keeps MXFP8 off unless this is set (its README; gfx950 only).\n"
                 "export NVTE_ROCM_ENABLE_MXFP8=1\n")
+    if plan.offload_modules:
+        out += ("# Fine-grained activation offloading with Transformer Engine 2.10 or newer: Megatron-LM asserts this\n"
+                "# (megatron/training/arguments.py), so that TE does not offload weights.\n"
+                "export NVTE_CPU_OFFLOAD_V1=1\n")
     if megatron_rules.op_fuser(job.cm_model, plan) and job.cm_model.gated_mlp:
         out += ("# The op fuser (--use-transformer-engine-op-fuser) fuses gated experts only with Transformer\n"
                 "# Engine's CuTe DSL grouped MLP switched on, or Megatron-LM asserts (moe/experts.py).\n"

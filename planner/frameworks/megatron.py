@@ -226,7 +226,8 @@ def fine_grained_offloading(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     whole MoE layer; with the MoE layers' Transformer Engine CUDA graphs the norms' inputs cross the graph
     boundaries and stay (docs/user-guide/features/fine_grained_activation_offloading.md, "CUDA Graph
     Integration"). A whole-iteration graph needs --fine-grained-offloading-max-inflight-offloads, which
-    the emitter does not write: refused."""
+    the emitter does not write: refused. The EP A2A overlap on the NCCL EP backend (an MXFP8 dispatch) cannot
+    offload expert_fc1 (transformer_config.py: its overlap path frees the raw input that offload keeps)."""
     mods = set(plan.offload_modules)
     if not mods:
         return None
@@ -243,6 +244,9 @@ def fine_grained_offloading(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     if plan.full_iteration_graph:
         return ("planner does not write the in-flight offload cap a whole-iteration CUDA graph needs with "
                 "fine-grained activation offloading (--fine-grained-offloading-max-inflight-offloads)")
+    if "expert_fc1" in mods and plan.ep_overlap and plan.ep_dispatch == "deepep" and plan.ep_dispatch_dtype != "bf16":
+        return ("Megatron-LM's EP A2A overlap on the NCCL EP backend (the MXFP8 dispatch) cannot offload expert_fc1 "
+                "(transformer_config.py)")
     return None
 
 

@@ -34,7 +34,7 @@ def recorded_args(script: Path) -> list[str]:
                "MEGATRON_LM": os.environ["MEGATRON_LM"]}
         subprocess.run(["bash", str(script)], check=True, env=env)
         exported = dict(kv.split("=", 1) for kv in Path(f"{out}.env").read_bytes().decode().split("\0") if "=" in kv)
-        for key in ("CUDA_DEVICE_MAX_CONNECTIONS",):  # what the script exports for Megatron's checks
+        for key in ("CUDA_DEVICE_MAX_CONNECTIONS", "NVTE_CPU_OFFLOAD_V1"):  # what the script exports for its checks
             os.environ.pop(key, None)
             if key in exported:
                 os.environ[key] = exported[key]
