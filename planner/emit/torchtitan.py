@@ -113,9 +113,19 @@ def training(job: Job) -> Kwargs:
                    ("seq_len", job.model.seq_length), ("steps", steps), ("dtype", "float32"),
                    ("mixed_precision_param", half),
                    ("mixed_precision_reduce", "bfloat16" if p.grad_comm_dtype == "bf16" else "float32")]
+    return out + [("disable_cuda_graphs", True)]  # always: see graph_comment
+
+
+def graph_comment(p) -> str:
+    """Why disable_cuda_graphs is written: torchtitan 0.3 runs the forward and backward as one CUDA graph by
+    default (trainer.py wrap_with_cuda_graph), which its rules refuse with pipeline parallelism or the standard
+    all-to-all dispatcher (frameworks/torchtitan.py cuda_graphs_off); elsewhere the plan was scored without a
+    whole-iteration graph (frameworks/base.py Knobs.full_iteration_graph), so the job runs without one too."""
     if titan.cuda_graphs_off(p):
-        out.append(("disable_cuda_graphs", True))
-    return out
+        why = "pipeline parallelism" if p.pp > 1 else "the all-to-all token dispatcher's CPU synchronization"
+        return f"CUDA graphs do not support {why} (trainer.py): disable_cuda_graphs."
+    return ("disable_cuda_graphs: torchtitan graphs the forward and backward by default (trainer.py); the plan "
+            "was scored without that graph (its step time and memory), so it runs without it too.")
 
 
 def compile_components(job: Job) -> list[str]:
@@ -168,9 +178,7 @@ def comments(job: Job) -> str:
     if p.pp > 1 and titan.fsdp(p):
         out.append("FSDP2 under pipeline parallelism: weights stay gathered and gradients unsharded until the "
                    "step's last backward (torch.distributed.pipelining), as planned (ZeRO-1).")
-    if titan.cuda_graphs_off(p):
-        why = "pipeline parallelism" if p.pp > 1 else "the all-to-all token dispatcher's CPU synchronization"
-        out.append(f"CUDA graphs do not support {why} (trainer.py): disable_cuda_graphs.")
+    out.append(graph_comment(p))
     if p.pp > 1:
         out.append("module_fqns_per_model_part: the plan's layer split, one list per stage, stage s on rank s % pp.")
     if p.ep > 1:

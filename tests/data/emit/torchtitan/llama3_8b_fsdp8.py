@@ -20,6 +20,8 @@ def planner_job() -> Trainer.Config:
     config.training.global_batch_size = 32
     config.training.mixed_precision_param = "bfloat16"
     config.training.mixed_precision_reduce = "float32"
+    # trainer.py graphs the forward and backward unless told not to; the plan was scored without that graph
+    config.training.disable_cuda_graphs = True
     # ZeRO-3 = FSDP2 over data_parallel_shard (8 x 1 x 1 x 1 x 1 = WORLD_SIZE 8); no TP, so no SP
     config.parallelism.data_parallel_shard_degree = 8
     config.parallelism.data_parallel_replicate_degree = 1

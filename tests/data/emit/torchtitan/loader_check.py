@@ -32,23 +32,12 @@ sys.path.insert(0, str(HERE.parents[2]))  # tests/, for emit_support
 
 
 def configurations() -> list[tuple[str, str, int]]:
-    """(case id, configuration module source, world size): planner's, then the goldens."""
-    from emit_support import job
+    """(case id, configuration module source, world size): planner's, then the goldens, built as the CI test
+    builds them (test_emit_torchtitan.loader_sources: torchtitan's loss, pipeline buffers and gathered
+    sequence-parallel inputs)."""
+    from test_emit_torchtitan import loader_sources
 
-    from planner.emit import render
-    from planner.inputs.loading import load_model_spec
-    from planner.inputs.specs import ModelSpec
-
-    data = json.loads((HERE / "cases.json").read_text())
-    out, goldens = [], []
-    for case in data["cases"]:
-        name = case["model"]
-        model = ModelSpec(**data["models"][name]) if name in data["models"] else load_model_spec(name)
-        j = job(model, **case["plan"])
-        out.append((case["id"], render(j, "torchtitan")["torchtitan/planner_job.py"][0], j.num_gpus))
-        if case.get("golden"):
-            goldens.append((f"golden:{case['golden']}", (HERE / case["golden"]).read_text(), j.num_gpus))
-    return out + goldens
+    return loader_sources()
 
 
 def load(source: str):
