@@ -184,6 +184,26 @@ def test_the_compiled_loss_is_written_and_the_eager_one_is_not():
         assert "re-score with planner estimate ... --cross-entropy vocab_parallel_fused" in readme
 
 
+def test_the_readme_names_the_version_and_what_a_launch_needs():
+    """README.txt says which Megatron-LM the files were checked against and what the user installs: Transformer
+    Engine always (Megatron-LM's default transformer_impl), the flex dispatcher's library with DeepEP; launch.sh
+    swaps its mock data for DATA_PATH and TOKENIZER_MODEL (Megatron-LM takes one data source: arguments.py; the
+    old comment said to add --data-path, which it refuses beside --mock-data)."""
+    from planner.emit import render
+
+    files = render(JOBS["qwen3-30b-mxfp8-dispatch"](), "megatron")
+    text = files["README.txt"][0]
+    assert "Written for\n  Megatron-LM: NVIDIA/Megatron-LM d98e8a64 (2026-08-22)" in text
+    assert "Megatron-LM: Transformer Engine" in text and "the flex token dispatcher's backend library" in text
+    assert "DATA_PATH=PREFIX TOKENIZER_MODEL=NAME_OR_PATH" in text
+    dense = render(JOBS["llama3-70b"](), "megatron")
+    assert "flex token dispatcher" not in dense["README.txt"][0]
+    script = dense["megatron/launch.sh"][0]
+    assert 'if [[ -n "${DATA_PATH:-}" ]]; then\n  DATA_ARGS=(--data-path "$DATA_PATH" --tokenizer-type ' \
+           'HuggingFaceTokenizer\n             --tokenizer-model "${TOKENIZER_MODEL:?' in script
+    assert "else\n  DATA_ARGS=(--mock-data --tokenizer-type NullTokenizer --vocab-size 128256)\nfi" in script
+
+
 def test_a_whole_iteration_graph_is_megatrons_full_iteration_impl():
     """transformer_config.py (d98e8a64): cuda_graph_impl "full_iteration" captures the forward-backward in
     one graph; arguments.py asserts --no-check-for-nan-in-loss-and-grad with it. No --cuda-graph-modules

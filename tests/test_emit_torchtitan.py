@@ -411,6 +411,13 @@ def test_readme_says_how_to_launch():
     text = render(j, "torchtitan")["README.txt"][0]
     assert "torchtitan 0.3.0" in text and "--repo_id meta-llama/Llama-3.1-8B --assets tokenizer" in text
     assert "NODE_RANK=0 bash <this folder>/torchtitan/launch.sh" in text
+    # what the files were checked against, and what a user supplies (an audit found neither said): the dataset and
+    # the gated tokenizer; torchao for float8 (components/quantization/float8.py raises without it, and an older
+    # one trains in bf16 after a warning)
+    assert "Written for\n  torchtitan: torchtitan 0.3.0 (PyPI; pytorch/torchtitan release/0.3 @ 4f9e9a47" in text
+    assert "gated models need a Hugging Face token" in text and "torchao" not in text
+    fp8 = render(case_job(next(c for c in CASES["cases"] if c["id"] == "8b-fp8")), "torchtitan")["README.txt"][0]
+    assert "torchtitan: torchao 0.9 or newer for float8" in fp8
 
 
 def test_readme_says_when_torchtitan_reduces_otherwise_than_priced():

@@ -469,9 +469,14 @@ TRAINING_ARGS=(
   --lr "${{LR:-3.0e-4}}" --min-lr "${{MIN_LR:-3.0e-5}}" --lr-decay-style cosine --lr-warmup-fraction 0.01
   --weight-decay 0.1 --clip-grad 1.0
 )
-# Mock data starts without a dataset; for real data use e.g.
-#   --data-path PREFIX --tokenizer-type HuggingFaceTokenizer --tokenizer-model NAME_OR_PATH
-DATA_ARGS=({" ".join(data_args(job))})
+# Mock data starts without a dataset. For real data (Megatron-LM takes one data source, so it replaces the
+# mock data): DATA_PATH=PREFIX TOKENIZER_MODEL=NAME_OR_PATH bash launch.sh (a Hugging Face tokenizer).
+if [[ -n "${{DATA_PATH:-}}" ]]; then
+  DATA_ARGS=(--data-path "$DATA_PATH" --tokenizer-type HuggingFaceTokenizer
+             --tokenizer-model "${{TOKENIZER_MODEL:?set TOKENIZER_MODEL with DATA_PATH}}")
+else
+  DATA_ARGS=({" ".join(data_args(job))})
+fi
 # Add --save DIR --save-interval N --load DIR to checkpoint.
 LOGGING_ARGS=(--log-interval 10 --eval-interval 1000 --eval-iters 10)"""
 

@@ -72,7 +72,9 @@ def launch_lines(job: Job, frameworks: list[str]) -> list[str]:
     if "megatron" in frameworks:
         rank = "NODE_RANK=0" if job.nnodes == 1 else f"NODE_RANK=<0..{job.nnodes - 1}> MASTER_ADDR=<node 0>"
         out += [f"  Megatron-LM: on {'the node' if job.nnodes == 1 else f'each of the {job.nnodes} nodes'}:",
-                f"    MEGATRON_LM=path/to/Megatron-LM {rank} bash megatron/launch.sh"]
+                f"    MEGATRON_LM=path/to/Megatron-LM {rank} bash megatron/launch.sh",
+                "    (mock data; for yours add DATA_PATH=PREFIX TOKENIZER_MODEL=NAME_OR_PATH, a Hugging Face "
+                "tokenizer)"]
     if "torchtitan" in frameworks:
         out += torchtitan_lines(job)
     return out
@@ -90,6 +92,34 @@ def torchtitan_lines(job: Job) -> list[str]:
     if flavour and flavour.repo:
         out.append(f"    python scripts/download_hf_assets.py --repo_id {flavour.repo} --assets tokenizer")
     return out + [f"    {rank} bash <this folder>/torchtitan/launch.sh"]
+
+
+def requirement_lines(job: Job, frameworks: list[str]) -> list[str]:
+    """What the files were checked against (each framework module's source) and what the user installs or
+    supplies beyond it, each from the framework's own code: Transformer Engine (every Megatron-LM launch keeps
+    the default transformer_impl, transformer_engine: transformer_config.py d98e8a64), DeepEP or HybridEP for
+    the flex dispatcher (token_dispatcher.py imports them), torchao 0.9+ for torchtitan's float8
+    (components/quantization/float8.py: without it the converter raises, and an older torchao turns float8 off
+    with a warning), the gated Llama tokenizer, and DeepSpeed's async_io op for NVMe offload."""
+    p, out = job.plan, ["Written for"]
+    for name in frameworks:
+        out.append(f"  {REGISTRY[name].title}: {REGISTRY[name].source}")
+    needs = []
+    if "megatron" in frameworks:
+        needs.append("Megatron-LM: Transformer Engine (the launch keeps Megatron-LM's default, transformer_impl "
+                     "transformer_engine)")
+        if p.ep_dispatch == "deepep" and job.cm_model.moe is not None:
+            needs.append("Megatron-LM: the flex token dispatcher's backend library (DeepEP, or HybridEP / NCCL EP as "
+                         "written in launch.sh), installed next to Megatron-LM")
+    if "torchtitan" in frameworks:
+        if p.precision == "fp8":
+            needs.append("torchtitan: torchao 0.9 or newer for float8 (without it the job fails at start; an older "
+                         "one trains in bf16 after a warning)")
+        needs.append("torchtitan: its recipe's dataset (c4, streamed from the Hugging Face Hub) and tokenizer "
+                     "(download_hf_assets.py; gated models need a Hugging Face token)")
+    if "deepspeed" in frameworks and "nvme" in (job.options.offload_optimizer, job.options.offload_param):
+        needs.append("DeepSpeed: the async_io op (libaio) for NVMe offload (ds_report shows it)")
+    return out + (["Needs"] + [f"  - {n}" for n in needs] if needs else [])
 
 
 def note_lines(job: Job, frameworks: list[str]) -> list[str]:
@@ -211,5 +241,5 @@ def readme(job: Job, frameworks: list[str], files: list[str]) -> str:
     blocks = [[f"planner emit: launch files for {job.model.name}{where} ({job.num_gpus}{gpu}, "
                f"{job.nnodes} node{'s' if job.nnodes > 1 else ''} of {job.gpus_per_node})"],
               plan_lines(job), prediction_lines(job), ["Files"] + [f"  {f}" for f in files],
-              launch_lines(job, frameworks), note_lines(job, frameworks)]
+              launch_lines(job, frameworks), requirement_lines(job, frameworks), note_lines(job, frameworks)]
     return "\n\n".join("\n".join(b) for b in blocks if b) + "\n"
