@@ -151,3 +151,17 @@ def test_scale_above_peak_is_flagged():
     fit = fit_scale(steps, selene(64), selene(64))
     assert "above the GPU's peak" not in scale_line(steps, fit, 0.8)
     assert "above the GPU's peak" in scale_line(steps, replace(fit, scale=1.3), 0.8)
+
+
+def test_a_rows_missing_fields_are_named_as_columns(capsys, tmp_path):
+    """A row without step_time_s says the column is missing (it said "got 'None'"); a config.json row without
+    seq_length names the row's column, not the command line's --seq-length (an audit)."""
+    (tmp_path / "c.yaml").write_text(CLUSTER_YAML)
+    (tmp_path / "a.csv").write_text("name,model,gpus,tp,pp,gbs\na,llama3-8b,64,2,1,128\n")
+    code, _, err = run(capsys, "calibrate", tmp_path / "c.yaml", "--step-times", tmp_path / "a.csv")
+    assert code == 2 and "row 1: step_time_s is missing" in err
+    config = "tests/data/hf/llama-3-8b/config.json"
+    (tmp_path / "b.csv").write_text(f"name,model,gpus,tp,pp,gbs,step_time_s\nb,{config},64,2,1,128,5.0\n")
+    code, _, err = run(capsys, "calibrate", tmp_path / "c.yaml", "--step-times", tmp_path / "b.csv")
+    assert code == 2 and "give the row a seq_length" in err and "--seq-length" not in err
+

@@ -152,3 +152,10 @@ def test_spec_errors_on_an_import_name_the_config_keys(tmp_path):
     line = refusal(tmp_path, deepseek, 4096)
     assert "experts_per_token (300) exceeds num_experts (256)" in line
     assert "num_experts is n_routed_experts, experts_per_token is num_experts_per_tok" in line
+
+
+def test_a_checkpoint_folder_reads_its_config(tmp_path):
+    """A Hugging Face checkpoint is a folder holding config.json: the folder names the model as the file does
+    (it was refused, "is a folder, expected a file", an audit found)."""
+    folder = Path(write(tmp_path, json.load(open(f"{HF}/qwen3-8b.json")), "qwen3-8b")).parent
+    assert load_model_spec(str(folder), 4096) == load_model_spec(str(folder / "config.json"), 4096)

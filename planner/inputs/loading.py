@@ -24,6 +24,8 @@ def load_model_spec(ref: str, seq_length: int | None = None, global_batch_size: 
     training sequence length: `seq_length`, else (unless `need_seq_length`, as on the command line)
     its max_position_embeddings."""
     path = Path(ref)
+    if path.is_dir() and (path / "config.json").is_file():  # a Hugging Face checkpoint's folder
+        path = path / "config.json"
     if not path.exists():
         models = model_catalog()
         if ref in models:

@@ -109,6 +109,8 @@ def seconds_of(row: dict) -> float:
     """The measured step time: a YAML/JSON number or a CSV field in plain decimal or exponent form
     (not a bool, nor '7_5.42'), between L.MIN_SECONDS and L.MAX_SECONDS."""
     value = row.get("step_time_s")
+    if value is None or value == "":
+        raise PlannerError("step_time_s is missing (the measured seconds per step: a column or key of each row)")
     try:
         if isinstance(value, bool) or not isinstance(value, (int, float, str)):
             raise ValueError(value)
@@ -152,7 +154,11 @@ def _to_step(row: dict, cluster_spec) -> TimedStep:
     gpus = _int_or_none(row, "gpus")
     if gpus is None and not cluster_spec.num_gpus:
         raise PlannerError(f"gpus is missing (cluster '{cluster_spec.name}' has no num_gpus)")
-    model = loading.load_model_spec(str(row["model"]), _int_or_none(row, "seq_length"), need_seq_length=True)
+    seq_length = _int_or_none(row, "seq_length")
+    try:
+        model = loading.load_model_spec(str(row["model"]), seq_length, need_seq_length=True)
+    except PlannerError as err:  # the loader's hint is the command line's; a row gives it in a column
+        raise PlannerError(str(err).replace("pass --seq-length", "give the row a seq_length")) from None
     cluster = loading.build_cluster(cluster_spec, gpus)
     plan = plans.build_plan(plan_spec_from_args(args), model, cluster.num_gpus)
     plans.check_legal(model.to_model(), cluster, plan)
