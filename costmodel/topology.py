@@ -107,13 +107,17 @@ def pp_last_dp_ranks_per_domain(tp: int, cp: int, pp: int, dp: int, domain: int)
     """Under "tp-cp-pp-dp" rank r = t + tp (c + cp (p + pp d)): a gradient-sync group is the ranks of one
     (t, p), its cp x dp members at strides tp and tp*cp*pp. The fewest of a group's members that share a
     domain of `domain` consecutive GPUs, over every group and domain it touches (a count, not a formula:
-    the strides need not divide the domain)."""
+    the strides need not divide the domain), taken down to a divisor of the group's cp x dp: the two-level
+    collective (comm.hierarchical_*) splits a group into equal domain parts, and where the replicas do not
+    tile the domains (a 16-GPU replica in a 72-GPU NVL72 rack, dp 9) the group's fewest members in one domain
+    need not divide it (4 of 9: priced as 3 per domain, the nearest even split that no domain is short of)."""
     counts: dict[tuple[int, int, int], int] = {}
     for rank in range(tp * cp * pp * dp):
         t, p = rank % tp, (rank // (tp * cp)) % pp
         key = (t, p, rank // domain)
         counts[key] = counts.get(key, 0) + 1
-    return min(counts.values())
+    fewest = min(counts.values())
+    return max(k for k in range(1, fewest + 1) if (cp * dp) % k == 0)
 
 
 def cp_ranks_per_domain(plan: Plan, cluster: Cluster) -> int:
