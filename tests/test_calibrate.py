@@ -212,6 +212,19 @@ def test_a_row_the_fit_misses_badly_is_warned_of(capsys, tmp_path):
     assert code == 0 and "warning" not in err
 
 
+def test_a_log_repeating_its_sizes_is_warned_of(capsys, tmp_path):
+    """The 8-GPU example twice in one file: 14 rows of 7 sizes, fitted as 14 measurements (the error bars shrink
+    by about sqrt 2 for nothing; an audit). One run times a size once per data type and operation, so the
+    repeats are several runs; the command says so. The file as shipped gets no such line."""
+    text = (EXAMPLES / "all_reduce_8gpu.txt").read_text()
+    log = tmp_path / "all_reduce_perf.txt"
+    log.write_text(text + text)
+    code, _, err = run(capsys, "calibrate", "dgx-h100", "--nccl", log)
+    assert code == 0 and f"{log}: sizes timed more than once (134217728, " in err
+    code, _, err = run(capsys, "calibrate", "dgx-h100", "--nccl", EXAMPLES / "all_reduce_8gpu.txt")
+    assert code == 0 and "timed more than once" not in err
+
+
 @pytest.mark.parametrize("hosts, needle", [
     (["node-01"] * 16, "the run put 16 ranks on one host, but dgx-h100 has 8 GPUs per node"),
     (["node-01"] * 12 + ["node-02"] * 4, "ranks are spread unevenly over its hosts (12, 4 per host)"),

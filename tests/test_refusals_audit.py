@@ -178,6 +178,6 @@ def test_a_step_time_must_be_a_plain_number_of_seconds(value):
     from planner.errors import PlannerError
     from planner.inputs.step_times import seconds_of
 
-    with pytest.raises(PlannerError, match="step_time_s must be"):
+    with pytest.raises(PlannerError, match="step_time_s must be" if value is not None else "step_time_s is missing"):
         seconds_of({"step_time_s": value})
     assert seconds_of({"step_time_s": "75.42"}) == seconds_of({"step_time_s": 75.42}) == 75.42

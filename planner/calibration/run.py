@@ -58,12 +58,24 @@ def parse_log(path: str, collective: str | None) -> NcclLog:
     return log
 
 
+def warn_repeated_sizes(log: NcclLog, path: str) -> None:
+    """One nccl-tests run times each size once per data type and operation (-d all, -o all): a size timed again
+    is another run's table in the same file, and fitting every row counts it as more measurements than were made."""
+    keys = [(r.size_bytes, r.dtype, r.redop) for r in log.rows]
+    repeated = sorted({k[0] for k in keys if keys.count(k) > 1})
+    if repeated:
+        print(f"planner: warning: {path}: sizes timed more than once ({', '.join(map(str, repeated[:5]))} B): several "
+              "runs in one file? each row is fitted, so repeats count as more measurements than were made",
+              file=sys.stderr)
+
+
 def fit_nccl(paths: list[str], collective: str | None, min_size: int, cluster: cm.Cluster):
     """(CommFit, logs for the plot) from every log, or (None, [])."""
     samples, plotted = [], []
     for path in paths:
         log = parse_log(path, collective)
         got = comm_fit.log_samples(log, path, cluster, min_size)
+        warn_repeated_sizes(log, path)
         samples += got
         plotted.append(PlottedLog(path, log, got[0].ranks_per_domain))
     if not samples:
