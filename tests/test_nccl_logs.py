@@ -437,3 +437,11 @@ def test_large_message_rows_default_64mib():
 def test_large_message_rows_custom_threshold():
     rows = large_message_rows(parse_file(ALLGATHER_C0), min_size_bytes=2**30)
     assert [r.size_bytes for r in rows] == [1073741824, 4294967296]
+
+
+def test_a_json_size_that_is_a_bool_is_refused():
+    """JSON true is an int to Python: "size": true was read as a 1-byte row (an audit)."""
+    doc = json.loads(CURRENT_JSON.read_text())
+    doc["results"][0]["size"] = True
+    with pytest.raises(NcclParseError, match=r"results\[0\]: expected an object with an integer 'size'"):
+        parse_json(json.dumps(doc), "run.json")
