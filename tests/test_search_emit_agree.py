@@ -33,11 +33,14 @@ def test_every_suggested_plan_is_emittable(framework, model_name, cluster_name, 
 @pytest.mark.parametrize("model_name,cluster_name,gpus,gbs", [("megatron-1.7b", "dgx-h100", 16, 64),
                                                              ("qwen3-30b-a3b", "dgx-b200", 16, 128)])
 def test_each_ranked_plan_names_the_frameworks_that_launch_it(model_name, cluster_name, gpus, gbs):
-    """`suggest --json` gives each plan the searched frameworks that can launch it, and exactly those
-    emit it: each listed framework's emitter accepts the plan, each other one refuses it. torchtitan
-    has no definition of Megatron's 1.7B GPT (GeLU, LayerNorm, learned positions: frameworks/torchtitan.py
-    match_flavour), so its rules alone would not make it a launcher."""
+    """`suggest --json` gives each plan the searched frameworks that launch it as scored, and those emit it:
+    each listed framework's emitter accepts the plan; each other one refuses it or runs it otherwise than
+    scored (its kernels, loss or runtime: frameworks.base.priced_otherwise). torchtitan has no definition of
+    Megatron's 1.7B GPT (GeLU, LayerNorm, learned positions: frameworks/torchtitan.py match_flavour), so its
+    rules alone would not make it a launcher."""
+    from planner import frameworks
     from planner.errors import PlannerError
+    from planner.frameworks.base import priced_otherwise
     from planner.search.report import suggest_report
 
     model = loading.load_model_spec(model_name, global_batch_size=gbs)
@@ -52,7 +55,7 @@ def test_each_ranked_plan_names_the_frameworks_that_launch_it(model_name, cluste
         for framework in spec.frameworks:
             if framework in d["frameworks"]:
                 assert any(name.endswith(".sh") for name in render(job, framework))
-            else:
+            elif not priced_otherwise(frameworks.get(framework), model.to_model(), job.plan):
                 with pytest.raises(PlannerError):
                     render(job, framework)
 
@@ -113,3 +116,24 @@ def test_a_model_no_framework_builds_as_written_is_refused(capsys):
 
     one_line_error(capsys, ["suggest", "tests/data/hf_configs/olmoe-1b-7b.json", "dgx-h100", "--gpus", "16",
                             "--seq-length", "4096", "--gbs", "64"], "not over all heads at once")
+
+
+def test_a_plan_is_labelled_only_with_the_frameworks_that_run_it_as_scored():
+    """Qwen3-30B-A3B on 8 H100, 512 sequences: the ranked plans are scored with Megatron-LM's cuDNN attention,
+    fused projections and compiled vocab-parallel loss. torchtitan's rules let it run them, but with FlexAttention
+    or flash, fused_qkv projections and its chunked loss, 43.2 s where the plan says 36.2 s: it was labelled
+    torchtitan too, and `suggest --emit torchtitan` wrote the 36.2 s plan's files (an audit). Now only Megatron-LM
+    labels them, and torchtitan's files are its own best plan, scored as it runs."""
+    from planner import frameworks
+    from planner.frameworks.base import priced_otherwise
+    from planner.search.report import suggest_report
+
+    model = loading.load_model_spec("qwen3-30b-a3b", global_batch_size=512)
+    cluster = loading.build_cluster(loading.load_cluster_spec("dgx-h100"), 8)
+    plans = suggest_report(model, SearchSpec(model.to_model(), cluster, 512), suggest.Options(top_k=5))["plans"]
+    assert plans and all("torchtitan" not in d["frameworks"] for d in plans if d["plan"]["attention_kernel"] == "cudnn")
+    job = build_job(model, {k: v for k, v in plans[0].items() if k != "frameworks"})
+    otherwise = priced_otherwise(frameworks.get("torchtitan"), model.to_model(), job.plan)
+    assert "attention kernel cudnn" in otherwise and "loss vocab_parallel_fused" in otherwise
+    assert not priced_otherwise(frameworks.get("megatron"), model.to_model(), job.plan)
+

@@ -206,6 +206,27 @@ def grad_sync_for(ks: Knobs, zero_stage: int) -> str:
     return next((g for g in ks.grad_sync.values if (g, zero_stage) in GRAD_SYNC_ZERO), "buckets")
 
 
+def priced_otherwise(fw: Framework, model: cm.Model, plan: cm.Plan) -> list[str]:
+    """The settings `fw` runs otherwise than `plan` was scored with that move time only, so no rule refuses them
+    (violations): the attention kernel, the projections, the loss, the TP input-gradient reduction, when the
+    gradients are reduced, the RoPE fusion and the experts' activation prologue, each one per framework in the
+    search (search/space.py). `fw` runs the plan, but not in the time scored for it: the search labels a plan
+    with the frameworks that run it as scored (search/report.py launchers), and emit's README says how to
+    re-score (emit/readme.py kernel_notes, runtime_notes)."""
+    ks = fw.knobs_for(plan)
+    checks = [("attention kernel", plan.attention_kernel, ks.attention_kernel.values if plan.flash_attention
+               else (plan.attention_kernel,)),
+              ("projections", plan.projections, ks.projections.values),
+              ("loss", plan.cross_entropy, ks.cross_entropy.values),
+              ("TP input-gradient reduction async", plan.tp_async_grad, ks.tp_async_grad.values if plan.tp > 1
+               else (plan.tp_async_grad,)),
+              ("gradient sync", plan.grad_sync, (grad_sync_for(ks, plan.zero_stage),) if plan.dp * plan.cp > 1
+               and plan.zero_stage < 2 else (plan.grad_sync,)),
+              ("RoPE fused", plan.rope_fusion, (fw.rope_fusion(model),)),
+              ("expert activation prologue", plan.moe_act_prologue, (fw.act_prologue(model),))]
+    return [f"{label} {_word(value)}" for label, value, allowed in checks if value not in allowed]
+
+
 def first_violation(rules: tuple[Rule, ...], model: cm.Model, plan: cm.Plan) -> Optional[str]:
     for rule in rules:
         msg = rule(model, plan)

@@ -45,18 +45,21 @@ def search_summary(result: suggest.Result, opts: suggest.Options) -> dict:
 
 
 def runs_on(framework: str, model: ModelSpec, plan, cluster) -> bool:
-    """Whether `framework` runs the plan on `cluster` (its rules in planner/frameworks, and the cost model's own)."""
+    """Whether `framework` runs the plan on `cluster` (its rules in planner/frameworks, and the cost model's own)
+    as it was scored: with the kernels, loss and runtime the plan was priced with (base.priced_otherwise; a plan
+    scored with Megatron-LM's cuDNN attention and compiled loss runs on torchtitan, but slower)."""
     from costmodel.rules import model_plan_violations
     from planner import frameworks
+    from planner.frameworks.base import priced_otherwise
 
-    m = model.to_model()
-    return not model_plan_violations(m, plan) and not frameworks.violations(frameworks.get(framework), m, plan,
-                                                                            frameworks.Machine.of(cluster))
+    m, fw = model.to_model(), frameworks.get(framework)
+    return (not model_plan_violations(m, plan) and not priced_otherwise(fw, m, plan)
+            and not frameworks.violations(fw, m, plan, frameworks.Machine.of(cluster)))
 
 
 def launchers(model: ModelSpec, spec: SearchSpec, plan) -> list[str]:
-    """The searched frameworks that can launch `plan` on the cluster: runs_on, and they build the model
-    (Framework.cannot_build: torchtitan only its own)."""
+    """The searched frameworks that launch `plan` on the cluster as it was scored: runs_on, and they build the
+    model (Framework.cannot_build: torchtitan only its own)."""
     from planner import frameworks
 
     return [name for name in spec.frameworks
@@ -85,7 +88,8 @@ def best_per_framework(model: ModelSpec, spec: SearchSpec, opts: suggest.Options
             notes.append(f"{name}: no plan it runs fits ({err}); no {name} files written")
             continue
         chosen[name] = own
-        notes.append(f"{name} does not run the best plan; its own best is {_label(own)}, "
+        notes.append(f"{name} does not run the best plan as scored (a rule refuses it, or its kernels, loss or "
+                     f"runtime differ); its own best is {_label(own)}, "
                      f"{own['step_time_s']:.3g} s per step against {best['step_time_s']:.3g} s")
     return chosen, notes
 
