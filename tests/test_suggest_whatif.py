@@ -69,3 +69,14 @@ def test_emit_writes_launch_files_for_the_best_plan(tmp_path, capsys):
     # and never overwrites without --force
     assert main(["suggest", "llama2-7b", "dgx-h100", "--gpus", "8", "--gbs", "64", "--framework", "megatron",
                  "--emit", "megatron", "--out", str(out)]) == 2
+
+
+def test_emit_for_a_framework_without_the_model_is_refused_before_a_search(tmp_path, capsys):
+    """torchtitan has no GPT-3 definition (its emitter refuses every plan of it): suggest --emit torchtitan used
+    to search torchtitan's rules anyway, report "its own best is ... 27.5 s", then fail in the emitter (an audit).
+    It now says in the refusal why no torchtitan file is written; --emit all (DeepSpeed and Megatron-LM) writes."""
+    assert main(["suggest", "gpt3-175b", "dgx-h100", "--gpus", "256", "--emit", "torchtitan",
+                 "--out", str(tmp_path / "t")]) == 2
+    err = capsys.readouterr().err
+    assert "no plan for --emit torchtitan: torchtitan: torchtitan has no model definition for 'gpt3-175b'" in err
+    assert "its own best" not in err and not (tmp_path / "t").exists()

@@ -68,8 +68,10 @@ def launchers(model: ModelSpec, spec: SearchSpec, plan) -> list[str]:
 
 def best_per_framework(model: ModelSpec, spec: SearchSpec, opts: suggest.Options, report: dict,
                        names: list[str], wi: whatif.WhatIf | None = None) -> tuple[dict[str, dict], list[str]]:
-    """For each framework, the best plan it runs: the overall best when it runs it, else the best of
-    a search restricted to that framework. Returns (framework -> estimate object, notes)."""
+    """For each framework, the best plan it runs: the overall best when it runs it as scored, else the best of
+    a search restricted to that framework; none for a framework without the model's definition (its emitter
+    refuses them all). Returns (framework -> estimate object, notes)."""
+    from planner import frameworks
     from planner.errors import PlannerError
     from planner.inputs.plans import build_plan
     from planner.inputs.specs import PlanSpec
@@ -79,6 +81,10 @@ def best_per_framework(model: ModelSpec, spec: SearchSpec, opts: suggest.Options
                       model, best["num_gpus"])
     chosen, notes = {}, []
     for name in names:
+        gap = frameworks.get(name).cannot_build(spec.model)
+        if gap:  # its emitter refuses every plan of this model: no search for it
+            notes.append(f"{name}: {gap}; no {name} files written")
+            continue
         if runs_on(name, model, plan, spec.cluster):
             chosen[name] = best
             continue
