@@ -162,3 +162,14 @@ def test_low_precision_gathers_do_not_depend_on_the_order_of_precisions(capsys):
     b = suggest_json(capsys, "--top", "1", "--precision", "fp8,bf16", "--lowp-param-gather")
     assert a["plans"][0]["plan"] == b["plans"][0]["plan"]
     assert a["plans"][0]["plan"]["precision"] == "fp8" and a["plans"][0]["plan"]["lowp_param_gather"]
+
+
+def test_a_refusal_gives_the_frameworks_own_reason(capsys):
+    """Llama 3 8B on 16 H100 with bf16 Adam states under torchtitan: every split fails on torchtitan's fp32-only
+    optimizer states. The refusal named instead settings torchtitan never gets from the search (pipeline buffers
+    freed, a p2p CP exchange, SP inputs saved as the shard), probed with Megatron-LM's runtime (an audit)."""
+    assert main(["suggest", "llama3-8b", "dgx-h100", "--gpus", "16", "--gbs", "512", "--optimizer-states", "bf16",
+                 "--framework", "torchtitan"]) == 2
+    err = capsys.readouterr().err
+    assert "torchtitan: optimizer states bf16: fp32 optimizer states only" in err
+    assert "pipeline buffers" not in err and "context-parallel exchange" not in err and "gathered" not in err

@@ -638,9 +638,14 @@ def knob_refusal(spec: SearchSpec, fw: base.Framework, probe: cm.Plan) -> str | 
     ks, machine = fw.knobs(probe.tp > 1, probe.pp > 1), base.Machine.of(spec.cluster)
     shared: list[str] | None = None  # in the order the rules give them (knob values first)
     for zero, precision in product(ks.zero_stage.values, spec.precisions):
-        knobs = Knobs(zero, "none", probe.tp > 1 and True in ks.sequence_parallel.values, precision, "",
-                      dpo=spec.fixed.get("dpo", spec.overlap_dp_comm), rof=fw.rope_fusion(spec.model),
-                      actp=fw.act_prologue(spec.model), xent=ks.cross_entropy.values[0])
+        sp = probe.tp > 1 and True in ks.sequence_parallel.values
+        # the framework's own runtime and kernels (as the search builds its knobs), so that a refusal is never
+        # one of another framework's settings (pipeline buffers, the CP exchange, gathered SP inputs)
+        knobs = Knobs(zero, "none", sp, precision, "", cpc=ks.cp_comm.values[0], pbuf=ks.pipeline_buffers.values[0],
+                      attn=ks.attention_kernel.values[0], gsync=base.grad_sync_for(ks, zero),
+                      spg=ks.sp_gathered.values[0] if sp else False, tpa=ks.tp_async_grad.values[0],
+                      proj=ks.projections.values[0], dpo=spec.fixed.get("dpo", spec.overlap_dp_comm),
+                      rof=fw.rope_fusion(spec.model), actp=fw.act_prologue(spec.model), xent=ks.cross_entropy.values[0])
         plan = plan_over(probe, knob_plan_fields(knobs))
         found = base.violations(fw, spec.model, plan, machine) + cluster_violations(spec.cluster, plan)
         shared = found if shared is None else [msg for msg in shared if msg in found]
