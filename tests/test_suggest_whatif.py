@@ -80,3 +80,16 @@ def test_emit_for_a_framework_without_the_model_is_refused_before_a_search(tmp_p
     err = capsys.readouterr().err
     assert "no plan for --emit torchtitan: torchtitan: torchtitan has no model definition for 'gpt3-175b'" in err
     assert "its own best" not in err and not (tmp_path / "t").exists()
+
+
+def test_emit_keeps_to_the_frameworks_searched(tmp_path, capsys):
+    """--framework megatron --emit torchtitan searched torchtitan anyway for its files (an audit): refused in one
+    line before any search; --emit all writes only the searched frameworks' files."""
+    argv = ["suggest", "llama3-8b", "dgx-h100", "--gpus", "64", "--gbs", "512", "--framework", "megatron"]
+    assert main([*argv, "--emit", "torchtitan", "--out", str(tmp_path / "t")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == ("planner: error: --emit torchtitan: torchtitan not searched (--framework megatron); add it to "
+                   "--framework, or emit a framework searched")
+    assert main([*argv, "--emit", "all", "--out", str(tmp_path / "a")]) == 0
+    capsys.readouterr()
+    assert (tmp_path / "a" / "megatron" / "launch.sh").exists() and not (tmp_path / "a" / "deepspeed").exists()

@@ -163,6 +163,7 @@ def cmd_suggest(args: argparse.Namespace) -> int:
 
         check_target(args.report, args.force)
     model, spec = search_spec(args)
+    emit_names = emitted_frameworks(args.emit, spec.frameworks) if args.emit else []
     opts = Options(args.top, args.objective, args.max_memory_fraction, args.solver)
     grid = stability.parse_grid(args.what_if_grid)[1] if args.what_if_grid else []
     assumed = whatif.parse(args.what_if)
@@ -174,10 +175,10 @@ def cmd_suggest(args: argparse.Namespace) -> int:
     for warning in out["warnings"]:
         print(f"planner: warning: {warning}", file=sys.stderr)
     if args.emit:
-        from planner.emit import emit_per_framework, formats
+        from planner.emit import emit_per_framework
         from planner.search.report import best_per_framework
 
-        chosen, notes = best_per_framework(model, spec, opts, out, formats(args.emit), assumed)
+        chosen, notes = best_per_framework(model, spec, opts, out, emit_names, assumed)
         if not chosen:  # the notes say why, once, as the error
             raise PlannerError(f"no plan for --emit {args.emit}: " + "; ".join(notes))
         for note in notes:
@@ -203,6 +204,19 @@ def cmd_suggest(args: argparse.Namespace) -> int:
     if "stability" in out:
         render_suggest.print_stability(out["stability"], out["plans"][0])
     return 0
+
+
+def emitted_frameworks(emit: str, searched: tuple[str, ...]) -> list[str]:
+    """The frameworks --emit writes, within those --framework searches: a framework left out of the search
+    is not searched behind the user's back for its files (--framework megatron --emit torchtitan is refused)."""
+    from planner.emit import formats
+
+    names = [name for name in formats(emit) if name in searched]
+    if not names:
+        wanted = ", ".join(formats(emit))
+        raise PlannerError(f"--emit {emit}: {wanted} not searched (--framework {','.join(searched)}); add it to "
+                           "--framework, or emit a framework searched")
+    return names
 
 
 def emitted_dict(out_dir: Path, paths: list[Path], chosen: dict[str, dict], best: dict, notes: list[str]) -> dict:
