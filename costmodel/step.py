@@ -217,9 +217,10 @@ def dp_critical_stage(stages: list[StageCost]) -> StageCost:
 
 
 def dp_group_links(cluster: Cluster, plan: Plan, eff: Efficiency):
-    """(DP ranks per NVLink domain, NVLink tier, network tier) of the plan's DP group."""
-    return (topology.dp_ranks_per_domain(plan, cluster), topology.nvlink_link(cluster, eff),
-            topology.network_link(cluster, eff))
+    """(DP ranks per NVLink domain, NVLink tier, network tier) of the plan's dp x cp sync group, the ranks per
+    domain an even split of the group (topology.even_split)."""
+    per_domain = topology.even_split(topology.dp_ranks_per_domain(plan, cluster), plan.dp * plan.cp)
+    return per_domain, topology.nvlink_link(cluster, eff), topology.network_link(cluster, eff)
 
 
 def dp_sync_total_seconds(cluster: Cluster, plan: Plan, stage: StageCost, eff: Efficiency) -> float:

@@ -107,17 +107,22 @@ def pp_last_dp_ranks_per_domain(tp: int, cp: int, pp: int, dp: int, domain: int)
     """Under "tp-cp-pp-dp" rank r = t + tp (c + cp (p + pp d)): a gradient-sync group is the ranks of one
     (t, p), its cp x dp members at strides tp and tp*cp*pp. The fewest of a group's members that share a
     domain of `domain` consecutive GPUs, over every group and domain it touches (a count, not a formula:
-    the strides need not divide the domain), taken down to a divisor of the group's cp x dp: the two-level
-    collective (comm.hierarchical_*) splits a group into equal domain parts, and where the replicas do not
-    tile the domains (a 16-GPU replica in a 72-GPU NVL72 rack, dp 9) the group's fewest members in one domain
-    need not divide it (4 of 9: priced as 3 per domain, the nearest even split that no domain is short of)."""
+    the strides need not divide the domain)."""
     counts: dict[tuple[int, int, int], int] = {}
     for rank in range(tp * cp * pp * dp):
         t, p = rank % tp, (rank // (tp * cp)) % pp
         key = (t, p, rank // domain)
         counts[key] = counts.get(key, 0) + 1
-    fewest = min(counts.values())
-    return max(k for k in range(1, fewest + 1) if (cp * dp) % k == 0)
+    return min(counts.values())
+
+
+def even_split(ranks_per_domain: int, group: int) -> int:
+    """The ranks per domain a two-level collective over `group` ranks is priced with (comm.hierarchical_*,
+    which splits the group into equal domain parts): `ranks_per_domain` taken down to a divisor of the group.
+    Where the replicas do not tile the domains (tp-cp-pp-dp order, a 16-GPU replica in a 72-GPU NVL72 rack,
+    dp 9) a group's fewest members in one domain need not divide it (4 of 9): priced as 3, the nearest even
+    split that no domain is short of."""
+    return max(k for k in range(1, max(1, min(ranks_per_domain, group)) + 1) if group % k == 0)
 
 
 def cp_ranks_per_domain(plan: Plan, cluster: Cluster) -> int:

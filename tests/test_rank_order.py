@@ -44,12 +44,11 @@ def test_a_replica_straddling_racks_shares_none():
 def test_strides_that_do_not_divide_the_rack_are_counted():
     """tp 1, cp 2, pp 8, dp 9 on 144 GB200 (two racks of 72): a group is the ranks c + 2p + 16d of one p (c < 2,
     d < 9). For p = 0 the first rack (ranks < 72) holds d = 0..4, 10 ranks, the second d = 5..8, 8; for p = 7
-    (c + 14 + 16d) the first holds d = 0..3, 8 ranks. The fewest: 8, which does not divide the group's 18, so the
-    two-level collective takes 6 to a rack, the largest even split no rack is short of (8 made it assert)."""
+    (c + 14 + 16d) the first holds d = 0..3, 8 ranks. The fewest: 8."""
     racks = load_cluster_spec("gb200-nvl72").to_cluster(resolve_gpu("gb200"), 144)
     plan = cm.Plan(tp=1, pp=8, dp=9, cp=2, micro_batch_size=1, global_batch_size=72, rank_order="tp-cp-pp-dp")
     assert topology.domain_size(racks) == 72
-    assert topology.dp_ranks_per_domain(plan, racks) == 6
+    assert topology.dp_ranks_per_domain(plan, racks) == 8
 
 
 def test_with_one_stage_both_orders_place_every_rank_alike():
@@ -112,11 +111,13 @@ def test_estimate_prices_the_sync_across_racks_and_megatron_writes_the_flag(caps
 def test_replicas_that_do_not_tile_a_rack_split_the_sync_evenly(capsys):
     """tp 4 x pp 4 replicas of 16 GPUs, dp 9, on 144 GPUs of NVL72 racks (domain 72) in the tp-cp-pp-dp order:
     the sync group of one (t, p) is ranks t + 4p + 16d, d = 0..8. Rack 0 (ranks 0..71) holds d <= 3 or d <= 4
-    of them (t + 4p = 15: 15, 31, 47, 63; t + 4p = 0: 0 .. 64), so the fewest members in a rack is 4, which does
-    not divide 9; the two-level collective is priced with 3 per rack, the even split no rack is short of.
-    estimate used to stop on an assertion there (an audit)."""
-    assert topology.pp_last_dp_ranks_per_domain(4, 1, 4, 9, 72) == 3
-    assert topology.pp_last_dp_ranks_per_domain(4, 1, 4, 8, 64) == 4  # 16-GPU replicas tile 64: 4 each
+    of them (t + 4p = 15: 15, 31, 47, 63; t + 4p = 0: 0 .. 64), so the fewest members in a rack is 4 (a placement
+    fact, as Megatron-LM's groups give it: tests/test_rank_groups.py), which does not divide 9; the two-level
+    collective is priced with 3 per rack, the even split no rack is short of (topology.even_split). estimate
+    used to stop on an assertion there (an audit)."""
+    assert topology.pp_last_dp_ranks_per_domain(4, 1, 4, 9, 72) == 4
+    assert (topology.even_split(4, 9), topology.even_split(8, 18), topology.even_split(8, 16)) == (3, 6, 8)
+    assert topology.even_split(16, 9) == 9 and topology.even_split(1, 7) == 1
     code = main(["estimate", "llama3-8b", "gb200-nvl72", "--gpus", "144", "--tp", "4", "--pp", "4",
                  "--rank-order", "tp-cp-pp-dp", "--json"])
     assert code == 0 and json.loads(capsys.readouterr().out)["step_time_s"] > 0
