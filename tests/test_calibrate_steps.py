@@ -2,6 +2,7 @@
 model generated with it; noisy steps give a spread; bad rows are one-line errors."""
 import json
 import math
+import re
 import statistics
 from dataclasses import replace
 
@@ -73,14 +74,17 @@ def test_impossible_step_is_refused():
         implied_scale(replace(step, measured_seconds=step.measured_seconds / 1000), selene(64), cm.Efficiency())
 
 
-def test_a_step_whose_plan_cannot_fit_is_refused():
+def test_a_step_whose_plan_the_memory_model_puts_over_the_gpu_is_named():
     """A 48-layer GPT of hidden 6144 (12 x 48 x 6144^2 = 21.7e9 weights) unsharded on each GPU (tp 1, pp 1,
-    ZeRO 0) holds 16 B per weight of parameters, gradients and Adam states: 348 GB, over an A100's 80 GiB.
-    A row timing that plan has a wrong flag; its time is not fitted (an audit fitted one)."""
+    ZeRO 0) holds 16 B per weight of parameters, gradients and Adam states: 348 GB, over an A100's 80 GiB. A row
+    timing it has a wrong flag, or the memory model overshoots a plan that ran: the fit names it and goes on (an
+    audit fitted one without a word; the refusal that followed blocked a published layout a review wrote out)."""
     (step,) = steps_at(1.0)[:1]
     bad = replace(step, label="unsharded", plan=cm.Plan(tp=1, pp=1, dp=64, micro_batch_size=1, global_batch_size=64))
-    with pytest.raises(PlannerError, match=r"step 'unsharded': the plan needs \d+\.\d GiB per GPU .*, over the 80 GiB"):
-        fit_scale([step, bad], selene(64), selene(64))
+    fit = fit_scale([step, replace(bad, measured_seconds=step.measured_seconds * 1.3)], selene(64), selene(64))
+    (line,) = fit.warnings
+    assert re.match(r"step 'unsharded': the memory model puts its plan at \d+\.\d GiB per GPU, over the 80 GiB", line)
+    assert not fit_scale([step], selene(64), selene(64)).warnings
 
 
 def truth_seconds(plan_flags: dict, scale: float) -> float:
@@ -164,4 +168,3 @@ def test_a_rows_missing_fields_are_named_as_columns(capsys, tmp_path):
     (tmp_path / "b.csv").write_text(f"name,model,gpus,tp,pp,gbs,step_time_s\nb,{config},64,2,1,128,5.0\n")
     code, _, err = run(capsys, "calibrate", tmp_path / "c.yaml", "--step-times", tmp_path / "b.csv")
     assert code == 2 and "give the row a seq_length" in err and "--seq-length" not in err
-

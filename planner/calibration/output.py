@@ -66,4 +66,4 @@ def steps_json(steps: list[TimedStep], fit: ScaleFit | None) -> dict | None:
     rows = [{"step": s.label, "measured_s": s.measured_seconds, "before_s": b, "after_s": a, "implied_scale": k,
              "used": u} for s, b, a, k, u in zip(steps, fit.before_seconds, fit.after_seconds, fit.implied, fit.used)]
     return {"matmul_efficiency_scale": fit.scale, "stderr": fit.stderr, "mape_before": mape(fit.before_seconds, steps),
-            "mape_after": mape(fit.after_seconds, steps), "steps": rows}
+            "mape_after": mape(fit.after_seconds, steps), "steps": rows, "warnings": list(fit.warnings)}

@@ -117,6 +117,8 @@ def calibrate(cluster_ref: str, nccl: list[str], collective: str | None = None, 
     if steps_path:
         timed = step_times.load_steps(Path(steps_path), spec)
         scale = step_fit.fit_scale(timed, linked, cluster)
+        for line in scale.warnings:
+            print(f"planner: warning: {line}", file=sys.stderr)
     data = output.calibrated_dict(base, fitted, scale, provenance(cluster_ref, spec, nccl, min_size, steps_path, scale))
     cluster_from(data, gpu, cluster.num_gpus)  # what is written must load back
     return Calibration(cluster, linked, fitted, plotted, timed, scale, data)
