@@ -223,6 +223,15 @@ def test_a_log_repeating_its_sizes_is_warned_of(capsys, tmp_path):
     assert code == 0 and f"{log}: sizes timed more than once (134217728, " in err
     code, _, err = run(capsys, "calibrate", "dgx-h100", "--nccl", EXAMPLES / "all_reduce_8gpu.txt")
     assert code == 0 and "timed more than once" not in err
+    # small sizes repeat within one run (all_gather over 8 ranks rounds 8..16 B down to 0 B per rank): not fitted,
+    # not warned of (a review)
+    lines = text.splitlines(keepends=True)
+    first = next(i for i, line in enumerate(lines) if line.strip() and not line.lstrip().startswith("#"))
+    zero = ("           0             0     float     sum      -1     9.10    0.00    0.00      0"
+            "     9.00    0.00    0.00      0\n")
+    log.write_text("".join(lines[:first]) + zero + zero + "".join(lines[first:]))
+    code, _, err = run(capsys, "calibrate", "dgx-h100", "--nccl", log)
+    assert code == 0 and "timed more than once" not in err
 
 
 @pytest.mark.parametrize("hosts, needle", [

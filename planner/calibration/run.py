@@ -14,7 +14,7 @@ from planner.calibration import output
 from planner.calibration import steps as step_fit
 from planner.errors import PlannerError
 from planner.inputs import catalogs, loading, reading, step_times
-from planner.inputs.nccl_logs import NcclLog, NcclParseError, parse_file
+from planner.inputs.nccl_logs import NcclLog, NcclParseError, large_message_rows, parse_file
 from planner.inputs.specs import ClusterSpec
 
 
@@ -58,10 +58,12 @@ def parse_log(path: str, collective: str | None) -> NcclLog:
     return log
 
 
-def warn_repeated_sizes(log: NcclLog, path: str) -> None:
-    """One nccl-tests run times each size once per data type and operation (-d all, -o all): a size timed again
-    is another run's table in the same file, and fitting every row counts it as more measurements than were made."""
-    keys = [(r.size_bytes, r.dtype, r.redop) for r in log.rows]
+def warn_repeated_sizes(log: NcclLog, path: str, min_size: int) -> None:
+    """One nccl-tests run times each size once per data type and operation (-d all, -o all): a fitted size (at
+    least --min-size; small ones repeat in one run, where all_gather and reduce_scatter round a few bytes down to
+    0 B per rank) timed again is another run's table in the same file, and fitting every row counts it as more
+    measurements than were made."""
+    keys = [(r.size_bytes, r.dtype, r.redop) for r in large_message_rows(log, min_size)]
     repeated = sorted({k[0] for k in keys if keys.count(k) > 1})
     if repeated:
         print(f"planner: warning: {path}: sizes timed more than once ({', '.join(map(str, repeated[:5]))} B): several "
@@ -75,7 +77,7 @@ def fit_nccl(paths: list[str], collective: str | None, min_size: int, cluster: c
     for path in paths:
         log = parse_log(path, collective)
         got = comm_fit.log_samples(log, path, cluster, min_size)
-        warn_repeated_sizes(log, path)
+        warn_repeated_sizes(log, path, min_size)
         samples += got
         plotted.append(PlottedLog(path, log, got[0].ranks_per_domain))
     if not samples:
