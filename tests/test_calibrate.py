@@ -141,6 +141,10 @@ def test_parse_size_binary_units():
     with pytest.raises(argparse.ArgumentTypeError, match="must be between 1 B and 1024T"):
         parse_size("2048T")  # the bound the message names is one it accepts (it said 1P, which it refused)
     assert parse_size("1024T") == 2**50
+    assert parse_size("64B") == parse_size("64") == 64
+    for typo in ("64i", "64iB", "Mi", "64 Q"):  # a dropped unit letter is not 64 bytes (a review)
+        with pytest.raises(argparse.ArgumentTypeError, match="not a size"):
+            parse_size(typo)
 
 
 def test_a_given_collective_must_not_contradict_the_log(capsys):

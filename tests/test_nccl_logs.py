@@ -445,3 +445,7 @@ def test_a_json_size_that_is_a_bool_is_refused():
     doc["results"][0]["size"] = True
     with pytest.raises(NcclParseError, match=r"results\[0\]: expected an object with an integer 'size'"):
         parse_json(json.dumps(doc), "run.json")
+    doc = json.loads(CURRENT_JSON.read_text())
+    doc["results"][1]["count"] = False
+    with pytest.raises(NcclParseError, match=r"results\[1\]: 'count' must be an integer element count, got false"):
+        parse_json(json.dumps(doc), "run.json")

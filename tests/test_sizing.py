@@ -308,3 +308,4 @@ def test_times_to_train_under_a_day_are_not_zero_days():
     assert duration_text(0.5) == "12.0 hours"
     assert duration_text(0.005) == "7 minutes"
     assert duration_text(float("inf")) == "inf days"
+    assert duration_text(0.9999) == "1.0 days" and duration_text(0.9999 / 24) == "1.0 hours"  # never "24.0 hours"

@@ -17,7 +17,8 @@ Only large messages are used (--min-size). Single-node runs calibrate NVLink; mu
 network, after the NVLink part of the cost model's hierarchical collective is subtracted. The result
 is the input cluster plus the fitted figures and their provenance, usable as any CLUSTER."""
 
-_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:iB|B|i)?\s*$", re.IGNORECASE)
+# a number, then a binary unit (64M, 64Mi, 64MiB, 64MB) or bytes (64, 64B); "i" only after a unit letter
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(?:([KMGT])(?:iB|B|i)?|B)?\s*$", re.IGNORECASE)
 
 
 def parse_size(text: str) -> int:
@@ -26,7 +27,7 @@ def parse_size(text: str) -> int:
     if not m:
         raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 64M, 1G, 1048576)")
     number = float(m.group(1))  # a digit string too long for a float is inf, refused below
-    value = number * 2 ** (10 * " KMGT".index(m.group(2).upper() or " "))
+    value = number * 2 ** (10 * " KMGT".index((m.group(2) or " ").upper()))
     if not 1 <= value <= 2**50:
         raise argparse.ArgumentTypeError(f"size {text[:40]!r} must be between 1 B and 1024T")
     return int(value)

@@ -509,13 +509,14 @@ def _json_row(result: object, where: str) -> tuple[NcclRow, int | None]:
     """One element of the JSON ``results`` list as (row, root)."""
     if not isinstance(result, dict) or not isinstance(result.get("size"), int) or isinstance(result["size"], bool):
         raise NcclParseError(f"{where}: expected an object with an integer 'size'")
+    if isinstance(result.get("count"), bool):
+        raise NcclParseError(f"{where}: 'count' must be an integer element count, got {str(result['count']).lower()}")
     oop = _json_section(result, "out_of_place", where)
     ip = _json_section(result, "in_place", where)
     root = str(result.get("root", "")).strip()
     count = result.get("count")
     try:
-        row = _make_row(result["size"], count if isinstance(count, int) and not isinstance(count, bool) else None,
-                        result.get("type"),
+        row = _make_row(result["size"], count if isinstance(count, int) else None, result.get("type"),
                         result.get("redop"), oop, ip)
     except ValueError as err:
         raise NcclParseError(f"{where}: {err}") from None

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from planner.files import write_files
 from planner.render import labels, mpl
+from planner.sizing.scan import duration_text
 
 GPU_COLORS = ("#1f77b4", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f", "#d62728")
 GPU_MARKERS = "osD^vp<>"
@@ -31,7 +32,7 @@ def choice_label(kind: str, o, r: dict) -> str:
     """Two lines: 'cheapest meeting the 30-day deadline:' and
     '1,024 × h100-sxm-80gb (dgx-h100-reserved), 20.3 days, $897k'."""
     where = f"{o.num_gpus:,} × {o.offering.gpu.name} ({o.offering.name})"
-    return f"{kind} {limits_phrase(r)}".strip() + f":\n{where}, {o.days:.1f} days, {mpl.money(o.usd)}"
+    return f"{kind} {limits_phrase(r)}".strip() + f":\n{where}, {duration_text(o.days)}, {mpl.money(o.usd)}"
 
 
 def draw_points(ax, feasible: list) -> None:

@@ -388,9 +388,9 @@ def duration_text(days: float) -> str:
     """A time to train as people say it: days from one day up, hours from one hour, minutes below (a run of
     0.03 days read "0.0 days")."""
     hours = days * 24.0
-    if days >= 1.0 or not math.isfinite(days):
+    if round(hours, 1) >= 24.0 or not math.isfinite(days):  # 0.9999 days is "1.0 days", not "24.0 hours"
         return f"{days:.1f} days"
-    return f"{hours:.1f} hours" if hours >= 1.0 else f"{hours * 60.0:.0f} minutes"
+    return f"{hours:.1f} hours" if round(hours * 60.0) >= 60 else f"{hours * 60.0:.0f} minutes"
 
 
 def pruned_note(off: Offering, counts: list[int], floor: Floor, by: Option) -> str:
