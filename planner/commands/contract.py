@@ -918,6 +918,7 @@ class ComputeFit(Strict):
     mape_before: float = d("step-time MAPE with the cluster as given")
     mape_after: float = d("step-time MAPE calibrated")
     steps: list[TimedStepRow] = d("one per timed step")
+    warnings: list[str] = d("timed steps whose plan the memory model puts over the GPU's memory (fitted as given)")
 
 
 class CalibrateOutput(Output):
