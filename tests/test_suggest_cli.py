@@ -173,3 +173,14 @@ def test_a_refusal_gives_the_frameworks_own_reason(capsys):
     err = capsys.readouterr().err
     assert "torchtitan: optimizer states bf16: fp32 optimizer states only" in err
     assert "pipeline buffers" not in err and "context-parallel exchange" not in err and "gathered" not in err
+
+
+def test_a_model_wide_refusal_is_named_first(capsys):
+    """Mixtral 8x7B under DeepSpeed on 16 A100: every split fails on DeepSpeed's MoE rule, but the splits with
+    cp > 1 failed first on its context-parallel rule, so the refusal led with CP, which re-planning cannot fix
+    (an audit). The model-wide rule comes first among DeepSpeed's layout rules."""
+    assert main(["suggest", "mixtral-8x7b", "dgx-a100", "--gpus", "16", "--gbs", "128", "--framework",
+                 "deepspeed"]) == 2
+    err = capsys.readouterr().err
+    assert "every (tp, pp) split breaks a rule: DeepSpeed: planner's DeepSpeed launch files do not carry " \
+           "mixture-of-experts layers" in err and "Ulysses" not in err

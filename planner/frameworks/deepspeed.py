@@ -165,7 +165,7 @@ def offload_violations(zero_stage: int, offload_optimizer: str, offload_param: s
 
 FRAMEWORK = Framework(
     name="deepspeed", title="DeepSpeed", source="deepspeedai/DeepSpeed edaa7221 (2026-08-22), PyPI 0.19.8",
-    layout_rules=(no_interleaving, no_context_parallel, no_experts),
+    layout_rules=(no_experts, no_interleaving, no_context_parallel),  # the model-wide rule first: it names the cause
     knobs=knobs,
     plan_rules=(zero3_reduce_scatter, pipelined_bf16_optimizer, fp32_gradients_need_zero, no_activation_offload),
     machine_rules=(MachineRule(("zero_stage", "overlap_dp_comm"), exposed_gradient_reduction),),
