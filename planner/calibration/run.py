@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 import sys
 import warnings
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,8 +64,8 @@ def warn_repeated_sizes(log: NcclLog, path: str, min_size: int) -> None:
     least --min-size; small ones repeat in one run, where all_gather and reduce_scatter round a few bytes down to
     0 B per rank) timed again is another run's table in the same file, and fitting every row counts it as more
     measurements than were made."""
-    keys = [(r.size_bytes, r.dtype, r.redop) for r in large_message_rows(log, min_size)]
-    repeated = sorted({k[0] for k in keys if keys.count(k) > 1})
+    timed = Counter((r.size_bytes, r.dtype, r.redop) for r in large_message_rows(log, min_size))
+    repeated = sorted({size for (size, _, _), n in timed.items() if n > 1})
     if repeated:
         print(f"planner: warning: {path}: sizes timed more than once ({', '.join(map(str, repeated[:5]))} B): several "
               "runs in one file? each row is fitted, so repeats count as more measurements than were made",

@@ -19,10 +19,10 @@ def looks_like_path(ref: str) -> bool:
 
 
 def load_model_spec(ref: str, seq_length: int | None = None, global_batch_size: int | None = None,
-                    need_seq_length: bool = False) -> ModelSpec:
+                    need_seq_length: bool = False, seq_length_hint: str = "pass --seq-length") -> ModelSpec:
     """A model from a YAML file, a Hugging Face config.json, or a catalog name. A config.json gives no
-    training sequence length: `seq_length`, else (unless `need_seq_length`, as on the command line)
-    its max_position_embeddings."""
+    training sequence length: `seq_length`, else (unless `need_seq_length`, as on the command line, where the
+    refusal ends with `seq_length_hint`) its max_position_embeddings."""
     path = Path(ref)
     if path.is_dir() and (path / "config.json").is_file():  # a Hugging Face checkpoint's folder
         path = path / "config.json"
@@ -35,7 +35,11 @@ def load_model_spec(ref: str, seq_length: int | None = None, global_batch_size: 
     data = read_data(path)
     imported = looks_like_hf_config(data)
     if imported:
-        return _imported_spec(path, data, seq_length, global_batch_size, need_seq_length)
+        if need_seq_length and not seq_length:  # max_position_embeddings is the longest context, not the training one
+            raise PlannerError(f"{path}: a Hugging Face config does not give the training sequence length "
+                               "(max_position_embeddings is the longest context the model supports): "
+                               f"{seq_length_hint}")
+        return _imported_spec(path, data, seq_length, global_batch_size)
     if isinstance(data, dict) and seq_length:
         data = {**data, "seq_length": seq_length}
     if isinstance(data, dict) and global_batch_size:
@@ -43,13 +47,9 @@ def load_model_spec(ref: str, seq_length: int | None = None, global_batch_size: 
     return parse(ModelSpec, data, str(path))
 
 
-def _imported_spec(path: Path, data: dict, seq_length: int | None, global_batch_size: int | None,
-                   need_seq_length: bool) -> ModelSpec:
+def _imported_spec(path: Path, data: dict, seq_length: int | None, global_batch_size: int | None) -> ModelSpec:
     """The spec of a Hugging Face config.json (a spec error names the config's keys too), its import notes
     queued once."""
-    if need_seq_length and not seq_length:  # max_position_embeddings is the longest context, not the training one
-        raise PlannerError(f"{path}: a Hugging Face config does not give the training sequence length "
-                           "(max_position_embeddings is the longest context the model supports): pass --seq-length")
     fields = hf_to_spec_dict(data, path.parent.name if path.name == "config.json" else path.stem, seq_length)
     if global_batch_size:
         fields = {**fields, "global_batch_size": global_batch_size}

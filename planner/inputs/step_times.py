@@ -154,11 +154,8 @@ def _to_step(row: dict, cluster_spec) -> TimedStep:
     gpus = _int_or_none(row, "gpus")
     if gpus is None and not cluster_spec.num_gpus:
         raise PlannerError(f"gpus is missing (cluster '{cluster_spec.name}' has no num_gpus)")
-    seq_length = _int_or_none(row, "seq_length")
-    try:
-        model = loading.load_model_spec(str(row["model"]), seq_length, need_seq_length=True)
-    except PlannerError as err:  # the loader's hint is the command line's; a row gives it in a column
-        raise PlannerError(str(err).replace("pass --seq-length", "give the row a seq_length")) from None
+    model = loading.load_model_spec(str(row["model"]), _int_or_none(row, "seq_length"), need_seq_length=True,
+                                    seq_length_hint="give the row a seq_length")  # a column, not --seq-length
     cluster = loading.build_cluster(cluster_spec, gpus)
     plan = plans.build_plan(plan_spec_from_args(args), model, cluster.num_gpus)
     plans.check_legal(model.to_model(), cluster, plan)

@@ -441,6 +441,17 @@ def knob_combinations(spec: SearchSpec, fws: tuple[str, ...], tp: int, pp: int, 
     return tuple(sorted(undominated((k for k in out if _fixed_ok(spec, k)), interleaved=pp > 1 and vpp > 1)))
 
 
+def own_knobs(fw: base.Framework, ks: base.Knobs, model: cm.Model, zero: int, sp: bool, tp: int) -> dict:
+    """The Knobs fields a framework does not choose between, one value each: when it reduces gradients (per ZeRO
+    stage: chunk_end is ZeRO-1 under a pipeline, microbatch ZeRO 0), how sequence parallel saves its inputs,
+    whether the TP input-gradient reduction runs beside the GEMMs (moot without TP), its projections, RoPE
+    fusion and expert activation prologue (per model) and its loss (its fastest). The search's combinations
+    (framework_knobs) and its refusal probes (knob_refusal) both take them."""
+    return {"gsync": base.grad_sync_for(ks, zero), "spg": ks.sp_gathered.values[0] if sp else False,
+            "tpa": ks.tp_async_grad.values[0] if tp > 1 else True, "proj": ks.projections.values[0],
+            "rof": fw.rope_fusion(model), "actp": fw.act_prologue(model), "xent": ks.cross_entropy.values[0]}
+
+
 def framework_knobs(spec: SearchSpec, name: str, probe: cm.Plan) -> list:
     """The knob combinations framework `name` runs on the probe plan's split, before its machine rules and
     with every CP exchange it offers (a split keeps those legal_cp_comms allows on it): (knobs with the first
@@ -464,14 +475,7 @@ def framework_knobs(spec: SearchSpec, name: str, probe: cm.Plan) -> list:
         epds = ks.ep_dispatch.values if moe else ("alltoall",)
         mcgs = ks.moe_cuda_graphs.values if moe else (False,)
         pbufs = ks.pipeline_buffers.values if pp > 1 else ("freed",)
-        # one per framework and ZeRO stage: chunk_end is ZeRO-1 under a pipeline, microbatch ZeRO 0
-        gsync = base.grad_sync_for(ks, zero)
-        spg = ks.sp_gathered.values[0] if sp else False  # one per framework
-        tpa = ks.tp_async_grad.values[0] if tp > 1 else True  # one per framework; moot without TP
-        proj = ks.projections.values[0]  # one per framework
-        rof = fw.rope_fusion(spec.model)  # one per framework and model
-        actp = fw.act_prologue(spec.model)  # one per framework and model
-        xent = ks.cross_entropy.values[0]  # one per framework: its fastest
+        own = own_knobs(fw, ks, spec.model, zero, sp, tp)
         # the DP overlap where it runs, else the sync after the backward: the first value that passes
         dpos = tuple(v for v in sorted(ks.overlap_dp_comm.values, reverse=True)
                      if (spec.overlap_dp_comm or not v) and spec.fixed.get("dpo", v) == v)  # --no-overlap, --fix
@@ -483,8 +487,8 @@ def framework_knobs(spec: SearchSpec, name: str, probe: cm.Plan) -> list:
                  if plan_over(probe, {"precision": prec, "grad_dtype": g}).grad_comm_dtype in allowed]
         # offload counts other than 0: probed once, on a combination that runs without (base.py, plan rules)
         offls = tuple(n for n in offload_counts(spec) if n) if True in ks.activation_offload.values else ()
-        outer = dict(zip(OUTER_PLAN_FIELDS, (zero, rc, sp, prec, gsync, spg, dpos[0], 0, tpa, proj, rof,
-                                                    actp, xent)))
+        outer = dict(zip(OUTER_PLAN_FIELDS, (zero, rc, sp, prec, own["gsync"], own["spg"], dpos[0], 0, own["tpa"],
+                                              own["proj"], own["rof"], own["actp"], own["xent"])))
         for inner in product(grads, casts, reshards, overlaps, cpcs, epos, pbufs, ks.attention_kernel.values, epds,
                              mcgs):
             fields = dict(zip(INNER_PLAN_FIELDS, inner))
@@ -493,8 +497,8 @@ def framework_knobs(spec: SearchSpec, name: str, probe: cm.Plan) -> list:
             if rules.refuse(plan):  # most are refused: no Knobs built for them
                 continue
             grad, cast, reshard, tpo, cpc, epo, pbuf, attn, epd, mcg = inner
-            k = Knobs(zero, rc, sp, prec, grad, cast, reshard, tpo, cpc, epo, pbuf, attn, gsync, spg, epd, mcg,
-                      dpos[0], tpa=tpa, proj=proj, rof=rof, actp=actp, xent=xent)
+            k = Knobs(zero, rc, sp, prec, grad, cast, reshard, tpo, cpc, epo, pbuf, attn, epd=epd, mcg=mcg,
+                      dpo=dpos[0], **own)
             found.append((k, dpos))
             if offls and not rules.refuse(plan_over(plan, {"offload_layers": offls[0]})):
                 found += [(replace(k, offl=n), dpos) for n in offls]
@@ -642,10 +646,8 @@ def knob_refusal(spec: SearchSpec, fw: base.Framework, probe: cm.Plan) -> str | 
         # the framework's own runtime and kernels (as the search builds its knobs), so that a refusal is never
         # one of another framework's settings (pipeline buffers, the CP exchange, gathered SP inputs)
         knobs = Knobs(zero, "none", sp, precision, "", cpc=ks.cp_comm.values[0], pbuf=ks.pipeline_buffers.values[0],
-                      attn=ks.attention_kernel.values[0], gsync=base.grad_sync_for(ks, zero),
-                      spg=ks.sp_gathered.values[0] if sp else False, tpa=ks.tp_async_grad.values[0],
-                      proj=ks.projections.values[0], dpo=spec.fixed.get("dpo", spec.overlap_dp_comm),
-                      rof=fw.rope_fusion(spec.model), actp=fw.act_prologue(spec.model), xent=ks.cross_entropy.values[0])
+                      attn=ks.attention_kernel.values[0], dpo=spec.fixed.get("dpo", spec.overlap_dp_comm),
+                      **own_knobs(fw, ks, spec.model, zero, sp, probe.tp))
         plan = plan_over(probe, knob_plan_fields(knobs))
         found = base.violations(fw, spec.model, plan, machine) + cluster_violations(spec.cluster, plan)
         shared = found if shared is None else [msg for msg in shared if msg in found]
