@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from planner.emit.job import Job
 from planner.frameworks import REGISTRY
+from planner.frameworks import megatron as megatron_rules
 from planner.frameworks import torchtitan as titan
 from planner.frameworks.base import grad_sync_for
 
@@ -146,7 +147,7 @@ def note_lines(job: Job, frameworks: list[str]) -> list[str]:
         notes.append("Megatron-LM: the whole iteration runs as one CUDA graph, so the loss and gradients are not "
                      "checked for NaN (--no-check-for-nan-in-loss-and-grad, which Megatron-LM requires with it); "
                      "the graph's own memory pool is not in the memory above.")
-    if "megatron" in frameworks and p.ep_dispatch_dtype != "bf16":
+    if "megatron" in frameworks and megatron_rules.nccl_ep(p):
         notes.append("Megatron-LM: the MXFP8 token dispatch runs on the NCCL EP backend, which needs a Transformer "
                      "Engine with its EP API (transformer_engine.pytorch.ep; Megatron-LM experts.py names TE PR 3355); "
                      "planner prices NCCL EP's exchanges like DeepEP's, which no published run has checked.")

@@ -244,7 +244,7 @@ def fine_grained_offloading(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     if plan.full_iteration_graph:
         return ("planner does not write the in-flight offload cap a whole-iteration CUDA graph needs with "
                 "fine-grained activation offloading (--fine-grained-offloading-max-inflight-offloads)")
-    if "expert_fc1" in mods and plan.ep_overlap and plan.ep_dispatch == "deepep" and plan.ep_dispatch_dtype != "bf16":
+    if "expert_fc1" in mods and plan.ep_overlap and plan.ep_dispatch == "deepep" and nccl_ep(plan):
         return ("Megatron-LM's EP A2A overlap on the NCCL EP backend (the MXFP8 dispatch) cannot offload expert_fc1 "
                 "(transformer_config.py)")
     return None
@@ -281,12 +281,19 @@ def moe_expert_bias(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     return None
 
 
+def nccl_ep(plan: cm.Plan) -> bool:
+    """Whether the plan's token dispatch runs on the flex dispatcher's NCCL EP backend: an MXFP8 dispatch
+    (Plan.ep_dispatch_dtype), which no other backend sends (transformer_config.py d98e8a64: "require the
+    'ncclep' flex dispatcher backend"). The one home of that rule for the checks here and the emitters."""
+    return plan.ep_dispatch_dtype != "bf16"
+
+
 def padded_dispatch(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     """transformer_config.py __post_init__ (d98e8a64): the flex dispatcher with the DeepEP backend
     refuses moe_pad_expert_input_to_capacity, which a capacity factor is written with (emit); so does
     its NCCL EP backend (token_dispatcher.py _NCCLEPManager: "drop and pad is not supported yet")."""
     if plan.ep_dispatch == "deepep" and model.moe is not None and model.moe.capacity_factor > 0:
-        backend, where = ("NCCL EP", "token_dispatcher.py") if plan.ep_dispatch_dtype != "bf16" else \
+        backend, where = ("NCCL EP", "token_dispatcher.py") if nccl_ep(plan) else \
             ("DeepEP", "transformer_config.py")
         return (f"Megatron-LM's {backend} dispatcher does not pad experts to a capacity ({where}); a capacity "
                 "factor needs the all-to-all dispatcher")
@@ -297,7 +304,7 @@ def fp8_dispatch(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     """Megatron-LM sends tokens to the experts in MXFP8 (--moe-dispatch-fwd-dtype / --moe-combine-bwd-dtype
     mxfp8, transformer_config.py d98e8a64, from #6524) only through the flex dispatcher's NCCL EP backend
     ("require the 'ncclep' flex dispatcher backend"). Experts padded to a capacity: padded_dispatch."""
-    if plan.ep_dispatch_dtype != "bf16" and model.moe is not None and plan.ep_dispatch != "deepep":
+    if nccl_ep(plan) and model.moe is not None and plan.ep_dispatch != "deepep":
         return ("Megatron-LM sends MXFP8 tokens only through its flex dispatcher (NCCL EP backend, "
                 "transformer_config.py): use --ep-dispatch deepep")
     return None
@@ -321,14 +328,14 @@ def rank_budget(model: cm.Model, plan: cm.Plan) -> bool:
     (costmodel/stage.py host_synced_dispatch)."""
     if model.moe is None or plan.ep_dispatch != "deepep":
         return False
-    return plan.full_iteration_graph or (plan.ep_dispatch_dtype != "bf16" and plan.moe_cuda_graphs)
+    return plan.full_iteration_graph or (nccl_ep(plan) and plan.moe_cuda_graphs)
 
 
 def op_fuser(model: cm.Model, plan: cm.Plan) -> bool:
     """Whether the experts run through Transformer Engine's op fuser (--use-transformer-engine-op-fuser),
     which a per-rank token budget needs (transformer_config.py, HybridEP and NCCL EP), and an MXFP8
     dispatch too ("require BOTH use_transformer_engine_op_fuser and moe_grouped_gemm")."""
-    return rank_budget(model, plan) or (model.moe is not None and plan.ep_dispatch_dtype != "bf16")
+    return rank_budget(model, plan) or (model.moe is not None and nccl_ep(plan))
 
 
 def fused_experts(model: cm.Model, plan: cm.Plan) -> Optional[str]:
@@ -337,7 +344,7 @@ def fused_experts(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     applied to the experts' output (the fused MLP does not pre-multiply their input)."""
     if not op_fuser(model, plan):
         return None
-    why = "an MXFP8 token dispatch" if plan.ep_dispatch_dtype != "bf16" else "a fixed per-rank token budget"
+    why = "an MXFP8 token dispatch" if nccl_ep(plan) else "a fixed per-rank token budget"
     fuser = f"{why} runs the experts through Transformer Engine's op fuser, which"
     if model.moe.router_probs_on_input:
         return (f"{fuser} does not apply the router's probabilities to the experts' input as this model does "
@@ -546,7 +553,7 @@ def flex_backend(machine: Machine, plan: cm.Plan) -> str:
     mbridge-26.06-qwen3-30b-a3b-b300-mxfp8). NCCL EP for an MXFP8 dispatch (Plan.ep_dispatch_dtype), the only
     backend that sends one (transformer_config.py); the cost model prices its exchanges as the other flex
     backends', one crossing per remote NVLink domain (an assumption: no published measurement)."""
-    if plan.ep_dispatch_dtype != "bf16":
+    if nccl_ep(plan):
         return "ncclep"
     if plan.full_iteration_graph or machine.nvlink_domain_size > machine.gpus_per_node:
         return "hybridep"
