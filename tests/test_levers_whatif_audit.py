@@ -96,7 +96,7 @@ def test_fp8_gemms_of_a_part_no_low_precision_measurement_covers_take_its_bf16_s
 def test_a_cluster_files_power_cap_keeps_to_the_same_floor_as_the_what_if():
     spec = {"name": "x", "generation": "hopper", "memory_gib": 80, "dense_tflops": {"bf16": 989},
             "hbm_bandwidth_gbytes_per_s": 3350, "tdp_watts": 700}
-    with pytest.raises(ValueError, match="below 0.2 of tdp_watts 700"):
+    with pytest.raises(ValueError, match="power_limit_watts 10: below 140 W, 0.2 of x.s 700 W"):
         GpuSpec.model_validate({**spec, "power_limit_watts": 10})  # was priced 3.8x slower
     assert GpuSpec.model_validate({**spec, "power_limit_watts": 140}).power_limit_watts == 140
 

@@ -20,6 +20,7 @@ from costmodel.moe import ExpertLayout, max_imbalance
 from planner.errors import PlannerError
 from planner.inputs import limits as L
 from planner.inputs.argtypes import plain_float
+from planner.inputs.specs import power_cap_refusal
 
 SCALES = ("network", "nvlink", "hbm", "matmul_efficiency")
 # A scale multiplies a rate the cluster has: 1000x slower or faster is outside any real machine.
@@ -143,18 +144,6 @@ def apply_cluster(cluster: cm.Cluster, wi: WhatIf) -> cm.Cluster:
     if wi.rdma is not None:
         out = replace(out, rdma=wi.rdma, network_busbw_bytes_per_second=measured_without_rdma(out, wi.rdma))
     return out
-
-
-def power_cap_refusal(gpu, watts: float) -> str | None:
-    """Why `gpu` (a catalog GpuSpec or a cost-model Gpu) cannot be capped at `watts`: no rated power to cap,
-    or a cap below L.MIN_POWER_FRACTION of it; None when it can."""
-    if not gpu.tdp_watts:
-        return f"GPU {gpu.name} has no tdp_watts in its spec"
-    floor = L.MIN_POWER_FRACTION * gpu.tdp_watts
-    if watts < floor:
-        return (f"below {floor:g} W, {L.MIN_POWER_FRACTION:g} of {gpu.name}'s {gpu.tdp_watts:g} W "
-                f"({L.MIN_POWER_FRACTION_SOURCE})")
-    return None
 
 
 def measured_without_rdma(cluster: cm.Cluster, rdma: bool) -> float:

@@ -258,6 +258,24 @@ class ModelSpec(Spec):
         )
 
 
+# The GPU generations with a measured large-GEMM rate the cost model takes for a part without its own
+# (costmodel Efficiency.matmul_peak_fraction, compute.large_gemm_fraction), read once.
+GEMM_RATE_GENERATIONS = frozenset(cm.Efficiency().matmul_peak_fraction)
+
+
+def power_cap_refusal(gpu, watts: float) -> str | None:
+    """Why `gpu` (a catalog GpuSpec or a cost-model Gpu) cannot be capped at `watts`: no rated power to cap,
+    or a cap below L.MIN_POWER_FRACTION of it; None when it can. The one home of the floor: GpuSpec's
+    power_limit_watts and --what-if power= (analysis/whatif.py, sizing) both ask it."""
+    if not gpu.tdp_watts:
+        return f"GPU {gpu.name} has no tdp_watts in its spec"
+    floor = L.MIN_POWER_FRACTION * gpu.tdp_watts
+    if watts < floor:
+        return (f"below {floor:g} W, {L.MIN_POWER_FRACTION:g} of {gpu.name}'s {gpu.tdp_watts:g} W "
+                f"({L.MIN_POWER_FRACTION_SOURCE})")
+    return None
+
+
 class GpuSpec(Spec):
     name: Name
     vendor: Literal["nvidia", "amd", "intel", "google", "other"] = "nvidia"
@@ -306,11 +324,11 @@ class GpuSpec(Spec):
             raise ValueError("dense_tflops needs at least a bf16 or fp16 entry")
         if self.power_limit_watts is not None and self.tdp_watts is None:
             raise ValueError("power_limit_watts needs tdp_watts (the board power the peaks are rated at)")
-        if self.power_limit_watts is not None and self.power_limit_watts < L.MIN_POWER_FRACTION * self.tdp_watts:
-            raise ValueError(f"power_limit_watts {self.power_limit_watts:g} is below {L.MIN_POWER_FRACTION:g} of "
-                             f"tdp_watts {self.tdp_watts:g} ({L.MIN_POWER_FRACTION_SOURCE})")
+        why = power_cap_refusal(self, self.power_limit_watts) if self.power_limit_watts is not None else None
+        if why:
+            raise ValueError(f"power_limit_watts {self.power_limit_watts:g}: {why}")
         own_bf16 = self.measured_matmul_bf16_tflops or self.derived_matmul_bf16_tflops
-        if not own_bf16 and self.generation not in cm.Efficiency().matmul_peak_fraction:
+        if not own_bf16 and self.generation not in GEMM_RATE_GENERATIONS:
             raise ValueError(f"no GEMM rate measured on a {self.generation} GPU for the cost model to take: give "
                              "measured_matmul_bf16_tflops (the best large bf16 GEMM measured on this GPU)")
         for fmt in ("bf16", "fp8"):

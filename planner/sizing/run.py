@@ -19,7 +19,7 @@ from planner.errors import PlannerError
 from planner.inputs import catalogs, loading, reading
 from planner.inputs import limits as L
 from planner.inputs.fields import Name, quantity
-from planner.inputs.specs import ClusterSpec
+from planner.inputs.specs import ClusterSpec, power_cap_refusal
 from planner.sizing import scan as sizing
 
 
@@ -261,11 +261,11 @@ def size(args: SizeRequest, wi: whatif.WhatIf | None = None, progress=None) -> d
 
 def power_capped(offerings: list[sizing.Offering], wi: whatif.WhatIf | None) -> tuple[list[sizing.Offering], list[str]]:
     """The offerings whose GPU takes the --what-if power cap (a rated power to cap, and the cap at least
-    L.MIN_POWER_FRACTION of it: whatif.power_cap_refusal, which whatif.apply_cluster raises), and a note naming
+    L.MIN_POWER_FRACTION of it: specs.power_cap_refusal, which whatif.apply_cluster raises), and a note naming
     the GPUs left out; when none takes it, one line. Before, one GPU type below its floor refused the whole run."""
     if wi is None or wi.power_watts is None:
         return offerings, []
-    keep = [o for o in offerings if whatif.power_cap_refusal(o.gpu, wi.power_watts) is None]
+    keep = [o for o in offerings if power_cap_refusal(o.gpu, wi.power_watts) is None]
     out = sorted({o.gpu.name for o in offerings} - {o.gpu.name for o in keep})
     if not keep:
         raise PlannerError(f"--what-if power={wi.power_watts:g}: no GPU type here takes it (each needs a tdp_watts and "
