@@ -9,8 +9,8 @@ from __future__ import annotations
 from . import topology
 from .pipeline import chunk_layers, stage_layer_counts
 from .lowp import FP8_RECIPES, LOW_PRECISIONS, WEIGHT_CASTS, is_low
-from .types import (ATTENTION_KERNELS, CP_COMMS, CROSS_ENTROPY, DISPATCH_DTYPES, GRAD_DTYPES, GRAD_SYNCS,
-                    PIPELINE_BUFFERS, PRECISIONS, PROJECTIONS, RANK_ORDERS,
+from .types import (ATTENTION_KERNELS, CP_COMMS, CROSS_ENTROPY, DISPATCH_DTYPES, GRAD_DTYPES, GRAD_REDUCES,
+                    GRAD_SYNCS, PIPELINE_BUFFERS, PRECISIONS, PROJECTIONS, RANK_ORDERS, ZERO3_GATHER_UNITS,
                     MOE_OFFLOAD_MODULES, MOE_RECOMPUTE_MODULES,
                     OFFLOAD_MODULES, RECOMPUTE_MODES, RECOMPUTE_MODULES, Cluster, Model, Plan)
 
@@ -149,22 +149,22 @@ def _offload_rules(model: Model, plan: Plan) -> list[str]:
             f"{fewest}, the fewest layers a stage holds"]
 
 
+# Plan fields that take one of a few names: (field, how a refusal names it, the names).
+ENUMERATED = (("recompute", "recompute", RECOMPUTE_MODES), ("precision", "precision", PRECISIONS),
+              ("weight_casts", "weight_casts", WEIGHT_CASTS), ("fp8_recipe", "fp8 recipe", FP8_RECIPES),
+              ("attention_kernel", "attention kernel", ATTENTION_KERNELS),
+              ("cross_entropy", "cross entropy", CROSS_ENTROPY),
+              ("zero3_gather_unit", "zero3_gather_unit", ZERO3_GATHER_UNITS),
+              ("grad_reduce", "grad_reduce", GRAD_REDUCES))
+
+
 def _choice_rules(model: Model, plan: Plan) -> list[str]:
     out = []
     if plan.zero_stage not in (0, 1, 2, 3):
         out.append(f"zero stage must be 0-3 (got {plan.zero_stage})")
-    if plan.recompute not in RECOMPUTE_MODES:
-        out.append(f"recompute must be one of {', '.join(RECOMPUTE_MODES)} (got {plan.recompute})")
-    if plan.precision not in PRECISIONS:
-        out.append(f"precision must be one of {', '.join(PRECISIONS)} (got {plan.precision})")
-    if plan.weight_casts not in WEIGHT_CASTS:
-        out.append(f"weight_casts must be one of {', '.join(WEIGHT_CASTS)} (got {plan.weight_casts})")
-    if plan.fp8_recipe not in FP8_RECIPES:
-        out.append(f"fp8 recipe must be one of {', '.join(FP8_RECIPES)} (got {plan.fp8_recipe})")
-    if plan.attention_kernel not in ATTENTION_KERNELS:
-        out.append(f"attention kernel must be one of {', '.join(ATTENTION_KERNELS)} (got {plan.attention_kernel})")
-    if plan.cross_entropy not in CROSS_ENTROPY:
-        out.append(f"cross entropy must be one of {', '.join(CROSS_ENTROPY)} (got {plan.cross_entropy})")
+    for name, label, names in ENUMERATED:
+        if getattr(plan, name) not in names:
+            out.append(f"{label} must be one of {', '.join(names)} (got {getattr(plan, name)})")
     if plan.projections not in PROJECTIONS:
         out.append(f"projections must be one of {', '.join(PROJECTIONS)} (got {plan.projections})")
     elif plan.projections == "separate" and plan.recompute == "op" and model.moe:

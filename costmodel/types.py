@@ -26,6 +26,8 @@ INSIDE_MOE_MODULE = ("moe_act", "shared_experts")
 OFFLOAD_MODULES = ("attn_norm", "qkv_linear", "core_attn", "attn_proj", "mlp_norm", "expert_fc1", "moe_act")
 MOE_OFFLOAD_MODULES = ("expert_fc1", "moe_act")
 GRAD_DTYPES = ("fp32", "bf16", "fp16", "int8")
+ZERO3_GATHER_UNITS = ("layer", "tensor")  # Plan.zero3_gather_unit
+GRAD_REDUCES = ("reduce_scatter", "allreduce")  # Plan.grad_reduce
 
 MLPS = ("gelu", "relu2", "swiglu", "geglu", "quick_geglu")
 # How the context-parallel ranks exchange keys and values (Megatron-core --cp-comm-type): ring

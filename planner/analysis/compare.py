@@ -9,7 +9,11 @@ from __future__ import annotations
 
 from planner.analysis import explain
 from planner.inputs import limits as L
+from planner.inputs.loading import checked_estimate
 
+# Every key the comparison and its text output read (the header line names the job of each plan).
+REQUIRED = ("plan", "step_time_s", "time_breakdown_s", "memory_per_gpu_bytes", "usd_per_step", "mfu", "model",
+            "num_gpus", "gpu", "seq_length", "fits")
 SAME = (("model", "model"), ("cluster", "cluster"), ("gpu", "GPU"), ("num_gpus", "GPU count"),
         ("seq_length", "sequence length"))
 
@@ -33,7 +37,9 @@ def per_gpu_rate(d: dict) -> float | None:
 
 
 def compare(a: dict, b: dict) -> dict:
-    """The `planner compare --json` object: faster (A, B or tie), why, the caveats, and both plans."""
+    """The `planner compare --json` object: faster (A, B or tie), why, the caveats, and both plans. A and B are
+    checked as a file's would be (loading.checked_estimate): one PlannerError for a key missing or not a number."""
+    a, b = checked_estimate(a, "A", REQUIRED), checked_estimate(b, "B", REQUIRED)
     diffs = differences(a, b)
     rates = per_gpu_rate(a), per_gpu_rate(b)
     if diffs and None not in rates:

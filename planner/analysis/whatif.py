@@ -40,6 +40,9 @@ class WhatIf:
     power_watts: float | None = None
     imbalance: float | None = None
 
+    def __post_init__(self):
+        check_whatif(self)
+
     def label(self) -> str:
         parts = [f"{k}={v:g}" for k, v in self.scales.items()] + [f"price.{k}={v:g}" for k, v in self.prices.items()]
         if self.rdma is not None:
@@ -56,12 +59,34 @@ def _number(key: str, text: str) -> float:
         value = plain_float(text)
     except ValueError:
         raise PlannerError(f"--what-if {key}={text}: expected a number") from None
-    if not math.isfinite(value):
+    return _bounded(key, value, text)
+
+
+def _bounded(key: str, value, text=None) -> float:
+    """`value` when it is a finite number within the BOUNDS of `key`'s kind; else one PlannerError."""
+    text = value if text is None else text
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise PlannerError(f"--what-if {key}={text}: expected a finite number")
     low, high = BOUNDS.get(key.split(".")[0], BOUNDS["scale"])
     if not low <= value <= high:
         raise PlannerError(f"--what-if {key}={text}: must be between {low:g} and {high:g}")
     return value
+
+
+def check_whatif(wi: "WhatIf") -> None:
+    """What parse checks, for a WhatIf built in Python: known scale keys, every value a finite number within
+    its BOUNDS, rdma a bool."""
+    for key, value in wi.scales.items():
+        if key not in SCALES:
+            raise PlannerError(f"--what-if {key}: unknown; use one of {', '.join(SCALES)}")
+        _bounded(key, value)
+    for name, value in wi.prices.items():
+        _bounded(f"price.{name}", value)
+    if wi.rdma is not None and not isinstance(wi.rdma, bool):
+        raise PlannerError(f"--what-if rdma={wi.rdma!r}: expected true or false")
+    for key, value in (("power", wi.power_watts), ("imbalance", wi.imbalance)):
+        if value is not None:
+            _bounded(key, value)
 
 
 def parse(items: list[str] | None) -> WhatIf:

@@ -8,13 +8,10 @@ from pathlib import Path
 from planner.commands.common import print_json
 from planner.errors import PlannerError
 
-# Every key the comparison and its text output read (the header line names the job of each plan).
-REQUIRED = ("plan", "step_time_s", "time_breakdown_s", "memory_per_gpu_bytes", "usd_per_step", "mfu", "model",
-            "num_gpus", "gpu", "seq_length", "fits")
-
 
 def load_scored(path: str) -> dict:
     """An estimate object (`planner estimate --json`), or the first plan of `suggest --json`."""
+    from planner.analysis.compare import REQUIRED
     from planner.inputs.loading import load_estimate
 
     return load_estimate(path, REQUIRED)

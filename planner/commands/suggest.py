@@ -167,8 +167,6 @@ def cmd_suggest(args: argparse.Namespace) -> int:
     opts = Options(args.top, args.objective, args.max_memory_fraction, args.solver)
     grid = stability.parse_grid(args.what_if_grid)[1] if args.what_if_grid else []
     assumed = whatif.parse(args.what_if)
-    for wi in [assumed, *grid]:
-        whatif.check_applies(wi, model.moe is not None, {spec.cluster.gpu.name})
     out = suggest_report(model, spec, opts, assumed, grid, run_search(args.json))
     for note in out["search"]["notes"]:
         print(f"planner: note: {note}", file=sys.stderr)

@@ -70,14 +70,24 @@ def emit_files(model_spec: ModelSpec, estimate_dict: dict, fmt: str, out_dir, fo
     exists and force is False. Returns the paths written.
     """
     job = build_job(model_spec, estimate_dict, options)
-    return write_files(Path(out_dir), render(job, fmt), force)
+    return write_files(out_folder(out_dir, force), render(job, fmt), force)
+
+
+def out_folder(out_dir, force) -> Path:
+    """The folder to write into: a path that is not empty (an empty one is the current folder, which
+    `--out ""` is refused for too), and force a bool (a string such as "no" would be true)."""
+    if not isinstance(force, bool):
+        raise PlannerError(f"force must be true or false (got {force!r})")
+    if not str(out_dir).strip():
+        raise PlannerError("the output folder is empty: name one")
+    return Path(out_dir)
 
 
 def emit_per_framework(model_spec: ModelSpec, estimates: dict[str, dict], out_dir, force: bool = False,
                        options: EmitOptions | None = None) -> list[Path]:
     """Like emit_files, with each framework's own plan (`estimates`: framework -> estimate object)."""
     jobs = {name: build_job(model_spec, est, options) for name, est in estimates.items()}
-    return write_files(Path(out_dir), render_jobs(jobs), force)
+    return write_files(out_folder(out_dir, force), render_jobs(jobs), force)
 
 
 __all__ = ["EmitOptions", "FORMATS", "Job", "build_job", "emit_files", "emit_per_framework", "formats", "render",

@@ -135,7 +135,7 @@ def check_seq_length(estimate: dict, model: ModelSpec, plan: cm.Plan) -> None:
 def resolve_gpus_per_node(estimate: dict, num_gpus: int, given: int | None) -> int:
     """--gpus-per-node, else the plan's own cluster shape (estimate `gpus_per_node`), else the
     catalog cluster's, else 8; a job smaller than a node uses num_gpus."""
-    per_node = given or estimate.get("gpus_per_node")
+    per_node = given if given is not None else estimate.get("gpus_per_node")
     if per_node is None:
         spec = catalogs.cluster_catalog().get(str(estimate.get("cluster")))
         per_node = spec.gpus_per_node if spec else 8

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from costmodel import types as cm
 from planner.errors import PlannerError
+from planner.inputs import limits as L
 from planner.inputs import reading
 from planner.inputs.catalogs import cluster_catalog, model_catalog, resolve_gpu
 from planner.inputs.hf_config import hf_to_spec_dict, looks_like_hf_config, with_hf_keys
@@ -100,11 +101,11 @@ def unknown_cluster(ref: str, table: dict[str, ClusterSpec]):
 
 def build_cluster(spec: ClusterSpec, num_gpus: int | None) -> cm.Cluster:
     """Cost-model cluster with `num_gpus` (the --gpus flag), else the spec's own count."""
-    count = num_gpus or spec.num_gpus
-    if not count:
+    count = num_gpus if num_gpus is not None else spec.num_gpus
+    if count is None:
         raise PlannerError(f"cluster '{spec.name}' has no num_gpus; pass --gpus N")
-    if count < 1:
-        raise PlannerError(f"--gpus must be >= 1 (got {count})")
+    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= L.MAX_GPUS:
+        raise PlannerError(f"--gpus must be a whole number from 1 to {L.MAX_GPUS} (got {count!r})")
     gpu = resolve_gpu(spec.gpu)
     for warning in spec.implausible(gpu):
         print(f"planner: warning: {warning}", file=sys.stderr)
@@ -119,10 +120,17 @@ def load_estimate(ref: str, required: tuple[str, ...] = ("plan",)) -> dict:
         data = data["plans"][0]
     if isinstance(data, list):
         raise PlannerError(f"{ref}: holds a list of {len(data)} estimates; pass one (e.g. jq '.[0]')")
+    return checked_estimate(data, ref, required)
+
+
+def checked_estimate(data, ref: str, required: tuple[str, ...] = ("plan",)) -> dict:
+    """`data` when it is one estimate object with the `required` keys, every key compare and emit read typed,
+    finite and bounded (EstimateRecord); else one PlannerError naming `ref`. For objects from a file
+    (load_estimate) and from a Python caller (analysis.compare)."""
     if not isinstance(data, dict) or any(k not in data or data[k] is None for k in required):
         raise PlannerError(f"{ref}: expected one estimate object from `planner estimate --json` "
                            f"(with {', '.join(required)})")
-    parse(EstimateRecord, data, ref)  # every key compare and emit read: typed, finite, bounded
+    parse(EstimateRecord, data, ref)
     return data
 
 

@@ -1,10 +1,16 @@
 """Turn user-given plan fields into a legal cost-model Plan, or one clear error line."""
 from __future__ import annotations
 
+from typing import get_args
+
 from costmodel import types as cm
+from costmodel import wellformed
 from costmodel.rules import plan_violations
 from planner.errors import PlannerError
-from planner.inputs.specs import ModelSpec, PlanSpec
+from planner.inputs import limits as L
+from planner.inputs.specs import GEMM_RATE_GENERATIONS, GpuSpec, ModelSpec, PlanSpec
+
+GENERATIONS = get_args(GpuSpec.model_fields["generation"].annotation)  # what a GPU spec may name
 
 
 def resolve_dp(spec: PlanSpec, num_gpus: int) -> int:
@@ -94,8 +100,29 @@ def build_plan(spec: PlanSpec, model: ModelSpec, num_gpus: int) -> cm.Plan:
     )
 
 
+def check_inputs(model: cm.Model, cluster: cm.Cluster) -> None:
+    """Raise PlannerError naming every field of a model or cluster built in Python (not read from a checked
+    file) that is not a number the cost model can price (costmodel/wellformed.py), and a GPU count past the
+    limits (the search factors it)."""
+    broken = wellformed.model_violations(model) + wellformed.cluster_violations(cluster)
+    if not broken and cluster.num_gpus > L.MAX_GPUS:
+        broken.append(f"cluster.num_gpus must be at most {L.MAX_GPUS} (got {cluster.num_gpus})")
+    gpu = cluster.gpu
+    if not broken and gpu.generation not in GENERATIONS:
+        broken.append(f"cluster.gpu.generation must be one of {', '.join(GENERATIONS)} (got {gpu.generation!r})")
+    elif not broken and "bf16" not in gpu.matmul_fraction and gpu.generation not in GEMM_RATE_GENERATIONS:
+        broken.append(f"cluster.gpu has no measured GEMM rate (matmul_fraction['bf16']), nor has its generation "
+                      f"{gpu.generation}")
+    if broken:
+        raise PlannerError("; ".join(broken))
+
+
 def check_legal(model: cm.Model, cluster: cm.Cluster, plan: cm.Plan) -> None:
-    """Raise PlannerError naming every rule the plan breaks."""
+    """Raise PlannerError naming every rule the plan breaks (and first every input that is not a number)."""
+    check_inputs(model, cluster)
+    broken = wellformed.field_violations(plan, "plan")
+    if broken:
+        raise PlannerError("; ".join(broken))
     broken = plan_violations(model, cluster, plan)
     if broken:
         raise PlannerError("illegal plan: " + "; ".join(broken))

@@ -7,6 +7,7 @@ from dataclasses import replace
 from costmodel import types as cm
 from planner.analysis import (accuracy, bymodel, coverage, cpnote, diagnose, envelope, explain, hostwait, longcontext,
                               score, whatif)
+from planner.errors import PlannerError
 from planner.inputs.specs import ModelSpec
 from planner.search import stability, suggest
 from planner.search.space import SearchSpec, fixed_plan_fields
@@ -72,7 +73,6 @@ def best_per_framework(model: ModelSpec, spec: SearchSpec, opts: suggest.Options
     a search restricted to that framework; none for a framework without the model's definition (its emitter
     refuses them all). Returns (framework -> estimate object, notes)."""
     from planner import frameworks
-    from planner.errors import PlannerError
     from planner.inputs.plans import build_plan
     from planner.inputs.specs import PlanSpec
 
@@ -111,7 +111,12 @@ def suggest_report(model: ModelSpec, spec: SearchSpec, opts: suggest.Options, wi
     diagnosis, warnings, and with `grid` the stability rows. The search runs under `wi` (the plans
     shown win there, and say so: `assumed`), each grid row under `wi` and its own value (whatif.beside).
     Raises PlannerError when nothing is legal or fits. `run` may wrap suggest.run (a progress display)."""
+    if model.to_model() != spec.model:
+        raise PlannerError(f"suggest_report: the model spec '{model.name}' is not the SearchSpec's model "
+                           f"'{spec.model.name}' (build the SearchSpec from model.to_model())")
     wi = wi or whatif.WhatIf()
+    for item in [wi, *(grid or [])]:
+        whatif.check_applies(item, spec.model.moe is not None, {spec.cluster.gpu.name})
     grid = whatif.beside(wi, grid or [])
     given = spec
     spec = replace(spec, cluster=whatif.apply_cluster(spec.cluster, wi))

@@ -27,6 +27,7 @@ from costmodel.rules import cluster_violations, cp_exchange_violations
 from costmodel.rules import plan_violations
 from costmodel.topology import cp_ranks_per_domain, domain_size, ranks_per_domain, tp_crosses_network
 from planner.analysis.cpnote import MIN_CP_TOKENS
+from planner.errors import PlannerError
 from planner.frameworks import NAMES, REGISTRY, base
 
 ZERO_STAGES = (0, 1, 2, 3)
@@ -179,6 +180,42 @@ class SearchSpec:
     # Plan fields set on every plan, numerics the search never picks (planflags.NUMERICS: bf16 Adam states,
     # parameters gathered in the low precision), the user's choice as in estimate.
     numerics: Mapping[str, object] = field(default_factory=dict)
+
+    def __post_init__(self):
+        check_search_spec(self)
+
+
+def _choices(name: str, given, allowed) -> list[str]:
+    """A non-empty tuple of known names (a bare string would be read letter by letter)."""
+    if not isinstance(given, tuple) or not given:
+        return [f"{name} must be a non-empty tuple (got {given!r})"]
+    unknown = [g for g in given if g not in allowed]
+    return [f"{name}: unknown {', '.join(map(repr, unknown))} (known: {', '.join(a or repr(a) for a in allowed)})"] \
+        if unknown else []
+
+
+def check_search_spec(spec: SearchSpec) -> None:
+    """One PlannerError naming what a SearchSpec built in Python (not by `planner suggest`, which checks its
+    flags) gives that the search cannot take: the model and cluster as plans.check_inputs, the global batch, and
+    names of frameworks, precisions, gradient dtypes, fixed fields and numerics it does not know."""
+    from planner.inputs import limits as L
+    from planner.inputs.planflags import NUMERICS
+    from planner.inputs.plans import check_inputs
+
+    check_inputs(spec.model, spec.cluster)
+    gbs = spec.global_batch_size
+    broken = [] if type(gbs) is int and 1 <= gbs <= L.MAX_BATCH else [
+        f"global_batch_size must be a whole number from 1 to {L.MAX_BATCH} (got {gbs!r})"]
+    broken += _choices("frameworks", spec.frameworks, NAMES) + _choices("precisions", spec.precisions, cm.PRECISIONS)
+    broken += _choices("grad_dtypes", spec.grad_dtypes, ("",) + tuple(cm.GRAD_DTYPES))
+    known = {f.name for f in fields(Layout)} | set(_KNOB_INDEX)
+    broken += [f"fixed: unknown field {k!r}" for k in spec.fixed if k not in known]
+    broken += [f"numerics: unknown field {k!r} (known: {', '.join(NUMERICS)})" for k in spec.numerics
+               if k not in NUMERICS]
+    broken += [f"{k} must be true or false" for k in ("flash_attention", "overlap_dp_comm", "overlap_pp_comm")
+               if not isinstance(getattr(spec, k), bool)]
+    if broken:
+        raise PlannerError("; ".join(broken))
 
 
 @dataclass(frozen=True)

@@ -53,11 +53,12 @@ class Result:
 
 
 def check_options(spec: SearchSpec, opts: Options) -> None:
-    if opts.top_k < 1:
-        raise PlannerError(f"--top must be >= 1 (got {opts.top_k})")
+    if type(opts.top_k) is not int or opts.top_k < 1:  # not a bool, not 2.5 (Options built in Python)
+        raise PlannerError(f"--top must be a whole number >= 1 (got {opts.top_k!r})")
     if opts.objective not in OBJECTIVES:
         raise PlannerError(f"--objective must be one of {', '.join(OBJECTIVES)} (got {opts.objective})")
-    if not 0 < opts.max_memory_fraction <= 1:
+    fraction = opts.max_memory_fraction
+    if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 < fraction <= 1:
         raise PlannerError(f"--max-memory-fraction must be in (0, 1] (got {opts.max_memory_fraction})")
     if opts.objective == "cost" and spec.cluster.usd_per_gpu_hour <= 0:
         raise PlannerError(f"--objective cost needs a price: cluster '{spec.cluster.name}' has no usd_per_gpu_hour")

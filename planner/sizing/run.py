@@ -66,6 +66,9 @@ class SizeRequest:
                     or not low <= value <= high):
                 raise PlannerError(f"SizeRequest.{name}: expected a {'whole ' if whole else ''}number in "
                                    f"[{low:g}, {high:g}] (got {value!r})")
+        for name in ("include_spot", "fine"):
+            if not isinstance(getattr(self, name), bool):
+                raise PlannerError(f"SizeRequest.{name}: expected true or false (got {getattr(self, name)!r})")
 
 
 def load_offerings(args: SizeRequest, extra_prices: dict[str, float] | None = None
