@@ -109,3 +109,21 @@ def test_a_file_of_an_older_contract_compares_on_what_both_state(tmp_path, capsy
     assert main(["compare", str(tmp_path / "a.json"), str(tmp_path / "b.json")]) == 0
     row = next(line for line in capsys.readouterr().out.splitlines() if "MoE host syncs" in line)
     assert "1.000" in row and "-" in row.split("1.000")[1]
+
+
+def test_why_names_every_plan_difference_not_the_first_three():
+    """An expert review (2026-12-07) read '#1 vs #2: pp 1 instead of 4, dp 32 instead of 8, vpp 1 instead of 16'
+    for plans that also differed in ZeRO stage, micro-batch and 63 offloaded layers, which decided it."""
+    from planner.analysis.explain import why_faster
+
+    def plan(**kw):
+        base = {"tp": 8, "pp": 1, "dp": 32, "vpp": 1, "zero_stage": 3, "micro_batch_size": 4, "offload_layers": 63,
+                "offload_modules": []}
+        return {"plan": {**base, **kw}, "step_time_s": 1.0, "time_breakdown_s": {"compute": 0.9}}
+
+    a, b = plan(), plan(pp=4, dp=8, vpp=16, zero_stage=1, micro_batch_size=1, offload_layers=0)
+    b["step_time_s"], b["time_breakdown_s"] = 1.2, {"compute": 1.1}
+    why = why_faster(a, b)
+    for phrase in ("pp 1 instead of 4", "dp 32 instead of 8", "vpp 1 instead of 16", "ZeRO 3 instead of 1",
+                   "mbs 4 instead of 1", "layers offloaded 63 instead of 0"):
+        assert phrase in why
