@@ -127,3 +127,15 @@ def test_why_names_every_plan_difference_not_the_first_three():
     for phrase in ("pp 1 instead of 4", "dp 32 instead of 8", "vpp 1 instead of 16", "ZeRO 3 instead of 1",
                    "mbs 4 instead of 1", "layers offloaded 63 instead of 0"):
         assert phrase in why
+
+
+def test_suggest_says_when_the_best_wins_by_less_than_the_models_error():
+    from planner.search.report import within_error
+
+    plans = [{"step_time_s": 10.0}, {"step_time_s": 10.3}]  # 3% apart
+    judged = {"out_of_sample": {"n": 12, "mape": 0.059}}
+    assert within_error("pp 1 instead of 2", plans, judged).startswith(
+        "pp 1 instead of 2, inside the model's 5.9% error on published runs like it")
+    assert within_error("pp 1 instead of 2", [{"step_time_s": 10.0}, {"step_time_s": 11.0}], judged) == \
+        "pp 1 instead of 2"  # 10% apart: a win the model can tell
+    assert within_error("x", plans, None) == "x" and within_error(None, plans, judged) is None

@@ -105,6 +105,19 @@ def _label(d: dict) -> str:
     return f"tp {p['tp']}, pp {p['pp']}, dp {p['dp']}, ZeRO {p['zero_stage']}, recompute {p['recompute']}"
 
 
+def within_error(why: str | None, dicts: list[dict], judged: dict | None) -> str | None:
+    """`why`, saying so when the best beats the runner-up by less than the model's out-of-sample step-time error on
+    published runs like it (accuracy.judge): a gap the model cannot tell from its own error (an expert review,
+    2026-12-07: 1-5% gaps read as clear wins beside a 6-19% error)."""
+    if why is None or judged is None or not judged["out_of_sample"]["n"]:
+        return why
+    gap, error = dicts[1]["step_time_s"] / dicts[0]["step_time_s"] - 1, judged["out_of_sample"]["mape"]
+    if gap >= error:
+        return why
+    return (f"{why}, inside the model's {100 * error:.1f}% error on published runs like it (each source left out of "
+            "the fit): read #1 and #2 as equal and choose by memory, dollars or what your stack runs")
+
+
 def suggest_report(model: ModelSpec, spec: SearchSpec, opts: suggest.Options, wi: whatif.WhatIf | None = None,
                    grid: list[whatif.WhatIf] | None = None, run=suggest.run) -> dict:
     """The JSON object of `planner suggest`: plans (estimate objects, best first), why, search,
@@ -141,6 +154,7 @@ def suggest_report(model: ModelSpec, spec: SearchSpec, opts: suggest.Options, wi
            "accuracy": accuracy.judge(spec.cluster.gpu.name, scored[0].plan.precision, spec.model,
                                       scored[0].plan.fp8_recipe, spec.cluster.gpu.generation),
            "model_accuracy": bymodel.judge(spec.model)}
+    out["why"] = within_error(out["why"], dicts, out["accuracy"])
     if wi.label() != "as given":
         out["what_if"] = wi.label()
     if grid:
