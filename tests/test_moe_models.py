@@ -546,7 +546,7 @@ def test_a_moe_config_never_imports_without_its_experts():
 CATALOG = {"mixtral-8x7b": "mixtral-8x7b", "mixtral-8x22b": "mixtral-8x22b", "qwen3-30b-a3b": "qwen3-30b-a3b",
            "qwen3-235b-a22b": "qwen3-235b-a22b", "deepseek-v3": "deepseek-v3", "gpt-oss-120b": "gpt-oss-120b",
            "llama4-maverick": "llama4-maverick-17b-128e"}
-CATALOG_ONLY = {"name", "seq_length", "global_batch_size", "training_tokens", "source", "notes"}
+CATALOG_ONLY = {"name", "seq_length", "seq_length_note", "global_batch_size", "training_tokens", "source", "notes"}
 
 
 @pytest.mark.parametrize("name", sorted(CATALOG))
@@ -655,3 +655,20 @@ def test_a_gate_needs_shared_experts():
                    shared_expert_gate=True).shared_expert_gate
     with pytest.raises(ValidationError, match="shared_expert_gate gates the shared experts"):
         MoeSpec(num_experts=8, experts_per_token=2, ffn_hidden_size=64, shared_expert_gate=True)
+
+
+def test_an_assumed_catalog_seq_length_is_said_unless_one_is_given():
+    """Mixtral 8x22B's catalog seq_length is its 64K context window, since Mistral AI published no pretraining
+    length: a review found suggest planning 67M tokens per step without saying so."""
+    from planner.inputs import loading
+
+    loading.PENDING_NOTES.clear()
+    loading._SAID.clear()
+    assert load_model_spec("mixtral-8x22b").seq_length == 65536
+    assert any("mixtral-8x22b's seq_length 65536 is an assumption (the published 64K context window" in n
+               for n in loading.PENDING_NOTES)
+    loading.PENDING_NOTES.clear()
+    loading._SAID.clear()
+    assert load_model_spec("mixtral-8x22b", seq_length=4096).seq_length == 4096
+    assert load_model_spec("deepseek-v3").seq_length_note is None  # a published length: nothing said
+    assert not loading.PENDING_NOTES

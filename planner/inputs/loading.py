@@ -45,7 +45,18 @@ def load_model_spec(ref: str, seq_length: int | None = None, global_batch_size: 
         data = {**data, "seq_length": seq_length}
     if isinstance(data, dict) and global_batch_size:
         data = {**data, "global_batch_size": global_batch_size}
-    return parse(ModelSpec, data, str(path))
+    spec = parse(ModelSpec, data, str(path))
+    if spec.seq_length_note and not seq_length:
+        _queue_note(f"{spec.name}'s seq_length {spec.seq_length} is an assumption ({spec.seq_length_note}): "
+                    f"{seq_length_hint} for your run's")
+    return spec
+
+
+def _queue_note(note: str) -> None:
+    """A note for the command to print once it succeeds, once per run."""
+    if note not in _SAID:
+        _SAID.add(note)
+        PENDING_NOTES.append(note)
 
 
 def _imported_spec(path: Path, data: dict, seq_length: int | None, global_batch_size: int | None) -> ModelSpec:
@@ -58,9 +69,8 @@ def _imported_spec(path: Path, data: dict, seq_length: int | None, global_batch_
         spec = parse(ModelSpec, fields, str(path))
     except PlannerError as err:
         raise PlannerError(with_hf_keys(str(err), data)) from None
-    if spec.notes and spec.notes not in _SAID:  # what the import left out, said once per run
-        _SAID.add(spec.notes)
-        PENDING_NOTES.append(spec.notes)
+    if spec.notes:  # what the import left out
+        _queue_note(spec.notes)
     return spec
 
 

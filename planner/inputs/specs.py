@@ -167,6 +167,9 @@ class ModelSpec(Spec):
     num_attention_heads: count(L.MAX_HEADS)
     vocab_size: count(L.MAX_VOCAB)
     seq_length: count(L.MAX_SEQ_LENGTH)
+    # Why seq_length is what it is where no source gives the training length (a catalog entry's assumption,
+    # said as a note when a command takes it: loading.load_model_spec)
+    seq_length_note: Optional[Text] = None
     num_kv_heads: Optional[count(L.MAX_HEADS)] = None
     ffn_hidden_size: Optional[count(4 * L.MAX_HIDDEN)] = None
     mlp: Literal[cm.MLPS] = "gelu"
