@@ -550,17 +550,12 @@ def flex_backend(machine: Machine, plan: cm.Plan) -> str:
     d98e8a64 fused_a2a.py: "the CPU will wait for GPU's signal to arrive, so this is not compatible with
     CUDA graph"), HybridEP with a per-rank token budget does not (token_dispatcher.py; the emitter writes
     the budget), and NVIDIA's DGX-B300 recipe with that graph runs it on 8-GPU nodes (validation/runs.yaml,
-    mbridge-26.06-qwen3-30b-a3b-b300-mxfp8). Under the MoE layers' graphs (Plan.moe_cuda_graphs) HybridEP too:
-    the cost model prices that dispatch without a host wait (costmodel/stage.py host_synced_dispatch) on the
-    evidence of NVIDIA's recipes, which ran HybridEP there, on 8-GPU DGX B200/B300 and H100 nodes as on NVL72
-    (validation/incoming/moe_2025_2026.yaml, 26.02-26.04.01), while DeepEP's dispatch waits for the host in
-    every layer (the fused_a2a.py note above), a step the price would not be of (an expert review, 2026-12-07).
-    NCCL EP for an MXFP8 dispatch (Plan.ep_dispatch_dtype), the only backend that sends one
-    (transformer_config.py); the cost model prices its exchanges as the other flex backends', one crossing per
-    remote NVLink domain (an assumption: no published measurement)."""
+    mbridge-26.06-qwen3-30b-a3b-b300-mxfp8). NCCL EP for an MXFP8 dispatch (Plan.ep_dispatch_dtype), the only
+    backend that sends one (transformer_config.py); the cost model prices its exchanges as the other flex
+    backends', one crossing per remote NVLink domain (an assumption: no published measurement)."""
     if nccl_ep(plan):
         return "ncclep"
-    if plan.full_iteration_graph or plan.moe_cuda_graphs or machine.nvlink_domain_size > machine.gpus_per_node:
+    if plan.full_iteration_graph or machine.nvlink_domain_size > machine.gpus_per_node:
         return "hybridep"
     return "deepep"
 
