@@ -121,11 +121,14 @@ def test_why_names_every_plan_difference_not_the_first_three():
                 "offload_modules": []}
         return {"plan": {**base, **kw}, "step_time_s": 1.0, "time_breakdown_s": {"compute": 0.9}}
 
-    a, b = plan(), plan(pp=4, dp=8, vpp=16, zero_stage=1, micro_batch_size=1, offload_layers=0)
+    a, b = plan(), plan(pp=4, dp=8, vpp=16, zero_stage=1, micro_batch_size=1, offload_layers=0,
+                        sequence_parallel=False, attention_kernel="flash2")
+    a["plan"].update(sequence_parallel=True, attention_kernel="cudnn")
     b["step_time_s"], b["time_breakdown_s"] = 1.2, {"compute": 1.1}
     why = why_faster(a, b)
     for phrase in ("pp 1 instead of 4", "dp 32 instead of 8", "vpp 1 instead of 16", "ZeRO 3 instead of 1",
-                   "mbs 4 instead of 1", "layers offloaded 63 instead of 0"):
+                   "mbs 4 instead of 1", "layers offloaded 63 instead of 0", "SP on instead of off",
+                   "attention kernel cudnn instead of flash2"):
         assert phrase in why
 
 
@@ -133,9 +136,23 @@ def test_suggest_says_when_the_best_wins_by_less_than_the_models_error():
     from planner.search.report import within_error
 
     plans = [{"step_time_s": 10.0}, {"step_time_s": 10.3}]  # 3% apart
-    judged = {"out_of_sample": {"n": 12, "mape": 0.059}}
-    assert within_error("pp 1 instead of 2", plans, judged).startswith(
-        "pp 1 instead of 2, inside the model's 5.9% error on published runs like it")
+    judged = {"out_of_sample": {"n": 12, "mape": 0.059}, "left_out": "model"}
+    assert within_error("pp 1 instead of 2", plans, judged) == (
+        "pp 1 instead of 2; inside the model's 5.9% error on published runs like these (each run's model left out "
+        "of the fit): read them as equal and choose by memory or what your stack runs")
     assert within_error("pp 1 instead of 2", [{"step_time_s": 10.0}, {"step_time_s": 11.0}], judged) == \
         "pp 1 instead of 2"  # 10% apart: a win the model can tell
     assert within_error("x", plans, None) == "x" and within_error(None, plans, judged) is None
+
+
+def test_compare_says_when_two_plans_of_one_job_differ_by_less_than_the_models_error():
+    """The day's review: suggest read 53.82 s against 54.44 s as equal, compare as '1.01x faster' with no word."""
+    from planner.analysis.compare import compare as compare_dicts
+
+    judged = {"out_of_sample": {"n": 73, "mape": 0.079}, "left_out": "source"}
+    a = {**est(step=53.82), "accuracy": judged}
+    b = {**est(step=54.44), "accuracy": judged}
+    warnings = compare_dicts(a, b)["warnings"]
+    assert any(w.startswith("A and B differ by 1.1% in step time, inside the model's 7.9% error") for w in warnings)
+    far = compare_dicts(a, {**est(step=60.0), "accuracy": judged})["warnings"]  # 10% apart: a difference it can tell
+    assert not any("inside the model's" in w for w in far)

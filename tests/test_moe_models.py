@@ -665,10 +665,29 @@ def test_an_assumed_catalog_seq_length_is_said_unless_one_is_given():
     loading.PENDING_NOTES.clear()
     loading._SAID.clear()
     assert load_model_spec("mixtral-8x22b").seq_length == 65536
+    assert not loading.PENDING_NOTES  # `catalog models` reads it too, and takes no --seq-length
+    assert load_model_spec("mixtral-8x22b", need_seq_length=True).seq_length == 65536
     assert any("mixtral-8x22b's seq_length 65536 is an assumption (the published 64K context window" in n
                for n in loading.PENDING_NOTES)
     loading.PENDING_NOTES.clear()
     loading._SAID.clear()
-    assert load_model_spec("mixtral-8x22b", seq_length=4096).seq_length == 4096
+    given = load_model_spec("mixtral-8x22b", seq_length=4096, need_seq_length=True)
+    assert given.seq_length == 4096 and given.seq_length_note is None  # the note was the 64K length's
     assert load_model_spec("deepseek-v3").seq_length_note is None  # a published length: nothing said
     assert not loading.PENDING_NOTES
+
+
+def test_the_seq_length_note_stays_out_of_the_json_contract():
+    """estimate --json's model_spec is the contract's ModelShape, which forbids keys it does not list: the
+    catalog's seq_length_note broke every Mixtral 8x22B and Llama 4 Maverick output (the day's review)."""
+    import json
+    import subprocess
+    import sys
+
+    from planner.commands.contract import parse_output
+
+    out = subprocess.run([sys.executable, "-m", "planner", "estimate", "mixtral-8x22b", "dgx-h100", "--gpus", "64",
+                          "--tp", "8", "--ep", "8", "--sequence-parallel", "--gbs", "64", "--seq-length", "8192",
+                          "--json"], capture_output=True, text=True, check=True).stdout
+    parse_output("estimate", out)
+    assert "seq_length_note" not in json.loads(out)["model_spec"]

@@ -7,7 +7,7 @@ it names a plan that does not fit in its GPU's memory.
 """
 from __future__ import annotations
 
-from planner.analysis import explain
+from planner.analysis import accuracy, explain
 from planner.inputs import limits as L
 from planner.inputs.loading import checked_estimate
 
@@ -62,6 +62,8 @@ def compare(a: dict, b: dict) -> dict:
     if not tie and gap < L.MIN_GAIN:
         warnings.append(f"A and B differ by {100 * gap:.2g}% in {measure}, under {L.MIN_GAIN:.0%}: far inside the "
                         "model's error on published runs (`planner validate`); read the two as equal")
+    elif not tie and not diffs and (clause := accuracy.tie_clause(gap, a.get("accuracy"))):
+        warnings.append(f"A and B differ by {100 * gap:.2g}% in {measure}, {clause}")
     warnings += [f"{name} does not fit in GPU memory ({_gib(d['memory_per_gpu_bytes'])} of "
                  f"{_gib(d.get('memory_capacity_bytes'))} per GPU)" for name, d in (("A", a), ("B", b))
                  if name in misfits]

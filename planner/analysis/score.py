@@ -49,7 +49,7 @@ def to_dict(s: Scored) -> dict:
     times["dp_comm"] = e.dp_comm_seconds
     return {
         "model": s.model.name,
-        "model_spec": s.model.model_dump(mode="json", exclude_none=True, exclude={"source", "notes", "global_batch_size", "training_tokens"}),
+        "model_spec": s.model.model_dump(mode="json", exclude_none=True, exclude={"source", "notes", "seq_length_note", "global_batch_size", "training_tokens"}),
         "cluster": s.cluster.name,
         "gpu": s.cluster.gpu.name,
         "num_gpus": s.cluster.num_gpus,

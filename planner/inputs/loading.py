@@ -42,11 +42,11 @@ def load_model_spec(ref: str, seq_length: int | None = None, global_batch_size: 
                                f"{seq_length_hint}")
         return _imported_spec(path, data, seq_length, global_batch_size)
     if isinstance(data, dict) and seq_length:
-        data = {**data, "seq_length": seq_length}
+        data = {**data, "seq_length": seq_length, "seq_length_note": None}  # the note was the catalog length's
     if isinstance(data, dict) and global_batch_size:
         data = {**data, "global_batch_size": global_batch_size}
     spec = parse(ModelSpec, data, str(path))
-    if spec.seq_length_note and not seq_length:
+    if spec.seq_length_note and need_seq_length:  # a command that plans with it (not `catalog models`)
         _queue_note(f"{spec.name}'s seq_length {spec.seq_length} is an assumption ({spec.seq_length_note}): "
                     f"{seq_length_hint} for your run's")
     return spec
@@ -115,7 +115,8 @@ def build_cluster(spec: ClusterSpec, num_gpus: int | None) -> cm.Cluster:
     if count is None:
         raise PlannerError(f"cluster '{spec.name}' has no num_gpus; pass --gpus N")
     if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= L.MAX_GPUS:
-        raise PlannerError(f"--gpus must be a whole number from 1 to {L.MAX_GPUS} (got {count!r})")
+        raise PlannerError(f"the GPU count (--gpus, a cluster's num_gpus, a timed step's gpus) must be a whole number "
+                           f"from 1 to {L.MAX_GPUS} (got {count!r})")
     gpu = resolve_gpu(spec.gpu)
     for warning in spec.implausible(gpu):
         print(f"planner: warning: {warning}", file=sys.stderr)

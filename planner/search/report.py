@@ -106,16 +106,11 @@ def _label(d: dict) -> str:
 
 
 def within_error(why: str | None, dicts: list[dict], judged: dict | None) -> str | None:
-    """`why`, saying so when the best beats the runner-up by less than the model's out-of-sample step-time error on
-    published runs like it (accuracy.judge): a gap the model cannot tell from its own error (an expert review,
-    2026-12-07: 1-5% gaps read as clear wins beside a 6-19% error)."""
-    if why is None or judged is None or not judged["out_of_sample"]["n"]:
+    """`why`, saying so when the best beats the runner-up by less than the model's error (accuracy.tie_clause)."""
+    if why is None:
         return why
-    gap, error = dicts[1]["step_time_s"] / dicts[0]["step_time_s"] - 1, judged["out_of_sample"]["mape"]
-    if gap >= error:
-        return why
-    return (f"{why}, inside the model's {100 * error:.1f}% error on published runs like it (each source left out of "
-            "the fit): read #1 and #2 as equal and choose by memory, dollars or what your stack runs")
+    clause = accuracy.tie_clause(dicts[1]["step_time_s"] / dicts[0]["step_time_s"] - 1, judged)
+    return f"{why}; {clause}" if clause else why
 
 
 def suggest_report(model: ModelSpec, spec: SearchSpec, opts: suggest.Options, wi: whatif.WhatIf | None = None,

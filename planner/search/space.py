@@ -195,9 +195,10 @@ def _choices(name: str, given, allowed) -> list[str]:
 
 
 def check_search_spec(spec: SearchSpec) -> None:
-    """One PlannerError naming what a SearchSpec built in Python (not by `planner suggest`, which checks its
-    flags) gives that the search cannot take: the model and cluster as plans.check_inputs, the global batch, and
-    names of frameworks, precisions, gradient dtypes, fixed fields and numerics it does not know."""
+    """One PlannerError naming what a SearchSpec gives that the search cannot take: the model and cluster as
+    plans.check_inputs, the global batch, and names of frameworks, precisions, gradient dtypes, fixed fields and
+    numerics it does not know. `planner suggest` checks its flags first, with their names; this is what a spec
+    built in Python (or by replace()) meets, run on every construction (well under a millisecond)."""
     from planner.inputs import limits as L
     from planner.inputs.planflags import NUMERICS
     from planner.inputs.plans import check_inputs
