@@ -15,6 +15,10 @@ from costmodel.topology import domain_size
 from planner.inputs.plans import plan_to_dict
 from planner.inputs.specs import ModelSpec
 
+# ModelSpec fields that describe the catalog entry, not the model: left out of the estimate's model_spec (the
+# contract's ModelShape), which emit and compare read back.
+SPEC_METADATA = {"source", "notes", "seq_length_note", "global_batch_size", "training_tokens"}
+
 
 @dataclass(frozen=True)
 class Scored:
@@ -49,7 +53,7 @@ def to_dict(s: Scored) -> dict:
     times["dp_comm"] = e.dp_comm_seconds
     return {
         "model": s.model.name,
-        "model_spec": s.model.model_dump(mode="json", exclude_none=True, exclude={"source", "notes", "seq_length_note", "global_batch_size", "training_tokens"}),
+        "model_spec": s.model.model_dump(mode="json", exclude_none=True, exclude=SPEC_METADATA),
         "cluster": s.cluster.name,
         "gpu": s.cluster.gpu.name,
         "num_gpus": s.cluster.num_gpus,
