@@ -4,7 +4,7 @@ planner checks what users type before it builds a Model, Cluster or Plan (planne
 who builds them directly gets here a sentence per broken field instead of a ZeroDivisionError, a NaN step
 or a negative one. The rules: a count is an int and not a bool, a quantity is a finite number and not
 negative, a flag is a bool, and the sizes the formulas divide by are positive. Structural legality (degrees
-that divide, knob values) is rules.py's.
+that divide, knob values) is rules.py's (its cluster_violations are the plan's rules on a cluster).
 """
 from __future__ import annotations
 
@@ -70,7 +70,7 @@ def field_violations(obj, where: str) -> list[str]:
     return out
 
 
-def model_violations(model) -> list[str]:
+def model_field_violations(model) -> list[str]:
     """A Model's fields, and top-k within the routed experts."""
     out = field_violations(model, "model")
     moe = model.moe
@@ -80,7 +80,7 @@ def model_violations(model) -> list[str]:
     return out
 
 
-def cluster_violations(cluster) -> list[str]:
+def cluster_field_violations(cluster) -> list[str]:
     """A Cluster's fields, a 16-bit dense peak to price GEMMs at, and NVLink bandwidth where a domain has
     more than one GPU."""
     out = field_violations(cluster, "cluster")

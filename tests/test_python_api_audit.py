@@ -73,13 +73,13 @@ def test_build_cluster_takes_a_whole_gpu_count_within_the_limits(count):
 
 def test_a_model_built_in_python_is_checked():
     base = cm.Model("m", num_layers=2, hidden_size=64, num_attention_heads=4, vocab_size=128, seq_length=128)
-    assert wellformed.model_violations(base) == []
-    assert wellformed.model_violations(dataclasses.replace(base, seq_length=-8192)) == [
+    assert wellformed.model_field_violations(base) == []
+    assert wellformed.model_field_violations(dataclasses.replace(base, seq_length=-8192)) == [
         "model.seq_length must be a finite number, not negative (got -8192)"]  # was a step of -0.22 s
-    assert wellformed.model_violations(dataclasses.replace(base, vocab_size=0)) == [
+    assert wellformed.model_field_violations(dataclasses.replace(base, vocab_size=0)) == [
         "model.vocab_size must be positive (got 0)"]  # was a ZeroDivisionError
     moe = cm.Moe(num_experts=4, experts_per_token=8, ffn_hidden_size=32)
-    assert wellformed.model_violations(dataclasses.replace(base, moe=moe)) == [
+    assert wellformed.model_field_violations(dataclasses.replace(base, moe=moe)) == [
         "model.moe.experts_per_token (8) must be at most num_experts (4)"]
 
 

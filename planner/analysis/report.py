@@ -20,13 +20,14 @@ def estimate_report(model: ModelSpec, cluster: cm.Cluster, plan_spec: PlanSpec, 
     errors of the published runs on its GPU in its precision of its kind of model (`accuracy`), and `what_if`
     when assumptions are given.
     Raises PlannerError for an illegal plan or a malformed assumption."""
-    plans.check_inputs(model.to_model(), cluster)  # a cluster built in Python, before its GPU count is used
+    cm_model = model.to_model()
+    plans.check_inputs(cm_model, cluster)  # a cluster built in Python, before its GPU count is used
     if isinstance(comm_threshold, bool) or not isinstance(comm_threshold, (int, float)) or not 0 <= comm_threshold <= 1:
         raise PlannerError(f"comm_threshold must be a share of the step from 0 to 1 (got {comm_threshold!r})")
     if isinstance(what_if, str):
         raise PlannerError(f"what_if: a list of KEY=VALUE strings (got the string {what_if!r})")
     plan = plans.build_plan(plan_spec, model, cluster.num_gpus)
-    plans.check_legal(model.to_model(), cluster, plan)
+    plans.check_plan(cm_model, cluster, plan)
     scored = score.score(model, cluster, plan)
     d = score.to_dict(scored)
     # those a framework runs, within suggest's default memory headroom (a lever suggest would not rank is no advice)

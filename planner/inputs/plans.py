@@ -5,12 +5,14 @@ from typing import get_args
 
 from costmodel import types as cm
 from costmodel import wellformed
+from costmodel.compute import large_gemm_fraction
 from costmodel.rules import plan_violations
 from planner.errors import PlannerError
 from planner.inputs import limits as L
-from planner.inputs.specs import GEMM_RATE_GENERATIONS, GpuSpec, ModelSpec, PlanSpec
+from planner.inputs.specs import GpuSpec, ModelSpec, PlanSpec
 
 GENERATIONS = get_args(GpuSpec.model_fields["generation"].annotation)  # what a GPU spec may name
+SHIPPED = cm.Efficiency()  # the generations' measured GEMM rates, for check_inputs
 
 
 def resolve_dp(spec: PlanSpec, num_gpus: int) -> int:
@@ -104,22 +106,28 @@ def check_inputs(model: cm.Model, cluster: cm.Cluster) -> None:
     """Raise PlannerError naming every field of a model or cluster built in Python (not read from a checked
     file) that is not a number the cost model can price (costmodel/wellformed.py), and a GPU count past the
     limits (the search factors it)."""
-    broken = wellformed.model_violations(model) + wellformed.cluster_violations(cluster)
+    broken = wellformed.model_field_violations(model) + wellformed.cluster_field_violations(cluster)
     if not broken and cluster.num_gpus > L.MAX_GPUS:
         broken.append(f"cluster.num_gpus must be at most {L.MAX_GPUS} (got {cluster.num_gpus})")
-    gpu = cluster.gpu
-    if not broken and gpu.generation not in GENERATIONS:
-        broken.append(f"cluster.gpu.generation must be one of {', '.join(GENERATIONS)} (got {gpu.generation!r})")
-    elif not broken and "bf16" not in gpu.matmul_fraction and gpu.generation not in GEMM_RATE_GENERATIONS:
-        broken.append(f"cluster.gpu has no measured GEMM rate (matmul_fraction['bf16']), nor has its generation "
-                      f"{gpu.generation}")
+    generation = cluster.gpu.generation
+    if not broken and generation not in GENERATIONS:
+        broken.append(f"cluster.gpu.generation must be one of {', '.join(GENERATIONS)} (got {generation!r})")
     if broken:
         raise PlannerError("; ".join(broken))
+    try:  # the cost model's own refusal: no GEMM rate measured on the GPU or its generation
+        large_gemm_fraction(cluster.gpu, "bf16", SHIPPED)
+    except ValueError as err:
+        raise PlannerError(f"cluster.{err}") from None
 
 
 def check_legal(model: cm.Model, cluster: cm.Cluster, plan: cm.Plan) -> None:
     """Raise PlannerError naming every rule the plan breaks (and first every input that is not a number)."""
     check_inputs(model, cluster)
+    check_plan(model, cluster, plan)
+
+
+def check_plan(model: cm.Model, cluster: cm.Cluster, plan: cm.Plan) -> None:
+    """check_legal for a model and cluster check_inputs has passed: the plan's fields, then its rules."""
     broken = wellformed.field_violations(plan, "plan")
     if broken:
         raise PlannerError("; ".join(broken))
