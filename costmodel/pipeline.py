@@ -70,6 +70,21 @@ def stage_layer_indices(chunk_layers: tuple[int, ...], pp: int, vpp: int) -> tup
     return tuple(tuple(i for j in range(vpp) for i in chunk(j * pp + r)) for r in range(pp))
 
 
+def fill_drain_hops(pp: int, vpp: int) -> int:
+    """Stage-to-stage exchanges (a forward send and a gradient send each) that one flush of the interleaved
+    1F1B schedule waits for even where its steady state hides them behind the next chunk's compute: v p - 1.
+    The warm-up runs forwards only, each group of p micro-batches through chunk after chunk (Narayanan et al.
+    2021, arXiv:2104.04473, Sec 2.2.2 and Fig. 4; Megatron-core schedules.py
+    forward_backward_pipelining_with_interleaving: (p - rank - 1) x 2 + (v - 1) x p warm-up forwards), so a
+    rank moving to its next chunk waits for its micro-batch to come round the ring of p ranks, one hop each,
+    with no backward to do meanwhile: (v - 1) p hops, after the p - 1 that bring the first micro-batch to the
+    last rank; the cool-down sends the gradients back the same way. The count does not depend on the number
+    of micro-batches (at least p); tests/test_pipeline_fill_hops.py checks it against an event simulation of
+    that order. Without interleaving (v = 1) it is the p - 1 of the fill, which the 1F1B stages, blocking on
+    each exchange, already count (stage.exposed_p2p_seconds)."""
+    return pp * vpp - 1 if pp > 1 else 0
+
+
 def bubble_overhead_ratio(pp: int, vpp: int, num_microbatches: int) -> float:
     """Bubble time over ideal compute time for equal stages: (p-1)/(v m) (Narayanan eq. 1 and Sec
     2.2.2) with at least p micro-batches; `pipeline_seconds` below it."""

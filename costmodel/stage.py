@@ -53,6 +53,9 @@ class StageCost:
     ep_comm_seconds: float = 0.0  # expert-parallel token exchanges
     moe_sync_seconds: float = 0.0  # MoE layers waiting on the host for their token counts (moe_sync_seconds)
     cp_comm_seconds: float = 0.0  # context-parallel K/V exchanges that attention does not hide
+    # Per micro-batch and chunk: the p2p exchange the steady state hides (exposed_p2p_seconds) but a flush's
+    # fill and drain wait for (step.pipeline_parts, pipeline.fill_drain_hops).
+    pp_hidden_seconds: float = 0.0
     expert_params: float = 0.0  # of `params`, the routed experts' (synced over expert-DP)
     layer_params: float = 0.0  # of `params`, the transformer layers'
     mix: LayerMix = ()
@@ -468,6 +471,7 @@ def stage_cost(model: Model, cluster: Cluster, plan: Plan, layers, stage: int, e
     moe_layers = sum(n for r, n in mix if model.is_moe_layer(r))
     if stage == plan.pp - 1 and model.moe is not None:
         moe_layers += model.mtp_layers
+    exposed = exposed_p2p_seconds(model, cluster, plan, compute_s / plan.vpp, eff)
     params, experts, in_layers = stage_params(model, plan, mix, stage) if with_bytes else (0.0, 0.0, 0.0)
     activations = stage_activation_bytes(model, plan, mix, stage, eff.moe_routing_imbalance) if with_bytes else 0.0
     return StageCost(
@@ -475,7 +479,8 @@ def stage_cost(model: Model, cluster: Cluster, plan: Plan, layers, stage: int, e
         compute_seconds=compute_s,
         recompute_seconds=replay,
         tp_comm_seconds=tp + edge_ar * k.tp_allreduce_seconds,
-        pp_comm_seconds=plan.vpp * exposed_p2p_seconds(model, cluster, plan, compute_s / plan.vpp, eff),
+        pp_comm_seconds=plan.vpp * exposed,
+        pp_hidden_seconds=pp_p2p_seconds(model, cluster, plan, eff) - exposed,
         params=params,
         activation_bytes=activations,
         offload_seconds=offload_seconds(model, cluster, plan, k, mix),
@@ -620,10 +625,11 @@ def mtp_layer_seconds(model: Model, plan: Plan, k: StageKernels, eff: Efficiency
 def layer_overhead_seconds(plan: Plan, eff: Efficiency) -> float:
     """Per layer and micro-batch, what the host adds to the kernels' own time (Efficiency.
     layer_overhead_seconds, fitted: launches, stream synchronisation, the gaps they leave). A step captured
-    as one CUDA graph (Plan.full_iteration_graph) launches no kernel from the host: the GPU replays the
-    recorded work back to back (CUDA Programming Guide, "CUDA Graphs": a graph's launch submits all its
-    work at once and removes the per-kernel CPU launch cost). Assumes the replay leaves no gap of its own."""
-    return 0.0 if plan.full_iteration_graph else eff.layer_overhead_seconds
+    as one CUDA graph (Plan.full_iteration_graph), or each of its dense layers (Plan.layer_cuda_graphs),
+    launches no kernel of a layer from the host: the GPU replays the recorded work back to back (CUDA
+    Programming Guide, "CUDA Graphs": a graph's launch submits all its work at once and removes the
+    per-kernel CPU launch cost). Assumes the replay leaves no gap of its own, nor the one launch per layer."""
+    return 0.0 if plan.full_iteration_graph or plan.layer_cuda_graphs else eff.layer_overhead_seconds
 
 
 def layer_tp_comm_seconds(plan: Plan, lt: LayerTimes, allreduce_seconds: float, eff: Efficiency, exchanges: int,

@@ -338,10 +338,13 @@ def optimizer_step_seconds(cluster: Cluster, plan: Plan, stage: StageCost, eff: 
 
 
 def pipeline_parts(plan: Plan, stages: list[StageCost]) -> dict[str, float]:
-    """Seconds of the pipeline flush by part: the slowest stage's per-micro-batch parts times m, and the bubble."""
+    """Seconds of the pipeline flush by part: the slowest stage's per-micro-batch parts times m, and the bubble.
+    PP p2p adds the exchanges the steady state hides but the fill and drain wait for
+    (pipeline.fill_drain_hops times StageCost.pp_hidden_seconds)."""
     m = plan.num_microbatches
     _, bubble = pipeline.pipeline_seconds(tuple(s.microbatch_seconds for s in stages), m, plan.vpp)
     slowest = max(stages, key=lambda s: s.microbatch_seconds)
+    waited = pipeline.fill_drain_hops(plan.pp, plan.vpp) * max(s.pp_hidden_seconds for s in stages)
     return {
         "compute": m * slowest.compute_seconds,
         "recompute": m * slowest.recompute_seconds,
@@ -349,7 +352,7 @@ def pipeline_parts(plan: Plan, stages: list[StageCost]) -> dict[str, float]:
         "cp_comm": m * slowest.cp_comm_seconds,
         "ep_comm": m * slowest.ep_comm_seconds,
         "moe_sync": m * slowest.moe_sync_seconds,
-        "pp_comm": m * slowest.pp_comm_seconds,
+        "pp_comm": m * slowest.pp_comm_seconds + waited,
         "offload": m * slowest.offload_seconds,
         "pp_bubble": bubble,
     }

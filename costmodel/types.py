@@ -403,6 +403,11 @@ class Plan:
     # host (Efficiency.layer_overhead_seconds, stage.layer_overhead_seconds) and no host synchronisation
     # (stage.host_synced_dispatch).
     full_iteration_graph: bool = False
+    # Each transformer layer's forward and backward captured as CUDA graphs and replayed (Megatron-core's
+    # per-layer graphs: --cuda-graph-impl local, enable_cuda_graph; NeMo's LAYER_CUDA_GRAPH): no kernel launches
+    # from the host inside a layer (stage.layer_overhead_seconds), the layers' order and the step's host work
+    # otherwise as without. Dense layers only (rules: a mixture-of-experts layer's graphs are moe_cuda_graphs).
+    layer_cuda_graphs: bool = False
     # The routed experts' activation runs Megatron-core's prologue to its fused quick-GEGLU
     # (fusions/fused_bias_geglu.py weighted_bias_quick_geglu_impl, core_v0.15.0 to core_v0.19.0): the model's
     # clamp as eager ops (moe.prologue_bytes) and the linear offset made a GPU tensor from a Python float at
@@ -522,22 +527,22 @@ class Efficiency:
     flash_attention_peak_fraction: float = 0.33
     # ... FITTED with the others below: cuDNN's fused attention on Hopper, prior 631.3 TFLOP/s = 0.64 of
     # 989 (pytorch#142132: H100, torch 2.6.0.dev20241204, batch 1, 24 heads, seq 4608, hd 128) ...
-    flash_attention_peak_fraction_cudnn_hopper: float = 0.4672
+    flash_attention_peak_fraction_cudnn_hopper: float = 0.4858
     # ... (FlashAttention-2-class kernels on Hopper run at this share of cuDNN's rate, measured, not
     # fitted: SDPA's flash backend 329.5 against 631.3 TFLOP/s on the same shape, pytorch#142132; so the
     # Hopper rows of either kernel fit one fraction) ...
     flash2_over_cudnn_hopper: float = 329.5 / 631.3
     # ... either kernel on Ampere, where the two perform alike: prior 136.4 TFLOP/s = 0.44 of 312
     # (pytorch PR #192799's sm80 forward benchmark: cuDNN 135.4, flash 136.4) ...
-    flash_attention_peak_fraction_ampere: float = 0.4548
+    flash_attention_peak_fraction_ampere: float = 0.4663
     # ... Blackwell's kernels (cuDNN / Transformer Engine fused attention built for its tensor cores),
     # either kernel name; prior 0.33 ...
-    flash_attention_peak_fraction_blackwell: float = 0.3207
+    flash_attention_peak_fraction_blackwell: float = 0.3306
     # ... and the sequence length at which each reaches half of its fraction (prior one 128-row tile).
-    # The fitted values give, at s = 8192: cuDNN's on H100 312 TFLOP/s, FlashAttention-2's 163, A100 96,
-    # B200 487: about half of what the kernels reach alone in benchmarks, the rest being work around
+    # The fitted values give, at s = 8192: cuDNN's on H100 320 TFLOP/s, FlashAttention-2's 167, A100 97,
+    # B200 496: about half of what the kernels reach alone in benchmarks, the rest being work around
     # the kernel that the rows' steps include and the model does not count (layout copies, RoPE, GQA).
-    flash_attention_half_seq: float = 3949.0
+    flash_attention_half_seq: float = 4096.0
     # ... measured on the part each generation's fitted fraction stands for: its fused-attention kernel rate
     # as fractions of its bf16 peak, (forward, backward) (compute.attention_rate_scale; a part with its own
     # measurement, Gpu.attention_fraction, runs attention at the ratio of the two). Blackwell: GB200 in NVIDIA
@@ -558,9 +563,9 @@ class Efficiency:
     fp8_attention_speedup: tuple[float, float] = (1894 / 1583, 1263 / 1211)
     # FITTED (planner/fit.py, `planner validate --fit-on all`, all rows of validation/runs.yaml):
     # GEMM output dimension at which efficiency is half its large-shape value (saturation) ...
-    matmul_half_dim: float = 389.3
+    matmul_half_dim: float = 383.0
     # ... fraction of HBM bandwidth reached by elementwise / normalisation kernels ...
-    hbm_efficiency: float = 0.7046
+    hbm_efficiency: float = 0.7022
     # NCCL bus bandwidth / nominal, measured (shared/validation nccl_bandwidth): NVLink rings reach
     # 231.6/300 on 8 A100 (Azure ND A100 v4) and 370/450 on H100 (nccl-tests #212); a 400G NDR NIC
     # gives 46-48 of 50 GB/s (nccl-tests #290). The seed article's 70-80% is the cautious bound.
@@ -593,10 +598,10 @@ class Efficiency:
     # copied to the host (Megatron's dispatchers size the all-to-all from them, a stream sync) drain the
     # GPU's queue, which then waits for the host to launch the layer's remaining kernels. FITTED on the
     # MoE rows (planner/validation/fit.py); prior 0.
-    moe_host_sync_seconds: float = 0.002761
+    moe_host_sync_seconds: float = 0.002709
     # Per layer and micro-batch (forward + backward): kernel launches and stream synchronisation
     # the roofline does not see (FITTED as above).
-    layer_overhead_seconds: float = 0.0003114
+    layer_overhead_seconds: float = 0.0003992
     # Fixed per-step cost outside the model: optimizer launch, logging, data loading.
     step_overhead_seconds: float = 0.0
     # Framework memory not in the analytic terms: CUDA context, NCCL buffers, allocator slack.

@@ -381,6 +381,31 @@ def test_a_whole_iteration_graph_has_no_per_layer_host_overhead():
     assert estimate(moe, cluster, replace(base, full_iteration_graph=True), eff).time_breakdown_seconds["moe_sync"] == 0
 
 
+def test_per_layer_graphs_drop_the_launch_overhead_of_dense_layers_only():
+    """Plan.layer_cuda_graphs (Megatron-core's per-layer graphs, NeMo LAYER_CUDA_GRAPH=1): each layer's
+    kernels replay from a graph, so the per-layer launch overhead goes as under a whole-iteration graph:
+    Llama 3 8B (32 layers), dp 8, 4 micro-batches, 4 x 32 x layer_overhead_seconds of compute saved, and
+    nothing else moves. An MoE model's layers are refused (their graphs are moe_cuda_graphs), and so is
+    the plan that also captures the whole iteration (two captures of the same layers)."""
+    from costmodel.rules import plan_violations as violations
+    from planner.inputs.loading import build_cluster, load_cluster_spec, load_model_spec
+
+    cluster = build_cluster(load_cluster_spec("dgx-h100"), 8)
+    eff = Efficiency()
+    dense = load_model_spec("llama3-8b").to_model()
+    base = Plan(tp=1, pp=1, dp=8, micro_batch_size=1, global_batch_size=32)
+    plain, graphed = (estimate(dense, cluster, replace(base, layer_cuda_graphs=g), eff) for g in (False, True))
+    saved = plain.time_breakdown_seconds["compute"] - graphed.time_breakdown_seconds["compute"]
+    assert saved == pytest.approx(4 * 32 * eff.layer_overhead_seconds)
+    assert plain.step_time_seconds - graphed.step_time_seconds == pytest.approx(saved)
+    assert violations(dense, cluster, replace(base, layer_cuda_graphs=True)) == []
+    both = replace(base, layer_cuda_graphs=True, full_iteration_graph=True)
+    assert any("two captures" in v for v in violations(dense, cluster, both))
+    moe = load_model_spec("qwen3-30b-a3b").to_model()
+    expert = Plan(tp=1, pp=1, dp=8, ep=8, micro_batch_size=1, global_batch_size=16, layer_cuda_graphs=True)
+    assert any("moe_cuda_graphs" in v for v in violations(moe, cluster, expert))
+
+
 def test_megatron_captures_a_whole_iteration_only_without_host_waits():
     """Megatron-LM d98e8a64: one --cuda-graph-impl, so not with the MoE layers' transformer_engine graphs;
     a dropless MoE layer with the all-to-all dispatcher needs its split sizes on the host (uncapturable,

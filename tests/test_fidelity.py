@@ -153,21 +153,32 @@ from planner.validation import runs as validation
 # 6.054% (nemo 4.57% -> 4.32%, Nemotron 22B -14.3% -> -10.9%); korthikanti-2022 (3.03%, max 6.73%, whose rows run
 # the unfused loss and were slow already), mbridge-dense's max (12.39%, a GB300 8B row) and mbridge-moe (7.76%)
 # RAISED.
-STEP_MAPE_BOUND = 0.0606  # reached 0.06054 over 234 rows (0.0609 before the loss, 0.0611 before the restart)
+# With the pipeline's fill and drain hops, per-layer CUDA graphs on the six rows that ran them and the fit's fifth
+# start (fifty-fourth session: pipeline.fill_drain_hops, Plan.layer_cuda_graphs, fit.HALF_SEQ_STARTS; refit,
+# objective 0.04752 -> 0.04721, HBM 0.705 -> 0.702, GEMM half dimension 389 -> 383, layer overhead 311 -> 399 us,
+# attention Hopper 0.4672 -> 0.4858, Ampere 0.4548 -> 0.4663, Blackwell 0.3207 -> 0.3306, half length 3949 -> 4096,
+# the bound's top): 6.054% -> 5.983% (torchtitan 5.37% -> 5.10%, max 10.8% -> 8.2%; mbridge-dense 5.31% -> 5.14%);
+# RAISED: mlperf 0.02% -> 0.28% (max 0.84%, the 512-GPU row, not graphed, now charged the longer layer overhead),
+# nemo's max 11.9% -> 12.8% (Llama 2 7B at 16k tokens, fast already, faster with the refit's attention; NeMo's
+# GPT-3 175B and Nemotron-4 340B rows, slow already, +0.5% -> +1.9% and +1.8% -> +4.6% with their flushes' hops),
+# korthikanti-2022 3.03% -> 3.05%, fsdp-2023-2024 5.06% -> 5.12% and megatron-2021's max 13.55% -> 13.59% (the refit's
+# shared constants).
+STEP_MAPE_BOUND = 0.0599  # reached 0.05983 over 234 rows (0.06054 before the hops and graphs, 0.0609 before the loss)
 GROUP_STEP_BOUNDS = {        # (MAPE, max) per source group, reached + a hair
-    "bloom": (0.074, 0.080), "korthikanti-2022": (0.0304, 0.0673), "megatron-2021": (0.0455, 0.1356),
-    "mlperf": (0.0002, 0.0004), "nemo": (0.0432, 0.1190),
+    "bloom": (0.074, 0.080), "korthikanti-2022": (0.0306, 0.0673), "megatron-2021": (0.0455, 0.1359),
+    "mlperf": (0.0029, 0.0084), "nemo": (0.0424, 0.1283),
     # 9 Llama 3.1 8B rows of torchtitan's benchmarks and the two 405B long-context rows (32k cp 1: -1.7%;
     # 64k cp 2: -3.1%): reached 5.64%, max 13.91% (the 8B 32k float8 row); 5.27%, max 12.90% with the projections
-    "torchtitan": (0.0537, 0.1077),
+    # (5.10%, max 8.21% with the fill and drain hops)
+    "torchtitan": (0.0511, 0.0822),
     # MoE: 7.75% over 100 rows; the worst are B200/B300 rows at micro-batch 1 with the all-to-all
     # dispatcher, 2.2-2.9x slower than later releases' micro-batch 2-4 DeepEP layouts (README, Accuracy)
-    "mbridge-moe": (0.0776, 0.4565),
+    "mbridge-moe": (0.0769, 0.4551),
     # dense Llama 3: reached 5.45% over 44 rows, max 12.14% (6.97% and 16.57% before GB300's GEMM rate)
-    "mbridge-dense": (0.0532, 0.1239),
+    "mbridge-dense": (0.0514, 0.1211),
     # full-shard FSDP, no TP/PP: reached 5.28% over 28 rows, max 13.47%; the H100 rows predicted fast
     # (validation/README.md, "FSDP rows")
-    "fsdp-2023-2024": (0.0506, 0.1324),
+    "fsdp-2023-2024": (0.0512, 0.1324),
 }
 # Memory over the 11 torchtitan rows with a published peak: 2.18% / 7.38% over the 9 before the 405B rows.
 # Those were 12.1% / 12.8% low while their weights were counted at 2 B; since torchao's float8 all-gather
@@ -225,10 +236,15 @@ GROUP_MEMORY_BOUNDS = {"torchtitan": (0.032, 0.074)}
 # 380 -> 590 us, Ampere attention 0.445 -> 0.348) though its rows' loss moves little (vocab 51,200 over tp 8);
 # fsdp-2023-2024 6.45%, mbridge-moe 13.07% and mlperf 1.51% RAISED; korthikanti-2022 3.52%, mbridge-dense 5.38%,
 # nemo 4.83% and torchtitan 5.84% lowered.
-LOO_STEP_MAPE_BOUND = 0.0872
+# With the fill and drain hops, per-layer CUDA graphs and the fit's fifth start (fifty-fourth session, above):
+# 8.720% -> 8.628% (megatron-2021 5.23%, mlperf 1.41%, nemo 4.74%, mbridge-moe 12.88%, fsdp-2023-2024 6.35% lowered;
+# korthikanti-2022 3.52% -> 4.79%, torchtitan 5.84% -> 6.08% and mbridge-dense 5.38% -> 5.41% RAISED: the nine
+# Korthikanti rows, slow already, all predicted slow, +4.8% on average, by the fold's fit, whose layer overhead is
+# 604 us where all rows give 399).
+LOO_STEP_MAPE_BOUND = 0.0863
 LOO_GROUP_STEP_MAPE_BOUNDS = {
-    "bloom": 0.0739, "korthikanti-2022": 0.0353, "megatron-2021": 0.0584, "mlperf": 0.0151, "nemo": 0.0484,
-    "torchtitan": 0.0584, "mbridge-moe": 0.1308, "mbridge-dense": 0.0539, "fsdp-2023-2024": 0.0645,
+    "bloom": 0.0738, "korthikanti-2022": 0.0479, "megatron-2021": 0.0523, "mlperf": 0.0142, "nemo": 0.0474,
+    "torchtitan": 0.0608, "mbridge-moe": 0.1289, "mbridge-dense": 0.0541, "fsdp-2023-2024": 0.0636,
 }
 # Leave one GPU generation out (fit on the other generations): reached 10.05% over 160 rows; 10.3% over
 # 234; 9.2% with the attention kernels; 8.9% with the all-to-all host wait (ampere 5.3%, hopper 9.1%,
@@ -247,8 +263,10 @@ LOO_GROUP_STEP_MAPE_BOUNDS = {
 # With the descent's restart (forty-fourth session): 6.89% (ampere 4.38%, hopper 7.06%, blackwell 7.71%).
 # With the loss as each stack runs it (forty-fourth session): 6.81% (hopper 6.50%; ampere 4.385% and blackwell 7.85%
 # RAISED: the Blackwell rows fitted on Ampere and Hopper take their refit's faster HBM, 0.705).
-LOGO_STEP_MAPE_BOUND = 0.0681
-LOGO_GENERATION_STEP_MAPE_BOUNDS = {"ampere": 0.0439, "hopper": 0.0651, "blackwell": 0.0785}
+# With the fill and drain hops, per-layer CUDA graphs and the fit's fifth start (fifty-fourth session): 6.69%
+# (blackwell 7.53% lowered; ampere 4.39% -> 4.56% and hopper 6.51% -> 6.57% RAISED).
+LOGO_STEP_MAPE_BOUND = 0.0670
+LOGO_GENERATION_STEP_MAPE_BOUNDS = {"ampere": 0.0457, "hopper": 0.0658, "blackwell": 0.0753}
 
 
 @pytest.fixture(scope="module")
@@ -335,8 +353,10 @@ def test_out_of_sample_mape_does_not_regress(out_of_sample, scored):
 # RAISED with the loss as each stack runs it (forty-fourth session): 7.96% (DeepSeek-V3 7.33% lowered; Qwen3-30B-A3B
 # 7.39% and Qwen3-235B-A22B 9.16% RAISED: Transformer Engine's loss, 10 B per logit where 12 were priced, and the
 # refit's layer overhead 376 -> 311 us make their fast B200 rows at micro-batch 1 faster still).
-LOMO_STEP_MAPE_BOUND = 0.0796  # 0.0835 with GB300's GEMM rate (0.091 before) and with the measured share
-LOMO_MODEL_STEP_MAPE_BOUNDS = {"deepseek-v3": 0.0734, "qwen3-235b-a22b": 0.0916, "qwen3-30b-a3b": 0.0739}
+# With the fill and drain hops, per-layer CUDA graphs and the fit's fifth start (fifty-fourth session): 7.77%
+# (DeepSeek-V3 7.33%, Qwen3-30B-A3B 6.83% lowered; Qwen3-235B-A22B 9.16% -> 9.18% RAISED).
+LOMO_STEP_MAPE_BOUND = 0.0778  # 0.0835 with GB300's GEMM rate (0.091 before) and with the measured share
+LOMO_MODEL_STEP_MAPE_BOUNDS = {"deepseek-v3": 0.0734, "qwen3-235b-a22b": 0.0919, "qwen3-30b-a3b": 0.0683}
 
 
 def test_moe_model_split_mape_does_not_regress(out_of_sample, scored):
@@ -385,7 +405,11 @@ def test_generation_split_mape_does_not_regress(out_of_sample, scored):
 # RAISED with the loss as each stack runs it and its refit (forty-fourth session): 0.1106 -> 0.1179 (max 0.2915), the
 # rows fast already (NeMo's long sequences -13% .. -15% -> -14% .. -18%, MPT's at 16k-64k) faster through the refit's
 # Hopper attention (0.4463 -> 0.4672) and half length (3696 -> 3949); all 159 held-out rows 12.79% -> 12.58%.
-HOLDOUT_STEP_BOUNDS = (0.1180, 0.2916)
+# With the fill and drain hops, per-layer CUDA graphs and the fit's fifth start (fifty-fourth session): RAISED
+# 0.1179 -> 0.1233 (max 0.2968), the long-sequence rows, fast already (NeMo's Llama 2 7B at 64k-1M, MPT at 32k-65k,
+# torchtitan's 8B at 128k-256k), 2-3 points faster through the refit's Hopper attention (0.4672 -> 0.4858) and half
+# length (3949 -> 4096); the Llama 3 paper's 405B rows 1.9 points better; all 278 held-out rows 11.88% -> 11.55%.
+HOLDOUT_STEP_BOUNDS = (0.1234, 0.2969)
 HOLDOUT_MEMORY_BOUNDS = (0.059, 0.155)  # 0.0584, 0.154 since 2026-12-01 (slack on per-step bytes)
 # Megatron-LM's H100 weak-scaling table (group megatron-core-2024, 9 rows, GPT 1.7B-462B at tp 1-8, pp 1-16),
 # added 2026-12-02 to judge where the search lands for dense H100 bf16 plans; bounded on its own so that the
@@ -403,7 +427,9 @@ HOLDOUT_MEMORY_BOUNDS = (0.059, 0.155)  # 0.0584, 0.154 since 2026-12-01 (slack 
 # the 32B row (predicted slow already), whose replicated norms add to the gradient sync; MAPE 0.1347.
 # RAISED with the descent's restart (forty-fourth session): max 0.2370 -> 0.2400 (the 32B row, slow already, through the
 # refit's layer overhead 355 -> 376 us); MAPE 0.1338.
-MEGATRON_CORE_2024_STEP_BOUNDS = (0.1338, 0.2401)
+# With the fill and drain hops, per-layer CUDA graphs and the fit's fifth start (fifty-fourth session): MAPE 0.1338 ->
+# 0.1150; max RAISED 0.2400 -> 0.2464 (the 32B row, slow already, through the refit's layer overhead 311 -> 399 us).
+MEGATRON_CORE_2024_STEP_BOUNDS = (0.1151, 0.2465)
 # NVIDIA's Megatron-core MoE benchmarks outside ../shared/validation (group mcore-moe-2025, 11 scored rows: the
 # Megatron-MoE-ModelZoo Qwen3-235B-A22B rows on H100, GB200 and GB300, its Mixtral 8x22B recipe on 128 H100 in BF16
 # and blockwise FP8, the last row of Megatron-LM's DeepSeek-V3 GB200 guide), added 2026-12-03 to judge the MoE
@@ -452,7 +478,9 @@ MCORE_MOE_LATER_STEP_BOUNDS = (0.2624, 0.3624)
 # RAISED by a hair with the descent's restart (forty-fourth session): 0.14685; RAISED with the loss (the same session):
 # 0.1492 (max 0.4298), the loss read as compiled (torchtitan 820504e, 10 B a logit where 12 were priced) on rows
 # predicted fast already.
-TORCHTITAN_2025_STEP_BOUNDS = (0.1493, 0.4299)
+# With the fill and drain hops, per-layer CUDA graphs and the fit's fifth start (fifty-fourth session): RAISED
+# 0.1492 -> 0.1526 (max 0.4344), the 8B and 70B AsyncTP rows, fast already, faster through the refit's attention.
+TORCHTITAN_2025_STEP_BOUNDS = (0.1526, 0.4344)
 # NVIDIA's MLPerf Training v5.0 and v5.1 closed submissions (group mlperf-2025: Llama 3.1 405B on 512-8,192 H100 in
 # FP8, 256-5,120 GB200 and 512 GB300 in FP8 and NVFP4; Llama 3.1 8B on 8-512 GB200 and GB300 in FP8 and NVFP4; 17 rows
 # of real training, step times from the MLLOG logs), added in the thirty-fifth session before their predictions were
@@ -542,7 +570,10 @@ MBRIDGE_GPT_OSS_STEP_BOUNDS = (0.1244, 0.3175)
 # same way: Llama 4 Maverick (128 experts of 8192, top 1, MoE every second layer, token drop), -11.5% .. -16.4% on
 # 128-512 GB200 (BF16 and FP8, PP 2 x VP 12, EP 64), +4.2% / -0.0% on 512 H100 (BF16 / FP8, TP 4, EP 128 x ETP 4);
 # GB200 fast as this group's other GB200 rows are. All 45: MAPE 18.4%, max 57.0%.
-DGXC_2025_STEP_BOUNDS = (0.1844, 0.5698)
+# With the fill and drain hops, per-layer CUDA graphs and the fit's fifth start (fifty-fourth session): MAPE 18.4% ->
+# 17.4% (the GB200 Nemotron-4 340B rows -26% .. -29% -> -22% .. -26%, their flushes' hops); max RAISED 0.56974 ->
+# 0.57024 (DeepSeek-V3 on 512 GB200).
+DGXC_2025_STEP_BOUNDS = (0.1743, 0.5703)
 # The same repository's release v25.03 (group dgxc-2024: NeMo 24.12's NeMo-1 Hydra recipes, every setting read in the
 # yaml and configure.sh the release ships): Llama 3.1 8B on 8-128 H100 (TP 1 x CP 2), 70B on 64-2048 H100 (TP 4 x PP 4
 # x CP 2, VP 5) and GPT-3 175B on 128-2048 H100 (TP 4 x PP 8, VP 6), BF16 and FP8; 32 rows added in the forty-eighth
@@ -553,7 +584,9 @@ DGXC_2025_STEP_BOUNDS = (0.1844, 0.5698)
 # the same way, the release's Nemotron-4 rows: 15B at TP 4 on 16-2048 H100 -2.8% .. -5.2% (BF16) and -1.5% .. +2.1%
 # (FP8); 340B at TP 8 x PP 8, VP 12 on 128-2048 H100 (NeMo 24.09) +3.8% .. +6.0% (BF16, CP 2, attention recomputed)
 # and -3.9% .. -12.0% (FP8), the FP8 error growing with the GPU count as GPT-3's. All 58: MAPE 5.0%, max 16.6%.
-DGXC_2024_STEP_BOUNDS = (0.0502, 0.1659)
+# With the fill and drain hops, per-layer CUDA graphs and the fit's fifth start (fifty-fourth session): MAPE 5.0% ->
+# 4.6%; max RAISED 0.16587 -> 0.16606 (the 8B FP8 row at 8 GPUs, slow already).
+DGXC_2024_STEP_BOUNDS = (0.0464, 0.1661)
 # NeMo's performance summaries (group nemo-2025): NeMo 25.02 on DGX-B200 (delayed-scaling FP8) and NeMo 25.04 on
 # DGX-GB200 (current-scaling FP8), GPT-3 175B, Llama 3 8B / 70B / 405B, Nemotron-4 15B / 340B, Mixtral 8x7B (EP 8,
 # per-layer CUDA graphs, padded experts) and 8x22B at 65,536 tokens (TP 2 x PP 4 x CP 8, EP 8); settings read in NeMo
@@ -561,7 +594,10 @@ DGXC_2024_STEP_BOUNDS = (0.0502, 0.1659)
 # First read: the dense rows at TP >= 4 fast, -7.9% .. -19.8% (GPT-3, 405B, 340B), the 15B -20.1% / -10.0%, the 8B
 # -7.8% (B200) / +11.1% (GB200, graphed), the 70B -7.6% / -3.3%; Mixtral 8x7B -7.0% / +7.9%, 8x22B at 64k slow,
 # +11.2% / +21.1%. MAPE 12.1%, max 21.1%.
-NEMO_2025_STEP_BOUNDS = (0.1209, 0.2106)
+# With the fill and drain hops, per-layer CUDA graphs and the fit's fifth start (fifty-fourth session): MAPE 12.1% ->
+# 11.1% (GB200 Nemotron-4 340B -19.8% -> -16.0%, GPT-3 175B -7.9% -> -4.2%); max RAISED 21.1% -> 21.7% (Mixtral 8x22B
+# at 64k on GB200, slow already).
+NEMO_2025_STEP_BOUNDS = (0.1107, 0.2172)
 
 
 def later_moe(run) -> bool:
@@ -693,8 +729,9 @@ MECHANISMS = ("overlap_dp_comm", "overlap_pp_comm", "fused_elementwise", "cross_
               "grad_reduce", "grad_dtype", "zero3_reshard", "fp8_recipe", "weight_casts", "bf16_layers_start",
               "bf16_layers_end", "tp_comm_overlap", "offload_layers", "offload_modules", "lowp_param_gather",
               "recompute_modules",
-              "ep_overlap", "ep_dispatch", "moe_cuda_graphs", "full_iteration_graph", "optimizer_states",
-              "fp8_attention", "cp_comm", "attention_kernel", "tp_async_grad", "projections", "rank_order")
+              "ep_overlap", "ep_dispatch", "moe_cuda_graphs", "full_iteration_graph", "layer_cuda_graphs",
+              "optimizer_states", "fp8_attention", "cp_comm", "attention_kernel", "tp_async_grad", "projections",
+              "rank_order")
 # Under a low-precision format these select how it runs whether or not the row sets them; so do
 # tp_comm_overlap under tensor parallelism and, without that overlap, tp_async_grad.
 LOW_PRECISION = {"fp8", "mxfp8", "nvfp4"}
@@ -904,7 +941,9 @@ def test_held_out_runs_are_predicted_to_fit(holdout):
 # fit, whose delayed and current-scaling rows now cast less, predicts the Blackwell rows faster), Blackwell -> Hopper
 # 8.37% -> 8.08%.
 # With B300's attention derived from GB300's (thirty-third session): 8.31% and 8.01%.
-CROSS_GENERATION_STEP_MAPE_BOUNDS = {("hopper", "blackwell"): 0.084, ("blackwell", "hopper"): 0.0805}
+# With the fill and drain hops, per-layer CUDA graphs and the fit's fifth start (fifty-fourth session): 7.93% and
+# 7.53%.
+CROSS_GENERATION_STEP_MAPE_BOUNDS = {("hopper", "blackwell"): 0.0794, ("blackwell", "hopper"): 0.0754}
 
 
 @pytest.mark.parametrize("fitted, judged", sorted(CROSS_GENERATION_STEP_MAPE_BOUNDS))

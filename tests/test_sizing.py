@@ -58,18 +58,18 @@ def test_deadline_lower_bound_by_hand():
     # 2 x (855,638,016 - 7 x 104,448) = 1,709,813,760 FLOPs; x 3 (backward twice) x 80 layers =
     # 410,355,302,400 FLOPs per token. The attention core, per token and layer: causal, 4096 keys a query
     # on average, query and value widths 8192 each: 2 x 4096 x 16384 = 134,217,728 FLOPs forward; fused,
-    # 3.5 x that at 989 x 0.4672 (the fitted Hopper cuDNN fraction) x 8192 / (8192 + 3949) (its half length)
-    # x 1.4969 (H100's measured FP8 attention speedup, the larger pass) = 466.7 TFLOP/s: 1.0066e-6 s, the
+    # 3.5 x that at 989 x 0.4858 (the fitted Hopper cuDNN fraction) x 8192 / (8192 + 4096) (its half length)
+    # x 1.4969 (H100's measured FP8 attention speedup, the larger pass) = 479.5 TFLOP/s: 9.798e-7 s, the
     # smaller; unfused, the whole square (8192 keys), 268,435,456 x 3 = 805,306,368 FLOPs at 794.5 TFLOP/s,
     # the H100's measured best GEMM (MAMF, the catalog's measured_matmul_bf16_tflops), as the weights':
     # 1.0136e-6 s. 2e12 tokens at 512 x 8192 per step: 476,838 steps; 410,355,302,400 FLOPs a token at
-    # 794.5 TFLOP/s and 80 fused attention cores, 5.9702e-4 s a token: 1.19405e9 GPU-seconds, 460.7 GPUs for
-    # 30 days: the floor, 460 (398 before the attention counted).
+    # 794.5 TFLOP/s and 80 fused attention cores, 5.9488e-4 s a token: 1.18975e9 GPU-seconds, 459.0 GPUs for
+    # 30 days: the floor, 459 (398 before the attention counted).
     model = loading.load_model_spec("llama3-70b", global_batch_size=512)
     offs, _ = sizing.priced_offerings({"dgx-h100": catalogs.cluster_catalog()["dgx-h100"]}, catalogs.gpu_catalog(), None)
-    assert sizing.min_gpus_for_deadline(model, offs[0], 2e12, 30) == 460
+    assert sizing.min_gpus_for_deadline(model, offs[0], 2e12, 30) == 459
     floor = sizing.Floor.of(model, offs[0], 8, 2e12, None)
-    fused = 134_217_728 * 3.5 / (989e12 * 0.4672 * 8192 / (8192 + 3949) * 1.4969)
+    fused = 134_217_728 * 3.5 / (989e12 * 0.4858 * 8192 / (8192 + 4096) * 1.4969)
     per_token = 410_355_302_400 / 794.5e12 + 80 * fused
     assert floor.days * 86400 * 8 == pytest.approx(per_token * 476_838 * 512 * 8192, rel=1e-9)
     assert floor.usd == pytest.approx(floor.days * 24 * 8 * offs[0].usd_per_gpu_hour, rel=1e-12)

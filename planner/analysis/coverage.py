@@ -42,6 +42,7 @@ SETTINGS: dict[str, Callable[[cm.Plan], str | None]] = {
     "ep_dispatch_dtype": lambda p: _on(p.ep_dispatch_dtype, p.ep > 1),  # it prices the all-to-all only
     "moe_cuda_graphs": lambda p: _on(p.moe_cuda_graphs, p.ep > 1),
     "full_iteration_graph": lambda p: _on(p.full_iteration_graph, True),
+    "layer_cuda_graphs": lambda p: _on(p.layer_cuda_graphs, True),
     "rank_order": lambda p: _on(p.rank_order, p.pp > 1 and p.dp * p.cp > 1),  # with pp 1 or one replica they agree
     "activation_offload": lambda p: _on(p.offload_layers > 0, True),
     "offload_modules": lambda p: _on("+".join(p.offload_modules) or "none", True),

@@ -11,10 +11,11 @@ PART_WORDS = {
 }
 LAYOUT_KEYS = ("tp", "cp", "pp", "dp", "ep", "etp", "vpp", "zero_stage", "micro_batch_size", "recompute", "precision",
                "grad_dtype", "tp_comm_overlap", "ep_overlap", "ep_dispatch", "ep_dispatch_dtype", "moe_cuda_graphs",
-               "optimizer_states", "lowp_param_gather", "cp_comm", "full_iteration_graph", "rank_order",
-               "offload_optimizer_states", "offload_layers", "offload_modules", "rope_fusion", "moe_act_prologue",
-               "sequence_parallel", "attention_kernel", "projections", "cross_entropy", "fp8_recipe", "weight_casts",
-               "overlap_dp_comm", "grad_sync", "tp_async_grad", "sp_gathered", "zero3_reshard", "pipeline_buffers")
+               "optimizer_states", "lowp_param_gather", "cp_comm", "full_iteration_graph", "layer_cuda_graphs",
+               "rank_order", "offload_optimizer_states", "offload_layers", "offload_modules", "rope_fusion",
+               "moe_act_prologue", "sequence_parallel", "attention_kernel", "projections", "cross_entropy",
+               "fp8_recipe", "weight_casts", "overlap_dp_comm", "grad_sync", "tp_async_grad", "sp_gathered",
+               "zero3_reshard", "pipeline_buffers")
 
 
 def plan_differences(a: dict, b: dict) -> list[str]:
@@ -34,7 +35,8 @@ KEY_WORDS = {"zero_stage": "ZeRO", "micro_batch_size": "mbs", "grad_dtype": "gra
              "ep_overlap": "EP overlap", "ep_dispatch": "dispatch", "ep_dispatch_dtype": "dispatch in",
              "moe_cuda_graphs": "MoE CUDA graphs",
              "optimizer_states": "Adam states", "lowp_param_gather": "low-precision gathers", "cp_comm": "CP exchange",
-             "full_iteration_graph": "whole-iteration CUDA graph", "rope_fusion": "fused RoPE",
+             "full_iteration_graph": "whole-iteration CUDA graph", "layer_cuda_graphs": "per-layer CUDA graphs",
+             "rope_fusion": "fused RoPE",
              "moe_act_prologue": "expert activation prologue", "offload_layers": "layers offloaded",
              "offload_modules": "modules offloaded", "offload_optimizer_states": "optimizer states offloaded",
              "sequence_parallel": "SP", "attention_kernel": "attention kernel", "cross_entropy": "loss",

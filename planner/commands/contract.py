@@ -123,6 +123,8 @@ class Plan(Strict):
                             "ep_dispatch deepep)")
     full_iteration_graph: bool = d("the whole forward-backward captured as one CUDA graph (no per-layer launch "
                                    "overhead, no host sync)")
+    layer_cuda_graphs: bool = d("each dense layer's forward and backward captured as CUDA graphs (no launch "
+                                "overhead inside a layer)")
     optimizer_states: Literal["fp32", "bf16"] = d("Adam states in fp32, or bf16 (Megatron's precision-aware optimizer)")
     fp8_attention: bool = d("the attention core's matmuls in FP8 (Transformer Engine fp8_dot_product_attention)")
     sequence_parallel: bool = d("Megatron sequence parallelism over the TP group")

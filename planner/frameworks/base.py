@@ -70,6 +70,10 @@ class Knobs:
     # The whole forward-backward as one CUDA graph (Plan.full_iteration_graph). Not searched: the search
     # scores plans without it (the graph could only shorten their steps); estimate and emit take it from the user.
     full_iteration_graph: Choice = Choice((False,), "no whole-iteration CUDA graph")
+    # Each dense layer as CUDA graphs (Plan.layer_cuda_graphs). Not searched (the graphs' memory is not priced)
+    # and not written: estimate and validate take it, for the published runs that used it.
+    layer_cuda_graphs: Choice = Choice((False,), "planner scores per-layer CUDA graphs (published runs) but neither "
+                                       "searches nor writes them: the graphs' memory is not priced")
     # How ranks are numbered (Plan.rank_order). Not searched: the search scores the default order; estimate and
     # emit take the other from the user.
     rank_order: Choice = Choice(("tp-cp-dp-pp",), "ranks numbered tp, cp, dp, pp (pipeline stages outermost)")
@@ -278,6 +282,8 @@ def knob_violations(fw: Framework, plan: cm.Plan) -> list[str]:
         checks.append(("MoE CUDA graphs", plan.moe_cuda_graphs, ks.moe_cuda_graphs))
     if plan.full_iteration_graph:
         checks.append(("whole-iteration CUDA graph", plan.full_iteration_graph, ks.full_iteration_graph))
+    if plan.layer_cuda_graphs:
+        checks.append(("per-layer CUDA graphs", plan.layer_cuda_graphs, ks.layer_cuda_graphs))
     if plan.offload_modules:
         checks.append(("module activation offload", True, ks.module_offload))
     if plan.offload_optimizer_states:

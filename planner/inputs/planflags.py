@@ -69,6 +69,10 @@ def add_plan_flags(p: argparse.ArgumentParser) -> None:
                    help="the whole forward-backward captured as one CUDA graph (Megatron --cuda-graph-impl "
                         "full_iteration): no per-layer launch overhead, no host sync; an MoE plan needs --ep-dispatch "
                         "deepep (written as HybridEP with a per-rank token budget) or experts padded to a capacity")
+    g.add_argument("--layer-cuda-graphs", action="store_true",
+                   help="each dense layer's forward and backward captured as CUDA graphs (Megatron-core's per-layer "
+                        "graphs, NeMo LAYER_CUDA_GRAPH): no launch overhead inside a layer; scored, not searched, "
+                        "and emit refuses it (the graphs' memory is not priced)")
     g.add_argument("--fp8-attention", action="store_true",
                    help="the attention core's matmuls in FP8 too (Transformer Engine fp8_dot_product_attention; "
                         "needs a low --precision)")
@@ -190,6 +194,7 @@ def plan_spec_from_args(args: argparse.Namespace):
         "fp8_attention": args.fp8_attention, "ep_dispatch": args.ep_dispatch,
         "ep_dispatch_dtype": args.ep_dispatch_dtype,
         "moe_cuda_graphs": args.moe_cuda_graphs, "full_iteration_graph": args.full_iteration_graph,
+        "layer_cuda_graphs": args.layer_cuda_graphs,
         "pipeline_buffers": args.pipeline_buffers,
         "grad_sync": args.grad_sync,
         "repeat_kv": args.repeat_kv, "attention_kernel": args.attention_kernel, "sp_gathered": args.sp_gathered,

@@ -98,6 +98,7 @@ def build_plan(spec: PlanSpec, model: ModelSpec, num_gpus: int) -> cm.Plan:
         optimizer_states=spec.optimizer_states, fp8_attention=spec.fp8_attention, ep_dispatch=spec.ep_dispatch,
         ep_dispatch_dtype=spec.ep_dispatch_dtype,
         moe_cuda_graphs=spec.moe_cuda_graphs, full_iteration_graph=spec.full_iteration_graph,
+        layer_cuda_graphs=spec.layer_cuda_graphs,
         attention_kernel=spec.attention_kernel,
     )
 
@@ -146,7 +147,7 @@ def plan_to_dict(plan: cm.Plan) -> dict:
         "recompute": plan.recompute, "recompute_modules": list(plan.recompute_modules),
         "ep_overlap": plan.ep_overlap, "ep_dispatch": plan.ep_dispatch, "ep_dispatch_dtype": plan.ep_dispatch_dtype,
         "moe_cuda_graphs": plan.moe_cuda_graphs,
-        "full_iteration_graph": plan.full_iteration_graph,
+        "full_iteration_graph": plan.full_iteration_graph, "layer_cuda_graphs": plan.layer_cuda_graphs,
         "optimizer_states": plan.optimizer_states, "fp8_attention": plan.fp8_attention,
         "sequence_parallel": plan.sequence_parallel,
         "precision": plan.precision, "grad_dtype": plan.grad_comm_dtype,

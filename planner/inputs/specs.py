@@ -509,6 +509,7 @@ class PlanSpec(Spec):
     ep_dispatch_dtype: Literal["bf16", "mxfp8"] = "bf16"  # wire format towards the experts (Plan.ep_dispatch_dtype)
     moe_cuda_graphs: Flag = False  # MoE router and dispatch preprocessing in CUDA graphs
     full_iteration_graph: Flag = False  # the whole forward-backward as one CUDA graph (Megatron full_iteration)
+    layer_cuda_graphs: Flag = False  # each dense layer's forward and backward as CUDA graphs (Megatron local)
     optimizer_states: Literal["fp32", "bf16"] = "fp32"  # bf16: Megatron's precision-aware optimizer
     fp8_attention: Flag = False  # the attention core in FP8 (Transformer Engine fp8_dot_product_attention)
     attention_kernel: Literal["cudnn", "flash2"] = "cudnn"  # fused attention kernel (costmodel Plan.attention_kernel)

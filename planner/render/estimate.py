@@ -122,6 +122,8 @@ def plan_label(plan: dict) -> str:
         parts.append("FlashAttention-2-class attention")
     if plan.get("full_iteration_graph"):
         parts.append("whole-iteration CUDA graph")
+    if plan.get("layer_cuda_graphs"):
+        parts.append("per-layer CUDA graphs")
     return ", ".join(parts)
 
 

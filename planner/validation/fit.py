@@ -155,10 +155,12 @@ def _candidates(value: float, low: float, high: float, span: float, points: int 
 
 
 # The objective has several local minima along the attention pair; coordinate descent restarts from
-# the prior with FlashAttention's half-efficiency length at 1, 8, 16 and 24 tiles of 128 and keeps the best
-# (the fourth since 2026-12-02: with three, the fold without the FSDP rows stopped at a training objective
-# of 0.05510 where the all-rows point scores 0.05497 on the same rows; validation/README.md).
-HALF_SEQ_STARTS = (128.0, 1024.0, 2048.0, 3072.0)
+# the prior with FlashAttention's half-efficiency length at 1, 8, 16, 24 and 32 tiles of 128 and keeps the
+# best (the fourth since 2026-12-02: with three, the fold without the FSDP rows stopped at a training
+# objective of 0.05510 where the all-rows point scores 0.05497 on the same rows; the fifth, the bound's top,
+# since 2026-12-07: with per-layer CUDA graphs the four stopped at 0.0489 where it reaches 0.0477;
+# validation/README.md).
+HALF_SEQ_STARTS = (128.0, 1024.0, 2048.0, 3072.0, 4096.0)
 # Descents again from the best start's point, each with the span reset (see the module docstring).
 RESTARTS = 1
 
