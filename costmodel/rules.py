@@ -207,8 +207,8 @@ def _choice_rules(model: Model, plan: Plan) -> list[str]:
         out.append("offload_layers must be >= 0")
     out += _offload_module_rules(model, plan)
     if plan.layer_cuda_graphs and model.moe is not None:
-        out.append("per-layer CUDA graphs of mixture-of-experts layers are not modelled (their graphs are "
-                   "moe_cuda_graphs)")
+        out.append("per-layer CUDA graphs are priced for dense models only (an MoE layer's capture and host syncs "
+                   "are not modelled; moe_cuda_graphs prices the router and dispatch graphs)")
     if plan.layer_cuda_graphs and plan.full_iteration_graph:
         out.append("layer_cuda_graphs and full_iteration_graph are two captures of the same layers: give one")
     if plan.sequence_parallel and plan.tp == 1:

@@ -122,7 +122,9 @@ def pp_p2p_seconds(model: Model, cluster: Cluster, plan: Plan, eff: Efficiency) 
 def exposed_p2p_seconds(model: Model, cluster: Cluster, plan: Plan, chunk_compute_seconds: float, eff: Efficiency) -> float:
     """p2p seconds per chunk on the critical path. Megatron-LM's interleaved schedule with
     --overlap-p2p-communication posts a chunk's sends/receives while the next chunk computes, so
-    only what exceeds that compute shows; the plain 1F1B schedule blocks on each exchange."""
+    only what exceeds that compute shows in the steady state (the rest is waited for in the flush's fill
+    and drain: StageCost.pp_hidden_seconds, step.pipeline_parts); the plain 1F1B schedule blocks on each
+    exchange."""
     p2p = pp_p2p_seconds(model, cluster, plan, eff)
     if plan.overlap_pp_comm and plan.vpp > 1:
         return max(0.0, p2p - chunk_compute_seconds)
@@ -498,7 +500,8 @@ def stage_compute_seconds(model: Model, plan: Plan, k: StageKernels, mix: LayerM
     the extra of the layers kept 16-bit, and on the last stage the logits and the MTP layers. Of the
     plan's recompute, overlap and communication settings it reads only the MTP layers' replay, which
     recompute "none" makes 0 (the search's compute-only bound, planner/search/bounds.py, uses that), and
-    of its CUDA graphs the whole-iteration one (layer_overhead_seconds), which the search never sets."""
+    of its CUDA graphs the whole-iteration and per-layer ones (layer_overhead_seconds), which the search never
+    sets."""
     overhead = layer_overhead_seconds(plan, k.eff)
     compute_s = sum(n * (k.layers[r].forward_seconds + k.layers[r].backward_seconds + overhead) for r, n in mix)
     compute_s += sixteen_bit_delta(model, plan, k, mix_layers(mix), stage)

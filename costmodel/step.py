@@ -340,7 +340,8 @@ def optimizer_step_seconds(cluster: Cluster, plan: Plan, stage: StageCost, eff: 
 def pipeline_parts(plan: Plan, stages: list[StageCost]) -> dict[str, float]:
     """Seconds of the pipeline flush by part: the slowest stage's per-micro-batch parts times m, and the bubble.
     PP p2p adds the exchanges the steady state hides but the fill and drain wait for
-    (pipeline.fill_drain_hops times StageCost.pp_hidden_seconds)."""
+    (pipeline.fill_drain_hops times StageCost.pp_hidden_seconds, the largest of the stages': every stage
+    exchanges the same bytes, and the one whose chunks compute longest hides most of them)."""
     m = plan.num_microbatches
     _, bubble = pipeline.pipeline_seconds(tuple(s.microbatch_seconds for s in stages), m, plan.vpp)
     slowest = max(stages, key=lambda s: s.microbatch_seconds)

@@ -406,7 +406,8 @@ class Plan:
     # Each transformer layer's forward and backward captured as CUDA graphs and replayed (Megatron-core's
     # per-layer graphs: --cuda-graph-impl local, enable_cuda_graph; NeMo's LAYER_CUDA_GRAPH): no kernel launches
     # from the host inside a layer (stage.layer_overhead_seconds), the layers' order and the step's host work
-    # otherwise as without. Dense layers only (rules: a mixture-of-experts layer's graphs are moe_cuda_graphs).
+    # otherwise as without. Dense layers only (rules: an MoE layer's capture and host syncs are not modelled;
+    # moe_cuda_graphs prices the router and dispatch graphs).
     layer_cuda_graphs: bool = False
     # The routed experts' activation runs Megatron-core's prologue to its fused quick-GEGLU
     # (fusions/fused_bias_geglu.py weighted_bias_quick_geglu_impl, core_v0.15.0 to core_v0.19.0): the model's
@@ -542,6 +543,7 @@ class Efficiency:
     # The fitted values give, at s = 8192: cuDNN's on H100 320 TFLOP/s, FlashAttention-2's 167, A100 97,
     # B200 496: about half of what the kernels reach alone in benchmarks, the rest being work around
     # the kernel that the rows' steps include and the model does not count (layout copies, RoPE, GQA).
+    # 4096 is the fit's upper bound (planner/validation/fit.py FIT_BOUNDS): the bound, not the rows, sets it.
     flash_attention_half_seq: float = 4096.0
     # ... measured on the part each generation's fitted fraction stands for: its fused-attention kernel rate
     # as fractions of its bf16 peak, (forward, backward) (compute.attention_rate_scale; a part with its own

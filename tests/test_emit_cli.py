@@ -276,6 +276,29 @@ def test_a_whole_iteration_graph_from_estimate_to_megatron_only(capsys, tmp_path
     one_line_error(code, err, "whole-iteration CUDA graph")
 
 
+def test_per_layer_graphs_are_scored_by_estimate_and_refused_by_every_emitter(capsys, tmp_path):
+    """`estimate --layer-cuda-graphs` records plan.layer_cuda_graphs and drops the per-layer launch overhead
+    (Llama 3 8B, 32 layers, 4 micro-batches of dp 8: the step 4 x 32 x layer_overhead_seconds shorter); no
+    emitter writes the graphs (their memory pools are not priced), each refusing in one line (Megatron-LM's
+    naming its flag for them)."""
+    from costmodel.types import Efficiency
+
+    argv = ["estimate", "llama3-8b", "dgx-h100", "--gpus", "8", "--gbs", "32", "--zero", "1", "--json"]
+    code, out, _ = run(capsys, *argv)
+    plain = json.loads(out)
+    code, out, _ = run(capsys, *argv, "--layer-cuda-graphs")
+    graphed = json.loads(out)
+    assert code == 0 and graphed["plan"]["layer_cuda_graphs"] is True and plain["plan"]["layer_cuda_graphs"] is False
+    saved = 4 * 32 * Efficiency().layer_overhead_seconds
+    assert plain["step_time_s"] - graphed["step_time_s"] == pytest.approx(saved, rel=1e-6)
+    (tmp_path / "plan.json").write_text(json.dumps(graphed))
+    for fmt, words in (("megatron", "--cuda-graph-impl local"), ("deepspeed", "per-layer CUDA graphs"),
+                       ("torchtitan", "per-layer CUDA graphs")):
+        code, _, err = run(capsys, "emit", tmp_path / "plan.json", "--format", fmt, "--out", tmp_path / fmt)
+        one_line_error(code, err, words)
+        assert not (tmp_path / fmt).exists() or not any((tmp_path / fmt).rglob("*.sh")), fmt
+
+
 @pytest.mark.parametrize("gpu, words", [("h100-sxm-80gb", "fused attention: cudnn"),
                                         ("mi300x-192gb", "fused attention: yes, the ROCm stack's own kernel")])
 def test_readme_names_the_attention_kernel_of_the_gpus_stack(gpu, words):

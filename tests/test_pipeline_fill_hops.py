@@ -81,3 +81,23 @@ def test_without_hops_the_simulation_is_narayanans_bubble():
 
 def test_one_stage_has_no_hops():
     assert pipeline.fill_drain_hops(1, 1) == 0
+
+
+def test_the_flush_charges_the_hops_the_steady_state_hides():
+    """step.pipeline_parts: PP p2p is m times the slowest stage's exposed exchanges plus v p - 1 times the
+    part of one exchange the steady state hides. GPT-3 175B on 64 DGX A100 GPUs, tp 8, pp 4 x vpp 2, 8
+    micro-batches, overlapped p2p: each chunk computes far longer than its 2 x 12288 x 2048 x 2-byte
+    exchanges take, so nothing shows in the steady state and the flush waits for 7 whole exchanges."""
+    from costmodel.stage import pp_p2p_seconds
+    from costmodel.step import estimate
+    from costmodel.types import Efficiency, Plan
+    from planner.inputs.loading import build_cluster, load_cluster_spec, load_model_spec
+
+    model = load_model_spec("gpt3-175b").to_model()
+    cluster = build_cluster(load_cluster_spec("dgx-a100"), 64)
+    plan = Plan(tp=8, pp=4, vpp=2, dp=2, micro_batch_size=1, global_batch_size=16, overlap_pp_comm=True)
+    eff = Efficiency()
+    exchange = pp_p2p_seconds(model, cluster, plan, eff)
+    assert exchange > 0
+    pp_comm = estimate(model, cluster, plan, eff).time_breakdown_seconds["pp_comm"]
+    assert pp_comm == pytest.approx((4 * 2 - 1) * exchange, rel=1e-9)

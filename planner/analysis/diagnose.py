@@ -120,6 +120,7 @@ LEVERS = (
           "full_iteration): no per-layer launch overhead or host sync; static shapes (MoE: HybridEP dispatch with a "
           "per-rank token budget, or experts padded to a capacity), no NaN check of the loss; graph memory not counted",
           lambda p, c, m: _if(not p.full_iteration_graph, p, full_iteration_graph=True, moe_cuda_graphs=False,
+                              layer_cuda_graphs=False,
                               ep_dispatch="deepep" if m.moe is not None and not m.moe.capacity_factor
                               else p.ep_dispatch), framework="megatron"),
     Lever("activation offload", "whole layers' activations copied to host memory in forward and back in backward, "

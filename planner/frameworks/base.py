@@ -72,8 +72,8 @@ class Knobs:
     full_iteration_graph: Choice = Choice((False,), "no whole-iteration CUDA graph")
     # Each dense layer as CUDA graphs (Plan.layer_cuda_graphs). Not searched (the graphs' memory is not priced)
     # and not written: estimate and validate take it, for the published runs that used it.
-    layer_cuda_graphs: Choice = Choice((False,), "planner scores per-layer CUDA graphs (published runs) but neither "
-                                       "searches nor writes them: the graphs' memory is not priced")
+    layer_cuda_graphs: Choice = Choice((False,), "no per-layer CUDA graphs (planner scores them for published runs "
+                                       "but neither searches nor writes them)")
     # How ranks are numbered (Plan.rank_order). Not searched: the search scores the default order; estimate and
     # emit take the other from the user.
     rank_order: Choice = Choice(("tp-cp-dp-pp",), "ranks numbered tp, cp, dp, pp (pipeline stages outermost)")

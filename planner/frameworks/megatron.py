@@ -722,6 +722,8 @@ def knobs(tp_split: bool, pp_split: bool) -> Knobs:
                                               "transformer_engine --cuda-graph-modules moe_router moe_preprocess"),
         full_iteration_graph=Choice((False, True), "Megatron-LM captures the whole forward-backward with "
                                                    "--cuda-graph-impl full_iteration"),
+        layer_cuda_graphs=Choice((False,), "planner writes no per-layer CUDA graphs for Megatron-LM (--cuda-graph-impl "
+                                           "local): their memory pools are not priced"),
         rank_order=Choice(("tp-cp-dp-pp", "tp-cp-pp-dp"), "Megatron-LM numbers ranks tp-cp-ep-dp-pp, or "
                                                           "tp-cp-ep-pp-dp with --use-tp-pp-dp-mapping"),
         optimizer_states=Choice(("fp32", "bf16"), "Megatron-LM keeps Adam states in fp32, or bf16 with "

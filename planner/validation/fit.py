@@ -10,7 +10,7 @@ fractions, FlashAttention-2's rate relative to cuDNN's on Hopper (types.Efficien
 
 Method: cyclic coordinate descent on a bounded grid that refines around the best value
 (derivative-free; the objective, the mean over source groups of their step-time MAPE, is piecewise
-smooth with max() kinks), from four starts, then once more from the best of them with the grid's span
+smooth with max() kinks), from five starts (HALF_SEQ_STARTS), then once more from the best of them with the grid's span
 reset (RESTARTS): each descent shrinks its span threefold a round, so it stops on a point its last,
 finest grid cannot leave even where a coarser step would (measured 2026-12-06 on the 234 fitted rows:
 one restart took the objective from 0.04816 to 0.04788, a second to 0.04785). `fit` is the reference.
@@ -158,7 +158,8 @@ def _candidates(value: float, low: float, high: float, span: float, points: int 
 # the prior with FlashAttention's half-efficiency length at 1, 8, 16, 24 and 32 tiles of 128 and keeps the
 # best (the fourth since 2026-12-02: with three, the fold without the FSDP rows stopped at a training
 # objective of 0.05510 where the all-rows point scores 0.05497 on the same rows; the fifth, the bound's top,
-# since 2026-12-07: with per-layer CUDA graphs the four stopped at 0.0489 where it reaches 0.0477;
+# since 2026-12-07: with the fill and drain hops and per-layer CUDA graphs the four stopped at 0.0489 where it
+# reaches 0.0472;
 # validation/README.md).
 HALF_SEQ_STARTS = (128.0, 1024.0, 2048.0, 3072.0, 4096.0)
 # Descents again from the best start's point, each with the span reset (see the module docstring).
@@ -243,7 +244,7 @@ def fit_many(train_sets: list[list[Run]], workers: int | None = None, rounds: in
              bounds: Bounds | None = None) -> list[tuple[cm.Efficiency, float, float | None]]:
     """`fit` then `fit_memory` on each set of rows (subsets of one runs file): (efficiency, the
     step-time objective reached (mean over source groups), memory MAPE) per set. Each set's result
-    is the one `fit` reaches: the same descents from the same four starts, the best taken in the
+    is the one `fit` reaches: the same descents from the same starts (HALF_SEQ_STARTS), the best taken in the
     same order, restarted from it. The descents run in `workers` forked processes, those from one start over similar
     sets together, sharing their predictions (Memo). `bounds` replaces FIT_BOUNDS' grid (checked_bounds:
     benchmarks/fit_noise.py nudges it to measure the optimiser's share of a left-out figure)."""
