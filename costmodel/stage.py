@@ -119,16 +119,15 @@ def pp_p2p_seconds(model: Model, cluster: Cluster, plan: Plan, eff: Efficiency) 
     return 2.0 * p2p_seconds(size, link)
 
 
-def exposed_p2p_seconds(model: Model, cluster: Cluster, plan: Plan, chunk_compute_seconds: float, eff: Efficiency) -> float:
-    """p2p seconds per chunk on the critical path. Megatron-LM's interleaved schedule with
-    --overlap-p2p-communication posts a chunk's sends/receives while the next chunk computes, so
+def exposed_p2p_seconds(plan: Plan, p2p_seconds: float, chunk_compute_seconds: float) -> float:
+    """Of a chunk's p2p exchange (pp_p2p_seconds), the seconds on the critical path. Megatron-LM's interleaved
+    schedule with --overlap-p2p-communication posts a chunk's sends/receives while the next chunk computes, so
     only what exceeds that compute shows in the steady state (the rest is waited for in the flush's fill
     and drain: StageCost.pp_hidden_seconds, step.pipeline_parts); the plain 1F1B schedule blocks on each
     exchange."""
-    p2p = pp_p2p_seconds(model, cluster, plan, eff)
     if plan.overlap_pp_comm and plan.vpp > 1:
-        return max(0.0, p2p - chunk_compute_seconds)
-    return p2p
+        return max(0.0, p2p_seconds - chunk_compute_seconds)
+    return p2p_seconds
 
 
 def sixteen_bit_layers(plan: Plan, layers: int, stage: int) -> tuple[int, int]:
@@ -473,7 +472,8 @@ def stage_cost(model: Model, cluster: Cluster, plan: Plan, layers, stage: int, e
     moe_layers = sum(n for r, n in mix if model.is_moe_layer(r))
     if stage == plan.pp - 1 and model.moe is not None:
         moe_layers += model.mtp_layers
-    exposed = exposed_p2p_seconds(model, cluster, plan, compute_s / plan.vpp, eff)
+    p2p = pp_p2p_seconds(model, cluster, plan, eff)
+    exposed = exposed_p2p_seconds(plan, p2p, compute_s / plan.vpp)
     params, experts, in_layers = stage_params(model, plan, mix, stage) if with_bytes else (0.0, 0.0, 0.0)
     activations = stage_activation_bytes(model, plan, mix, stage, eff.moe_routing_imbalance) if with_bytes else 0.0
     return StageCost(
@@ -482,7 +482,7 @@ def stage_cost(model: Model, cluster: Cluster, plan: Plan, layers, stage: int, e
         recompute_seconds=replay,
         tp_comm_seconds=tp + edge_ar * k.tp_allreduce_seconds,
         pp_comm_seconds=plan.vpp * exposed,
-        pp_hidden_seconds=pp_p2p_seconds(model, cluster, plan, eff) - exposed,
+        pp_hidden_seconds=p2p - exposed,
         params=params,
         activation_bytes=activations,
         offload_seconds=offload_seconds(model, cluster, plan, k, mix),

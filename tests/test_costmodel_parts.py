@@ -359,21 +359,32 @@ def test_interleaving_with_fewer_micro_batches_than_stages():
     assert busy + bubble == pytest.approx(max(13 + 2 * 10 / 2, 30 + 3 / 2))
 
 
-def test_a_whole_iteration_graph_has_no_per_layer_host_overhead():
-    """Plan.full_iteration_graph: the GPU replays the recorded step, so neither the per-layer launch
-    overhead (Efficiency.layer_overhead_seconds, per layer and micro-batch) nor the MoE layers' host wait
-    is paid. Llama 3 8B (32 layers) on 8 GPUs, dp 8, global batch 32 of micro-batch 1: 4 micro-batches, so
-    the graph saves 4 x 32 x layer_overhead_seconds of compute; Qwen3-30B-A3B with DeepEP dispatch and no
-    MoE graphs waits 2 x 48 x moe_host_sync_seconds, and nothing under the whole-iteration graph."""
+@pytest.mark.parametrize("graph", ["full_iteration_graph", "layer_cuda_graphs"])
+def test_a_graph_drops_the_per_layer_host_overhead(graph):
+    """Plan.full_iteration_graph (the whole step) and Plan.layer_cuda_graphs (each layer: Megatron-core's
+    per-layer graphs, NeMo LAYER_CUDA_GRAPH=1): the GPU replays the recorded kernels, so the per-layer launch
+    overhead (Efficiency.layer_overhead_seconds, per layer and micro-batch) is not paid. Llama 3 8B (32
+    layers) on 8 GPUs, dp 8, global batch 32 of micro-batch 1: 4 micro-batches, so either graph saves
+    4 x 32 x layer_overhead_seconds of compute, and nothing else moves."""
     from planner.inputs.loading import build_cluster, load_cluster_spec, load_model_spec
 
     cluster = build_cluster(load_cluster_spec("dgx-h100"), 8)
     eff = Efficiency()
     dense = load_model_spec("llama3-8b").to_model()
     base = Plan(tp=1, pp=1, dp=8, micro_batch_size=1, global_batch_size=32)
-    plain, graphed = (estimate(dense, cluster, replace(base, full_iteration_graph=g), eff) for g in (False, True))
+    plain, graphed = (estimate(dense, cluster, replace(base, **{graph: g}), eff) for g in (False, True))
     saved = plain.time_breakdown_seconds["compute"] - graphed.time_breakdown_seconds["compute"]
     assert saved == pytest.approx(4 * 32 * eff.layer_overhead_seconds)
+    assert plain.step_time_seconds - graphed.step_time_seconds == pytest.approx(saved)
+
+
+def test_a_whole_iteration_graph_has_no_moe_host_wait():
+    """Plan.full_iteration_graph: nor is the MoE layers' host wait paid. Qwen3-30B-A3B with DeepEP dispatch
+    and no MoE graphs waits 2 x 48 x moe_host_sync_seconds, and nothing under the whole-iteration graph."""
+    from planner.inputs.loading import build_cluster, load_cluster_spec, load_model_spec
+
+    cluster = build_cluster(load_cluster_spec("dgx-h100"), 8)
+    eff = Efficiency()
     moe = load_model_spec("qwen3-30b-a3b").to_model()
     base = Plan(tp=1, pp=1, dp=8, ep=8, micro_batch_size=1, global_batch_size=16, ep_dispatch="deepep")
     assert estimate(moe, cluster, base, eff).time_breakdown_seconds["moe_sync"] == pytest.approx(
@@ -381,23 +392,15 @@ def test_a_whole_iteration_graph_has_no_per_layer_host_overhead():
     assert estimate(moe, cluster, replace(base, full_iteration_graph=True), eff).time_breakdown_seconds["moe_sync"] == 0
 
 
-def test_per_layer_graphs_drop_the_launch_overhead_of_dense_layers_only():
-    """Plan.layer_cuda_graphs (Megatron-core's per-layer graphs, NeMo LAYER_CUDA_GRAPH=1): each layer's
-    kernels replay from a graph, so the per-layer launch overhead goes as under a whole-iteration graph:
-    Llama 3 8B (32 layers), dp 8, 4 micro-batches, 4 x 32 x layer_overhead_seconds of compute saved, and
-    nothing else moves. An MoE model's layers are refused (their graphs are moe_cuda_graphs), and so is
-    the plan that also captures the whole iteration (two captures of the same layers)."""
+def test_per_layer_graphs_are_refused_for_moe_and_beside_a_whole_iteration_graph():
+    """Plan.layer_cuda_graphs: an MoE model's layers are refused (their capture and host syncs are not
+    modelled), and so is the plan that also captures the whole iteration (two captures of the same layers)."""
     from costmodel.rules import plan_violations as violations
     from planner.inputs.loading import build_cluster, load_cluster_spec, load_model_spec
 
     cluster = build_cluster(load_cluster_spec("dgx-h100"), 8)
-    eff = Efficiency()
     dense = load_model_spec("llama3-8b").to_model()
     base = Plan(tp=1, pp=1, dp=8, micro_batch_size=1, global_batch_size=32)
-    plain, graphed = (estimate(dense, cluster, replace(base, layer_cuda_graphs=g), eff) for g in (False, True))
-    saved = plain.time_breakdown_seconds["compute"] - graphed.time_breakdown_seconds["compute"]
-    assert saved == pytest.approx(4 * 32 * eff.layer_overhead_seconds)
-    assert plain.step_time_seconds - graphed.step_time_seconds == pytest.approx(saved)
     assert violations(dense, cluster, replace(base, layer_cuda_graphs=True)) == []
     both = replace(base, layer_cuda_graphs=True, full_iteration_graph=True)
     assert any("two captures" in v for v in violations(dense, cluster, both))

@@ -159,8 +159,7 @@ def _candidates(value: float, low: float, high: float, span: float, points: int 
 # best (the fourth since 2026-12-02: with three, the fold without the FSDP rows stopped at a training
 # objective of 0.05510 where the all-rows point scores 0.05497 on the same rows; the fifth, the bound's top,
 # since 2026-12-07: with the fill and drain hops and per-layer CUDA graphs the four stopped at 0.0489 where it
-# reaches 0.0472;
-# validation/README.md).
+# reaches 0.0472; validation/README.md).
 HALF_SEQ_STARTS = (128.0, 1024.0, 2048.0, 3072.0, 4096.0)
 # Descents again from the best start's point, each with the span reset (see the module docstring).
 RESTARTS = 1
