@@ -11,6 +11,8 @@ counted (so the cost model's caches are warm); "cold CLI" is what a user waits f
 in a fresh `python -m planner` process (interpreter start and imports included); then the search's
 parts: building the space, the cost-model tables (best first), and CP-SAT (model + solve).
 
+--block-recompute times `suggest --block-recompute` instead (block recompute's counts searched too).
+
 --table1 checks the Megatron-LM paper's Table 1 rows (validation/runs.yaml, megatron-t1-*): is the
 published (tp, pp) among the top 5 distinct layouts, under the paper's own feature set (Megatron,
 fp16, no FlashAttention, no overlap, full recompute, ZeRO 0, no SP) and under planner's defaults.
@@ -81,10 +83,12 @@ def search_parts(argv: list[str]):
     return suggest.run(spec, suggest.Options(args.top, args.objective, args.max_memory_fraction))
 
 
-def bench(reps: int) -> None:
+def bench(reps: int, extra: tuple[str, ...] = ()) -> None:
+    """The table over CASES, each with `extra` flags (--block-recompute: suggest's opt-in search of block counts)."""
     print(f"{'case':26s} {'plans':>7s} {'layouts':>7s} {'tabled':>6s} {'lits':>5s} "
           f"{'end-to-end':>10s} {'cold CLI':>8s} {'space':>7s} {'tables':>7s} {'CP-SAT':>7s}   (median of {reps}, seconds)")
     for name, argv in CASES:
+        argv = [*argv, *extra]
         end_to_end_seconds(argv)  # warm-up: imports, catalogs
         e2e = statistics.median(end_to_end_seconds(argv) for _ in range(reps))
         cold = statistics.median(cold_cli_seconds(argv) for _ in range(reps))
@@ -141,7 +145,9 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--table1", action="store_true", help="also check Megatron-LM Table 1 rows")
+    ap.add_argument("--block-recompute", action="store_true",
+                    help="time suggest --block-recompute (full recompute of the first N layers of each chunk searched)")
     a = ap.parse_args()
-    bench(a.reps)
+    bench(a.reps, ("--block-recompute",) if a.block_recompute else ())
     if a.table1:
         table1()

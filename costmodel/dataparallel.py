@@ -112,7 +112,7 @@ def zero3_edge_seconds(
 
 def dp_sync_seconds(
     params: float, plan: Plan, ranks_per_domain: int, fast: Link, slow: Link, num_microbatches: int,
-    layers: int = 1, hbm_bytes_per_second: float = 0.0,
+    layers: int = 1, hbm_bytes_per_second: float = 0.0, replay_share: float = 1.0,
 ) -> float:
     """Total DP/ZeRO communication seconds per optimizer step, hidden or not.
 
@@ -133,8 +133,9 @@ def dp_sync_seconds(
         return reduce + (ag(param_bytes) if plan.zero_stage == 1 else 0.0)
     if plan.zero_stage == 2:
         return num_microbatches * reduce + ag(param_bytes)
-    # forward, backward (unless the forward's gather is kept, zero3_reshard False), full recompute's replay
-    gathers_per_microbatch = (2 if plan.zero3_reshard else 1) + (1 if plan.recompute == "full" else 0)
+    # forward, backward (unless the forward's gather is kept, zero3_reshard False), full recompute's replay of
+    # the parameters it replays (`replay_share` of them: step.replay_share, Plan.recompute_layers)
+    gathers_per_microbatch = (2 if plan.zero3_reshard else 1) + (replay_share if plan.recompute == "full" else 0)
     per_tensor = plan.zero3_gather_unit == "tensor"
     units = max(1, layers) * (TENSOR_GATHERS_PER_LAYER if per_tensor else 1)
     gather = _split_into(ag, param_bytes, units)

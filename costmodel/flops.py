@@ -355,8 +355,11 @@ def recompute_flops_per_layer(model: Model, batch: int, recompute: str, index: i
 
 
 def hardware_flops_per_step(model: Model, global_batch_size: int, recompute: str,
-                            modules: tuple[str, ...] = ("core_attn",), projections: str = "fused") -> float:
-    """FLOPs the hardware executes per step, including recomputation (HFU numerator)."""
+                            modules: tuple[str, ...] = ("core_attn",), projections: str = "fused",
+                            recomputed: tuple | None = None) -> float:
+    """FLOPs the hardware executes per step, including recomputation (HFU numerator). `recomputed`: the
+    (representative layer, count) of the layers that recompute, every layer (layer_kind_counts) if None."""
+    kinds = layer_kind_counts(model) if recomputed is None else recomputed
     extra = sum(n * recompute_flops_per_layer(model, global_batch_size, recompute, rep, modules, projections)
-                for rep, n in layer_kind_counts(model))
+                for rep, n in kinds)
     return model_flops_per_step(model, global_batch_size) + extra

@@ -70,6 +70,21 @@ def stage_layer_indices(chunk_layers: tuple[int, ...], pp: int, vpp: int) -> tup
     return tuple(tuple(i for j in range(vpp) for i in chunk(j * pp + r)) for r in range(pp))
 
 
+@lru_cache(maxsize=4096)
+def recomputed_layer_indices(chunk_layers: tuple[int, ...], pp: int, vpp: int,
+                             per_chunk: int) -> tuple[tuple[int, ...], ...]:
+    """The layers each pipeline rank recomputes under block recompute of `per_chunk` layers: the first
+    per_chunk of each of its model chunks (Megatron-core recompute.py checkpointed_forward, method "block":
+    a TransformerBlock, one per chunk, checkpoints its layers below recompute_num_layers; the FP8/FP4 window
+    shift for an input that needs no gradient, which only a first stage without an embedding gradient has,
+    is not modelled)."""
+    starts = [sum(chunk_layers[:c]) for c in range(len(chunk_layers))]
+    def first(c: int) -> range:
+        return range(starts[c], starts[c] + min(per_chunk, chunk_layers[c]))
+
+    return tuple(tuple(i for j in range(vpp) for i in first(j * pp + r)) for r in range(pp))
+
+
 def fill_drain_hops(pp: int, vpp: int) -> int:
     """Stage-to-stage exchanges (a forward send and a gradient send each) that one flush of the interleaved
     1F1B schedule waits for even where its steady state hides them behind the next chunk's compute: v p - 1.

@@ -133,7 +133,26 @@ def _pipeline_rules(model: Model, plan: Plan) -> list[str]:
             out.append("stage_layers must give every pipeline rank at least one layer")
     elif model.num_layers < chunks:
         out.append(f"num_layers ({model.num_layers}) must be >= pp*vpp ({chunks}): every model chunk needs a layer")
-    return out or _offload_rules(model, plan)
+    return out or _offload_rules(model, plan) + _partial_recompute_rules(model, plan)
+
+
+def _partial_recompute_rules(model: Model, plan: Plan) -> list[str]:
+    """Recompute of the first N layers of each model chunk (Plan.recompute_layers) is full recompute's (Megatron-core
+    transformer_config.py: recompute_num_layers is for granularity full, None for selective), and an N that
+    reaches every chunk's layers is every layer, which 0 says."""
+    if plan.recompute_layers <= 0:
+        return []
+    if plan.recompute != "full":
+        return [f"recompute_layers ({plan.recompute_layers}) chooses how many layers of each model chunk full "
+                f"recompute replays: it needs recompute full (got {plan.recompute})"]
+    if plan.offload_layers:
+        return ["offload_layers with recompute_layers: whole-layer offload is priced on stages whose layers all "
+                "recompute alike (Megatron-LM offloads layers without recompute)"]
+    largest = max(chunk_layers(model, plan))
+    if plan.recompute_layers >= largest:
+        return [f"recompute_layers ({plan.recompute_layers}) covers every layer of every model chunk (at most "
+                f"{largest} here): give 0 for every layer"]
+    return []
 
 
 def _offload_rules(model: Model, plan: Plan) -> list[str]:
@@ -205,6 +224,8 @@ def _choice_rules(model: Model, plan: Plan) -> list[str]:
         out.append(f"optimizer_states must be fp32 or bf16 (got {plan.optimizer_states})")
     if plan.offload_layers < 0:
         out.append("offload_layers must be >= 0")
+    if plan.recompute_layers < 0:
+        out.append("recompute_layers must be >= 0 (0: every layer)")
     out += _offload_module_rules(model, plan)
     if plan.layer_cuda_graphs and model.moe is not None:
         out.append("per-layer CUDA graphs are priced for dense models only (an MoE layer's capture and host syncs "

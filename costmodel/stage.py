@@ -14,7 +14,8 @@ activation-sized transfer shrinks by cp; its K/V exchange is costmodel/context.p
 
 Layers differ by kind (dense or MoE MLP, global or local attention); a stage is costed as a
 LayerMix, (representative layer index, count) per kind, the representative being the model's first
-layer of that kind.
+layer of that kind. Under block recompute (Plan.recompute_layers) its layers are two such mixes, those
+that recompute and those that do not (recompute_parts).
 """
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ from .flops import (
     tp_replicated_parameters,
 )
 from .layer import LayerTimes, layer_times
-from .types import Cluster, Efficiency, Model, Plan
+from .types import Cluster, Efficiency, Model, Plan, plan_with
 
 # Bytes per activation element: the low precisions keep bf16 activations.
 ACTIVATION_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 2, "mxfp8": 2, "mxfp4": 2, "nvfp4": 2}
@@ -56,6 +57,10 @@ class StageCost:
     # Per micro-batch and chunk: the p2p exchange the steady state hides (exposed_p2p_seconds) but a flush's
     # fill and drain wait for (step.pipeline_parts, pipeline.fill_drain_hops).
     pp_hidden_seconds: float = 0.0
+    # Under block recompute (Plan.recompute_layers), the layers replayed and their (dense, routed-expert)
+    # parameters on one GPU (0 without bytes); None: the plan's recompute takes every layer alike.
+    replayed: LayerMix | None = None
+    replayed_params: tuple[float, float] = (0.0, 0.0)
     expert_params: float = 0.0  # of `params`, the routed experts' (synced over expert-DP)
     layer_params: float = 0.0  # of `params`, the transformer layers'
     mix: LayerMix = ()
@@ -95,6 +100,47 @@ def as_mix(model: Model, layers) -> LayerMix:
 
 def mix_layers(mix: LayerMix) -> int:
     return sum(n for _, n in mix)
+
+
+def recompute_parts(model: Model, plan: Plan, mix: LayerMix, stage: int) -> tuple[tuple[Plan, LayerMix], ...]:
+    """The stage's layers as (plan, LayerMix) parts that each recompute alike: the whole mix under the plan, or
+    under block recompute (Plan.recompute_layers) the layers it replays (pipeline.recomputed_layer_indices)
+    under the plan, then the others under mtp_plan (no recompute). Only layer terms read the parts; the
+    stage's own (logits, embedding, p2p) read the plan, and its MTP layers mtp_plan."""
+    if not plan.recompute_layers:
+        return ((plan, mix),)
+    replayed, kept = _split_mix(model, pipeline.chunk_layers(model, plan), plan.pp, plan.vpp, plan.recompute_layers,
+                                mix, stage)
+    return ((plan, replayed), (mtp_plan(plan), kept))
+
+
+def mtp_plan(plan: Plan) -> Plan:
+    """The plan the MTP layers run under: the plan's own, but with no recompute under block recompute, which
+    Megatron-core skips for them (multi_token_prediction.py, MultiTokenPredictionLayer: recompute_method
+    "block" "is not supported for MTP yet. Skipping recompute."; uniform recomputes them)."""
+    return plan_with(plan, {"recompute": "none", "recompute_layers": 0}) if plan.recompute_layers else plan
+
+
+@lru_cache(maxsize=16384)  # the search asks per stage class and knob combination
+def _split_mix(model: Model, chunks: tuple[int, ...], pp: int, vpp: int, per_chunk: int, mix: LayerMix,
+               stage: int) -> tuple[LayerMix, LayerMix]:
+    """(replayed, kept) LayerMix of rank `stage`'s `mix` under block recompute of `per_chunk` layers."""
+    replayed = _replayed_mixes(model, chunks, pp, vpp, per_chunk)[stage]
+    left = dict(mix)
+    for rep, n in replayed:
+        left[rep] -= n
+    assert min(left.values(), default=0) >= 0, "the stage's LayerMix must hold the layers its chunks replay"
+    return replayed, tuple((rep, n) for rep, n in sorted(left.items()) if n)
+
+
+def replayed_mix(model: Model, plan: Plan, stage: int) -> LayerMix:
+    """The LayerMix of the layers pipeline rank `stage` replays under block recompute (Plan.recompute_layers)."""
+    return _replayed_mixes(model, pipeline.chunk_layers(model, plan), plan.pp, plan.vpp, plan.recompute_layers)[stage]
+
+
+@lru_cache(maxsize=4096)
+def _replayed_mixes(model: Model, chunks: tuple[int, ...], pp: int, vpp: int, per_chunk: int) -> tuple[LayerMix, ...]:
+    return tuple(layer_mix(model, rank) for rank in pipeline.recomputed_layer_indices(chunks, pp, vpp, per_chunk))
 
 
 def tp_allreduce_seconds(model: Model, cluster: Cluster, plan: Plan, eff: Efficiency) -> float:
@@ -293,7 +339,10 @@ def stage_activation_bytes(model: Model, plan: Plan, layers, stage: int, imbalan
     mix = as_mix(model, layers)
     if not mix:
         return 0.0
-    held, rematerialised = mix_activation_terms(model, mix, *activation_args(plan, plan.recompute, imbalance))
+    held, rematerialised = 0.0, 0.0
+    for part, layers in recompute_parts(model, plan, mix, stage):
+        h, r = mix_activation_terms(model, layers, *activation_args(part, part.recompute, imbalance))
+        held, rematerialised = held + h, max(rematerialised, r)
     inflight = memory.inflight_microbatches(plan.pp, plan.vpp, plan.num_microbatches, stage, int(plan.ep_overlap))
     count = mix_layers(mix)
     offloaded = offloaded_layers(plan, count)
@@ -329,7 +378,8 @@ def edge_stage_activation_bytes(model: Model, plan: Plan, stage: int, inflight: 
             total += memory.last_stage_kept_logits_bytes(local, b, t, plan.num_microbatches, plan.pipeline_buffers,
                                                          ACTIVATION_BYTES[plan.precision])
         if model.mtp_layers:
-            total += model.mtp_layers * (layer_activations(model, plan, mtp_representative(model), plan.recompute,
+            total += model.mtp_layers * (layer_activations(model, plan, mtp_representative(model),
+                                                           mtp_plan(plan).recompute,
                                                            imbalance)
                                          + memory.last_stage_extra_bytes(local, b, t, plan.cross_entropy,
                                                                          ACTIVATION_BYTES[plan.precision]))
@@ -464,14 +514,15 @@ def stage_cost(model: Model, cluster: Cluster, plan: Plan, layers, stage: int, e
     eff, mix = k.eff, as_mix(model, layers)
     count = mix_layers(mix)
     compute_s = stage_compute_seconds(model, plan, k, mix, stage)
-    replay = stage_replay_seconds(plan, k, mix)
-    tp = sum(n * layer_tp_comm_seconds(plan, k.layers[r], k.tp_allreduce_seconds, eff, tp_exchanges(model, r),
-                                       replayed_tp_exchanges(model, plan, r))
-             for r, n in mix)
+    parts = recompute_parts(model, plan, mix, stage)
+    replay = parts_replay_seconds(k, parts)
+    tp = sum(n * layer_tp_comm_seconds(part, k.layers[r], k.tp_allreduce_seconds, eff, tp_exchanges(model, r),
+                                       replayed_tp_exchanges(model, part, r))
+             for part, layers in parts for r, n in layers)
     edge_ar = (stage == 0) + (stage == plan.pp - 1)  # vocab-parallel embedding / output layer
-    moe_layers = sum(n for r, n in mix if model.is_moe_layer(r))
+    moe_layers = [sum(n for r, n in layers if model.is_moe_layer(r)) for _, layers in parts]
     if stage == plan.pp - 1 and model.moe is not None:
-        moe_layers += model.mtp_layers
+        moe_layers[-1] += model.mtp_layers  # the part of mtp_plan
     p2p = pp_p2p_seconds(model, cluster, plan, eff)
     exposed = exposed_p2p_seconds(plan, p2p, compute_s / plan.vpp)
     params, experts, in_layers = stage_params(model, plan, mix, stage) if with_bytes else (0.0, 0.0, 0.0)
@@ -486,13 +537,25 @@ def stage_cost(model: Model, cluster: Cluster, plan: Plan, layers, stage: int, e
         params=params,
         activation_bytes=activations,
         offload_seconds=offload_seconds(model, cluster, plan, k, mix),
-        ep_comm_seconds=ep_exposed_seconds(model, plan, k, eff, mix, moe_layers),
-        moe_sync_seconds=moe_sync_seconds(plan, eff, moe_layers),
-        cp_comm_seconds=sum(n * cp_layer_seconds(plan, k, r) for r, n in mix),
+        ep_comm_seconds=sum(ep_exposed_seconds(model, part, k, eff, layers, n)
+                            for (part, layers), n in zip(parts, moe_layers)),
+        moe_sync_seconds=sum(moe_sync_seconds(part, eff, n) for (part, _), n in zip(parts, moe_layers)),
+        cp_comm_seconds=sum(n * cp_layer_seconds(part, k, r) for part, layers in parts for r, n in layers),
+        replayed=parts[0][1] if plan.recompute_layers else None,
+        replayed_params=mix_params(model, plan, parts[0][1]) if plan.recompute_layers and with_bytes else (0.0, 0.0),
         expert_params=experts,
         layer_params=in_layers,
         mix=mix,
     )
+
+
+def mix_params(model: Model, plan: Plan, mix: LayerMix) -> tuple[float, float]:
+    """(dense, routed-expert) parameters on one GPU of the layers `mix` (layer_params_split)."""
+    total = experts = 0.0
+    for rep, n in mix:
+        t, e = layer_params_split(model, plan, rep)
+        total, experts = total + n * t, experts + n * e
+    return total - experts, experts
 
 
 def stage_compute_seconds(model: Model, plan: Plan, k: StageKernels, mix: LayerMix, stage: int) -> float:
@@ -587,6 +650,11 @@ def cp_layer_seconds(plan: Plan, k: StageKernels, rep: int) -> float:
     return context.passes(plan) * forward + backward
 
 
+def parts_replay_seconds(k: StageKernels, parts: tuple[tuple[Plan, LayerMix], ...]) -> float:
+    """StageCost.recompute_seconds of a stage's recompute_parts."""
+    return sum(stage_replay_seconds(part, k, layers) for part, layers in parts)
+
+
 def stage_replay_seconds(plan: Plan, k: StageKernels, mix: LayerMix) -> float:
     """StageCost.recompute_seconds: the forward seconds the stage's layers replay in backward per micro-batch."""
     return sum(n * replay_seconds(plan, k.layers[r]) for r, n in mix)
@@ -622,7 +690,7 @@ def mtp_layer_seconds(model: Model, plan: Plan, k: StageKernels, eff: Efficiency
         return 0.0
     lt = k.layers[mtp_representative(model)]
     return model.mtp_layers * (lt.forward_seconds + lt.backward_seconds + layer_overhead_seconds(plan, eff)
-                               + replay_seconds(plan, lt))
+                               + replay_seconds(mtp_plan(plan), lt))
 
 
 def layer_overhead_seconds(plan: Plan, eff: Efficiency) -> float:

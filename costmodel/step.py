@@ -21,7 +21,7 @@ from .flops import (
     model_flops_per_step,
 )
 from .pipeline import chunk_layers
-from .stage import StageCost, layer_mix, stage_cost, stage_kernels
+from .stage import StageCost, layer_mix, replayed_mix, stage_cost, stage_kernels
 from .types import ATTENTION_KERNELS, Cluster, Efficiency, Gpu, Model, Plan
 
 TIME_PARTS = ("compute", "recompute", "tp_comm", "cp_comm", "ep_comm", "moe_sync", "pp_comm", "offload", "pp_bubble",
@@ -63,6 +63,18 @@ def stage_mixes(model: Model, plan: Plan) -> tuple:
 @lru_cache(maxsize=4096)
 def _stage_mixes(model: Model, chunks: tuple[int, ...], pp: int, vpp: int) -> tuple:
     return tuple(layer_mix(model, rank) for rank in pipeline.stage_layer_indices(chunks, pp, vpp))
+
+
+def recomputed_layers(model: Model, plan: Plan) -> tuple | None:
+    """Under block recompute (Plan.recompute_layers), the (representative layer, count) of the layers every
+    rank replays, summed over the pipeline; None when recompute takes every layer alike."""
+    if not plan.recompute_layers:
+        return None
+    counts: dict[int, int] = {}
+    for stage in range(plan.pp):
+        for rep, n in replayed_mix(model, plan, stage):
+            counts[rep] = counts.get(rep, 0) + n
+    return tuple(sorted(counts.items()))
 
 
 def stage_costs(model: Model, cluster: Cluster, plan: Plan, eff: Efficiency) -> list[StageCost]:
@@ -228,20 +240,30 @@ def dp_sync_total_seconds(cluster: Cluster, plan: Plan, stage: StageCost, eff: E
     the dense weights over the dp x cp ranks holding them, then the routed experts over expert-DP
     (Megatron-core syncs the two buffers in turn)."""
     hbm = compute.elementwise_bytes_per_second(cluster.gpu, eff)
-    return over_sync_groups(cluster, plan, stage, eff, lambda params, group, per_domain, fast, slow: (
-        dataparallel.dp_sync_seconds(params, group, per_domain, fast, slow, plan.num_microbatches, stage.layers, hbm)))
+    return over_sync_groups(cluster, plan, stage, eff, lambda params, group, per_domain, fast, slow, experts: (
+        dataparallel.dp_sync_seconds(params, group, per_domain, fast, slow, plan.num_microbatches, stage.layers, hbm,
+                                     replay_share(stage, experts))))
+
+
+def replay_share(stage: StageCost, experts: bool) -> float:
+    """Of a sync group's parameters on `stage` (the routed experts' or the rest), the share full recompute
+    gathers again under ZeRO-3 for its replay: all, or under block recompute its replayed layers' own."""
+    if stage.replayed is None:
+        return 1.0
+    held = stage.expert_params if experts else stage.params - stage.expert_params
+    return stage.replayed_params[experts] / held if held else 0.0
 
 
 def over_sync_groups(cluster: Cluster, plan: Plan, stage: StageCost, eff: Efficiency, seconds) -> float:
-    """`seconds(params, group plan, DP ranks per NVLink domain, NVLink tier, network tier)` summed over
+    """`seconds(params, group plan, DP ranks per NVLink domain, NVLink tier, network tier, experts)` summed over
     the stage's two gradient-sync groups: the dense weights over the dp x cp ranks holding them, the
-    routed experts over expert-DP."""
+    routed experts (`experts` True) over expert-DP."""
     per_domain, fast, slow = dp_group_links(cluster, plan, eff)
     total = seconds(stage.params - stage.expert_params, with_sync_group(plan, plan.dp * plan.cp), per_domain, fast,
-                    slow)
+                    slow, False)
     if stage.expert_params:
         total += seconds(stage.expert_params, with_sync_group(plan, plan.expert_dp),
-                         topology.expert_dp_ranks_per_domain(plan, cluster), fast, slow)
+                         topology.expert_dp_ranks_per_domain(plan, cluster), fast, slow, True)
     return total
 
 
@@ -299,7 +321,8 @@ def dp_tail_seconds(model: Model, cluster: Cluster, plan: Plan, stage: StageCost
 def last_chunk_reduce_seconds(cluster: Cluster, plan: Plan, stage: StageCost, eff: Efficiency) -> float:
     """The gradient reduction of one of the stage's vpp chunks (no weight gather), over the sync groups
     dp_sync_total_seconds uses."""
-    return over_sync_groups(cluster, plan, stage, eff, dataparallel.gradient_reduce_seconds) / plan.vpp
+    return over_sync_groups(cluster, plan, stage, eff, lambda params, group, per_domain, fast, slow, _: (
+        dataparallel.gradient_reduce_seconds(params, group, per_domain, fast, slow))) / plan.vpp
 
 
 def dp_costs(model: Model, cluster: Cluster, plan: Plan, stage: StageCost, eff: Efficiency,
@@ -360,13 +383,13 @@ def pipeline_parts(plan: Plan, stages: list[StageCost]) -> dict[str, float]:
 
 
 def memory_candidate_stages(stages: list[StageCost]) -> list[int]:
-    """Stages that can hold the most memory: first, last, and for each distinct layer mix among the
-    middle stages its lowest rank (in-flight micro-batches only fall with the rank, and middle stages
-    with equal layers hold equal weights). Exact: no other stage can exceed these."""
+    """Stages that can hold the most memory: first, last, and for each distinct layer mix (and the layers of it
+    block recompute replays) among the middle stages its lowest rank (in-flight micro-batches only fall with
+    the rank, and middle stages with equal layers hold equal weights). Exact: no other stage can exceed these."""
     picked, seen = {0, len(stages) - 1}, set()
     for r in range(1, len(stages) - 1):
-        if stages[r].mix not in seen:
-            seen.add(stages[r].mix)
+        if (stages[r].mix, stages[r].replayed) not in seen:
+            seen.add((stages[r].mix, stages[r].replayed))
             picked.add(r)
     return sorted(picked)
 
@@ -402,7 +425,7 @@ def estimate(model: Model, cluster: Cluster, plan: Plan, eff: Efficiency | None 
     mflops = model_flops_per_step(model, plan.global_batch_size)
     causal = model_flops_per_step(model, plan.global_batch_size, causal=True)
     hflops = hardware_flops_per_step(model, plan.global_batch_size, plan.recompute, plan.recompute_modules,
-                                     plan.projections)
+                                     plan.projections, recomputed_layers(model, plan))
     peak = cluster.gpu.peak_flops_per_second(plan.precision) * plan.num_gpus
     return Estimate(
         step_time_seconds=step,

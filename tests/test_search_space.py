@@ -187,7 +187,7 @@ def test_every_knob_sets_a_plan_field_and_has_its_values():
     knobs = {f.name for f in dataclasses.fields(Knobs)}
     assert set(PLAN_FIELDS) == knobs  # a knob the plan never sees would be searched for nothing
     assert set(PLAN_FIELDS.values()) <= {f.name for f in dataclasses.fields(cm.Plan)}
-    assert set(KNOB_CHOICES) == knobs - {"zero", "offl"}  # ZeRO and the offloaded layers: numbers (--fix bounds)
+    assert set(KNOB_CHOICES) == knobs - {"zero", "offl", "rcl"}  # ZeRO, layers offloaded or replayed: numbers
     # framework_knobs' probes set every knob's field, each once
     probed = (*space.OUTER_PLAN_FIELDS, *space.INNER_PLAN_FIELDS)
     assert sorted(probed) == sorted(PLAN_FIELDS.values())
@@ -226,6 +226,8 @@ def test_plan_over_equals_dataclasses_replace():
     fast, slow = plan_over(base, fields), dataclasses.replace(base, **fields)
     assert fast == slow and hash(fast) == hash(slow) and vars(fast) == vars(slow)
     assert vars(base) == before and fast != base
+    hash(base)  # cached on the plan (types._cached_hash): a plan built from it must not carry it over
+    assert hash(plan_over(base, {"tp": 4})) == hash(dataclasses.replace(base, tp=4)) != hash(base)
 
 
 def test_torchtitan_float8_is_searched():

@@ -31,6 +31,7 @@ def _on(value: object, applies: bool) -> str | None:
 SETTINGS: dict[str, Callable[[cm.Plan], str | None]] = {
     "zero_stage": lambda p: _on(p.zero_stage, p.dp * p.cp > 1),
     "recompute": lambda p: _on(p.recompute, True),
+    "block_recompute": lambda p: _on(p.recompute_layers > 0, p.recompute == "full"),  # Plan.recompute_layers
     "sequence_parallel": lambda p: _on(p.sequence_parallel, p.tp > 1),
     "tp_comm_overlap": lambda p: _on(p.tp_comm_overlap, p.tp > 1),
     "tp_async_grad": lambda p: _on(p.tp_async_grad, p.tp > 1 and not p.tp_comm_overlap),  # moot under the overlap

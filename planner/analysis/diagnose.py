@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from typing import Callable
 
 from costmodel import types as cm
+from costmodel.pipeline import chunk_layers
 from costmodel.rules import plan_violations
 from costmodel.stage import host_synced_dispatch
 from costmodel.topology import domain_size, ep_ranks_per_domain
@@ -20,7 +21,7 @@ from planner.analysis.score import Scored, score
 from planner.frameworks import REGISTRY
 from planner.inputs import limits as L
 from planner.inputs.plans import plan_to_dict
-from planner.frameworks.base import Machine, offload_layer_counts, violations
+from planner.frameworks.base import Machine, offload_layer_counts, recompute_layer_counts, violations
 
 COMM_PARTS = ("tp_comm", "cp_comm", "ep_comm", "pp_comm", "dp_comm_exposed")
 SHARE_PARTS = ("compute", "recompute", "tp_comm", "cp_comm", "ep_comm", "moe_sync", "pp_comm", "offload", "dp_comm_exposed",
@@ -74,14 +75,21 @@ LEVERS = (
     Lever("lower ZeRO stage", "more memory per GPU, less traffic (ZeRO-3 gathers every micro-batch)",
           lambda p, c, m: _if(p.zero_stage >= 2, p, zero_stage=1)),
     Lever("selective instead of full recompute", "more activation memory",
-          lambda p, c, m: _if(p.recompute == "full", p, recompute="selective")),
+          lambda p, c, m: _if(p.recompute == "full", p, recompute="selective", recompute_layers=0)),
+    Lever("full recompute of other layer counts", "only the first N layers of each model chunk replay their "
+          "forward, the others keep their activations (Megatron --recompute-method block --recompute-num-layers N; "
+          "0: every layer)",
+          lambda p, c, m: [replace(p, recompute_layers=n)
+                           for n in (0, *recompute_layer_counts(max(chunk_layers(m, p))))
+                           if p.recompute == "full" and n != p.recompute_layers], framework="megatron"),
     Lever("full recompute", "each layer keeps only its input and replays its forward in backward: about a third "
           "more compute for the least activation memory (Megatron --recompute-granularity full, DeepSpeed "
           "activation checkpointing, torchtitan activation_checkpoint.mode full)",
           lambda p, c, m: _if(p.recompute != "full", p, recompute="full",
                               recompute_modules=cm.Plan().recompute_modules)),  # the modules are selective's
     Lever("2x interleaved pipeline stages", "more p2p messages; needs layers divisible by pp*vpp",
-          lambda p, c, m: _if(p.pp > 1 and p.num_microbatches % p.pp == 0, p, vpp=2 * p.vpp, stage_layers=())),
+          lambda p, c, m: _if(p.pp > 1 and p.num_microbatches % p.pp == 0, p, vpp=2 * p.vpp, stage_layers=(),
+                              recompute_layers=(p.recompute_layers + 1) // 2)),  # block recompute: chunks halve
     Lever("lower tensor parallelism", "each GPU holds more of every layer's weights and activations; more "
           "data-parallel ranks (less TP traffic per sample, more DP sync)",
           lambda p, c, m: _lower_tp(p)),
@@ -212,6 +220,8 @@ class LeverResult:
             return f"{self.lever.name} ({p.cp_comm})"
         if p.offload_layers != base.offload_layers:
             return f"{self.lever.name} ({p.offload_layers} layers)"
+        if p.recompute_layers != base.recompute_layers:
+            return f"{self.lever.name} ({p.recompute_layers or 'every'} per chunk)"
         return self.lever.name
 
     def per_sample_seconds(self) -> float:

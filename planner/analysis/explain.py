@@ -9,7 +9,8 @@ PART_WORDS = {
     "pp_bubble": "pipeline bubble", "dp_comm_exposed": "exposed DP/ZeRO sync", "optimizer": "optimizer step",
     "overhead": "overhead",
 }
-LAYOUT_KEYS = ("tp", "cp", "pp", "dp", "ep", "etp", "vpp", "zero_stage", "micro_batch_size", "recompute", "precision",
+LAYOUT_KEYS = ("tp", "cp", "pp", "dp", "ep", "etp", "vpp", "zero_stage", "micro_batch_size", "recompute",
+               "recompute_layers", "precision",
                "grad_dtype", "tp_comm_overlap", "ep_overlap", "ep_dispatch", "ep_dispatch_dtype", "moe_cuda_graphs",
                "optimizer_states", "lowp_param_gather", "cp_comm", "full_iteration_graph", "layer_cuda_graphs",
                "rank_order", "offload_optimizer_states", "offload_layers", "offload_modules", "rope_fusion",
@@ -31,7 +32,9 @@ def plan_differences(a: dict, b: dict) -> list[str]:
     return out
 
 
-KEY_WORDS = {"zero_stage": "ZeRO", "micro_batch_size": "mbs", "grad_dtype": "gradients in", "tp_comm_overlap": "TP overlap",
+KEY_WORDS = {"zero_stage": "ZeRO", "micro_batch_size": "mbs",
+             "recompute_layers": "layers recomputed per chunk (0: all)", "grad_dtype": "gradients in",
+             "tp_comm_overlap": "TP overlap",
              "ep_overlap": "EP overlap", "ep_dispatch": "dispatch", "ep_dispatch_dtype": "dispatch in",
              "moe_cuda_graphs": "MoE CUDA graphs",
              "optimizer_states": "Adam states", "lowp_param_gather": "low-precision gathers", "cp_comm": "CP exchange",

@@ -113,6 +113,8 @@ class Plan(Strict):
     global_batch_size: int = d("sequences per optimizer step")
     grad_accum_steps: int = d("micro-batches per data-parallel rank per step")
     recompute: Recompute = d("activation recomputation: none, Megatron selective, torchtitan per-op, or full")
+    recompute_layers: int = d("under recompute full, the layers of each model chunk recomputed (the first ones; "
+                              "Megatron --recompute-method block); 0: every layer")
     recompute_modules: list[RecomputeModule] = d("what selective recompute replays (Megatron --recompute-modules)")
     ep_overlap: bool = d("expert-parallel all-to-alls overlapped with another micro-batch's compute")
     ep_dispatch: Literal["alltoall", "deepep"] = d("MoE token dispatch: NCCL all-to-all, or DeepEP/HybridEP")

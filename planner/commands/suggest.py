@@ -23,8 +23,8 @@ LAYOUT_FIX_KEYS = {"tp": "tp", "pp": "pp", "dp": "dp", "vpp": "vpp", "mbs": "mbs
 FIX_HELP = ("pin a choice (repeatable): tp, pp, dp, vpp, mbs, cp, ep, etp, or a knob by its plan field: zero_stage, "
             "recompute, sequence_parallel, precision, grad_dtype, weight_casts, zero3_reshard, tp_comm_overlap, "
             "cp_comm, ep_overlap, pipeline_buffers, attention_kernel, grad_sync, sp_gathered, ep_dispatch, "
-            "moe_cuda_graphs, overlap_dp_comm, offload_layers, tp_async_grad, projections, rope_fusion, "
-            "moe_act_prologue, cross_entropy (short names: zero, sp, grad, offl, ...)")
+            "moe_cuda_graphs, overlap_dp_comm, offload_layers, recompute_layers, tp_async_grad, projections, "
+            "rope_fusion, moe_act_prologue, cross_entropy (short names: zero, sp, grad, offl, rcl, ...)")
 
 
 def fix_keys() -> dict[str, str]:
@@ -42,7 +42,8 @@ MOE_FIXES = {"ep": 1, "etp": 1, "epo": False, "epd": "alltoall", "mcg": False, "
 FRAMEWORK_CHOICES = ("any", "megatron", "deepspeed", "torchtitan")
 FIX_BOUNDS = {"tp": (1, L.MAX_DEGREE), "pp": (1, L.MAX_DEGREE), "dp": (1, L.MAX_DEGREE), "vpp": (1, L.MAX_LAYERS),
               "mbs": (1, L.MAX_BATCH), "zero": (0, 3), "cp": (1, L.MAX_DEGREE), "ep": (1, L.MAX_DEGREE),
-              "etp": (1, L.MAX_DEGREE), "offl": (0, L.MAX_LAYERS)}
+              "etp": (1, L.MAX_DEGREE), "offl": (0, L.MAX_LAYERS),
+              "rcl": (0, L.MAX_LAYERS)}
 
 
 def parse_fix_value(key: str, value: str, name: str) -> object:
@@ -124,7 +125,8 @@ def search_spec(args: argparse.Namespace):
     numerics = {name: getattr(args, name) for name in NUMERICS}
     spec = SearchSpec(model.to_model(), cluster, model.global_batch_size, fws, precisions, grads, fixed,
                       flash_attention=not args.no_flash_attention, overlap_dp_comm=not args.no_overlap,
-                      overlap_pp_comm=not args.no_pp_overlap, numerics=numerics)
+                      overlap_pp_comm=not args.no_pp_overlap, numerics=numerics,
+                      block_recompute=args.block_recompute)
     return model, spec
 
 
@@ -253,6 +255,9 @@ def register(sub) -> None:
                    help="DP/ZeRO sync does not overlap backward compute, in every plan (the same as --fix "
                         "overlap_dp_comm=false; without it each framework's plans overlap where it can)")
     p.add_argument("--no-pp-overlap", action="store_true", help="pipeline p2p does not overlap compute")
+    p.add_argument("--block-recompute", action="store_true",
+                   help="also search full recompute of only the first N layers of each model chunk, N = 1, 2, 4, ... "
+                        "(Megatron --recompute-method block; about twice the search time where recompute is needed)")
     add_numerics_flags(p.add_argument_group("numerics (every plan searched uses them; the search never picks them)"))
     add_what_if(p, "search")
     add_what_if_grid(p, "rank stability: search again for each value (e.g. network=0.5,0.6,0.7,0.8,0.9,1.0) and "

@@ -351,12 +351,16 @@ def precision_flags(job: Job) -> Flags:
 
 def recompute_flags(job: Job) -> Flags:
     """transformer_config.py: full needs a method and a layer count; selective takes neither.
-    Full = every layer's input kept, each layer recomputed (uniform, 1 layer per unit)."""
+    Full = every layer's input kept, each layer recomputed (uniform, 1 layer per unit); with
+    Plan.recompute_layers N, the first N layers of each model chunk only (block, N; recompute.py)."""
     mode = job.plan.recompute
     if mode == "selective":
         modules = job.plan.recompute_modules
         return [("--recompute-granularity", "selective")] + (
             [] if modules == ("core_attn",) else [("--recompute-modules", tuple(modules))])
+    if mode == "full" and job.plan.recompute_layers:
+        return [("--recompute-granularity", "full"), ("--recompute-method", "block"),
+                ("--recompute-num-layers", job.plan.recompute_layers)]
     if mode == "full":
         return [("--recompute-granularity", "full"), ("--recompute-method", "uniform"),
                 ("--recompute-num-layers", 1)]

@@ -6,6 +6,7 @@ from planner.frameworks import REGISTRY
 from planner.frameworks import megatron as megatron_rules
 from planner.frameworks import torchtitan as titan
 from planner.frameworks.base import grad_sync_for
+from planner.inputs.plans import plan_to_dict, recompute_label
 
 GIB = 2**30
 
@@ -18,7 +19,7 @@ def plan_lines(job: Job) -> list[str]:
         f"ZeRO stage {p.zero_stage}",
         f"  sequences of {job.model.seq_length:,} tokens; micro batch {p.micro_batch_size}, global batch "
         f"{p.global_batch_size} ({p.grad_accum_steps} micro-batches per step per pipeline)",
-        f"  recompute {p.recompute}, sequence parallel {'on' if p.sequence_parallel else 'off'}, "
+        f"  recompute {recompute_label(plan_to_dict(p))}, sequence parallel {'on' if p.sequence_parallel else 'off'}, "
         f"precision {p.precision}, gradients reduced in {p.grad_comm_dtype}",
         f"  DP sync overlapped with backward: {'yes' if p.overlap_dp_comm else 'no'}; "
         f"fused attention: {attention_words(job)}",

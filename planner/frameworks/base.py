@@ -80,6 +80,10 @@ class Knobs:
     # Activations of whole layers copied to host memory during forward and back for backward (Plan.offload_layers):
     # True = the search tries the counts offload_layer_counts gives (space.offload_counts).
     activation_offload: Choice = Choice((False,), "no activation offload of whole layers")
+    # Full recompute of the first layers of each model chunk only (Plan.recompute_layers): True = the search tries
+    # the counts space.recompute_counts gives.
+    block_recompute: Choice = Choice((False,), "full recompute takes every layer (Megatron-LM's --recompute-method "
+                                               "block is the one that takes the first of each chunk)")
     # The inputs of chosen modules of every layer copied to host (Plan.offload_modules). Not searched: estimate,
     # diagnose and emit take it from the user.
     module_offload: Choice = Choice((False,), "no activation offload of single modules")
@@ -286,6 +290,8 @@ def knob_violations(fw: Framework, plan: cm.Plan) -> list[str]:
         checks.append(("per-layer CUDA graphs", plan.layer_cuda_graphs, ks.layer_cuda_graphs))
     if plan.offload_modules:
         checks.append(("module activation offload", True, ks.module_offload))
+    if plan.recompute_layers:
+        checks.append(("block recompute", True, ks.block_recompute))
     if plan.offload_optimizer_states:
         checks.append(("optimizer-state offload", True, ks.optimizer_offload))
     if plan.rank_order != "tp-cp-dp-pp":
@@ -385,6 +391,13 @@ def offload_layer_counts(num_layers: int) -> tuple[int, ...]:
     """The layer counts OFFLOAD_SHARES give for a model of `num_layers` layers, each at least 1 and below
     the layer count (the search's space.offload_counts and diagnose's offload lever)."""
     return tuple(sorted({n for n in (round(num_layers * f) for f in OFFLOAD_SHARES) if 0 < n < num_layers}))
+
+
+def recompute_layer_counts(layers: int) -> tuple[int, ...]:
+    """The layers per model chunk block recompute (Plan.recompute_layers) is tried at below `layers`: the powers
+    of two (suggest --block-recompute, space.recompute_counts, below the model's layers and then each layout's
+    largest chunk; diagnose's lever, below the plan's largest chunk: at or above it is every layer)."""
+    return tuple(2 ** i for i in range(max(layers, 1).bit_length()) if 2 ** i < layers)
 
 
 def only_with_tp(tp_split: bool, why: str) -> Choice:

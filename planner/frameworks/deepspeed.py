@@ -117,6 +117,10 @@ def knobs(tp_split: bool, pp_split: bool) -> Knobs:
                                 "(runtime/pipe/engine.py); use ZeRO 0/1"),
         recompute=Choice(("none", "full"), "activation_checkpointing (and Hugging Face gradient checkpointing) "
                                            "recompute whole layers; DeepSpeed has no selective variant"),
+        block_recompute=Choice((False,), "DeepSpeed's pipeline engine checkpoints every activation_checkpoint_interval "
+                                         "layers (runtime/pipe/module.py), and ds_config's activation_checkpointing "
+                                         "leaves which layers to the training script, which these launch files do "
+                                         "not write"),
         sequence_parallel=Choice((False,), "ds_config's sequence_parallel_size is Ulysses, not Megatron-style "
                                            "sequence parallelism"),
         precision=Choice(("fp32", "bf16", "fp16"), "ds_config has fp16 and bf16 blocks only (precision_config.py); "

@@ -746,6 +746,8 @@ def knobs(tp_split: bool, pp_split: bool) -> Knobs:
                              "Transformer Engine's fused loss (--cross-entropy-fusion-impl te: 'disabled due to "
                              "stability issues') and has no eager F.cross_entropy: these files write the compiled "
                              "one"),
+        block_recompute=Choice((False, True), "Megatron-LM recomputes the first N layers of each model chunk with "
+                                              "--recompute-method block --recompute-num-layers N (recompute.py)"),
         activation_offload=Choice((False,) if pp_split else (False, True),
                                   "Megatron-LM offloads the activations of whole layers with "
                                   "--cpu-offloading-num-layers, without pipeline parallelism (cpu_offloading)"),

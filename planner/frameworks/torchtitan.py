@@ -254,6 +254,9 @@ def knobs(tp_split: bool, pp_split: bool) -> Knobs:
         zero_stage=zero,
         recompute=Choice(("none", "op", "full"), "activation_checkpoint is none, SelectiveAC (per-op) or FullAC "
                                                  "(distributed/activation_checkpoint.py)"),
+        block_recompute=Choice((False,), "FullAC wraps every block; the layer-frequency option (selective_ac_option "
+                                         "N, distributed/activation_checkpoint.py _apply_layer_sac) wraps every N-th "
+                                         "block, not the first of each stage"),
         sequence_parallel=only_with_tp(tp_split, "sequence parallelism splits along the TP group, needs tp > 1"),
         precision=Choice(("fp32", "bf16", "fp8"), "training.mixed_precision_param is float32 or bfloat16; FP8 "
                                                   "linears come from torchao (float8); no fp16 mode"),

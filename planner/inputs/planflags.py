@@ -48,6 +48,10 @@ def add_plan_flags(p: argparse.ArgumentParser) -> None:
                    help="ZeRO stage (default 0)")
     g.add_argument("--recompute", default="none", choices=["none", "selective", "op", "full"],
                    help="activation recompute: selective = Megatron (attention core), op = torchtitan per-op SAC")
+    g.add_argument("--recompute-layers", type=bounded_int(L.MAX_LAYERS, lower=0), default=0, metavar="N",
+                   help="under --recompute full, recompute only the first N layers of each model chunk (pipeline "
+                        "stage, or virtual stage under --vpp); the others keep their activations (Megatron "
+                        "--recompute-method block --recompute-num-layers N; default 0: every layer)")
     g.add_argument("--recompute-modules", metavar="M,M",
                    help="what --recompute selective replays: comma-separated, among "
                         f"{', '.join(RECOMPUTE_MODULES)} (default core_attn; Megatron --recompute-modules)")
@@ -175,7 +179,8 @@ def plan_spec_from_args(args: argparse.Namespace):
     data = {
         "tp": args.tp, "pp": args.pp, "dp": args.dp, "vpp": args.vpp, "micro_batch_size": args.mbs,
         "global_batch_size": args.gbs, "grad_accum_steps": args.gas, "zero_stage": args.zero,
-        "recompute": args.recompute, "sequence_parallel": args.sequence_parallel, "precision": args.precision,
+        "recompute": args.recompute, "recompute_layers": args.recompute_layers,
+        "sequence_parallel": args.sequence_parallel, "precision": args.precision,
         "grad_dtype": args.grad_dtype, "overlap_dp_comm": not args.no_overlap,
         "overlap_pp_comm": not args.no_pp_overlap,
         "flash_attention": not args.no_flash_attention, "fused_elementwise": not args.eager,

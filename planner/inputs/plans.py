@@ -76,7 +76,8 @@ def build_plan(spec: PlanSpec, model: ModelSpec, num_gpus: int) -> cm.Plan:
     return cm.Plan(
         tp=spec.tp, pp=spec.pp, dp=dp, vpp=spec.vpp, micro_batch_size=spec.micro_batch_size,
         global_batch_size=resolve_global_batch(spec, model, dp), zero_stage=spec.zero_stage,
-        recompute=spec.recompute, sequence_parallel=spec.sequence_parallel, precision=spec.precision,
+        recompute=spec.recompute, recompute_layers=spec.recompute_layers,
+        sequence_parallel=spec.sequence_parallel, precision=spec.precision,
         grad_dtype=spec.grad_dtype or "", overlap_dp_comm=spec.overlap_dp_comm,
         overlap_pp_comm=spec.overlap_pp_comm,
         flash_attention=spec.flash_attention, fused_elementwise=spec.fused_elementwise,
@@ -137,6 +138,17 @@ def check_plan(model: cm.Model, cluster: cm.Cluster, plan: cm.Plan) -> None:
         raise PlannerError("illegal plan: " + "; ".join(broken))
 
 
+def recompute_label(plan: dict) -> str:
+    """A plan's recompute (plan_to_dict's keys) as the outputs write it: the mode, the modules selective
+    replays when not the default, and under block recompute the layers of each chunk it takes."""
+    modules = plan.get("recompute_modules") or ["core_attn"]
+    if plan["recompute"] == "selective" and modules != ["core_attn"]:
+        return f"selective ({'+'.join(modules)})"
+    if plan["recompute"] == "full" and plan.get("recompute_layers"):
+        return f"full ({plan['recompute_layers']} per chunk)"
+    return plan["recompute"]
+
+
 def plan_to_dict(plan: cm.Plan) -> dict:
     """The `plan` object of the JSON output (stable keys; PlanSpec reads it back)."""
     return {
@@ -144,7 +156,8 @@ def plan_to_dict(plan: cm.Plan) -> dict:
         "etp": plan.etp, "vpp": plan.vpp,
         "zero_stage": plan.zero_stage, "micro_batch_size": plan.micro_batch_size,
         "global_batch_size": plan.global_batch_size, "grad_accum_steps": plan.grad_accum_steps,
-        "recompute": plan.recompute, "recompute_modules": list(plan.recompute_modules),
+        "recompute": plan.recompute, "recompute_layers": plan.recompute_layers,
+        "recompute_modules": list(plan.recompute_modules),
         "ep_overlap": plan.ep_overlap, "ep_dispatch": plan.ep_dispatch, "ep_dispatch_dtype": plan.ep_dispatch_dtype,
         "moe_cuda_graphs": plan.moe_cuda_graphs,
         "full_iteration_graph": plan.full_iteration_graph, "layer_cuda_graphs": plan.layer_cuda_graphs,

@@ -524,6 +524,8 @@ class PlanSpec(Spec):
     # the backward's column-parallel TP collectives beside the GEMMs (costmodel Plan.tp_async_grad)
     tp_async_grad: Flag = True
     offload_layers: count(L.MAX_LAYERS, lower=0) = 0
+    # under recompute full, the layers of each model chunk recomputed, the first ones (costmodel Plan.recompute_layers)
+    recompute_layers: count(L.MAX_LAYERS, lower=0) = 0
     # modules whose inputs Megatron's fine-grained activation offload moves to host memory
     offload_modules: list[Literal[cm.OFFLOAD_MODULES]] = Field(default=[], max_length=len(cm.OFFLOAD_MODULES))
     # the optimizer's states and master weights in host memory between steps (costmodel Plan.offload_optimizer_states)

@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from planner.analysis.diagnose import COMM_PARTS
+from planner.inputs.plans import recompute_label
 
 GIB = 2**30
 TIME_LABELS = {
@@ -87,10 +88,8 @@ def plan_label(plan: dict) -> str:
         parts.append(f"vpp {plan['vpp']}")
     if plan.get("rank_order", "tp-cp-dp-pp") != "tp-cp-dp-pp":
         parts.append(f"ranks {plan['rank_order']}")
-    modules = plan.get("recompute_modules") or ["core_attn"]
-    named = f" ({'+'.join(modules)})" if plan["recompute"] == "selective" and modules != ["core_attn"] else ""
     parts += [f"ZeRO {plan['zero_stage']}", f"mbs {plan['micro_batch_size']}", f"gas {plan['grad_accum_steps']}",
-              f"recompute {plan['recompute']}{named}"]
+              f"recompute {recompute_label(plan)}"]
     if plan["sequence_parallel"]:
         parts.append("SP")
     if plan.get("tp_comm_overlap"):

@@ -6,6 +6,7 @@ from rich.table import Table
 
 from planner.analysis import coverage
 from planner.analysis.bymodel import validation_lines
+from planner.inputs.plans import recompute_label
 from planner.render import estimate as render
 
 GIB = 2**30
@@ -29,7 +30,7 @@ def plans_table(plans: list[dict]) -> Table:
         row = [str(i), str(p["tp"])] + ([f"{p['cp']} {p['cp_comm']}" if p["cp"] > 1 else "1"] if cp else []) + [
             str(p["pp"]), str(p["dp"])] + ([str(p["ep"]) + (f" x etp {p['etp']}" if p["etp"] > 1 else "")] if ep else []) + [
             str(p["vpp"]), str(p["zero_stage"]),
-               f"{p['micro_batch_size']} x {p['grad_accum_steps']}", p["recompute"],
+               f"{p['micro_batch_size']} x {p['grad_accum_steps']}", recompute_label(p),
                "yes" if p["sequence_parallel"] else "-", p["precision"], render.human_seconds(d["step_time_s"]),
                f"{100 * d['mfu']:.1f}%", f"{d['memory_per_gpu_bytes'] / GIB:.1f} GiB"]
         row += [render.step_usd(d["usd_per_step"])] if priced else []

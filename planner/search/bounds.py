@@ -4,12 +4,17 @@ Memory first: layout families (a split and vpp, over its micro-batch sizes) whos
 (activation_floor_bytes: what the first stage must hold under any micro-batch size and knobs) is
 over the capacity are skipped whole; the rest are sorted into what fits by LayoutTables.peak_memory.
 
-Then time. Lower bound of every plan of a layout: its pipeline flush with no recompute, sequence
-parallel and TP/EP overlap on, over the other pipe keys (precision, weight casts, CP exchange),
-plus the fixed overhead; the exposed DP sync and the optimizer step are >= 0. It holds because, in
-the cost model, for a fixed layout and precision:
+Block recompute's counts (Knobs.rcl, searched with SearchSpec.block_recompute) are sized late: a layout
+carries them unsized where every layer's recompute fits and no recompute does not (with_block_counts),
+and the fewest that fit replace them when the layout leaves the compute-only bound (fewest_fitting_blocks).
+
+Then time. Lower bound of every plan of a layout: its pipeline flush with no recompute (when every knob
+recomputes in full, with the fewest layers any of them replays), sequence parallel and TP/EP overlap on, over
+the other pipe keys (precision, weight casts, CP exchange), plus the fixed overhead; the exposed DP sync and
+the optimizer step are >= 0. It holds because, in the cost model, for a fixed layout and precision:
   * recompute only adds time (stage.stage_cost: recompute_seconds >= 0, 6 instead of 4 TP
-    collectives per layer under full recompute; compute and p2p do not depend on it), and so does
+    collectives per layer under full recompute, each layer block recompute replays adds its own; compute and
+    p2p do not depend on it), and so does
     activation offload (stage.offload_seconds >= 0; nothing else reads it), which the bounds leave off;
   * sequence parallel never adds time (same TP ring cost, less elementwise HBM traffic), an
     overlapped collective never costs more than the collective, and the flush
@@ -33,7 +38,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from costmodel.pipeline import default_chunk_layers, pipeline_seconds, stage_layer_counts
-from costmodel.stage import stage_compute_seconds, stage_replay_seconds
+from costmodel.stage import parts_replay_seconds, recompute_parts, stage_compute_seconds
 from planner.search.space import (Knobs, Layout, SearchSpec, Space, knob_values, knob_variant, offload_counts,
                                   vpp_choices)
 from planner.search.tables import Candidate, LayoutTables, TableContext
@@ -70,7 +75,7 @@ def lower_bound(tables: LayoutTables, knobs: tuple[Knobs, ...], tight: bool = Fa
     each offered some of them; it once took SP on as the fastest, above the best plan by up to 5%
     with --fix tp_comm_overlap=false.)"""
     tp_split, moe = tables.lay.tp > 1, tables.ctx.spec.model.moe is not None
-    offered, none = {k.recompute for k in knobs}, bound_recompute(knobs)
+    offered, (none, least_rcl) = {k.recompute for k in knobs}, bound_recompute(knobs)
     if tight:  # per knob: each fastest value where some knob offers it, else the knob's own (never slower)
         mcgs, spgs, xents = {k.mcg for k in knobs}, {k.spg for k in knobs}, {k.xent for k in knobs}
         overlaps = {(k.sp, k.tpo, k.epo) for k in knobs}  # TP and EP overlap together: a machine rule may
@@ -83,22 +88,27 @@ def lower_bound(tables: LayoutTables, knobs: tuple[Knobs, ...], tight: bool = Fa
         keys = set()
         for k in knobs:
             _, tpo, epo = best(overlaps, (k.sp, tp_split and k.sp, moe), (k.sp, k.tpo, k.epo))
-            keys.add((best(offered, none, k.recompute), k.sp, k.precision, k.casts, tpo, k.cpc,
+            rc, rcl = ("none", 0) if "none" in offered else (k.recompute, k.rcl)  # else the knob's own, as before
+            keys.add((rc, k.sp, k.precision, k.casts, tpo, k.cpc,
                       epo, k.attn, k.epd, best(mcgs, moe, k.mcg), k.sp and best(spgs, True, k.spg),
-                      best(xents, "fused", k.xent)))
+                      best(xents, "fused", k.xent), rcl))
     else:
         sps = {k.sp for k in knobs}
-        keys = {(none, sp, k.precision, k.casts, sp, k.cpc, moe, "cudnn", k.epd, moe, sp, "fused") for k in knobs
-                for sp in sps}
-    flush = min(tables.flush(*key[:7], attn=key[7], epd=key[8], mcg=key[9], spg=key[10], xent=key[11])
+        keys = {(none, sp, k.precision, k.casts, sp, k.cpc, moe, "cudnn", k.epd, moe, sp, "fused", least_rcl)
+                for k in knobs for sp in sps}
+    flush = min(tables.flush(*key[:7], attn=key[7], epd=key[8], mcg=key[9], spg=key[10], xent=key[11], rcl=key[12])
                 for key in fastest_exchanges(tables, keys))
     return flush + tables.ctx.eff.step_overhead_seconds
 
 
-def bound_recompute(knobs: tuple[Knobs, ...]) -> str:
-    """The recompute mode the bounds take: none, the fastest, unless full recompute is all the knobs offer
-    (the common case where nothing else fits: a bound with no recompute would sit a third below every plan)."""
-    return "full" if {k.recompute for k in knobs} == {"full"} else "none"
+def bound_recompute(knobs: tuple[Knobs, ...]) -> tuple[str, int]:
+    """The recompute mode and block recompute layers (Knobs.rcl) the bounds take: none, the fastest, unless full
+    recompute is all the knobs offer (the common case where nothing else fits: a bound with no recompute would
+    sit a third below every plan), then with the fewest layers any of them replays (0, every layer, only when
+    none replays fewer: stage_replay_seconds grows with the layers replayed)."""
+    if {k.recompute for k in knobs} != {"full"}:
+        return "none", 0
+    return "full", min((k.rcl for k in knobs if k.rcl), default=0)
 
 
 def compute_bound(tables: LayoutTables, knobs: tuple[Knobs, ...]) -> float:
@@ -113,13 +123,16 @@ def compute_bound(tables: LayoutTables, knobs: tuple[Knobs, ...]) -> float:
     micro-batch seconds are its compute and recompute plus parts that are >= 0, and the flush never falls
     when a stage's time grows. Cheap (the kernels are shared by every layout with one kernel key,
     tables.KernelCache), so it goes first."""
-    spec, (of_rank, reps) = tables.ctx.spec, tables.classes
+    spec = tables.ctx.spec
     best = math.inf
+    rc, rcl = bound_recompute(knobs)
+    of_rank, reps = tables.classes_of(rcl)
     for precision, casts in {(k.precision, k.casts) for k in knobs}:
-        plan = tables.plan(Knobs(0, bound_recompute(knobs), tables.lay.tp > 1, precision, "", casts))
+        plan = tables.plan(Knobs(0, rc, tables.lay.tp > 1, precision, "", casts, rcl=rcl))
         kernels = tables.ctx.kernels.get(plan)
         per_class = [stage_compute_seconds(spec.model, plan, kernels, mix, rank)
-                     + stage_replay_seconds(plan, kernels, mix) for mix, rank in reps]
+                     + parts_replay_seconds(kernels, recompute_parts(spec.model, plan, mix, rank))
+                     for mix, rank in reps]
         busy, bubble = pipeline_seconds(tuple(per_class[i] for i in of_rank), plan.num_microbatches, plan.vpp)
         best = min(best, busy + bubble)
     return best + tables.ctx.eff.step_overhead_seconds
@@ -195,6 +208,7 @@ def memory_walk(space: Space, ctx: TableContext, capacity_bytes: float = math.in
     b; tests/test_search_tables.py checks it), so a knob combination is not tried at larger
     micro-batches once it does not fit in `capacity_bytes` (with the default, once it has been tried
     at all), and a layout with nothing left to try is skipped without building its tables."""
+    blocks = space.sizes_blocks_late  # then sized in table_best_first, not here
     for floor_bytes, lays in families(space):
         floor = ctx.slope * floor_bytes
         if floor > capacity_bytes:
@@ -206,7 +220,7 @@ def memory_walk(space: Space, ctx: TableContext, capacity_bytes: float = math.in
             if first.first_stage_least_states({k.states for ks in combos.values() for k in ks}) + floor > capacity_bytes:
                 continue
         for lay in lays:
-            todo = [k for k in space.knobs[lay] if id(k) not in done]
+            todo = [k for k in space.knobs[lay] if id(k) not in done and not (blocks and k.rcl)]  # layout_peaks
             if not todo:
                 continue
             t = first if lay == lays[0] else LayoutTables(ctx, lay)
@@ -232,7 +246,7 @@ def no_larger(a: Knobs, b: Knobs) -> bool:
     under an interleaved pipeline, memory.inflight_microbatches). Per-op recompute keeps the outputs of the
     stack's own matmuls, so under it the projections must match."""
     return (_states(a) == _states(b) and (a.proj == b.proj or "op" not in (a.recompute, b.recompute))
-            and (a.recompute == b.recompute or (a.recompute, b.recompute) in SMALLER_RECOMPUTE)
+            and ((a.recompute, a.rcl) == (b.recompute, b.rcl) or (a.recompute, b.recompute) in SMALLER_RECOMPUTE)
             and a.sp >= b.sp and (a.pbuf == b.pbuf or a.pbuf == "freed") and a.spg <= b.spg and a.offl >= b.offl
             and a.epo <= b.epo)
 
@@ -246,7 +260,9 @@ def layout_peaks(t: LayoutTables, knobs: list[Knobs], capacity_bytes: float) -> 
     """(knobs, peak bytes) of a layout, by _memory_order; a combination that some combination no
     larger than it already exceeds `capacity_bytes` is not sized (its peak is reported as infinite).
     Combinations with one memory key (Knobs.memory: they differ only in what memory does not read)
-    are judged once, by their first: no_larger reads only that key."""
+    are judged once, by their first: no_larger reads only that key. Block recompute's counts (Knobs.rcl) are
+    not among `knobs` (memory_walk): fitting_tables adds them unsized, table_best_first sizes them
+    (fewest_fitting_blocks)."""
     ordered = sorted(knobs, key=_memory_order)
     over: dict[tuple, list[Knobs]] = {}  # by _states: only those can bound each other
     peaks: dict[tuple, float] = {}
@@ -264,6 +280,46 @@ def layout_peaks(t: LayoutTables, knobs: list[Knobs], capacity_bytes: float) -> 
     return [(k, peaks[k.memory]) for k in ordered]
 
 
+def with_block_counts(fits: tuple[Knobs, ...], offered: tuple[Knobs, ...]) -> tuple[Knobs, ...]:
+    """`fits` (the layout's fitting combinations, sized) and the block recompute counts `offered` has for each
+    fitting full recompute of every layer whose combination without recompute does not fit (then each count is
+    slower: it replays layers), unsized: they hold more than every layer's recompute and less than none
+    (stage.stage_activation_bytes), so only those may fit, and the bounds take the fewest layers any of them
+    replays (bound_recompute) until table_best_first sizes them."""
+    blocks = [k for k in offered if k.rcl]
+    if not blocks:
+        return fits
+    sized = {knob_values(k) for k in fits}
+    return fits + tuple(k for k in blocks if _block_family(k) in sized
+                        and knob_variant(_block_family(k), recompute="none") not in sized)
+
+
+def fewest_fitting_blocks(t: LayoutTables, knobs: tuple[Knobs, ...], capacity_bytes: float) -> tuple[Knobs, ...]:
+    """`knobs` with their block recompute counts sized: per family (the combination of every layer's recompute,
+    which fits) the fewest layers per chunk that fit, in its place, or none of them (fewest_recomputed)."""
+    if not any(k.rcl for k in knobs):
+        return knobs
+    families: dict[tuple, list[Knobs]] = {}
+    for k in sorted((k for k in knobs if k.rcl), key=lambda k: k.rcl):
+        families.setdefault(_block_family(k), []).append(k)
+    chosen = []
+    for counts in families.values():  # fewer layers replayed hold more: the first that fits, by bisection
+        low, high = 0, len(counts)
+        while low < high:
+            mid = (low + high) // 2
+            if t.peak_memory(counts[mid]) <= capacity_bytes:
+                high = mid
+            else:
+                low = mid + 1
+        chosen += counts[low:low + 1]
+    return fewest_recomputed(tuple(k for k in knobs if not k.rcl) + tuple(chosen))
+
+
+def _block_family(k: Knobs) -> tuple:
+    """A block recompute combination's knobs with every layer recomputed (Knobs.rcl 0)."""
+    return knob_variant(knob_values(k), rcl=0)
+
+
 def _memory_order(k: Knobs) -> tuple:
     """Smaller activations first, so that a combination that does not fit is met before those it bounds."""
     return (k.recompute == "none", not k.sp, k.pbuf != "freed", k.spg, -k.offl, k.epo)
@@ -275,6 +331,8 @@ def fitting_tables(space: Space, ctx: TableContext, capacity_bytes: float) -> di
     out = {}
     for _, lay, t, peaks in memory_walk(space, ctx, capacity_bytes):
         fits = fewest_offloaded(tuple(k for k, peak in peaks if peak <= capacity_bytes))
+        if space.sizes_blocks_late:
+            fits = with_block_counts(fits, space.knobs[lay])
         if fits:
             out[lay] = (t, fits)
     return out
@@ -291,6 +349,20 @@ def fewest_offloaded(knobs: tuple[Knobs, ...]) -> tuple[Knobs, ...]:
     for key, k in zip(keys, knobs):
         least[key] = min(least.get(key, k.offl), k.offl)
     return tuple(k for key, k in zip(keys, knobs) if k.offl == least[key])
+
+
+def fewest_recomputed(knobs: tuple[Knobs, ...]) -> tuple[Knobs, ...]:
+    """Of fitting combinations that differ only in the layers block recompute replays (Knobs.rcl; 0: every
+    layer), the one that replays fewest: replaying a layer only adds time (its forward again, its TP and CP
+    exchanges and ZeRO-3 gather again: stage.recompute_parts, dataparallel.dp_sync_seconds) and frees memory,
+    which has been checked."""
+    if all(k.rcl == 0 for k in knobs):
+        return knobs
+    keys = [knob_variant(knob_values(k), rcl=0) for k in knobs]
+    fewest: dict[tuple, float] = {}
+    for key, k in zip(keys, knobs):
+        fewest[key] = min(fewest.get(key, math.inf), k.rcl or math.inf)
+    return tuple(k for key, k in zip(keys, knobs) if (k.rcl or math.inf) == fewest[key])
 
 
 def table_best_first(space: Space, ctx: TableContext, capacity_bytes: float, k: int) -> Tabled:
@@ -310,6 +382,11 @@ def table_best_first(space: Space, ctx: TableContext, capacity_bytes: float, k: 
     while heap and heap[0][0] <= threshold:
         _, level, lay = heapq.heappop(heap)
         t, knobs = fitting[lay]
+        if level == 0:  # before the pipe bounds, which read the block recompute counts that fit
+            knobs = fewest_fitting_blocks(t, knobs, capacity_bytes)
+            fitting[lay] = t, knobs
+            if not knobs:
+                continue
         if level < 2:  # 0: compute only, 1: loose, 2: tight (then tabled)
             heapq.heappush(heap, (lower_bound(t, knobs, tight=level == 1), level + 1, lay))
             continue

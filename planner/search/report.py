@@ -8,6 +8,7 @@ from costmodel import types as cm
 from planner.analysis import (accuracy, bymodel, coverage, cpnote, diagnose, envelope, explain, hostwait, longcontext,
                               score, whatif)
 from planner.errors import PlannerError
+from planner.inputs.plans import recompute_label
 from planner.inputs.specs import ModelSpec
 from planner.search import stability, suggest
 from planner.search.space import SearchSpec, fixed_plan_fields
@@ -102,7 +103,7 @@ def best_per_framework(model: ModelSpec, spec: SearchSpec, opts: suggest.Options
 
 def _label(d: dict) -> str:
     p = d["plan"]
-    return f"tp {p['tp']}, pp {p['pp']}, dp {p['dp']}, ZeRO {p['zero_stage']}, recompute {p['recompute']}"
+    return f"tp {p['tp']}, pp {p['pp']}, dp {p['dp']}, ZeRO {p['zero_stage']}, recompute {recompute_label(p)}"
 
 
 def within_error(why: str | None, dicts: list[dict], judged: dict | None) -> str | None:

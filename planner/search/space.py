@@ -78,6 +78,9 @@ class Knobs:
     mcg: bool = False  # MoE router and dispatch in CUDA graphs (Plan.moe_cuda_graphs; MoE only)
     dpo: bool = True  # DP/ZeRO gradient sync overlapped with the backward (Plan.overlap_dp_comm)
     offl: int = 0  # layers per stage whose activations go to host memory (Plan.offload_layers; offload_counts)
+    # under full recompute, the first layers of each model chunk recomputed, 0 = all (Plan.recompute_layers;
+    # recompute_counts)
+    rcl: int = 0
     tpa: bool = True  # the backward's TP collectives beside the GEMMs (Plan.tp_async_grad; one per framework)
     proj: str = "fused"  # the dense projections fused or separate GEMMs (Plan.projections; one per framework)
     rof: bool = True  # RoPE as one fused kernel (Plan.rope_fusion; one per framework and model)
@@ -100,7 +103,8 @@ class Knobs:
         chunk more under an interleaved pipeline, memory.inflight_microbatches), and the experts' activation
         prologue (what its clamps keep), and the loss (what an eager one keeps); not the TP overlap or the
         attention kernel."""
-        return (*self.states, self.recompute, self.sp, self.cpc, self.pbuf, self.spg, self.offl, self.proj, self.epo,
+        return (*self.states, self.recompute, self.rcl, self.sp, self.cpc, self.pbuf, self.spg, self.offl, self.proj,
+                self.epo,
                 self.actp, self.xent)
 
 
@@ -110,8 +114,8 @@ PLAN_FIELDS = {"zero": "zero_stage", "recompute": "recompute", "sp": "sequence_p
                "grad": "grad_dtype", "casts": "weight_casts", "reshard": "zero3_reshard", "tpo": "tp_comm_overlap",
                "cpc": "cp_comm", "epo": "ep_overlap", "pbuf": "pipeline_buffers", "attn": "attention_kernel",
                "gsync": "grad_sync", "spg": "sp_gathered", "epd": "ep_dispatch", "mcg": "moe_cuda_graphs",
-               "dpo": "overlap_dp_comm", "offl": "offload_layers", "tpa": "tp_async_grad", "proj": "projections",
-               "rof": "rope_fusion", "actp": "moe_act_prologue", "xent": "cross_entropy"}
+               "dpo": "overlap_dp_comm", "offl": "offload_layers", "rcl": "recompute_layers", "tpa": "tp_async_grad",
+               "proj": "projections", "rof": "rope_fusion", "actp": "moe_act_prologue", "xent": "cross_entropy"}
 
 
 def fixed_plan_fields(spec: "SearchSpec") -> dict[str, object]:
@@ -122,8 +126,8 @@ def fixed_plan_fields(spec: "SearchSpec") -> dict[str, object]:
     return out if spec.overlap_dp_comm else {**out, "overlap_dp_comm": False}  # --no-overlap
 
 
-# The values each knob takes (booleans: False/True), for --fix (planner/commands/suggest.py); zero and offl
-# are numbers.
+# The values each knob takes (booleans: False/True), for --fix (planner/commands/suggest.py); zero, offl and
+# rcl are numbers.
 KNOB_CHOICES = {"recompute": cm.RECOMPUTE_MODES, "sp": (False, True), "precision": cm.PRECISIONS,
                 "grad": cm.GRAD_DTYPES, "casts": WEIGHT_CASTS, "reshard": (False, True), "tpo": (False, True),
                 "cpc": cm.CP_COMMS, "epo": (False, True), "pbuf": cm.PIPELINE_BUFFERS, "attn": cm.ATTENTION_KERNELS,
@@ -180,6 +184,9 @@ class SearchSpec:
     # Plan fields set on every plan, numerics the search never picks (planflags.NUMERICS: bf16 Adam states,
     # parameters gathered in the low precision), the user's choice as in estimate.
     numerics: Mapping[str, object] = field(default_factory=dict)
+    # Full recompute of the first N layers of each model chunk searched too (recompute_counts): off by default, as
+    # it roughly doubles the search of a model that needs recompute (benchmarks/bench_suggest.py --block-recompute).
+    block_recompute: bool = False
 
     def __post_init__(self):
         check_search_spec(self)
@@ -213,7 +220,8 @@ def check_search_spec(spec: SearchSpec) -> None:
     broken += [f"fixed: unknown field {k!r}" for k in spec.fixed if k not in known]
     broken += [f"numerics: unknown field {k!r} (known: {', '.join(NUMERICS)})" for k in spec.numerics
                if k not in NUMERICS]
-    broken += [f"{k} must be true or false" for k in ("flash_attention", "overlap_dp_comm", "overlap_pp_comm")
+    broken += [f"{k} must be true or false" for k in ("flash_attention", "overlap_dp_comm", "overlap_pp_comm",
+                                                       "block_recompute")
                if not isinstance(getattr(spec, k), bool)]
     if broken:
         raise PlannerError("; ".join(broken))
@@ -224,6 +232,13 @@ class Space:
     spec: SearchSpec
     knobs: dict[Layout, tuple[Knobs, ...]]  # every legal layout -> its legal knob combinations
     rejected: Counter  # reason -> how many (tp, pp) splits it excluded (for the "nothing is legal" line)
+
+    @cached_property
+    def sizes_blocks_late(self) -> bool:
+        """Whether block recompute's counts (Knobs.rcl) are searched beside every layer's recompute (SearchSpec.
+        block_recompute), so that the search sizes them only where that fits (bounds.with_block_counts); a
+        count pinned with --fix has no such family and is sized like any knob."""
+        return "rcl" not in self.spec.fixed and recompute_counts(self.spec) != (0,)
 
     @property
     def layouts(self) -> list[Layout]:
@@ -283,15 +298,7 @@ def _plan_with(fields: dict[str, object]) -> cm.Plan:
     return plan_over(_DEFAULT_PLAN, fields)
 
 
-def plan_over(plan: cm.Plan, fields: Mapping[str, object]) -> cm.Plan:
-    """dataclasses.replace(plan, **fields) for the search's hot loops, without the generated __init__
-    (replace() costs about 17 us a plan; a MoE space builds some 40,000 knob probes). `fields` must
-    name Plan fields: tests/test_search_space.py checks it equals replace()."""
-    out = object.__new__(cm.Plan)
-    state = out.__dict__
-    state.update(plan.__dict__)
-    state.update(fields)
-    return out
+plan_over = cm.plan_with  # the search's hot loops replace plan fields this way (a MoE space builds some 40,000 probes)
 
 
 def _fixed_ok(spec: SearchSpec, obj: object) -> bool:
@@ -525,7 +532,10 @@ def framework_knobs(spec: SearchSpec, name: str, probe: cm.Plan) -> list:
                  if plan_over(probe, {"precision": prec, "grad_dtype": g}).grad_comm_dtype in allowed]
         # offload counts other than 0: probed once, on a combination that runs without (base.py, plan rules)
         offls = tuple(n for n in offload_counts(spec) if n) if True in ks.activation_offload.values else ()
-        outer = dict(zip(OUTER_PLAN_FIELDS, (zero, rc, sp, prec, own["gsync"], own["spg"], dpos[0], 0, own["tpa"],
+        # block recompute's layer counts, under full recompute where the framework runs it: probed the same way
+        rcls = tuple(n for n in recompute_counts(spec) if n) if rc == "full" and True in ks.block_recompute.values \
+            else ()
+        outer = dict(zip(OUTER_PLAN_FIELDS, (zero, rc, sp, prec, own["gsync"], own["spg"], dpos[0], 0, 0, own["tpa"],
                                               own["proj"], own["rof"], own["actp"], own["xent"])))
         for inner in product(grads, casts, reshards, overlaps, cpcs, epos, pbufs, ks.attention_kernel.values, epds,
                              mcgs):
@@ -540,13 +550,15 @@ def framework_knobs(spec: SearchSpec, name: str, probe: cm.Plan) -> list:
             found.append((k, dpos))
             if offls and not rules.refuse(plan_over(plan, {"offload_layers": offls[0]})):
                 found += [(replace(k, offl=n), dpos) for n in offls]
+            if rcls and not rules.refuse(plan_over(plan, {"recompute_layers": rcls[0]})):
+                found += [(replace(k, rcl=n), dpos) for n in rcls]
     return found
 
 
 # The cm.Plan fields framework_knobs sets per combination of its outer loop and of its inner loop, in
 # their orders: between them every knob (tests/test_search_space.py).
 OUTER_PLAN_FIELDS = tuple(PLAN_FIELDS[name] for name in ("zero", "recompute", "sp", "precision", "gsync", "spg", "dpo",
-                                                         "offl", "tpa", "proj", "rof", "actp", "xent"))
+                                                         "offl", "rcl", "tpa", "proj", "rof", "actp", "xent"))
 INNER_PLAN_FIELDS = tuple(PLAN_FIELDS[name] for name in
                           ("grad", "casts", "reshard", "tpo", "cpc", "epo", "pbuf", "attn", "epd", "mcg"))
 
@@ -588,6 +600,20 @@ def offload_counts(spec: SearchSpec) -> tuple[int, ...]:
     if isinstance(fixed, int):
         return (fixed,)
     return (0, *base.offload_layer_counts(spec.model.num_layers))
+
+
+def recompute_counts(spec: SearchSpec) -> tuple[int, ...]:
+    """Layers per model chunk block recompute takes (Plan.recompute_layers) where the search tries it: 0 (every
+    layer) and, under SearchSpec.block_recompute, the powers of two below the model's layers; or the --fix
+    value. A layout keeps those below its own largest chunk (build_space, layout_knobs: more is every layer,
+    which costmodel/rules.py refuses as such), and of the ones that fit the search times only the fewest
+    (bounds.fewest_fitting_blocks: fewer replayed layers are never slower)."""
+    fixed = spec.fixed.get("rcl")
+    if isinstance(fixed, int):
+        return (fixed,)
+    if not spec.block_recompute:
+        return (0,)
+    return (0, *base.recompute_layer_counts(spec.model.num_layers))
 
 
 def refusal_keys(name: str, plan: cm.Plan, dpos: tuple[bool, ...]) -> tuple:
@@ -651,6 +677,8 @@ def build_space(spec: SearchSpec) -> Space:
     combos: dict[tuple, tuple[Knobs, ...]] = {}
     interned: dict[Knobs, Knobs] = {}  # one object per knob combination: the search keys on identity
     runs: dict[tuple, list] = {}  # framework_knobs' answers
+    blocks = recompute_counts(spec) != (0,)  # block recompute counts to keep per layout (layout_knobs)
+    by_chunk: dict[tuple, tuple[Knobs, ...]] = {}
     for tp, cp, pp, ep, etp in splits(spec):
         broken = split_violations(spec, tp, pp, cp, ep, etp)
         if broken:
@@ -666,11 +694,24 @@ def build_space(spec: SearchSpec) -> Space:
                 combos[key] = tuple(interned.setdefault(k, k) for k in knob_combinations(
                     spec, fws, tp, pp, cp, min(lay.vpp, 2), min(ep, 2), min(etp, 2), ep_local, cp_comms, refused,
                     runs))
-            if combos[key]:
-                knobs[lay] = combos[key]
+            chosen = layout_knobs(combos[key], by_chunk, key, max(default_chunk_layers(
+                spec.model.num_layers, lay.pp, lay.vpp))) if blocks else combos[key]
+            if chosen:
+                knobs[lay] = chosen
         if len(knobs) == before:
             rejected[unrun_split_reason(spec, tp, pp, cp, ep, etp)] += 1
     return Space(spec, knobs, rejected)
+
+
+def layout_knobs(knobs: tuple[Knobs, ...], by_chunk: dict[tuple, tuple[Knobs, ...]], key: tuple,
+                 largest_chunk: int) -> tuple[Knobs, ...]:
+    """`knobs` (build_space's combination tuple of `key`) less the block recompute counts (Knobs.rcl) that reach a
+    layout's largest model chunk (costmodel/rules.py: that is every layer, recompute_layers 0); kept in
+    `by_chunk` by (key, largest_chunk), so that layouts alike share one tuple (the memory walk keys on its
+    identity)."""
+    if (key, largest_chunk) not in by_chunk:
+        by_chunk[key, largest_chunk] = tuple(k for k in knobs if k.rcl < largest_chunk)
+    return by_chunk[key, largest_chunk]
 
 
 def knob_refusal(spec: SearchSpec, fw: base.Framework, probe: cm.Plan) -> str | None:

@@ -37,6 +37,7 @@ from costmodel import types as cm
 from costmodel.stage import (
     StageCost,
     StageKernels,
+    replayed_mix,
     stage_activation_bytes,
     stage_cost,
     stage_kernels,
@@ -95,17 +96,19 @@ class KernelCache:
 
 
 def rank_classes(model: cm.Model, plan: cm.Plan) -> tuple[tuple[int, ...], list[tuple[tuple, int]]]:
-    """Per rank, the index of its (layer mix, first, last) class; per class, (layer mix, lowest rank)."""
-    return _rank_classes(step.stage_mixes(model, plan), plan.pp)
+    """Per rank, the index of its (layer mix, first, last) class; per class, (layer mix, lowest rank). Under
+    block recompute (Plan.recompute_layers) the layers a rank replays enter the class too."""
+    replayed = tuple(replayed_mix(model, plan, r) for r in range(plan.pp)) if plan.recompute_layers else ()
+    return _rank_classes(step.stage_mixes(model, plan), plan.pp, replayed)
 
 
 @lru_cache(maxsize=4096)
-def _rank_classes(mixes: tuple, pp: int) -> tuple[tuple[int, ...], list[tuple[tuple, int]]]:
+def _rank_classes(mixes: tuple, pp: int, replayed: tuple = ()) -> tuple[tuple[int, ...], list[tuple[tuple, int]]]:
     index: dict[tuple, int] = {}
     reps: list[tuple[tuple, int]] = []
     of_rank = []
     for r, mix in enumerate(mixes):
-        key = (mix, r == 0, r == pp - 1)
+        key = (mix, r == 0, r == pp - 1, replayed[r] if replayed else ())
         if key not in index:
             index[key] = len(reps)
             reps.append((mix, r))
@@ -144,6 +147,7 @@ class TableContext:
         self._states: dict[tuple, float] = {}
         self.cp_seconds: dict[tuple, dict] = {}  # LayoutTables.cp_exposed, shared by layouts with one kernel key
         self.held_kv: dict[tuple, float] = {}  # LayoutTables.exchange_held, by (tp, cp, micro-batch, exchange)
+        self.block_classes: dict[tuple, tuple] = {}  # LayoutTables.classes_of, by (pp, vpp, block recompute count)
 
     def bare_memory(self, plan: cm.Plan, stage: StageCost) -> float:
         """step.memory_breakdown total of `stage` with its activations left out (the slope adds them back)."""
@@ -187,9 +191,20 @@ class LayoutTables:
         knobs own, so the base's default knobs are all overwritten (tests/test_search_tables.py checks it)."""
         return plan_over(self.base, knob_plan_fields(k))
 
+    def classes_of(self, rcl: int) -> tuple:
+        """rank_classes of the layout under block recompute of `rcl` layers per chunk (Knobs.rcl; 0: every
+        layer, the layout's own classes): the layers a rank replays split its class further."""
+        if not rcl:
+            return self.classes
+        key, table = (self.lay.pp, self.lay.vpp, rcl), self.ctx.block_classes  # the split of layers reads only these
+        if key not in table:
+            table[key] = rank_classes(self.ctx.spec.model, plan_over(self.base, {"recompute": "full",
+                                                                              "recompute_layers": rcl}))
+        return table[key]
+
     def activations(self, rc: str, sp: bool, precision: str, casts: str = "step", cpc: str = "p2p",
                     pbuf: str = "freed", spg: bool = False, offl: int = 0, proj: str = "fused",
-                    xent: str = "fused") -> tuple[float, ...]:
+                    xent: str = "fused", rcl: int = 0) -> tuple[float, ...]:
         """stage.stage_activation_bytes of each (layer mix, first, last) class of ranks. The precision
         and weight casts enter through the element size (stage.ACTIVATION_BYTES) and the bytes of the
         GEMM inputs kept for backward (stage.saved_gemm_input_bytes: the quantized copy under cached
@@ -198,15 +213,15 @@ class LayoutTables:
         (Ulysses' a2a, which holds none), so the exchanges share one stage pass; the layers offloaded to host
         through what the stage keeps (stage.stage_activation_bytes); the projections through the matmul outputs
         per-op recompute keeps; the loss through the logits an eager one keeps on the last stage."""
-        key = (rc, sp, precision, casts, cpc if self.lay.cp > 1 else "a2a", pbuf, spg, offl, proj, xent)
+        key = (rc, sp, precision, casts, cpc if self.lay.cp > 1 else "a2a", pbuf, spg, offl, proj, xent, rcl)
         if key not in self.acts:
-            plain = (rc, sp, precision, casts, "a2a", pbuf, spg, offl, proj, xent)
+            plain = (rc, sp, precision, casts, "a2a", pbuf, spg, offl, proj, xent, rcl)
             if plain not in self.acts:
                 base = self.plan(Knobs(0, rc, sp, precision, "", casts, cpc="a2a", pbuf=pbuf, spg=spg, offl=offl,
-                                       proj=proj, xent=xent))
+                                       rcl=rcl, proj=proj, xent=xent))
                 self.acts[plain] = tuple(stage_activation_bytes(self.ctx.spec.model, base, mix, rank,
                                                                 self.ctx.eff.moe_routing_imbalance)
-                                         for mix, rank in self.classes[1])
+                                         for mix, rank in self.classes_of(rcl)[1])
             if key != plain:  # cp > 1
                 held = self.exchange_held(cpc)
                 self.acts[key] = tuple(a + held for a in self.acts[plain])
@@ -231,17 +246,19 @@ class LayoutTables:
         key = k.memory
         if key not in self.peaks:
             acts = self.activations(k.recompute, k.sp, k.precision, k.casts, k.cpc, k.pbuf, k.spg, k.offl, k.proj,
-                                    k.xent)
+                                    k.xent, k.rcl)
             slope = self.ctx.slope
-            held = self.class_states(k.states)
+            held = self.class_states(k.states, k.rcl)
             self.peaks[key] = max(h + slope * act for h, act in zip(held, acts, strict=True))
         return self.peaks[key]
 
-    def class_states(self, states: tuple) -> tuple[float, ...]:
-        """TableContext.states_bytes of each (layer mix, first, last) class of ranks, for one Knobs.states."""
-        if states not in self.held:
-            self.held[states] = tuple(self.ctx.states_bytes(self.base, mix, rank, states) for mix, rank in self.classes[1])
-        return self.held[states]
+    def class_states(self, states: tuple, rcl: int = 0) -> tuple[float, ...]:
+        """TableContext.states_bytes of each (layer mix, first, last) class of ranks (classes_of(rcl)), for one
+        Knobs.states."""
+        if (states, rcl) not in self.held:
+            self.held[states, rcl] = tuple(self.ctx.states_bytes(self.base, mix, rank, states)
+                                           for mix, rank in self.classes_of(rcl)[1])
+        return self.held[states, rcl]
 
     def first_stage_states_floor(self, knobs) -> float:
         """The least model-state bytes (states_bytes: no activations) the first pipeline stage holds
@@ -272,12 +289,13 @@ class LayoutTables:
              cpc: str = "p2p", epo: bool = False, pbuf: str = "freed", attn: str = "cudnn",
              spg: bool = False, epd: str = "alltoall", mcg: bool = False, offl: int = 0,
              tpa: bool = True, proj: str = "fused", rof: bool = True, actp: bool = False,
-             xent: str = "fused") -> PipeEntry:
+             xent: str = "fused", rcl: int = 0) -> PipeEntry:
         """Pipeline flush, DP-critical stage and memory-candidate stages for (recompute, SP, precision,
         casts, TP overlap, CP exchange, EP overlap, pipeline buffers, attention kernel, SP inputs
         gathered, MoE dispatch, MoE CUDA graphs, layers offloaded, backward TP collectives beside the GEMMs,
         projections, RoPE fused, the experts' activation prologue, the loss)."""
-        key = (rc, sp, precision, casts, tpo, cpc, epo, pbuf, attn, spg, epd, mcg, offl, tpa, proj, rof, actp, xent)
+        key = (rc, sp, precision, casts, tpo, cpc, epo, pbuf, attn, spg, epd, mcg, offl, tpa, proj, rof, actp, xent,
+               rcl)
         if key not in self.pipes:
             plan, stages = self.stage_costs(key, with_bytes=True)
             parts = step.pipeline_parts(plan, stages)
@@ -290,10 +308,11 @@ class LayoutTables:
               cpc: str = "p2p", epo: bool = False, pbuf: str = "freed", attn: str = "cudnn",
               spg: bool = False, epd: str = "alltoall", mcg: bool = False, offl: int = 0,
               tpa: bool = True, proj: str = "fused", rof: bool = True, actp: bool = False,
-              xent: str = "fused") -> float:
+              xent: str = "fused", rcl: int = 0) -> float:
         """PipeEntry.flush_seconds of the same key, from stage costs without their bytes (the bounds
         need the flush only); the tabled pipe's when it is already there."""
-        key = (rc, sp, precision, casts, tpo, cpc, epo, pbuf, attn, spg, epd, mcg, offl, tpa, proj, rof, actp, xent)
+        key = (rc, sp, precision, casts, tpo, cpc, epo, pbuf, attn, spg, epd, mcg, offl, tpa, proj, rof, actp, xent,
+               rcl)
         if key in self.pipes:
             return self.pipes[key].flush_seconds
         if key not in self.flushes:
@@ -303,17 +322,17 @@ class LayoutTables:
 
     def stage_costs(self, key: tuple, with_bytes: bool) -> tuple[cm.Plan, list[StageCost]]:
         """The plan of a pipe key (pipe's and flush's) and its stages' costs (class_stage_costs)."""
-        rc, sp, precision, casts, tpo, cpc, epo, pbuf, attn, spg, epd, mcg, offl, tpa, proj, rof, actp, xent = key
+        rc, sp, precision, casts, tpo, cpc, epo, pbuf, attn, spg, epd, mcg, offl, tpa, proj, rof, actp, xent, rcl = key
         spec = self.ctx.spec
         plan = self.plan(Knobs(0, rc, sp, precision, "", casts, True, tpo, cpc, epo, pbuf, attn, spg=spg, epd=epd,
-                               mcg=mcg, offl=offl, tpa=tpa, proj=proj, rof=rof, actp=actp, xent=xent))
+                               mcg=mcg, offl=offl, rcl=rcl, tpa=tpa, proj=proj, rof=rof, actp=actp, xent=xent))
         return plan, class_stage_costs(spec.model, spec.cluster, plan, self.ctx.eff, self.ctx.kernels.get(plan),
-                                       self.classes, with_bytes)
+                                       self.classes_of(rcl), with_bytes)
 
     def exposed(self, k: Knobs, plan: cm.Plan, critical: StageCost, bubble_seconds: float) -> float:
         """step.dp_costs' exposed part, from tabled totals and the window."""
         spec, eff = self.ctx.spec, self.ctx.eff
-        tkey = (k.zero, k.precision, k.grad, k.recompute, k.reshard, k.gsync)
+        tkey = (k.zero, k.precision, k.grad, k.recompute, k.rcl, k.reshard, k.gsync)
         if tkey not in self.totals:
             total = step.dp_sync_total_seconds(spec.cluster, plan, critical, eff)
             self.totals[tkey] = total, step.dp_tail_seconds(spec.model, spec.cluster, plan, critical, eff, total)
@@ -326,7 +345,7 @@ class LayoutTables:
 
     def memory(self, k: Knobs, plan: cm.Plan, slots: tuple[StageCost, ...]) -> tuple[float, ...]:
         """memory_breakdown totals of the memory-candidate stages: states (activations 0) + slope x activations."""
-        key = k.states
+        key = (k.states, k.rcl)  # block recompute may add candidate stages (step.memory_candidate_stages)
         if key not in self.states:
             self.states[key] = tuple(self.ctx.bare_memory(plan, s) for s in slots)
         return tuple(x + self.ctx.slope * s.activation_bytes for x, s in zip(self.states[key], slots, strict=True))
@@ -335,7 +354,7 @@ class LayoutTables:
         spec, eff = self.ctx.spec, self.ctx.eff
         plan = self.plan(k)
         pipe = self.pipe(k.recompute, k.sp, k.precision, k.casts, k.tpo, k.cpc, k.epo, k.pbuf, k.attn, k.spg, k.epd,
-                         k.mcg, k.offl, k.tpa, k.proj, k.rof, k.actp, k.xent)
+                         k.mcg, k.offl, k.tpa, k.proj, k.rof, k.actp, k.xent, k.rcl)
         opt = step.optimizer_step_seconds(spec.cluster, plan, pipe.critical, eff)
         return Candidate(self.lay, k, pipe.flush_seconds, self.exposed(k, plan, pipe.critical, pipe.bubble_seconds), opt,
                          eff.step_overhead_seconds, self.memory(k, plan, pipe.slots))
