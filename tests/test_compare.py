@@ -132,6 +132,17 @@ def test_why_names_every_plan_difference_not_the_first_three():
         assert phrase in why
 
 
+def test_every_plan_field_has_words():
+    """A plan field joins the differences by itself (explain.LAYOUT_KEYS comes from plans.plan_to_dict); each
+    must read as written or have words, and a default layer split reads as such, not as None."""
+    from planner.analysis.explain import KEY_WORDS, LAYOUT_KEYS, PLAIN_KEYS, plan_differences
+
+    assert "recompute_layers" in LAYOUT_KEYS and "global_batch_size" not in LAYOUT_KEYS
+    assert [k for k in LAYOUT_KEYS if k not in KEY_WORDS and k not in PLAIN_KEYS] == []
+    a, b = {"plan": {"stage_layers": None}}, {"plan": {"stage_layers": [3, 5]}}
+    assert plan_differences(a, b) == ["layers per chunk default instead of 3,5"]
+
+
 def test_suggest_says_when_the_best_wins_by_less_than_the_models_error():
     from planner.search.report import within_error
 

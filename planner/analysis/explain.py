@@ -1,6 +1,9 @@
 """One sentence on why one scored plan beats another, from their estimate objects (report.to_dict)."""
 from __future__ import annotations
 
+from costmodel.types import Plan
+from planner.inputs.plans import plan_to_dict
+
 PART_WORDS = {
     "compute": "compute", "recompute": "recompute", "tp_comm": "TP communication",
     "cp_comm": "CP key/value exchange", "ep_comm": "EP dispatch/combine",
@@ -9,14 +12,12 @@ PART_WORDS = {
     "pp_bubble": "pipeline bubble", "dp_comm_exposed": "exposed DP/ZeRO sync", "optimizer": "optimizer step",
     "overhead": "overhead",
 }
-LAYOUT_KEYS = ("tp", "cp", "pp", "dp", "ep", "etp", "vpp", "zero_stage", "micro_batch_size", "recompute",
-               "recompute_layers", "precision",
-               "grad_dtype", "tp_comm_overlap", "ep_overlap", "ep_dispatch", "ep_dispatch_dtype", "moe_cuda_graphs",
-               "optimizer_states", "lowp_param_gather", "cp_comm", "full_iteration_graph", "layer_cuda_graphs",
-               "rank_order", "offload_optimizer_states", "offload_layers", "offload_modules", "rope_fusion",
-               "moe_act_prologue", "sequence_parallel", "attention_kernel", "projections", "cross_entropy",
-               "fp8_recipe", "weight_casts", "overlap_dp_comm", "grad_sync", "tp_async_grad", "sp_gathered",
-               "zero3_reshard", "pipeline_buffers")
+# The plan fields (plans.plan_to_dict, so a new field joins by itself) whose differences explain a ranking: all but
+# the batch sizes the micro-batch and dp already give.
+LAYOUT_KEYS = tuple(k for k in plan_to_dict(Plan()) if k not in ("global_batch_size", "grad_accum_steps"))
+# Keys read as they are written (the degrees, recompute, precision, the projections); the others by KEY_WORDS
+# (tests/test_compare.py checks each field is one or the other).
+PLAIN_KEYS = frozenset({"tp", "cp", "pp", "dp", "ep", "etp", "vpp", "recompute", "precision", "projections"})
 
 
 def plan_differences(a: dict, b: dict) -> list[str]:
@@ -46,10 +47,17 @@ KEY_WORDS = {"zero_stage": "ZeRO", "micro_batch_size": "mbs",
              "fp8_recipe": "FP8 recipe", "weight_casts": "weight casts", "overlap_dp_comm": "DP overlap",
              "grad_sync": "gradient sync", "tp_async_grad": "async TP gradient reduction",
              "sp_gathered": "gathered SP inputs", "zero3_reshard": "ZeRO-3 reshard",
-             "pipeline_buffers": "pipeline buffers"}
+             "pipeline_buffers": "pipeline buffers", "recompute_modules": "recompute modules",
+             "fp8_attention": "FP8 attention", "overlap_pp_comm": "PP overlap", "flash_attention": "fused attention",
+             "fused_elementwise": "fused elementwise kernels", "zero3_gather_unit": "ZeRO-3 gather unit",
+             "grad_reduce": "gradient reduction", "stage_layers": "layers per chunk",
+             "bf16_layers_start": "16-bit first layers", "bf16_layers_end": "16-bit last layers",
+             "repeat_kv": "K/V repeated", "rank_order": "rank order"}
 
 
 def _value(v) -> str:
+    if v is None:  # stage_layers: the default split
+        return "default"
     if isinstance(v, list):
         return ",".join(map(str, v)) or "none"
     return ("on" if v else "off") if isinstance(v, bool) else str(v)
