@@ -5,8 +5,9 @@ Memory first: layout families (a split and vpp, over its micro-batch sizes) whos
 over the capacity are skipped whole; the rest are sorted into what fits by LayoutTables.peak_memory.
 
 Block recompute's counts (Knobs.rcl, searched with SearchSpec.block_recompute) are sized late: a layout
-carries them unsized where every layer's recompute fits and no recompute does not (with_block_counts),
-and the fewest that fit replace them when the layout leaves the compute-only bound (fewest_fitting_blocks).
+carries them unsized where every layer's recompute fits and no recompute does not (with_block_counts), its
+compute-only bound taking the fewest layers any count replays; the first time it leaves the heap the fewest
+that fit replace them (fewest_fitting_blocks) and it goes back under its compute-only bound taken again.
 
 Then time. Lower bound of every plan of a layout: its pipeline flush with no recompute (when every knob
 recomputes in full, with the fewest layers any of them replays), sequence parallel and TP/EP overlap on, over
@@ -379,14 +380,16 @@ def table_best_first(space: Space, ctx: TableContext, capacity_bytes: float, k: 
     best: dict[tuple, float] = {}
     out: list[Candidate] = []
     threshold, tabled = math.inf, 0
+    sized: set = set()  # layouts whose block recompute counts are sized (fewest_fitting_blocks)
     while heap and heap[0][0] <= threshold:
         _, level, lay = heapq.heappop(heap)
         t, knobs = fitting[lay]
-        if level == 0:  # before the pipe bounds, which read the block recompute counts that fit
+        if level == 0 and any(k.rcl for k in knobs) and lay not in sized:  # block counts: the fewest that fit,
+            sized.add(lay)  # then the compute bound again, which read the fewest any count replays
             knobs = fewest_fitting_blocks(t, knobs, capacity_bytes)
             fitting[lay] = t, knobs
-            if not knobs:
-                continue
+            heapq.heappush(heap, (compute_bound(t, knobs), 0, lay))
+            continue
         if level < 2:  # 0: compute only, 1: loose, 2: tight (then tabled)
             heapq.heappush(heap, (lower_bound(t, knobs, tight=level == 1), level + 1, lay))
             continue
