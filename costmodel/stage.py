@@ -339,10 +339,13 @@ def stage_activation_bytes(model: Model, plan: Plan, layers, stage: int, imbalan
     mix = as_mix(model, layers)
     if not mix:
         return 0.0
-    held, rematerialised = 0.0, 0.0
-    for part, layers in recompute_parts(model, plan, mix, stage):
-        h, r = mix_activation_terms(model, layers, *activation_args(part, part.recompute, imbalance))
-        held, rematerialised = held + h, max(rematerialised, r)
+    if plan.recompute_layers:  # block recompute: its replayed layers' terms and the others'
+        held, rematerialised = 0.0, 0.0
+        for part, layers in recompute_parts(model, plan, mix, stage):
+            h, r = mix_activation_terms(model, layers, *activation_args(part, part.recompute, imbalance))
+            held, rematerialised = held + h, max(rematerialised, r)
+    else:
+        held, rematerialised = mix_activation_terms(model, mix, *activation_args(plan, plan.recompute, imbalance))
     inflight = memory.inflight_microbatches(plan.pp, plan.vpp, plan.num_microbatches, stage, int(plan.ep_overlap))
     count = mix_layers(mix)
     offloaded = offloaded_layers(plan, count)

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from costmodel.pipeline import default_chunk_layers, pipeline_seconds, stage_layer_counts
-from costmodel.stage import parts_replay_seconds, recompute_parts, stage_compute_seconds
+from costmodel.stage import parts_replay_seconds, recompute_parts, stage_compute_seconds, stage_replay_seconds
 from planner.search.space import (Knobs, Layout, SearchSpec, Space, knob_values, knob_variant, offload_counts,
                                   vpp_choices)
 from planner.search.tables import Candidate, LayoutTables, TableContext
@@ -132,7 +132,8 @@ def compute_bound(tables: LayoutTables, knobs: tuple[Knobs, ...]) -> float:
         plan = tables.plan(Knobs(0, rc, tables.lay.tp > 1, precision, "", casts, rcl=rcl))
         kernels = tables.ctx.kernels.get(plan)
         per_class = [stage_compute_seconds(spec.model, plan, kernels, mix, rank)
-                     + parts_replay_seconds(kernels, recompute_parts(spec.model, plan, mix, rank))
+                     + (parts_replay_seconds(kernels, recompute_parts(spec.model, plan, mix, rank)) if rcl
+                        else stage_replay_seconds(plan, kernels, mix))
                      for mix, rank in reps]
         busy, bubble = pipeline_seconds(tuple(per_class[i] for i in of_rank), plan.num_microbatches, plan.vpp)
         best = min(best, busy + bubble)

@@ -255,10 +255,11 @@ class LayoutTables:
     def class_states(self, states: tuple, rcl: int = 0) -> tuple[float, ...]:
         """TableContext.states_bytes of each (layer mix, first, last) class of ranks (classes_of(rcl)), for one
         Knobs.states."""
-        if (states, rcl) not in self.held:
-            self.held[states, rcl] = tuple(self.ctx.states_bytes(self.base, mix, rank, states)
-                                           for mix, rank in self.classes_of(rcl)[1])
-        return self.held[states, rcl]
+        key = (states, rcl) if rcl else states
+        if key not in self.held:
+            self.held[key] = tuple(self.ctx.states_bytes(self.base, mix, rank, states)
+                                   for mix, rank in self.classes_of(rcl)[1])
+        return self.held[key]
 
     def first_stage_states_floor(self, knobs) -> float:
         """The least model-state bytes (states_bytes: no activations) the first pipeline stage holds
