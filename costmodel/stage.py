@@ -57,8 +57,8 @@ class StageCost:
     # Per micro-batch and chunk: the p2p exchange the steady state hides (exposed_p2p_seconds) but a flush's
     # fill and drain wait for (step.pipeline_parts, pipeline.fill_drain_hops).
     pp_hidden_seconds: float = 0.0
-    # Under block recompute (Plan.recompute_layers), the layers replayed and their (dense, routed-expert)
-    # parameters on one GPU (0 without bytes); None: the plan's recompute takes every layer alike.
+    # Under block recompute (Plan.recompute_layers), the layers replayed and their (all, routed-expert)
+    # parameters on one GPU (mix_params; 0 without bytes); None: the plan's recompute takes every layer alike.
     replayed: LayerMix | None = None
     replayed_params: tuple[float, float] = (0.0, 0.0)
     expert_params: float = 0.0  # of `params`, the routed experts' (synced over expert-DP)
@@ -105,20 +105,24 @@ def mix_layers(mix: LayerMix) -> int:
 def recompute_parts(model: Model, plan: Plan, mix: LayerMix, stage: int) -> tuple[tuple[Plan, LayerMix], ...]:
     """The stage's layers as (plan, LayerMix) parts that each recompute alike: the whole mix under the plan, or
     under block recompute (Plan.recompute_layers) the layers it replays (pipeline.recomputed_layer_indices)
-    under the plan, then the others under mtp_plan (no recompute). Only layer terms read the parts; the
+    under the plan, then the others under the plan without recompute. Only layer terms read the parts; the
     stage's own (logits, embedding, p2p) read the plan, and its MTP layers mtp_plan."""
     if not plan.recompute_layers:
         return ((plan, mix),)
     replayed, kept = _split_mix(model, pipeline.chunk_layers(model, plan), plan.pp, plan.vpp, plan.recompute_layers,
                                 mix, stage)
-    return ((plan, replayed), (mtp_plan(plan), kept))
+    return ((plan, replayed), (_without_recompute(plan), kept))
 
 
 def mtp_plan(plan: Plan) -> Plan:
     """The plan the MTP layers run under: the plan's own, but with no recompute under block recompute, which
     Megatron-core skips for them (multi_token_prediction.py, MultiTokenPredictionLayer: recompute_method
     "block" "is not supported for MTP yet. Skipping recompute."; uniform recomputes them)."""
-    return plan_with(plan, {"recompute": "none", "recompute_layers": 0}) if plan.recompute_layers else plan
+    return _without_recompute(plan) if plan.recompute_layers else plan
+
+
+def _without_recompute(plan: Plan) -> Plan:
+    return plan_with(plan, {"recompute": "none", "recompute_layers": 0})
 
 
 @lru_cache(maxsize=16384)  # the search asks per stage class and knob combination
@@ -222,11 +226,7 @@ def stage_params(model: Model, plan: Plan, layers, stage: int) -> tuple[float, f
     transformer layers count among the stage's transformer-layer parameters, and the final norm where
     final_norm_stage puts it. The embedding and output layer are split over TP (vocabulary-parallel),
     the final norm is not."""
-    mix = as_mix(model, layers)
-    total = experts = 0.0
-    for rep, n in mix:
-        t, e = layer_params_split(model, plan, rep)
-        total, experts = total + n * t, experts + n * e
+    total, experts = mix_params(model, plan, as_mix(model, layers))
     in_layers = total
     edges = embedding_parameters(model) if stage == 0 else 0.0
     if stage == plan.pp - 1:
@@ -525,7 +525,7 @@ def stage_cost(model: Model, cluster: Cluster, plan: Plan, layers, stage: int, e
     edge_ar = (stage == 0) + (stage == plan.pp - 1)  # vocab-parallel embedding / output layer
     moe_layers = [sum(n for r, n in layers if model.is_moe_layer(r)) for _, layers in parts]
     if stage == plan.pp - 1 and model.moe is not None:
-        moe_layers[-1] += model.mtp_layers  # the part of mtp_plan
+        moe_layers[-1] += model.mtp_layers  # the part without recompute under block recompute: mtp_plan's
     p2p = pp_p2p_seconds(model, cluster, plan, eff)
     exposed = exposed_p2p_seconds(plan, p2p, compute_s / plan.vpp)
     params, experts, in_layers = stage_params(model, plan, mix, stage) if with_bytes else (0.0, 0.0, 0.0)
@@ -553,12 +553,12 @@ def stage_cost(model: Model, cluster: Cluster, plan: Plan, layers, stage: int, e
 
 
 def mix_params(model: Model, plan: Plan, mix: LayerMix) -> tuple[float, float]:
-    """(dense, routed-expert) parameters on one GPU of the layers `mix` (layer_params_split)."""
+    """(all, routed-expert) parameters on one GPU of the layers `mix` (layer_params_split summed)."""
     total = experts = 0.0
     for rep, n in mix:
         t, e = layer_params_split(model, plan, rep)
         total, experts = total + n * t, experts + n * e
-    return total - experts, experts
+    return total, experts
 
 
 def stage_compute_seconds(model: Model, plan: Plan, k: StageKernels, mix: LayerMix, stage: int) -> float:

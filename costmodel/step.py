@@ -21,7 +21,7 @@ from .flops import (
     model_flops_per_step,
 )
 from .pipeline import chunk_layers
-from .stage import StageCost, layer_mix, replayed_mix, stage_cost, stage_kernels
+from .stage import StageCost, layer_mix, stage_cost, stage_kernels
 from .types import ATTENTION_KERNELS, Cluster, Efficiency, Gpu, Model, Plan
 
 TIME_PARTS = ("compute", "recompute", "tp_comm", "cp_comm", "ep_comm", "moe_sync", "pp_comm", "offload", "pp_bubble",
@@ -70,11 +70,8 @@ def recomputed_layers(model: Model, plan: Plan) -> tuple | None:
     rank replays, summed over the pipeline; None when recompute takes every layer alike."""
     if not plan.recompute_layers:
         return None
-    counts: dict[int, int] = {}
-    for stage in range(plan.pp):
-        for rep, n in replayed_mix(model, plan, stage):
-            counts[rep] = counts.get(rep, 0) + n
-    return tuple(sorted(counts.items()))
+    ranks = pipeline.recomputed_layer_indices(chunk_layers(model, plan), plan.pp, plan.vpp, plan.recompute_layers)
+    return layer_mix(model, (i for rank in ranks for i in rank))
 
 
 def stage_costs(model: Model, cluster: Cluster, plan: Plan, eff: Efficiency) -> list[StageCost]:
@@ -250,8 +247,9 @@ def replay_share(stage: StageCost, experts: bool) -> float:
     gathers again under ZeRO-3 for its replay: all, or under block recompute its replayed layers' own."""
     if stage.replayed is None:
         return 1.0
-    held = stage.expert_params if experts else stage.params - stage.expert_params
-    return stage.replayed_params[experts] / held if held else 0.0
+    total, routed = stage.replayed_params
+    held, replayed = (stage.expert_params, routed) if experts else (stage.params - stage.expert_params, total - routed)
+    return replayed / held if held else 0.0
 
 
 def over_sync_groups(cluster: Cluster, plan: Plan, stage: StageCost, eff: Efficiency, seconds) -> float:

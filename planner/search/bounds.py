@@ -344,13 +344,7 @@ def fewest_offloaded(knobs: tuple[Knobs, ...]) -> tuple[Knobs, ...]:
     """Of fitting combinations that differ only in the layers they offload to host, the one that offloads
     fewest: offload only adds time (stage.offload_seconds grows with the count and nothing else reads it),
     so it is never slower, and it holds the least in host memory, which the cost model does not count."""
-    if all(k.offl == 0 for k in knobs):
-        return knobs
-    keys = [knob_variant(knob_values(k), offl=0) for k in knobs]
-    least: dict[tuple, int] = {}
-    for key, k in zip(keys, knobs):
-        least[key] = min(least.get(key, k.offl), k.offl)
-    return tuple(k for key, k in zip(keys, knobs) if k.offl == least[key])
+    return _least_of_count(knobs, "offl", lambda n: n)
 
 
 def fewest_recomputed(knobs: tuple[Knobs, ...]) -> tuple[Knobs, ...]:
@@ -358,13 +352,19 @@ def fewest_recomputed(knobs: tuple[Knobs, ...]) -> tuple[Knobs, ...]:
     layer), the one that replays fewest: replaying a layer only adds time (its forward again, its TP and CP
     exchanges and ZeRO-3 gather again: stage.recompute_parts, dataparallel.dp_sync_seconds) and frees memory,
     which has been checked."""
-    if all(k.rcl == 0 for k in knobs):
+    return _least_of_count(knobs, "rcl", lambda n: n or math.inf)
+
+
+def _least_of_count(knobs: tuple[Knobs, ...], name: str, cost) -> tuple[Knobs, ...]:
+    """Of combinations that differ only in the count knob `name` (offl, rcl), those whose count has the least
+    `cost(count)`; all of them when none sets it."""
+    if all(getattr(k, name) == 0 for k in knobs):
         return knobs
-    keys = [knob_variant(knob_values(k), rcl=0) for k in knobs]
-    fewest: dict[tuple, float] = {}
+    keys = [knob_variant(knob_values(k), **{name: 0}) for k in knobs]
+    least: dict[tuple, float] = {}
     for key, k in zip(keys, knobs):
-        fewest[key] = min(fewest.get(key, math.inf), k.rcl or math.inf)
-    return tuple(k for key, k in zip(keys, knobs) if (k.rcl or math.inf) == fewest[key])
+        least[key] = min(least.get(key, math.inf), cost(getattr(k, name)))
+    return tuple(k for key, k in zip(keys, knobs) if cost(getattr(k, name)) == least[key])
 
 
 def table_best_first(space: Space, ctx: TableContext, capacity_bytes: float, k: int) -> Tabled:

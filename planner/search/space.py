@@ -104,8 +104,7 @@ class Knobs:
         prologue (what its clamps keep), and the loss (what an eager one keeps); not the TP overlap or the
         attention kernel."""
         return (*self.states, self.recompute, self.rcl, self.sp, self.cpc, self.pbuf, self.spg, self.offl, self.proj,
-                self.epo,
-                self.actp, self.xent)
+                self.epo, self.actp, self.xent)
 
 
 # Knobs field -> the cm.Plan field it sets: plan_for and knob_combinations both write a plan's knobs
