@@ -159,6 +159,41 @@ def test_the_search_tries_block_counts_only_when_asked():
     assert recompute_counts(replace(spec, fixed={"rcl": 3})) == (3,)
 
 
+def test_no_machine_rule_reads_the_block_count():
+    """space.knob_combinations gives a block recompute count the machine-rule verdict of its combination with every
+    layer's recompute, which holds while no framework's machine rule names recompute_layers."""
+    from planner.frameworks import REGISTRY
+
+    rules = [rule for fw in REGISTRY.values() for rule in fw.machine_rules]
+    assert rules and all("recompute_layers" not in rule.knobs for rule in rules)
+
+
+def test_least_fitting_count_is_the_fewest_any_family_fits_with():
+    """bounds.least_fitting_blocks against sizing every count of every family (peak_memory each): it keeps the
+    block counts at or above the fewest that fits in some family, and every count it drops fits in none."""
+    from costmodel import types as costtypes
+    from planner.search import bounds
+    from planner.search.space import build_space
+    from planner.search.tables import TableContext
+
+    gpu = replace(GPU, memory_bytes=12 * GIB)
+    spec = SearchSpec(MODEL, replace(CLUSTER, gpu=gpu, num_gpus=8), 32, frameworks=("megatron",), block_recompute=True)
+    space, ctx = build_space(spec), TableContext(spec, costtypes.Efficiency())
+    cap, checked = 0.9 * gpu.memory_bytes, 0
+    for lay, (t, knobs) in bounds.fitting_tables(space, ctx, cap).items():
+        blocks = [k for k in knobs if k.rcl]
+        if not blocks:
+            continue
+        fitting = [k.rcl for k in blocks if t.peak_memory(k) <= cap]
+        kept = {k for k in bounds.least_fitting_blocks(t, knobs, cap) if k.rcl}
+        least = min(fitting, default=None)
+        assert kept == {k for k in blocks if least is not None and k.rcl >= least}, lay
+        fewest = [k.rcl for k in bounds.fewest_fitting_blocks(t, knobs, cap) if k.rcl]
+        assert min(fewest, default=None) == least, lay
+        checked += least is not None and least > 1
+    assert checked > 0  # some layout fits none of its families with one layer replayed
+
+
 def test_search_picks_the_fewest_layers_that_fit_where_none_does_not():
     """A GPU where no recompute does not fit and full recompute does: with block counts searched, the best plan
     replays the fewest layers per chunk that fit, and is faster than the best without them. Its figures are

@@ -6,8 +6,10 @@ over the capacity are skipped whole; the rest are sorted into what fits by Layou
 
 Block recompute's counts (Knobs.rcl, searched with SearchSpec.block_recompute) are sized late: a layout
 carries them unsized where every layer's recompute fits and no recompute does not (with_block_counts), its
-compute-only bound taking the fewest layers any count replays; the first time it leaves the heap the fewest
-that fit replace them (fewest_fitting_blocks) and it goes back under its compute-only bound taken again.
+compute-only bound taking the fewest layers any count replays; the first time it leaves the heap the counts
+below the least that fits in any family go (least_fitting_blocks) and it goes back under its compute-only bound
+taken again; before its tight bound each family keeps only its own fewest that fit (fewest_fitting_blocks). Most
+layouts never get that far, and the least costs about one peak per family where the fewest cost a bisection each.
 
 Then time. Lower bound of every plan of a layout: its pipeline flush with no recompute (when every knob
 recomputes in full, with the fewest layers any of them replays), sequence parallel and TP/EP overlap on, over
@@ -40,7 +42,7 @@ from typing import Iterator
 
 from costmodel.pipeline import default_chunk_layers, pipeline_seconds, stage_layer_counts
 from costmodel.stage import parts_replay_seconds, recompute_parts, stage_compute_seconds, stage_replay_seconds
-from planner.search.space import (Knobs, Layout, SearchSpec, Space, knob_values, knob_variant, offload_counts,
+from planner.search.space import (Knobs, Layout, SearchSpec, Space, knob_variant, offload_counts,
                                   vpp_choices)
 from planner.search.tables import Candidate, LayoutTables, TableContext
 
@@ -264,7 +266,7 @@ def layout_peaks(t: LayoutTables, knobs: list[Knobs], capacity_bytes: float) -> 
     Combinations with one memory key (Knobs.memory: they differ only in what memory does not read)
     are judged once, by their first: no_larger reads only that key. Block recompute's counts (Knobs.rcl) are
     not among `knobs` (memory_walk): fitting_tables adds them unsized, table_best_first sizes them
-    (fewest_fitting_blocks)."""
+    (least_fitting_blocks, then fewest_fitting_blocks)."""
     ordered = sorted(knobs, key=_memory_order)
     over: dict[tuple, list[Knobs]] = {}  # by _states: only those can bound each other
     peaks: dict[tuple, float] = {}
@@ -291,35 +293,52 @@ def with_block_counts(fits: tuple[Knobs, ...], offered: tuple[Knobs, ...]) -> tu
     blocks = [k for k in offered if k.rcl]
     if not blocks:
         return fits
-    sized = {knob_values(k) for k in fits}
-    return fits + tuple(k for k in blocks if _block_family(k) in sized
-                        and knob_variant(_block_family(k), recompute="none") not in sized)
+    sized = {k.values for k in fits}
+    return fits + tuple(k for k in blocks if k.block_family in sized and k.unrecomputed not in sized)
+
+
+def least_fitting_blocks(t: LayoutTables, knobs: tuple[Knobs, ...], capacity_bytes: float) -> tuple[Knobs, ...]:
+    """`knobs` less the block recompute counts below the fewest layers per chunk that any family (the combination
+    of every layer's recompute, which fits) fits with: none of those fits, the rest are left unsized. A family
+    is sized only below the least count found so far (a count that does not fit bounds every smaller one, which
+    holds more), so where the first family fits with one layer the others cost nothing."""
+    least = math.inf
+    for counts in _block_families(knobs):
+        below = [k for k in counts if k.rcl < least]
+        if below and t.peak_memory(below[-1]) <= capacity_bytes:
+            least = below[_first_fitting(t, below, capacity_bytes)].rcl
+    return tuple(k for k in knobs if k.rcl >= least or not k.rcl)
 
 
 def fewest_fitting_blocks(t: LayoutTables, knobs: tuple[Knobs, ...], capacity_bytes: float) -> tuple[Knobs, ...]:
     """`knobs` with their block recompute counts sized: per family (the combination of every layer's recompute,
     which fits) the fewest layers per chunk that fit, in its place, or none of them (fewest_recomputed)."""
-    if not any(k.rcl for k in knobs):
-        return knobs
-    families: dict[tuple, list[Knobs]] = {}
-    for k in sorted((k for k in knobs if k.rcl), key=lambda k: k.rcl):
-        families.setdefault(_block_family(k), []).append(k)
     chosen = []
-    for counts in families.values():  # fewer layers replayed hold more: the first that fits, by bisection
-        low, high = 0, len(counts)
-        while low < high:
-            mid = (low + high) // 2
-            if t.peak_memory(counts[mid]) <= capacity_bytes:
-                high = mid
-            else:
-                low = mid + 1
-        chosen += counts[low:low + 1]
+    for counts in _block_families(knobs):
+        first = _first_fitting(t, counts, capacity_bytes)
+        chosen += counts[first:first + 1]
     return fewest_recomputed(tuple(k for k in knobs if not k.rcl) + tuple(chosen))
 
 
-def _block_family(k: Knobs) -> tuple:
-    """A block recompute combination's knobs with every layer recomputed (Knobs.rcl 0)."""
-    return knob_variant(knob_values(k), rcl=0)
+def _block_families(knobs: tuple[Knobs, ...]) -> list[list[Knobs]]:
+    """`knobs`' block recompute counts (Knobs.rcl > 0) by family (Knobs.block_family), each by increasing count."""
+    families: dict[tuple, list[Knobs]] = {}
+    for k in sorted((k for k in knobs if k.rcl), key=lambda k: k.rcl):
+        families.setdefault(k.block_family, []).append(k)
+    return list(families.values())
+
+
+def _first_fitting(t: LayoutTables, counts: list[Knobs], capacity_bytes: float) -> int:
+    """The index of the first of a family's `counts` (increasing) whose peak fits, len(counts) where none does: fewer
+    layers replayed hold more (stage.stage_activation_bytes), so by bisection."""
+    low, high = 0, len(counts)
+    while low < high:
+        mid = (low + high) // 2
+        if t.peak_memory(counts[mid]) <= capacity_bytes:
+            high = mid
+        else:
+            low = mid + 1
+    return low
 
 
 def _memory_order(k: Knobs) -> tuple:
@@ -360,7 +379,7 @@ def _least_of_count(knobs: tuple[Knobs, ...], name: str, cost) -> tuple[Knobs, .
     `cost(count)`; all of them when none sets it."""
     if all(getattr(k, name) == 0 for k in knobs):
         return knobs
-    keys = [knob_variant(knob_values(k), **{name: 0}) for k in knobs]
+    keys = [knob_variant(k.values, **{name: 0}) for k in knobs]
     least: dict[tuple, float] = {}
     for key, k in zip(keys, knobs):
         least[key] = min(least.get(key, math.inf), cost(getattr(k, name)))
@@ -372,7 +391,8 @@ def table_best_first(space: Space, ctx: TableContext, capacity_bytes: float, k: 
 
     Only plans that fit are timed (fitting_tables sorts them out from memory alone). Layouts leave a
     heap in increasing bound order: first by the compute-only bound (compute_bound, the cheapest), then,
-    re-queued, by the loose bound, then by the tight one over their fitting knobs; a layout is tabled
+    re-queued, by the loose bound, then by the tight one over their fitting knobs (block recompute's counts
+    sized in two steps on the way: the module's docstring); a layout is tabled
     when its tight bound is the least in the heap, and the search ends when the least bound exceeds
     the K-th best group's best step time."""
     fitting = fitting_tables(space, ctx, capacity_bytes)
@@ -381,16 +401,18 @@ def table_best_first(space: Space, ctx: TableContext, capacity_bytes: float, k: 
     best: dict[tuple, float] = {}
     out: list[Candidate] = []
     threshold, tabled = math.inf, 0
-    sized: set = set()  # layouts whose block recompute counts are sized (fewest_fitting_blocks)
+    least: set = set()  # layouts whose least fitting block recompute count is known (least_fitting_blocks)
     while heap and heap[0][0] <= threshold:
         _, level, lay = heapq.heappop(heap)
         t, knobs = fitting[lay]
-        if level == 0 and any(k.rcl for k in knobs) and lay not in sized:  # block counts: the fewest that fit,
-            sized.add(lay)  # then the compute bound again, which read the fewest any count replays
-            knobs = fewest_fitting_blocks(t, knobs, capacity_bytes)
-            fitting[lay] = t, knobs
-            heapq.heappush(heap, (compute_bound(t, knobs), 0, lay))
+        if level == 0 and lay not in least and any(k.rcl for k in knobs):  # block counts: the least that fits,
+            least.add(lay)  # then the compute bound again, which read the fewest any count replays
+            fitting[lay] = t, least_fitting_blocks(t, knobs, capacity_bytes)
+            heapq.heappush(heap, (compute_bound(*fitting[lay]), 0, lay))
             continue
+        if level == 1 and any(k.rcl for k in knobs):  # each family's fewest, for the tight bound (the loose one
+            knobs = fewest_fitting_blocks(t, knobs, capacity_bytes)  # read the least: it still holds)
+            fitting[lay] = t, knobs
         if level < 2:  # 0: compute only, 1: loose, 2: tight (then tabled)
             heapq.heappush(heap, (lower_bound(t, knobs, tight=level == 1), level + 1, lay))
             continue

@@ -106,6 +106,22 @@ class Knobs:
         return (*self.states, self.recompute, self.rcl, self.sp, self.cpc, self.pbuf, self.spg, self.offl, self.proj,
                 self.epo, self.actp, self.xent)
 
+    @cached_property
+    def values(self) -> tuple:
+        """knob_values of the combination (its fields as a tuple)."""
+        return knob_values(self)
+
+    @cached_property
+    def block_family(self) -> tuple:
+        """The combination's values with every layer's recompute (Knobs.rcl 0): what a block recompute count
+        (bounds.with_block_counts) is a variant of."""
+        return knob_variant(self.values, rcl=0)
+
+    @cached_property
+    def unrecomputed(self) -> tuple:
+        """The combination's values with no recompute at all (recompute none, Knobs.rcl 0)."""
+        return knob_variant(self.values, recompute="none", rcl=0)
+
 
 # Knobs field -> the cm.Plan field it sets: plan_for and knob_combinations both write a plan's knobs
 # through knob_plan_fields, so a new knob is one line here (tests/test_search_space.py checks it is).
@@ -184,7 +200,8 @@ class SearchSpec:
     # parameters gathered in the low precision), the user's choice as in estimate.
     numerics: Mapping[str, object] = field(default_factory=dict)
     # Full recompute of the first N layers of each model chunk searched too (recompute_counts): off by default, as
-    # it roughly doubles the search of a model that needs recompute (benchmarks/bench_suggest.py --block-recompute).
+    # it lengthens the search of a model that needs recompute by about 1.4x and changed no best plan measured
+    # (benchmarks/bench_suggest.py --block-recompute; README, "Block recompute").
     block_recompute: bool = False
 
     def __post_init__(self):
@@ -464,17 +481,21 @@ def knob_combinations(spec: SearchSpec, fws: tuple[str, ...], tp: int, pp: int, 
         key = (name, tp > 1, pp > 1, cp > 1, vpp > 1, ep > 1, etp > 1)
         if key not in runs:
             runs[key] = framework_knobs(spec, name, probe)
-        for k, dpos in runs[key]:
+        for k, dpos, counts in runs[key]:
             if cp > 1 and k.cpc not in cp_comms:
                 continue
             if not refused:  # no machine rule refuses anything on the split
                 out.add(k)
+                out.update(counts)
                 continue
             if (name, k) not in runs:
                 runs[name, k] = refusal_keys(name, plan_over(probe, knob_plan_fields(k)), dpos)
-            for dpo, keys in runs[name, k]:  # of the rules only machine rules read the DP overlap (base.py)
+            # of the rules only machine rules read the DP overlap (base.py), and none reads the block recompute
+            # count (tests/test_block_recompute.py): the counts go where their knobs go
+            for dpo, keys in runs[name, k]:
                 if not any(key in refused for key in keys):
                     out.add(k if dpo == k.dpo else replace(k, dpo=dpo))
+                    out.update(counts if dpo == k.dpo else (replace(c, dpo=dpo) for c in counts))
                     break
     if ep_local:
         values = {k: knob_values(k) for k in out}
@@ -499,7 +520,8 @@ def own_knobs(fw: base.Framework, ks: base.Knobs, model: cm.Model, zero: int, sp
 def framework_knobs(spec: SearchSpec, name: str, probe: cm.Plan) -> list:
     """The knob combinations framework `name` runs on the probe plan's split, before its machine rules and
     with every CP exchange it offers (a split keeps those legal_cp_comms allows on it): (knobs with the first
-    DP overlap value allowed, the DP overlap values in the order to try)."""
+    DP overlap value allowed, the DP overlap values in the order to try, its block recompute counts: the knobs
+    with each Knobs.rcl it runs, which the machine rules judge as the knobs themselves, knob_combinations)."""
     fw = REGISTRY[name]
     tp, pp, cp = probe.tp, probe.pp, probe.cp
     ks = fw.knobs(tp > 1, pp > 1)
@@ -546,11 +568,11 @@ def framework_knobs(spec: SearchSpec, name: str, probe: cm.Plan) -> list:
             grad, cast, reshard, tpo, cpc, epo, pbuf, attn, epd, mcg = inner
             k = Knobs(zero, rc, sp, prec, grad, cast, reshard, tpo, cpc, epo, pbuf, attn, epd=epd, mcg=mcg,
                       dpo=dpos[0], **own)
-            found.append((k, dpos))
+            counts = tuple(replace(k, rcl=n) for n in rcls) \
+                if rcls and not rules.refuse(plan_over(plan, {"recompute_layers": rcls[0]})) else ()
+            found.append((k, dpos, counts))
             if offls and not rules.refuse(plan_over(plan, {"offload_layers": offls[0]})):
-                found += [(replace(k, offl=n), dpos) for n in offls]
-            if rcls and not rules.refuse(plan_over(plan, {"recompute_layers": rcls[0]})):
-                found += [(replace(k, rcl=n), dpos) for n in rcls]
+                found += [(replace(k, offl=n), dpos, ()) for n in offls]
     return found
 
 
