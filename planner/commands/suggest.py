@@ -257,7 +257,7 @@ def register(sub) -> None:
     p.add_argument("--no-pp-overlap", action="store_true", help="pipeline p2p does not overlap compute")
     p.add_argument("--block-recompute", action="store_true",
                    help="also search full recompute of only the first N layers of each model chunk, N = 1, 2, 4, ... "
-                        "(Megatron --recompute-method block; about 1.4x the search time where recompute is needed)")
+                        "(Megatron --recompute-method block; 1.3-1.5x the search time where recompute is needed)")
     add_numerics_flags(p.add_argument_group("numerics (every plan searched uses them; the search never picks them)"))
     add_what_if(p, "search")
     add_what_if_grid(p, "rank stability: search again for each value (e.g. network=0.5,0.6,0.7,0.8,0.9,1.0) and "

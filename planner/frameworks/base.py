@@ -168,9 +168,9 @@ class Machine:
 class MachineRule:
     """A rule checked once per split: it reads the machine, or a split's own degrees beside a knob.
     `check(model, machine, plan)` must read of the plan only the split's degrees (tp, cp, pp, dp, ep,
-    etp), the search's fixed settings (overlap_pp_comm, flash_attention) and the
-    fields named in `knobs` (search knobs, Knobs attribute names), so that one check per split and
-    value of those knobs decides it."""
+    etp), the search's fixed settings (overlap_pp_comm, flash_attention) and the fields named in `knobs` (cm.Plan
+    field names of search knobs, space.PLAN_FIELDS' values), so that one check per split and value of those knobs
+    decides it."""
     knobs: tuple[str, ...]
     check: Callable[[cm.Model, Machine, cm.Plan], Optional[str]]
 

@@ -200,7 +200,7 @@ class SearchSpec:
     # parameters gathered in the low precision), the user's choice as in estimate.
     numerics: Mapping[str, object] = field(default_factory=dict)
     # Full recompute of the first N layers of each model chunk searched too (recompute_counts): off by default, as
-    # it lengthens the search of a model that needs recompute by about 1.4x and changed no best plan measured
+    # it lengthens the search of a model that needs recompute by 1.3-1.5x and changed no best plan measured
     # (benchmarks/bench_suggest.py --block-recompute; README, "Block recompute").
     block_recompute: bool = False
 
