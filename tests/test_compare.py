@@ -167,3 +167,17 @@ def test_compare_says_when_two_plans_of_one_job_differ_by_less_than_the_models_e
     assert any(w.startswith("A and B differ by 1.1% in step time, inside the model's 7.9% error") for w in warnings)
     far = compare_dicts(a, {**est(step=60.0), "accuracy": judged})["warnings"]  # 10% apart: a difference it can tell
     assert not any("inside the model's" in w for w in far)
+
+
+def test_compare_says_it_reads_a_plan_as_given_not_its_what_if():
+    """An audit's case: B is A's plan scored with --what-if imbalance=1.3 (what_if.estimate: 7.055 s); compare reads
+    the top-level figures, so it says so instead of a silent tie."""
+    from planner.analysis.compare import compare
+
+    a, b = est(step=6.0), est(step=6.0)
+    b["what_if"] = {"assumptions": "imbalance=1.3", "estimate": est(step=7.055)}
+    out = compare(a, b)
+    assert out["faster"] == "tie"
+    assert ("B carries a what-if (imbalance=1.3: step 7.055 s against 6 s as given) that compare does not read"
+            in out["warnings"][-1])
+    assert not any("carries a what-if" in w for w in compare(a, est(step=6.0))["warnings"])

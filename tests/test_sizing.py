@@ -309,3 +309,33 @@ def test_times_to_train_under_a_day_are_not_zero_days():
     assert duration_text(0.005) == "7 minutes"
     assert duration_text(float("inf")) == "inf days"
     assert duration_text(0.9999) == "1.0 days" and duration_text(0.9999 / 24) == "1.0 hours"  # never "24.0 hours"
+
+
+def test_over_budget_note_names_what_meets_the_deadline():
+    """An audit's case (DeepSeek-V3 on GB200, 5-day deadline, $200,000): the cheapest option, 512 GPUs at $363,509,
+    takes 6.5 days; the only one within the deadline, 1024 GPUs at $368,443 (3.3 days), is what the budget must
+    reach: $368,443 - $200,000 = $168,443 more, and $200,000 / $368,443 = 54.28% of the tokens."""
+    from planner.sizing.run import over_budget_line
+
+    slow, fast = fake_option(6.5, 363_509, 0), fake_option(3.3, 368_443, 1)
+    line = over_budget_line([slow, fast], 5.0, 200_000)
+    assert "the cheapest is c0 with 1 GPUs, $363,509 (6.5 days), past the 5-day deadline" in line
+    assert "within it the cheapest is c1 with 1 GPUs, $368,443 (3.3 days)" in line
+    assert line.endswith("the budget would need $168,443 more, or buys about 54.28% of the tokens")
+    plain = over_budget_line([slow, fast], None, 200_000)  # no deadline: the cheapest is the one to reach
+    assert "past the" not in plain and "would need $163,509 more, or buys about 55.02%" in plain
+
+
+def test_a_type_that_loses_on_price_and_speed_says_both():
+    """The audit's B200 against GB200: $5.25 vs $4.54 an hour (1.16x) and 6.257 s against 5.446 s a step on 256 GPUs
+    each, 6.257 / 5.446 = 1.15x fewer tokens/s per GPU: it is not faster per GPU, as "outweighs its speed" said."""
+    from types import SimpleNamespace as NS
+
+    def option(price, step):
+        est = NS(tokens_per_second=2048 * 4096 / step)
+        return NS(offering=NS(usd_per_gpu_hour=price), num_gpus=256, best=NS(est=est), days=1.0)
+
+    why = sizing.why_loses(option(5.25, 6.257), option(4.54, 5.446), None)
+    assert why == "price: $5.25 vs $4.54 per GPU-hour (1.16x) and 1.15x fewer tokens/s per GPU"
+    faster = sizing.why_loses(option(5.25, 5.0), option(2.0, 5.446), None)  # 2.62x the price, 1.09x the speed
+    assert faster.endswith("(2.62x) outweighs its 1.09x the tokens/s per GPU")

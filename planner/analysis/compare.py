@@ -67,9 +67,31 @@ def compare(a: dict, b: dict) -> dict:
     warnings += [f"{name} does not fit in GPU memory ({_gib(d['memory_per_gpu_bytes'])} of "
                  f"{_gib(d.get('memory_capacity_bytes'))} per GPU)" for name, d in (("A", a), ("B", b))
                  if name in misfits]
+    warnings += [line for line in (what_if_unread(name, d) for name, d in (("A", a), ("B", b))) if line]
     return {"faster": "tie" if tie else ("A" if fast is a else "B"), "measure": measure, "why": why,
             "same_job": not diffs, "differences": diffs, "does_not_fit": misfits, "warnings": warnings,
             "a": a, "b": b}
+
+
+def what_if_unread(name: str, d: dict) -> str | None:
+    """A line for a plan scored with `estimate --what-if`, whose what-if figures (`what_if.estimate`) compare does not
+    read: it compares the plans as given."""
+    what_if = d.get("what_if")
+    if not isinstance(what_if, dict) or not isinstance(what_if.get("estimate"), dict):
+        return None
+    step = what_if["estimate"].get("step_time_s")
+    changed = f": step {step:.4g} s against {d['step_time_s']:.4g} s as given" if isinstance(step, (int, float)) else ""
+    return (f"{name} carries a what-if ({_what_if_words(what_if.get('assumptions'))}{changed}) that compare does not "
+            "read: it compares the plans as given; to compare the what-if, save its estimate (what_if.estimate in "
+            "the JSON) as a file of its own")
+
+
+def _what_if_words(assumptions) -> str:
+    if isinstance(assumptions, dict):
+        return ", ".join(f"{k}={v}" for k, v in assumptions.items())
+    if isinstance(assumptions, list):
+        return ", ".join(map(str, assumptions))
+    return str(assumptions) if assumptions else "what-if"
 
 
 def _gib(value) -> str:

@@ -198,7 +198,8 @@ def unchanged_warning(wi: WhatIf, base: dict, alt: dict) -> list[str]:
     if any(base[k] != alt[k] for k in keys):
         return []
     return [f"what if {wi.label()}: no figure of this plan changes (the plan uses no link, rate or price the "
-            "assumption sets, the cluster already has it, or a power cap is at or above the GPU's rating)"]
+            "assumption sets, the cluster already has it, the value is what the plan is scored with already, such as "
+            "imbalance=1 (balanced routing), or a power cap is at or above the GPU's rating)"]
 
 
 def imbalance_ceiling(model: cm.Model, plan: cm.Plan, wi: WhatIf) -> list[str]:

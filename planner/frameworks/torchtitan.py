@@ -488,7 +488,8 @@ def match_flavour(model: cm.Model) -> tuple[Optional[Flavour], str]:
     diff = _mismatches(model, best)
     if not diff:
         return best, ""
-    return None, (f"torchtitan has no model definition for '{model.name}': the closest, {best.family} flavour "
+    return None, (f"planner's torchtitan flavours (Llama 3, Qwen3, Qwen3-MoE; not torchtitan's DeepSeek-V3, gpt-oss, "
+                  f"Llama 4 or Kimi models) have no '{model.name}': the closest, {best.family} flavour "
                   f"{best.name}, differs in " + ", ".join(diff))
 
 

@@ -25,24 +25,32 @@ def options_table(title: str, options: list[sizing.Option]) -> Table:
     return table
 
 
+def plural(n: int, one: str, many: str | None = None) -> str:
+    """'1 option', '3 options' (`many` where adding an s is not the plural)."""
+    return f"{n} {one if n == 1 else many or one + 's'}"
+
+
 def print_size(r: dict, deadline_days: float | None) -> None:
     console = make_console()
     a = r["assumptions"]
     console.print(f"[bold]{r['model']}[/bold], {r['tokens']:.3g} tokens, global batch {r['global_batch_size']} "
                   f"sequences of {r['seq_length']:,} tokens: "
-                  f"{len(r['options'])} options, {r['searched']} plan searches, {r['seconds']:.1f} s")
+                  f"{plural(len(r['options']), 'option')}, {plural(r['searched'], 'plan search', 'plan searches')}, "
+                  f"{r['seconds']:.1f} s")
     rate = a["failures_per_1000_gpu_days"]
     # the default, Llama 3 405B's, or the rounded 0.53 its help text shows
     llama = abs(rate / sizing.runtime.LLAMA3_INTERRUPTIONS_PER_1000_GPU_DAYS - 1) < 0.01
-    console.print(f"run overheads: {rate:g} interruptions per 1000 GPU-days"
+    console.print(f"run overheads: {rate:.3g} interruptions per 1000 GPU-days"
                   f"{' (Llama 3 405B run)' if llama else ''}, {a['restart_minutes']:g} min per restart, "
                   + (f"checkpoints at {a['checkpoint_gbytes_per_s_per_node']:g} GB/s per node every Young-optimal "
                      "interval" if rate > 0 else "no checkpoints (no interruptions to recover from)"))
     within = r["deadline_days"] and any(o.days <= r["deadline_days"] for o in r["pareto"])
     console.print(options_table("Pareto front: time to train vs total dollars"
                                 + (f" (options meeting {r['deadline_days']:g} days)" if within else ""), r["pareto"]))
-    for label, key in (("cheapest meeting the deadline and budget", "cheapest"),
-                       ("fastest within the deadline and budget", "fastest")):
+    given = (("the deadline", r["deadline_days"]), ("the budget", r["budget_usd"]))
+    limits = " and ".join(name for name, value in given if value)
+    for label, key in (("cheapest" + (f" meeting {limits}" if limits else ""), "cheapest"),
+                       ("fastest" + (f" within {limits}" if limits else ""), "fastest")):
         o = r[key]
         if o is not None:
             console.print(f"[bold green]{label}[/bold green]: {o.offering.name}, {o.num_gpus} x {o.offering.gpu.name}, "

@@ -131,15 +131,26 @@ def impossible_lines(options: list[sizing.Option], args: SizeRequest) -> list[st
             lines.append(head + f"more GPUs of it do not help (sized up to {largest}; scaling stops short of the "
                                 f"{need} that linear scaling would need): train fewer tokens or allow more days")
     if args.budget_usd and not any(o.usd <= args.budget_usd for o in feasible):
-        c = min(feasible, key=lambda o: (o.usd, o.days))
-        scope = " sized for this deadline" if args.deadline_days else ""
-        lines.append(f"no option fits ${args.budget_usd:,.0f}: the cheapest{scope} is {c.offering.name} with "
-                     f"{c.num_gpus} GPUs, ${c.usd:,.0f} ({sizing.duration_text(c.days)}); the budget would need "
-                     f"${c.usd - args.budget_usd:,.0f} more, or buys about {args.budget_usd / c.usd:.2%} of the tokens")
+        lines.append(over_budget_line(feasible, args.deadline_days, args.budget_usd))
     if args.deadline_days and args.budget_usd and not lines and not any(
             o.days <= args.deadline_days and o.usd <= args.budget_usd for o in feasible):
         lines.append(both_limits_line(feasible, args.deadline_days, args.budget_usd))
     return lines
+
+
+def over_budget_line(feasible: list[sizing.Option], deadline_days: float | None, budget_usd: float) -> str:
+    """No option fits the budget: the cheapest, and where it misses a deadline that others meet, the cheapest of
+    those, which is what the budget would have to reach."""
+    c = min(feasible, key=lambda o: (o.usd, o.days))
+    line = (f"no option fits ${budget_usd:,.0f}: the cheapest is {c.offering.name} with {c.num_gpus} GPUs, "
+            f"${c.usd:,.0f} ({sizing.duration_text(c.days)})")
+    in_time = [o for o in feasible if deadline_days and o.days <= deadline_days]
+    if in_time and c not in in_time:
+        c = min(in_time, key=lambda o: (o.usd, o.days))
+        line += (f", past the {deadline_days:g}-day deadline; within it the cheapest is {c.offering.name} with "
+                 f"{c.num_gpus} GPUs, ${c.usd:,.0f} ({sizing.duration_text(c.days)})")
+    return line + (f"; the budget would need ${c.usd - budget_usd:,.0f} more, or buys about {budget_usd / c.usd:.2%} "
+                   "of the tokens")
 
 
 def both_limits_line(feasible: list[sizing.Option], deadline_days: float, budget_usd: float) -> str:

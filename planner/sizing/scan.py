@@ -463,8 +463,11 @@ def why_loses(loser: Option, winner: Option, deadline_days: float | None) -> str
     price = loser.offering.usd_per_gpu_hour / winner.offering.usd_per_gpu_hour
     speed = (winner.best.est.tokens_per_second / winner.num_gpus) / (loser.best.est.tokens_per_second / loser.num_gpus)
     if price >= speed:
+        # speed: the winner's tokens/s per GPU over the loser's; above 1 the loser is slower per GPU too
+        versus = (f"and {speed:.2f}x fewer tokens/s per GPU" if speed > 1 else "at the same tokens/s per GPU"
+                  if speed == 1 else f"outweighs its {1 / speed:.2f}x the tokens/s per GPU")
         return (f"price: ${loser.offering.usd_per_gpu_hour:.2f} vs ${winner.offering.usd_per_gpu_hour:.2f} per "
-                f"GPU-hour ({price:.2f}x) outweighs its per-GPU speed")
+                f"GPU-hour ({price:.2f}x) {versus}")
     comm = sum(loser.best.est.time_breakdown_seconds[k] for k in diagnose.COMM_PARTS)
     share = comm / loser.best.est.step_time_seconds
     if share > 0.2:
