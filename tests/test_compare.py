@@ -181,3 +181,17 @@ def test_compare_says_it_reads_a_plan_as_given_not_its_what_if():
     assert ("B carries a what-if (imbalance=1.3: step 7.055 s against 6 s as given) that compare does not read"
             in out["warnings"][-1])
     assert not any("carries a what-if" in w for w in compare(a, est(step=6.0))["warnings"])
+
+
+def test_one_job_on_other_hardware_compares_step_times():
+    """An audit's case: Qwen3-235B, 256 GPUs, batch 2048 on GB200 (5.446 s) and on DGX B200 (6.743 s): the same
+    tokens a step, so the step times compare, 6.743 / 5.446 = 1.24x; only the hardware is named as differing."""
+    a, b = est(gpus=256, gbs=2048, step=5.446), est(gpus=256, gbs=2048, step=6.743)
+    b.update(cluster="dgx-b200", gpu="b200")
+    r = compare(a, b)
+    assert (r["faster"], r["measure"], r["same_job"]) == ("A", "step time", False)
+    assert r["why"] == "1.24x the step time of the same job on other hardware (cluster c vs dgx-b200; GPU g vs b200)"
+    assert r["warnings"][0] == ("the plans are for the same job on different hardware: cluster c vs dgx-b200; "
+                                "GPU g vs b200")
+    other = compare(a, est(gpus=128, gbs=2048, step=6.743))  # a GPU count apart: another job, ranked per GPU
+    assert other["measure"] == "tokens/s per GPU" and "do not compare" in other["why"]

@@ -1,9 +1,9 @@
 """Two scored plans side by side: which is faster and why, and what makes the comparison unfair.
 
-Step times compare only like with like: the same model, cluster, GPU count, global batch, sequence
-length and --what-if assumptions. When the plans differ in any of them, `compare` says so and ranks them by
-tokens per second per GPU (throughput that does not depend on the batch or the job's size), and
-it names a plan that does not fit in its GPU's memory.
+Step times compare only like with like: the same model, GPU count, global batch, sequence length and --what-if
+assumptions (one job: the same tokens a step), on any cluster and GPU (then `compare` names the hardware that
+differs). When the jobs differ, `compare` says so and ranks them by tokens per second per GPU (throughput that
+does not depend on the batch or the job's size), and it names a plan that does not fit in its GPU's memory.
 """
 from __future__ import annotations
 
@@ -42,7 +42,8 @@ def compare(a: dict, b: dict) -> dict:
     a, b = checked_estimate(a, "A", REQUIRED), checked_estimate(b, "B", REQUIRED)
     diffs = differences(a, b)
     rates = per_gpu_rate(a), per_gpu_rate(b)
-    if diffs and None not in rates:
+    hardware = bool(diffs) and not differences(a, {**b, "cluster": a.get("cluster"), "gpu": a.get("gpu")})
+    if diffs and None not in rates and not hardware:
         measure, ka, kb = "tokens/s per GPU", -rates[0], -rates[1]
     else:
         measure, ka, kb = "step time", a["step_time_s"], b["step_time_s"]
@@ -52,13 +53,17 @@ def compare(a: dict, b: dict) -> dict:
     fast, slow = (a, b) if ka <= kb else (b, a)
     if tie:
         why = f"the same {measure}"
+    elif hardware:  # one job (model, GPU count, batch, sequence) on other hardware: its step times compare
+        why = (f"{slow['step_time_s'] / fast['step_time_s']:.2f}x the step time of the same job on other hardware "
+               f"({'; '.join(diffs)})")
     elif diffs:
         ratio = max(rates) / min(rates) if measure != "step time" else slow["step_time_s"] / fast["step_time_s"]
         why = f"{ratio:.2f}x the {measure}; the jobs differ ({'; '.join(diffs)}), so step times do not compare"
     else:
         why = explain.why_faster(fast, slow)
     misfits = [name for name, d in (("A", a), ("B", b)) if d.get("fits") is False]
-    warnings = ([f"the plans are for different jobs: {'; '.join(diffs)}"] if diffs else [])
+    warnings = ([f"the plans are for {'the same job on different hardware' if hardware else 'different jobs'}: "
+                 f"{'; '.join(diffs)}"] if diffs else [])
     if not tie and gap < L.MIN_GAIN:
         warnings.append(f"A and B differ by {100 * gap:.2g}% in {measure}, under {L.MIN_GAIN:.0%}: far inside the "
                         "model's error on published runs (`planner validate`); read the two as equal")
