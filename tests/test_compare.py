@@ -195,3 +195,15 @@ def test_one_job_on_other_hardware_compares_step_times():
                                 "GPU g vs b200")
     other = compare(a, est(gpus=128, gbs=2048, step=6.743))  # a GPU count apart: another job, ranked per GPU
     assert other["measure"] == "tokens/s per GPU" and "do not compare" in other["why"]
+
+
+def test_mfus_of_two_precisions_are_not_subtracted(tmp_path, capsys):
+    """An fp8 plan's MFU is of the fp8 peak, a bf16 plan's of the bf16 one (an audit found 14.5 -> 40.3 printed as
+    +25.7): the row says whose peak each is and leaves the change out."""
+    a, b = est(), est()
+    a["plan"]["precision"], b["plan"]["precision"] = "fp8", "bf16"
+    (tmp_path / "a.json").write_text(json.dumps(a))
+    (tmp_path / "b.json").write_text(json.dumps(b))
+    assert main(["compare", str(tmp_path / "a.json"), str(tmp_path / "b.json")]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if "MFU %" in line)
+    assert "(each of its precision's peak)" in row and "+" not in row and "-0" not in row

@@ -263,6 +263,9 @@ def print_side_by_side(a: dict, b: dict, name_a: str, name_b: str, console: Cons
             cells = (fmt.format(v) if p else "no price" for v, p in zip((va, vb), priced))
             table.add_row(f"[bold]{label}[/bold]", *cells, "")
             continue
+        if label == "MFU %" and a["plan"].get("precision") != b["plan"].get("precision"):  # of other peaks
+            table.add_row(f"[bold]{label}[/bold] (each of its precision's peak)", fmt.format(va), fmt.format(vb), "")
+            continue
         table.add_row(f"[bold]{label}[/bold]", fmt.format(va), fmt.format(vb), ("{:+" + fmt[2:]).format(vb - va))
     fits = {True: "yes", False: "[red]no[/red]"}
     table.add_row("[bold]fits in memory[/bold]", fits[a["fits"]], fits[b["fits"]], "")
