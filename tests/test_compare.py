@@ -30,6 +30,9 @@ def test_different_jobs_are_named_and_ranked_by_throughput_per_gpu():
     assert r["faster"] == "B" and r["measure"] == "tokens/s per GPU" and not r["same_job"]
     assert r["why"].startswith("17.27x the tokens/s per GPU")
     assert "step times do not compare" in r["why"]
+    assert r["why"].endswith("nor is a token of one model the work of a token of the other")  # 70B vs 8B
+    same_model = compare(est("llama3-8b", gpus=64, gbs=512, step=57.0), b)
+    assert "nor is a token" not in same_model["why"]
 
 
 def test_a_plan_that_does_not_fit_is_named():

@@ -59,6 +59,8 @@ def compare(a: dict, b: dict) -> dict:
     elif diffs:
         ratio = max(rates) / min(rates) if measure != "step time" else slow["step_time_s"] / fast["step_time_s"]
         why = f"{ratio:.2f}x the {measure}; the jobs differ ({'; '.join(diffs)}), so step times do not compare"
+        if a.get("model") and b.get("model") and a["model"] != b["model"]:
+            why += ", nor is a token of one model the work of a token of the other"
     else:
         why = explain.why_faster(fast, slow)
     misfits = [name for name, d in (("A", a), ("B", b)) if d.get("fits") is False]
