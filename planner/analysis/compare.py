@@ -88,17 +88,9 @@ def what_if_unread(name: str, d: dict) -> str | None:
         return None
     step = what_if["estimate"].get("step_time_s")
     changed = f": step {step:.4g} s against {d['step_time_s']:.4g} s as given" if isinstance(step, (int, float)) else ""
-    return (f"{name} carries a what-if ({_what_if_words(what_if.get('assumptions'))}{changed}) that compare does not "
+    return (f"{name} carries a what-if ({what_if.get('assumptions') or 'unnamed'}{changed}) that compare does not "
             "read: it compares the plans as given; to compare the what-if, save its estimate (what_if.estimate in "
             "the JSON) as a file of its own")
-
-
-def _what_if_words(assumptions) -> str:
-    if isinstance(assumptions, dict):
-        return ", ".join(f"{k}={v}" for k, v in assumptions.items())
-    if isinstance(assumptions, list):
-        return ", ".join(map(str, assumptions))
-    return str(assumptions) if assumptions else "what-if"
 
 
 def _gib(value) -> str:
