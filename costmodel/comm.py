@@ -26,7 +26,8 @@ class Link:
 
 
 def ring_transfer_seconds(size_bytes: float, ranks: int, bandwidth_bytes_per_second: float) -> float:
-    """Bandwidth term of a ring ReduceScatter/AllGather: (n-1)/n of the buffer through each link."""
+    """Bandwidth term of a ring ReduceScatter/AllGather: (n-1)/n of the buffer through each link (Thakur et al.
+    2005, the module's source)."""
     return size_bytes * (ranks - 1) / ranks / bandwidth_bytes_per_second
 
 
@@ -34,8 +35,8 @@ def ring_reduce_scatter_seconds(size_bytes: float, ranks: int, link: Link) -> fl
     """Ring ReduceScatter of a `size_bytes` buffer (the full, unsharded size) over `ranks` GPUs."""
     if ranks <= 1 or size_bytes <= 0:
         return 0.0
-    bandwidth = ring_transfer_seconds(size_bytes, ranks, link.bandwidth_bytes_per_second)
-    return (ranks - 1) * link.latency_seconds + bandwidth
+    transfer_seconds = ring_transfer_seconds(size_bytes, ranks, link.bandwidth_bytes_per_second)
+    return (ranks - 1) * link.latency_seconds + transfer_seconds
 
 
 def ring_allgather_seconds(size_bytes: float, ranks: int, link: Link) -> float:
@@ -44,7 +45,8 @@ def ring_allgather_seconds(size_bytes: float, ranks: int, link: Link) -> float:
 
 
 def ring_allreduce_seconds(size_bytes: float, ranks: int, link: Link) -> float:
-    """Ring AllReduce: 2 (n-1)/n * size / bandwidth + 2 (n-1) * latency."""
+    """Ring AllReduce = ReduceScatter + AllGather (Thakur et al. 2005): 2 (n-1)/n * size / bandwidth
+    + 2 (n-1) * latency."""
     return 2.0 * ring_reduce_scatter_seconds(size_bytes, ranks, link)
 
 
@@ -111,7 +113,7 @@ def alltoall_seconds(size_bytes: float, ranks: int, ranks_per_domain: int, fast:
     if ranks <= 1 or size_bytes <= 0:
         return 0.0
     inner = max(1, min(ranks, ranks_per_domain))
-    near = size_bytes * (inner - 1) / ranks / fast.bandwidth_bytes_per_second
-    far = size_bytes * (ranks - inner) / ranks / slow.bandwidth_bytes_per_second
-    latency = (fast.latency_seconds if inner > 1 else 0.0) + (slow.latency_seconds if ranks > inner else 0.0)
-    return max(near, far) + latency
+    near_seconds = size_bytes * (inner - 1) / ranks / fast.bandwidth_bytes_per_second
+    far_seconds = size_bytes * (ranks - inner) / ranks / slow.bandwidth_bytes_per_second
+    latency_seconds = (fast.latency_seconds if inner > 1 else 0.0) + (slow.latency_seconds if ranks > inner else 0.0)
+    return max(near_seconds, far_seconds) + latency_seconds

@@ -81,9 +81,9 @@ def layer_times(
     gemms = sum(gemm_kernels)
     attn = attention_core_seconds(model, batch, tp, gpu, precision, flash, eff, index, cp, attention_kernel)
     exps = attention_exp_seconds(model, batch, tp, gpu, index, cp) if flash else 0.0
-    moved = attn_work.moved_bytes + mlp_work.moved_bytes
+    moved_bytes = attn_work.moved_bytes + mlp_work.moved_bytes
     cast_fwd, cast_bwd = block_cast_bytes([attn_work, mlp_work], precision, recipe, weight_casts, gpu.generation)
-    hbm = elementwise_bytes_per_second(gpu, eff)
+    hbm_bytes_per_second = elementwise_bytes_per_second(gpu, eff)
     # FlashAttention's backward recomputes QK^T: 5 matmuls against the forward's 2 (Dao 2023 Alg. 2),
     # and the softmax's exponentials once more; each pass is as slow as the slower of the two.
     forward_scale, backward_scale = attention_rate_scale(gpu, eff) if flash else (1.0, 1.0)
@@ -93,17 +93,18 @@ def layer_times(
     attn_bwd = max((2.5 if flash else 2.0) * attn / backward_scale, exps)
     attn = max(attn / forward_scale, exps)
     rope_fwd, rope_bwd = (0.0, 0.0) if rope_fusion or not fused else unfused_rope_bytes(local, tokens, tp)
-    forward = gemms + attn + (moved + cast_fwd + rope_fwd) / hbm
-    backward = 2.0 * (gemms + moved / hbm) + (cast_bwd + rope_bwd) / hbm + attn_bwd
+    forward = gemms + attn + (moved_bytes + cast_fwd + rope_fwd) / hbm_bytes_per_second
+    backward = (2.0 * (gemms + moved_bytes / hbm_bytes_per_second) + (cast_bwd + rope_bwd) / hbm_bytes_per_second
+                + attn_bwd)
     # Selective recompute replays the attention core: its GEMMs and, unfused, the softmax/dropout.
-    replay = attn + attention_score_bytes(local, batch, tp, flash) / hbm
+    replay = attn + attention_score_bytes(local, batch, tp, flash) / hbm_bytes_per_second
     if dense:  # torchtitan's per-op AC replays every second matmul, as the stack writes them
         op_gemms = [(m, n, k, 1) for m, n, k in projection_gemms(local, tokens, tp, projections)[1::2]]
     else:  # every second linear and every routed expert GEMM (router, experts, shared: moe.mlp_work's order)
         g = mlp_work.gemms
         halve = (lambda x: [(x[0], x[1] // 2, x[2], x[3])] * 2) if model.gated_mlp else None
         op_gemms = op_sac_moe_linears(attn_work.gemms + g[:1], g[3:], halve)[1::2] + g[1:3]
-    op_replay = gemms_seconds(op_gemms, gpu, precision, eff) + moved / hbm
+    op_replay = gemms_seconds(op_gemms, gpu, precision, eff) + moved_bytes / hbm_bytes_per_second
     casts = (recipe, weight_casts)
     modules = module_replays(local, tokens, tp, sequence_parallel, dense, attn_work, mlp_work, experts, gpu, precision,
                              eff, casts)
@@ -111,8 +112,8 @@ def layer_times(
     return LayerTimes(forward, backward, replay, op_replay, gemms, (("core_attn", replay),) + modules, residual)
 
 
-def kernel_residual_seconds(gemm_kernels: list[float], attention_forward: float, attention_backward: float,
-                            total_seconds: float) -> float:
+def kernel_residual_seconds(gemm_kernel_seconds: list[float], attention_forward_seconds: float,
+                            attention_backward_seconds: float, total_seconds: float) -> float:
     """Mean time left of the kernel running at a random instant of a layer's forward and backward: a kernel of
     d seconds is caught with probability d / total and has d / 2 left on average, so sum(d^2) / (2 total)
     (the residual life of renewal theory). The kernels: each GEMM once forward and twice backward (input and
@@ -122,7 +123,8 @@ def kernel_residual_seconds(gemm_kernels: list[float], attention_forward: float,
     1 ms kernels queued beside the step ran 1.6-1.8x their length)."""
     if total_seconds <= 0:
         return 0.0
-    squares = 3 * sum(d * d for d in gemm_kernels) + attention_forward ** 2 + attention_backward ** 2
+    squares = (3 * sum(d * d for d in gemm_kernel_seconds) + attention_forward_seconds ** 2
+               + attention_backward_seconds ** 2)
     return squares / (2 * total_seconds)
 
 

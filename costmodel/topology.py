@@ -27,8 +27,9 @@ def nvlink_link(cluster: Cluster, eff: Efficiency) -> Link:
     per-direction bandwidth times NCCL's reachable fraction."""
     if cluster.nvlink_bandwidth_bytes_per_second <= 0:
         return network_link(cluster, eff)
-    bw = cluster.nvlink_busbw_bytes_per_second or cluster.nvlink_bandwidth_bytes_per_second * eff.nvlink_efficiency
-    return Link(bw, cluster.nvlink_latency_seconds or eff.nvlink_latency_seconds)
+    bandwidth_bytes_per_second = (cluster.nvlink_busbw_bytes_per_second
+                                  or cluster.nvlink_bandwidth_bytes_per_second * eff.nvlink_efficiency)
+    return Link(bandwidth_bytes_per_second, cluster.nvlink_latency_seconds or eff.nvlink_latency_seconds)
 
 
 def network_link(cluster: Cluster, eff: Efficiency) -> Link:

@@ -313,3 +313,24 @@ def test_readme_names_the_attention_kernel_of_the_gpus_stack(gpu, words):
     assert words in " ".join(plan_lines(job))
     rocm = "run them with the frameworks' ROCm builds, whose support for this plan's other settings"
     assert (rocm in " ".join(note_lines(job, ["megatron"]))) == gpu.startswith("mi")
+
+
+def test_command_choices_are_the_framework_modules():
+    """The commands spell their --format/--emit/--framework choices out (importing planner.frameworks for --help
+    would cost the CLI's start-up); they must name exactly the framework modules and emit's formats, with "all"
+    the frameworks that build any architecture (no model_gap: not torchtitan)."""
+    import argparse
+
+    from planner import frameworks
+    from planner.commands import emit as emit_cmd
+    from planner.commands import suggest as suggest_cmd
+    from planner.emit import ALL, FORMATS
+
+    parser = argparse.ArgumentParser()
+    sub = parser.add_subparsers()
+    emit_cmd.register(sub)
+    suggest_cmd.register(sub)
+    choices = {a.dest: a.choices for p in sub.choices.values() for a in p._actions if a.choices}
+    assert tuple(choices["format"]) == FORMATS and tuple(choices["emit"]) == FORMATS
+    assert set(FORMATS) == {*frameworks.NAMES, "all"} and ALL == ("deepspeed", "megatron")
+    assert suggest_cmd.FRAMEWORK_CHOICES == ("any", *frameworks.NAMES)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from costmodel import types as cm
 from planner import frameworks
-from planner.analysis import accuracy, bymodel, coverage, diagnose, envelope, hostwait, longcontext, score, whatif
+from planner.analysis import diagnose, judged, score, whatif
 from planner.errors import PlannerError
 from planner.inputs import limits as L
 from planner.inputs import plans
@@ -17,8 +17,8 @@ def estimate_report(model: ModelSpec, cluster: cm.Cluster, plan_spec: PlanSpec, 
     (`envelope`), the settings no published run on its GPU generation used (`unvalidated_settings`),
     its MoE host wait against the published rows' errors when it dominates (`host_wait`), its sequence
     length against the longest fitted run on its GPU generation (`long_context`), the out-of-sample step-time
-    errors of the published runs on its GPU in its precision of its kind of model (`accuracy`), and `what_if`
-    when assumptions are given.
+    errors of the published runs on its GPU in its precision of its kind of model (`accuracy`) and of its own
+    architecture (`model_accuracy`): judged.published_checks; and `what_if` when assumptions are given.
     Raises PlannerError for an illegal plan or a malformed assumption."""
     cm_model = model.to_model()
     plans.check_inputs(cm_model, cluster)  # a cluster built in Python, before its GPU count is used
@@ -34,14 +34,8 @@ def estimate_report(model: ModelSpec, cluster: cm.Cluster, plan_spec: PlanSpec, 
     levers = diagnose.try_levers(scored, frameworks=tuple(frameworks.REGISTRY),
                                  memory_fraction=L.MEMORY_FRACTION, base_fraction=1.0)  # fits: the verdict
     d["diagnosis"] = diagnose.diagnosis_dict(scored, comm_threshold, levers)
-    d["envelope"] = envelope.judge(cluster.gpu.name, plan.precision, d["mfu_causal"], model)
-    d["unvalidated_settings"] = coverage.unvalidated(cluster.gpu.generation, plan, model.moe is not None)
-    d["host_wait"] = hostwait.judge(d["step_time_s"], d["time_breakdown_s"])
-    d["long_context"] = longcontext.judge(cluster.gpu.generation, model.seq_length)
-    d["accuracy"] = accuracy.judge(cluster.gpu.name, plan.precision, model, plan.fp8_recipe,
-                                   cluster.gpu.generation)
-    d["model_accuracy"] = bymodel.judge(model.to_model())
-    d["warnings"] += unrun_warning(model.to_model(), plan, cluster)
+    d.update(judged.published_checks(cm_model, cluster, plan, d))
+    d["warnings"] += unrun_warning(cm_model, plan, cluster)
     if what_if:
         wi = whatif.parse(what_if)
         whatif.check_applies(wi, model.moe is not None, {cluster.gpu.name})

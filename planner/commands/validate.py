@@ -19,7 +19,6 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from planner.render.estimate import make_console
     from planner.validation import runs as validation
     from planner.validation.fit import FIT_BOUNDS
-    from planner.validation.floor import measurement_floor
     from planner.validation.generalise import generalisation, leave_one_out
 
     if args.holdout and (args.runs or args.fit_on or args.leave_one_source_out):
@@ -54,18 +53,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
             render.print_generalisation(out, make_console())
         return 0
     results = validation.evaluate(runs)
-    summary = validation.summarise(results)
-    by_generation = validation.summarise_by_generation(results)
-    by_precision = validation.summarise_by_precision(results)
-    floor = measurement_floor(runs)
+    out = validation.report(runs, results)
     if args.json:
-        print_json({"rows": [validation.result_to_dict(r) for r in results], "summary": summary,
-                    "by_generation": by_generation, "by_precision": by_precision, "measurement_floor": floor})
+        print_json(out)
         return 0
     console = make_console()
     console.print(render.rows_table(results))
-    console.print(render.summary_table(summary, by_generation, by_precision))
-    render.print_floor(floor, console)
+    console.print(render.summary_table(out["summary"], out["by_generation"], out["by_precision"]))
+    render.print_floor(out["measurement_floor"], console)
     return 0
 
 

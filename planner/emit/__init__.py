@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from planner import frameworks
 from planner.emit import deepspeed, megatron, torchtitan
 from planner.emit.job import EmitOptions, Job, build_job
 from planner.emit.readme import readme
@@ -15,10 +16,11 @@ from planner.files import write_files
 from planner.inputs.specs import ModelSpec
 
 FRAMEWORKS = {"deepspeed": deepspeed.files, "megatron": megatron.files, "torchtitan": torchtitan.files}
-FORMATS = ("deepspeed", "megatron", "torchtitan", "all")
-# "all" is the frameworks that launch any architecture; torchtitan builds only its own model
-# definitions (planner/frameworks/torchtitan.py), so it is asked for by name.
-ALL = ("deepspeed", "megatron")
+assert set(FRAMEWORKS) == set(frameworks.NAMES), "an emitter per framework module"
+FORMATS = (*sorted(FRAMEWORKS), "all")
+# "all" is the frameworks that launch any architecture (no Framework.model_gap); torchtitan builds only its
+# own model definitions (planner/frameworks/torchtitan.py), so it is asked for by name.
+ALL = tuple(sorted(n for n in FRAMEWORKS if frameworks.REGISTRY[n].model_gap is None))
 
 
 def formats(fmt: str) -> list[str]:

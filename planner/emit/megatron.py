@@ -8,6 +8,7 @@ with Megatron-LM's own parse_args/validate_args (see tests/data/emit/README.md).
 from __future__ import annotations
 
 import shlex
+import textwrap
 
 from costmodel.lowp import is_low
 from costmodel.topology import ranks_in_domain
@@ -404,43 +405,21 @@ def bash_array(name: str, flags: Flags) -> str:
     return f"{name}=(\n" + "\n".join(lines) + "\n)"
 
 
-PRE_MULTICAST_GENERATIONS = ("volta", "turing", "ampere", "ada")  # compute capability below 9.0
-
-
 def env_lines(job: Job) -> str:
-    """CUDA_DEVICE_MAX_CONNECTIONS with tp > 1 or cp > 1 (Megatron-LM d98e8a64 arguments.py): before
-    Blackwell it asserts "1", except with --overlap-moe-expert-parallel-comm, where it only warns and the
-    EP overlap needs more than 1 (core/transformer/moe/README.md), so 32; Megatron-FSDP asserts it is not
-    1 and its docs unset it (docs/user-guide/features/megatron_fsdp.md), so unset (before Blackwell only
-    at tp 1 and cp 1: frameworks/megatron.py fsdp_connections); from Blackwell on it has no
-    rule and NeMo (8cfedd72 lightning/pytorch/callbacks/megatron_comm_overlap.py) recommends 32, so that
-    streams do not serialise. Transformer Engine's userbuffers (--tp-comm-overlap) use CUDA multicast
-    objects, which need compute capability 9.0+ and NVSwitch; elsewhere UB_SKIPMC=1 falls back to CUDA
-    IPC handles, or initialize_ub asserts (examples/pytorch/comm_gemm_overlap/README.md, pytorch/module/
-    base.py @ v2.8). On AMD GPUs ROCm's Transformer Engine fork runs MXFP8 only with NVTE_ROCM_ENABLE_MXFP8
-    set (frameworks/megatron.py rocm_fp8_recipe). Fine-grained activation offloading with TE >= 2.10 asserts
-    NVTE_CPU_OFFLOAD_V1=1 (arguments.py d98e8a64)."""
+    """The environment the launch needs: CUDA_DEVICE_MAX_CONNECTIONS (frameworks/megatron.py max_connections);
+    UB_SKIPMC=1 where Transformer Engine's userbuffers (--tp-comm-overlap) fall back from CUDA multicast to IPC
+    handles (userbuffers_without_multicast). On AMD GPUs ROCm's Transformer Engine fork runs MXFP8 only with
+    NVTE_ROCM_ENABLE_MXFP8 set (frameworks/megatron.py rocm_fp8_recipe). Fine-grained activation offloading with
+    TE >= 2.10 asserts NVTE_CPU_OFFLOAD_V1=1 (arguments.py d98e8a64)."""
     out = ""
     machine, plan = job.machine, job.plan
-    fsdp_unset = megatron_fsdp(plan) and not (machine.generation == "blackwell" and (plan.tp > 1 or plan.cp > 1))
-    if fsdp_unset:
-        out += ("# Megatron-FSDP asserts this is not 1 (megatron/training/arguments.py) and its docs leave it unset.\n"
-                "unset CUDA_DEVICE_MAX_CONNECTIONS\n")
-    elif plan.tp > 1 or plan.cp > 1:
-        if machine.generation == "blackwell":
-            out += ("# More connections than the default 8, so that streams do not serialise (NeMo's setting on\n"
-                    "# Blackwell, where Megatron-LM has no rule).\n"
-                    "export CUDA_DEVICE_MAX_CONNECTIONS=32\n")
-        elif plan.ep_overlap:
-            out += ("# The expert-parallel A2A overlap needs more than 1 (Megatron-LM MoE README); before Blackwell\n"
-                    "# megatron/training/arguments.py then warns instead of asserting 1.\n"
-                    "export CUDA_DEVICE_MAX_CONNECTIONS=32\n")
-        else:
-            out += ("# Megatron-LM asserts this with tensor or context parallelism before Blackwell\n"
-                    "# (megatron/training/arguments.py).\n"
-                    "export CUDA_DEVICE_MAX_CONNECTIONS=1\n")
-    no_multicast = machine.generation in PRE_MULTICAST_GENERATIONS or machine.nvlink_domain_size < machine.gpus_per_node
-    if plan.tp_comm_overlap and no_multicast:
+    connections = megatron_rules.max_connections(machine, plan)
+    if connections:
+        setting, why = connections
+        out += "".join(f"# {line}\n" for line in textwrap.wrap(why, 110))
+        out += ("unset CUDA_DEVICE_MAX_CONNECTIONS\n" if setting == "unset"
+                else f"export CUDA_DEVICE_MAX_CONNECTIONS={setting}\n")
+    if plan.tp_comm_overlap and megatron_rules.userbuffers_without_multicast(machine):
         out += ("# Transformer Engine's TP overlap needs CUDA multicast (compute capability 9.0+ and NVSwitch); this\n"
                 "# machine uses its CUDA IPC fallback (examples/pytorch/comm_gemm_overlap/README.md @ v2.8).\n"
                 "export UB_SKIPMC=1\n")

@@ -664,6 +664,43 @@ def fsdp_connections(model: cm.Model, machine: Machine, plan: cm.Plan) -> Option
     return None
 
 
+def max_connections(machine: Machine, plan: cm.Plan) -> Optional[tuple[str, str]]:
+    """CUDA_DEVICE_MAX_CONNECTIONS for the plan's launch ("unset", "1" or "32") and why, or None where no rule
+    applies (tp 1 and cp 1, not Megatron-FSDP). Megatron-LM d98e8a64 arguments.py: with tp > 1 or cp > 1 it
+    asserts "1" before Blackwell, except with --overlap-moe-expert-parallel-comm, where it only warns and the EP
+    overlap needs more than 1 (core/transformer/moe/README.md), so 32; Megatron-FSDP asserts it is not 1 and its
+    docs unset it (docs/user-guide/features/megatron_fsdp.md), so unset (before Blackwell only at tp 1 and cp 1:
+    fsdp_connections refuses the rest); from Blackwell on arguments.py has no rule and NeMo (8cfedd72
+    lightning/pytorch/callbacks/megatron_comm_overlap.py) recommends 32, so that streams do not serialise."""
+    blackwell = machine.generation == "blackwell"
+    split = plan.tp > 1 or plan.cp > 1
+    if megatron_fsdp(plan) and not (blackwell and split):
+        return "unset", ("Megatron-FSDP asserts this is not 1 (megatron/training/arguments.py) and its docs leave it "
+                         "unset.")
+    if not split:
+        return None
+    if blackwell:
+        return "32", ("More connections than the default 8, so that streams do not serialise (NeMo's setting on "
+                      "Blackwell, where Megatron-LM has no rule).")
+    if plan.ep_overlap:
+        return "32", ("The expert-parallel A2A overlap needs more than 1 (Megatron-LM MoE README); before Blackwell "
+                      "megatron/training/arguments.py then warns instead of asserting 1.")
+    return "1", ("Megatron-LM asserts this with tensor or context parallelism before Blackwell "
+                 "(megatron/training/arguments.py).")
+
+
+# Compute capability below 9.0: no CUDA multicast objects, which Transformer Engine's userbuffers use.
+PRE_MULTICAST_GENERATIONS = ("volta", "turing", "ampere", "ada")
+
+
+def userbuffers_without_multicast(machine: Machine) -> bool:
+    """Whether Transformer Engine's userbuffers (--tp-comm-overlap) must fall back from CUDA multicast objects
+    (compute capability 9.0+ and NVSwitch) to CUDA IPC handles (UB_SKIPMC=1), or initialize_ub asserts
+    (examples/pytorch/comm_gemm_overlap/README.md, pytorch/module/base.py @ v2.8): an older GPU, or a node
+    whose GPUs an NVSwitch domain does not span."""
+    return machine.generation in PRE_MULTICAST_GENERATIONS or machine.nvlink_domain_size < machine.gpus_per_node
+
+
 def grad_dtypes(precision: str) -> Choice:
     """arguments.py / distributed_data_parallel.py (LC §2.2 rule 9): gradients reduce in fp32, or in
     the 16-bit parameter dtype (--grad-reduce-in-bf16 for bf16 and fp8, whose parameters are bf16;

@@ -74,7 +74,7 @@ def smallest_plan(space: Space, ctx: TableContext, stop_below: float = 0.0) -> t
     return best
 
 
-def gpus_that_fit(spec: SearchSpec, capacity: float, eff: cm.Efficiency) -> int | None:
+def gpus_that_fit(spec: SearchSpec, capacity_bytes: float, eff: cm.Efficiency) -> int | None:
     """The first of 2x, 4x, ... the GPU count at which some plan fits (None within MAX_GPU_DOUBLINGS)."""
     fixed = {k: v for k, v in spec.fixed.items() if k != "dp"}
     for i in range(1, MAX_GPU_DOUBLINGS + 1):
@@ -85,46 +85,48 @@ def gpus_that_fit(spec: SearchSpec, capacity: float, eff: cm.Efficiency) -> int 
         space = build_space(bigger)
         if not space.knobs:
             continue
-        found = smallest_plan(space, TableContext(bigger, eff), stop_below=capacity)
-        if found is not None and found[0] <= capacity:
+        found = smallest_plan(space, TableContext(bigger, eff), stop_below=capacity_bytes)
+        if found is not None and found[0] <= capacity_bytes:
             return n
     return None
 
 
-def remedies(space: Space, best: Knobs, need: float, capacity: float, fraction: float, eff: cm.Efficiency) -> list[str]:
+def remedies(space: Space, best: Knobs, need_bytes: float, capacity_bytes: float, fraction: float,
+             eff: cm.Efficiency) -> list[str]:
     spec = space.spec
-    gpu = spec.cluster.gpu.memory_bytes
+    gpu_bytes = spec.cluster.gpu.memory_bytes
     out = []
-    n = gpus_that_fit(spec, capacity, eff)
+    n = gpus_that_fit(spec, capacity_bytes, eff)
     if n:
         out.append(f"{n} GPUs")
-    out.append(f"a GPU with >= {need / fraction / GIB:.0f} GiB")
+    out.append(f"a GPU with >= {need_bytes / fraction / GIB:.0f} GiB")
     knobs = space.all_knobs()
     if best.zero < 3 and not any(k.zero == 3 for k in knobs):
         out.append("ZeRO-3 (--framework/--fix exclude it)")
     if best.recompute != "full" and not any(k.recompute == "full" for k in knobs):
         out.append("full recompute (--framework/--fix exclude it)")
-    if fraction < 1 and need <= gpu:
-        out.append(f"--max-memory-fraction {need / gpu:.2f}")
+    if fraction < 1 and need_bytes <= gpu_bytes:
+        out.append(f"--max-memory-fraction {need_bytes / gpu_bytes:.2f}")
     return out
 
 
-def _message(space: Space, lay: Layout, k: Knobs, need: float, capacity: float, fraction: float,
+def _message(space: Space, lay: Layout, k: Knobs, need_bytes: float, capacity_bytes: float, fraction: float,
              eff: cm.Efficiency) -> str:
     gpu = space.spec.cluster.gpu
-    fix = ", ".join(remedies(space, k, need, capacity, fraction, eff))
-    return (f"no plan fits in memory: the smallest needs {need / GIB:.1f} GiB per GPU ({label(lay, k)}) but "
-            f"{gpu.name} gives {capacity / GIB:.1f} GiB ({gpu.memory_bytes / GIB:.0f} GiB x {fraction:g}); "
+    fix = ", ".join(remedies(space, k, need_bytes, capacity_bytes, fraction, eff))
+    return (f"no plan fits in memory: the smallest needs {need_bytes / GIB:.1f} GiB per GPU ({label(lay, k)}) but "
+            f"{gpu.name} gives {capacity_bytes / GIB:.1f} GiB ({gpu.memory_bytes / GIB:.0f} GiB x {fraction:g}); "
             f"it would fit with {fix}")
 
 
-def nothing_fits(space: Space, capacity: float, fraction: float, eff: cm.Efficiency) -> str:
+def nothing_fits(space: Space, capacity_bytes: float, fraction: float, eff: cm.Efficiency) -> str:
     """When no plan fits: the one with the least peak memory (smallest_plan) and the remedies."""
-    need, lay, k = smallest_plan(space, TableContext(space.spec, eff))
-    return _message(space, lay, k, need, capacity, fraction, eff)
+    need_bytes, lay, k = smallest_plan(space, TableContext(space.spec, eff))
+    return _message(space, lay, k, need_bytes, capacity_bytes, fraction, eff)
 
 
-def nothing_fits_scored(space: Space, scored: Iterable, capacity: float, fraction: float, eff: cm.Efficiency) -> str:
+def nothing_fits_scored(space: Space, scored: Iterable, capacity_bytes: float, fraction: float,
+                        eff: cm.Efficiency) -> str:
     """For enumerated plans (enumerate.Scored)."""
     s = min(scored, key=lambda s: (s.est.memory_per_gpu_bytes, s.layout, s.knobs))
-    return _message(space, s.layout, s.knobs, s.est.memory_per_gpu_bytes, capacity, fraction, eff)
+    return _message(space, s.layout, s.knobs, s.est.memory_per_gpu_bytes, capacity_bytes, fraction, eff)

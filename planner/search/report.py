@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from costmodel import types as cm
-from planner.analysis import (accuracy, bymodel, coverage, cpnote, diagnose, envelope, explain, hostwait, longcontext,
-                              score, whatif)
+from planner.analysis import accuracy, cpnote, diagnose, explain, judged, score, whatif
 from planner.errors import PlannerError
 from planner.inputs.plans import recompute_label
 from planner.inputs.specs import ModelSpec
@@ -106,11 +105,11 @@ def _label(d: dict) -> str:
     return f"tp {p['tp']}, pp {p['pp']}, dp {p['dp']}, ZeRO {p['zero_stage']}, recompute {recompute_label(p)}"
 
 
-def within_error(why: str | None, dicts: list[dict], judged: dict | None) -> str | None:
+def within_error(why: str | None, dicts: list[dict], errors: dict | None) -> str | None:
     """`why`, saying so when the best beats the runner-up by less than the model's error (accuracy.tie_clause)."""
     if why is None:
         return why
-    clause = accuracy.tie_clause(dicts[1]["step_time_s"] / dicts[0]["step_time_s"] - 1, judged)
+    clause = accuracy.tie_clause(dicts[1]["step_time_s"] / dicts[0]["step_time_s"] - 1, errors)
     return f"{why}; {clause}" if clause else why
 
 
@@ -141,15 +140,7 @@ def suggest_report(model: ModelSpec, spec: SearchSpec, opts: suggest.Options, wi
                scored[0], eff, spec.frameworks, opts.max_memory_fraction, fixed_plan_fields(spec))),
            "warnings": agreement_warnings(result.ranked, dicts) + launch_gap_warnings(spec) + [
                w for item in (wi, *(grid or ())) for w in whatif.imbalance_ceiling(spec.model, scored[0].plan, item)],
-           "envelope": envelope.judge(spec.cluster.gpu.name, scored[0].plan.precision, dicts[0]["mfu_causal"],
-                                      spec.model),
-           "unvalidated_settings": coverage.unvalidated(spec.cluster.gpu.generation, scored[0].plan,
-                                                        spec.model.moe is not None),
-           "host_wait": hostwait.judge(dicts[0]["step_time_s"], dicts[0]["time_breakdown_s"]),
-           "long_context": longcontext.judge(spec.cluster.gpu.generation, model.seq_length),
-           "accuracy": accuracy.judge(spec.cluster.gpu.name, scored[0].plan.precision, spec.model,
-                                      scored[0].plan.fp8_recipe, spec.cluster.gpu.generation),
-           "model_accuracy": bymodel.judge(spec.model)}
+           **judged.published_checks(spec.model, spec.cluster, scored[0].plan, dicts[0])}
     out["why"] = within_error(out["why"], dicts, out["accuracy"])
     if wi.label() != "as given":
         out["what_if"] = wi.label()

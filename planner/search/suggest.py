@@ -76,28 +76,28 @@ def unused_options(space: Space) -> list[str]:
     return out
 
 
-def _with_cpsat(space: Space, eff: cm.Efficiency, capacity: float, opts: Options, result: Result) -> None:
+def _with_cpsat(space: Space, eff: cm.Efficiency, capacity_bytes: float, opts: Options, result: Result) -> None:
     start = time.perf_counter()
-    tabled = bounds.table_best_first(space, TableContext(space.spec, eff), capacity, opts.top_k)
+    tabled = bounds.table_best_first(space, TableContext(space.spec, eff), capacity_bytes, opts.top_k)
     result.seconds["tables"] = time.perf_counter() - start
-    solved = cpsat.solve_top_k(tabled.candidates, space.spec.cluster, opts.objective, capacity, opts.top_k)
+    solved = cpsat.solve_top_k(tabled.candidates, space.spec.cluster, opts.objective, capacity_bytes, opts.top_k)
     result.seconds["solver"] = solved.wall_seconds
     result.layouts_tabled, result.candidates = tabled.layouts_tabled, len(tabled.candidates)
     result.literals, result.status = solved.literals, solved.status
     if not solved.chosen:
-        raise PlannerError(nofit.nothing_fits(space, capacity, opts.max_memory_fraction, eff))
+        raise PlannerError(nofit.nothing_fits(space, capacity_bytes, opts.max_memory_fraction, eff))
     result.ranked = [Ranked(c.layout, c.knobs, plan_for(space.spec, c.layout, c.knobs), c.step_seconds,
                             c.peak_memory_bytes) for c in solved.chosen]
 
 
-def _with_enumerator(space: Space, eff: cm.Efficiency, capacity: float, opts: Options, result: Result) -> None:
+def _with_enumerator(space: Space, eff: cm.Efficiency, capacity_bytes: float, opts: Options, result: Result) -> None:
     start = time.perf_counter()
     scored = enumerator.scored_plans(space, eff)
-    best = enumerator.best_per_group(scored, capacity, opts.objective)[:opts.top_k]
+    best = enumerator.best_per_group(scored, capacity_bytes, opts.objective)[:opts.top_k]
     result.seconds["solver"] = time.perf_counter() - start
     result.layouts_tabled, result.candidates, result.status = len(space.knobs), len(scored), "ENUMERATED"
     if not best:
-        raise PlannerError(nofit.nothing_fits_scored(space, scored, capacity, opts.max_memory_fraction, eff))
+        raise PlannerError(nofit.nothing_fits_scored(space, scored, capacity_bytes, opts.max_memory_fraction, eff))
     result.ranked = [Ranked(s.layout, s.knobs, plan_for(space.spec, s.layout, s.knobs), s.est.step_time_seconds,
                             s.est.memory_per_gpu_bytes) for s in best]
 
@@ -114,7 +114,7 @@ def run(spec: SearchSpec, opts: Options, eff: cm.Efficiency | None = None) -> Re
                     notes + unused_options(space))
     if not space.knobs:
         raise PlannerError(nofit.nothing_legal(space, tuple(REGISTRY[n].title for n in left_out)))
-    capacity = spec.cluster.gpu.memory_bytes * opts.max_memory_fraction
+    capacity_bytes = spec.cluster.gpu.memory_bytes * opts.max_memory_fraction
     run_solver = _with_cpsat if opts.solver == "cpsat" else _with_enumerator
-    run_solver(space, eff, capacity, opts, result)
+    run_solver(space, eff, capacity_bytes, opts, result)
     return result
