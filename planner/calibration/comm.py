@@ -122,8 +122,11 @@ def ranks_per_domain(ranks: int, num_nodes: int | None, cluster: cm.Cluster) -> 
     return gcd(ranks, gcd(per_node, d))
 
 
-# GPU product names as device lines (nvidia-smi / rocm names) and catalog names both carry them.
-_PRODUCT_RE = re.compile(r"(?<![a-z0-9])(gh200|gb200|gb300|[abhlv]\d{2,3}[a-z]?|mi\d{3}[a-z]?)(?![a-z0-9])")
+# GPU product names as device lines (nvidia-smi / rocm names) and catalog names both carry them: the letter
+# and number of a data-centre part (K80, P100, T4, V100, A100, L4, L40S, H100, B200; RTX A6000), an RTX card,
+# a Grace superchip, an AMD Instinct.
+_PRODUCT_RE = re.compile(
+    r"(?<![a-z0-9])(gh200|gb200|gb300|rtx ?\d{4}|[abhlvpkt]\d{1,4}[a-z]?|mi\d{3}[a-z]?)(?![a-z0-9])")
 
 
 def product(gpu_name: str) -> str | None:

@@ -72,13 +72,32 @@ def warn_repeated_sizes(log: NcclLog, path: str, min_size: int) -> None:
               file=sys.stderr)
 
 
+def warn_untimed(log: NcclLog, path: str, min_size: int) -> None:
+    """A fitted size whose row has no usable time (nan in both sections, as nccl-tests prints a failed or
+    overflowed timer) is left out by comm_fit.log_samples: say so, as for the rows the parser drops."""
+    untimed = [r.size_bytes for r in large_message_rows(log, min_size)
+               if comm_fit.row_seconds(r) is None and not r.wrong]
+    if untimed:
+        print(f"planner: warning: {path}: skipped {len(untimed)} row(s) with no usable time (nan; sizes "
+              f"{', '.join(map(str, untimed[:5]))} B): not calibrated from", file=sys.stderr)
+
+
 def fit_nccl(paths: list[str], collective: str | None, min_size: int, cluster: cm.Cluster):
-    """(CommFit, logs for the plot) from every log, or (None, [])."""
+    """(CommFit, logs for the plot) from every log, or (None, []). A file given twice is refused: its rows
+    would count as twice the measurements that were made."""
+    seen: dict[Path, str] = {}
+    for path in paths:
+        key = Path(path).resolve()
+        if key in seen:
+            raise PlannerError(f"--nccl {path}: the same file as {seen[key]}, given twice (its rows would count "
+                               "as more measurements than were made)")
+        seen[key] = path
     samples, plotted = [], []
     for path in paths:
         log = parse_log(path, collective)
         got = comm_fit.log_samples(log, path, cluster, min_size)
         warn_repeated_sizes(log, path, min_size)
+        warn_untimed(log, path, min_size)
         samples += got
         plotted.append(PlottedLog(path, log, got[0].ranks_per_domain))
     if not samples:
@@ -90,14 +109,20 @@ def fit_nccl(paths: list[str], collective: str | None, min_size: int, cluster: c
 
 
 def provenance(base_ref: str, spec: ClusterSpec, nccl: list[str], min_size: int, steps_path: str | None,
-               scale: step_fit.ScaleFit | None) -> dict:
-    """`calibrated_from`: date, inputs, and what was kept from an earlier calibration."""
+               scale: step_fit.ScaleFit | None, fit: comm_fit.CommFit | None = None) -> dict:
+    """`calibrated_from`: date, inputs, and what was kept from an earlier calibration: its logs where the new
+    ones leave a link tier unfitted (its figures stay), its step times and the scale's error where no new step
+    times are given (its scale stays)."""
     old = spec.calibrated_from
+    logs = list(nccl)
+    if old and (not nccl or not (fit and fit.nvlink and fit.network)):
+        logs = [*old.nccl_logs, *(p for p in nccl if p not in old.nccl_logs)]
+    stderr = (scale.stderr if scale else old.matmul_efficiency_scale_stderr if old else None)
     out = {"date": datetime.date.today().isoformat(), "tool": "planner calibrate", "base": base_ref,
-           "nccl_logs": list(nccl) or (list(old.nccl_logs) if old else []),
+           "nccl_logs": logs,
            "min_message_bytes": min_size if nccl else (old.min_message_bytes if old else None),
            "step_times": steps_path or (old.step_times if old else None),
-           "matmul_efficiency_scale_stderr": round(scale.stderr, 4) if scale and scale.stderr else None}
+           "matmul_efficiency_scale_stderr": round(stderr, 4) if stderr else None}
     return {k: v for k, v in out.items() if v not in (None, [])}
 
 
@@ -122,6 +147,7 @@ def calibrate(cluster_ref: str, nccl: list[str], collective: str | None = None, 
         scale = step_fit.fit_scale(timed, linked, cluster)
         for line in scale.warnings:
             print(f"planner: warning: {line}", file=sys.stderr)
-    data = output.calibrated_dict(base, fitted, scale, provenance(cluster_ref, spec, nccl, min_size, steps_path, scale))
+    data = output.calibrated_dict(base, fitted, scale, provenance(cluster_ref, spec, nccl, min_size, steps_path, scale,
+                                                                     fitted))
     cluster_from(data, gpu, cluster.num_gpus)  # what is written must load back
     return Calibration(cluster, linked, fitted, plotted, timed, scale, data)

@@ -32,6 +32,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
         if unknown:
             raise PlannerError(f"--group {unknown[0]}: unknown; the runs have {', '.join(known)}")
         runs = [r for r in runs if r.group in args.group]
+    if all(r.exclude for r in runs):
+        which = "every row of the groups given" if args.group else "every row"
+        raise PlannerError(f"{path or 'validation/runs.yaml'}: no row to score: {which} has `exclude:` set")
     if args.fit_on and args.leave_one_source_out:
         raise PlannerError("--fit-on and --leave-one-source-out: give one of them")
     if args.leave_one_source_out:

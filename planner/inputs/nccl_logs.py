@@ -268,6 +268,7 @@ _RANK_RE = re.compile(r"^Rank\s+(\d+)\b.*?\bon\s+(\S+)\s+device\b")
 _DEVICE_RE = re.compile(r"\]\s*(\S.*)$")  # "... device 0 [0000:18:00] NVIDIA H100 80GB HBM3"
 _STARTING_RE = re.compile(r"Collective test (?:starting|concluded):\s*(\S+)")
 _AVG_BW_RE = re.compile(r"Avg bus bandwidth\s*:\s*(\S+)")
+_OUT_OF_BOUNDS_RE = re.compile(r"Out of bounds values\s*:\s*(\d+)\s+FAILED")
 _MARKER_RE = re.compile(r"\bnThread \d+ nGpus \d+|^Using devices\b|^nccl-tests version\b")
 
 
@@ -291,6 +292,7 @@ class _Scan:
     avg_busbw: float | None = None
     info_nranks: int | None = None
     current: bool = False  # saw a 2025+ marker line
+    failed_values: int = 0  # the footer's "Out of bounds values : N FAILED" (validation failed somewhere)
     seen_nccl_tests: bool = False  # saw a parameter / device line
 
 
@@ -355,6 +357,9 @@ def _scan_comment(scan: _Scan, lineno: int, line: str) -> None:
     elif _MARKER_RE.search(body):
         scan.seen_nccl_tests = True
         scan.current |= body.startswith("nccl-tests version")
+    failed = _OUT_OF_BOUNDS_RE.search(body)
+    if failed:
+        scan.failed_values += int(failed.group(1)[:12])
     m = _AVG_BW_RE.search(body)
     if m and scan.avg_busbw is None and _is_number(m.group(1)):
         scan.avg_busbw = float(m.group(1))
@@ -437,6 +442,10 @@ def parse_text(text: str, name: str = "<string>", collective: str | None = None)
     scan = _scan_text(text, name)
     if scan.layout is None:
         _raise_no_table(scan)
+    if scan.failed_values and scan.layout.era in ("text-2017", "text-legacy"):
+        raise NcclParseError(f"{name}: nccl-tests reports {scan.failed_values} out-of-bounds values (FAILED), and "
+                             "this era's table has no #wrong column to tell which rows: the run corrupted data; "
+                             "calibrate from a run whose check passes")
     pairs = _complete_rows(scan)
     rows, roots = tuple(r for r, _ in pairs), [root for _, root in pairs]
     num_ranks = len(scan.ranks) or scan.info_nranks
@@ -670,16 +679,18 @@ def _resolve_collective(
     override: str | None, sources: list[set[str]], ev: _Evidence, name: str
 ) -> str:
     """Override, else the first unambiguous name source, else inference, else an error. An override
-    that contradicts the test the log names is an error: its bus-bandwidth factor would be wrong."""
+    that contradicts the test the log names is an error, and so is a name (given or read) that the table
+    itself contradicts (its redop and root columns, its busbw/algbw ratio: _infer_collective): either way
+    its bus-bandwidth factor would be wrong (an all_gather table read as all_reduce doubles the link)."""
     named = next((next(iter(found)) for found in sources if len(found) == 1), None)
     if override:
         wanted = normalize_collective(override)
         if named is not None and named != wanted:
             raise NcclParseError(f"{name}: the log is {named} output; collective {wanted} contradicts it "
                                  "(give the collective only for logs that do not name their test)")
-        return wanted
+        return _consistent(wanted, ev, name, "given")
     if named is not None:
-        return named
+        return _consistent(named, ev, name, "named")
     candidates = _infer_collective(ev)
     if len(candidates) == 1:
         return candidates[0]
@@ -688,6 +699,20 @@ def _resolve_collective(
         f"{name}: cannot tell which collective produced this output ({hint}); "
         "pass collective='all_reduce' (or the right name)"
     )
+
+
+def _consistent(collective: str, ev: _Evidence, name: str, how: str) -> str:
+    """`collective` where the table's own columns allow it (or say nothing), else an error naming what fits."""
+    known = {c for c, *_ in _SIGNATURES}
+    fits = _infer_collective(ev) if ev.rows and collective in known else [collective]
+    if fits and collective not in fits:
+        ratio = _bus_ratio(ev.rows)
+        seen = f"busbw/algbw {ratio:.3f}" if ratio is not None else "its redop and root columns"
+        ranks = f" over {ev.num_ranks} ranks" if ev.num_ranks else ""
+        raise NcclParseError(f"{name}: the table ({seen}{ranks}) is {' or '.join(fits)} output, not the "
+                             f"{collective} its {'collective' if how == 'given' else 'name'} says: its bus "
+                             "bandwidth factor would be wrong; rename the file or give the right collective")
+    return collective
 
 
 # --------------------------------------------------------------------------- entry points

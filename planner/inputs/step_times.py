@@ -76,6 +76,10 @@ def read_rows(path: Path) -> list[dict]:
         return csv_rows(reading.read_text(path), str(path))
     data = reading.read_data(path)
     if isinstance(data, dict) and isinstance(data.get("steps"), list):
+        beside = sorted(str(k)[:40] for k in data if k != "steps")
+        if beside:  # settings beside the rows would be dropped: each row carries its own
+            raise PlannerError(f"{path}: key{'s' if len(beside) > 1 else ''} {', '.join(beside)} beside 'steps': "
+                               "give them in each row (model, gpus, seq_length and the plan's flags are columns)")
         data = data["steps"]
     if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
         raise PlannerError(f"{path}: expected a list of rows (mappings) or a CSV file with a header line")
@@ -123,10 +127,22 @@ def seconds_of(row: dict) -> float:
     return seconds
 
 
+def normalised(row: dict) -> dict:
+    """The row with each key as a flag's dest (surrounding spaces dropped, '-' as '_'), so that seq-length and
+    ' gpus' are read as the columns they name; two keys that name one column are refused."""
+    out: dict = {}
+    for key, value in row.items():
+        dest = str(key).strip().replace("-", "_")
+        if dest in out:
+            raise PlannerError(f"columns {dest!r} and {str(key)[:40]!r} name the same setting: give one")
+        out[dest] = value
+    return out
+
+
 def to_step(row: dict, cluster_spec, where: str) -> TimedStep:
     """One row as a legal TimedStep (the model loaded, the plan built and checked); errors name the row."""
     try:
-        return _to_step(row, cluster_spec)
+        return _to_step(normalised(row), cluster_spec)
     except PlannerError as err:
         raise PlannerError(f"{where}: {err}") from None
 

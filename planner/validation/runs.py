@@ -125,7 +125,9 @@ class Prepared:
 
 def prepare(run: Run) -> Prepared:
     gpu = resolve_gpu(run.cluster.gpu)
-    cluster = run.cluster.to_cluster(gpu, run.cluster.num_gpus or 0)
+    if not run.cluster.num_gpus:
+        raise PlannerError(f"validation row {run.id}: cluster.num_gpus is missing (the GPUs the run used)")
+    cluster = run.cluster.to_cluster(gpu, run.cluster.num_gpus)
     plan = build_plan(run.plan, run.model, cluster.num_gpus)
     model = run.model.to_model()
     try:
