@@ -180,13 +180,14 @@ def exposed_p2p_seconds(plan: Plan, p2p_seconds: float, chunk_compute_seconds: f
     return p2p_seconds
 
 
-def sixteen_bit_layers(plan: Plan, layers: int, stage: int) -> tuple[int, int]:
-    """(from the stack's start, from its end) layers of `stage` kept 16-bit under a low precision: the
-    first bf16_layers_start of the stack sit on the first stage, the last bf16_layers_end on the last
-    (they are in its first and last model chunk, Megatron's layer order), at most the stage's layers."""
-    start = min(layers, plan.bf16_layers_start) if stage == 0 else 0
-    end = min(layers - start, plan.bf16_layers_end) if stage == plan.pp - 1 else 0
-    return start, end
+def sixteen_bit_layers(model: Model, plan: Plan, stage: int) -> tuple[int, int]:
+    """(from the stack's start, from its end) layers of pipeline rank `stage` kept 16-bit under a low precision:
+    Megatron's --first-last-layers-bf16 counts the first bf16_layers_start and the last bf16_layers_end of the
+    whole stack, so each rank keeps those of its own layers (pipeline.stage_layer_indices: its model chunks, in
+    Megatron's layer order) that fall among them: 32 of 32 layers on 4 ranks are 8 on each."""
+    held = pipeline.stage_layer_indices(pipeline.chunk_layers(model, plan), plan.pp, plan.vpp)[stage]
+    last = model.num_layers - plan.bf16_layers_end
+    return sum(1 for i in held if i < plan.bf16_layers_start), sum(1 for i in held if i >= last)
 
 
 def layer_params_split(model: Model, plan: Plan, index: int) -> tuple[float, float]:
@@ -570,7 +571,7 @@ def stage_compute_seconds(model: Model, plan: Plan, k: StageKernels, mix: LayerM
     sets."""
     overhead = layer_overhead_seconds(plan, k.eff)
     compute_s = sum(n * (k.layers[r].forward_seconds + k.layers[r].backward_seconds + overhead) for r, n in mix)
-    compute_s += sixteen_bit_delta(model, plan, k, mix_layers(mix), stage)
+    compute_s += sixteen_bit_delta(model, plan, k, stage)
     if stage == plan.pp - 1:
         compute_s += k.logits_seconds * (1 + model.mtp_layers)
         compute_s += mtp_layer_seconds(model, plan, k, k.eff)
@@ -671,13 +672,13 @@ def replay_seconds(plan: Plan, lt: LayerTimes) -> float:
     return {"full": lt.forward_seconds, "op": lt.op_replay_seconds}.get(plan.recompute, 0.0)
 
 
-def sixteen_bit_delta(model: Model, plan: Plan, k: StageKernels, layers: int, stage: int) -> float:
-    """Extra seconds of the stage's layers kept 16-bit under a low precision (the stack's first
-    layers on the first stage, its last on the last)."""
+def sixteen_bit_delta(model: Model, plan: Plan, k: StageKernels, stage: int) -> float:
+    """Extra seconds of the stage's layers kept 16-bit under a low precision (sixteen_bit_layers: those of the
+    stack's first and last layers that the rank holds)."""
     if not k.layers_16bit:
         return 0.0
     reps = layer_representatives(model)
-    start, end = sixteen_bit_layers(plan, layers, stage)
+    start, end = sixteen_bit_layers(model, plan, stage)
     out = 0.0
     for n, rep in ((start, reps[0]), (end, reps[-1])):
         if n:

@@ -121,15 +121,16 @@ def parse(items: list[str] | None) -> WhatIf:
     return WhatIf(scales, prices, rdma, power, imbalance)
 
 
-def check_applies(wi: WhatIf, moe: bool, gpus: set[str] | None = None) -> None:
+def check_applies(wi: WhatIf, moe: bool, gpus: set[str] | None = None, holder: str = "the cluster") -> None:
     """One line when an assumption cannot touch the question asked: a routing imbalance on a dense
-    model, a price for a GPU that none of `gpus` (the cluster's; None: any catalog GPU) is."""
+    model, a price for a GPU that none of `gpus` (`holder`'s: the cluster's, the offerings sized; None: any
+    catalog GPU) is."""
     if wi.imbalance is not None and not moe:
         raise PlannerError(f"--what-if imbalance={wi.imbalance:g}: routing imbalance applies only to "
                            "mixture-of-experts models (this one is dense)")
     for name in wi.prices:
         if gpus is not None and name not in gpus:
-            raise PlannerError(f"--what-if price.{name}: the cluster has no {name} "
+            raise PlannerError(f"--what-if price.{name}: {holder} has no {name} "
                                f"(its GPUs: {', '.join(sorted(gpus))})")
 
 

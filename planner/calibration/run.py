@@ -3,6 +3,7 @@ tiers and compute efficiency, and build the calibrated cluster file (a dict that
 from __future__ import annotations
 
 import datetime
+import os
 import sys
 import warnings
 from collections import Counter
@@ -85,9 +86,9 @@ def warn_untimed(log: NcclLog, path: str, min_size: int) -> None:
 def fit_nccl(paths: list[str], collective: str | None, min_size: int, cluster: cm.Cluster):
     """(CommFit, logs for the plot) from every log, or (None, []). A file given twice is refused: its rows
     would count as twice the measurements that were made."""
-    seen: dict[Path, str] = {}
+    seen: dict[str, str] = {}
     for path in paths:
-        key = Path(path).resolve()
+        key = os.path.realpath(path)  # not Path.resolve, which raises on a symlink loop (parse_log says so)
         if key in seen:
             raise PlannerError(f"--nccl {path}: the same file as {seen[key]}, given twice (its rows would count "
                                "as more measurements than were made)")

@@ -106,7 +106,9 @@ def register(sub) -> None:
     p.add_argument("--seq-length", type=seq_length_arg,
                    help="the sequence length the plan was scored at, when the model's own differs (as estimate "
                         "--seq-length); any other value is refused")
-    p.add_argument("--gpus-per-node", type=bounded_int(L.MAX_GPUS_PER_NODE), help="GPUs per node (default: the catalog cluster's, else 8)")
+    p.add_argument("--gpus-per-node", type=bounded_int(L.MAX_GPUS_PER_NODE),
+                   help="GPUs per node, for a PLAN.json that does not record them (default: the catalog cluster's, "
+                        "else 8)")
     g = p.add_argument_group("DeepSpeed offload (not in the cost model)")
     g.add_argument("--offload-optimizer", default="none", choices=["none", "cpu", "nvme"])
     g.add_argument("--offload-param", default="none", choices=["none", "cpu", "nvme"], help="ZeRO-3 only")

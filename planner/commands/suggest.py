@@ -113,21 +113,35 @@ def search_spec(args: argparse.Namespace):
                            "models (this one is dense)")
     fws = parse_list(args.framework, FRAMEWORK_CHOICES, "--framework")
     fws = NAMES if "any" in fws else fws
-    precisions = parse_list(args.precision, cm.PRECISIONS, "--precision")
+    precisions = parse_list("bf16" if args.precision is None else args.precision, cm.PRECISIONS, "--precision")
     if "precision" in fixed:
-        if args.precision != "bf16" and fixed["precision"] not in precisions:
+        if args.precision is not None and fixed["precision"] not in precisions:
             raise PlannerError(f"--fix precision={fixed['precision']} contradicts --precision {args.precision}")
         precisions = (fixed["precision"],)
     grads = ("",) if args.grad_dtype is None else parse_list(args.grad_dtype, cm.GRAD_DTYPES, "--grad-dtype")
-    grads = (fixed["grad"],) if "grad" in fixed else grads
-    if args.no_overlap and fixed.get("dpo") is True:
-        raise PlannerError("--fix overlap_dp_comm=true contradicts --no-overlap")
+    if "grad" in fixed:
+        if args.grad_dtype is not None and fixed["grad"] not in grads:
+            raise PlannerError(f"--fix grad_dtype={fixed['grad']} contradicts --grad-dtype {args.grad_dtype}")
+        grads = (fixed["grad"],)
+    check_flags_against_fixes(args, fixed)
     numerics = {name: getattr(args, name) for name in NUMERICS}
     spec = SearchSpec(model.to_model(), cluster, model.global_batch_size, fws, precisions, grads, fixed,
                       flash_attention=not args.no_flash_attention, overlap_dp_comm=not args.no_overlap,
                       overlap_pp_comm=not args.no_pp_overlap, numerics=numerics,
                       block_recompute=args.block_recompute)
     return model, spec
+
+
+def check_flags_against_fixes(args: argparse.Namespace, fixed: dict) -> None:
+    """A --fix that a search flag rules out is refused rather than one of them silently winning."""
+    if args.no_overlap and fixed.get("dpo") is True:
+        raise PlannerError("--fix overlap_dp_comm=true contradicts --no-overlap")
+    if args.no_flash_attention and "attn" in fixed:
+        raise PlannerError(f"--fix attention_kernel={fixed['attn']} names a fused attention kernel; "
+                           "--no-flash-attention runs attention unfused")
+    if args.block_recompute and fixed.get("recompute", "full") != "full":
+        raise PlannerError(f"--block-recompute searches full recompute of the first layers of each chunk; "
+                           f"--fix recompute={fixed['recompute']} leaves it nothing to search")
 
 
 def run_search(quiet: bool):
@@ -247,7 +261,7 @@ def register(sub) -> None:
                    help=FIX_HELP)
     p.add_argument("--framework", default="any",
                    help="any (default), or comma-separated megatron, deepspeed, torchtitan: only plans they run")
-    p.add_argument("--precision", default="bf16", help="comma-separated precisions to consider (default bf16)")
+    p.add_argument("--precision", help="comma-separated precisions to consider (default bf16)")
     p.add_argument("--grad-dtype", help="comma-separated gradient dtypes to consider, e.g. fp32,bf16 "
                                         "(default: the precision's own)")
     p.add_argument("--no-flash-attention", action="store_true", help="unfused attention (pre-FlashAttention stacks)")

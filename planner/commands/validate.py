@@ -20,6 +20,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from planner.validation import runs as validation
     from planner.validation.fit import FIT_BOUNDS
     from planner.validation.generalise import generalisation, leave_one_out
+    from planner.validation.report import report
 
     if args.holdout and (args.runs or args.fit_on or args.leave_one_source_out):
         raise PlannerError("--holdout scores the held-out rows with the shipped constants: it takes no --runs, "
@@ -56,7 +57,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
             render.print_generalisation(out, make_console())
         return 0
     results = validation.evaluate(runs)
-    out = validation.report(runs, results)
+    out = report(runs, results)
     if args.json:
         print_json(out)
         return 0

@@ -37,10 +37,11 @@ def render(job: Job, fmt: str) -> dict[str, tuple[str, bool]]:
 
 def render_jobs(jobs: dict[str, Job]) -> dict[str, tuple[str, bool]]:
     """Each framework's files for its own plan (`jobs`: framework -> job), and one README.txt."""
-    offload = any({j.options.offload_optimizer, j.options.offload_param} != {"none"} for j in jobs.values())
+    offload = any({j.options.offload_optimizer, j.options.offload_param} != {"none"} or j.options.nvme_path
+                  for j in jobs.values())
     if offload and "deepspeed" not in jobs:
-        raise PlannerError("--offload-optimizer/--offload-param are DeepSpeed settings; the other frameworks' "
-                           "files would ignore them")
+        raise PlannerError("--offload-optimizer/--offload-param/--nvme-path are DeepSpeed settings; the other "
+                           "frameworks' files would ignore them")
     out: dict[str, tuple[str, bool]] = {}
     refused: dict[str, str] = {}
     for name, job in jobs.items():

@@ -134,8 +134,16 @@ def check_seq_length(estimate: dict, model: ModelSpec, plan: cm.Plan) -> None:
 
 def resolve_gpus_per_node(estimate: dict, num_gpus: int, given: int | None) -> int:
     """--gpus-per-node, else the plan's own cluster shape (estimate `gpus_per_node`), else the
-    catalog cluster's, else 8; a job smaller than a node uses num_gpus."""
-    per_node = given if given is not None else estimate.get("gpus_per_node")
+    catalog cluster's, else 8; a job smaller than a node uses num_gpus. A --gpus-per-node other than the
+    shape the plan was scored on is refused."""
+    scored = estimate.get("gpus_per_node")
+    if given is not None and (not isinstance(given, int) or isinstance(given, bool) or given < 1):
+        raise PlannerError(f"gpus_per_node must be a positive integer (got {given!r})")
+    if given is not None and isinstance(scored, int) and not isinstance(scored, bool) and given != scored:
+        raise PlannerError(f"--gpus-per-node {given}: PLAN.json was scored on nodes of {scored} GPUs, and its "
+                           "layout (which ranks share a node's NVLink) was chosen for them: score it on the other "
+                           "machine (planner estimate with that cluster) and emit that")
+    per_node = given if given is not None else scored
     if per_node is None:
         spec = catalogs.cluster_catalog().get(str(estimate.get("cluster")))
         per_node = spec.gpus_per_node if spec else 8

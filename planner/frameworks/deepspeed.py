@@ -164,6 +164,9 @@ def offload_violations(zero_stage: int, offload_optimizer: str, offload_param: s
                    "the device (runtime/zero/stage_1_and_2.py)")
     if "nvme" in (offload_optimizer, offload_param) and not nvme_path:
         out.append("offload to nvme needs --nvme-path")
+    if nvme_path and "nvme" not in (offload_optimizer, offload_param):
+        out.append("--nvme-path is where nvme offload swaps; nothing offloads to nvme (--offload-optimizer/"
+                   "--offload-param nvme)")
     return out
 
 

@@ -113,7 +113,7 @@ def add_plan_flags(p: argparse.ArgumentParser) -> None:
                         "pipeline chunk after its last backward into new shard storage (chunk_end: FSDP2 under "
                         "torch.distributed.pipelining, torchtitan); under ZeRO 0, all-reduced after every "
                         "micro-batch (microbatch: torchtitan's data_parallel_replicate)")
-    g.add_argument("--attention-kernel", default="cudnn", choices=["cudnn", "flash2"],
+    g.add_argument("--attention-kernel", choices=["cudnn", "flash2"],
                    help="fused attention kernel: cuDNN's (Transformer Engine on Hopper and later, PyTorch SDPA from "
                         "2.9 with cuDNN > 9.15; default) or a FlashAttention-2-class one (flash-attn 2, older SDPA); "
                         "about 1.9x apart on Hopper")
@@ -173,6 +173,11 @@ def plan_spec_from_args(args: argparse.Namespace):
     named = [m.strip() for m in (args.recompute_modules or "").split(",") if m.strip()]
     if args.recompute_modules is not None and not named:
         raise PlannerError("--recompute-modules: expected module names (comma-separated), got none")
+    if args.offload_modules and not [m for m in args.offload_modules.split(",") if m.strip()]:
+        raise PlannerError("--offload-modules: expected module names (comma-separated), got none")
+    if args.no_flash_attention and args.attention_kernel:
+        raise PlannerError(f"--attention-kernel {args.attention_kernel} names a fused attention kernel; "
+                           "--no-flash-attention runs attention unfused")
     if named and named != ["core_attn"] and args.recompute != "selective":  # the default, as a plan JSON writes it
         raise PlannerError(f"--recompute-modules {args.recompute_modules}: it names what --recompute selective "
                            f"replays, and the plan's recompute is {args.recompute}")
@@ -202,7 +207,8 @@ def plan_spec_from_args(args: argparse.Namespace):
         "layer_cuda_graphs": args.layer_cuda_graphs,
         "pipeline_buffers": args.pipeline_buffers,
         "grad_sync": args.grad_sync,
-        "repeat_kv": args.repeat_kv, "attention_kernel": args.attention_kernel, "sp_gathered": args.sp_gathered,
+        "repeat_kv": args.repeat_kv, "attention_kernel": args.attention_kernel or "cudnn",
+        "sp_gathered": args.sp_gathered,
         "projections": args.projections, "rank_order": args.rank_order,
     }
     if args.bf16_layers is not None:

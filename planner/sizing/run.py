@@ -246,6 +246,8 @@ def size(args: SizeRequest, wi: whatif.WhatIf | None = None, progress=None) -> d
                            "pass --tokens T of at least that")
     model = model.model_copy(update={"training_tokens": args.tokens})  # each option's estimate totals these tokens
     offerings, skipped = load_offerings(args, wi.prices if wi else None)
+    if wi is not None:  # a price for a GPU type no offering sized here has would change nothing
+        whatif.check_applies(wi, model.moe is not None, {o.gpu.name for o in offerings}, "the sizing")
     offerings, capped = power_capped(offerings, wi)
     assumptions = sizing.RunAssumptions(args.failures_per_1000_gpu_days / 1000 / 24, args.restart_minutes * 60,
                                         args.checkpoint_gbytes_per_s_per_node * 1e9)

@@ -213,14 +213,3 @@ def result_to_dict(r: Result) -> dict:
         "measured_memory_gib": r.run.measured.peak_memory_gib, "memory_error": r.memory_error,
     }
 
-
-def report(runs: list[Run], results: list | None = None) -> dict:
-    """`planner validate --json`'s object for `runs` (scored here unless their `results` are given): each row's
-    predicted and measured figures, the summaries (overall and per group, per GPU generation, per precision),
-    and what rows with equal inputs cost any model (floor.measurement_floor)."""
-    from planner.validation.floor import measurement_floor  # floor reads this module
-
-    results = evaluate(runs) if results is None else results
-    return {"rows": [result_to_dict(r) for r in results], "summary": summarise(results),
-            "by_generation": summarise_by_generation(results), "by_precision": summarise_by_precision(results),
-            "measurement_floor": measurement_floor(runs)}

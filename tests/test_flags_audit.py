@@ -1,0 +1,85 @@
+"""Plans and flags a report-only audit (2026-12-07) found scored wrongly or taken silently.
+
+- Megatron's --first-last-layers-bf16 counts the first and last layers of the whole stack, wherever the
+  pipeline puts them: with every layer kept 16-bit the step is the 16-bit step at any pipeline depth.
+- A --fix that a search flag rules out is refused, not overridden in silence; emit and size refuse flags
+  that would change nothing they write or size."""
+import json
+
+import pytest
+
+from costmodel.stage import sixteen_bit_layers
+from costmodel.types import Plan
+from planner.commands.main import main
+from planner.inputs.loading import load_model_spec
+
+
+def step_seconds(capsys, *flags):
+    assert main(["estimate", "llama3-8b", "dgx-h100", "--gpus", "8", "--gbs", "64", "--tp", "2", "--json",
+                 *flags]) == 0
+    return json.loads(capsys.readouterr().out)["step_time_s"]
+
+
+@pytest.mark.parametrize("pp", [1, 4])
+def test_every_layer_kept_16_bit_is_the_16_bit_step_at_any_depth(capsys, pp):
+    """32 of Llama 3 8B's 32 layers kept bf16 under fp8, however split between the start and the end: the
+    same step at pp 1 and at pp 4, where the first rank holds layers 0-7 and the last 24-31."""
+    steps = {split: step_seconds(capsys, "--pp", str(pp), "--precision", "fp8", "--bf16-layers", split)
+             for split in ("32,0", "16,16", "0,32")}
+    assert steps["32,0"] == pytest.approx(steps["16,16"], rel=1e-9) == pytest.approx(steps["0,32"], rel=1e-9)
+    fp8 = step_seconds(capsys, "--pp", str(pp), "--precision", "fp8")
+    assert steps["32,0"] > fp8 * 1.1
+
+
+def test_sixteen_bit_layers_of_each_rank_by_hand():
+    """Llama 3 8B (32 layers) on pp 4 x vpp 2: chunks of 4, chunk j*4 + r on rank r, so rank 0 holds
+    layers 0-3 and 16-19, rank 3 layers 12-15 and 28-31. The first 6 and last 6 layers kept 16-bit:
+    rank 0 keeps 0-3 (4) from the start, rank 1 keeps 4-5 (2); rank 3 keeps 28-31 (4) from the end,
+    rank 2 keeps 26-27 (2)."""
+    model = load_model_spec("llama3-8b").to_model()
+    plan = Plan(tp=1, pp=4, vpp=2, dp=2, precision="fp8", bf16_layers_start=6, bf16_layers_end=6)
+    assert [sixteen_bit_layers(model, plan, r) for r in range(4)] == [(4, 0), (2, 0), (0, 2), (0, 4)]
+
+
+@pytest.mark.parametrize("flags, needle", [
+    (["--precision", "bf16", "--fix", "precision=fp8"], "--fix precision=fp8 contradicts --precision bf16"),
+    (["--grad-dtype", "fp32", "--fix", "grad_dtype=bf16"], "--fix grad_dtype=bf16 contradicts --grad-dtype fp32"),
+    (["--no-flash-attention", "--fix", "attention_kernel=flash2"], "--no-flash-attention runs attention unfused"),
+    (["--block-recompute", "--fix", "recompute=none"], "leaves it nothing to search"),
+])
+def test_a_fix_a_search_flag_rules_out_is_refused(capsys, flags, needle):
+    assert main(["suggest", "llama3-8b", "dgx-h100", "--gpus", "8", "--gbs", "64", *flags]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_fix_within_the_flags_is_taken(capsys):
+    assert main(["suggest", "llama3-8b", "dgx-h100", "--gpus", "8", "--gbs", "64", "--top", "1", "--json",
+                 "--precision", "bf16,fp8", "--fix", "precision=fp8"]) == 0
+    assert json.loads(capsys.readouterr().out)["plans"][0]["plan"]["precision"] == "fp8"
+
+
+def test_estimate_refuses_a_kernel_for_unfused_attention(capsys):
+    assert main(["estimate", "llama3-8b", "dgx-h100", "--gpus", "8", "--gbs", "64", "--no-flash-attention",
+                 "--attention-kernel", "flash2"]) == 2
+    assert "--no-flash-attention runs attention unfused" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("flags, needle", [
+    (["--format", "megatron", "--nvme-path", "/x"], "are DeepSpeed settings"),
+    (["--format", "deepspeed", "--nvme-path", "/x"], "nothing offloads to nvme"),
+    (["--format", "megatron", "--gpus-per-node", "16"], "scored on nodes of 8 GPUs"),
+])
+def test_emit_refuses_flags_that_would_change_nothing_or_another_machine(capsys, tmp_path, flags, needle):
+    assert main(["estimate", "llama3-8b", "dgx-h100", "--gpus", "8", "--gbs", "64", "--zero", "3", "--json"]) == 0
+    plan = tmp_path / "plan.json"
+    plan.write_text(capsys.readouterr().out)
+    assert main(["emit", str(plan), "--out", str(tmp_path / "out"), *flags]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and len(err.strip().splitlines()) == 1
+
+
+def test_size_refuses_a_price_for_a_gpu_it_does_not_size(capsys):
+    assert main(["size", "llama3-8b", "--gbs", "64", "--gpu-types", "h100-sxm-80gb", "--tokens", "1e12",
+                 "--what-if", "price.a100-sxm-80gb=2"]) == 2
+    assert "the sizing has no a100-sxm-80gb" in capsys.readouterr().err
