@@ -60,6 +60,21 @@ def stage_layer_counts(chunk_layers: tuple[int, ...], pp: int, vpp: int) -> tupl
     return tuple(sum(chunk_layers[j * pp + r] for j in range(vpp)) for r in range(pp))
 
 
+def uneven_chunks(plan: Plan) -> tuple[int, tuple[int, ...]] | None:
+    """The first pipeline rank whose model chunks (of a plan's own stage_layers, interleaved) differ by 2x or more,
+    with its chunks' layers, or None: pipeline_seconds' bubble, (total - slowest) / v, is Narayanan et al.'s for
+    equal chunks, and an event simulation of Megatron-core's interleaved order departs from it both ways as chunks
+    part (validation/README.md, "The interleaved bubble with unequal chunks"). The default splits are within a layer
+    of equal."""
+    if not plan.stage_layers or plan.vpp < 2:
+        return None
+    for r in range(plan.pp):
+        layers = tuple(plan.stage_layers[j * plan.pp + r] for j in range(plan.vpp))
+        if max(layers) >= 2 * max(1, min(layers)):
+            return r, layers
+    return None
+
+
 def stage_layer_indices(chunk_layers: tuple[int, ...], pp: int, vpp: int) -> tuple[tuple[int, ...], ...]:
     """The transformer layers (0-based) each pipeline rank holds: chunk c covers the next
     chunk_layers[c] layers of the stack, and chunk j*pp + r lives on rank r."""

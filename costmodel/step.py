@@ -402,6 +402,13 @@ def warnings_for(cluster: Cluster, plan: Plan) -> tuple[str, ...]:
     if topology.tp_crosses_network(plan, cluster):
         out.append(f"TP group of {plan.tp} spans more than one NVLink domain ({used} GPUs): TP traffic crosses "
                    "the network")
+    uneven = pipeline.uneven_chunks(plan)
+    if uneven is not None:
+        rank, layers = uneven
+        out.append(f"pipeline rank {rank}'s model chunks hold {', '.join(map(str, layers))} layers: the interleaved "
+                   "bubble is priced for equal chunks ((total - slowest) / vpp), and Megatron's schedule with chunks "
+                   "this unequal can wait several times longer or much less (validation/README.md, \"The interleaved "
+                   "bubble with unequal chunks\")")
     return tuple(out)
 
 

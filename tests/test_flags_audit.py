@@ -83,3 +83,21 @@ def test_size_refuses_a_price_for_a_gpu_it_does_not_size(capsys):
     assert main(["size", "llama3-8b", "--gbs", "64", "--gpu-types", "h100-sxm-80gb", "--tokens", "1e12",
                  "--what-if", "price.a100-sxm-80gb=2"]) == 2
     assert "the sizing has no a100-sxm-80gb" in capsys.readouterr().err
+
+
+def test_unequal_interleaved_chunks_are_warned_of():
+    """(total - slowest) / v is the bubble of equal chunks; stage_layers 16, 0, 0, 16 at pp 2 x vpp 2 is a plain
+    two-stage pipeline (the event simulation of Megatron's order in tests/test_pipeline_fill_hops.py waits 4x the
+    formula's bubble), so the estimate says it prices them as equal. Equal chunks and the default split are not
+    warned of."""
+    from costmodel import pipeline
+    from costmodel.step import warnings_for
+    from planner.inputs.loading import build_cluster, load_cluster_spec
+
+    cluster = build_cluster(load_cluster_spec("dgx-h100"), 8)
+    uneven = Plan(tp=2, pp=2, vpp=2, dp=2, stage_layers=(16, 0, 0, 16))
+    assert pipeline.uneven_chunks(uneven) == (0, (16, 0))
+    assert any("chunks hold 16, 0 layers" in w for w in warnings_for(cluster, uneven))
+    for plan in (Plan(tp=2, pp=2, vpp=2, dp=2, stage_layers=(8, 8, 8, 8)), Plan(tp=2, pp=2, vpp=2, dp=2),
+                 Plan(tp=2, pp=2, vpp=1, dp=2, stage_layers=(30, 2))):
+        assert pipeline.uneven_chunks(plan) is None
