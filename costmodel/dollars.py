@@ -17,8 +17,10 @@ def steps_to_train(training_tokens: float, global_batch_size: int, seq_length: i
 
 
 def time_to_train_seconds(training_tokens: float, global_batch_size: int, seq_length: int, step_time_seconds: float) -> float:
+    """Steps to train times the step time: no checkpoints, failures or restarts (runtime.run_wall_clock adds them)."""
     return steps_to_train(training_tokens, global_batch_size, seq_length) * step_time_seconds
 
 
 def usd_to_train(training_tokens: float, global_batch_size: int, seq_length: int, step_usd: float) -> float:
+    """Steps to train times the dollars of one step (usd_per_step)."""
     return steps_to_train(training_tokens, global_batch_size, seq_length) * step_usd

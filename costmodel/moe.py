@@ -170,7 +170,12 @@ def activation_terms(model, tokens: int, tp: int, layout: ExpertLayout, recomput
 def remote_domains_per_token(model, ep: int, per_domain: int) -> float:
     """Expected number of other NVLink domains of the EP group that hold at least one of a token's k
     experts, with the experts spread evenly over the group's ep / per_domain domains and the k chosen
-    uniformly (balanced routing): (D - 1) (1 - C(E - E/D, k) / C(E, k))."""
+    uniformly (balanced routing): (D - 1) (1 - C(E - E/D, k) / C(E, k)), the probability that k draws without
+    replacement from E experts all miss a given domain's E/D being the hypergeometric C(E - E/D, k) / C(E, k).
+    It is the count of inter-domain sends DeepEP's and HybridEP's dispatch makes per token, each token sent once
+    per remote domain that needs it (DeepSeek-V3 report, arXiv:2412.19437 Sec 3.2.2: a token crosses IB once per
+    target node and is forwarded over NVLink inside it; the report's node-limited routing, at most 4 nodes a
+    token, is not assumed here)."""
     domains = max(1, ep // max(1, per_domain))
     if domains <= 1:
         return 0.0

@@ -40,7 +40,9 @@ def checkpoint_bytes(params: float) -> float:
 
 
 def checkpoint_seconds(params: float, num_nodes: int, write_bytes_per_second_per_node: float) -> float:
-    """One synchronous save, all nodes writing their shards in parallel."""
+    """One synchronous save, all nodes writing their shards in parallel at `write_bytes_per_second_per_node`
+    (checkpoint_bytes: what is saved). Assumes a blocking save (no asynchronous checkpointing) and storage that
+    scales with the nodes (a parallel file system or object store), so time is bytes over aggregate bandwidth."""
     return checkpoint_bytes(params) / (num_nodes * write_bytes_per_second_per_node)
 
 
