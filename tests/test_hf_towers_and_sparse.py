@@ -159,3 +159,15 @@ def test_a_checkpoint_folder_reads_its_config(tmp_path):
     (it was refused, "is a folder, expected a file", an audit found)."""
     folder = Path(write(tmp_path, json.load(open(f"{HF}/qwen3-8b.json")), "qwen3-8b")).parent
     assert load_model_spec(str(folder), 4096) == load_model_spec(str(folder / "config.json"), 4096)
+
+
+def test_storage_and_encoder_keys_are_no_hybrid_layer_stack():
+    """llm-compressor's compression_config (a W8A8 checkpoint's `config_groups.linear_w8a8`) says how weights are
+    stored, and a Conformer audio encoder's `linear_units` (Phi-4-multimodal's audio_processor) is a feed-forward
+    width: neither is a linear-attention layer stack. Qwen3-Next's `linear_num_key_heads` still is."""
+    stored = {**VOXTRAL_TEXT, "compression_config": {"config_groups": {"linear_w8a8": {"targets": ["Linear"]}}}}
+    assert hf_to_spec_dict(stored, "llama", 4096)["num_layers"] == 30
+    encoder = {**VOXTRAL_TEXT, "audio_processor": {"config": {"linear_units": 1536, "num_blocks": 24}}}
+    assert hf_to_spec_dict(encoder, "llama", 4096)["num_layers"] == 30
+    with pytest.raises(PlannerError, match="linear_num_key_heads: a state-space / linear-attention hybrid"):
+        hf_to_spec_dict({**VOXTRAL_TEXT, "linear_num_key_heads": 16}, "llama", 4096)

@@ -331,3 +331,16 @@ def test_a_refused_split_is_not_blamed_on_the_rope(capsys):
                  "megatron", "--fix", "recompute=op"]) == 2
     err = capsys.readouterr().err
     assert "rope" not in err.lower() and "with the allowed knobs" in err
+
+
+def test_a_key_transformers_does_not_read_either_is_dropped_with_a_note(tmp_path):
+    """deepseek-ai/DeepSeek-R1-0528-Qwen3-8B's rope_scaling carries `attn_factor` (0.878...) beside YaRN's
+    factor 4 and original_max_position_embeddings 32768. Transformers' YaRN reads `attention_factor`
+    (modeling_rope_utils.py) and warns of `attn_factor` as unrecognized, so the launched model never uses it:
+    dropped here too, and said; `attention_factor`, which Transformers reads, is still refused (above)."""
+    block = {"attn_factor": 0.8782488562869419, "factor": 4.0, "original_max_position_embeddings": 32768,
+             "rope_type": "yarn"}
+    spec = load_model_spec(edited(tmp_path, "qwen3-8b", rope_scaling=block))
+    r = spec.rope_scaling
+    assert (r.rope_type, r.factor, r.original_max_position_embeddings) == ("yarn", 4.0, 32768)
+    assert "rope_scaling.attn_factor is not read by Transformers' yarn RoPE" in spec.notes

@@ -41,7 +41,7 @@ from planner.inputs.hf_classes import (
 )
 from planner.inputs.hf_moe import expert_count_key, mla_fields, moe_fields, mtp_layers
 from planner.inputs.hf_reader import Reader, pick, show
-from planner.inputs.hf_rope import full_attention_parameters, rope_scaling
+from planner.inputs.hf_rope import full_attention_parameters, ignored_rope_keys, rope_scaling
 from planner.inputs.reading import describe_validation_error
 
 
@@ -197,6 +197,7 @@ def hf_to_spec_dict(data: dict, name: str, seq_length: int | None = None) -> dic
                                f"{spec['seq_length']} tokens do not fit this model")
     if spec.get("position_embedding") == "rope":
         spec.update(rope_scaling(reader))
+        notes += ignored_rope_keys(reader)
     layers = _layers(text)
     head_dim = reader.integer("head_dim", 1)
     mla = mla_fields(reader, model_type)
@@ -391,8 +392,9 @@ def towers(data: dict) -> list[str]:
 
 # Sub-configs that describe how weights are stored, not the layer stack: a quantized checkpoint's
 # `quantization_config` (DeepSeek-V3's fp8 blocks; AQLM's and SpQR's `linear_weights_not_to_quantize`, which
-# the hybrid scan read as linear-attention keys). The plan's precision sets what training runs in.
-NOT_ARCHITECTURE = frozenset({"quantization_config"})
+# the hybrid scan read as linear-attention keys) and llm-compressor's `compression_config` (its config_groups,
+# e.g. linear_w8a8). The plan's precision sets what training runs in.
+NOT_ARCHITECTURE = frozenset({"quantization_config", "compression_config"})
 
 
 def _dicts(node: Any, path: str = ""):

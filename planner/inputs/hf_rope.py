@@ -15,6 +15,26 @@ from planner.inputs.specs import ROPE_SCALING_PARAMETERS
 KIND_KEYS = {kind: ("factor", *keys) for kind, keys in ROPE_SCALING_PARAMETERS.items()}
 # Keys of the block that are not the scaling's (v5 moves the base frequency and partial factor there).
 NOT_SCALING = {"rope_type", "type", "rope_theta", "partial_rotary_factor"}
+# The keys Transformers itself reads of each kind beyond planner's (modeling_rope_utils.py, _validate_yarn_parameters
+# and _compute_yarn_parameters: YaRN's attention_factor). A key it does not read either (DeepSeek-R1-0528-Qwen3-8B's
+# `attn_factor`, which Transformers warns of as unrecognized) launches no other model when dropped.
+TRANSFORMERS_ONLY = {"yarn": {"attention_factor"}, "llama3": set(), "linear": set()}
+
+
+def ignored_rope_keys(reader: Reader) -> list[str]:
+    """The rope_scaling keys dropped because Transformers does not read them either (rope_scaling refuses the
+    ones it does), for the spec's notes."""
+    block = reader.data.get("rope_parameters") if isinstance(reader.data.get("rope_parameters"), dict) \
+        else reader.data.get("rope_scaling")
+    if not isinstance(block, dict):
+        return []
+    block = full_attention_parameters(block) or block
+    kind = block.get("rope_type", block.get("type"))
+    if kind not in KIND_KEYS:
+        return []
+    extra = sorted(set(block) - set(KIND_KEYS[kind]) - NOT_SCALING - TRANSFORMERS_ONLY[kind])
+    return [f"rope_scaling.{k} is not read by Transformers' {kind} RoPE (an unrecognized key), nor here"
+            for k in extra]
 
 
 def full_attention_parameters(block: dict) -> dict | None:
@@ -51,7 +71,7 @@ def rope_scaling(reader: Reader) -> dict:
     if kind not in KIND_KEYS:
         raise reader.fail(f"{key}.rope_type", f"{kind!r} is a RoPE scaling planner does not launch (yarn, llama3, "
                                               "linear): write a model YAML without it only if training without it")
-    extra = sorted(set(block) - set(KIND_KEYS[kind]) - NOT_SCALING)
+    extra = sorted((set(block) - set(KIND_KEYS[kind]) - NOT_SCALING) & TRANSFORMERS_ONLY[kind])
     if extra:
         raise reader.fail(f"{key}.{extra[0]}", f"is not read for rope_type {kind} (planner reads "
                                                f"{', '.join(KIND_KEYS[kind])}): it would change the launched model")
