@@ -30,6 +30,16 @@ def _outcome(alt: Scored, best: Scored, capacity_bytes: float) -> str:
             f"{ratio:.2f}x the best plan's {best.est.step_time_seconds:.3g} s")
 
 
+def _variant(label: str, alt: cm.Plan, best: Scored, model: cm.Model, capacity_bytes: float,
+             eff: cm.Efficiency | None) -> str:
+    """One sentence on the best plan with another cp (and the dp that keeps the GPU count): the rule it breaks,
+    or what it needs and takes."""
+    broken = plan_violations(model, best.cluster, alt)
+    if broken:
+        return f"{label} the plan would not be legal: {broken[0]}."
+    return f"{label} the same plan " + _outcome(score(best.model, best.cluster, alt, eff), best, capacity_bytes) + "."
+
+
 def context_parallel_note(best: Scored, capacity_bytes: float, eff: cm.Efficiency | None = None) -> str | None:
     """None for sequences under LONG_SEQUENCE_TOKENS; else why the best plan's cp is what it is."""
     plan, seq = best.plan, best.model.seq_length
@@ -40,11 +50,14 @@ def context_parallel_note(best: Scored, capacity_bytes: float, eff: cm.Efficienc
         share = best.est.time_breakdown_seconds.get("cp_comm", 0.0) / best.est.step_time_seconds
         head = (f"cp {plan.cp} ({plan.cp_comm}) splits each {seq:,}-token sequence over {plan.cp} GPUs in "
                 f"{2 * plan.cp} chunks; its exposed K/V exchange is {100 * share:.0f}% of the step. ")
-        alt = replace(plan, cp=1, dp=plan.dp * plan.cp, cp_comm="p2p")
-        if plan_violations(model, best.cluster, alt):
-            return head + "Folded into data parallelism the plan would not be legal."
-        return head + f"Folded into data parallelism (cp 1, dp {alt.dp}) the same plan " + \
-            _outcome(score(best.model, best.cluster, alt, eff), best, capacity_bytes) + "."
+        half = plan.cp // 2
+        fewer = replace(plan, cp=half, dp=plan.dp * 2, cp_comm=plan.cp_comm if half > 1 else "p2p")
+        what = "Folded into data parallelism" if half == 1 else "Halved"
+        out = head + _variant(f"{what} (cp {half}, dp {fewer.dp})", fewer, best, model, capacity_bytes, eff)
+        if plan.dp % 2 == 0:
+            more = replace(plan, cp=plan.cp * 2, dp=plan.dp // 2)
+            out += " " + _variant(f"Doubled (cp {more.cp}, dp {more.dp})", more, best, model, capacity_bytes, eff)
+        return out
     head = f"the best plan keeps each {seq:,}-token sequence on one tensor-parallel group (cp 1). "
     alt = replace(plan, cp=2, dp=plan.dp // 2)
     if plan.dp % 2 or seq % 4 or plan_violations(model, best.cluster, alt):

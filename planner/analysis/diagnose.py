@@ -82,6 +82,10 @@ LEVERS = (
           lambda p, c, m: [replace(p, recompute_layers=n)
                            for n in (0, *recompute_layer_counts(max(chunk_layers(m, p))))
                            if p.recompute == "full" and n != p.recompute_layers], framework="megatron"),
+    Lever("no recompute", "every layer keeps its activations: no replay, the most activation memory (fused "
+          "attention keeps no s x s scores, so selective recompute of the attention core saves little there)",
+          lambda p, c, m: _if(p.recompute != "none", p, recompute="none", recompute_layers=0,
+                              recompute_modules=cm.Plan().recompute_modules)),
     Lever("full recompute", "each layer keeps only its input and replays its forward in backward: about a third "
           "more compute for the least activation memory (Megatron --recompute-granularity full, DeepSpeed "
           "activation checkpointing, torchtitan activation_checkpoint.mode full)",
@@ -132,9 +136,12 @@ LEVERS = (
                               ep_dispatch="deepep" if m.moe is not None and not m.moe.capacity_factor
                               else p.ep_dispatch), framework="megatron"),
     Lever("activation offload", "whole layers' activations copied to host memory in forward and back in backward, "
-          "beside the compute, over the host link (Megatron --cpu-offloading-num-layers: pp 1, no recompute); "
+          "beside the compute, over the host link, without recompute (Megatron --cpu-offloading-num-layers: pp 1, "
+          "no recompute); "
           "the host memory they fill is not counted",
-          lambda p, c, m: [replace(p, offload_layers=n) for n in offload_layer_counts(m.num_layers)]
+          lambda p, c, m: [replace(p, offload_layers=n, recompute="none", recompute_layers=0,
+                                   recompute_modules=cm.Plan().recompute_modules)
+                           for n in offload_layer_counts(m.num_layers)]
           if p.pp == 1 and not p.offload_layers else [], framework="megatron"),
     Lever("recompute whole MoE layers", "each MoE layer keeps only its input and replays router, dispatch, experts "
           "and combine in backward, beside the modules the plan already replays (Megatron "

@@ -17,6 +17,6 @@ def published_checks(model: cm.Model, cluster: cm.Cluster, plan: cm.Plan, scored
     return {"envelope": envelope.judge(gpu.name, plan.precision, scored["mfu_causal"], model),
             "unvalidated_settings": coverage.unvalidated(gpu.generation, plan, model.moe is not None),
             "host_wait": hostwait.judge(scored["step_time_s"], scored["time_breakdown_s"]),
-            "long_context": longcontext.judge(gpu.generation, model.seq_length),
+            "long_context": longcontext.judge(gpu.generation, model.seq_length, model.moe is not None),
             "accuracy": accuracy.judge(gpu.name, plan.precision, model, plan.fp8_recipe, gpu.generation),
             "model_accuracy": bymodel.judge(model)}

@@ -26,15 +26,20 @@ def shipped() -> dict:
     return read_published(FILE)
 
 
-def judge(generation: str, seq_length: int) -> dict | None:
+def judge(generation: str, seq_length: int, moe: bool | None = None) -> dict | None:
     """For a plan whose sequences are longer than every fitted row on its generation, the longest fitted
-    length with the held-out rows' errors beyond it; None within the fitted range, or for a generation
-    with no fitted row (the MFU envelope already says none was published there)."""
+    length with the held-out rows' errors beyond it: those of the plan's kind of model (`moe`) where any such
+    row was judged (dense and MoE rows lean opposite ways on Hopper and cancel in the mean of all), else all of
+    them, `kind` saying which; None within the fitted range, or for a generation with no fitted row (the MFU
+    envelope already says none was published there)."""
     data = shipped().get(generation)
     if data is None or seq_length <= data["fitted_max_seq_length"]:
         return None
+    kind = None if moe is None else ("moe" if moe else "dense")
+    own = data.get("beyond_by_kind", {}).get(kind) if kind else None
+    rows, kind = (own, kind) if own and own["n"] else (data["beyond"], "all")
     return {"seq_length": seq_length, "generation": generation,
-            "fitted_max_seq_length": data["fitted_max_seq_length"], "beyond_rows": data["beyond"]}
+            "fitted_max_seq_length": data["fitted_max_seq_length"], "kind": kind, "beyond_rows": rows}
 
 
 def caution(judged: dict | None, whose: str) -> str | None:
@@ -45,12 +50,13 @@ def caution(judged: dict | None, whose: str) -> str | None:
             f"on with {judged['generation']} GPUs ({judged['fitted_max_seq_length']:,} tokens), so its attention "
             f"time is extrapolated: ")
     rows = judged["beyond_rows"]
+    of = {"dense": " dense", "moe": " mixture-of-experts"}.get(judged.get("kind", "all"), "")
     if not rows["n"]:
         return head + "no published run that long was judged there"
     sense = "slow" if rows["mean_signed"] > 0 else "fast"
     if rows["n"] == 1:
-        return head + (f"the one published run that long there was predicted {100 * rows['mape']:.1f}% {sense} "
+        return head + (f"the one published{of} run that long there was predicted {100 * rows['mape']:.1f}% {sense} "
                        f"({rows['worst_run']}; validation/holdout.yaml)")
-    return head + (f"the {rows['n']} published runs that long there are predicted {100 * rows['mape']:.1f}% off on "
+    return head + (f"the {rows['n']} published{of} runs that long there are predicted {100 * rows['mape']:.1f}% off on "
                    f"average (up to {100 * rows['max_abs']:.1f}%, {rows['worst_run']}), "
                    f"{100 * abs(rows['mean_signed']):.1f}% {sense} on balance (validation/holdout.yaml)")

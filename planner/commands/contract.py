@@ -445,8 +445,10 @@ class LongContext(Strict):
     seq_length: int = d("the plan's sequence length, tokens")
     generation: str = d("the GPU generation, e.g. ampere, hopper, blackwell")
     fitted_max_seq_length: int = d("the longest sequence of a scored validation/runs.yaml row on that generation")
-    beyond_rows: WorstRows = d("held-out rows (validation/holdout.yaml) on that generation that run longer; n is 0 "
-                               "when none was judged")
+    kind: Literal["dense", "moe", "all"] = d("whose rows beyond_rows are: the plan's kind of model where any such row "
+                                             "was judged, else all of them")
+    beyond_rows: WorstRows = d("held-out rows (validation/holdout.yaml) on that generation that run longer, of `kind`; "
+                               "n is 0 when none was judged")
 
 
 class StepAccuracy(Strict):

@@ -274,6 +274,22 @@ def moe_sequence_parallel(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     return None
 
 
+def sequence_parallel_split(model: cm.Model, machine: Machine, plan: cm.Plan) -> Optional[str]:
+    """core/tensor_parallel/mappings.py _split_along_first_dim (sequence parallelism's scatter of the [s, b, h]
+    activations, at the first forward) asserts "First dimension of the tensor should be divisible by tensor
+    parallel size": each context-parallel rank's s / cp tokens must split over the tp ranks (Transformer Engine's
+    userbuffers, --tp-comm-overlap, which needs sequence parallelism, size their buffers the same way). A machine
+    rule (base.MachineRule) because it reads the split's own tp and cp beside the knob."""
+    if not plan.sequence_parallel or plan.tp == 1:
+        return None
+    local = model.seq_length // plan.cp
+    if local % plan.tp:
+        return (f"Megatron-LM's sequence parallelism splits each rank's {local} tokens (seq {model.seq_length} / cp "
+                f"{plan.cp}) over tp {plan.tp} ranks, which does not divide them (core/tensor_parallel/mappings.py "
+                "asserts)")
+    return None
+
+
 def moe_expert_bias(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     """transformer_config.py: "Bias in Moe is only supported when ETP==1"."""
     if model.moe is not None and plan.etp > 1 and model.linear_bias:
@@ -807,6 +823,7 @@ FRAMEWORK = Framework(
                 graphed_router_layernorm, precision_aware_optimizer, attention_backend, tp_overlap_quantizer,
                 tp_overlap_mla, rope_fusion, act_prologue),
     machine_rules=(MachineRule(("ep_dispatch", "ep_dispatch_dtype", "full_iteration_graph"), flex_dispatch_machine),
+                   MachineRule(("sequence_parallel",), sequence_parallel_split),
                    MachineRule(("tp_comm_overlap",), userbuffers_domain),
                    MachineRule(("tp_comm_overlap", "ep_overlap"), overlap_connections),
                    MachineRule(("zero_stage",), fsdp_connections),

@@ -511,8 +511,17 @@ def launch_violations(model: cm.Model, plan: cm.Plan) -> list[str]:
 
 
 def model_gap(model: cm.Model) -> Optional[str]:
-    """Framework.model_gap: match_flavour's line when torchtitan has no definition of the model."""
-    return match_flavour(model)[1] or None
+    """Framework.model_gap: match_flavour's line when torchtitan has no definition of the model, or the
+    flavour's RoPE limit when its sequences are longer (models/common/decoder.py update_from_config refuses a
+    seq_len above max_seq_len, whatever the plan), so the search does not offer what emit refuses."""
+    flavour, why = match_flavour(model)
+    if flavour is None:
+        return why or None
+    if model.seq_length > flavour.max_seq_len:
+        return (f"torchtitan's {flavour.family} {flavour.name} flavour builds sequences up to its RoPE max_seq_len "
+                f"{flavour.max_seq_len}, below seq_len {model.seq_length} (models/common/decoder.py "
+                "update_from_config)")
+    return None
 
 
 def cuda_graphs_off(plan: cm.Plan) -> bool:

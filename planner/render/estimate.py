@@ -36,6 +36,12 @@ def make_console() -> Console:
     return Console(width=160)
 
 
+def causal_apart(mfu: float, mfu_causal: float) -> bool:
+    """Whether the two MFU conventions differ enough to show both (long sequences, where the full s x s square
+    counts nearly twice the attention work the causal mask leaves): by more than a tenth of the full one."""
+    return mfu_causal < 0.9 * mfu
+
+
 def human_seconds(seconds: float) -> str:
     if seconds >= 86400:
         return f"{seconds / 86400:.1f} days"

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from planner.render.estimate import make_console
+from planner.render.estimate import causal_apart, make_console
 from planner.sizing import scan as sizing
 
 
@@ -12,8 +12,15 @@ def option_row(o: sizing.Option) -> list[str]:
     cp = f" cp{p.cp}" if p.cp > 1 else ""
     ep = f" ep{p.ep}" if p.ep > 1 else ""
     return [o.offering.name, o.offering.gpu.name, str(o.num_gpus), f"tp{p.tp}{cp} pp{p.pp} dp{p.dp}{ep} z{p.zero_stage}",
-            f"{o.best.est.step_time_seconds:.2f}", f"{100 * o.best.est.mfu:.0f}%", sizing.duration_text(o.days),
+            f"{o.best.est.step_time_seconds:.2f}", mfu_text(o), sizing.duration_text(o.days),
             f"${o.usd:,.0f}", price_label(o)]
+
+
+def mfu_text(o: sizing.Option) -> str:
+    """MFU with attention as the full s x s square, and its causal half beside it where the two part (long
+    sequences: render.estimate.causal_apart)."""
+    full, causal = o.best.est.mfu, o.best.est.mfu_causal
+    return f"{100 * full:.0f}% ({100 * causal:.0f}% causal)" if causal_apart(full, causal) else f"{100 * full:.0f}%"
 
 
 def options_table(title: str, options: list[sizing.Option]) -> Table:

@@ -17,10 +17,13 @@ def plans_table(plans: list[dict]) -> Table:
     priced = any(d["usd_per_gpu_hour"] for d in plans)
     cp = any(d["plan"].get("cp", 1) > 1 for d in plans)
     ep = any(d["plan"].get("ep", 1) > 1 or d["plan"].get("etp", 1) > 1 for d in plans)
-    table = Table(title="Best plans (distinct layouts; MFU counts attention as the full s x s square)",
-                  title_justify="left")
+    causal = any(render.causal_apart(d["mfu"], d["mfu_causal"]) for d in plans)
+    title = "Best plans (distinct layouts; MFU counts attention as the full s x s square" + (
+        ", causal MFU its causal half, as newer tables do)" if causal else ")")
+    table = Table(title=title, title_justify="left")
     heads = ["#", "tp"] + (["cp"] if cp else []) + ["pp", "dp"] + (["ep"] if ep else []) + [
-        "vpp", "ZeRO", "mbs x gas", "recompute", "SP", "precision", "step", "MFU", "mem/GPU"]
+        "vpp", "ZeRO", "mbs x gas", "recompute", "SP", "precision", "step", "MFU"] + (
+        ["causal MFU"] if causal else []) + ["mem/GPU"]
     heads += ["$/step"] if priced else []
     heads += ["time to train"] + (["$ to train"] if priced else []) if training else []
     for h in heads:
@@ -32,7 +35,8 @@ def plans_table(plans: list[dict]) -> Table:
             str(p["vpp"]), str(p["zero_stage"]),
                f"{p['micro_batch_size']} x {p['grad_accum_steps']}", recompute_label(p),
                "yes" if p["sequence_parallel"] else "-", p["precision"], render.human_seconds(d["step_time_s"]),
-               f"{100 * d['mfu']:.1f}%", f"{d['memory_per_gpu_bytes'] / GIB:.1f} GiB"]
+               f"{100 * d['mfu']:.1f}%"] + ([f"{100 * d['mfu_causal']:.1f}%"] if causal else []) + [
+               f"{d['memory_per_gpu_bytes'] / GIB:.1f} GiB"]
         row += [render.step_usd(d["usd_per_step"])] if priced else []
         t = d.get("training")
         if training:

@@ -201,7 +201,8 @@ def envelope_notes(chosen: dict[str, sizing.Option | None], seq_length: int) -> 
         lines = coverage.cautions(judged, unjudged, "its plan",
                                   "its days and dollars are optimistic",
                                   hostwait.judge(o.best.est.step_time_seconds, o.best.est.time_breakdown_seconds),
-                                  longcontext.judge(o.offering.gpu.generation, seq_length))
+                                  longcontext.judge(o.offering.gpu.generation, seq_length,
+                                                    o.best.model.moe is not None))
         off = accuracy.line(accuracy.judge(o.offering.gpu.name, o.best.plan.precision, o.best.model,
                                             o.best.plan.fp8_recipe, o.offering.gpu.generation))
         out += [f"{label} ({o.offering.name} x {o.num_gpus}): {line}" for line in lines + ([off] if off else [])]

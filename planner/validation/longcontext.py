@@ -16,15 +16,22 @@ from planner.validation.runs import default_holdout, evaluate, generated_file_ma
 
 
 def compute(runs=None, holdout=None) -> dict:
-    """generation -> {"fitted_max_seq_length", "beyond"} (worst_stats of the longer held-out rows)."""
+    """generation -> {"fitted_max_seq_length", "beyond"} (worst_stats of the longer held-out rows), and
+    "beyond_by_kind" ({"dense", "moe"}: the same for the rows of that kind of model, which can lean opposite ways
+    and cancel in the mean of all)."""
     longest: dict[str, int] = {}
     for run in runs if runs is not None else load_runs():
         if not run.exclude:
             gen = generation_of(run)
             longest[gen] = max(longest.get(gen, 0), run.model.seq_length)
     results = evaluate(holdout if holdout is not None else load_runs(default_holdout()))
-    return {gen: {"fitted_max_seq_length": seq, "beyond": worst_stats(
-                [(r.run.id, r.step_error) for r in results if r.generation == gen and r.run.model.seq_length > seq])}
+
+    def beyond(gen: str, seq: int, kinds: tuple[bool, ...]) -> dict:
+        return worst_stats([(r.run.id, r.step_error) for r in results if r.generation == gen
+                            and r.run.model.seq_length > seq and (r.run.model.moe is not None) in kinds])
+
+    return {gen: {"fitted_max_seq_length": seq, "beyond": beyond(gen, seq, (False, True)),
+                  "beyond_by_kind": {"dense": beyond(gen, seq, (False,)), "moe": beyond(gen, seq, (True,))}}
             for gen, seq in sorted(longest.items())}
 
 
