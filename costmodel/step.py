@@ -402,6 +402,13 @@ def warnings_for(cluster: Cluster, plan: Plan) -> tuple[str, ...]:
     if topology.tp_crosses_network(plan, cluster):
         out.append(f"TP group of {plan.tp} spans more than one NVLink domain ({used} GPUs): TP traffic crosses "
                    "the network")
+    if plan.cp > 1 and plan.cp_comm == "a2a+p2p":
+        inner = topology.cp_ranks_per_domain(plan, cluster)
+        if inner in (1, plan.cp):
+            same = "the p2p ring" if inner == 1 else "Ulysses (a2a)"
+            out.append(f"cp_comm a2a+p2p: the {plan.cp} CP ranks sit {inner} to an NVLink domain, so the all-to-all "
+                       f"group is {'one rank' if inner == 1 else 'all of them'} and the exchange is {same} by another "
+                       "name (priced so; Megatron's --hierarchical-context-parallel-sizes say the same)")
     uneven = pipeline.uneven_chunks(plan)
     if uneven is not None:
         rank, layers = uneven

@@ -89,3 +89,14 @@ def test_diagnose_offers_offload_without_recompute(capsys):
     assert offload and offload[0]["plan"]["recompute"] == "none"
     full = levers["full recompute"]
     assert offload[0]["step_time_s"] < full["step_time_s"]
+
+
+def test_a_hierarchical_exchange_of_one_domain_rank_is_named_the_ring(capsys):
+    """tp 8 fills a DGX H100's 8-GPU NVLink domain, so cp 8's ranks sit one to a domain: a2a+p2p's all-to-all
+    group is one rank and the exchange is the ring (Megatron writes --hierarchical-context-parallel-sizes 1 8)."""
+    out = run_json(capsys, "estimate", "llama3-70b", "dgx-h100", "--gpus", "256", "--seq-length", "131072", "--gbs",
+                   "64", "--tp", "8", "--cp", "8", "--cp-comm", "a2a+p2p", "--sequence-parallel")
+    assert any("sit 1 to an NVLink domain" in w and "the p2p ring" in w for w in out["warnings"])
+    ring = run_json(capsys, "estimate", "llama3-70b", "dgx-h100", "--gpus", "256", "--seq-length", "131072", "--gbs",
+                    "64", "--tp", "8", "--cp", "8", "--cp-comm", "p2p", "--sequence-parallel")
+    assert out["step_time_s"] == ring["step_time_s"]
