@@ -61,16 +61,16 @@ def stage_layer_counts(chunk_layers: tuple[int, ...], pp: int, vpp: int) -> tupl
 
 
 def uneven_chunks(plan: Plan) -> tuple[int, tuple[int, ...]] | None:
-    """The first pipeline rank whose model chunks (of a plan's own stage_layers, interleaved) differ by 2x or more,
-    with its chunks' layers, or None: pipeline_seconds' bubble, (total - slowest) / v, is Narayanan et al.'s for
-    equal chunks, and an event simulation of Megatron-core's interleaved order departs from it both ways as chunks
-    part (validation/README.md, "The interleaved bubble with unequal chunks"). The default splits are within a layer
-    of equal."""
+    """The first pipeline rank whose model chunks (of a plan's own stage_layers, interleaved) differ by 2x and by 2
+    layers or more, with its chunks' layers, or None: pipeline_seconds' bubble, (total - slowest) / v, is Narayanan
+    et al.'s for equal chunks, and an event simulation of Megatron-core's interleaved order departs from it both ways
+    as chunks part (validation/README.md, "The interleaved bubble with unequal chunks"). The default splits
+    (default_chunk_layers, within a layer of equal) are priced the same way whether written or not."""
     if not plan.stage_layers or plan.vpp < 2:
         return None
     for r in range(plan.pp):
         layers = tuple(plan.stage_layers[j * plan.pp + r] for j in range(plan.vpp))
-        if max(layers) >= 2 * max(1, min(layers)):
+        if max(layers) >= 2 * max(1, min(layers)) and max(layers) - min(layers) >= 2:
             return r, layers
     return None
 

@@ -101,3 +101,20 @@ def test_unequal_interleaved_chunks_are_warned_of():
     for plan in (Plan(tp=2, pp=2, vpp=2, dp=2, stage_layers=(8, 8, 8, 8)), Plan(tp=2, pp=2, vpp=2, dp=2),
                  Plan(tp=2, pp=2, vpp=1, dp=2, stage_layers=(30, 2))):
         assert pipeline.uneven_chunks(plan) is None
+
+
+def test_search_tables_group_ranks_by_the_16_bit_layers_they_keep():
+    """The search times one rank per (layer mix, first, last) class; the first 6 of Llama 3 8B's 32 layers kept
+    16-bit on pp 8 (4 layers a rank) fall on ranks 0 and 1, so rank 1 is no longer its middle class: the classes'
+    stage times are step.stage_costs' rank by rank."""
+    from costmodel import step
+    from costmodel.types import Efficiency
+    from planner.inputs.loading import build_cluster, load_cluster_spec
+    from planner.search.tables import class_stage_costs
+
+    model = load_model_spec("llama3-8b").to_model()
+    cluster = build_cluster(load_cluster_spec("dgx-h100"), 8)
+    plan = Plan(tp=1, pp=8, dp=1, precision="fp8", bf16_layers_start=6, micro_batch_size=1, global_batch_size=8)
+    each = [s.compute_seconds for s in step.stage_costs(model, cluster, plan, Efficiency())]
+    assert [s.compute_seconds for s in class_stage_costs(model, cluster, plan, Efficiency())] == each
+    assert each[0] > each[1] > each[2] == each[6]  # 4, 2 and 0 of their layers 16-bit

@@ -39,6 +39,10 @@ def test_torchtitan_is_not_offered_past_its_flavours_rope_length(capsys):
     out = run_json(capsys, "suggest", "llama3-8b", "dgx-h100", "--gpus", "64", "--seq-length", "262144", "--gbs", "32",
                    "--top", "2")
     assert all("torchtitan" not in d["frameworks"] for d in out["plans"])
+    assert any("torchtitan not searched" in n and "RoPE max_seq_len 131072" in n for n in out["search"]["notes"])
+    within = run_json(capsys, "suggest", "llama3-8b", "dgx-h100", "--gpus", "64", "--seq-length", "131072", "--gbs",
+                      "32", "--top", "2")
+    assert not any("torchtitan not searched" in n for n in within["search"]["notes"])
 
 
 def test_long_context_caution_cites_rows_of_the_plans_kind(capsys):
@@ -51,6 +55,8 @@ def test_long_context_caution_cites_rows_of_the_plans_kind(capsys):
     assert dense["beyond_rows"]["mean_signed"] < 0 < moe["beyond_rows"]["mean_signed"]
     every = longcontext.judge("hopper", 131072)
     assert every["kind"] == "all" and dense["beyond_rows"]["n"] + moe["beyond_rows"]["n"] == every["beyond_rows"]["n"]
+    # on Blackwell only MoE runs that long were judged: a dense plan there cites none, not theirs
+    assert longcontext.judge("blackwell", 131072, False)["beyond_rows"]["n"] == 0
     out = run_json(capsys, "estimate", "llama3-70b", "dgx-h100", "--gpus", "256", "--seq-length", "131072", "--gbs",
                    "64", "--tp", "8", "--cp", "8", "--sequence-parallel")
     assert out["long_context"]["kind"] == "dense"

@@ -1,8 +1,10 @@
 """For long sequences, one sentence on why the best plan does or does not use context parallelism.
 
-The best plan is re-scored with its context-parallel ranks folded into data parallelism (cp > 1), or
-with two of its data-parallel ranks turned into a CP pair (cp = 1): the same layout otherwise, so the
-difference is what CP costs or saves (activation memory / cp, the K/V exchange, a larger DP group).
+The best plan is re-scored with half its context-parallel ranks (cp > 1; an odd cp folded into data parallelism
+whole) and with twice them, the data-parallel degree keeping the GPU count, or with two of its data-parallel ranks
+turned into a CP pair (cp = 1): the same layout otherwise, so the difference is what CP costs or saves (activation
+memory / cp, the K/V exchange, a larger DP group). A variant the cost model's rules or every searched framework's
+refuse is said to be not legal, with the first rule.
 """
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from dataclasses import replace
 
 from costmodel import types as cm
 from costmodel.rules import plan_violations
+from planner import frameworks
 from planner.analysis.score import Scored, score
 
 # Context parallelism is searched (and offered as a lever) down to 4k tokens per rank: the shortest split
@@ -31,17 +34,24 @@ def _outcome(alt: Scored, best: Scored, capacity_bytes: float) -> str:
 
 
 def _variant(label: str, alt: cm.Plan, best: Scored, model: cm.Model, capacity_bytes: float,
-             eff: cm.Efficiency | None) -> str:
-    """One sentence on the best plan with another cp (and the dp that keeps the GPU count): the rule it breaks,
-    or what it needs and takes."""
+             eff: cm.Efficiency | None, names: tuple[str, ...] = ()) -> str:
+    """One sentence on the best plan with another cp (and the dp that keeps the GPU count): the rule it breaks
+    (the cost model's, or the first of each framework in `names` where none of them runs it), or what it needs
+    and takes."""
     broken = plan_violations(model, best.cluster, alt)
+    if not broken and names:
+        machine = frameworks.Machine.of(best.cluster)
+        refusals = [frameworks.violations(frameworks.get(n), model, alt, machine) for n in names]
+        broken = refusals[0] if all(refusals) else []
     if broken:
         return f"{label} the plan would not be legal: {broken[0]}."
     return f"{label} the same plan " + _outcome(score(best.model, best.cluster, alt, eff), best, capacity_bytes) + "."
 
 
-def context_parallel_note(best: Scored, capacity_bytes: float, eff: cm.Efficiency | None = None) -> str | None:
-    """None for sequences under LONG_SEQUENCE_TOKENS; else why the best plan's cp is what it is."""
+def context_parallel_note(best: Scored, capacity_bytes: float, eff: cm.Efficiency | None = None,
+                          names: tuple[str, ...] = ()) -> str | None:
+    """None for sequences under LONG_SEQUENCE_TOKENS; else why the best plan's cp is what it is (`names`: the
+    frameworks searched, whose rules a variant must pass too)."""
     plan, seq = best.plan, best.model.seq_length
     if seq < LONG_SEQUENCE_TOKENS:
         return None
@@ -50,17 +60,18 @@ def context_parallel_note(best: Scored, capacity_bytes: float, eff: cm.Efficienc
         share = best.est.time_breakdown_seconds.get("cp_comm", 0.0) / best.est.step_time_seconds
         head = (f"cp {plan.cp} ({plan.cp_comm}) splits each {seq:,}-token sequence over {plan.cp} GPUs in "
                 f"{2 * plan.cp} chunks; its exposed K/V exchange is {100 * share:.0f}% of the step. ")
-        half = plan.cp // 2
-        fewer = replace(plan, cp=half, dp=plan.dp * 2, cp_comm=plan.cp_comm if half > 1 else "p2p")
+        half = plan.cp // 2 if plan.cp % 2 == 0 else 1  # an odd cp folds into data parallelism whole
+        fewer = replace(plan, cp=half, dp=plan.dp * plan.cp // half, cp_comm=plan.cp_comm if half > 1 else "p2p")
         what = "Folded into data parallelism" if half == 1 else "Halved"
-        out = head + _variant(f"{what} (cp {half}, dp {fewer.dp})", fewer, best, model, capacity_bytes, eff)
+        out = head + _variant(f"{what} (cp {half}, dp {fewer.dp})", fewer, best, model, capacity_bytes, eff, names)
         if plan.dp % 2 == 0:
             more = replace(plan, cp=plan.cp * 2, dp=plan.dp // 2)
-            out += " " + _variant(f"Doubled (cp {more.cp}, dp {more.dp})", more, best, model, capacity_bytes, eff)
+            out += " " + _variant(f"Doubled (cp {more.cp}, dp {more.dp})", more, best, model, capacity_bytes, eff,
+                                  names)
         return out
     head = f"the best plan keeps each {seq:,}-token sequence on one tensor-parallel group (cp 1). "
     alt = replace(plan, cp=2, dp=plan.dp // 2)
-    if plan.dp % 2 or seq % 4 or plan_violations(model, best.cluster, alt):
+    if plan.dp % 2 or seq % 4:
         return head + "It has no data-parallel pair to turn into a CP pair."
-    return head + "With cp 2 taken from its data-parallel ranks the same plan " + \
-        _outcome(score(best.model, best.cluster, alt, eff), best, capacity_bytes) + "."
+    return head + _variant("With cp 2 taken from its data-parallel ranks", alt, best, model, capacity_bytes, eff,
+                           names)

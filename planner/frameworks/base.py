@@ -186,9 +186,9 @@ class Framework:
     interleaving_rules: tuple[Rule, ...] = ()
     machine_rules: tuple[MachineRule, ...] = ()
     # Why the framework's launch files cannot build this model at all (torchtitan builds only model
-    # definitions of its own), or None. Not a rule of its plans: the search leaves such a framework out
-    # when another searched one builds the model (frameworks.building), else scores the architecture under
-    # its rules and `suggest` warns that its plans could not be emitted as they are.
+    # definitions of its own, each up to its flavour's RoPE length), or None. Not a rule of its plans: the
+    # search leaves such a framework out when another searched one builds the model (frameworks.building),
+    # else scores the architecture under its rules and `suggest` warns that its plans could not be emitted.
     model_gap: Optional[Callable[[cm.Model], Optional[str]]] = None
     # Whether the framework's code applies this model's RoPE as one fused kernel (Plan.rope_fusion): not a
     # choice but a fact of its code per model, so one value per framework and model in the search.

@@ -158,7 +158,7 @@ HYBRID_KEYS = ("hybrid_override_pattern", "layers_block_type", "layer_block_type
 # linear_conv_kernel_dim; Kimi Linear's linear_attn_config), not any key starting so: Phi-4-multimodal's audio
 # encoder has a Conformer's linear_units, a feed-forward width, and is no hybrid.
 HYBRID_PREFIXES = ("ssm_", "mamba_", "linear_num_", "linear_key", "linear_value", "linear_conv", "linear_attn",
-                   "lightning_")
+                   "linear_attention", "linear_silu", "linear_rope", "linear_backend", "lightning_")
 # DeepSeek-V3.2's sparse attention (DSA): a lightning indexer picks index_topk keys per query
 # (DeepSeek-V3.2-Exp config.json: index_n_heads 64, index_head_dim 128, index_topk 2048), so attention
 # costs O(s x k), not the dense causal O(s^2 / 2) the cost model counts.

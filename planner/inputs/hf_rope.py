@@ -24,17 +24,17 @@ TRANSFORMERS_ONLY = {"yarn": {"attention_factor"}, "llama3": set(), "linear": se
 def ignored_rope_keys(reader: Reader) -> list[str]:
     """The rope_scaling keys dropped because Transformers does not read them either (rope_scaling refuses the
     ones it does), for the spec's notes."""
-    block = reader.data.get("rope_parameters") if isinstance(reader.data.get("rope_parameters"), dict) \
-        else reader.data.get("rope_scaling")
+    key = "rope_parameters" if isinstance(reader.data.get("rope_parameters"), dict) else "rope_scaling"
+    block = reader.data.get(key)
     if not isinstance(block, dict):
         return []
-    block = full_attention_parameters(block) or block
+    if (per_type := full_attention_parameters(block)) is not None:
+        key, block = f"{key}.full_attention", per_type
     kind = block.get("rope_type", block.get("type"))
     if kind not in KIND_KEYS:
         return []
     extra = sorted(set(block) - set(KIND_KEYS[kind]) - NOT_SCALING - TRANSFORMERS_ONLY[kind])
-    return [f"rope_scaling.{k} is not read by Transformers' {kind} RoPE (an unrecognized key), nor here"
-            for k in extra]
+    return [f"{key}.{k} is not read by Transformers' {kind} RoPE (an unrecognized key), nor here" for k in extra]
 
 
 def full_attention_parameters(block: dict) -> dict | None:

@@ -658,15 +658,15 @@ def _factor_matches(kind: str, ratio: float | None, n: int | None) -> bool:
     return abs(ratio - expected) <= 0.02 * max(expected, 0.5)
 
 
-def _infer_collective(ev: _Evidence) -> list[str]:
-    """Collectives consistent with the redop/root columns and the busbw/algbw ratio."""
+def _infer_collective(ev: _Evidence, use_ratio: bool = True) -> list[str]:
+    """Collectives consistent with the redop/root columns and (use_ratio) the busbw/algbw ratio."""
     redop = ev.rows[0].redop
     if not ev.has_redop_column:
         op_kind = "nocol"
     else:
         op_kind = {None: "empty", "none": "none"}.get(redop, "op")
     rooted = any(r is not None and r >= 0 for r in ev.roots)
-    ratio = _bus_ratio(ev.rows)
+    ratio = _bus_ratio(ev.rows) if use_ratio else None
     return sorted({
         coll
         for coll, kinds, needs_root, factor in _SIGNATURES
@@ -702,11 +702,13 @@ def _resolve_collective(
 
 
 def _consistent(collective: str, ev: _Evidence, name: str, how: str) -> str:
-    """`collective` where the table's own columns allow it (or say nothing), else an error naming what fits."""
+    """`collective` where the table's own columns allow it (or say nothing), else an error naming what fits. The
+    busbw/algbw ratio is read only where the log says how many ranks ran: without them a 2-rank all_reduce
+    (ratio 2 x 1/2 = 1) cannot be told from a sendrecv by it."""
     known = {c for c, *_ in _SIGNATURES}
-    fits = _infer_collective(ev) if ev.rows and collective in known else [collective]
+    fits = _infer_collective(ev, use_ratio=bool(ev.num_ranks)) if ev.rows and collective in known else [collective]
     if fits and collective not in fits:
-        ratio = _bus_ratio(ev.rows)
+        ratio = _bus_ratio(ev.rows) if ev.num_ranks else None
         seen = f"busbw/algbw {ratio:.3f}" if ratio is not None else "its redop and root columns"
         ranks = f" over {ev.num_ranks} ranks" if ev.num_ranks else ""
         raise NcclParseError(f"{name}: the table ({seen}{ranks}) is {' or '.join(fits)} output, not the "

@@ -34,7 +34,7 @@ def launch_gap_warnings(spec) -> list[str]:
     gaps = [(fw, fw.cannot_build(spec.model)) for fw in fws]
     if not gaps or not all(why for _, why in gaps):
         return []
-    return [f"{fw.title}'s launch files cannot build this model ({why}): these plans follow its rules, but "
+    return [f"{fw.title}'s launch files cannot build this model as given ({why}): these plans follow its rules, but "
             f"`planner emit --format {fw.name}` refuses them" for fw, why in gaps]
 
 
@@ -135,7 +135,7 @@ def suggest_report(model: ModelSpec, spec: SearchSpec, opts: suggest.Options, wi
     dicts = [{**score.to_dict(s), "frameworks": launchers(model, spec, s.plan), **assumed} for s in scored]
     out = {"plans": dicts, "why": explain.why_faster(dicts[0], dicts[1]) if len(dicts) > 1 else None,
            "search": {**search_summary(result, opts), "context_parallel": cpnote.context_parallel_note(
-               scored[0], spec.cluster.gpu.memory_bytes * opts.max_memory_fraction, eff)},
+               scored[0], spec.cluster.gpu.memory_bytes * opts.max_memory_fraction, eff, tuple(spec.frameworks))},
            "diagnosis": diagnose.diagnosis_dict(scored[0], 0.30, diagnose.try_levers(
                scored[0], eff, spec.frameworks, opts.max_memory_fraction, fixed_plan_fields(spec))),
            "warnings": agreement_warnings(result.ranked, dicts) + launch_gap_warnings(spec) + [
