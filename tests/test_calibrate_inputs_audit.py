@@ -141,7 +141,8 @@ def test_recalibrating_keeps_the_provenance_of_what_it_keeps(capsys, tmp_path):
     assert code == 0, err
     a, b = (yaml.safe_load(p.read_text()) for p in (first, second))
     assert b["nvlink_busbw_gbytes_per_s"] == a["nvlink_busbw_gbytes_per_s"]
-    assert b["calibrated_from"]["nccl_logs"] == [str(one_node), str(two_nodes)]
+    assert b["calibrated_from"]["nccl_logs"] == [str(two_nodes)]
+    assert b["calibrated_from"]["earlier_nccl_logs"] == [str(one_node)]
     assert b["matmul_efficiency_scale"] == a["matmul_efficiency_scale"]
     kept = b["calibrated_from"]["matmul_efficiency_scale_stderr"]
     assert kept is not None and kept == a["calibrated_from"]["matmul_efficiency_scale_stderr"]

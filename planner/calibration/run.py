@@ -111,16 +111,17 @@ def fit_nccl(paths: list[str], collective: str | None, min_size: int, cluster: c
 
 def provenance(base_ref: str, spec: ClusterSpec, nccl: list[str], min_size: int, steps_path: str | None,
                scale: step_fit.ScaleFit | None, fit: comm_fit.CommFit | None = None) -> dict:
-    """`calibrated_from`: date, inputs, and what was kept from an earlier calibration: its logs where the new
-    ones leave a link tier unfitted (its figures stay), its step times and the scale's error where no new step
-    times are given (its scale stays)."""
+    """`calibrated_from`: date, inputs, and what was kept from an earlier calibration: its logs (as
+    `earlier_nccl_logs` beside new ones) where the new logs leave a link tier unfitted, whose figures stay; its
+    step times and the scale's error where no new step times are given (its scale stays)."""
     old = spec.calibrated_from
-    logs = list(nccl)
-    if old and (not nccl or not (fit and fit.nvlink and fit.network)):
-        logs = [*old.nccl_logs, *(p for p in nccl if p not in old.nccl_logs)]
+    earlier: list[str] = []
+    if old and nccl and not (fit and fit.nvlink and fit.network):
+        earlier = [*old.earlier_nccl_logs, *old.nccl_logs]
     stderr = (scale.stderr if scale else old.matmul_efficiency_scale_stderr if old else None)
     out = {"date": datetime.date.today().isoformat(), "tool": "planner calibrate", "base": base_ref,
-           "nccl_logs": logs,
+           "nccl_logs": list(nccl) or (list(old.nccl_logs) if old else []),
+           "earlier_nccl_logs": earlier or (list(old.earlier_nccl_logs) if old and not nccl else []),
            "min_message_bytes": min_size if nccl else (old.min_message_bytes if old else None),
            "step_times": steps_path or (old.step_times if old else None),
            "matmul_efficiency_scale_stderr": round(stderr, 4) if stderr else None}

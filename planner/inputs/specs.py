@@ -391,6 +391,8 @@ class CalibrationSpec(Spec):
     tool: Text = "planner calibrate"
     base: Optional[Text] = None  # the cluster file or catalog name that was calibrated
     nccl_logs: list[Text] = []
+    # an earlier calibration's logs, where this one left a link tier it fitted as it was
+    earlier_nccl_logs: list[Text] = []
     min_message_bytes: Optional[count(2**50)] = None
     step_times: Optional[Text] = None
     matmul_efficiency_scale_stderr: Optional[quantity(1e3, positive=False)] = None
