@@ -102,8 +102,8 @@ def layer_exposed_seconds(model: Model, cluster: Cluster, plan: Plan, lt: LayerT
     path (a full recompute repeats the forward's)."""
     if plan.cp <= 1:
         return 0.0, 0.0
-    fast, slow = topology.nvlink_link(cluster, eff), topology.network_link(cluster, eff)
     inner = topology.cp_ranks_per_domain(plan, cluster)
+    fast, slow = topology.nvlink_link(cluster, eff, inner), topology.network_link(cluster, eff)
     if plan.cp_comm == "p2p":
         return ring_seconds(model, plan, lt, plan.cp, fast if inner == plan.cp else slow, eff)
     if plan.cp_comm == "all_gather":

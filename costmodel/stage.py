@@ -154,7 +154,7 @@ def tp_allreduce_seconds(model: Model, cluster: Cluster, plan: Plan, eff: Effici
     tokens = plan.micro_batch_size * local_model(model, plan).seq_length
     size = tokens * model.hidden_size * ACTIVATION_BYTES[plan.precision]
     per_domain = topology.tp_ranks_per_domain(plan, cluster)
-    fast, slow = topology.nvlink_link(cluster, eff), topology.network_link(cluster, eff)
+    fast, slow = topology.nvlink_link(cluster, eff, per_domain), topology.network_link(cluster, eff)
     return hierarchical_allreduce_seconds(size, plan.tp, per_domain, fast, slow)
 
 
@@ -165,7 +165,7 @@ def pp_p2p_seconds(model: Model, cluster: Cluster, plan: Plan, eff: Efficiency) 
     tokens = plan.micro_batch_size * local_model(model, plan).seq_length
     size = tokens * model.hidden_size * ACTIVATION_BYTES[plan.precision] / plan.tp
     same = topology.pp_neighbours_share_domain(plan, cluster)
-    link = topology.nvlink_link(cluster, eff) if same else topology.network_link(cluster, eff)
+    link = topology.nvlink_link(cluster, eff, 2) if same else topology.network_link(cluster, eff)
     return 2.0 * p2p_seconds(size, link)
 
 
@@ -457,8 +457,8 @@ def ep_pass_seconds(model: Model, cluster: Cluster, plan: Plan, eff: Efficiency,
     if model.moe is None or plan.ep * plan.etp <= 1:
         return 0.0
     tokens = plan.micro_batch_size * local_model(model, plan).seq_length
-    fast, slow = topology.nvlink_link(cluster, eff), topology.network_link(cluster, eff)
     per_domain = topology.ep_ranks_per_domain(plan, cluster)
+    fast, slow = topology.nvlink_link(cluster, eff, per_domain), topology.network_link(cluster, eff)
 
     def a2a(element_bytes: float) -> float:
         if plan.ep_dispatch == "deepep" and plan.ep > 1:

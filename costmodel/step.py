@@ -229,7 +229,7 @@ def dp_group_links(cluster: Cluster, plan: Plan, eff: Efficiency):
     """(DP ranks per NVLink domain, NVLink tier, network tier) of the plan's dp x cp sync group, the ranks per
     domain an even split of the group (topology.even_split)."""
     per_domain = topology.even_split(topology.dp_ranks_per_domain(plan, cluster), plan.dp * plan.cp)
-    return per_domain, topology.nvlink_link(cluster, eff), topology.network_link(cluster, eff)
+    return per_domain, topology.nvlink_link(cluster, eff, per_domain), topology.network_link(cluster, eff)
 
 
 def dp_sync_total_seconds(cluster: Cluster, plan: Plan, stage: StageCost, eff: Efficiency) -> float:
@@ -297,7 +297,7 @@ def embedding_sync_seconds(model: Model, cluster: Cluster, plan: Plan, eff: Effi
     if not model.tie_embeddings:
         return 0.0
     same = topology.pp_neighbours_share_domain(plan, cluster)
-    link = topology.nvlink_link(cluster, eff) if same else topology.network_link(cluster, eff)
+    link = topology.nvlink_link(cluster, eff, 2) if same else topology.network_link(cluster, eff)
     return dataparallel.tied_embedding_sync_seconds(embedding_parameters(model), plan, link)
 
 

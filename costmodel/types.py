@@ -234,6 +234,10 @@ class Gpu:
     hbm_bandwidth_bytes_per_second: float
     nvlink_bandwidth_bytes_per_second: float  # per GPU, one direction; 0 without NVLink
     generation: str = "hopper"
+    # A board whose GPUs are meshed point to point (AMD Infinity Fabric / xGMI: one link to each peer, no
+    # switch): one link's bandwidth per direction, so a group of k GPUs of the board reaches (k - 1) links
+    # (topology.nvlink_link); 0 for a switched fabric (NVSwitch), where any group gets the GPU's whole rate.
+    peer_link_bytes_per_second: float = 0.0
     # Sustained tensor-core clock relative to the one the peaks are rated at (1.0; below 1 under a
     # power cap, see compute.power_capped_clock_fraction). Scales compute-bound kernels only.
     tensor_clock_fraction: float = 1.0

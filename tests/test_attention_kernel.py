@@ -70,10 +70,13 @@ def test_cudnn_is_never_slower():
 def test_each_framework_names_its_kernel():
     """The search scores Megatron-LM with Transformer Engine's cuDNN attention (FlashAttention-2 on
     request, --attention-backend flash), torchtitan 0.3.0 with FlexAttention's Triton kernels, DeepSpeed
-    with the model code's SDPA."""
+    with the model code's SDPA under ZeRO alone and Megatron-DeepSpeed's flash-attn 2 (FlashSelfAttention
+    @f4157bea) where tensor or pipeline parallelism needs its model code."""
     assert REGISTRY["megatron"].knobs(True, True).attention_kernel.values == ("cudnn", "flash2")
     assert REGISTRY["torchtitan"].knobs(True, True).attention_kernel.values == ("flash2",)
-    assert REGISTRY["deepspeed"].knobs(True, True).attention_kernel.values == ("cudnn",)
+    assert REGISTRY["deepspeed"].knobs(False, False).attention_kernel.values == ("cudnn",)
+    assert REGISTRY["deepspeed"].knobs(True, False).attention_kernel.values == ("flash2",)
+    assert REGISTRY["deepspeed"].knobs(False, True).attention_kernel.values == ("flash2",)
 
 
 def test_megatron_writes_the_kernel_and_refuses_flash2_with_context_parallelism():

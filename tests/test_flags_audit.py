@@ -118,3 +118,42 @@ def test_search_tables_group_ranks_by_the_16_bit_layers_they_keep():
     each = [s.compute_seconds for s in step.stage_costs(model, cluster, plan, Efficiency())]
     assert [s.compute_seconds for s in class_stage_costs(model, cluster, plan, Efficiency())] == each
     assert each[0] > each[1] > each[2] == each[6]  # 4, 2 and 0 of their layers 16-bit
+
+
+def test_a_tp_pair_on_an_xgmi_mesh_gets_one_peer_link():
+    """MI300X boards are meshed point to point: 7 xGMI links of 64 GB/s per direction, 448 GB/s to all peers
+    (AMD's datasheet: "64 GB/s peer-to-peer, 448 GB/s all-to-all"). A TP pair's all-reduce runs over the one link
+    between them, so by hand: ring all-reduce over 2 ranks moves 2 x (2-1)/2 x S = S bytes at 0.8 x 64 GB/s (the
+    NCCL-reachable share the model takes of every nominal link), plus 2 x (2-1) steps of latency. TP 8 uses all 7
+    links: the aggregate, as before. An NVSwitch board (H100) gives any pair the whole rate."""
+    from costmodel.stage import tp_allreduce_seconds
+    from costmodel.types import Efficiency
+    from planner.inputs.loading import build_cluster, load_cluster_spec
+
+    eff = Efficiency()
+    model = load_model_spec("llama3-70b").to_model()
+    size = 1 * 8192 * 8192 * 2  # one micro-batch of 8,192 tokens x hidden 8,192, bf16
+    mi300x = build_cluster(load_cluster_spec("azure-nd-mi300x-v5"), 64)
+    pair = tp_allreduce_seconds(model, mi300x, Plan(tp=2, dp=32), eff)
+    assert pair == pytest.approx(size / (0.8 * 64e9) + 2 * eff.nvlink_latency_seconds, rel=1e-9)
+    eight = tp_allreduce_seconds(model, mi300x, Plan(tp=8, dp=8), eff)
+    assert eight == pytest.approx(2 * 7 / 8 * size / (0.8 * 448e9) + 14 * eff.nvlink_latency_seconds, rel=1e-9)
+    h100 = build_cluster(load_cluster_spec("dgx-h100"), 64)
+    assert tp_allreduce_seconds(model, h100, Plan(tp=2, dp=32), eff) == pytest.approx(
+        size / (0.8 * 450e9) + 2 * eff.nvlink_latency_seconds, rel=1e-9)
+
+
+def test_nvme_parameter_offload_gets_a_swap_buffer_its_largest_partition_fits(capsys, tmp_path):
+    """DeepSpeed swaps each ZeRO-3 parameter partition through one buffer of offload_param.buffer_size elements
+    (default 1e8) and asserts it fits (partitioned_param_swapper.py get_buffer): Llama 3 70B's embedding on tp 1,
+    dp 8 is 128,256 x 8,192 / 8 = 131,334,144 elements, so the buffer must be at least that (rounded up to a
+    million: 132,000,000)."""
+    assert main(["estimate", "llama3-70b", "dgx-h100", "--gpus", "8", "--gbs", "64", "--zero", "3", "--json"]) == 0
+    plan = tmp_path / "plan.json"
+    plan.write_text(capsys.readouterr().out)
+    out = tmp_path / "out"
+    assert main(["emit", str(plan), "--out", str(out), "--format", "deepspeed", "--offload-optimizer", "nvme",
+                 "--offload-param", "nvme", "--nvme-path", "/nvme"]) == 0
+    config = json.loads((out / "deepspeed" / "ds_config.json").read_text())
+    assert config["zero_optimization"]["offload_param"]["buffer_size"] == 132_000_000
+    assert "buffer_size" not in config["zero_optimization"]["offload_optimizer"]

@@ -37,14 +37,33 @@ def zero_block(job: Job) -> dict:
     return z
 
 
+PARAM_SWAP_BUFFER = 100_000_000  # offload_param.buffer_size's default, elements (runtime/zero/offload_config.py)
+
+
+def param_swap_buffer(job: Job) -> int | None:
+    """offload_param.buffer_size for nvme: DeepSpeed swaps each parameter's ZeRO-3 partition (its TP-local
+    tensor over the dp ranks) through one buffer of buffer_size elements and asserts it fits ("More elements ...
+    than buffer size", runtime/swap_tensor/partitioned_param_swapper.py get_buffer, 0.19.8): the largest
+    partition, rounded up to a million, where it exceeds the default 1e8 (Llama 3 70B's embedding over tp 1 and
+    dp 8: 128,256 x 8,192 / 8 = 131M); None where the default holds it."""
+    m, p = job.cm_model, job.plan
+    h = m.hidden_size
+    widest = max(m.vocab_size, 2 * (m.ffn_hidden_size or 4 * h), 3 * h)  # the embedding or output, fused MLP or QKV
+    partition = -(-widest * h // (p.tp * p.dp))
+    return -(-partition // 1_000_000) * 1_000_000 if partition > PARAM_SWAP_BUFFER else None
+
+
 def offload_blocks(job: Job) -> dict:
-    """offload_optimizer / offload_param, only when asked (runtime/zero/offload_config.py)."""
+    """offload_optimizer / offload_param, only when asked (runtime/zero/offload_config.py); nvme parameter
+    offload with a swap buffer its largest partition fits (param_swap_buffer)."""
     o, out = job.options, {}
     for key, device in (("offload_optimizer", o.offload_optimizer), ("offload_param", o.offload_param)):
         if device != "none":
             out[key] = {"device": device, "pin_memory": True}
             if device == "nvme":
                 out[key]["nvme_path"] = o.nvme_path
+                if key == "offload_param" and param_swap_buffer(job):
+                    out[key]["buffer_size"] = param_swap_buffer(job)
     return out
 
 

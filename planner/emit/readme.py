@@ -154,7 +154,20 @@ def note_lines(job: Job, frameworks: list[str]) -> list[str]:
                      "planner prices NCCL EP's exchanges like DeepEP's, which no published run has checked.")
     notes += kernel_notes(job, frameworks) + runtime_notes(job, frameworks) + stack_notes(job)
     notes += [f"planner: {w}" for w in job.estimate.get("warnings") or []]
+    notes += [f"planner: {c}" for c in published_cautions(job.estimate)]
     return ["Notes"] + [f"  - {n}" for n in notes] if notes else []
+
+
+def published_cautions(estimate: dict) -> list[str]:
+    """The cautions `estimate` and `suggest` print beside the plan (coverage.cautions: MFU above every published
+    run of its kind, settings no published run on its GPU generation used, a dominant MoE host wait, sequences
+    longer than any fitted run), where the PLAN.json carries the fields they read (an estimate object does)."""
+    from planner.analysis import coverage
+
+    if "envelope" not in estimate:
+        return []
+    return coverage.cautions(estimate.get("envelope"), estimate.get("unvalidated_settings") or [], "the plan",
+                             host_wait=estimate.get("host_wait"), long_context=estimate.get("long_context"))
 
 
 def stack_notes(job: Job) -> list[str]:

@@ -142,6 +142,13 @@ def knobs(tp_split: bool, pp_split: bool) -> Knobs:
         pipeline_buffers=Choice(("freed",), "DeepSpeed's pipeline engine reserves buffers for the micro-batches in "
                                             "flight only (runtime/pipe/engine.py, the schedule's num_pipe_buffers), "
                                             "not one per micro-batch of the step"),
+        # Like the loss, the attention is the training script's. Tensor or pipeline parallelism under DeepSpeed
+        # needs Megatron-DeepSpeed's model code (the launch's mpu note), whose attention is flash-attn 2
+        # (megatron/model/transformer.py FlashSelfAttention @f4157bea); a ZeRO-only script is scored with the model
+        # code's PyTorch SDPA, which prefers cuDNN's kernel on Hopper and later (the base default).
+        attention_kernel=Choice(("flash2",), "Megatron-DeepSpeed runs flash-attn 2's kernel "
+                                             "(megatron/model/transformer.py FlashSelfAttention @f4157bea)")
+        if tp_split or pp_split else Knobs.__dataclass_fields__["attention_kernel"].default,
     )
 
 
@@ -175,5 +182,8 @@ FRAMEWORK = Framework(
     layout_rules=(no_experts, no_interleaving, no_context_parallel),  # the model-wide rule first: it names the cause
     knobs=knobs,
     plan_rules=(zero3_reduce_scatter, pipelined_bf16_optimizer, fp32_gradients_need_zero, no_activation_offload),
+    # Megatron-DeepSpeed applies RoPE with eager ops (megatron/model/rotary_pos_embedding.py @f4157bea: _rotate_half
+    # and torch.cat), as Hugging Face models do: never one fused kernel.
+    rope_fusion=lambda model: False,
     machine_rules=(MachineRule(("zero_stage", "overlap_dp_comm"), exposed_gradient_reduction),),
 )

@@ -291,6 +291,9 @@ class GpuSpec(Spec):
                        quantity(L.MAX_TFLOPS, L.MIN_TFLOPS)]
     hbm_bandwidth_gbytes_per_s: quantity(L.MAX_HBM_GBYTES_PER_S, L.MIN_HBM_GBYTES_PER_S)
     nvlink_bandwidth_gbytes_per_s: quantity(L.MAX_NVLINK_GBYTES_PER_S, L.MIN_LINK_GBYTES_PER_S, positive=False) = 0.0
+    # A board meshed point to point (AMD xGMI): one peer link's bandwidth per direction; absent for a switched
+    # fabric (NVSwitch). A group of k of the board's GPUs reaches k - 1 such links (costmodel topology.nvlink_link).
+    peer_link_gbytes_per_s: Optional[quantity(L.MAX_NVLINK_GBYTES_PER_S, L.MIN_LINK_GBYTES_PER_S)] = None
     # Measured maximum achievable matmul throughput (MAMF: the best large GEMM), per format; the cost
     # model's large-GEMM fraction of peak for this GPU. Without a measurement the generation's value
     # from its measured parts applies (costmodel/types.py Efficiency).
@@ -356,6 +359,7 @@ class GpuSpec(Spec):
             hbm_bandwidth_bytes_per_second=self.hbm_bandwidth_gbytes_per_s * 1e9,
             nvlink_bandwidth_bytes_per_second=self.nvlink_bandwidth_gbytes_per_s * 1e9,
             generation=self.generation,
+            peer_link_bytes_per_second=(self.peer_link_gbytes_per_s or 0.0) * 1e9,
             tensor_clock_fraction=power_capped_clock_fraction(self.power_limit_watts or 0.0, self.tdp_watts or 0.0),
             tdp_watts=self.tdp_watts or 0.0,
             matmul_fraction=self.measured_fractions(table),
