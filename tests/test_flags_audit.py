@@ -157,3 +157,14 @@ def test_nvme_parameter_offload_gets_a_swap_buffer_its_largest_partition_fits(ca
     config = json.loads((out / "deepspeed" / "ds_config.json").read_text())
     assert config["zero_optimization"]["offload_param"]["buffer_size"] == 132_000_000
     assert "buffer_size" not in config["zero_optimization"]["offload_optimizer"]
+
+
+@pytest.mark.parametrize("fix, reason", [("sp=true", "sequence_parallel_size is Ulysses"),
+                                         ("recompute=selective", "DeepSpeed has no selective variant")])
+def test_a_fix_every_searched_framework_refuses_is_named_as_the_cause(capsys, fix, reason):
+    """--framework deepspeed --fix sp=true failed citing the splits' CP and pipeline rules; the cause is the fixed
+    value, which DeepSpeed's knobs refuse whatever the split (frameworks/deepspeed.py)."""
+    assert main(["suggest", "llama3-70b", "dgx-h100", "--gpus", "64", "--gbs", "512", "--framework", "deepspeed",
+                 "--fix", fix]) == 2
+    err = capsys.readouterr().err
+    assert "is refused by every framework searched (DeepSpeed: " in err and reason in err

@@ -52,9 +52,35 @@ def nothing_legal(space: Space, left_out: tuple[str, ...] = ()) -> str:
                     f"divide over {ep} expert-parallel ranks{gap}")
         return (f"no legal layout for {spec.cluster.num_gpus} GPUs{where}: no (tp, cp, pp, dp, ep) split of the GPUs "
                 f"matches{gap}")
+    refused = refused_fixes(spec)
+    if refused:
+        return f"no legal layout for {spec.cluster.num_gpus} GPUs{where}: {refused}{gap}"
     kinds = "; ".join(f"{example} ({n} split{'s' if n > 1 else ''})" for example, n in rule_kinds(space.rejected)[:3])
     return (f"no legal layout for {spec.cluster.num_gpus} GPUs{where}: every (tp, pp) split breaks a rule: {kinds}"
             f"{gap}; try another GPU count, --gbs, --framework{' or fewer --fix' if fixed else ''}")
+
+
+def refused_fixes(spec: SearchSpec) -> str | None:
+    """The first --fix knob value that every searched framework refuses whatever the split (its Knobs Choice, for
+    tp and pp 1 or more), with each framework's reason; None where some framework takes every fixed value (the
+    splits' rules are then the cause)."""
+    from planner import frameworks
+
+    for key, value in spec.fixed.items():
+        field = PLAN_FIELDS.get(key)
+        if field is None:
+            continue
+        reasons = []
+        for name in spec.frameworks:
+            fw = frameworks.get(name)
+            choices = [getattr(fw.knobs(tp_split, pp_split), field, None)
+                       for tp_split in (False, True) for pp_split in (False, True)]
+            if any(not isinstance(c, frameworks.Choice) or value in c.values for c in choices):
+                break
+            reasons.append(f"{fw.title}: {choices[-1].why}")
+        else:
+            return f"--fix {field}={value} is refused by every framework searched ({'; '.join(reasons)})"
+    return None
 
 
 def smallest_plan(space: Space, ctx: TableContext, stop_below: float = 0.0) -> tuple[float, Layout, Knobs] | None:
