@@ -1,6 +1,7 @@
 """README.txt for an emit folder: the plan, what planner predicts for it, how to launch."""
 from __future__ import annotations
 
+from planner.emit.deepspeed import ZERO12_BUCKET
 from planner.emit.job import Job
 from planner.frameworks import REGISTRY
 from planner.frameworks import megatron as megatron_rules
@@ -131,6 +132,13 @@ def note_lines(job: Job, frameworks: list[str]) -> list[str]:
             notes.append("DeepSpeed: tensor/pipeline/sequence parallelism are set in the training script (e.g. "
                          "Megatron-DeepSpeed flags); ds_config holds the batch, ZeRO and precision settings, with "
                          "train_batch_size counted over dp = GPUs/(tp*pp).")
+        if p.zero_stage in (1, 2) and p.dp > 1:
+            staged = (1 if p.pp > 1 or not p.overlap_dp_comm else 2) * ZERO12_BUCKET
+            width = 4 if p.grad_dtype == "fp32" else 2
+            notes.append(f"DeepSpeed: ZeRO-{p.zero_stage} stages gradients through {staged // ZERO12_BUCKET} "
+                         f"reduce_bucket_size buffer(s) of {ZERO12_BUCKET:.0e} elements (contiguous_gradients; a "
+                         "second one under overlap_comm: runtime/zero/stage_1_and_2.py setup_buckets), "
+                         f"{staged * width / 2**30:.1f} GiB per GPU that the memory above does not count.")
         if p.recompute != "none":
             notes.append(f"DeepSpeed: {p.recompute} recompute is the model code's job; activation_checkpointing only "
                          "configures deepspeed.checkpointing, which the model must call (Megatron-DeepSpeed does; "
