@@ -104,8 +104,9 @@ def layer_exposed_seconds(model: Model, cluster: Cluster, plan: Plan, lt: LayerT
         return 0.0, 0.0
     inner = topology.cp_ranks_per_domain(plan, cluster)
     fast, slow = topology.nvlink_link(cluster, eff, inner), topology.network_link(cluster, eff)
-    if plan.cp_comm == "p2p":
-        return ring_seconds(model, plan, lt, plan.cp, fast if inner == plan.cp else slow, eff)
+    if plan.cp_comm == "p2p":  # each ring step goes to one neighbour: one link of a mesh (topology.nvlink_link)
+        return ring_seconds(model, plan, lt, plan.cp, topology.nvlink_link(cluster, eff, 2) if inner == plan.cp
+                            else slow, eff)
     if plan.cp_comm == "all_gather":
         size = kv_chunk_bytes(model, plan) * plan.cp
         gather = hierarchical_allgather_seconds(size, plan.cp, inner, fast, slow)

@@ -469,8 +469,9 @@ def ep_pass_seconds(model: Model, cluster: Cluster, plan: Plan, eff: Efficiency,
         return alltoall_seconds(moe.dispatch_bytes(model, tokens, plan.tp, layout, element_bytes), plan.ep, per_domain,
                                 fast, slow)
 
+    etp_domain = topology.ranks_per_domain(plan.etp, 1, cluster)
     gather = hierarchical_allgather_seconds(moe.etp_gather_bytes(model, tokens, plan.tp, layout), plan.etp,
-                                            topology.ranks_per_domain(plan.etp, 1, cluster), fast, slow)
+                                            etp_domain, topology.nvlink_link(cluster, eff, etp_domain), slow)
     return a2a(dispatch_element_bytes(plan)) + a2a(2.0) + 2 * gather
 
 

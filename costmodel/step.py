@@ -260,8 +260,9 @@ def over_sync_groups(cluster: Cluster, plan: Plan, stage: StageCost, eff: Effici
     total = seconds(stage.params - stage.expert_params, with_sync_group(plan, plan.dp * plan.cp), per_domain, fast,
                     slow, False)
     if stage.expert_params:
-        total += seconds(stage.expert_params, with_sync_group(plan, plan.expert_dp),
-                         topology.expert_dp_ranks_per_domain(plan, cluster), fast, slow, True)
+        expert_domain = topology.expert_dp_ranks_per_domain(plan, cluster)
+        total += seconds(stage.expert_params, with_sync_group(plan, plan.expert_dp), expert_domain,
+                         topology.nvlink_link(cluster, eff, expert_domain), slow, True)
     return total
 
 

@@ -28,14 +28,16 @@ def nvlink_link(cluster: Cluster, eff: Efficiency, ranks: int = 0) -> Link:
     peer_link_bytes_per_second: AMD's xGMI, one 64-76.5 GB/s link to each of 7 peers) a collective of `ranks`
     GPUs of the board runs over the (ranks - 1) links between them (RCCL rings each take one link; the 448 GB/s
     aggregate is reached only by all 8: AMD's MI300X datasheet, "64 GB/s peer-to-peer, 448 GB/s all-to-all"), so
-    its bandwidth is that share of the aggregate; `ranks` 0 (unknown) or a switched fabric keep the whole rate."""
+    its bandwidth is that share of the aggregate, whether the aggregate is nominal, measured for 8 GPUs (planner
+    calibrate) or scaled by a what-if; `ranks` 0 (unknown) or a switched fabric keep the whole rate. A ring's step
+    sends to one neighbour, so a ring of any size over the mesh takes `ranks` 2 (one link)."""
     if cluster.nvlink_bandwidth_bytes_per_second <= 0:
         return network_link(cluster, eff)
     bandwidth_bytes_per_second = (cluster.nvlink_busbw_bytes_per_second
                                   or cluster.nvlink_bandwidth_bytes_per_second * eff.nvlink_efficiency)
-    peer = cluster.gpu.peer_link_bytes_per_second
-    if peer > 0 and ranks >= 2 and not cluster.nvlink_busbw_bytes_per_second:
-        bandwidth_bytes_per_second = min(bandwidth_bytes_per_second, (ranks - 1) * peer * eff.nvlink_efficiency)
+    peer, aggregate = cluster.gpu.peer_link_bytes_per_second, cluster.gpu.nvlink_bandwidth_bytes_per_second
+    if peer > 0 and aggregate > 0 and ranks >= 2:  # the links the group uses, of a rate nominal, measured or what-if
+        bandwidth_bytes_per_second *= min(1.0, (ranks - 1) * peer / aggregate)
     return Link(bandwidth_bytes_per_second, cluster.nvlink_latency_seconds or eff.nvlink_latency_seconds)
 
 

@@ -168,3 +168,34 @@ def test_a_fix_every_searched_framework_refuses_is_named_as_the_cause(capsys, fi
                  "--fix", fix]) == 2
     err = capsys.readouterr().err
     assert "is refused by every framework searched (DeepSpeed: " in err and reason in err
+
+
+def test_the_mesh_share_applies_to_measured_and_what_if_rates():
+    """A calibrated MI300X cluster's NVLink figure is an 8-GPU bus bandwidth (all 7 links): a TP pair gets 1/7 of
+    it, as of the nominal rate; a what-if scaling the fabric scales the pair's link too."""
+    from dataclasses import replace as swap
+
+    from costmodel import topology
+    from costmodel.types import Efficiency
+    from planner.analysis import whatif
+    from planner.inputs.loading import build_cluster, load_cluster_spec
+
+    eff = Efficiency()
+    mi300x = build_cluster(load_cluster_spec("azure-nd-mi300x-v5"), 8)
+    measured = swap(mi300x, nvlink_busbw_bytes_per_second=312.9e9)
+    assert topology.nvlink_link(measured, eff, 2).bandwidth_bytes_per_second == pytest.approx(312.9e9 / 7)
+    assert topology.nvlink_link(measured, eff, 8).bandwidth_bytes_per_second == pytest.approx(312.9e9)
+    halved = whatif.apply_cluster(mi300x, whatif.parse(["nvlink=0.5"]))
+    assert topology.nvlink_link(halved, eff, 2).bandwidth_bytes_per_second == pytest.approx(0.5 * 0.8 * 64e9)
+
+
+def test_the_swap_buffer_holds_megatrons_padded_vocabulary_slice():
+    """Megatron-DeepSpeed pads Llama 3's 128,256-token vocabulary to a multiple of 128 x tp (tp 8: 129,024 rows), so
+    405B's embedding slice on tp 8 over dp 2 is 129,024 x 16,384 / 16 = 132,120,576 elements; DeepSpeed swaps only
+    what is under buffer_size, so the buffer is one more, rounded up to a million: 133,000,000."""
+    from emit_support import job
+
+    from planner.emit.deepspeed import param_swap_buffer
+
+    model = load_model_spec("llama3-405b")
+    assert param_swap_buffer(job(model, tp=8, pp=1, dp=2, zero_stage=3)) == 133_000_000

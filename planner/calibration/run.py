@@ -116,8 +116,8 @@ def provenance(base_ref: str, spec: ClusterSpec, nccl: list[str], min_size: int,
     step times and the scale's error where no new step times are given (its scale stays)."""
     old = spec.calibrated_from
     earlier: list[str] = []
-    if old and nccl and not (fit and fit.nvlink and fit.network):
-        earlier = [*old.earlier_nccl_logs, *old.nccl_logs]
+    if old and nccl and not (fit and fit.nvlink and fit.network):  # each once, none of this run's own
+        earlier = [log for log in dict.fromkeys([*old.earlier_nccl_logs, *old.nccl_logs]) if log not in nccl]
     stderr = (scale.stderr if scale else old.matmul_efficiency_scale_stderr if old else None)
     out = {"date": datetime.date.today().isoformat(), "tool": "planner calibrate", "base": base_ref,
            "nccl_logs": list(nccl) or (list(old.nccl_logs) if old else []),

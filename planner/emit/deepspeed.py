@@ -44,13 +44,16 @@ def param_swap_buffer(job: Job) -> int | None:
     """offload_param.buffer_size for nvme: DeepSpeed swaps each parameter's ZeRO-3 partition (its TP-local
     tensor over the dp ranks) through one buffer of buffer_size elements and asserts it fits ("More elements ...
     than buffer size", runtime/swap_tensor/partitioned_param_swapper.py get_buffer, 0.19.8): the largest
-    partition, rounded up to a million, where it exceeds the default 1e8 (Llama 3 70B's embedding over tp 1 and
+    partition (the vocabulary padded as Megatron-DeepSpeed pads it, to a multiple of 128 x tp), rounded up to a
+    million, where it exceeds the default 1e8 (Llama 3 70B's embedding over tp 1 and
     dp 8: 128,256 x 8,192 / 8 = 131M); None where the default holds it."""
     m, p = job.cm_model, job.plan
     h = m.hidden_size
-    widest = max(m.vocab_size, 2 * (m.ffn_hidden_size or 4 * h), 3 * h)  # the embedding or output, fused MLP or QKV
+    padded = -(-m.vocab_size // (128 * p.tp)) * 128 * p.tp  # Megatron pads the vocabulary to 128 x tp rows
+    widest = max(padded, 2 * (m.ffn_hidden_size or 4 * h), 3 * h)  # the embedding or output, fused MLP or QKV
     partition = -(-widest * h // (p.tp * p.dp))
-    return -(-partition // 1_000_000) * 1_000_000 if partition > PARAM_SWAP_BUFFER else None
+    # DeepSpeed's swappable check admits numel < buffer_size only where it swaps (the strict test): one more
+    return -(-(partition + 1) // 1_000_000) * 1_000_000 if partition >= PARAM_SWAP_BUFFER else None
 
 
 def offload_blocks(job: Job) -> dict:

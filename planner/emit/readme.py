@@ -134,7 +134,10 @@ def note_lines(job: Job, frameworks: list[str]) -> list[str]:
                          "train_batch_size counted over dp = GPUs/(tp*pp).")
         if p.zero_stage in (1, 2) and p.dp > 1:
             staged = (1 if p.pp > 1 or not p.overlap_dp_comm else 2) * ZERO12_BUCKET
-            width = 4 if p.grad_dtype == "fp32" else 2
+            # the model's dtype, or ZeRO-1's fp32 accumulator where ds_config writes grad_accum_dtype fp32
+            # (_gradient_reduction_buffer_dtype; deepspeed.precision_blocks: fp16 with fp32 gradients)
+            width = 4 if p.precision == "fp32" or (p.zero_stage == 1 and p.precision == "fp16"
+                                                   and p.grad_comm_dtype == "fp32") else 2
             notes.append(f"DeepSpeed: ZeRO-{p.zero_stage} stages gradients through {staged // ZERO12_BUCKET} "
                          f"reduce_bucket_size buffer(s) of {ZERO12_BUCKET:.0e} elements (contiguous_gradients; a "
                          "second one under overlap_comm: runtime/zero/stage_1_and_2.py setup_buckets), "
@@ -208,6 +211,13 @@ def kernel_notes(job: Job, frameworks: list[str]) -> list[str]:
             notes.append(f"{fw.title}: the prediction above assumes {p.projections} projections, but "
                          f"{ks.projections.why}; re-score with planner estimate ... --projections "
                          f"{ks.projections.values[0]}.")
+        if p.rope_fusion and p.fused_elementwise and not fw.rope_fusion(job.cm_model):
+            notes.append(f"{fw.title}: the prediction above assumes RoPE as one fused kernel, but its model code "
+                         "applies it with eager ops; re-score with planner estimate ... --no-rope-fusion.")
+        if name == "deepspeed" and p.flash_attention and p.attention_kernel == "flash2" and (p.tp > 1 or p.pp > 1):
+            notes.append("DeepSpeed: the prediction above assumes Megatron-DeepSpeed's flash-attn 2 kernel, which it "
+                         "runs only with --use-flash-attn-v2 (megatron/arguments.py @f4157bea; off by default): pass it "
+                         "to the training script.")
         if p.cross_entropy not in ks.cross_entropy.values:
             notes.append(f"{fw.title}: the prediction above assumes the {p.cross_entropy} loss, but "
                          f"{ks.cross_entropy.why}; re-score with planner estimate ... --cross-entropy "
