@@ -216,8 +216,8 @@ def kernel_notes(job: Job, frameworks: list[str]) -> list[str]:
                          "applies it with eager ops; re-score with planner estimate ... --no-rope-fusion.")
         if name == "deepspeed" and p.flash_attention and p.attention_kernel == "flash2" and (p.tp > 1 or p.pp > 1):
             notes.append("DeepSpeed: the prediction above assumes Megatron-DeepSpeed's flash-attn 2 kernel, which it "
-                         "runs only with --use-flash-attn-v2 (megatron/arguments.py @f4157bea; off by default): pass it "
-                         "to the training script.")
+                         "runs only with --use-flash-attn-v2 (megatron/arguments.py @f4157bea; off by default): pass "
+                         "it to the training script.")
         if p.cross_entropy not in ks.cross_entropy.values:
             notes.append(f"{fw.title}: the prediction above assumes the {p.cross_entropy} loss, but "
                          f"{ks.cross_entropy.why}; re-score with planner estimate ... --cross-entropy "
