@@ -324,13 +324,13 @@ def test_estimate_prices_rope_as_the_stack_applies_it_unless_told():
 
 def test_a_refused_split_is_not_blamed_on_the_rope(capsys):
     """The search's probe of a YaRN model runs the RoPE as the framework does: with every split refused for
-    another reason (--fix recompute=op, which Megatron-LM does not run), the reason is not the RoPE."""
+    another reason (--fix recompute=op, which Megatron-LM does not run), the reason is not the RoPE but the fix."""
     from planner.commands.main import main
 
     assert main(["suggest", "gpt-oss-120b", "gb200-nvl72", "--gpus", "64", "--gbs", "1280", "--framework",
                  "megatron", "--fix", "recompute=op"]) == 2
     err = capsys.readouterr().err
-    assert "rope" not in err.lower() and "with the allowed knobs" in err
+    assert "rope" not in err.lower() and "--fix recompute=op is refused by every framework searched" in err
 
 
 def test_a_key_transformers_does_not_read_either_is_dropped_with_a_note(tmp_path):
