@@ -199,3 +199,14 @@ def test_the_swap_buffer_holds_megatrons_padded_vocabulary_slice():
 
     model = load_model_spec("llama3-405b")
     assert param_swap_buffer(job(model, tp=8, pp=1, dp=2, zero_stage=3)) == 133_000_000
+
+
+def test_emitted_readme_repeats_the_plans_published_run_cautions(capsys, tmp_path):
+    """GPT-3 175B's best plan on 1,024 A100 is above every published A100 bf16 dense run's MFU (61.7%) and uses TP
+    overlap, which no published A100 run did: suggest prints both, and the README.txt of its launch files says so."""
+    out = tmp_path / "launch"
+    assert main(["suggest", "gpt3-175b", "dgx-a100", "--gpus", "1024", "--top", "1", "--emit", "megatron", "--out",
+                 str(out)]) == 0
+    readme = (out / "README.txt").read_text()
+    assert "is above every published dense run on a100-sxm-80gb" in readme
+    assert "tp_comm_overlap" in readme.split("settings no published run")[1]

@@ -197,7 +197,10 @@ def cmd_suggest(args: argparse.Namespace) -> int:
             raise PlannerError(f"no plan for --emit {args.emit}: " + "; ".join(notes))
         for note in notes:
             print(f"planner: note: {note}", file=sys.stderr)
-        paths = emit_per_framework(model, chosen, args.out, args.force)
+        cautions = {k: out[k] for k in ("envelope", "unvalidated_settings", "host_wait", "long_context")}
+        launched = {name: {**est, **cautions} if est.get("plan") == out["plans"][0]["plan"] else est
+                    for name, est in chosen.items()}  # the best plan's cautions for its README (emit.readme)
+        paths = emit_per_framework(model, launched, args.out, args.force)
         for path in paths:
             print(f"planner: wrote {path}", file=sys.stderr)
         out["emitted"] = emitted_dict(Path(args.out), paths, chosen, out["plans"][0], notes)
