@@ -106,3 +106,17 @@ def test_a_hierarchical_exchange_of_one_domain_rank_is_named_the_ring(capsys):
     ring = run_json(capsys, "estimate", "llama3-70b", "dgx-h100", "--gpus", "256", "--seq-length", "131072", "--gbs",
                     "64", "--tp", "8", "--cp", "8", "--cp-comm", "p2p", "--sequence-parallel")
     assert out["step_time_s"] == ring["step_time_s"]
+
+
+def test_selective_recompute_that_saves_nothing_is_warned_of(capsys):
+    """With fused attention the attention core keeps no s x s scores: at 131,072 tokens on tp 8 x cp 8 the
+    selective plan needs as much memory as no recompute (84 GiB both) and replays the attention core, the
+    costliest kernel at that length, for nothing; estimate says so."""
+    out = run_json(capsys, "estimate", "llama3-70b", "dgx-h100", "--gpus", "256", "--seq-length", "131072", "--tp",
+                   "8", "--cp", "8", "--gbs", "64", "--zero", "1", "--sequence-parallel", "--recompute", "selective")
+    bare = run_json(capsys, "estimate", "llama3-70b", "dgx-h100", "--gpus", "256", "--seq-length", "131072", "--tp",
+                    "8", "--cp", "8", "--gbs", "64", "--zero", "1", "--sequence-parallel")
+    assert abs(out["memory_per_gpu_bytes"] - bare["memory_per_gpu_bytes"]) < 2**30
+    assert out["step_time_s"] > 1.1 * bare["step_time_s"]
+    assert any(w.startswith("selective recompute saves") for w in out["warnings"])
+    assert not any(w.startswith("selective recompute saves") for w in bare["warnings"])

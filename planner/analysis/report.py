@@ -2,6 +2,8 @@
 what-if assumptions, as the JSON object the command prints."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 from costmodel import types as cm
 from planner import frameworks
 from planner.analysis import diagnose, judged, score, whatif
@@ -35,7 +37,7 @@ def estimate_report(model: ModelSpec, cluster: cm.Cluster, plan_spec: PlanSpec, 
                                  memory_fraction=L.MEMORY_FRACTION, base_fraction=1.0)  # fits: the verdict
     d["diagnosis"] = diagnose.diagnosis_dict(scored, comm_threshold, levers)
     d.update(judged.published_checks(cm_model, cluster, plan, d))
-    d["warnings"] += unrun_warning(cm_model, plan, cluster)
+    d["warnings"] += unrun_warning(cm_model, plan, cluster) + idle_recompute_warning(model, cluster, scored)
     if what_if:
         wi = whatif.parse(what_if)
         whatif.check_applies(wi, model.moe is not None, {cluster.gpu.name})
@@ -44,6 +46,24 @@ def estimate_report(model: ModelSpec, cluster: cm.Cluster, plan_spec: PlanSpec, 
         d["warnings"] += whatif.imbalance_ceiling(model.to_model(), plan, wi)
         d["warnings"] += whatif.unchanged_warning(wi, d, d["what_if"]["estimate"])
     return d
+
+
+def idle_recompute_warning(model: ModelSpec, cluster: cm.Cluster, scored: score.Scored) -> list[str]:
+    """A warning when the plan's selective recompute buys almost no memory (under 1% of the GPU's) for its
+    replay time: fused attention keeps no s x s scores, so replaying the attention core saves little (Korthikanti
+    et al. 2022 Sec. 5's saving is the unfused softmax and dropout tensors), while the replay costs the kernel."""
+    plan = scored.plan
+    if plan.recompute != "selective":
+        return []
+    bare = score.score(model, cluster, replace(plan, recompute="none", recompute_modules=cm.Plan().recompute_modules))
+    saved = bare.est.memory_per_gpu_bytes - scored.est.memory_per_gpu_bytes
+    spent = scored.est.step_time_seconds - bare.est.step_time_seconds
+    if saved >= 0.01 * cluster.gpu.memory_bytes or spent <= 0.01 * scored.est.step_time_seconds:
+        return []
+    return [f"selective recompute saves {saved / 2**30:.2f} GiB per GPU here and costs {spent:.3g} s a step "
+            f"({100 * spent / scored.est.step_time_seconds:.0f}%): with fused attention the replayed modules keep "
+            "little; --recompute none is as large in memory and faster (or full recompute, or offload, if it must "
+            "shrink)"]
 
 
 def unrun_warning(model: cm.Model, plan: cm.Plan, cluster: cm.Cluster) -> list[str]:
