@@ -40,9 +40,8 @@ def _variant(label: str, alt: cm.Plan, best: Scored, model: cm.Model, capacity_b
     and takes."""
     broken = plan_violations(model, best.cluster, alt)
     if not broken and names:
-        machine = frameworks.Machine.of(best.cluster)
-        refusals = [frameworks.violations(frameworks.get(n), model, alt, machine) for n in names]
-        broken = refusals[0] if all(refusals) else []
+        refused = list(frameworks.refusals(model, alt, frameworks.Machine.of(best.cluster), names).values())
+        broken = refused[0] if all(refused) else []
     if broken:
         return f"{label} the plan would not be legal: {broken[0]}."
     return f"{label} the same plan " + _outcome(score(best.model, best.cluster, alt, eff), best, capacity_bytes) + "."

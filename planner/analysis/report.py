@@ -69,8 +69,7 @@ def idle_recompute_warning(model: ModelSpec, cluster: cm.Cluster, scored: score.
 def unrun_warning(model: cm.Model, plan: cm.Plan, cluster: cm.Cluster) -> list[str]:
     """A warning when none of the frameworks planner writes launch files for runs the plan on `cluster`
     (each one's first refusal, planner/frameworks): the cost model scores it all the same."""
-    machine = frameworks.Machine.of(cluster)
-    reasons = {name: frameworks.violations(fw, model, plan, machine) for name, fw in frameworks.REGISTRY.items()}
+    reasons = frameworks.refusals(model, plan, frameworks.Machine.of(cluster))
     if not all(reasons.values()):
         return []
     return ["no framework planner emits for runs this plan as given: "

@@ -65,8 +65,8 @@ def offload_blocks(job: Job) -> dict:
             out[key] = {"device": device, "pin_memory": True}
             if device == "nvme":
                 out[key]["nvme_path"] = o.nvme_path
-                if key == "offload_param" and param_swap_buffer(job):
-                    out[key]["buffer_size"] = param_swap_buffer(job)
+                if key == "offload_param" and (buffer := param_swap_buffer(job)):
+                    out[key]["buffer_size"] = buffer
     return out
 
 

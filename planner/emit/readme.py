@@ -1,7 +1,7 @@
 """README.txt for an emit folder: the plan, what planner predicts for it, how to launch."""
 from __future__ import annotations
 
-from planner.emit.deepspeed import ZERO12_BUCKET
+from planner.emit.deepspeed import ZERO12_BUCKET, precision_blocks
 from planner.emit.job import Job
 from planner.frameworks import REGISTRY
 from planner.frameworks import megatron as megatron_rules
@@ -134,14 +134,18 @@ def note_lines(job: Job, frameworks: list[str]) -> list[str]:
                          "train_batch_size counted over dp = GPUs/(tp*pp).")
         if p.zero_stage in (1, 2) and p.dp > 1:
             staged = (1 if p.pp > 1 or not p.overlap_dp_comm else 2) * ZERO12_BUCKET
-            # the model's dtype, or ZeRO-1's fp32 accumulator where ds_config writes grad_accum_dtype fp32
-            # (_gradient_reduction_buffer_dtype; deepspeed.precision_blocks: fp16 with fp32 gradients)
-            width = 4 if p.precision == "fp32" or (p.zero_stage == 1 and p.precision == "fp16"
-                                                   and p.grad_comm_dtype == "fp32") else 2
+            # the model's dtype, or ZeRO-1's accumulator where ds_config sets one apart from it
+            # (_gradient_reduction_buffer_dtype, as the config deepspeed.precision_blocks writes has it)
+            accum = precision_blocks(job).get("data_types", {}).get("grad_accum_dtype")
+            width = 4 if job.half_dtype is None or (p.zero_stage == 1 and accum == "fp32") else 2
             notes.append(f"DeepSpeed: ZeRO-{p.zero_stage} stages gradients through {staged // ZERO12_BUCKET} "
                          f"reduce_bucket_size buffer(s) of {ZERO12_BUCKET:.0e} elements (contiguous_gradients; a "
                          "second one under overlap_comm: runtime/zero/stage_1_and_2.py setup_buckets), "
                          f"{staged * width / 2**30:.1f} GiB per GPU that the memory above does not count.")
+        if p.flash_attention and p.attention_kernel == "flash2" and (p.tp > 1 or p.pp > 1):
+            notes.append("DeepSpeed: the prediction above assumes Megatron-DeepSpeed's flash-attn 2 kernel, which it "
+                         "runs only with --use-flash-attn-v2 (megatron/arguments.py @f4157bea; off by default): pass "
+                         "it to the training script.")
         if p.recompute != "none":
             notes.append(f"DeepSpeed: {p.recompute} recompute is the model code's job; activation_checkpointing only "
                          "configures deepspeed.checkpointing, which the model must call (Megatron-DeepSpeed does; "
@@ -214,10 +218,6 @@ def kernel_notes(job: Job, frameworks: list[str]) -> list[str]:
         if p.rope_fusion and p.fused_elementwise and not fw.rope_fusion(job.cm_model):
             notes.append(f"{fw.title}: the prediction above assumes RoPE as one fused kernel, but its model code "
                          "applies it with eager ops; re-score with planner estimate ... --no-rope-fusion.")
-        if name == "deepspeed" and p.flash_attention and p.attention_kernel == "flash2" and (p.tp > 1 or p.pp > 1):
-            notes.append("DeepSpeed: the prediction above assumes Megatron-DeepSpeed's flash-attn 2 kernel, which it "
-                         "runs only with --use-flash-attn-v2 (megatron/arguments.py @f4157bea; off by default): pass "
-                         "it to the training script.")
         if p.cross_entropy not in ks.cross_entropy.values:
             notes.append(f"{fw.title}: the prediction above assumes the {p.cross_entropy} loss, but "
                          f"{ks.cross_entropy.why}; re-score with planner estimate ... --cross-entropy "

@@ -26,6 +26,11 @@ def building(names: tuple[str, ...], model) -> tuple[tuple[str, ...], dict[str, 
     return kept, {n: why for n, why in gaps.items() if why}
 
 
+def refusals(model, plan, machine: Machine, names: tuple[str, ...] = NAMES) -> dict[str, list[str]]:
+    """Each named framework's refusals of `plan` on `machine` (base.violations: empty where it runs it)."""
+    return {name: violations(REGISTRY[name], model, plan, machine) for name in names}
+
+
 def get(name: str) -> Framework:
     if name not in REGISTRY:
         raise PlannerError(f"unknown framework '{name}' (choose {', '.join(NAMES)})")
@@ -33,4 +38,5 @@ def get(name: str) -> Framework:
 
 
 __all__ = ["Choice", "Framework", "Knobs", "Machine", "NAMES", "REGISTRY", "building", "get", "layout_violation",
+           "refusals",
            "violations"]

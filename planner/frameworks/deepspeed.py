@@ -144,11 +144,11 @@ def knobs(tp_split: bool, pp_split: bool) -> Knobs:
                                             "not one per micro-batch of the step"),
         # Like the loss, the attention is the training script's. Tensor or pipeline parallelism under DeepSpeed
         # needs Megatron-DeepSpeed's model code (the launch's mpu note), whose attention is flash-attn 2
-        # (megatron/model/transformer.py FlashSelfAttention @f4157bea); a ZeRO-only script is scored with the model
-        # code's PyTorch SDPA, which prefers cuDNN's kernel on Hopper and later (the base default).
-        attention_kernel=Choice(("flash2",), "Megatron-DeepSpeed runs flash-attn 2's kernel "
-                                             "(megatron/model/transformer.py FlashSelfAttention @f4157bea)")
-        if tp_split or pp_split else Knobs.__dataclass_fields__["attention_kernel"].default,
+        # (megatron/model/transformer.py FlashSelfAttention @f4157bea); a ZeRO-only script keeps the base
+        # default, the model code's PyTorch SDPA, which prefers cuDNN's kernel on Hopper and later.
+        **({"attention_kernel": Choice(("flash2",), "Megatron-DeepSpeed runs flash-attn 2's kernel "
+                                                    "(megatron/model/transformer.py FlashSelfAttention @f4157bea)")}
+           if tp_split or pp_split else {}),
     )
 
 

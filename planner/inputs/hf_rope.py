@@ -24,12 +24,10 @@ TRANSFORMERS_ONLY = {"yarn": {"attention_factor"}, "llama3": set(), "linear": se
 def ignored_rope_keys(reader: Reader) -> list[str]:
     """The rope_scaling keys dropped because Transformers does not read them either (rope_scaling refuses the
     ones it does), for the spec's notes."""
-    key = "rope_parameters" if isinstance(reader.data.get("rope_parameters"), dict) else "rope_scaling"
-    block = reader.data.get(key)
-    if not isinstance(block, dict):
+    found = scaling_block(reader)
+    if found is None:
         return []
-    if (per_type := full_attention_parameters(block)) is not None:
-        key, block = f"{key}.full_attention", per_type
+    key, block = found
     kind = block.get("rope_type", block.get("type"))
     if kind not in KIND_KEYS:
         return []
@@ -52,16 +50,26 @@ def full_attention_parameters(block: dict) -> dict | None:
     return block["full_attention"]
 
 
-def rope_scaling(reader: Reader) -> dict:
-    """{"rope_scaling": {...}} for RopeScalingSpec, or {} when the frequencies are not rescaled."""
+def scaling_block(reader: Reader) -> tuple[str, dict] | None:
+    """(its key as the file writes it, the block) of the RoPE scaling planner reads: `rope_parameters` (v5) or
+    `rope_scaling`, the full-attention layers' part of a per-layer-type block; None without one."""
     key = "rope_parameters" if isinstance(reader.data.get("rope_parameters"), dict) else "rope_scaling"
     block = reader.data.get(key)
     if block is None:
-        return {}
+        return None
     if not isinstance(block, dict):
         raise reader.fail(key, f"must be a mapping of the scaling's parameters (got {type(block).__name__})")
     if (per_type := full_attention_parameters(block)) is not None:
-        key, block = f"{key}.full_attention", per_type
+        return f"{key}.full_attention", per_type
+    return key, block
+
+
+def rope_scaling(reader: Reader) -> dict:
+    """{"rope_scaling": {...}} for RopeScalingSpec, or {} when the frequencies are not rescaled."""
+    found = scaling_block(reader)
+    if found is None:
+        return {}
+    key, block = found
     kind = block.get("rope_type", block.get("type"))
     if kind is None and any(isinstance(v, dict) for v in block.values()):
         raise reader.fail(key, "holds RoPE parameters per layer type (Transformers v5) other than full_attention "

@@ -87,22 +87,21 @@ def read_rows(path: Path) -> list[dict]:
 
 
 def flag_argv(row: dict, parser: argparse.ArgumentParser) -> list[str]:
-    """Command-line flags for the plan keys of one row."""
+    """Command-line flags for the plan keys of one row, its keys the flags' dests (normalised)."""
     booleans = {a.dest for a in parser._actions if isinstance(a, argparse._StoreTrueAction)}
     known = {a.dest for a in parser._actions} | set(ROW_KEYS)
-    unknown = [str(k) for k in row if str(k).strip().replace("-", "_") not in known]
+    unknown = [k for k in row if k not in known]
     if unknown:  # named before argparse, which would read a prefix of a flag or drop a false boolean
         raise PlannerError(f"unknown column{'s' if len(unknown) > 1 else ''}: {', '.join(u[:40] for u in unknown)}")
     argv = []
-    for key, value in row.items():
-        dest = str(key).strip().replace("-", "_")
+    for dest, value in row.items():
         if dest in ROW_KEYS or value is None or value == "":
             continue
         flag = "--" + dest.replace("_", "-")
         if dest in booleans:
             text = str(value).strip().lower()
             if text not in _TRUE + _FALSE:
-                raise PlannerError(f"{key}: expected true or false (got {value!r})")
+                raise PlannerError(f"{dest}: expected true or false (got {value!r})")
             argv += [flag] if text in _TRUE else []
         else:
             argv += [flag, str(value)]
