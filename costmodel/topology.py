@@ -19,7 +19,7 @@ from functools import lru_cache
 from math import gcd
 
 from .comm import Link
-from .types import Cluster, Efficiency, Plan
+from .types import Cluster, Efficiency, Gpu, Plan
 
 
 def nvlink_link(cluster: Cluster, eff: Efficiency, ranks: int = 0) -> Link:
@@ -35,10 +35,18 @@ def nvlink_link(cluster: Cluster, eff: Efficiency, ranks: int = 0) -> Link:
         return network_link(cluster, eff)
     bandwidth_bytes_per_second = (cluster.nvlink_busbw_bytes_per_second
                                   or cluster.nvlink_bandwidth_bytes_per_second * eff.nvlink_efficiency)
-    peer, aggregate = cluster.gpu.peer_link_bytes_per_second, cluster.gpu.nvlink_bandwidth_bytes_per_second
-    if peer > 0 and aggregate > 0 and ranks >= 2:  # the links the group uses, of a rate nominal, measured or what-if
-        bandwidth_bytes_per_second *= min(1.0, (ranks - 1) * peer / aggregate)
+    # the links the group uses, of a rate nominal, measured or what-if
+    bandwidth_bytes_per_second *= mesh_share(cluster.gpu, ranks)
     return Link(bandwidth_bytes_per_second, cluster.nvlink_latency_seconds or eff.nvlink_latency_seconds)
+
+
+def mesh_share(gpu: Gpu, ranks: int) -> float:
+    """Share of a point-to-point mesh's aggregate rate that a collective of `ranks` GPUs of the board reaches:
+    min(1, (ranks - 1) peer / aggregate) (see nvlink_link); 1 on a switched fabric or with `ranks` unknown (0)."""
+    peer, aggregate = gpu.peer_link_bytes_per_second, gpu.nvlink_bandwidth_bytes_per_second
+    if peer > 0 and aggregate > 0 and ranks >= 2:
+        return min(1.0, (ranks - 1) * peer / aggregate)
+    return 1.0
 
 
 def network_link(cluster: Cluster, eff: Efficiency) -> Link:

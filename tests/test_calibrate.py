@@ -107,6 +107,24 @@ def test_multi_node_without_intra_log_uses_the_clusters_nvlink_figure():
     assert fit.network.link.latency_seconds == pytest.approx(slow[1], rel=0.02)
 
 
+def test_mesh_fit_reads_fewer_ranks_at_their_share_of_the_board():
+    """AMD's xGMI mesh: 4 GPUs of a board reach 3 of the 7 links each (64 of 448 GB/s per link), so a 4-rank
+    log runs at 350 x 3 x 64 / 448 = 150 GB/s busbw where the 8-rank log runs at 350. Both come from one
+    board whose whole rate, the cluster file's nvlink_busbw, is 350 GB/s; the fit read the 4-rank log at
+    the whole rate (150 GB/s for all 8, a 2.3x slower DP sync)."""
+    gpu = replace(selene(8).gpu, nvlink_bandwidth_bytes_per_second=448e9, peer_link_bytes_per_second=64e9)
+    cluster = cm.Cluster("mesh", gpu, 8, 8, 8, 448e9, 50e9)
+    whole, lat = 350e9, 10e-6
+    four = synth_log("all_reduce", 4, 1, LARGE, lambda s: ring_seconds("all_reduce", s, 4, 150e9, lat))
+    fit = calibrate.calibrate_comm(samples_of(four, "four.log", cluster), cluster)
+    assert fit.nvlink.link.bandwidth_bytes_per_second == pytest.approx(whole, rel=0.02)
+    eight = synth_log("all_reduce", 8, 1, LARGE, lambda s: ring_seconds("all_reduce", s, 8, whole, lat))
+    both = calibrate.calibrate_comm(samples_of(four, "four.log", cluster) + samples_of(eight, "eight.log", cluster),
+                                    cluster)
+    assert both.nvlink.link.bandwidth_bytes_per_second == pytest.approx(whole, rel=0.02)
+    assert calibrate.max_abs_error(both.rows) < 0.01
+
+
 def test_negative_latency_fit_keeps_the_prior_latency():
     # Pure bandwidth minus a constant: the intercept comes out negative.
     text = synth_log("all_reduce", 8, 1, LARGE, lambda s: 1.75 * s / 300e9 - 50e-6)

@@ -86,8 +86,14 @@ class CommFit:
 
 
 def collective_seconds(collective: str, size_bytes: float, ranks: int, per_domain: int,
-                       fast: comm.Link, slow: comm.Link) -> float:
-    """Cost-model time of one nccl-tests collective (ranks packed per_domain to an NVLink domain)."""
+                       fast: comm.Link, slow: comm.Link, gpu: cm.Gpu | None = None) -> float:
+    """Cost-model time of one nccl-tests collective (ranks packed per_domain to an NVLink domain). `fast` is
+    the whole domain's rate; on a point-to-point mesh (`gpu`'s peer links, AMD xGMI) the ranks of a domain
+    reach their share of it (topology.mesh_share, as the cost model prices a group of that size), a
+    sendrecv one link."""
+    in_domain = 2 if collective == "sendrecv" else per_domain
+    share = topology.mesh_share(gpu, in_domain) if gpu is not None else 1.0
+    fast = comm.Link(fast.bandwidth_bytes_per_second * share, fast.latency_seconds)
     if collective == "sendrecv":  # each rank sends to the next; the slowest hop sets the time
         return comm.p2p_seconds(size_bytes, fast if per_domain == ranks else slow)
     return _HIERARCHICAL[collective](size_bytes, ranks, per_domain, fast, slow)
@@ -179,16 +185,15 @@ def log_samples(log: NcclLog, name: str, cluster: cm.Cluster, min_size_bytes: in
     return samples
 
 
-def _regressors(s: Sample, tier: str, fast: comm.Link) -> tuple[float, float, float]:
-    """(latency steps, bytes, time already explained) of a sample for the tier being fitted."""
+def _regressors(s: Sample, tier: str, fast: comm.Link, gpu: cm.Gpu) -> tuple[float, float, float]:
+    """(latency steps, bytes, time already explained) of a sample for the tier being fitted. On a mesh the
+    NVLink bytes are over the share of the domain's rate the sample's ranks reach: the fitted rate is the
+    whole domain's, as the cluster file's nvlink_busbw is."""
+    def at(f: comm.Link, n: comm.Link) -> float:
+        return collective_seconds(s.collective, s.size_bytes, s.ranks, s.ranks_per_domain, f, n, gpu)
     if tier == "nvlink":
-        steps = collective_seconds(s.collective, s.size_bytes, s.ranks, s.ranks_per_domain, _UNIT_LATENCY, _NOTHING)
-        volume = collective_seconds(s.collective, s.size_bytes, s.ranks, s.ranks_per_domain, _UNIT_BYTES, _NOTHING)
-        return steps, volume, 0.0
-    steps = collective_seconds(s.collective, s.size_bytes, s.ranks, s.ranks_per_domain, _NOTHING, _UNIT_LATENCY)
-    volume = collective_seconds(s.collective, s.size_bytes, s.ranks, s.ranks_per_domain, _NOTHING, _UNIT_BYTES)
-    known = collective_seconds(s.collective, s.size_bytes, s.ranks, s.ranks_per_domain, fast, _NOTHING)
-    return steps, volume, known
+        return at(_UNIT_LATENCY, _NOTHING), at(_UNIT_BYTES, _NOTHING), 0.0
+    return at(_NOTHING, _UNIT_LATENCY), at(_NOTHING, _UNIT_BYTES), at(fast, _NOTHING)
 
 
 def least_squares_2(rows: list[tuple[float, float, float]]) -> tuple[float, float, float | None, float | None]:
@@ -213,12 +218,12 @@ def least_squares_2(rows: list[tuple[float, float, float]]) -> tuple[float, floa
     return p / na, q / nb, math.sqrt(var * sbb / det) / na, math.sqrt(var * saa / det) / nb
 
 
-def fit_tier(samples: list[Sample], tier: str, fast: comm.Link, prior: comm.Link) -> TierFit:
+def fit_tier(samples: list[Sample], tier: str, fast: comm.Link, prior: comm.Link, gpu: cm.Gpu) -> TierFit:
     """Fit one tier's (latency, 1/bandwidth) on relative errors (each row divided by its time).
 
     A negative latency (noise at large sizes, where latency is a small part of the time) is not
     kept: the tier keeps `prior`'s latency and only the bandwidth is fitted."""
-    regs = [_regressors(s, tier, fast) for s in samples]
+    regs = [_regressors(s, tier, fast, gpu) for s in samples]
     rows = [(a / s.measured_seconds, b / s.measured_seconds, (s.measured_seconds - known) / s.measured_seconds)
             for s, (a, b, known) in zip(samples, regs)]
     alpha, inv_bw, se_alpha, se_inv = least_squares_2(rows)
@@ -243,17 +248,17 @@ def calibrate_comm(samples: list[Sample], cluster: cm.Cluster, eff: cm.Efficienc
     fast, slow = topology.nvlink_link(cluster, eff), topology.network_link(cluster, eff)
     intra = [s for s in samples if s.tier == "nvlink"]
     inter = [s for s in samples if s.tier == "network"]
-    nvlink = fit_tier(intra, "nvlink", fast, fast) if intra else None
+    nvlink = fit_tier(intra, "nvlink", fast, fast, cluster.gpu) if intra else None
     if nvlink:
         fast = nvlink.link
-    network = fit_tier(inter, "network", fast, slow) if inter else None
+    network = fit_tier(inter, "network", fast, slow, cluster.gpu) if inter else None
     if network:
         slow = network.link
     for fit, nominal in ((nvlink, cluster.nvlink_bandwidth_bytes_per_second),
                          (network, cluster.network_bandwidth_bytes_per_second)):
         check_plausible(fit, nominal, cluster)
-    rows = tuple(FitRow(s, collective_seconds(s.collective, s.size_bytes, s.ranks, s.ranks_per_domain, fast, slow))
-                 for s in intra + inter)
+    rows = tuple(FitRow(s, collective_seconds(s.collective, s.size_bytes, s.ranks, s.ranks_per_domain, fast, slow,
+                                              cluster.gpu)) for s in intra + inter)
     return CommFit(nvlink, network, rows)
 
 

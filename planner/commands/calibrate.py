@@ -72,8 +72,8 @@ def write_outputs(args, result) -> None:
 
         fast, slow = topology.nvlink_link(result.linked, Efficiency()), topology.network_link(result.linked, Efficiency())
         path = Path(args.plot)
-        write_files(path.parent, {path.name: (plot_svg(result.plotted, fast, slow, args.min_size), False)},
-                    args.force)
+        svg = plot_svg(result.plotted, fast, slow, args.min_size, result.linked.gpu)
+        write_files(path.parent, {path.name: (svg, False)}, args.force)
     for path in (args.out, args.plot) if not args.json else ():
         if path:
             print(f"wrote {path}")

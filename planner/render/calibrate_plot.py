@@ -18,10 +18,10 @@ from planner.render.calibrate import format_bytes
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
 
 
-def log_points(pl, fast: comm.Link, slow: comm.Link) -> list[tuple[int, float, float]]:
-    """(size in bytes, measured us, model us) per usable row of one plotted log."""
+def log_points(pl, fast: comm.Link, slow: comm.Link, gpu=None) -> list[tuple[int, float, float]]:
+    """(size in bytes, measured us, model us) per usable row of one plotted log; `gpu` as in collective_seconds."""
     n, k, coll = pl.log.num_ranks, pl.ranks_per_domain, pl.log.collective
-    return [(r.size_bytes, t * 1e6, collective_seconds(coll, r.size_bytes, n, k, fast, slow) * 1e6)
+    return [(r.size_bytes, t * 1e6, collective_seconds(coll, r.size_bytes, n, k, fast, slow, gpu) * 1e6)
             for r in pl.log.rows if (t := row_seconds(r))]
 
 
@@ -93,9 +93,9 @@ def residual_axis(ax, residuals: list[float], fitted: list[float]) -> None:
     ax.set_ylabel("residual (model / measured - 1)")
 
 
-def plot_svg(logs: list, fast: comm.Link, slow: comm.Link, min_size_bytes: int) -> str:
+def plot_svg(logs: list, fast: comm.Link, slow: comm.Link, min_size_bytes: int, gpu=None) -> str:
     """Both panels as SVG text."""
-    per_log = [log_points(pl, fast, slow) for pl in logs]
+    per_log = [log_points(pl, fast, slow, gpu) for pl in logs]
     every = [p for pts in per_log for p in pts]
     with mpl.style("calibrate"):
         fig = mpl.figure(8.5, 8.5)
