@@ -56,6 +56,21 @@ def allreduce_bucket_bytes(params: float, plan: Plan) -> float:
     return 2.0 * min(params, ALLREDUCE_BUCKET_PARAMS) * DTYPE_BYTES[plan.grad_comm_dtype]
 
 
+def staging_bucket_bytes(plan: Plan) -> float:
+    """Bytes of the reduce buckets a runtime copies gradients into for their reduction (Plan.grad_bucket_elements
+    elements each; DeepSpeed with contiguous_gradients, deepspeed/runtime/zero at edaa7221): ZeRO-1/2 fill one
+    bucket in the weights' dtype (16-bit, fp32 when training in fp32) while, with the sync overlapped with the
+    backward, the other is reduced (stage_1_and_2.py setup_buckets: a second buffer under overlap_comm);
+    ZeRO-3 reduce-scatters from one bucket in the communication dtype (stage3.py). Allocated from the first
+    backward of a step through its reduction, so held at the backward's peak. ZeRO 0 has none."""
+    if plan.grad_bucket_elements == 0 or plan.zero_stage == 0:
+        return 0.0
+    if plan.zero_stage == 3:
+        return float(plan.grad_bucket_elements * DTYPE_BYTES[plan.grad_comm_dtype])
+    width = DTYPE_BYTES["fp32" if plan.precision == "fp32" else "bf16"]
+    return float((2 if plan.overlap_dp_comm else 1) * plan.grad_bucket_elements * width)
+
+
 def _split_into(seconds_of, size_bytes: float, count: int) -> float:
     """`count` equal collectives moving `size_bytes` in all: same bandwidth, `count` latencies."""
     return count * seconds_of(size_bytes / count)

@@ -118,6 +118,7 @@ def stage_states(plan: Plan, stage: StageCost,
 
 def memory_breakdown(model: Model, plan: Plan, stage: StageCost, eff: Efficiency, generation: str) -> dict[str, float]:
     """Bytes on one GPU of `stage` by part (ZeRO Sec 3.1 states, Korthikanti activations), at its fullest moment.
+    The gradients include the buckets a runtime stages them through for their reduction (Plan.grad_bucket_elements).
     With the optimizer's states offloaded (Plan.offload_optimizer_states) the GPU holds them only from the reload
     at the end of backward through the optimizer step, when the activations and gathered weights are freed, so
     the fuller of the two phases is given: forward and backward without the states, or the step without those."""
@@ -125,7 +126,8 @@ def memory_breakdown(model: Model, plan: Plan, stage: StageCost, eff: Efficiency
     parts = {
         "parameters": states.parameters,
         "gradients": (states.gradients + gradient_shard_copy_bytes(plan, stage, per_param)
-                      + dataparallel.allreduce_bucket_bytes(stage.params, plan)),
+                      + dataparallel.allreduce_bucket_bytes(stage.params, plan)
+                      + dataparallel.staging_bucket_bytes(plan)),
         "optimizer_states": states.optimizer_states,
         "activations": stage.activation_bytes,
         "zero3_gather_buffers": zero3_gather_bytes(model, plan, stage),

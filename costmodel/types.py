@@ -440,6 +440,11 @@ class Plan:
     # FSDP2's replicate axis, never told to skip the sync: torchtitan's trainer calls no no_sync nor
     # set_requires_gradient_sync). ZeRO 0 only: ZeRO-2/3 reduce every micro-batch whatever this says.
     grad_sync: str = "buckets"
+    # Elements of each reduce bucket the runtime copies gradients into for their reduction, beside the gradients
+    # themselves (DeepSpeed ZeRO's contiguous_gradients buckets: planner/frameworks/deepspeed.py
+    # grad_bucket_elements); 0 where gradients are reduced where they are (Megatron-core's gradient buffer,
+    # FSDP2). Its bytes: dataparallel.staging_bucket_bytes. A fact of the runtime, set per framework.
+    grad_bucket_elements: int = 0
     # The dense layers' projections as the stack's model code writes them (PROJECTIONS): "fused" (Megatron-core's
     # linear_qkv, one QKV GEMM, and linear_fc1, gate and up in one GEMM), "fused_qkv" (one QKV GEMM, gate and up
     # two: torchtitan's Llama since its fuse_qkv default, whose FeedForward keeps w1 and w3) or "separate" (wq, wk,

@@ -167,6 +167,8 @@ class Plan(Strict):
         "gradients reduced in buckets as the last backward produces them (in place); under ZeRO-1, once per "
         "pipeline chunk after its last backward into new shard storage (chunk_end: FSDP2 under "
         "torch.distributed.pipelining); under ZeRO 0, all-reduced after every micro-batch (microbatch)")
+    grad_bucket_elements: int = d("elements of each reduce bucket the runtime copies gradients into for their "
+                                  "reduction (DeepSpeed ZeRO), counted with the gradients; 0: reduced in place")
     projections: Literal[cm.PROJECTIONS] = d(
         "the dense projections as the model code writes them: QKV and gate/up one GEMM each (fused), QKV one and "
         "gate/up two (fused_qkv), or Q, K, V, gate and up each its own GEMM (separate)")

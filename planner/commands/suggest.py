@@ -24,7 +24,8 @@ FIX_HELP = ("pin a choice (repeatable): tp, pp, dp, vpp, mbs, cp, ep, etp, or a 
             "recompute, sequence_parallel, precision, grad_dtype, weight_casts, zero3_reshard, tp_comm_overlap, "
             "cp_comm, ep_overlap, pipeline_buffers, attention_kernel, grad_sync, sp_gathered, ep_dispatch, "
             "moe_cuda_graphs, overlap_dp_comm, offload_layers, recompute_layers, tp_async_grad, projections, "
-            "rope_fusion, moe_act_prologue, cross_entropy (short names: zero, sp, grad, offl, rcl, ...)")
+            "rope_fusion, moe_act_prologue, cross_entropy, grad_bucket_elements (short names: zero, sp, grad, offl, "
+            "rcl, ...)")
 
 
 def fix_keys() -> dict[str, str]:
@@ -43,7 +44,7 @@ FRAMEWORK_CHOICES = ("any", "megatron", "deepspeed", "torchtitan")
 FIX_BOUNDS = {"tp": (1, L.MAX_DEGREE), "pp": (1, L.MAX_DEGREE), "dp": (1, L.MAX_DEGREE), "vpp": (1, L.MAX_LAYERS),
               "mbs": (1, L.MAX_BATCH), "zero": (0, 3), "cp": (1, L.MAX_DEGREE), "ep": (1, L.MAX_DEGREE),
               "etp": (1, L.MAX_DEGREE), "offl": (0, L.MAX_LAYERS),
-              "rcl": (0, L.MAX_LAYERS)}
+              "rcl": (0, L.MAX_LAYERS), "gbuf": (0, L.MAX_GRAD_BUCKET_ELEMENTS)}
 
 
 def parse_fix_value(key: str, value: str, name: str) -> object:

@@ -7,30 +7,33 @@ runtime/zero/config.py, runtime/zero/offload_config.py and runtime/precision_con
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
+from costmodel.dataparallel import staging_bucket_bytes
 from planner.emit.job import Job, refuse_unless_runs
 from planner.errors import PlannerError
-from planner.frameworks.deepspeed import offload_violations
+from planner.frameworks.deepspeed import ZERO12_BUCKET, grad_bucket_elements, offload_violations
 
-# DeepSpeed's own default for the ZeRO-1/2 buckets (runtime/zero/config.py: 5e8 elements).
-ZERO12_BUCKET = 500_000_000
 # fp16 dynamic loss scaling: runtime/precision_config.py defaults, written out.
 FP16_BLOCK = {"enabled": True, "loss_scale": 0, "initial_scale_power": 16, "loss_scale_window": 1000,
               "hysteresis": 2, "min_loss_scale": 1}
 
 
 def zero_block(job: Job) -> dict:
-    """zero_optimization. ZeRO-3 buckets follow the Hugging Face integration's 'auto' values
-    (transformers/integrations/deepspeed.py: reduce bucket h^2, prefetch 0.9 h^2, persistence 10 h)."""
+    """zero_optimization. The reduce bucket is the one the plan's memory counts (frameworks/deepspeed.py
+    grad_bucket_elements, which refuses a plan scored with another); ZeRO-3's others follow the Hugging Face
+    integration's 'auto' values (transformers/integrations/deepspeed.py: prefetch 0.9 h^2, persistence 10 h)."""
     p, h = job.plan, job.model.hidden_size
     z: dict = {"stage": p.zero_stage}
     if p.zero_stage == 0:
         return z
     z.update(overlap_comm=p.overlap_dp_comm, contiguous_gradients=True, reduce_scatter=p.grad_reduce != "allreduce")
     if p.zero_stage < 3:
-        z.update(reduce_bucket_size=ZERO12_BUCKET, allgather_bucket_size=ZERO12_BUCKET)
+        z.update(reduce_bucket_size=grad_bucket_elements(job.cm_model, p.zero_stage),
+                 allgather_bucket_size=ZERO12_BUCKET)
     else:
-        z.update(reduce_bucket_size=h * h, stage3_prefetch_bucket_size=int(0.9 * h * h),
+        z.update(reduce_bucket_size=grad_bucket_elements(job.cm_model, p.zero_stage),
+                 stage3_prefetch_bucket_size=int(0.9 * h * h),
                  stage3_param_persistence_threshold=10 * h, stage3_max_live_parameters=1_000_000_000,
                  stage3_max_reuse_distance=1_000_000_000, stage3_gather_16bit_weights_on_model_save=True)
     z.update(offload_blocks(job))
@@ -103,10 +106,34 @@ def activation_block(job: Job) -> dict:
                                          "synchronize_checkpoint_boundary": False, "profile": False}}
 
 
+def bucket_shortfall_bytes(job: Job) -> float:
+    """Bytes per GPU DeepSpeed's gradient reduce buckets (frameworks/deepspeed.py grad_bucket_elements) hold beyond
+    those the plan was scored with (Plan.grad_bucket_elements; 0 for a plan estimated without them, as Megatron-LM
+    and torchtitan run it); negative where the plan counted more."""
+    runs = replace(job.plan, grad_bucket_elements=grad_bucket_elements(job.cm_model, job.plan.zero_stage))
+    return staging_bucket_bytes(runs) - staging_bucket_bytes(job.plan)
+
+
+def refuse_unless_buckets_fit(job: Job) -> None:
+    """A plan the estimate says fits, scored without the buckets DeepSpeed allocates, is refused where they
+    would take it over the GPU's memory (the README otherwise says how much more DeepSpeed holds)."""
+    more, e = bucket_shortfall_bytes(job), job.estimate
+    used, capacity = e.get("memory_per_gpu_bytes"), e.get("memory_capacity_bytes")
+    if more <= 0 or not isinstance(used, (int, float)) or not isinstance(capacity, (int, float)):
+        return
+    if used <= capacity < used + more:
+        elements = grad_bucket_elements(job.cm_model, job.plan.zero_stage)
+        raise PlannerError(f"DeepSpeed would not fit this plan: its ZeRO-{job.plan.zero_stage} gradient reduce "
+                           f"buckets hold {more / 2**30:.2f} GiB per GPU the estimate did not count, "
+                           f"{(used + more) / 2**30:.1f} GiB against {capacity / 2**30:.0f} GiB (re-score as "
+                           f"DeepSpeed runs it: planner estimate ... --grad-bucket-elements {elements})")
+
+
 def ds_config(job: Job) -> dict:
     """The whole config. train_batch_size = micro x gas x dp (runtime/config.py _batch_assertion,
     with dp = world/(tp*pp) as the model-parallel unit's mpu reports it)."""
     refuse_unless_runs(job, "deepspeed")
+    refuse_unless_buckets_fit(job)
     o = job.options
     broken = offload_violations(job.plan.zero_stage, o.offload_optimizer, o.offload_param, o.nvme_path)
     if broken:

@@ -1,12 +1,16 @@
 """README.txt for an emit folder: the plan, what planner predicts for it, how to launch."""
 from __future__ import annotations
 
-from planner.emit.deepspeed import ZERO12_BUCKET, precision_blocks
+from dataclasses import replace
+
+from costmodel.dataparallel import staging_bucket_bytes
+from planner.emit.deepspeed import bucket_shortfall_bytes
 from planner.emit.job import Job
 from planner.frameworks import REGISTRY
 from planner.frameworks import megatron as megatron_rules
 from planner.frameworks import torchtitan as titan
 from planner.frameworks.base import grad_sync_for
+from planner.frameworks.deepspeed import grad_bucket_elements
 from planner.inputs.plans import plan_to_dict, recompute_label
 
 GIB = 2**30
@@ -125,6 +129,22 @@ def requirement_lines(job: Job, frameworks: list[str]) -> list[str]:
     return out + (["Needs"] + [f"  - {n}" for n in needs] if needs else [])
 
 
+def bucket_note(job: Job) -> str:
+    """What DeepSpeed's gradient reduce buckets hold, and whether the memory above counts them."""
+    p, more = job.plan, bucket_shortfall_bytes(job)
+    elements = grad_bucket_elements(job.cm_model, p.zero_stage)
+    held = staging_bucket_bytes(replace(p, grad_bucket_elements=elements))
+    head = (f"DeepSpeed: ZeRO-{p.zero_stage} copies gradients into reduce_bucket_size buckets of {elements:,} "
+            "elements for their reduction (contiguous_gradients; a second under overlap_comm at ZeRO-1/2: "
+            f"runtime/zero/stage_1_and_2.py setup_buckets), {held / 2**30:.2f} GiB per GPU")
+    if not more:
+        return head + ", counted with the gradients above."
+    counted = ("which the memory above does not count" if more == held
+               else f"{more / 2**30:+.2f} GiB beside the buckets the memory above counts")
+    return (head + f", {counted}: re-score as DeepSpeed runs it with planner estimate ... "
+            f"--grad-bucket-elements {elements}.")
+
+
 def note_lines(job: Job, frameworks: list[str]) -> list[str]:
     p, o, notes = job.plan, job.options, []
     if "deepspeed" in frameworks:
@@ -132,16 +152,8 @@ def note_lines(job: Job, frameworks: list[str]) -> list[str]:
             notes.append("DeepSpeed: tensor/pipeline/sequence parallelism are set in the training script (e.g. "
                          "Megatron-DeepSpeed flags); ds_config holds the batch, ZeRO and precision settings, with "
                          "train_batch_size counted over dp = GPUs/(tp*pp).")
-        if p.zero_stage in (1, 2) and p.dp > 1:
-            staged = (1 if p.pp > 1 or not p.overlap_dp_comm else 2) * ZERO12_BUCKET
-            # the model's dtype, or ZeRO-1's accumulator where ds_config sets one apart from it
-            # (_gradient_reduction_buffer_dtype, as the config deepspeed.precision_blocks writes has it)
-            accum = precision_blocks(job).get("data_types", {}).get("grad_accum_dtype")
-            width = 4 if job.half_dtype is None or (p.zero_stage == 1 and accum == "fp32") else 2
-            notes.append(f"DeepSpeed: ZeRO-{p.zero_stage} stages gradients through {staged // ZERO12_BUCKET} "
-                         f"reduce_bucket_size buffer(s) of {ZERO12_BUCKET:.0e} elements (contiguous_gradients; a "
-                         "second one under overlap_comm: runtime/zero/stage_1_and_2.py setup_buckets), "
-                         f"{staged * width / 2**30:.1f} GiB per GPU that the memory above does not count.")
+        if p.zero_stage:
+            notes.append(bucket_note(job))
         if p.flash_attention and p.attention_kernel == "flash2" and (p.tp > 1 or p.pp > 1):
             notes.append("DeepSpeed: the prediction above assumes Megatron-DeepSpeed's flash-attn 2 kernel, which it "
                          "runs only with --use-flash-attn-v2 (megatron/arguments.py @f4157bea; off by default): pass "

@@ -196,6 +196,10 @@ class Framework:
     # Whether the framework's code runs this model's expert activation through an eager prologue that waits
     # on the host (Plan.moe_act_prologue): a fact of its code per model, like rope_fusion.
     act_prologue: Callable[[cm.Model], bool] = lambda model: False
+    # The elements of each reduce bucket the framework's runtime copies gradients into for their reduction
+    # (Plan.grad_bucket_elements) at a ZeRO stage: a fact of its code, like the two above; 0 where gradients are
+    # reduced where they are (Megatron-core's buffer, FSDP2).
+    grad_bucket_elements: Callable[[cm.Model, int], int] = lambda model, zero_stage: 0
 
     def knobs_for(self, plan: cm.Plan) -> Knobs:
         return self.knobs(plan.tp > 1, plan.pp > 1)
@@ -218,9 +222,11 @@ def priced_otherwise(fw: Framework, model: cm.Model, plan: cm.Plan) -> list[str]
     """The settings `fw` runs otherwise than `plan` was scored with that move time only, so no rule refuses them
     (violations): the attention kernel, the projections, the loss, the TP input-gradient reduction, when the
     gradients are reduced, the RoPE fusion and the experts' activation prologue, each one per framework in the
-    search (search/space.py). `fw` runs the plan, but not in the time scored for it: the search labels a plan
-    with the frameworks that run it as scored (search/report.py launchers), and emit's README says how to
-    re-score (emit/readme.py kernel_notes, runtime_notes)."""
+    search (search/space.py); and the runtime's gradient reduce buckets, which move memory by a bucket or two
+    (GiB where a model fills GPUs of tens), refused at emit only where the plan would then not fit
+    (emit/deepspeed.py bucket_shortfall_bytes). `fw` runs the plan, but not as scored: the search labels a
+    plan with the frameworks that run it as scored (search/report.py launchers), and emit's README says how to
+    re-score (emit/readme.py kernel_notes, runtime_notes, bucket_note)."""
     ks = fw.knobs_for(plan)
     checks = [("attention kernel", plan.attention_kernel, ks.attention_kernel.values if plan.flash_attention
                else (plan.attention_kernel,)),
@@ -231,7 +237,9 @@ def priced_otherwise(fw: Framework, model: cm.Model, plan: cm.Plan) -> list[str]
               ("gradient sync", plan.grad_sync, (grad_sync_for(ks, plan.zero_stage),) if plan.dp * plan.cp > 1
                and plan.zero_stage < 2 else (plan.grad_sync,)),
               ("RoPE fused", plan.rope_fusion, (fw.rope_fusion(model),)),
-              ("expert activation prologue", plan.moe_act_prologue, (fw.act_prologue(model),))]
+              ("expert activation prologue", plan.moe_act_prologue, (fw.act_prologue(model),)),
+              ("gradient reduce bucket elements", plan.grad_bucket_elements,
+               (fw.grad_bucket_elements(model, plan.zero_stage),))]
     return [f"{label} {_word(value)}" for label, value, allowed in checks if value not in allowed]
 
 

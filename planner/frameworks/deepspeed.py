@@ -16,6 +16,30 @@ from planner.frameworks.base import Choice, Framework, Knobs, Machine, MachineRu
 
 COMM_DTYPES = ("fp32", "fp16", "bf16")
 OFFLOAD_DEVICES = ("none", "cpu", "nvme")
+# DeepSpeed's own default for the ZeRO-1/2 buckets (runtime/zero/config.py: 5e8 elements), which the launch
+# files keep (emit/deepspeed.py zero_block).
+ZERO12_BUCKET = 500_000_000
+
+
+def zero3_reduce_bucket(model: cm.Model) -> int:
+    """ZeRO-3's reduce_bucket_size as the launch files write it: the Hugging Face integration's 'auto', h^2
+    elements (transformers/integrations/deepspeed.py)."""
+    return model.hidden_size * model.hidden_size
+
+
+def grad_bucket_elements(model: cm.Model, zero_stage: int) -> int:
+    """The reduce bucket DeepSpeed copies gradients into for their reduction (Plan.grad_bucket_elements), with
+    contiguous_gradients on as the launch files set it (at edaa7221; its bytes, one or two buckets by ZeRO stage
+    and overlap: costmodel/dataparallel.py staging_bucket_bytes): reduce_bucket_size, 5e8 elements under ZeRO-1/2
+    (runtime/zero/stage_1_and_2.py setup_buckets; the launch files never select BF16_Optimizer, which has none:
+    precision_blocks) and h^2 under ZeRO-3 (stage3.py); none at ZeRO 0, where the engine all-reduces the
+    gradients from where they are. Under a pipeline ZeRO-1's reduce_gradients adds one more bucket after the
+    backward, when the activations are freed: not at the peak. Under grad_reduce "allreduce" at ZeRO-2 the cost
+    model also counts the fallback's bucket and its flat copy (dataparallel.allreduce_bucket_bytes), the first of
+    which is one of these: one bucket over."""
+    if zero_stage in (1, 2):
+        return ZERO12_BUCKET
+    return zero3_reduce_bucket(model) if zero_stage == 3 else 0
 
 
 def no_interleaving(model: cm.Model, plan: cm.Plan) -> Optional[str]:
@@ -185,5 +209,6 @@ FRAMEWORK = Framework(
     # Megatron-DeepSpeed applies RoPE with eager ops (megatron/model/rotary_pos_embedding.py @f4157bea: _rotate_half
     # and torch.cat), as Hugging Face models do: never one fused kernel.
     rope_fusion=lambda model: False,
+    grad_bucket_elements=grad_bucket_elements,
     machine_rules=(MachineRule(("zero_stage", "overlap_dp_comm"), exposed_gradient_reduction),),
 )

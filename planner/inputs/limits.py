@@ -29,6 +29,8 @@ MAX_GPUS = 1 << 20
 MAX_GPUS_PER_NODE = 1 << 10
 MAX_BATCH = 1 << 24  # sequences per global batch
 MAX_DEGREE = MAX_GPUS
+# A gradient reduce bucket (Plan.grad_bucket_elements): 1e11 elements is 200 GB in 16-bit, over any GPU.
+MAX_GRAD_BUCKET_ELEMENTS = 10**11
 MAX_TOKENS = 1e17
 MAX_MEMORY_GIB = 4096.0
 MAX_TFLOPS = 1e5  # dense peak per GPU, any precision

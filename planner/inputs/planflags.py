@@ -113,6 +113,12 @@ def add_plan_flags(p: argparse.ArgumentParser) -> None:
                         "pipeline chunk after its last backward into new shard storage (chunk_end: FSDP2 under "
                         "torch.distributed.pipelining, torchtitan); under ZeRO 0, all-reduced after every "
                         "micro-batch (microbatch: torchtitan's data_parallel_replicate)")
+    g.add_argument("--grad-bucket-elements", type=bounded_int(L.MAX_GRAD_BUCKET_ELEMENTS, lower=0), default=0,
+                   metavar="N",
+                   help="elements of each reduce bucket the runtime copies gradients into for their reduction, "
+                        "counted with the gradients: one (ZeRO-3), or one and a second under the overlapped sync "
+                        "(ZeRO-1/2); 0 (default): reduced where they are (Megatron-core, FSDP2). DeepSpeed: "
+                        "500000000 at ZeRO-1/2, hidden_size^2 at ZeRO-3 (the launch files' sizes)")
     g.add_argument("--attention-kernel", choices=["cudnn", "flash2"],
                    help="fused attention kernel: cuDNN's (Transformer Engine on Hopper and later, PyTorch SDPA from "
                         "2.9 with cuDNN > 9.15; default) or a FlashAttention-2-class one (flash-attn 2, older SDPA); "
@@ -206,7 +212,7 @@ def plan_spec_from_args(args: argparse.Namespace):
         "moe_cuda_graphs": args.moe_cuda_graphs, "full_iteration_graph": args.full_iteration_graph,
         "layer_cuda_graphs": args.layer_cuda_graphs,
         "pipeline_buffers": args.pipeline_buffers,
-        "grad_sync": args.grad_sync,
+        "grad_sync": args.grad_sync, "grad_bucket_elements": args.grad_bucket_elements,
         "repeat_kv": args.repeat_kv, "attention_kernel": args.attention_kernel or "cudnn",
         "sp_gathered": args.sp_gathered,
         "projections": args.projections, "rank_order": args.rank_order,

@@ -92,6 +92,7 @@ def build_plan(spec: PlanSpec, model: ModelSpec, num_gpus: int) -> cm.Plan:
         offload_optimizer_states=spec.offload_optimizer_states,
         lowp_param_gather=spec.lowp_param_gather,
         cp=spec.cp, cp_comm=spec.cp_comm, pipeline_buffers=spec.pipeline_buffers, grad_sync=spec.grad_sync,
+        grad_bucket_elements=spec.grad_bucket_elements,
         repeat_kv=spec.repeat_kv, sp_gathered=spec.sp_gathered, projections=projections_of(spec),
         rank_order=spec.rank_order, ep=spec.ep,
         etp=spec.etp,
@@ -179,6 +180,7 @@ def plan_to_dict(plan: cm.Plan) -> dict:
         "offload_optimizer_states": plan.offload_optimizer_states,
         "lowp_param_gather": plan.lowp_param_gather,
         "pipeline_buffers": plan.pipeline_buffers, "grad_sync": plan.grad_sync, "repeat_kv": plan.repeat_kv,
+        "grad_bucket_elements": plan.grad_bucket_elements,
         "sp_gathered": plan.sp_gathered, "projections": plan.projections, "rank_order": plan.rank_order,
         "attention_kernel": plan.attention_kernel,
     }

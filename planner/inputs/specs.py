@@ -492,6 +492,8 @@ class PlanSpec(Spec):
     pipeline_buffers: Literal["freed", "per_microbatch"] = "freed"
     # when gradients are reduced: in buckets during backward, or per pipeline chunk after it (costmodel Plan.grad_sync)
     grad_sync: Literal["buckets", "chunk_end", "microbatch"] = "buckets"
+    # elements of each reduce bucket the runtime stages gradients through (costmodel Plan.grad_bucket_elements)
+    grad_bucket_elements: count(L.MAX_GRAD_BUCKET_ELEMENTS, lower=0) = 0
     repeat_kv: Flag = False  # K/V repeated to the query heads before attention (costmodel Plan.repeat_kv)
     sp_gathered: Flag = False  # sequence parallel's QKV/MLP inputs saved gathered (costmodel Plan.sp_gathered)
     # the dense projections as one GEMM each for QKV and gate/up, or separate GEMMs (costmodel Plan.projections);

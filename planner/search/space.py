@@ -87,14 +87,18 @@ class Knobs:
     actp: bool = False  # the experts' activation prologue (Plan.moe_act_prologue; one per framework and model)
     # how the loss runs (Plan.cross_entropy; one per framework); the default, the fastest, is what the bounds take
     xent: str = "fused"
+    # the runtime's gradient reduce bucket, elements (Plan.grad_bucket_elements; one per framework and ZeRO stage)
+    gbuf: int = 0
 
     # The memory walk asks for these tens of thousands of times per search (planner/search/bounds.py);
     # cached on the instance (a frozen dataclass keeps its __dict__ writable for cached_property), they
     # spare hashing all the fields each time. Neither enters equality, ordering or the hash.
     @cached_property
     def states(self) -> tuple:
-        """The knobs a stage's model-state bytes depend on (tables.TableContext.states_bytes)."""
-        return self.zero, self.precision, self.grad, self.casts, self.reshard, self.gsync
+        """The knobs a stage's model-state bytes depend on (tables.TableContext.states_bytes): with reduce buckets
+        (gbuf) the DP overlap too, which keeps a second one (dataparallel.staging_bucket_bytes)."""
+        return (self.zero, self.precision, self.grad, self.casts, self.reshard, self.gsync, self.gbuf,
+                self.dpo and self.gbuf > 0)
 
     @cached_property
     def memory(self) -> tuple:
@@ -130,7 +134,8 @@ PLAN_FIELDS = {"zero": "zero_stage", "recompute": "recompute", "sp": "sequence_p
                "cpc": "cp_comm", "epo": "ep_overlap", "pbuf": "pipeline_buffers", "attn": "attention_kernel",
                "gsync": "grad_sync", "spg": "sp_gathered", "epd": "ep_dispatch", "mcg": "moe_cuda_graphs",
                "dpo": "overlap_dp_comm", "offl": "offload_layers", "rcl": "recompute_layers", "tpa": "tp_async_grad",
-               "proj": "projections", "rof": "rope_fusion", "actp": "moe_act_prologue", "xent": "cross_entropy"}
+               "proj": "projections", "rof": "rope_fusion", "actp": "moe_act_prologue", "xent": "cross_entropy",
+               "gbuf": "grad_bucket_elements"}
 
 
 def fixed_plan_fields(spec: "SearchSpec") -> dict[str, object]:
@@ -510,11 +515,13 @@ def own_knobs(fw: base.Framework, ks: base.Knobs, model: cm.Model, zero: int, sp
     """The Knobs fields a framework does not choose between, one value each: when it reduces gradients (per ZeRO
     stage: chunk_end is ZeRO-1 under a pipeline, microbatch ZeRO 0), how sequence parallel saves its inputs,
     whether the TP input-gradient reduction runs beside the GEMMs (moot without TP), its projections, RoPE
-    fusion and expert activation prologue (per model) and its loss (its fastest). The search's combinations
+    fusion and expert activation prologue (per model), its loss (its fastest) and its runtime's gradient reduce
+    bucket (per ZeRO stage). The search's combinations
     (framework_knobs) and its refusal probes (knob_refusal) both take them."""
     return {"gsync": base.grad_sync_for(ks, zero), "spg": ks.sp_gathered.values[0] if sp else False,
             "tpa": ks.tp_async_grad.values[0] if tp > 1 else True, "proj": ks.projections.values[0],
-            "rof": fw.rope_fusion(model), "actp": fw.act_prologue(model), "xent": ks.cross_entropy.values[0]}
+            "rof": fw.rope_fusion(model), "actp": fw.act_prologue(model), "xent": ks.cross_entropy.values[0],
+            "gbuf": fw.grad_bucket_elements(model, zero)}
 
 
 def framework_knobs(spec: SearchSpec, name: str, probe: cm.Plan) -> list:
@@ -557,7 +564,7 @@ def framework_knobs(spec: SearchSpec, name: str, probe: cm.Plan) -> list:
         rcls = tuple(n for n in recompute_counts(spec) if n) if rc == "full" and True in ks.block_recompute.values \
             else ()
         outer = dict(zip(OUTER_PLAN_FIELDS, (zero, rc, sp, prec, own["gsync"], own["spg"], dpos[0], 0, 0, own["tpa"],
-                                              own["proj"], own["rof"], own["actp"], own["xent"])))
+                                              own["proj"], own["rof"], own["actp"], own["xent"], own["gbuf"])))
         for inner in product(grads, casts, reshards, overlaps, cpcs, epos, pbufs, ks.attention_kernel.values, epds,
                              mcgs):
             fields = dict(zip(INNER_PLAN_FIELDS, inner))
@@ -579,7 +586,8 @@ def framework_knobs(spec: SearchSpec, name: str, probe: cm.Plan) -> list:
 # The cm.Plan fields framework_knobs sets per combination of its outer loop and of its inner loop, in
 # their orders: between them every knob (tests/test_search_space.py).
 OUTER_PLAN_FIELDS = tuple(PLAN_FIELDS[name] for name in ("zero", "recompute", "sp", "precision", "gsync", "spg", "dpo",
-                                                         "offl", "rcl", "tpa", "proj", "rof", "actp", "xent"))
+                                                         "offl", "rcl", "tpa", "proj", "rof", "actp", "xent",
+                                                         "gbuf"))
 INNER_PLAN_FIELDS = tuple(PLAN_FIELDS[name] for name in
                           ("grad", "casts", "reshard", "tpo", "cpc", "epo", "pbuf", "attn", "epd", "mcg"))
 

@@ -161,13 +161,14 @@ class TableContext:
 
     def states_bytes(self, base: cm.Plan, mix: tuple, rank: int, knob: tuple) -> float:
         """step.memory_breakdown total of a stage with no activations, for the knobs space.Knobs.states names."""
-        zero, precision, grad, casts, reshard, gsync = knob
+        zero, precision, grad, casts, reshard, gsync, gbuf, dpo = knob
         first, last = rank == 0, rank == base.pp - 1
         key = (base.tp, base.cp, base.ep, base.etp, base.pp, base.dp, mix, first, last, zero, precision, grad, casts,
-               reshard, gsync)
+               reshard, gsync, gbuf, dpo)
         if key not in self._states:
             plan = plan_over(base, {"zero_stage": zero, "precision": precision, "grad_dtype": grad,
-                                    "weight_casts": casts, "zero3_reshard": reshard, "grad_sync": gsync})
+                                    "weight_casts": casts, "zero3_reshard": reshard, "grad_sync": gsync,
+                                    "grad_bucket_elements": gbuf, "overlap_dp_comm": dpo})
             params, experts, in_layers = stage_params(self.spec.model, plan, mix, rank)
             probe = StageCost(sum(n for _, n in mix), 0.0, 0.0, 0.0, 0.0, params, 0.0, expert_params=experts,
                               layer_params=in_layers, mix=mix)
