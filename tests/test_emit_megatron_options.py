@@ -12,6 +12,7 @@ import shlex
 import pytest
 from emit_support import DATA, job, tiny
 
+from costmodel import types as cm
 from planner.emit import megatron
 from planner.inputs.loading import load_model_spec
 
@@ -311,6 +312,29 @@ def test_the_op_fuser_comes_with_what_megatron_asserts_for_it():
     on_input = replace(eager.cm_model, moe=replace(eager.cm_model.moe, router_probs_on_input=True))
     assert any("experts' input" in v for v in plan_violations(fw, on_input, plan))
     assert not any("experts' input" in v for v in plan_violations(fw, on_input, replace(plan, ep_dispatch_dtype="bf16")))
+    # offloading the experts' fc1 input or activation is only supported unfused (experts.py _is_fused_impl_supported)
+    for offloaded in (("expert_fc1",), ("moe_act",), ("expert_fc1", "moe_act")):
+        assert any("offloaded only" in v for v in plan_violations(fw, eager.cm_model,
+                                                                 replace(plan, offload_modules=offloaded)))
+        assert not any("offloaded only" in v for v in plan_violations(
+            fw, eager.cm_model, replace(plan, offload_modules=offloaded, ep_dispatch_dtype="bf16")))
+
+
+def test_megatron_fsdp_runs_the_ep_overlap_without_per_layer_graphs():
+    """distributed/fsdp/mcore_fsdp_adapter.py (d98e8a64) asserts cuda_graph_impl none or full_iteration with
+    --overlap-moe-expert-parallel-comm under Megatron-FSDP; the distributed optimizer (ZeRO 1) has no such
+    assert. gpt-oss-120b on 64 GB200 ranked ZeRO-2 with the overlap and the MoE CUDA graphs among its best."""
+    from planner.frameworks import REGISTRY
+    from planner.frameworks.base import plan_violations
+
+    fw, qwen = REGISTRY["megatron"], load_model_spec("qwen3-30b-a3b").to_model()
+    graphed = cm.Plan(tp=1, pp=1, dp=16, ep=16, micro_batch_size=1, global_batch_size=256, ep_overlap=True,
+                      moe_cuda_graphs=True, ep_dispatch="deepep", precision="bf16")
+    for zero, refused in ((1, False), (2, True), (3, True)):
+        broken = plan_violations(fw, qwen, replace(graphed, zero_stage=zero))
+        assert any("per-layer CUDA graphs" in v for v in broken) == refused, (zero, broken)
+    assert not any("per-layer CUDA graphs" in v
+                   for v in plan_violations(fw, qwen, replace(graphed, zero_stage=3, moe_cuda_graphs=False)))
 
 
 def test_megatron_fsdp_launch():

@@ -356,8 +356,9 @@ def op_fuser(model: cm.Model, plan: cm.Plan) -> bool:
 
 def fused_experts(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     """experts.py (d98e8a64) asserts _is_fused_impl_supported when the op fuser is on (op_fuser): no
-    expert tensor parallelism, an activation it fuses (OP_FUSER_MLPS), and the router's probabilities
-    applied to the experts' output (the fused MLP does not pre-multiply their input)."""
+    expert tensor parallelism, an activation it fuses (OP_FUSER_MLPS), the router's probabilities
+    applied to the experts' output (the fused MLP does not pre-multiply their input), and neither
+    expert_fc1 nor moe_act offloaded ("Selective expert_fc1/moe_act offload is only supported unfused")."""
     if not op_fuser(model, plan):
         return None
     why = "an MXFP8 token dispatch" if nccl_ep(plan) else "a fixed per-rank token budget"
@@ -370,6 +371,9 @@ def fused_experts(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     if model.mlp not in OP_FUSER_MLPS:
         return (f"{fuser} Megatron-LM allows with {' or '.join(OP_FUSER_MLPS)} experts only (experts.py), "
                 f"not {model.mlp}")
+    offloaded = sorted(set(plan.offload_modules) & {"expert_fc1", "moe_act"})
+    if offloaded:
+        return f"{fuser} Megatron-LM runs without {' or '.join(offloaded)} offloaded only (experts.py)"
     return None
 
 
@@ -504,7 +508,10 @@ def precision_aware_optimizer(model: cm.Model, plan: cm.Plan) -> Optional[str]:
 def ep_overlap(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     """transformer_config.py (--overlap-moe-expert-parallel-comm): pp 1 or a virtual pipeline; expert
     parallelism (ep > 1); no full recompute, nor the moe module recomputed ("disable moe in
-    recompute_modules when enabling overlap_moe_expert_parallel_comm"); at most one MTP layer; MoE only."""
+    recompute_modules when enabling overlap_moe_expert_parallel_comm"); at most one MTP layer; MoE only. Under
+    Megatron-FSDP (ZeRO 2/3) no per-layer CUDA graphs: distributed/fsdp/mcore_fsdp_adapter.py asserts
+    cuda_graph_impl none or full_iteration with the overlap ("1F1B overlap with FSDP does not support per-layer
+    CUDA graphs"), where the MoE router and dispatch graphs the emitter writes are transformer_engine's."""
     if not plan.ep_overlap:
         return None
     if model.moe is None:
@@ -522,6 +529,9 @@ def ep_overlap(model: cm.Model, plan: cm.Plan) -> Optional[str]:
         return "Megatron-LM's expert-parallel A2A overlap allows at most one MTP layer"
     if plan.precision not in ("bf16", "fp16", "fp8", "mxfp8", "nvfp4"):
         return "Megatron-LM's expert-parallel A2A overlap needs a bf16 or fp16 model (transformer_config.py)"
+    if megatron_fsdp(plan) and (plan.moe_cuda_graphs or plan.layer_cuda_graphs):
+        return ("Megatron-FSDP (ZeRO 2/3) runs the expert-parallel A2A overlap without per-layer CUDA graphs "
+                "(distributed/fsdp/mcore_fsdp_adapter.py): drop the MoE CUDA graphs, the overlap or FSDP")
     return None
 
 
