@@ -138,8 +138,8 @@ def test_totals_include_checkpoints_and_failures(small_scan):
         assert o.days == pytest.approx(o.wall.total_seconds / 86400)
 
 
-def run_json(capsys, *argv):
-    assert main(["size", *argv, "--json"]) == 0
+def run_json(capsys, *argv, code=0):
+    assert main(["size", *argv, "--json"]) == code
     return json.loads(capsys.readouterr().out)
 
 
@@ -148,15 +148,21 @@ SMALL = ["llama2-7b", "--tokens", "1e11", "--gbs", "64", "--gpu-types", "h100-sx
 
 
 def test_impossible_deadline_names_the_closest_and_what_it_needs(capsys):
-    d = run_json(capsys, *SMALL, "--deadline-days", "0.01")
-    assert d["cheapest"] is None and d["fastest"] is None
+    d = run_json(capsys, *SMALL, "--deadline-days", "0.01", code=1)  # the report, and exit status 1
+    assert d["cheapest"] is None and d["fastest"] is None and d["pareto_scope"] == "sized"
     assert any("no offering meets 0.01 days" in n and "GPUs if scaling held" in n for n in d["notes"])
+    # with a budget too: counts that miss the deadline are not all sized, so nothing is said of the budget
+    both = run_json(capsys, *SMALL, "--deadline-days", "0.01", "--budget-usd", "1e9", code=1)
+    assert not any("fits $" in n for n in both["notes"])
 
 
 def test_budget_below_the_cheapest_names_the_cheapest(capsys):
-    d = run_json(capsys, *SMALL, "--budget-usd", "1")
-    assert d["cheapest"] is None
-    assert any("no option fits $1" in n and "the cheapest is" in n for n in d["notes"])
+    d = run_json(capsys, *SMALL, "--budget-usd", "1", code=1)
+    assert d["cheapest"] is None and d["pareto_scope"] == "all"
+    assert any("no option fits $1.00" in n and "the cheapest is" in n for n in d["notes"])
+    assert main(["size", *SMALL, "--budget-usd", "1"]) == 1
+    assert capsys.readouterr().err == "planner: no option meets $1.00 (the report gives the closest options and " \
+                                      "what they would need)\n"
 
 
 def test_prices_file_overrides_the_catalog(tmp_path, capsys):
@@ -277,16 +283,30 @@ def test_why_other_gpus_lose_is_in_the_json_too(capsys):
 def test_a_deadline_and_a_budget_each_met_but_not_together_are_said():
     """Option A: 20 days for $900k; option B: 40 days for $700k. A 30-day deadline is met (A) and an $800k
     budget is met (B), but no option meets both: the command chose nothing and said nothing; now a note
-    names the cheapest within the deadline ($100,000 over) and the fastest within the budget (10 days late)."""
+    names the cheapest within the deadline ($100,000 over) and the fastest sized within the budget (10 days
+    late)."""
     from planner.sizing.run import SizeRequest, impossible_lines
 
     a, b = fake_option(20.0, 9e5, 0), fake_option(40.0, 7e5, 1)
     assert sizing.choose([a, b], "usd", 30.0, 8e5) is None
     (line,) = impossible_lines([a, b], SizeRequest("m", deadline_days=30.0, budget_usd=8e5))
-    assert "no option meets both 30 days and $800,000" in line
-    assert "c0 with 1 GPUs, $900,000 (20.0 days, $100,000 over budget)" in line
-    assert "c1 with 1 GPUs, 40.0 days (10.0 days late)" in line
+    assert "no option within 30 days fits $800,000: the cheapest within 30 days is c0 with 1 GPUs, $900,000" in line
+    assert "the budget would need $100,000 more, or buys about 88.89% of the tokens" in line  # 8e5 / 9e5
+    assert "within the budget the fastest sized is c1 with 1 GPUs, 40.0 days (10.0 days late)" in line
     assert impossible_lines([a, b], SizeRequest("m", deadline_days=30.0, budget_usd=9e5)) == []
+
+
+def test_a_budget_is_judged_among_the_options_that_meet_the_deadline():
+    """An audit's case: llama3-70b, 2e12 tokens, a 10-day deadline and $880,000. The scan does not size counts
+    that cannot meet the deadline (256 reserved H100s at $814,491 take 73.6 days), so of what it sized the
+    cheapest was GB200 x 1024, $903,149, and the note said "no option fits $880,000" though 256 H100s do: the
+    budget can only be missed by the options that meet the deadline."""
+    from planner.sizing.run import SizeRequest, impossible_lines
+
+    in_time, over = fake_option(8.1, 903_149, 0), fake_option(9.5, 1_200_000, 1)
+    (line,) = impossible_lines([in_time, over], SizeRequest("m", deadline_days=10.0, budget_usd=880_000))
+    assert line.startswith("no option within 10 days fits $880,000: the cheapest within 10 days is c0")
+    assert "would need $23,149 more" in line and "fastest sized" not in line  # nothing sized is within budget
 
 
 def test_a_run_that_never_finishes_is_not_called_a_model_that_does_not_fit(capsys):
@@ -318,12 +338,11 @@ def test_over_budget_note_names_what_meets_the_deadline():
     from planner.sizing.run import over_budget_line
 
     slow, fast = fake_option(6.5, 363_509, 0), fake_option(3.3, 368_443, 1)
-    line = over_budget_line([slow, fast], 5.0, 200_000)
-    assert "the cheapest is c0 with 1 GPUs, $363,509 (6.5 days), past the 5-day deadline" in line
-    assert "within it the cheapest is c1 with 1 GPUs, $368,443 (3.3 days)" in line
+    line = over_budget_line([slow, fast], [fast], 5.0, 200_000)
+    assert "the cheapest within 5 days is c1 with 1 GPUs, $368,443 (3.3 days)" in line
     assert line.endswith("the budget would need $168,443 more, or buys about 54.28% of the tokens")
-    plain = over_budget_line([slow, fast], None, 200_000)  # no deadline: the cheapest is the one to reach
-    assert "past the" not in plain and "would need $163,509 more, or buys about 55.02%" in plain
+    plain = over_budget_line([slow, fast], [slow, fast], None, 200_000)  # no deadline: the cheapest is the one
+    assert "within" not in plain and "would need $163,509 more, or buys about 55.02%" in plain
 
 
 def test_a_type_that_loses_on_price_and_speed_says_both():
@@ -339,3 +358,26 @@ def test_a_type_that_loses_on_price_and_speed_says_both():
     assert why == "price: $5.25 vs $4.54 per GPU-hour (1.16x) and 1.15x fewer tokens/s per GPU"
     faster = sizing.why_loses(option(5.25, 5.0), option(2.0, 5.446), None)  # 2.62x the price, 1.09x the speed
     assert faster.endswith("(2.62x) outweighs its 1.09x the tokens/s per GPU")
+
+
+def test_a_run_longer_than_any_deadline_is_said():
+    """An audit's `--tokens 1e17`: the fastest option took about 10,000 years and was printed as a plan. A
+    deadline may be at most 36,500 days (limits.MAX_DAYS); past that the note says so, once."""
+    from planner.sizing.run import beyond_any_deadline
+
+    assert beyond_any_deadline([fake_option(36_500.0, 1e9, 0)]) == []
+    (note,) = beyond_any_deadline([fake_option(3_652_500.0, 4e10, 0), fake_option(77_903.0, 8e10, 1)])
+    assert "(c1 x 1) takes 213 years" in note  # 77,903 / 365.25
+
+
+def test_the_table_names_the_virtual_pipeline_recompute_and_offload():
+    """The audit's cheapest H100 plan had vpp 10 and the 512-GB200 one 40 layers offloaded; the table showed
+    neither (tp4 pp4 dp64 z1), so what it listed was not the plan that was timed."""
+    from costmodel import types as cm
+    from planner.render.size import plan_text
+
+    plan = cm.Plan(tp=4, pp=4, dp=64, vpp=10, zero_stage=1, micro_batch_size=1, global_batch_size=512)
+    assert plan_text(plan) == "tp4 pp4 vpp10 dp64 z1"
+    offloaded = cm.Plan(tp=2, pp=1, dp=256, zero_stage=2, recompute="full", offload_layers=40, micro_batch_size=1,
+                        global_batch_size=512)
+    assert plan_text(offloaded) == "tp2 pp1 dp256 z2 rc:full offl40"

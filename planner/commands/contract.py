@@ -677,7 +677,11 @@ class SizeOutput(Output):
     skipped_unpriced: list[str] = d("offerings not sized (no price, or spot)")
     notes: list[str] = d("where scans stopped, dominated offerings, what an unmet deadline or budget needs")
     options: list[SizeOption] = d("every (offering, count) sized")
-    pareto: list[SizeOption] = d("options no other beats on both days and dollars, fastest first")
+    pareto: list[SizeOption] = d("options no other beats on both days and dollars, fastest first, of those pareto_scope "
+                                 "names")
+    pareto_scope: Literal["all", "meeting_deadline", "sized"] = d(
+        "what the front is over: every option (no deadline), those meeting the deadline, or, when none meets it, "
+        "the counts sized (the scan skips counts that cannot meet it, often the cheapest)")
     cheapest: SizeOption | None = d("cheapest option meeting the deadline and budget; null: none")
     fastest: SizeOption | None = d("fastest option meeting the deadline and budget; null: none")
     other_gpus: list[OtherGpu] = d("per other GPU type, its best option and why it loses to the chosen "

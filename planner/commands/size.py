@@ -76,13 +76,27 @@ def cmd_size(args: argparse.Namespace) -> int:
         write_plot(Path(args.plot), r, args.force)
     if args.json:
         print_json(size_dict(r, rows))
+    else:
+        if r["what_if"]:
+            print(f"what if {r['what_if']}:")
+        render.print_size(r, args.deadline_days)
+        if rows:
+            render.print_stability(rows)
+    return unmet_status(r)
+
+
+def unmet_status(r: dict) -> int:
+    """1, with the reason on stderr, where no option meets the deadline and budget given (the report, with the
+    closest options and what they would need, is printed all the same); else 0."""
+    if not (r["deadline_days"] or r["budget_usd"]) or r["cheapest"] is not None:
         return 0
-    if r["what_if"]:
-        print(f"what if {r['what_if']}:")
-    render.print_size(r, args.deadline_days)
-    if rows:
-        render.print_stability(rows)
-    return 0
+    from planner.sizing.run import usd_text
+
+    limits = " and ".join(([f"{r['deadline_days']:g} days"] if r["deadline_days"] else [])
+                          + ([usd_text(r["budget_usd"])] if r["budget_usd"] else []))
+    print(f"planner: no option meets {limits} (the report gives the closest options and what they would need)",
+          file=sys.stderr)
+    return 1
 
 
 def register(sub) -> None:

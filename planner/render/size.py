@@ -8,12 +8,19 @@ from planner.sizing import scan as sizing
 
 
 def option_row(o: sizing.Option) -> list[str]:
-    p = o.best.plan
-    cp = f" cp{p.cp}" if p.cp > 1 else ""
-    ep = f" ep{p.ep}" if p.ep > 1 else ""
-    return [o.offering.name, o.offering.gpu.name, str(o.num_gpus), f"tp{p.tp}{cp} pp{p.pp} dp{p.dp}{ep} z{p.zero_stage}",
+    return [o.offering.name, o.offering.gpu.name, str(o.num_gpus), plan_text(o.best.plan),
             f"{o.best.est.step_time_seconds:.2f}", mfu_text(o), sizing.duration_text(o.days),
             f"${o.usd:,.0f}", price_label(o)]
+
+
+def plan_text(p) -> str:
+    """The layout, with what else moves its time most where it is on: the virtual pipeline, recompute, layers
+    offloaded (the whole plan is the JSON's)."""
+    words = [f"tp{p.tp}", *([f"cp{p.cp}"] if p.cp > 1 else []), f"pp{p.pp}",
+             *([f"vpp{p.vpp}"] if p.vpp > 1 else []), f"dp{p.dp}", *([f"ep{p.ep}"] if p.ep > 1 else []),
+             f"z{p.zero_stage}", *([f"rc:{p.recompute}"] if p.recompute != "none" else []),
+             *([f"offl{p.offload_layers}"] if p.offload_layers else [])]
+    return " ".join(words)
 
 
 def mfu_text(o: sizing.Option) -> str:
@@ -25,7 +32,7 @@ def mfu_text(o: sizing.Option) -> str:
 
 def options_table(title: str, options: list[sizing.Option]) -> Table:
     table = Table(title=title, title_justify="left")
-    for col in ("offering", "GPU", "GPUs", "best plan", "step s", "MFU", "time", "total $", "price"):
+    for col in ("offering", "GPU", "GPUs", "best plan", "step s", "MFU (s x s)", "time", "total $", "price"):
         table.add_column(col, justify="left" if col in ("offering", "GPU", "best plan", "price") else "right")
     for o in options:
         table.add_row(*option_row(o))
@@ -51,9 +58,12 @@ def print_size(r: dict, deadline_days: float | None) -> None:
                   f"{' (Llama 3 405B run)' if llama else ''}, {a['restart_minutes']:g} min per restart, "
                   + (f"checkpoints at {a['checkpoint_gbytes_per_s_per_node']:g} GB/s per node every Young-optimal "
                      "interval" if rate > 0 else "no checkpoints (no interruptions to recover from)"))
-    within = r["deadline_days"] and any(o.days <= r["deadline_days"] for o in r["pareto"])
-    console.print(options_table("Pareto front: time to train vs total dollars"
-                                + (f" (options meeting {r['deadline_days']:g} days)" if within else ""), r["pareto"]))
+    scope = ""
+    if r["pareto_scope"] == "meeting_deadline":
+        scope = f" (options meeting {r['deadline_days']:g} days)"
+    elif r["pareto_scope"] == "sized":
+        scope = " (of the counts sized: none meets the deadline, and counts that cannot were not sized)"
+    console.print(options_table("Pareto front: time to train vs total dollars" + scope, r["pareto"]))
     given = (("the deadline", r["deadline_days"]), ("the budget", r["budget_usd"]))
     limits = " and ".join(name for name, value in given if value)
     for label, key in (("cheapest" + (f" meeting {limits}" if limits else ""), "cheapest"),

@@ -111,11 +111,19 @@ def load_prices(path: str, table: dict[str, ClusterSpec]) -> dict[str, float]:
     return prices
 
 
+def usd_text(usd: float) -> str:
+    """Dollars as the notes write them: whole above $100, else cents (a $0.01 budget is not "$0")."""
+    return f"${usd:,.0f}" if usd >= 100 else f"${usd:,.2f}"
+
+
 def impossible_lines(options: list[sizing.Option], args: SizeRequest) -> list[str]:
-    """What the closest options would need when the deadline or budget cannot be met."""
+    """What the closest options would need when the deadline or budget cannot be met. With a deadline the budget
+    is judged among the options that meet it: the scan does not size the counts that cannot (often the
+    cheapest), so "no option fits the budget" over what it sized would be false of those."""
     feasible = [o for o in options if o.feasible]
+    in_time = [o for o in feasible if not args.deadline_days or o.days <= args.deadline_days]
     lines = []
-    if args.deadline_days and not any(o.days <= args.deadline_days for o in feasible):
+    if args.deadline_days and not in_time:
         f = min(feasible, key=lambda o: (o.days, o.usd))
         need = math.ceil(f.num_gpus * f.days / args.deadline_days)
         head = (f"no offering meets {args.deadline_days:g} days: the fastest is {f.offering.name} with "
@@ -130,46 +138,41 @@ def impossible_lines(options: list[sizing.Option], args: SizeRequest) -> list[st
         else:  # counts up to `need` were within the scan: the step stopped shrinking before the deadline
             lines.append(head + f"more GPUs of it do not help (sized up to {largest}; scaling stops short of the "
                                 f"{need} that linear scaling would need): train fewer tokens or allow more days")
-    if args.budget_usd and not any(o.usd <= args.budget_usd for o in feasible):
-        lines.append(over_budget_line(feasible, args.deadline_days, args.budget_usd))
-    if args.deadline_days and args.budget_usd and not lines and not any(
-            o.days <= args.deadline_days and o.usd <= args.budget_usd for o in feasible):
-        lines.append(both_limits_line(feasible, args.deadline_days, args.budget_usd))
+    if args.budget_usd and in_time and not any(o.usd <= args.budget_usd for o in in_time):
+        lines.append(over_budget_line(feasible, in_time, args.deadline_days, args.budget_usd))
     return lines
 
 
-def over_budget_line(feasible: list[sizing.Option], deadline_days: float | None, budget_usd: float) -> str:
-    """No option fits the budget: the cheapest, and where it misses a deadline that others meet, the cheapest of
-    those, which is what the budget would have to reach."""
-    c = min(feasible, key=lambda o: (o.usd, o.days))
-    line = (f"no option fits ${budget_usd:,.0f}: the cheapest is {c.offering.name} with {c.num_gpus} GPUs, "
-            f"${c.usd:,.0f} ({sizing.duration_text(c.days)})")
-    in_time = [o for o in feasible if deadline_days and o.days <= deadline_days]
-    if in_time and c not in in_time:
-        c = min(in_time, key=lambda o: (o.usd, o.days))
-        line += (f", past the {deadline_days:g}-day deadline; within it the cheapest is {c.offering.name} with "
-                 f"{c.num_gpus} GPUs, ${c.usd:,.0f} ({sizing.duration_text(c.days)})")
-    return line + (f"; the budget would need ${c.usd - budget_usd:,.0f} more, or buys about {budget_usd / c.usd:.2%} "
-                   "of the tokens")
-
-
-def both_limits_line(feasible: list[sizing.Option], deadline_days: float, budget_usd: float) -> str:
-    """Each limit is met by some option but none meets both: the cheapest in time and the fastest in budget."""
-    in_time = min((o for o in feasible if o.days <= deadline_days), key=lambda o: (o.usd, o.days))
-    in_budget = min((o for o in feasible if o.usd <= budget_usd), key=lambda o: (o.days, o.usd))
-    return (f"no option meets both {deadline_days:g} days and ${budget_usd:,.0f}: within the deadline the cheapest is "
-            f"{in_time.offering.name} with {in_time.num_gpus} GPUs, ${in_time.usd:,.0f} "
-            f"({sizing.duration_text(in_time.days)}, "
-            f"${in_time.usd - budget_usd:,.0f} over budget); within the budget the fastest is "
-            f"{in_budget.offering.name} with {in_budget.num_gpus} GPUs, {sizing.duration_text(in_budget.days)} "
-            f"({sizing.duration_text(in_budget.days - deadline_days)} late)")
+def over_budget_line(feasible: list[sizing.Option], in_time: list[sizing.Option], deadline_days: float | None,
+                     budget_usd: float) -> str:
+    """No option (meeting the deadline, where one is given) fits the budget: the cheapest of them, which is what
+    the budget would have to reach; with a deadline, also the fastest option sized within the budget (late)."""
+    c = min(in_time, key=lambda o: (o.usd, o.days))
+    scope = f"within {deadline_days:g} days " if deadline_days else ""
+    line = (f"no option {scope}fits {usd_text(budget_usd)}: the cheapest {scope}is {c.offering.name} with "
+            f"{c.num_gpus} GPUs, ${c.usd:,.0f} ({sizing.duration_text(c.days)}); the budget would need "
+            f"${c.usd - budget_usd:,.0f} more, or buys about {budget_usd / c.usd:.2%} of the tokens")
+    late = [o for o in feasible if o.usd <= budget_usd]
+    if deadline_days and late:
+        f = min(late, key=lambda o: (o.days, o.usd))
+        line += (f"; within the budget the fastest sized is {f.offering.name} with {f.num_gpus} GPUs, "
+                 f"{sizing.duration_text(f.days)} ({sizing.duration_text(f.days - deadline_days)} late)")
+    return line
 
 
 def front(options: list[sizing.Option], deadline_days: float | None) -> list[sizing.Option]:
     """The time/dollar Pareto front; with a deadline, of the options that meet it (the scan skips the
-    counts that cannot, so a front over the rest would be missing them), or of all when none does."""
+    counts that cannot, so a front over the rest would be missing them), or when none does of the options
+    sized, which are not every count (the render and the JSON's pareto_scope say so)."""
     meeting = [o for o in options if o.feasible and deadline_days and o.days <= deadline_days]
     return sizing.pareto(meeting or options)
+
+
+def pareto_scope(options: list[sizing.Option], deadline_days: float | None) -> str:
+    """What `front` is over: "all" options, those "meeting_deadline", or the counts "sized" when none meets it."""
+    if not deadline_days:
+        return "all"
+    return "meeting_deadline" if any(o.feasible and o.days <= deadline_days for o in options) else "sized"
 
 
 def other_gpus(options: list[sizing.Option], winner: sizing.Option | None, deadline_days: float | None
@@ -269,9 +272,11 @@ def size(args: SizeRequest, wi: whatif.WhatIf | None = None, progress=None) -> d
             "searched": scan.searched, "seconds": time.perf_counter() - start,
             "skipped_unpriced": skipped,
             "notes": capped + scan.notes + impossible_lines(scan.options, args) + endless_line(scan.options)
+            + beyond_any_deadline(scan.options)
             + envelope_notes({"cheapest": cheapest, "fastest": fastest}, model.seq_length)
             + ([f"every option: {own}"] if own else []),
-            "options": scan.options, "pareto": front(scan.options, args.deadline_days), "cheapest": cheapest,
+            "options": scan.options, "pareto": front(scan.options, args.deadline_days),
+            "pareto_scope": pareto_scope(scan.options, args.deadline_days), "cheapest": cheapest,
             "fastest": fastest, "other_gpus": other_gpus(scan.options, cheapest or fastest, args.deadline_days),
             "what_if": wi.label() if wi else None}
 
@@ -301,6 +306,17 @@ def endless_line(options: list[sizing.Option]) -> list[str]:
         return []
     shown = ", ".join(f"{o.offering.name} x {o.num_gpus}" for o in endless[:4]) + (" ..." if len(endless) > 4 else "")
     return [f"{len(endless)} option(s) fit but never finish at these interruption and restart rates: {shown}"]
+
+
+def beyond_any_deadline(options: list[sizing.Option]) -> list[str]:
+    """A note where even the fastest option takes longer than any deadline `planner size` accepts (L.MAX_DAYS):
+    its days and dollars are arithmetic, not a run anyone would plan."""
+    feasible = [o for o in options if o.feasible]
+    f = min(feasible, key=lambda o: o.days, default=None)
+    if f is None or f.days <= L.MAX_DAYS:
+        return []
+    return [f"even the fastest option ({f.offering.name} x {f.num_gpus}) takes {f.days / 365.25:,.0f} years, past the "
+            f"{L.MAX_DAYS:,.0f} days a deadline may be: train fewer tokens or allow more GPUs (--max-gpus)"]
 
 
 def option_dict(o: sizing.Option) -> dict:
