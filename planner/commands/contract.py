@@ -677,8 +677,8 @@ class SizeOutput(Output):
     skipped_unpriced: list[str] = d("offerings not sized (no price, or spot)")
     notes: list[str] = d("where scans stopped, dominated offerings, what an unmet deadline or budget needs")
     options: list[SizeOption] = d("every (offering, count) sized")
-    pareto: list[SizeOption] = d("options no other beats on both days and dollars, fastest first, of those pareto_scope "
-                                 "names")
+    pareto: list[SizeOption] = d("options no other beats on both days and dollars, fastest first, of those "
+                                 "pareto_scope names")
     pareto_scope: Literal["all", "meeting_deadline", "sized"] = d(
         "what the front is over: every option (no deadline), those meeting the deadline, or, when none meets it, "
         "the counts sized (the scan skips counts that cannot meet it, often the cheapest)")
