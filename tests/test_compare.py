@@ -30,7 +30,10 @@ def test_different_jobs_are_named_and_ranked_by_throughput_per_gpu():
     assert r["faster"] == "B" and r["measure"] == "tokens/s per GPU" and not r["same_job"]
     assert r["why"].startswith("17.27x the tokens/s per GPU")
     assert "step times do not compare" in r["why"]
-    assert r["why"].endswith("nor is a token of one model the work of a token of the other")  # 70B vs 8B
+    assert "nor is a token of one model the work of a token of the other" in r["why"]  # 70B vs 8B
+    # $1 a step each: A's buys 512 x 8192 tokens ($0.2384 per million), B's 128 x 8192 ($0.9537): 4x, 300% more
+    assert r["cheaper"] == "A"
+    assert r["why"].endswith("but costs 300% more per token (A $0.2384, B $0.9537 per million)")
     same_model = compare(est("llama3-8b", gpus=64, gbs=512, step=57.0), b)
     assert "nor is a token" not in same_model["why"]
 
@@ -210,3 +213,41 @@ def test_mfus_of_two_precisions_are_not_subtracted(tmp_path, capsys):
     assert main(["compare", str(tmp_path / "a.json"), str(tmp_path / "b.json")]) == 0
     row = next(line for line in capsys.readouterr().out.splitlines() if "MFU %" in line)
     assert "(each of its precision's peak)" in row and "+" not in row and "-0" not in row
+
+
+def test_the_same_plan_at_two_prices_ties_on_time_and_says_the_dollars():
+    """An audit's case: one plan on dgx-h100 ($3.54 a step) and on dgx-h100-reserved ($2.12): a tie, said
+    without the 40% its price saves."""
+    a, b = est(), {**est(), "cluster": "c-reserved", "usd_per_step": 2.12 / 3.54}
+    r = compare(a, b)
+    assert (r["faster"], r["cheaper"]) == ("tie", "B")
+    assert r["why"] == "the same step time; B costs 40% less per step (A $1, B $0.5989)"  # 1 - 2.12 / 3.54 = 0.401
+
+
+def test_a_faster_plan_that_costs_more_says_so():
+    """Same job on an H200 cluster: 1% faster, 32% dearer a step ($4.68 vs $3.54)."""
+    a = {**est(step=10.0), "usd_per_step": 3.54}
+    b = {**est(step=9.9), "cluster": "h200", "gpu": "h200", "usd_per_step": 4.68}
+    r = compare(a, b)
+    assert (r["faster"], r["cheaper"]) == ("B", "A")
+    assert r["why"].endswith("but costs 32% more per step (A $3.54, B $4.68)")  # 4.68 / 3.54 = 1.322 (per token too)
+
+
+def test_a_faster_plan_that_does_not_fit_is_not_left_the_verdict():
+    """A vs the same layout without ZeRO-1 or recompute: 3% faster, 90.3 GiB on an 80 GiB GPU. The verdict named
+    it the winner; it cannot run."""
+    r = compare(est(step=10.3), est(step=10.0, fits=False, mem=int(90.3 * 2**30)))
+    assert r["faster"] == "B" and r["why"].endswith("but B does not fit in GPU memory (90.3 GiB of 80.0 GiB per "
+                                                    "GPU): A is the one that runs")
+
+
+def test_a_hand_edited_plan_the_cost_model_does_not_score_is_refused(tmp_path, capsys):
+    """ep 8 written into a dense Llama 3 8B plan was compared as given (and tied)."""
+    assert main(["estimate", "llama3-8b", "dgx-h100", "--gpus", "8", "--gbs", "64", "--json"]) == 0
+    good = json.loads(capsys.readouterr().out)
+    (tmp_path / "a.json").write_text(json.dumps(good))
+    (tmp_path / "b.json").write_text(json.dumps({**good, "plan": {**good["plan"], "ep": 8}}))
+    assert main(["compare", str(tmp_path / "a.json"), str(tmp_path / "b.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == ("planner: error: B: its plan is not one planner scores for llama3-8b: ep and etp apply "
+                           "only to mixture-of-experts models (this one is dense)")

@@ -7,9 +7,13 @@ does not depend on the batch or the job's size), and it names a plan that does n
 """
 from __future__ import annotations
 
+from costmodel.rules import model_plan_violations
 from planner.analysis import accuracy, explain
+from planner.errors import PlannerError
 from planner.inputs import limits as L
+from planner.inputs import plans, reading
 from planner.inputs.loading import checked_estimate
+from planner.inputs.specs import ModelSpec
 
 # Every key the comparison and its text output read (the header line names the job of each plan).
 REQUIRED = ("plan", "step_time_s", "time_breakdown_s", "memory_per_gpu_bytes", "usd_per_step", "mfu", "model",
@@ -36,10 +40,50 @@ def per_gpu_rate(d: dict) -> float | None:
     return tokens / gpus if tokens and gpus else None
 
 
+def usd_per_token(d: dict) -> float | None:
+    """Dollars per trained token: the step's dollars over its tokens (None without a price)."""
+    usd, tokens, step = d.get("usd_per_step"), d.get("tokens_per_s"), d.get("step_time_s")
+    return usd / (tokens * step) if usd and tokens and step else None
+
+
+def dollars(a: dict, b: dict, faster: str, same_job: bool) -> tuple[str | None, str]:
+    """(the cheaper per token, A, B or tie; None without both prices) and the clause the verdict adds about it:
+    a plan can be faster and dearer (another GPU), or tie on time and not on price (another price)."""
+    pa, pb = usd_per_token(a), usd_per_token(b)
+    if pa is None or pb is None:
+        return None, ""
+    if abs(pa - pb) <= 1e-9 * max(pa, pb):
+        return "tie", ""
+    cheap, low, high = ("A", pa, pb) if pa < pb else ("B", pb, pa)
+    unit = (f"per step (A ${a['usd_per_step']:,.4g}, B ${b['usd_per_step']:,.4g})" if same_job
+            else f"per token (A ${1e6 * pa:,.4g}, B ${1e6 * pb:,.4g} per million)")
+    if faster == "tie":
+        return cheap, f"{cheap} costs {1 - low / high:.0%} less {unit}"
+    if cheap == faster:
+        return cheap, f"and costs {1 - low / high:.0%} less {unit}"
+    return cheap, f"but costs {high / low - 1:.0%} more {unit}"
+
+
+def checked_plan(d: dict, name: str) -> None:
+    """One PlannerError where the plan of `d` is not one the cost model scores on its own model (model_spec, as
+    `estimate --json` writes it): a plan edited by hand (ep on a dense model) was compared as given."""
+    spec = d.get("model_spec")
+    if not isinstance(spec, dict):
+        return
+    model = reading.parse(ModelSpec, spec, f"{name} model_spec")
+    plan, _ = plans.plan_of_estimate(d, model, name)
+    broken = model_plan_violations(model.to_model(), plan)
+    if broken:
+        raise PlannerError(f"{name}: its plan is not one planner scores for {model.name}: {broken[0]}")
+
+
 def compare(a: dict, b: dict) -> dict:
     """The `planner compare --json` object: faster (A, B or tie), why, the caveats, and both plans. A and B are
-    checked as a file's would be (loading.checked_estimate): one PlannerError for a key missing or not a number."""
+    checked as a file's would be (loading.checked_estimate): one PlannerError for a key missing or not a number,
+    or a plan the cost model does not score on its model (checked_plan)."""
     a, b = checked_estimate(a, "A", REQUIRED), checked_estimate(b, "B", REQUIRED)
+    checked_plan(a, "A")
+    checked_plan(b, "B")
     diffs = differences(a, b)
     rates = per_gpu_rate(a), per_gpu_rate(b)
     hardware = bool(diffs) and not differences(a, {**b, "cluster": a.get("cluster"), "gpu": a.get("gpu")})
@@ -64,6 +108,14 @@ def compare(a: dict, b: dict) -> dict:
     else:
         why = explain.why_faster(fast, slow)
     misfits = [name for name, d in (("A", a), ("B", b)) if d.get("fits") is False]
+    faster = "tie" if tie else ("A" if fast is a else "B")
+    cheaper, clause = dollars(a, b, faster, not diffs or hardware)  # one job: its steps' dollars compare
+    if clause:
+        why += f"; {clause}"
+    if not tie and faster in misfits and len(misfits) == 1:
+        why += (f"; but {faster} does not fit in GPU memory ({_gib(fast['memory_per_gpu_bytes'])} of "
+                f"{_gib(fast.get('memory_capacity_bytes'))} per GPU): {'B' if faster == 'A' else 'A'} is the one "
+                "that runs")
     warnings = ([f"the plans are for {'the same job on different hardware' if hardware else 'different jobs'}: "
                  f"{'; '.join(diffs)}"] if diffs else [])
     if not tie and gap < L.MIN_GAIN:
@@ -75,7 +127,7 @@ def compare(a: dict, b: dict) -> dict:
                  f"{_gib(d.get('memory_capacity_bytes'))} per GPU)" for name, d in (("A", a), ("B", b))
                  if name in misfits]
     warnings += [line for line in (what_if_unread(name, d) for name, d in (("A", a), ("B", b))) if line]
-    return {"faster": "tie" if tie else ("A" if fast is a else "B"), "measure": measure, "why": why,
+    return {"faster": faster, "cheaper": cheaper, "measure": measure, "why": why,
             "same_job": not diffs, "differences": diffs, "does_not_fit": misfits, "warnings": warnings,
             "a": a, "b": b}
 

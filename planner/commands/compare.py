@@ -38,7 +38,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
                       f"{degrees}")
     render.print_side_by_side(result["a"], result["b"], f"A ({Path(args.a).name})", f"B ({Path(args.b).name})")
     winner = result["faster"]
-    console.print("[bold]A and B tie[/bold]" if winner == "tie" else f"[bold]{winner} is faster[/bold]: {result['why']}")
+    console.print(f"[bold]A and B tie[/bold]: {result['why']}" if winner == "tie"
+                  else f"[bold]{winner} is faster[/bold]: {result['why']}")
     return 0
 
 

@@ -713,6 +713,8 @@ class CompareOutput(Output):
     """`planner compare A.json B.json --json`: which is faster and why, with both plans."""
 
     faster: Literal["A", "B", "tie"] = d("the faster plan")
+    cheaper: Literal["A", "B", "tie"] | None = d("the plan with fewer dollars per trained token (null without "
+                                                    "both prices)")
     measure: Literal["step time", "tokens/s per GPU"] = d("what was compared (tokens/s per GPU when the jobs differ)")
     why: str = d("why it wins, in one sentence")
     same_job: bool = d("same model, cluster, GPU, GPU count, sequence length and global batch")

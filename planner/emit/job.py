@@ -15,8 +15,8 @@ from costmodel.rules import model_plan_violations
 from planner import frameworks
 from planner.errors import PlannerError
 from planner.frameworks.base import Machine
-from planner.inputs import catalogs, plans, reading
-from planner.inputs.specs import ModelSpec, PlanSpec
+from planner.inputs import catalogs, plans
+from planner.inputs.specs import ModelSpec
 
 
 @dataclass(frozen=True)
@@ -102,22 +102,6 @@ def refuse_unless_runs(job: Job, name: str) -> None:
         raise PlannerError(f"{fw.title} would reject this plan: " + "; ".join(broken))
 
 
-def plan_from_estimate(estimate: dict, model: ModelSpec) -> tuple[cm.Plan, int]:
-    """The estimate's plan as a cm.Plan, and its GPU count (checked against tp*pp*dp)."""
-    raw = estimate.get("plan")
-    if not isinstance(raw, dict):
-        raise PlannerError("PLAN.json: no 'plan' object (expected one estimate from `planner estimate --json`)")
-    raw = {k: v for k, v in raw.items() if k != "grad_accum_steps"}  # derived; rules check the batch
-    if raw.get("dp") is None:
-        raise PlannerError("PLAN.json: plan.dp is missing")
-    spec = reading.parse(PlanSpec, raw, "PLAN.json plan")
-    plan = plans.build_plan(spec, model, spec.tp * spec.cp * spec.pp * spec.dp)
-    num_gpus = estimate.get("num_gpus", plan.num_gpus)
-    if num_gpus != plan.num_gpus:
-        raise PlannerError(f"PLAN.json: num_gpus {num_gpus} != tp*cp*pp*dp = {plan.tp}*{plan.cp}*{plan.pp}*{plan.dp}")
-    return plan, num_gpus
-
-
 def check_seq_length(estimate: dict, model: ModelSpec, plan: cm.Plan) -> None:
     """The sequence length PLAN.json was scored at must be the model's: its `seq_length` (which
     loading.load_estimate checked against tokens_per_s x step_time_s / global batch), or for files
@@ -163,7 +147,7 @@ def build_job(model: ModelSpec, estimate: dict, options: EmitOptions | None = No
     name = estimate.get("model")
     if name is not None and name != model.name:
         raise PlannerError(f"PLAN.json was scored for model '{name}' but the model given is '{model.name}'")
-    plan, num_gpus = plan_from_estimate(estimate, model)
+    plan, num_gpus = plans.plan_of_estimate(estimate, model)
     check_seq_length(estimate, model, plan)
     per_node = resolve_gpus_per_node(estimate, num_gpus, options.gpus_per_node)
     return Job(model, plan, num_gpus, per_node, estimate, options)

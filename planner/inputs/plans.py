@@ -9,6 +9,7 @@ from costmodel.compute import large_gemm_fraction
 from costmodel.rules import plan_violations
 from planner.errors import PlannerError
 from planner.inputs import limits as L
+from planner.inputs import reading
 from planner.inputs.specs import GpuSpec, ModelSpec, PlanSpec
 
 GENERATIONS = get_args(GpuSpec.model_fields["generation"].annotation)  # what a GPU spec may name
@@ -184,3 +185,20 @@ def plan_to_dict(plan: cm.Plan) -> dict:
         "sp_gathered": plan.sp_gathered, "projections": plan.projections, "rank_order": plan.rank_order,
         "attention_kernel": plan.attention_kernel,
     }
+
+
+def plan_of_estimate(estimate: dict, model: ModelSpec, ref: str = "PLAN.json") -> tuple[cm.Plan, int]:
+    """The estimate's plan as a cm.Plan, and its GPU count (checked against tp*cp*pp*dp); `ref` names the file
+    in errors (emit's PLAN.json, compare's A and B)."""
+    raw = estimate.get("plan")
+    if not isinstance(raw, dict):
+        raise PlannerError(f"{ref}: no 'plan' object (expected one estimate from `planner estimate --json`)")
+    raw = {k: v for k, v in raw.items() if k != "grad_accum_steps"}  # derived; rules check the batch
+    if raw.get("dp") is None:
+        raise PlannerError(f"{ref}: plan.dp is missing")
+    spec = reading.parse(PlanSpec, raw, f"{ref} plan")
+    plan = build_plan(spec, model, spec.tp * spec.cp * spec.pp * spec.dp)
+    num_gpus = estimate.get("num_gpus", plan.num_gpus)
+    if num_gpus != plan.num_gpus:
+        raise PlannerError(f"{ref}: num_gpus {num_gpus} != tp*cp*pp*dp = {plan.tp}*{plan.cp}*{plan.pp}*{plan.dp}")
+    return plan, num_gpus
