@@ -83,6 +83,15 @@ def quantized_bytes_per_element(precision: str, recipe: str = "delayed") -> floa
     return ELEMENT_BYTES[precision] + scale
 
 
+def weight_bytes_per_element(precision: str, recipe: str = "delayed") -> float:
+    """quantized_bytes_per_element of a weight: blockwise FP8 scales a weight per 128 x 128 block, one fp32
+    per 16,384 elements (TE Float8BlockScaling w_block_scaling_dim 2, recipe/__init__.py; DeepSeek-V3 Sec 3.3),
+    not per 1 x 128 as its activations; every other recipe scales weights as it scales activations."""
+    if precision == "fp8" and recipe == "blockwise":
+        return ELEMENT_BYTES["fp8"] + 4.0 / (128 * 128)
+    return quantized_bytes_per_element(precision, recipe)
+
+
 def cast_bytes_per_element(precision: str, recipe: str = "delayed", layouts: int = 2) -> float:
     """HBM bytes to quantize one 16-bit GEMM input: read it (twice for tensorwise scaling) and write it
     in `layouts` layouts (see the module docstring)."""
@@ -139,7 +148,7 @@ def weight_copy_bytes_per_param(precision: str, recipe: str = "delayed", casts: 
     weight is a temporary of each matmul)."""
     if not is_low(precision) or casts == "use":
         return 0.0
-    return layouts * quantized_bytes_per_element(precision, recipe)
+    return layouts * weight_bytes_per_element(precision, recipe)
 
 
 def weight_cast_bytes_per_param(precision: str, recipe: str = "delayed", layouts: int = 2) -> float:

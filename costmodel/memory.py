@@ -51,7 +51,7 @@ def state_bytes_per_param(precision: str, grad_dtype: str, recipe: str = "delaye
     copies = lowp.weight_copy_bytes_per_param(precision, recipe, casts, layouts)
     no_16bit = lowp_params and lowp.is_low(precision)
     if no_16bit and casts == "use":  # torchao's float8 all-gather: the gathered weight is the fp8 tensor
-        copies = lowp.quantized_bytes_per_element(precision, recipe)
+        copies = lowp.weight_bytes_per_element(precision, recipe)
     weights = copies if no_16bit else 2.0 + copies
     optimizer = 12.0 if optimizer_states == "fp32" else 4.0 + (4.0 if no_16bit else 2.0)
     return StateBytesPerParam(weights, grad, optimizer)

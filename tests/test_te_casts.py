@@ -55,6 +55,9 @@ def test_a_blocks_casts_by_hand():
     ("fp8", "tensorwise", "blackwell", 1.0),
     ("mxfp8", "delayed", "blackwell", 2.0 * (1.0 + 1.0 / 32)),  # rowwise and columnwise, an E8M0 per 32
     ("nvfp4", "delayed", "blackwell", 2.0 * (0.5 + 1.0 / 16)),  # two layouts, an E4M3 per 16
+    # one fp32 scale per 128 x 128 weight block (TE Float8BlockScaling w_block_scaling_dim 2), not per 1 x 128
+    ("fp8", "blockwise", "hopper", 2.0 * (1.0 + 4.0 / (128 * 128))),
+    ("fp8", "blockwise", "blackwell", 2.0 * (1.0 + 4.0 / (128 * 128))),
 ])
 def test_cached_weight_copies_keep_the_layouts_written(precision, recipe, generation, copy_bytes):
     """Transformer Engine keeps the weight casts of a step in the layouts its quantizer writes; torchao's
