@@ -116,7 +116,47 @@ def test_megatron_launch_routes_as_the_model_does():
     qwen15 = megatron.flat_args(job(load_model_spec(f"{HF}/qwen1.5-moe-a2.7b.json", 4096), **small))
     assert "--moe-router-pre-softmax" in qwen15 and "--moe-router-score-function" not in qwen15
     mixtral = megatron.flat_args(job(load_model_spec("mixtral-8x7b"), **dict(small, ep=8)))
-    assert not [a for a in mixtral if a.startswith("--moe-router-") and a != "--moe-router-topk"]
+    assert not [a for a in mixtral if a.startswith("--moe-router-") and a not in ("--moe-router-topk",
+                                                                                  "--moe-router-load-balancing-type")]
+
+
+def test_the_launch_states_the_models_load_balancing_loss():
+    """Megatron-LM's --moe-aux-loss-coeff defaults to 0 (arguments.py @d98e8a64): a launch that does not state
+    the model's loss trains with none. Mixtral 8x7B's config.json router_aux_loss_coef 0.02 is GShard's loss over
+    a micro-batch's tokens (aux_loss); DeepSeek-V3's aux_loss_alpha 0.001 with seq_aux is per sequence
+    (seq_aux_loss, beside its expert bias). A model that states none gets none, and the README says so."""
+    from emit_support import tiny
+    from planner.emit import render
+
+    small = dict(tp=1, pp=1, dp=8, ep=8, micro_batch_size=1, global_batch_size=64)
+    mixtral = megatron.flat_args(job(load_model_spec("mixtral-8x7b"), **small))
+    assert flags_after(mixtral, "--moe-router-load-balancing-type") == "aux_loss"
+    assert flags_after(mixtral, "--moe-aux-loss-coeff") == "0.02"
+    v3 = megatron.flat_args(job(load_model_spec("deepseek-v3"), **dict(small, dp=64, ep=64, global_batch_size=1024)))
+    assert flags_after(v3, "--moe-router-load-balancing-type") == "seq_aux_loss"
+    assert flags_after(v3, "--moe-aux-loss-coeff") == "0.001"
+    bare = tiny(moe={"num_experts": 8, "experts_per_token": 2, "ffn_hidden_size": 1024})
+    built = job(bare, **small)
+    assert "--moe-aux-loss-coeff" not in megatron.flat_args(built)
+    readme = " ".join(render(built, "megatron")["README.txt"][0].split())
+    assert "the model states no load-balancing loss" in readme
+    assert "load-balancing loss" not in " ".join(render(job(load_model_spec("mixtral-8x7b"), **small),
+                                                        "megatron")["README.txt"][0].split())
+
+
+def test_hugging_face_configs_give_their_balancing_loss(tmp_path):
+    """config.json's router_aux_loss_coef (Transformers' load_balancing_loss_func) and DeepSeek's aux_loss_alpha
+    with seq_aux (modeling_deepseek.py MoEGate); a key left out stays out, and a string is refused by name."""
+    from emit_support import ROOT
+
+    assert load_model_spec(f"{HF}/gpt-oss-20b.json").moe.aux_loss_coeff == 0.9
+    v3 = load_model_spec(f"{HF}/deepseek-v3.json").moe
+    assert (v3.aux_loss_coeff, v3.aux_loss_scope) == (0.001, "sequence")
+    assert load_model_spec(f"{HF}/qwen1.5-moe-a2.7b.json", 4096).moe.aux_loss_coeff is None
+    cfg = json.loads((ROOT / HF / "mixtral-8x7b.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps({**cfg, "router_aux_loss_coef": "0.02"}))
+    with pytest.raises(PlannerError, match="router_aux_loss_coef: must be a number"):
+        load_model_spec(str(tmp_path / "config.json"))
 
 
 def test_gpt_oss_launches_its_own_mlp_and_sinks():

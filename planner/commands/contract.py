@@ -199,6 +199,10 @@ class MoeShape(Strict):
     router_scaling_factor: float = d("factor on the experts' weights")
     router_probs_on_input: bool = d("the router's weight scales the expert's input, not its output (Llama 4)")
     shared_expert_gate: bool = d("a learned sigmoid gate scales the shared experts' output (Qwen2-MoE)")
+    aux_loss_coeff: float | None = d("the load-balancing loss coefficient a launch states (router_aux_loss_coef); "
+                                     "null: the model gives none")
+    aux_loss_scope: Literal["micro_batch", "sequence"] = d("the balancing loss per micro-batch (GShard) or per "
+                                                           "sequence (DeepSeek's seq_aux)")
 
 
 class MlaShape(Strict):

@@ -159,7 +159,9 @@ def router_flags(job: Job) -> Flags:
     score renormalises the k weights when k > 1; the expert bias (aux-loss-free balancing, sigmoid
     only), group-limited routing (groups scored by the sum of their top k/group_topk) and the factor on
     the weights; and the shared experts' sigmoid gate (moe/shared_experts.py gate_weight, as Megatron-Bridge
-    maps Qwen3-Next's shared_expert_gate)."""
+    maps Qwen3-Next's shared_expert_gate); the load-balancing loss the model states (--moe-router-load-balancing-type
+    aux_loss or seq_aux_loss with --moe-aux-loss-coeff; arguments.py's default coefficient 0 trains with none,
+    which the README says where the model gives none)."""
     moe, out = job.model.moe, []
     if moe.router == "softmax_topk":
         out.append(("--moe-router-pre-softmax", None))
@@ -175,6 +177,9 @@ def router_flags(job: Job) -> Flags:
         out.append(("--moe-apply-probs-on-input", None))
     if moe.shared_expert_gate:
         out.append(("--moe-shared-expert-gate", None))
+    if moe.aux_loss_coeff:
+        kind = "seq_aux_loss" if moe.aux_loss_scope == "sequence" else "aux_loss"
+        out += [("--moe-router-load-balancing-type", kind), ("--moe-aux-loss-coeff", moe.aux_loss_coeff)]
     return out
 
 

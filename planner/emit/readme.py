@@ -175,6 +175,13 @@ def note_lines(job: Job, frameworks: list[str]) -> list[str]:
         notes.append("Megatron-LM: the whole iteration runs as one CUDA graph, so the loss and gradients are not "
                      "checked for NaN (--no-check-for-nan-in-loss-and-grad, which Megatron-LM requires with it); "
                      "the graph's own memory pool is not in the memory above.")
+    moe = job.model.moe
+    if "megatron" in frameworks and moe is not None and moe.aux_loss_coeff is None:
+        notes.append("Megatron-LM: the model states no load-balancing loss (config.json's router_aux_loss_coef or "
+                     "aux_loss_alpha), so launch.sh sets none and Megatron-LM's --moe-aux-loss-coeff default 0 "
+                     "trains without one" + (" beside the expert bias" if moe.router_expert_bias else "")
+                     + ": add --moe-router-load-balancing-type and --moe-aux-loss-coeff to balance the experts "
+                     "(the estimate prices balanced routing either way).")
     if "megatron" in frameworks and megatron_rules.nccl_ep(p):
         notes.append("Megatron-LM: the MXFP8 token dispatch runs on the NCCL EP backend, which needs a Transformer "
                      "Engine with its EP API (transformer_engine.pytorch.ep; Megatron-LM experts.py names TE PR 3355); "

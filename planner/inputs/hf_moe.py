@@ -73,7 +73,26 @@ def moe_fields(reader: Reader, model_type: str, layers: int | None) -> tuple[dic
         moe.update(layout_fields(reader, moe_layers, layers, layout_key))
     router, router_notes = router_fields(reader, model_type, counts[1])
     moe.update(router)
+    moe.update(balancing_fields(reader, family))
     return moe, dense_ffn, notes + router_notes
+
+
+def balancing_fields(r: Reader, family: str) -> dict:
+    """The load-balancing loss (specs.MoeSpec aux_loss_*) where config.json states one: router_aux_loss_coef
+    (Transformers' load_balancing_loss_func over a forward's tokens: Megatron's aux_loss), or DeepSeek's
+    aux_loss_alpha, per sequence when seq_aux (modeling_deepseek.py MoEGate: Megatron's seq_aux_loss). A key the
+    file leaves out stays out: a Transformers class default is not what the model was trained with."""
+    deepseek = family in ("deepseek", "glm")
+    key = "aux_loss_alpha" if deepseek else "router_aux_loss_coef"
+    value = r.data.get(key)
+    if value is None:
+        return {}
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= L.MAX_AUX_LOSS_COEFF:
+        raise r.fail(key, f"must be a number in [0, {L.MAX_AUX_LOSS_COEFF:g}] (got {show(value)})")
+    seq = r.data.get("seq_aux", False) if deepseek else False
+    if not isinstance(seq, bool):
+        raise r.fail("seq_aux", f"must be true or false (got {show(seq)})")
+    return {"aux_loss_coeff": float(value), "aux_loss_scope": "sequence" if seq else "micro_batch"}
 
 
 def experts_and_top_k(r: Reader, model_type: str, family: str) -> tuple[int, int] | None:

@@ -24,6 +24,7 @@ MAX_EXPERTS = 1 << 14  # routed experts per MoE layer (DeepSeek-V3, Kimi K2: 256
 MAX_MTP_LAYERS = 64
 MAX_CAPACITY_FACTOR = 1024.0
 MAX_ROUTER_SCALE = 1024.0  # routed_scaling_factor (DeepSeek-V2: 16, V3: 2.5)
+MAX_AUX_LOSS_COEFF = 100.0  # a load-balancing loss coefficient (Mixtral 0.001-0.02, gpt-oss 0.9)
 # Jobs and machines
 MAX_GPUS = 1 << 20
 MAX_GPUS_PER_NODE = 1 << 10

@@ -52,6 +52,12 @@ class MoeSpec(Spec):
     # Linear(h, 1); Megatron-core moe_shared_expert_gate): h weights a layer, neither counted nor priced; a
     # launch must state it
     shared_expert_gate: Flag = False
+    # The load-balancing auxiliary loss a launch states (Megatron --moe-aux-loss-coeff, whose default 0 trains
+    # with none): its coefficient (Hugging Face router_aux_loss_coef, DeepSeek's aux_loss_alpha) and whether it
+    # is taken per micro-batch (GShard / Switch; Megatron aux_loss) or per sequence (DeepSeek's seq_aux;
+    # seq_aux_loss). Absent: the model gives none. Not priced (a few reductions of a layer's router scores).
+    aux_loss_coeff: Optional[quantity(L.MAX_AUX_LOSS_COEFF, positive=False)] = None
+    aux_loss_scope: Literal["micro_batch", "sequence"] = "micro_batch"
 
     @model_validator(mode="after")
     def _routing(self) -> "MoeSpec":
