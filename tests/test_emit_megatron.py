@@ -203,7 +203,10 @@ REJECTED = [  # (plan/model change, words of the refusal); Megatron-LM's outcome
     (dict(pp=4, vpp=2, global_batch_size=6), "6 micro-batches are not a multiple of pp 4"),
     (dict(grad_dtype="int8"), "gradient dtype int8: Megatron-LM reduces bf16 gradients in fp32 or bf16 only"),
     (dict(precision="bf16", grad_dtype="fp16"), "gradient dtype fp16: Megatron-LM reduces bf16 gradients in fp32 or bf16"),
-    (dict(zero_stage=1, grad_reduce="allreduce"), "distributed optimizer reduce-scatters gradients"),
+    (dict(zero_stage=1, grad_reduce="allreduce"), "reduce-scatters gradients at ZeRO 1 (the distributed optimizer"),
+    # Megatron-FSDP (mcore_fsdp_adapter.py): reduce-scatters, and gathers a transformer layer at a time
+    (dict(zero_stage=3, grad_reduce="allreduce"), "reduce-scatters gradients at ZeRO 3"),
+    (dict(zero_stage=3, zero3_gather_unit="tensor"), "Megatron-FSDP gathers one transformer layer at a time"),
     # transformer_config.py: no bf16 first/last layers under delayed scaling, at most layers // pp at each end
     (dict(pp=2, precision="fp8", bf16_layers_start=1, bf16_layers_end=1, global_batch_size=8),
      "fp8 delayed scaling does not keep first/last layers in bf16"),

@@ -143,3 +143,59 @@ def test_size_leaves_out_the_gpu_types_a_power_cap_is_below_the_floor_of(capsys)
     assert any("leaves out b300-sxm-270gb" in n for n in out["notes"])
     assert {o["gpu"] for o in out["options"]} == {"a100-sxm-80gb"}
     one_line_error(capsys, [*argv[:-1], "--gpu-types", "b300-sxm-270gb"], "no GPU type here takes it")
+
+
+def test_a_plan_that_fits_above_the_headroom_keeps_the_levers_that_add_no_memory(capsys):
+    """A second audit (2026-12-07): GPT-3 175B on 64 H100 at tp 8, pp 2, full recompute holds 74.1 GiB, 92.6% of
+    the GPU: it fits, but every lever had to be under 90%, so none was shown, not even the TP overlap at the
+    same 74.1 GiB and 1.19x."""
+    out = estimate_json(capsys, ["estimate", "gpt3-175b", "dgx-h100", "--gpus", "64", "--tp", "8", "--pp", "2",
+                                 "--zero", "1", "--mbs", "1", "--gbs", "128", "--recompute", "full",
+                                 "--sequence-parallel"])
+    assert out["fits"] and out["memory_per_gpu_bytes"] > 0.9 * out["memory_capacity_bytes"]
+    levers = out["diagnosis"]["levers"]
+    overlap = next(x for x in levers if x["lever"] == "overlap TP collectives with the GEMMs")
+    assert overlap["memory_per_gpu_bytes"] <= out["memory_per_gpu_bytes"]
+    assert all(x["memory_per_gpu_bytes"] <= max(out["memory_per_gpu_bytes"], 0.9 * out["memory_capacity_bytes"])
+               for x in levers)
+
+
+def test_lever_labels_name_what_they_change(capsys):
+    """Mixtral 8x22B with block recompute of 3 layers: "no recompute (every per chunk)" read as recomputing every
+    layer, and the interleaving lever carried the recompute count as if it were its stages."""
+    out = estimate_json(capsys, ["estimate", "mixtral-8x22b", "dgx-a100", "--seq-length", "4096", "--gpus", "128",
+                                 "--tp", "2", "--pp", "8", "--ep", "8", "--zero", "1", "--mbs", "1", "--gbs", "512",
+                                 "--recompute", "full", "--recompute-layers", "3", "--sequence-parallel"])
+    names = [x["lever"] for x in out["diagnosis"]["levers"]]
+    assert "no recompute" in names and not any("every" in n for n in names if "recompute" in n and "full" not in n)
+    assert all(n == "2x interleaved pipeline stages (vpp 2)" for n in names if n.startswith("2x interleaved"))
+
+
+def test_a_plan_that_does_not_fit_is_offered_a_higher_zero_stage(capsys):
+    """Llama 3 70B on 64 B200 at tp 2 and ZeRO-1 needs 238 GiB of 180; ZeRO-3 fits (112.7 GiB) and is faster than
+    the only lever offered, full recompute: no lever raised the ZeRO stage."""
+    out = estimate_json(capsys, ["estimate", "llama3-70b", "dgx-b200", "--gpus", "64", "--tp", "2", "--pp", "1",
+                                 "--zero", "1", "--mbs", "1", "--gbs", "512", "--recompute", "selective",
+                                 "--sequence-parallel"])
+    assert not out["fits"]
+    higher = [x for x in out["diagnosis"]["levers"] if x["lever"].startswith("higher ZeRO stage")]
+    assert higher and higher[0]["plan"]["zero_stage"] > 1
+    assert higher[0]["memory_per_gpu_bytes"] <= 0.9 * out["memory_capacity_bytes"]
+
+
+def test_less_context_parallelism_is_a_lever():
+    """Only more CP was ever tried; at 131k tokens on 64 H100, cp 4 -> 2 gives the ranks back to data parallel."""
+    from planner.analysis.diagnose import _other_cp
+
+    m = cm.Model("m", 80, 8192, 64, 128256, 131072, num_kv_heads=8, ffn_hidden_size=28672, mlp="swiglu")
+    p = cm.Plan(tp=8, cp=4, pp=1, dp=2, micro_batch_size=1, global_batch_size=64, cp_comm="a2a")
+    fewer = {(q.cp, q.dp, q.cp_comm) for q in _other_cp(p, m) if q.cp < p.cp}
+    assert fewer == {(2, 4, "a2a"), (1, 8, "p2p")}  # cp x dp stays 8; at cp 1 no exchange is left
+
+
+def test_dollars_side_by_side_keep_two_digits_below_a_cent():
+    """A 1.7B model's steps cost $0.0038 and $0.0076: the side-by-side table showed 0.00 and 0.01, +0.00."""
+    from planner.render.estimate import usd_format
+
+    assert usd_format(0.0038, 0.0076).format(0.0038) == "0.0038"
+    assert usd_format(3.54, 4.68) == "{:.2f}"

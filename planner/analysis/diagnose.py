@@ -74,6 +74,9 @@ LEVERS = (
                            grad_reduce="reduce_scatter")),
     Lever("lower ZeRO stage", "more memory per GPU, less traffic (ZeRO-3 gathers every micro-batch)",
           lambda p, c, m: _if(p.zero_stage >= 2, p, zero_stage=1)),
+    Lever("higher ZeRO stage", "less memory per GPU: ZeRO-1 shards the optimizer states over data parallel, "
+          "ZeRO-2 the gradients too, ZeRO-3 the weights too (gathered for every micro-batch: more traffic)",
+          lambda p, c, m: [replace(p, zero_stage=z) for z in range(p.zero_stage + 1, 4) if p.dp * p.cp > 1]),
     Lever("selective instead of full recompute", "more activation memory",
           lambda p, c, m: _if(p.recompute == "full", p, recompute="selective", recompute_layers=0)),
     Lever("full recompute of other layer counts", "only the first N layers of each model chunk replay their "
@@ -91,7 +94,8 @@ LEVERS = (
           "activation checkpointing, torchtitan activation_checkpoint.mode full)",
           lambda p, c, m: _if(p.recompute != "full", p, recompute="full",
                               recompute_modules=cm.Plan().recompute_modules)),  # the modules are selective's
-    Lever("2x interleaved pipeline stages", "more p2p messages; needs layers divisible by pp*vpp",
+    Lever("2x interleaved pipeline stages", "more p2p messages; the model chunks within a layer of equal where the "
+          "layers do not divide by pp x vpp",
           lambda p, c, m: _if(p.pp > 1 and p.num_microbatches % p.pp == 0, p, vpp=2 * p.vpp, stage_layers=(),
                               recompute_layers=(p.recompute_layers + 1) // 2)),  # block recompute: chunks halve
     Lever("lower tensor parallelism", "each GPU holds more of every layer's weights and activations; more "
@@ -153,9 +157,10 @@ LEVERS = (
           lambda p, c, m: _if(m.moe is not None and not p.offload_modules and c.host_link_bytes_per_second > 0
                               and p.recompute in ("none", "selective"), p, offload_modules=cm.MOE_OFFLOAD_MODULES),
           framework="megatron"),
-    Lever("context parallelism", "each sequence split over cp GPUs in 2 x cp chunks (causal balance), their keys "
-          "and values exchanged; activations / cp (Megatron --context-parallel-size)",
-          lambda p, c, m: _more_cp(p, m)),
+    Lever("other context-parallel size", "each sequence split over cp GPUs in 2 x cp chunks (causal balance), their "
+          "keys and values exchanged; activations / cp; fewer: the reverse, with more data parallelism (Megatron "
+          "--context-parallel-size)",
+          lambda p, c, m: _other_cp(p, m)),
     Lever("other CP exchange", "ring p2p overlaps attention; all-gather of K/V (Llama 3); all-to-all over heads "
           "(Ulysses, up to the KV heads); a2a+p2p (Megatron --cp-comm-type)",
           lambda p, c, m: [replace(p, cp_comm=x) for x in CP_EXCHANGES if p.cp > 1 and x != p.cp_comm]),
@@ -182,15 +187,22 @@ def _other_ep(p: cm.Plan, m: cm.Model) -> list[cm.Plan]:
             if m.moe.num_experts % e == 0 and e != p.ep and ranks % (e * p.etp) == 0]
 
 
-def _more_cp(p: cm.Plan, m: cm.Model) -> list[cm.Plan]:
+def _other_cp(p: cm.Plan, m: cm.Model) -> list[cm.Plan]:
     """cp x 2, 4, ... taken from the data-parallel ranks, while each sequence splits into 2 x cp
-    equal chunks, each rank keeping at least cpnote.MIN_CP_TOKENS tokens."""
+    equal chunks, each rank keeping at least cpnote.MIN_CP_TOKENS tokens; and cp / 2, / 4, ... given back to
+    them, down to 1, where the global batch divides over the ranks."""
     out, cp = [], p.cp * 2
     while p.dp * p.cp % cp == 0 and m.seq_length % (2 * cp) == 0 and m.seq_length // cp >= MIN_CP_TOKENS:
         dp = p.dp * p.cp // cp
         if p.global_batch_size % (p.micro_batch_size * dp) == 0:
             out.append(replace(p, cp=cp, dp=dp))
         cp *= 2
+    cp = p.cp // 2
+    while cp >= 1 and p.cp % cp == 0:
+        dp = p.dp * p.cp // cp
+        if p.global_batch_size % (p.micro_batch_size * dp) == 0:
+            out.append(replace(p, cp=cp, dp=dp, cp_comm=p.cp_comm if cp > 1 else "p2p"))
+        cp //= 2
     return out
 
 
@@ -227,8 +239,14 @@ class LeverResult:
             return f"{self.lever.name} ({p.cp_comm})"
         if p.offload_layers != base.offload_layers:
             return f"{self.lever.name} ({p.offload_layers} layers)"
-        if p.recompute_layers != base.recompute_layers:
-            return f"{self.lever.name} ({p.recompute_layers or 'every'} per chunk)"
+        if p.vpp != base.vpp:
+            return f"{self.lever.name} (vpp {p.vpp})"
+        if p.zero_stage != base.zero_stage:
+            return f"{self.lever.name} (ZeRO {p.zero_stage})"
+        if p.recompute == base.recompute == "full" and p.recompute_layers != base.recompute_layers:
+            return f"{self.lever.name} ({p.recompute_layers or 'every layer'} per chunk)"
+        if p.ep_dispatch != base.ep_dispatch and "dispatch" not in self.lever.name:
+            return f"{self.lever.name} (with DeepEP / HybridEP dispatch)"
         return self.lever.name
 
     def per_sample_seconds(self) -> float:
@@ -240,8 +258,8 @@ def try_levers(base: Scored, eff: cm.Efficiency | None = None, frameworks: tuple
                base_fraction: float | None = None) -> list[LeverResult]:
     """Every lever that applies, is legal (to the cost model, to the framework whose feature it is, and to
     one of `frameworks` that runs the plan: suggest's --framework, or all of them), keeps the plan fields
-    `keep` (suggest's --fix), fits in `memory_fraction` of the GPU (suggest's --max-memory-fraction) and
-    helps, re-scored; fastest per sample first. Helping is saving L.MIN_GAIN per sample, or making a plan
+    `keep` (suggest's --fix), fits in `memory_fraction` of the GPU (suggest's --max-memory-fraction) or, for a
+    base that fits above it, needs no more than the base (no_fuller), and helps, re-scored; fastest per sample first. Helping is saving L.MIN_GAIN per sample, or making a plan
     that does not fit (in `base_fraction` of the GPU, estimate's verdict; else `memory_fraction`) fit. Two
     levers that give one plan show once, under the first's name."""
     model = base.model.to_model()
@@ -260,13 +278,20 @@ def try_levers(base: Scored, eff: cm.Efficiency | None = None, frameworks: tuple
                    and not plan_violations(model, base.cluster, plan)
                    and framework_allows(lever, model, base.plan, plan, base.cluster)
                    and one_runs(running, model, plan, machine)]
-        helps = [r for r in results if fits(r.scored, memory_fraction)
+        # within memory_fraction of the GPU, or for a base that fits above it, no fuller than the base
+        helps = [r for r in results if (fits(r.scored, memory_fraction) or base_fits and no_fuller(r.scored, base))
                  and (r.per_sample_seconds() < base_per_sample * (1 - L.MIN_GAIN) or not base_fits)]
         if helps:  # a lever with several settings shows its best
             best = min(helps, key=LeverResult.per_sample_seconds)
             seen.add(best.scored.plan)
             out.append(best)
     return sorted(out, key=LeverResult.per_sample_seconds)
+
+
+def no_fuller(s: Scored, base: Scored) -> bool:
+    """Whether the lever's plan needs no more memory than the base's: a base that fits at 93% of its GPU kept no
+    lever, as every one had to be under 90% (a TP overlap at the same 74.1 GiB, 1.19x faster, was not offered)."""
+    return s.est.memory_per_gpu_bytes <= base.est.memory_per_gpu_bytes
 
 
 def fits(s: Scored, memory_fraction: float) -> bool:

@@ -259,10 +259,16 @@ def lowp_param_gather(model: cm.Model, plan: cm.Plan) -> Optional[str]:
 
 def distributed_optimizer_reduce(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     """param_and_grad_buffer.py: with the distributed optimizer each bucket is reduce-scattered into
-    its shard; a full gradient all-reduce is plain DDP (ZeRO 0)."""
-    if plan.zero_stage == 1 and plan.grad_reduce == "allreduce":
-        return ("Megatron-LM's distributed optimizer reduce-scatters gradients; grad_reduce allreduce with "
-                "ZeRO-1 is DeepSpeed's bf16 pipeline engine (use ZeRO 0 for a plain all-reduce)")
+    its shard; a full gradient all-reduce is plain DDP (ZeRO 0). Megatron-FSDP (ZeRO 2/3) reduce-scatters too
+    and gathers one FSDP unit module, a transformer layer, at a time (distributed/fsdp/mcore_fsdp_adapter.py
+    fsdp_unit_modules): the per-tensor gathers and all-reduced gradients of DeepSpeed's 2021 ZeRO-3 are not
+    what it runs."""
+    if plan.zero_stage >= 1 and plan.grad_reduce == "allreduce":
+        return (f"Megatron-LM reduce-scatters gradients at ZeRO {plan.zero_stage} (the distributed optimizer, "
+                "Megatron-FSDP); grad_reduce allreduce is DeepSpeed's (use ZeRO 0 for a plain all-reduce)")
+    if plan.zero_stage == 3 and plan.zero3_gather_unit == "tensor":
+        return ("Megatron-FSDP gathers one transformer layer at a time (fsdp_unit_modules); zero3_gather_unit "
+                "tensor is DeepSpeed's 2021 ZeRO-3")
     return None
 
 

@@ -60,6 +60,13 @@ def step_usd(usd: float) -> str:
     return f"${usd:.{1 - math.floor(math.log10(usd))}f}"
 
 
+def usd_format(*usd: float) -> str:
+    """The format of dollar cells side by side: cents, or step_usd's two significant digits of the smaller when it
+    is below a cent (a 1.7B model's $0.0036 and $0.0038 steps showed as 0.00 and 0.01)."""
+    small = min((u for u in usd if u and u > 0), default=1.0)
+    return "{:.2f}" if small >= 0.01 else "{:.%df}" % (1 - math.floor(math.log10(small)))
+
+
 # The loss implementations other than the default (Plan.cross_entropy), as plan_label says them.
 LOSS_WORDS = {"vocab_parallel": "eager vocab-parallel loss", "fused": "fused 16-bit loss", "eager": "eager fp32 loss"}
 
@@ -260,7 +267,7 @@ def print_side_by_side(a: dict, b: dict, name_a: str, name_b: str, console: Cons
     rows = [("step s", a["step_time_s"], b["step_time_s"], "{:.3f}"),
             ("MFU %", 100 * a["mfu"], 100 * b["mfu"], "{:.1f}"),
             ("GiB per GPU", a["memory_per_gpu_bytes"] / GIB, b["memory_per_gpu_bytes"] / GIB, "{:.1f}"),
-            ("$ per step", a["usd_per_step"], b["usd_per_step"], "{:.2f}")]
+            ("$ per step", a["usd_per_step"], b["usd_per_step"], usd_format(a["usd_per_step"], b["usd_per_step"]))]
     priced = bool(a.get("usd_per_gpu_hour")), bool(b.get("usd_per_gpu_hour"))
     for label, va, vb, fmt in rows:
         if label == "$ per step" and not any(priced):
