@@ -259,8 +259,9 @@ def try_levers(base: Scored, eff: cm.Efficiency | None = None, frameworks: tuple
     """Every lever that applies, is legal (to the cost model, to the framework whose feature it is, and to
     one of `frameworks` that runs the plan: suggest's --framework, or all of them), keeps the plan fields
     `keep` (suggest's --fix), fits in `memory_fraction` of the GPU (suggest's --max-memory-fraction) or, for a
-    base that fits above it, needs no more than the base (no_fuller), and helps, re-scored; fastest per sample first. Helping is saving L.MIN_GAIN per sample, or making a plan
-    that does not fit (in `base_fraction` of the GPU, estimate's verdict; else `memory_fraction`) fit. Two
+    base that fits above it, needs no more than the base (no_fuller), and helps, re-scored; fastest per sample
+    first. Helping is saving L.MIN_GAIN per sample, or making a plan that does not fit (in `base_fraction` of the
+    GPU, estimate's verdict; else `memory_fraction`) fit. Two
     levers that give one plan show once, under the first's name."""
     model = base.model.to_model()
     base_per_sample = base.est.step_time_seconds / base.plan.global_batch_size
