@@ -752,9 +752,10 @@ def knob_refusal(spec: SearchSpec, fw: base.Framework, probe: cm.Plan) -> str | 
     for zero, precision in product(ks.zero_stage.values, spec.precisions):
         sp = probe.tp > 1 and True in ks.sequence_parallel.values
         # the framework's own runtime and kernels (as the search builds its knobs), so that a refusal is never
-        # one of another framework's settings (pipeline buffers, the CP exchange, gathered SP inputs)
+        # one of another framework's settings (pipeline buffers, the CP exchange, gathered SP inputs, weight casts)
         knobs = Knobs(zero, "none", sp, precision, "", cpc=ks.cp_comm.values[0], pbuf=ks.pipeline_buffers.values[0],
                       attn=ks.attention_kernel.values[0], dpo=spec.fixed.get("dpo", spec.overlap_dp_comm),
+                      casts=ks.weight_casts.values[0] if precision in LOW_PRECISIONS else "step",
                       **own_knobs(fw, ks, spec.model, zero, sp, probe.tp))
         plan = plan_over(probe, knob_plan_fields(knobs))
         found = base.violations(fw, spec.model, plan, machine) + cluster_violations(spec.cluster, plan)
