@@ -23,7 +23,8 @@ def add_inputs(p: argparse.ArgumentParser) -> None:
 def add_what_if(p: argparse.ArgumentParser, verb: str = "re-score") -> None:
     p.add_argument("--what-if", action="append", metavar="KEY=VALUE",
                    help=f"{verb} under an assumption (repeatable): network=0.5, nvlink=0.8, hbm=0.9, "
-                        "matmul_efficiency=0.9, price.GPU=2.10, rdma=false, power=500 (watts per GPU), "
+                        "matmul_efficiency=0.9, price.GPU=2.10 (every offering of that GPU, reserved and spot too), "
+                        "rdma=false, power=500 (watts per GPU), "
                         "imbalance=1.3 (MoE: busiest expert rank's tokens over the balanced share)")
 
 
