@@ -64,6 +64,8 @@ class StageCost:
     expert_params: float = 0.0  # of `params`, the routed experts' (synced over expert-DP)
     layer_params: float = 0.0  # of `params`, the transformer layers'
     mix: LayerMix = ()
+    # of `params`, (all, routed-expert) of the layers kept 16-bit under a low precision (sixteen_bit_params)
+    sixteen_bit_params: tuple[float, float] = (0.0, 0.0)
 
     @property
     def microbatch_seconds(self) -> float:
@@ -188,6 +190,49 @@ def sixteen_bit_layers(model: Model, plan: Plan, stage: int) -> tuple[int, int]:
     held = pipeline.stage_layer_indices(pipeline.chunk_layers(model, plan), plan.pp, plan.vpp)[stage]
     last = model.num_layers - plan.bf16_layers_end
     return sum(1 for i in held if i < plan.bf16_layers_start), sum(1 for i in held if i >= last)
+
+
+def keeps_sixteen_bit_layers(plan: Plan) -> bool:
+    return lowp.is_low(plan.precision) and bool(plan.bf16_layers_start or plan.bf16_layers_end)
+
+
+def sixteen_bit_params(model: Model, plan: Plan, stage: int) -> tuple[float, float]:
+    """(all, routed-expert) parameters on one GPU of the layers rank `stage` keeps 16-bit under a low precision
+    (sixteen_bit_layers; of the first layer's kind for those from the start and the last's for those from the
+    end, as sixteen_bit_delta times them). Megatron builds them outside the low-precision contexts (fp8_utils.py
+    get_fp8_context and fp8_model_init return nullcontext for them: transformer_block.py @d98e8a64), so they
+    keep 16-bit states and no quantized copies (step.model_states)."""
+    if not keeps_sixteen_bit_layers(plan):
+        return 0.0, 0.0
+    reps = layer_representatives(model)
+    total = experts = 0.0
+    for n, rep in zip(sixteen_bit_layers(model, plan, stage), (reps[0], reps[-1])):
+        t, e = layer_params_split(model, plan, rep)
+        total, experts = total + n * t, experts + n * e
+    return total, experts
+
+
+def sixteen_bit_activation_bytes(model: Model, plan: Plan, stage: int, imbalance: float = 1.0) -> float:
+    """Per micro-batch, what the layers rank `stage` keeps 16-bit hold for backward beyond the same layers in the
+    low precision: their saved GEMM inputs in 16 bits, not quantized (saved_gemm_input_bytes). A layer the rank
+    replays under block recompute keeps its input alone either way. Its largest layer replayed whole under full
+    recompute (mix_activation_terms' rematerialised) is taken in the low precision."""
+    if not keeps_sixteen_bit_layers(plan):
+        return 0.0
+    chunks, reps = pipeline.chunk_layers(model, plan), layer_representatives(model)
+    wide = replace(plan, precision="bf16")
+    replayed = (set(pipeline.recomputed_layer_indices(chunks, plan.pp, plan.vpp, plan.recompute_layers)[stage])
+                if plan.recompute_layers else None)
+    last = model.num_layers - plan.bf16_layers_end
+    total = 0.0
+    for i in pipeline.stage_layer_indices(chunks, plan.pp, plan.vpp)[stage]:
+        if plan.bf16_layers_start <= i < last:
+            continue
+        rep = reps[0] if i < plan.bf16_layers_start else reps[-1]
+        mode = plan.recompute if replayed is None or i in replayed else "none"
+        total += sum(b for _, b in cached_layer_terms(model, rep, *activation_args(wide, mode, imbalance)))
+        total -= sum(b for _, b in cached_layer_terms(model, rep, *activation_args(plan, mode, imbalance)))
+    return total
 
 
 def layer_params_split(model: Model, plan: Plan, index: int) -> tuple[float, float]:
@@ -347,6 +392,7 @@ def stage_activation_bytes(model: Model, plan: Plan, layers, stage: int, imbalan
             held, rematerialised = held + h, max(rematerialised, r)
     else:
         held, rematerialised = mix_activation_terms(model, mix, *activation_args(plan, plan.recompute, imbalance))
+    held += sixteen_bit_activation_bytes(model, plan, stage, imbalance)
     inflight = memory.inflight_microbatches(plan.pp, plan.vpp, plan.num_microbatches, stage, int(plan.ep_overlap))
     count = mix_layers(mix)
     offloaded = offloaded_layers(plan, count)
@@ -551,6 +597,7 @@ def stage_cost(model: Model, cluster: Cluster, plan: Plan, layers, stage: int, e
         expert_params=experts,
         layer_params=in_layers,
         mix=mix,
+        sixteen_bit_params=sixteen_bit_params(model, plan, stage) if with_bytes else (0.0, 0.0),
     )
 
 

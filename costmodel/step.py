@@ -84,13 +84,19 @@ def model_states(plan: Plan, stage: StageCost, per_param: memory.StateBytesPerPa
     """Model-state bytes on one GPU of `stage`: the dense weights sharded over the dp x cp ranks that
     hold them (Megatron's distributed optimizer uses the data-parallel group with context parallel),
     the routed experts' over expert-DP. With `edge_per_param`, the weights outside the transformer
-    layers (embedding, output layer, final norm) are held at those bytes instead."""
+    layers (embedding, output layer, final norm) and those of the layers kept 16-bit (StageCost.
+    sixteen_bit_params) are held at those bytes instead."""
     edge = stage.params - stage.layer_params if edge_per_param is not None else 0.0
-    parts = [memory.sharded_state_bytes(stage.params - stage.expert_params - edge, per_param, plan.zero_stage,
-                                        plan.dp * plan.cp),
-             memory.sharded_state_bytes(stage.expert_params, per_param, plan.zero_stage, plan.expert_dp)]
-    if edge > 0:
-        parts.append(memory.sharded_state_bytes(edge, edge_per_param, plan.zero_stage, plan.dp * plan.cp))
+    wide, wide_experts = stage.sixteen_bit_params if edge_per_param is not None else (0.0, 0.0)
+    dense = stage.params - stage.expert_params - edge - (wide - wide_experts)
+    parts = [memory.sharded_state_bytes(dense, per_param, plan.zero_stage, plan.dp * plan.cp),
+             memory.sharded_state_bytes(stage.expert_params - wide_experts, per_param, plan.zero_stage,
+                                        plan.expert_dp)]
+    if edge + wide - wide_experts > 0:
+        parts.append(memory.sharded_state_bytes(edge + wide - wide_experts, edge_per_param, plan.zero_stage,
+                                                plan.dp * plan.cp))
+    if wide_experts > 0:
+        parts.append(memory.sharded_state_bytes(wide_experts, edge_per_param, plan.zero_stage, plan.expert_dp))
     return memory.StateBytesPerParam(sum(p.parameters for p in parts), sum(p.gradients for p in parts),
                                      sum(p.optimizer_states for p in parts))
 

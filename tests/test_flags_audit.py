@@ -5,6 +5,7 @@
 - A --fix that a search flag rules out is refused, not overridden in silence; emit and size refuse flags
   that would change nothing they write or size."""
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -210,3 +211,34 @@ def test_emitted_readme_repeats_the_plans_published_run_cautions(capsys, tmp_pat
     readme = (out / "README.txt").read_text()
     assert "is above every published dense run on a100-sxm-80gb" in readme
     assert "tp_comm_overlap" in readme.split("settings no published run")[1]
+
+
+def test_layers_kept_16_bit_hold_16_bit_weights_and_inputs():
+    """A memory audit (2026-12-07): --bf16-layers changed the step, not the memory. Megatron builds those layers
+    outside the low-precision contexts (fp8_utils.py get_fp8_context / fp8_model_init: nullcontext), so they keep
+    no quantized weight copies and save their GEMM inputs in 16 bits. An 8-layer model (h 1024, f 4096, RMSNorm,
+    no biases: 4 h^2 + 2 h f + 2 h = 12,584,960 parameters a layer) on one B200, NVFP4, 2 first and 1 last layer
+    kept bf16: the weights lose 3 x 12,584,960 x 1.125 B (two NVFP4 layouts of 0.5 + 1/16 B), and with NVFP4
+    parameters (no 16-bit copy, 1.125 B) gain 3 x 12,584,960 x 0.875 B; each of the 3 layers keeps for backward
+    what a layer of the bf16 plan keeps."""
+    from costmodel import step
+    from costmodel.types import Efficiency, Model
+    from planner.inputs.loading import build_cluster, load_cluster_spec
+
+    model = Model("m", 8, 1024, 16, 32000, 2048, ffn_hidden_size=4096, mlp="gelu", normalization="rmsnorm",
+                  linear_bias=False)
+    cluster = build_cluster(load_cluster_spec("dgx-b200"), 1)
+    plan = Plan(tp=1, pp=1, dp=1, micro_batch_size=1, global_batch_size=1, precision="nvfp4")
+
+    def mem(p):
+        return step.estimate(model, cluster, p, Efficiency()).memory_breakdown_bytes
+
+    low, kept, wide = mem(plan), mem(replace(plan, bf16_layers_start=2, bf16_layers_end=1)), mem(
+        replace(plan, precision="bf16"))
+    layer = 4 * 1024**2 + 2 * 1024 * 4096 + 2 * 1024
+    assert low["parameters"] - kept["parameters"] == pytest.approx(3 * layer * 1.125)
+    gathered = replace(plan, lowp_param_gather=True)
+    assert (mem(replace(gathered, bf16_layers_start=2, bf16_layers_end=1))["parameters"] - mem(gathered)["parameters"]
+            == pytest.approx(3 * layer * 0.875))
+    per_layer = (wide["activations"] - low["activations"]) / 8
+    assert per_layer > 0 and kept["activations"] - low["activations"] == pytest.approx(3 * per_layer)

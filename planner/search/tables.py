@@ -39,6 +39,7 @@ from costmodel.stage import (
     StageKernels,
     replayed_mix,
     sixteen_bit_layers,
+    sixteen_bit_params,
     stage_activation_bytes,
     stage_cost,
     stage_kernels,
@@ -163,15 +164,16 @@ class TableContext:
         """step.memory_breakdown total of a stage with no activations, for the knobs space.Knobs.states names."""
         zero, precision, grad, casts, reshard, gsync, gbuf, dpo = knob
         first, last = rank == 0, rank == base.pp - 1
+        plan = plan_over(base, {"zero_stage": zero, "precision": precision, "grad_dtype": grad,
+                                "weight_casts": casts, "zero3_reshard": reshard, "grad_sync": gsync,
+                                "grad_bucket_elements": gbuf, "overlap_dp_comm": dpo})
+        wide = sixteen_bit_params(self.spec.model, plan, rank)  # 0 but for a low precision with 16-bit layers
         key = (base.tp, base.cp, base.ep, base.etp, base.pp, base.dp, mix, first, last, zero, precision, grad, casts,
-               reshard, gsync, gbuf, dpo)
+               reshard, gsync, gbuf, dpo, wide)
         if key not in self._states:
-            plan = plan_over(base, {"zero_stage": zero, "precision": precision, "grad_dtype": grad,
-                                    "weight_casts": casts, "zero3_reshard": reshard, "grad_sync": gsync,
-                                    "grad_bucket_elements": gbuf, "overlap_dp_comm": dpo})
             params, experts, in_layers = stage_params(self.spec.model, plan, mix, rank)
             probe = StageCost(sum(n for _, n in mix), 0.0, 0.0, 0.0, 0.0, params, 0.0, expert_params=experts,
-                              layer_params=in_layers, mix=mix)
+                              layer_params=in_layers, mix=mix, sixteen_bit_params=wide)
             self._states[key] = self.bare_memory(plan, probe)
         return self._states[key]
 
