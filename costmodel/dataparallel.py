@@ -61,8 +61,8 @@ def staging_bucket_bytes(plan: Plan) -> float:
     elements each; DeepSpeed with contiguous_gradients, deepspeed/runtime/zero at edaa7221): ZeRO-1/2 fill one
     bucket in the weights' dtype (16-bit, fp32 when training in fp32) while, with the sync overlapped with the
     backward, the other is reduced (stage_1_and_2.py setup_buckets: a second buffer under overlap_comm);
-    ZeRO-3 reduce-scatters from one bucket in the communication dtype (stage3.py). Allocated from the first
-    backward of a step through its reduction, so held at the backward's peak. ZeRO 0 has none."""
+    ZeRO-3 reduce-scatters from one bucket in the communication dtype (stage3.py, allocated with the optimizer).
+    Both are held at the backward's peak. ZeRO 0 has none."""
     if plan.grad_bucket_elements == 0 or plan.zero_stage == 0:
         return 0.0
     if plan.zero_stage == 3:

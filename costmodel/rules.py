@@ -120,6 +120,9 @@ def _pipeline_rules(model: Model, plan: Plan) -> list[str]:
     elif plan.grad_sync == "microbatch" and plan.zero_stage != 0:
         out.append("grad_sync microbatch (an all-reduce after every micro-batch) is ZeRO 0; ZeRO 2/3 reduce every "
                    f"micro-batch already (got ZeRO {plan.zero_stage})")
+    if plan.grad_bucket_elements and plan.zero_stage == 0:
+        out.append("grad_bucket_elements (ZeRO's reduce buckets, DeepSpeed's) needs ZeRO 1-3; ZeRO 0 reduces gradients "
+                   "where they are")
     if plan.pipeline_buffers not in PIPELINE_BUFFERS:
         out.append(f"pipeline_buffers must be one of {', '.join(PIPELINE_BUFFERS)} (got {plan.pipeline_buffers})")
     if plan.vpp > 1 and plan.pp == 1:

@@ -182,14 +182,26 @@ def exposed_p2p_seconds(plan: Plan, p2p_seconds: float, chunk_compute_seconds: f
     return p2p_seconds
 
 
-def sixteen_bit_layers(model: Model, plan: Plan, stage: int) -> tuple[int, int]:
-    """(from the stack's start, from its end) layers of pipeline rank `stage` kept 16-bit under a low precision:
-    Megatron's --first-last-layers-bf16 counts the first bf16_layers_start and the last bf16_layers_end of the
-    whole stack, so each rank keeps those of its own layers (pipeline.stage_layer_indices: its model chunks, in
-    Megatron's layer order) that fall among them: 32 of 32 layers on 4 ranks are 8 on each."""
+def sixteen_bit_indices(model: Model, plan: Plan, stage: int) -> tuple[int, ...]:
+    """The layers of pipeline rank `stage` kept 16-bit under a low precision: Megatron's --first-last-layers-bf16
+    counts the first bf16_layers_start and the last bf16_layers_end of the whole stack, so each rank keeps those
+    of its own layers (pipeline.stage_layer_indices: its model chunks, in Megatron's layer order) that fall among
+    them: 32 of 32 layers on 4 ranks are 8 on each."""
     held = pipeline.stage_layer_indices(pipeline.chunk_layers(model, plan), plan.pp, plan.vpp)[stage]
     last = model.num_layers - plan.bf16_layers_end
-    return sum(1 for i in held if i < plan.bf16_layers_start), sum(1 for i in held if i >= last)
+    return tuple(i for i in held if i < plan.bf16_layers_start or i >= last)
+
+
+def sixteen_bit_layers(model: Model, plan: Plan, stage: int) -> tuple[int, int]:
+    """(from the stack's start, from its end) counts of sixteen_bit_indices."""
+    kept = sixteen_bit_indices(model, plan, stage)
+    return sum(1 for i in kept if i < plan.bf16_layers_start), sum(1 for i in kept if i >= plan.bf16_layers_start)
+
+
+def sixteen_bit_mix(model: Model, plan: Plan, stage: int) -> LayerMix:
+    """The LayerMix of sixteen_bit_indices: each kept layer of its own kind (a MoE model's first layers may be
+    dense, Llama 4's alternate)."""
+    return layer_mix(model, sixteen_bit_indices(model, plan, stage))
 
 
 def keeps_sixteen_bit_layers(plan: Plan) -> bool:
@@ -198,18 +210,12 @@ def keeps_sixteen_bit_layers(plan: Plan) -> bool:
 
 def sixteen_bit_params(model: Model, plan: Plan, stage: int) -> tuple[float, float]:
     """(all, routed-expert) parameters on one GPU of the layers rank `stage` keeps 16-bit under a low precision
-    (sixteen_bit_layers; of the first layer's kind for those from the start and the last's for those from the
-    end, as sixteen_bit_delta times them). Megatron builds them outside the low-precision contexts (fp8_utils.py
-    get_fp8_context and fp8_model_init return nullcontext for them: transformer_block.py @d98e8a64), so they
-    keep 16-bit states and no quantized copies (step.model_states)."""
+    (sixteen_bit_mix). Megatron builds them outside the low-precision contexts (fp8_utils.py get_fp8_context and
+    fp8_model_init return nullcontext for them: transformer_block.py @d98e8a64), so they keep 16-bit states and
+    no quantized copies (step.model_states)."""
     if not keeps_sixteen_bit_layers(plan):
         return 0.0, 0.0
-    reps = layer_representatives(model)
-    total = experts = 0.0
-    for n, rep in zip(sixteen_bit_layers(model, plan, stage), (reps[0], reps[-1])):
-        t, e = layer_params_split(model, plan, rep)
-        total, experts = total + n * t, experts + n * e
-    return total, experts
+    return mix_params(model, plan, sixteen_bit_mix(model, plan, stage))
 
 
 def sixteen_bit_activation_bytes(model: Model, plan: Plan, stage: int, imbalance: float = 1.0) -> float:
@@ -220,15 +226,12 @@ def sixteen_bit_activation_bytes(model: Model, plan: Plan, stage: int, imbalance
     if not keeps_sixteen_bit_layers(plan):
         return 0.0
     chunks, reps = pipeline.chunk_layers(model, plan), layer_representatives(model)
-    wide = replace(plan, precision="bf16")
+    wide = replace(plan, precision=lowp.sixteen_bit(plan.precision))
     replayed = (set(pipeline.recomputed_layer_indices(chunks, plan.pp, plan.vpp, plan.recompute_layers)[stage])
                 if plan.recompute_layers else None)
-    last = model.num_layers - plan.bf16_layers_end
     total = 0.0
-    for i in pipeline.stage_layer_indices(chunks, plan.pp, plan.vpp)[stage]:
-        if plan.bf16_layers_start <= i < last:
-            continue
-        rep = reps[0] if i < plan.bf16_layers_start else reps[-1]
+    for i in sixteen_bit_indices(model, plan, stage):
+        rep = reps[i]
         mode = plan.recompute if replayed is None or i in replayed else "none"
         total += sum(b for _, b in cached_layer_terms(model, rep, *activation_args(wide, mode, imbalance)))
         total -= sum(b for _, b in cached_layer_terms(model, rep, *activation_args(plan, mode, imbalance)))
@@ -484,8 +487,9 @@ def stage_kernels(model: Model, cluster: Cluster, plan: Plan, eff: Efficiency) -
     layers = {rep: times(plan.precision, rep) for rep in reps}
     sixteen = {}
     if lowp.is_low(plan.precision) and plan.bf16_layers_start + plan.bf16_layers_end > 0:
-        edge_reps = layer_representatives(model)
-        sixteen = {rep: times(lowp.sixteen_bit(plan.precision), rep) for rep in {edge_reps[0], edge_reps[-1]}}
+        kinds = layer_representatives(model)  # the kinds of the stack's first and last layers
+        kept = kinds[:plan.bf16_layers_start] + kinds[model.num_layers - plan.bf16_layers_end:]
+        sixteen = {rep: times(lowp.sixteen_bit(plan.precision), rep) for rep in set(kept)}
     local = local_model(model, plan)
     logits = compute.logits_seconds(local, b, t, gpu, plan.precision, eff, plan.cross_entropy)
     cp = {rep: context.layer_exposed_seconds(model, cluster, plan, layers[rep], eff) for rep in reps}
@@ -721,17 +725,14 @@ def replay_seconds(plan: Plan, lt: LayerTimes) -> float:
 
 
 def sixteen_bit_delta(model: Model, plan: Plan, k: StageKernels, stage: int) -> float:
-    """Extra seconds of the stage's layers kept 16-bit under a low precision (sixteen_bit_layers: those of the
-    stack's first and last layers that the rank holds)."""
+    """Extra seconds of the stage's layers kept 16-bit under a low precision (sixteen_bit_mix: those of the
+    stack's first and last layers that the rank holds, each of its own kind)."""
     if not k.layers_16bit:
         return 0.0
-    reps = layer_representatives(model)
-    start, end = sixteen_bit_layers(model, plan, stage)
     out = 0.0
-    for n, rep in ((start, reps[0]), (end, reps[-1])):
-        if n:
-            low, high = k.layers[rep], k.layers_16bit[rep]
-            out += n * (high.forward_seconds + high.backward_seconds - low.forward_seconds - low.backward_seconds)
+    for rep, n in sixteen_bit_mix(model, plan, stage):
+        low, high = k.layers[rep], k.layers_16bit[rep]
+        out += n * (high.forward_seconds + high.backward_seconds - low.forward_seconds - low.backward_seconds)
     return out
 
 

@@ -251,3 +251,12 @@ def test_a_hand_edited_plan_the_cost_model_does_not_score_is_refused(tmp_path, c
     err = capsys.readouterr().err
     assert err.strip() == ("planner: error: B: its plan is not one planner scores for llama3-8b: ep and etp apply "
                            "only to mixture-of-experts models (this one is dense)")
+
+
+def test_a_cheaper_plan_that_does_not_fit_is_not_called_cheaper_in_the_verdict():
+    """A review's case: A faster and 28% cheaper a step, but A does not fit; the verdict said it costs less."""
+    a = {**est(step=10.0, fits=False, mem=int(90 * 2**30)), "usd_per_step": 1.0}
+    b = {**est(step=12.8), "usd_per_step": 1.39}
+    r = compare(a, b)
+    assert r["faster"] == "A" and r["cheaper"] == "A"
+    assert "costs" not in r["why"] and r["why"].endswith("B is the one that runs")

@@ -768,8 +768,10 @@ def test_rows_named_after_a_catalog_model_have_its_architecture(every_row):
     from planner.inputs.loading import load_model_spec
 
     def experts(model):
-        """The model's experts less the capacity factor, a training setting (token drop) a row may state."""
-        return model.moe and model.moe.model_copy(update={"capacity_factor": None})
+        """The model's experts less the training settings a row may state or leave out: the capacity factor (token
+        drop) and the load-balancing loss (aux_loss_*, which a launch states and the cost model does not price)."""
+        return model.moe and model.moe.model_copy(update={"capacity_factor": None, "aux_loss_coeff": None,
+                                                          "aux_loss_scope": "micro_batch"})
 
     catalog = {name: load_model_spec(str(path)) for name, path in model_catalog().items()}
     named = [r for r in every_row if r.model.name in catalog]

@@ -242,3 +242,26 @@ def test_layers_kept_16_bit_hold_16_bit_weights_and_inputs():
             == pytest.approx(3 * layer * 0.875))
     per_layer = (wide["activations"] - low["activations"]) / 8
     assert per_layer > 0 and kept["activations"] - low["activations"] == pytest.approx(3 * per_layer)
+
+
+def test_each_layer_kept_16_bit_is_counted_at_its_own_kind():
+    """A review (2026-12-07): the kept layers were all taken at layer 0's kind (or the last's), so Llama 4's
+    alternating MoE layers kept 16-bit were priced as dense. A 4-layer model alternating dense and MoE layers (h 64,
+    f 256, GELU, RMSNorm, no biases; 4 experts of width 128): a dense layer 4 h^2 + 2 h f + 2 h = 49,280
+    parameters, a MoE one 4 h^2 + 4 h (router) + 4 x 2 x 64 x 128 + 2 h = 82,304. Under NVFP4 on a B200 each kept
+    layer drops its two NVFP4 copies, 1.125 B a parameter."""
+    from costmodel import step
+    from costmodel.types import Efficiency, Model, Moe
+    from planner.inputs.loading import build_cluster, load_cluster_spec
+
+    model = Model("m", 4, 64, 4, 1000, 128, ffn_hidden_size=256, mlp="gelu", normalization="rmsnorm",
+                  linear_bias=False, moe=Moe(num_experts=4, experts_per_token=2, ffn_hidden_size=128, layer_freq=2))
+    cluster = build_cluster(load_cluster_spec("dgx-b200"), 1)
+    plan = Plan(tp=1, pp=1, dp=1, micro_batch_size=1, global_batch_size=1, precision="nvfp4")
+
+    def params(start):
+        kept = replace(plan, bf16_layers_start=start)
+        return step.estimate(model, cluster, kept, Efficiency()).memory_breakdown_bytes["parameters"]
+
+    assert params(0) - params(1) == pytest.approx(49_280 * 1.125)
+    assert params(1) - params(2) == pytest.approx(82_304 * 1.125)

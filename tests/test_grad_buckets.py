@@ -92,4 +92,25 @@ def test_emit_refuses_where_the_buckets_take_the_plan_over_the_gpu():
 def test_emit_writes_the_plan_with_room_and_says_how_much_more_it_holds():
     readme = render(deepspeed_job(3.0), "deepspeed")["README.txt"][0]
     assert "1.86 GiB per GPU, which the memory above does not count" in " ".join(readme.split())
-    assert render(deepspeed_job(3.0), "megatron")  # Megatron reduces in its gradient buffer: nothing to add
+    # Megatron reduces in its gradient buffer: its README has nothing to add
+    assert "reduce_bucket_size" not in render(deepspeed_job(3.0), "megatron")["README.txt"][0]
+
+
+def test_buckets_at_zero_0_are_refused(capsys):
+    """ZeRO 0 reduces gradients where they are; a bucket given there was echoed and priced as nothing."""
+    code = main(["estimate", "llama3-8b", "dgx-h100", "--gpus", "8", "--gbs", "64", "--zero", "0",
+                 "--grad-bucket-elements", "500000000"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "grad_bucket_elements" in err and "needs ZeRO 1-3" in err
+
+
+def test_a_zero_lever_moves_the_buckets_and_sync_the_stage_takes():
+    """diagnose's ZeRO levers changed the stage alone: a DeepSpeed ZeRO-3 plan's h^2 bucket went to ZeRO 1 (where
+    DeepSpeed holds two of 5e8), and a ZeRO-0 plan's per-micro-batch sync to ZeRO 2, which the rules refuse."""
+    from planner.analysis.diagnose import _at_zero
+
+    model = cm.Model("m", 80, 8192, 64, 128256, 8192)
+    three = plan(zero_stage=3, grad_bucket_elements=8192 * 8192)
+    assert _at_zero(three, model, 1).grad_bucket_elements == 500_000_000
+    zero = plan(zero_stage=0, grad_sync="microbatch")
+    assert (_at_zero(zero, model, 2).grad_sync, _at_zero(zero, model, 2).grad_bucket_elements) == ("buckets", 0)

@@ -152,8 +152,10 @@ def test_hugging_face_configs_give_their_balancing_loss(tmp_path):
     assert load_model_spec(f"{HF}/gpt-oss-20b.json").moe.aux_loss_coeff == 0.9
     v3 = load_model_spec(f"{HF}/deepseek-v3.json").moe
     assert (v3.aux_loss_coeff, v3.aux_loss_scope) == (0.001, "sequence")
-    assert load_model_spec(f"{HF}/qwen1.5-moe-a2.7b.json", 4096).moe.aux_loss_coeff is None
+    assert load_model_spec(f"{HF}/qwen1.5-moe-a2.7b.json", 4096).moe.aux_loss_coeff == 0.001
     cfg = json.loads((ROOT / HF / "mixtral-8x7b.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps({k: v for k, v in cfg.items() if k != "router_aux_loss_coef"}))
+    assert load_model_spec(str(tmp_path / "config.json")).moe.aux_loss_coeff is None  # absent stays absent
     (tmp_path / "config.json").write_text(json.dumps({**cfg, "router_aux_loss_coef": "0.02"}))
     with pytest.raises(PlannerError, match="router_aux_loss_coef: must be a number"):
         load_model_spec(str(tmp_path / "config.json"))

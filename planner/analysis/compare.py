@@ -110,7 +110,7 @@ def compare(a: dict, b: dict) -> dict:
     misfits = [name for name, d in (("A", a), ("B", b)) if d.get("fits") is False]
     faster = "tie" if tie else ("A" if fast is a else "B")
     cheaper, clause = dollars(a, b, faster, not diffs or hardware)  # one job: its steps' dollars compare
-    if clause:
+    if clause and cheaper not in misfits:  # a plan that cannot run is cheap for nothing
         why += f"; {clause}"
     if not tie and faster in misfits and len(misfits) == 1:
         why += (f"; but {faster} does not fit in GPU memory ({_gib(fast['memory_per_gpu_bytes'])} of "

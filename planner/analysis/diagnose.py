@@ -21,7 +21,8 @@ from planner.analysis.score import Scored, score
 from planner.frameworks import REGISTRY
 from planner.inputs import limits as L
 from planner.inputs.plans import plan_to_dict
-from planner.frameworks.base import Machine, offload_layer_counts, recompute_layer_counts, violations
+from planner.frameworks.base import (GRAD_SYNC_ZERO, Machine, offload_layer_counts, recompute_layer_counts,
+                                     violations)
 
 COMM_PARTS = ("tp_comm", "cp_comm", "ep_comm", "pp_comm", "dp_comm_exposed")
 SHARE_PARTS = ("compute", "recompute", "tp_comm", "cp_comm", "ep_comm", "moe_sync", "pp_comm", "offload", "dp_comm_exposed",
@@ -73,10 +74,10 @@ LEVERS = (
           lambda p, c, m: _if(p.zero_stage >= 1 and p.grad_reduce == "allreduce" and p.dp > 1, p,
                            grad_reduce="reduce_scatter")),
     Lever("lower ZeRO stage", "more memory per GPU, less traffic (ZeRO-3 gathers every micro-batch)",
-          lambda p, c, m: _if(p.zero_stage >= 2, p, zero_stage=1)),
+          lambda p, c, m: _at_zero(p, m, 1) if p.zero_stage >= 2 else None),
     Lever("higher ZeRO stage", "less memory per GPU: ZeRO-1 shards the optimizer states over data parallel, "
           "ZeRO-2 the gradients too, ZeRO-3 the weights too (gathered for every micro-batch: more traffic)",
-          lambda p, c, m: [replace(p, zero_stage=z) for z in range(p.zero_stage + 1, 4) if p.dp * p.cp > 1]),
+          lambda p, c, m: [_at_zero(p, m, z) for z in range(p.zero_stage + 1, 4) if p.dp * p.cp > 1]),
     Lever("selective instead of full recompute", "more activation memory",
           lambda p, c, m: _if(p.recompute == "full", p, recompute="selective", recompute_layers=0)),
     Lever("full recompute of other layer counts", "only the first N layers of each model chunk replay their "
@@ -167,6 +168,20 @@ LEVERS = (
 )
 
 CP_EXCHANGES = ("p2p", "all_gather", "a2a", "a2a+p2p")
+
+
+def _at_zero(p: cm.Plan, m: cm.Model, zero_stage: int) -> cm.Plan:
+    """`p` at another ZeRO stage with the settings a framework ties to the stage moved with it: when gradients are
+    reduced (chunk_end is ZeRO-1's, microbatch ZeRO 0's: base.GRAD_SYNC_ZERO; else buckets) and the runtime's
+    reduce bucket (the framework whose bucket the plan carries, at the new stage: DeepSpeed's 5e8 elements at
+    ZeRO 1/2, h^2 at ZeRO 3). Kept, a ZeRO-0 plan's microbatch sync left every higher stage refused, and a ZeRO-3
+    bucket went to ZeRO-1 at its h^2 where DeepSpeed holds two of 5e8."""
+    sync = p.grad_sync if (p.grad_sync, zero_stage) in GRAD_SYNC_ZERO else "buckets"
+    bucket = p.grad_bucket_elements
+    if bucket:
+        owner = next((fw for fw in REGISTRY.values() if fw.grad_bucket_elements(m, p.zero_stage) == bucket), None)
+        bucket = owner.grad_bucket_elements(m, zero_stage) if owner else bucket
+    return replace(p, zero_stage=zero_stage, grad_sync=sync, grad_bucket_elements=bucket)
 
 
 def _moe_recompute(p: cm.Plan, m: cm.Model) -> cm.Plan | None:

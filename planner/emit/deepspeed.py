@@ -20,9 +20,11 @@ FP16_BLOCK = {"enabled": True, "loss_scale": 0, "initial_scale_power": 16, "loss
 
 
 def zero_block(job: Job) -> dict:
-    """zero_optimization. The reduce bucket is the one the plan's memory counts (frameworks/deepspeed.py
-    grad_bucket_elements, which refuses a plan scored with another); ZeRO-3's others follow the Hugging Face
-    integration's 'auto' values (transformers/integrations/deepspeed.py: prefetch 0.9 h^2, persistence 10 h)."""
+    """zero_optimization. The reduce bucket is DeepSpeed's as the search scores it (frameworks/deepspeed.py
+    grad_bucket_elements); a plan scored with other buckets is written with these, and the README says how much
+    more or less DeepSpeed holds (bucket_note; ds_config refused only where they would not fit:
+    refuse_unless_buckets_fit). ZeRO-3's others follow the Hugging Face integration's 'auto' values
+    (transformers/integrations/deepspeed.py: prefetch 0.9 h^2, persistence 10 h)."""
     p, h = job.plan, job.model.hidden_size
     z: dict = {"stage": p.zero_stage}
     if p.zero_stage == 0:

@@ -38,7 +38,7 @@ from costmodel.stage import (
     StageCost,
     StageKernels,
     replayed_mix,
-    sixteen_bit_layers,
+    sixteen_bit_mix,
     sixteen_bit_params,
     stage_activation_bytes,
     stage_cost,
@@ -100,10 +100,10 @@ class KernelCache:
 def rank_classes(model: cm.Model, plan: cm.Plan) -> tuple[tuple[int, ...], list[tuple[tuple, int]]]:
     """Per rank, the index of its (layer mix, first, last) class; per class, (layer mix, lowest rank). Under
     block recompute (Plan.recompute_layers) the layers a rank replays enter the class too, and with layers kept
-    16-bit (Plan.bf16_layers_start/end, which may fall on middle ranks: stage.sixteen_bit_layers) those it keeps."""
+    16-bit (Plan.bf16_layers_start/end, which may fall on middle ranks: stage.sixteen_bit_mix) those it keeps."""
     replayed = tuple(replayed_mix(model, plan, r) for r in range(plan.pp)) if plan.recompute_layers else ()
     if plan.bf16_layers_start or plan.bf16_layers_end:
-        kept = tuple(sixteen_bit_layers(model, plan, r) for r in range(plan.pp))
+        kept = tuple(sixteen_bit_mix(model, plan, r) for r in range(plan.pp))
         replayed = tuple(zip(replayed or ((),) * plan.pp, kept))
     return _rank_classes(step.stage_mixes(model, plan), plan.pp, replayed)
 
