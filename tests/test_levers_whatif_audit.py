@@ -199,3 +199,10 @@ def test_dollars_side_by_side_keep_two_digits_below_a_cent():
 
     assert usd_format(0.0038, 0.0076).format(0.0038) == "0.0038"
     assert usd_format(3.54, 4.68) == "{:.2f}"
+
+
+def test_a_zero_communication_threshold_is_accepted(capsys):
+    """--comm-threshold took (0, 1] where the diagnosis reads [0, 1]: 0 flags any exposed communication."""
+    out = estimate_json(capsys, ["estimate", "llama3-8b", "dgx-h100", "--gpus", "8", "--gbs", "64", "--tp", "8",
+                                 "--comm-threshold", "0"])
+    assert out["diagnosis"]["threshold"] == 0.0 and out["diagnosis"]["comm_bound"] is True

@@ -5,7 +5,7 @@ import argparse
 import sys
 
 from planner.commands.common import EPILOG, add_inputs, add_what_if, print_json
-from planner.inputs.argtypes import fraction_arg
+from planner.inputs.argtypes import bounded_float
 from planner.inputs.planflags import add_plan_flags, plan_spec_from_args
 
 
@@ -54,6 +54,7 @@ def register(sub) -> None:
     add_inputs(p)
     add_plan_flags(p)
     add_what_if(p)
-    p.add_argument("--comm-threshold", type=fraction_arg, default=0.30,
-                   help="flag the plan when exposed communication exceeds this share of the step (default 0.30)")
+    p.add_argument("--comm-threshold", type=bounded_float(1.0, strict=False), default=0.30,
+                   help="flag the plan when exposed communication exceeds this share of the step, 0 to 1 (default "
+                        "0.30; 0: any exposed communication)")
     p.set_defaults(func=cmd_estimate)
