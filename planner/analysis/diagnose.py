@@ -102,8 +102,9 @@ LEVERS = (
     Lever("lower tensor parallelism", "each GPU holds more of every layer's weights and activations; more "
           "data-parallel ranks (less TP traffic per sample, more DP sync)",
           lambda p, c, m: _lower_tp(p)),
-    Lever("sequence parallelism", "Megatron --sequence-parallel: norms and dropouts split over the TP group, "
-          "same TP traffic as reduce-scatter + all-gather, less activation memory",
+    Lever("sequence parallelism", "Megatron --sequence-parallel: norms and dropouts split over the TP group, each "
+          "all-reduce a reduce-scatter and an all-gather (the same bytes on a ring, more collectives), less "
+          "activation memory",
           lambda p, c, m: _if(p.tp > 1 and not p.sequence_parallel, p, sequence_parallel=True)),
     Lever("overlap TP collectives with the GEMMs", "Megatron --tp-comm-overlap (Transformer Engine userbuffers) or "
           "torchtitan AsyncTP; needs sequence parallelism; the collectives' SMs slow the GEMMs they hide behind",
@@ -244,8 +245,9 @@ class LeverResult:
     def label(self, base: cm.Plan) -> str:
         """The lever's name, with the tp it settles on when that is what it changes."""
         p = self.scored.plan
-        if p.tp != base.tp and "tensor" in self.lever.name:
-            return f"{self.lever.name} (tp {p.tp}, dp {p.dp})"
+        if p.tp != base.tp:  # the degrees that took the ranks TP gave up
+            moved = ", ".join(f"{k} {getattr(p, k)}" for k in ("tp", "pp", "dp") if getattr(p, k) != getattr(base, k))
+            return f"{self.lever.name} ({moved})"
         if p.ep != base.ep:
             return f"{self.lever.name} (ep {p.ep})"
         if p.cp != base.cp:
