@@ -206,3 +206,11 @@ def test_a_zero_communication_threshold_is_accepted(capsys):
     out = estimate_json(capsys, ["estimate", "llama3-8b", "dgx-h100", "--gpus", "8", "--gbs", "64", "--tp", "8",
                                  "--comm-threshold", "0"])
     assert out["diagnosis"]["threshold"] == 0.0 and out["diagnosis"]["comm_bound"] is True
+
+
+def test_what_if_names_are_matched_by_what_they_contain_and_errors_name_their_flag(capsys):
+    """price.H100 suggested 'gb300, gb200' without naming --what-if; a grid's bad value was blamed on --what-if."""
+    one_line_error(capsys, ["estimate", "llama3-8b", "dgx-h100", "--gpus", "8", "--what-if", "price.H100=2"],
+                   "--what-if price.H100=2: unknown GPU 'H100'", "h100-sxm-80gb")
+    one_line_error(capsys, ["suggest", "llama3-8b", "dgx-h100", "--gpus", "8", "--gbs", "64", "--what-if-grid",
+                            "network=abc"], "--what-if-grid network=abc")

@@ -106,7 +106,11 @@ def parse(items: list[str] | None) -> WhatIf:
         elif key.startswith("price."):
             from planner.inputs.catalogs import resolve_gpu
 
-            prices[resolve_gpu(key[len("price."):]).name] = _number(key, value)  # unknown GPU: one line
+            try:
+                gpu = resolve_gpu(key[len("price."):])
+            except PlannerError as err:  # unknown GPU: one line, naming the flag
+                raise PlannerError(f"--what-if {key}={value}: {err}") from None
+            prices[gpu.name] = _number(key, value)
         elif key == "rdma":
             if value.lower() not in ("true", "false"):
                 raise PlannerError(f"--what-if rdma={value}: expected true or false")

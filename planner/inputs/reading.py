@@ -237,7 +237,11 @@ def parse(spec_cls, data: Any, what: str):
 
 
 def unknown_name(kind: str, name: str, known: list[str]) -> PlannerError:
-    close = difflib.get_close_matches(name, known, n=3, cutoff=0.4)
+    """One line naming the unknown `name` and the known ones closest to it: those that contain it, whatever its
+    case ('H100': h100-sxm-80gb, ...), then difflib's."""
+    low = name.lower()
+    containing = sorted(k for k in known if low and low in k.lower())
+    close = list(dict.fromkeys(containing + difflib.get_close_matches(name, known, n=3, cutoff=0.4)))[:3]
     hint = f"; did you mean {', '.join(close)}?" if close else f"; known: {', '.join(sorted(known))}"
     shown = name if len(name) <= 64 and name.isprintable() else repr(name[:64])
     return PlannerError(f"unknown {kind} '{shown}'{hint}")

@@ -32,7 +32,10 @@ def parse_grid(text: str) -> tuple[str, list[whatif.WhatIf]]:
         raise PlannerError(f"--what-if-grid {text}: expected KEY=V1,V2,...")
     if any(not v.strip() for v in values.split(",")):
         raise PlannerError(f"--what-if-grid {text}: an empty value between commas")
-    items = [whatif.parse([f"{key.strip()}={v.strip()}"]) for v in values.split(",")]
+    try:
+        items = [whatif.parse([f"{key.strip()}={v.strip()}"]) for v in values.split(",")]
+    except PlannerError as err:  # whatif.parse names --what-if; this is the grid's value
+        raise PlannerError(str(err).replace("--what-if ", "--what-if-grid ", 1)) from None
     unique: dict[str, whatif.WhatIf] = {}  # a value given twice (0.5 and 0.50) is searched once
     for wi in items:
         unique.setdefault(wi.label(), wi)
