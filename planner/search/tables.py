@@ -164,13 +164,15 @@ class TableContext:
         """step.memory_breakdown total of a stage with no activations, for the knobs space.Knobs.states names."""
         zero, precision, grad, casts, reshard, gsync, gbuf, dpo = knob
         first, last = rank == 0, rank == base.pp - 1
-        plan = plan_over(base, {"zero_stage": zero, "precision": precision, "grad_dtype": grad,
-                                "weight_casts": casts, "zero3_reshard": reshard, "grad_sync": gsync,
-                                "grad_bucket_elements": gbuf, "overlap_dp_comm": dpo})
-        wide = sixteen_bit_params(self.spec.model, plan, rank)  # 0 but for a low precision with 16-bit layers
+        # with layers kept 16-bit (fixed for a search) which ones a rank holds follows its rank and the interleaving
+        kept = (rank, base.vpp) if base.bf16_layers_start or base.bf16_layers_end else None
         key = (base.tp, base.cp, base.ep, base.etp, base.pp, base.dp, mix, first, last, zero, precision, grad, casts,
-               reshard, gsync, gbuf, dpo, wide)
-        if key not in self._states:
+               reshard, gsync, gbuf, dpo, kept)
+        if key not in self._states:  # the memory walk asks tens of thousands of times: build the plan once a key
+            plan = plan_over(base, {"zero_stage": zero, "precision": precision, "grad_dtype": grad,
+                                    "weight_casts": casts, "zero3_reshard": reshard, "grad_sync": gsync,
+                                    "grad_bucket_elements": gbuf, "overlap_dp_comm": dpo})
+            wide = sixteen_bit_params(self.spec.model, plan, rank)  # 0 but for a low precision with 16-bit layers
             params, experts, in_layers = stage_params(self.spec.model, plan, mix, rank)
             probe = StageCost(sum(n for _, n in mix), 0.0, 0.0, 0.0, 0.0, params, 0.0, expert_params=experts,
                               layer_params=in_layers, mix=mix, sixteen_bit_params=wide)
