@@ -192,12 +192,6 @@ def sixteen_bit_indices(model: Model, plan: Plan, stage: int) -> tuple[int, ...]
     return tuple(i for i in held if i < plan.bf16_layers_start or i >= last)
 
 
-def sixteen_bit_layers(model: Model, plan: Plan, stage: int) -> tuple[int, int]:
-    """(from the stack's start, from its end) counts of sixteen_bit_indices."""
-    kept = sixteen_bit_indices(model, plan, stage)
-    return sum(1 for i in kept if i < plan.bf16_layers_start), sum(1 for i in kept if i >= plan.bf16_layers_start)
-
-
 def sixteen_bit_mix(model: Model, plan: Plan, stage: int) -> LayerMix:
     """The LayerMix of sixteen_bit_indices: each kept layer of its own kind (a MoE model's first layers may be
     dense, Llama 4's alternate)."""

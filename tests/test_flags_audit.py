@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import pytest
 
-from costmodel.stage import sixteen_bit_layers
+from costmodel.stage import sixteen_bit_indices
 from costmodel.types import Plan
 from planner.commands.main import main
 from planner.inputs.loading import load_model_spec
@@ -39,7 +39,7 @@ def test_sixteen_bit_layers_of_each_rank_by_hand():
     rank 2 keeps 26-27 (2)."""
     model = load_model_spec("llama3-8b").to_model()
     plan = Plan(tp=1, pp=4, vpp=2, dp=2, precision="fp8", bf16_layers_start=6, bf16_layers_end=6)
-    assert [sixteen_bit_layers(model, plan, r) for r in range(4)] == [(4, 0), (2, 0), (0, 2), (0, 4)]
+    assert [sixteen_bit_indices(model, plan, r) for r in range(4)] == [(0, 1, 2, 3), (4, 5), (26, 27), (28, 29, 30, 31)]
 
 
 @pytest.mark.parametrize("flags, needle", [
