@@ -108,23 +108,24 @@ def activation_block(job: Job) -> dict:
                                          "synchronize_checkpoint_boundary": False, "profile": False}}
 
 
-def bucket_shortfall_bytes(job: Job) -> float:
-    """Bytes per GPU DeepSpeed's gradient reduce buckets (frameworks/deepspeed.py grad_bucket_elements) hold beyond
-    those the plan was scored with (Plan.grad_bucket_elements; 0 for a plan estimated without them, as Megatron-LM
-    and torchtitan run it); negative where the plan counted more."""
-    runs = replace(job.plan, grad_bucket_elements=grad_bucket_elements(job.cm_model, job.plan.zero_stage))
-    return staging_bucket_bytes(runs) - staging_bucket_bytes(job.plan)
+def deepspeed_buckets(job: Job) -> tuple[int, float, float]:
+    """DeepSpeed's gradient reduce buckets for the plan (frameworks/deepspeed.py grad_bucket_elements): (elements of
+    each, bytes per GPU they hold, of those the bytes beyond what the plan was scored with (Plan.
+    grad_bucket_elements; 0 for a plan estimated without them, as Megatron-LM and torchtitan run it), negative
+    where the plan counted more)."""
+    elements = grad_bucket_elements(job.cm_model, job.plan.zero_stage)
+    held = staging_bucket_bytes(replace(job.plan, grad_bucket_elements=elements))
+    return elements, held, held - staging_bucket_bytes(job.plan)
 
 
 def refuse_unless_buckets_fit(job: Job) -> None:
     """A plan the estimate says fits, scored without the buckets DeepSpeed allocates, is refused where they
     would take it over the GPU's memory (the README otherwise says how much more DeepSpeed holds)."""
-    more, e = bucket_shortfall_bytes(job), job.estimate
-    used, capacity = e.get("memory_per_gpu_bytes"), e.get("memory_capacity_bytes")
+    elements, _, more = deepspeed_buckets(job)
+    used, capacity = job.estimate.get("memory_per_gpu_bytes"), job.estimate.get("memory_capacity_bytes")
     if more <= 0 or not isinstance(used, (int, float)) or not isinstance(capacity, (int, float)):
         return
     if used <= capacity < used + more:
-        elements = grad_bucket_elements(job.cm_model, job.plan.zero_stage)
         raise PlannerError(f"DeepSpeed would not fit this plan: its ZeRO-{job.plan.zero_stage} gradient reduce "
                            f"buckets hold {more / 2**30:.2f} GiB per GPU the estimate did not count, "
                            f"{(used + more) / 2**30:.1f} GiB against {capacity / 2**30:.0f} GiB (re-score as "

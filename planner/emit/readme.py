@@ -1,16 +1,12 @@
 """README.txt for an emit folder: the plan, what planner predicts for it, how to launch."""
 from __future__ import annotations
 
-from dataclasses import replace
-
-from costmodel.dataparallel import staging_bucket_bytes
-from planner.emit.deepspeed import bucket_shortfall_bytes
+from planner.emit.deepspeed import deepspeed_buckets
 from planner.emit.job import Job
 from planner.frameworks import REGISTRY
 from planner.frameworks import megatron as megatron_rules
 from planner.frameworks import torchtitan as titan
 from planner.frameworks.base import grad_sync_for
-from planner.frameworks.deepspeed import grad_bucket_elements
 from planner.inputs.plans import plan_to_dict, recompute_label
 
 GIB = 2**30
@@ -131,10 +127,8 @@ def requirement_lines(job: Job, frameworks: list[str]) -> list[str]:
 
 def bucket_note(job: Job) -> str:
     """What DeepSpeed's gradient reduce buckets hold, and whether the memory above counts them."""
-    p, more = job.plan, bucket_shortfall_bytes(job)
-    elements = grad_bucket_elements(job.cm_model, p.zero_stage)
-    held = staging_bucket_bytes(replace(p, grad_bucket_elements=elements))
-    head = (f"DeepSpeed: ZeRO-{p.zero_stage} copies gradients into reduce_bucket_size buckets of {elements:,} "
+    elements, held, more = deepspeed_buckets(job)
+    head = (f"DeepSpeed: ZeRO-{job.plan.zero_stage} copies gradients into reduce_bucket_size buckets of {elements:,} "
             "elements for their reduction (contiguous_gradients; a second under overlap_comm at ZeRO-1/2: "
             f"runtime/zero/stage_1_and_2.py setup_buckets), {held / 2**30:.2f} GiB per GPU")
     if not more:

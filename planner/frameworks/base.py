@@ -224,7 +224,7 @@ def priced_otherwise(fw: Framework, model: cm.Model, plan: cm.Plan) -> list[str]
     gradients are reduced, the RoPE fusion and the experts' activation prologue, each one per framework in the
     search (search/space.py); and the runtime's gradient reduce buckets, which move memory by a bucket or two
     (GiB where a model fills GPUs of tens), refused at emit only where the plan would then not fit
-    (emit/deepspeed.py bucket_shortfall_bytes). `fw` runs the plan, but not as scored: the search labels a
+    (emit/deepspeed.py deepspeed_buckets). `fw` runs the plan, but not as scored: the search labels a
     plan with the frameworks that run it as scored (search/report.py launchers), and emit's README says how to
     re-score (emit/readme.py kernel_notes, runtime_notes, bucket_note)."""
     ks = fw.knobs_for(plan)
