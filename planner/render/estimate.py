@@ -52,19 +52,21 @@ def human_seconds(seconds: float) -> str:
     return f"{seconds * 1e3:.1f} ms"
 
 
+def usd_decimals(usd: float) -> int:
+    """Decimals dollars per step are written with: cents, or two significant digits below a cent."""
+    return 2 if usd <= 0 or usd >= 0.01 else 1 - math.floor(math.log10(usd))
+
+
 def step_usd(usd: float) -> str:
     """Dollars per step: cents, or two significant digits below a cent (megatron-1.7b's 59 ms step on 56
     A100s costs $0.0012, not $0.00)."""
-    if usd <= 0 or usd >= 0.01:
-        return f"${usd:.2f}"
-    return f"${usd:.{1 - math.floor(math.log10(usd))}f}"
+    return f"${usd:.{usd_decimals(usd)}f}"
 
 
 def usd_format(*usd: float) -> str:
     """The format of dollar cells side by side: cents, or step_usd's two significant digits of the smaller when it
     is below a cent (a 1.7B model's $0.0036 and $0.0038 steps showed as 0.00 and 0.01)."""
-    small = min((u for u in usd if u and u > 0), default=1.0)
-    return "{:.2f}" if small >= 0.01 else "{:.%df}" % (1 - math.floor(math.log10(small)))
+    return "{:.%df}" % usd_decimals(min((u for u in usd if u and u > 0), default=1.0))
 
 
 # The loss implementations other than the default (Plan.cross_entropy), as plan_label says them.
