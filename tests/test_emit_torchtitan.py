@@ -145,8 +145,15 @@ def test_matrix_obeys_the_schema(case):
     compiled = plan.get("fused_elementwise", True)
     assert v["compile"] == (["model", "loss"] if fused_ce else ["model"]) * compiled
     assert v["loss"] == ("chunked" if fused_ce else "cross_entropy") and not v["async_tp"]
-    fp8 = [{"filter_fqns": ["lm_head"], "recipe": "rowwise", "compiled": compiled}]
+    moe = j.cm_model.moe is not None
+    fp8 = [{"filter_fqns": ["lm_head"] + ["router.gate"] * moe, "recipe": "rowwise", "compiled": compiled}]
     assert v["float8"] == (fp8 if p.precision == "fp8" else [])
+    # MXFP8 converts the Linear configs whose FQN contains one of fqns (mx.py): the attention and dense MLP
+    # projections, not lm_head nor an MoE router's gate ("layers.N.moe.router.gate"), as the cost model prices them
+    assert v["mxfp8"] == ([{"fqns": ["attention", "feed_forward"], "compiled": compiled}]
+                          if p.precision == "mxfp8" else [])
+    grouped = {"fp8": "float8", "mxfp8": "mxfp8"}.get(p.precision)
+    assert v["grouped_experts"] == ([{"format": grouped, "compiled": compiled}] if moe and grouped else [])
     assert (v["seq_len"], v["steps"]) == (j.model.seq_length, 1000)
 
 
@@ -186,8 +193,20 @@ def test_schema_reads_what_torchtitans_loader_read(cid, source, world):
     assert {k: v[k] for k in SHARED} == {k: seen[k] for k in SHARED}
     assert bool(warnings) == bool(seen["loader_warnings"])
     configs = TS.LLAMA3_CONFIGS if v["model"] == "llama3" else {**TS.QWEN3_CONFIGS, **TS.QWEN3_MOE_CONFIGS}
-    assert seen["float8_linears"] == (5 * configs[v["flavor"]].n_layers if v["float8"] else 0)  # qkv fused in qwen3
+    # per layer: wqkv (fused), wo, and w1, w2, w3 where the layer's MLP is dense; never lm_head nor an MoE router's gate
+    moe = v["flavor"] in TS.QWEN3_MOE_CONFIGS
+    per_layer = 2 if moe else 5
+    assert seen["float8_linears"] == (per_layer * configs[v["flavor"]].n_layers if v["float8"] else 0)
+    assert seen["mxfp8_linears"] == (per_layer * configs[v["flavor"]].n_layers if v["mxfp8"] else 0)
     assert not seen["lm_head_float8"]
+    assert set(seen["lowp_names"]) == ({"wqkv", "wo"} | (set() if moe else {"w1", "w2", "w3"})
+                                       if v["float8"] or v["mxfp8"] else set())
+    # the routed experts' grouped GEMMs quantized, behind a dispatcher that pads each expert's rows (utils.py)
+    grouped = {"float8": ["Float8GroupedExperts"], "mxfp8": ["MXFP8GroupedExperts"]}
+    assert seen["expert_classes"] == (
+        grouped[v["grouped_experts"][0]["format"]] if v["grouped_experts"] else ["GroupedExperts"] * moe)
+    assert seen["dispatchers"] == (["TorchAOTokenDispatcher"] if v["grouped_experts"] else
+                                   ["AllToAllTokenDispatcher"] if moe else [])
 
 
 def test_planner_counts_torchtitans_parameters():
@@ -268,9 +287,9 @@ def refused(model: ModelSpec, **plan) -> str:
     ({"rope_theta": 10000.0}, {"dp": 8, "zero_stage": 3}, "rope_theta 10000 (torchtitan 500000)"),
     ({"seq_length": 8196}, {"dp": 8, "zero_stage": 3}, "ChunkedLossWrapper splits seq_len 8196 into 8"),
     ({"seq_length": 262144}, {"dp": 8, "zero_stage": 3}, "exceeds the llama3 8B RoPE max_seq_len 131072"),
-    ({"seq_length": 8200}, {"tp": 8, "zero_stage": 3}, "not divisible by 2*tp*cp = 16"),
+    ({"seq_length": 8196}, {"tp": 8, "sequence_parallel": True, "zero_stage": 3}, "seq_len 8196 not divisible by 8"),
     ({}, {"dp": 8, "zero_stage": 1}, "ZeRO stage 1"),
-    ({}, {"tp": 2, "dp": 4, "zero_stage": 0}, "ZeRO stage 0"),
+    ({}, {"pp": 2, "dp": 4, "zero_stage": 0}, "ZeRO stage 0"),
     ({}, {"dp": 8, "zero_stage": 3, "recompute": "selective"}, "recompute selective"),
     ({}, {"dp": 8, "zero_stage": 3, "precision": "fp16"}, "precision fp16"),
     ({}, {"dp": 8, "zero_stage": 3, "grad_dtype": "int8"}, "gradient dtype int8"),
@@ -284,7 +303,7 @@ def refused(model: ModelSpec, **plan) -> str:
     ({}, {"dp": 8, "zero_stage": 3, "precision": "fp8", "fp8_recipe": "rowwise", "weight_casts": "use",
           "lowp_param_gather": True}, "all-gathers parameters in bf16"),
     ({}, {"dp": 8, "zero_stage": 3, "precision": "fp8", "fp8_recipe": "rowwise", "weight_casts": "use",
-          "bf16_layers_start": 2, "bf16_layers_end": 2}, "keeps no first/last layers in bf16"),
+          "bf16_layers_start": 2, "bf16_layers_end": 2}, "keep no first/last layers in bf16"),
 ])
 def test_rule_refuses(change, plan, needle):
     model = load_model_spec(L8).model_copy(update=change)
@@ -299,8 +318,6 @@ Q30 = "qwen3-30b-a3b"
     ({"tp": 2, "dp": 4, "ep": 2, "etp": 2, "zero_stage": 3}, "with ep 2 etp must be 1, got 2"),
     ({"tp": 2, "dp": 4, "zero_stage": 3, "sequence_parallel": True}, "etp must equal tp 2, got 1"),
     ({"tp": 2, "dp": 4, "ep": 8, "zero_stage": 3}, "MoE layers under tp > 1 as sequence parallel"),
-    ({"dp": 8, "ep": 8, "zero_stage": 3, "precision": "fp8", "fp8_recipe": "rowwise", "weight_casts": "use"},
-     "not the routed experts' grouped GEMMs"),
 ])
 def test_moe_rule_refuses(plan, needle):
     assert needle in refused(load_model_spec(Q30), global_batch_size=8, **plan)
@@ -479,8 +496,11 @@ def test_torchtitan_refuses_what_planner_refuses():
     assert "CUDA graphs support only expert parallel token dispatcher" in seen["moe-ep8-cuda-graphs-on"]
     assert "disable_cuda_graphs=True" in emitted(job(load_model_spec(Q30), dp=8, ep=8, zero_stage=3,
                                                      global_batch_size=8, grad_dtype="fp32"))
-    # narrower than 0.3.0 (README.md): torchtitan accepts these, planner's older rules refuse them
-    assert seen["ddp-with-tp2"] == seen["seq-8200-tp8-sp"] == "accepted"
+    # planner's rules were narrower than 0.3.0's here once (README.md): seq_len 8200 at tp 8 with sequence
+    # parallelism, which trainer.py accepts (8200 % 8), is written now; DDP with TP is a case of cases.json
+    assert seen["seq-8200-tp8-sp"] == "accepted"
+    assert "tensor_parallel_degree=8" in emitted(job(load_model_spec(L8).model_copy(update={"seq_length": 8200}),
+                                                     tp=8, sequence_parallel=True, zero_stage=3, global_batch_size=8))
 
 
 @pytest.mark.parametrize("model_name,cluster_name,gpus,gbs", [("llama3-8b", "dgx-h100", 16, 64),

@@ -322,6 +322,24 @@ def test_torchtitan_async_tp_is_not_offered_on_amd_gpus():
     assert torchtitan.rocm_async_tp(moe_model(), DGX_H100, plan) is None
 
 
+def test_torchtitan_mxfp8_is_not_offered_on_amd_gpus(capsys):
+    """torchtitan's MXFP8 converters raise unless has_cuda_capability(10, 0) (components/quantization/mx.py),
+    though CDNA4 runs MXFP8: refused on MI355X, offered on B200, where suggest --framework torchtitan
+    --precision mxfp8 ranks plans."""
+    from planner.frameworks import torchtitan
+
+    plan = cm.Plan(dp=8, zero_stage=3, precision="mxfp8", weight_casts="use")
+    assert "capability 10.0" in torchtitan.rocm_mxfp8(moe_model(), MI355X, plan)
+    assert torchtitan.rocm_mxfp8(moe_model(), NVL72, plan) is None
+    assert torchtitan.rocm_mxfp8(moe_model(), MI355X, cm.Plan(dp=8, zero_stage=3, precision="fp8")) is None
+    assert main(["suggest", "llama3-8b", "amd-mi355x-platform", "--gpus", "8", "--gbs", "64", "--framework",
+                 "torchtitan", "--precision", "mxfp8"]) != 0
+    assert "capability 10.0" in capsys.readouterr().err
+    ranked = _suggest_fw(capsys, "torchtitan", ["llama3-8b", "dgx-b200", "--gpus", "8", "--gbs", "64",
+                                                "--precision", "mxfp8", "--top", "2"])
+    assert ranked and all(e["plan"]["precision"] == "mxfp8" and e["plan"]["weight_casts"] == "use" for e in ranked)
+
+
 def test_emit_turns_mxfp8_on_for_rocms_transformer_engine(tmp_path, capsys):
     """ROCm's Transformer Engine keeps MXFP8 off unless NVTE_ROCM_ENABLE_MXFP8 is set (its README); NVIDIA's has
     no such switch."""

@@ -1,6 +1,8 @@
 """The search space: framework rules on hand-made cases, and a space counted by hand."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 from costmodel import types as cm
 from planner.frameworks import deepspeed, megatron, torchtitan
 from planner.search.space import Layout, SearchSpec, build_space
@@ -49,14 +51,20 @@ def test_torchtitan_rounds_and_sequence_rules():
     assert torchtitan.interleaving(model(16), plan(pp=8, vpp=2, m=12)) is None
     assert torchtitan.interleaving(model(16), plan(pp=8, vpp=2, m=17)) is not None
     assert torchtitan.interleaving(model(16), plan(pp=8, vpp=1, m=17)) is None
-    assert torchtitan.sequence_split(model(4, seq=100), plan(tp=8)) is not None  # 100 % 16
+    # trainer.py (0.3.0): seq_len % (tp under SP x 2cp under CP): 100 % 8 with SP, 100 % 8 at cp 4, not without SP
+    sp = replace(plan(tp=8), sequence_parallel=True)
+    assert "not divisible by 8" in torchtitan.sequence_split(model(4, seq=100), sp)
+    assert torchtitan.sequence_split(model(4, seq=100), plan(tp=8)) is None
+    assert "not divisible by 8" in torchtitan.sequence_split(model(4, seq=100), replace(plan(tp=1), cp=4))
+    assert torchtitan.sequence_split(model(4, seq=104), sp) is None
     assert deepspeed.no_interleaving(model(8), plan(pp=2, vpp=2, m=4)) is not None
 
 
 def test_knob_sets():
     assert deepspeed.knobs(False, True).zero_stage.values == (0, 1)  # PipelineEngine: ZeRO <= 1
     assert deepspeed.knobs(False, False).zero_stage.values == (0, 1, 2, 3)
-    assert torchtitan.knobs(True, False).zero_stage.values == (3,)  # DDP only without TP/PP
+    # DDP (FSDP2's replicate axis, 0.3.0) with TP or alone; under pipeline parallelism FSDP2 only
+    assert torchtitan.knobs(True, False).zero_stage.values == torchtitan.knobs(False, False).zero_stage.values == (0, 3)
     # FSDP2 under torch.distributed.pipelining keeps weights and gradients unsharded through the step
     assert torchtitan.knobs(False, True).zero_stage.values == torchtitan.knobs(True, True).zero_stage.values == (1,)
     assert megatron.knobs(True, True).grad_dtype("bf16").values == ("fp32", "bf16")

@@ -120,10 +120,10 @@ def test_table_output(capsys):
     ([*SMALL, "--max-memory-fraction", "1.5"], ["--max-memory-fraction"]),
     (["llama3-8b", "dgx-a100-40gb", "--gpus", "16", "--gbs", "64", "--objective", "cost"], ["needs a price"]),
     (["megatron-1.7b", "dgx-a100", "--gpus", "50", "--gbs", "8"], ["no legal layout", "global batch (8)"]),
-    # the refusal probe takes torchtitan's own weight casts (per use), so the rule named is the experts' one, not
+    # the refusal probe takes torchtitan's own weight casts (per use), so the rule named is torchtitan's, not
     # "weight casts per step", a knob torchtitan never offers (a 2026-12-07 audit)
-    (["qwen3-30b-a3b", "dgx-b200", "--gpus", "16", "--gbs", "64", "--precision", "fp8", "--framework", "torchtitan"],
-     ["no legal layout", "Float8GroupedExpertsConverter"]),
+    (["llama3-8b", "amd-mi355x-platform", "--gpus", "8", "--gbs", "64", "--precision", "mxfp8", "--framework",
+      "torchtitan"], ["no legal layout", "MXFP8 converters need a CUDA device"]),
 ])
 def test_impossible_requests_are_one_line(capsys, argv, words):
     rc, out, err = run(capsys, ["suggest", *argv])

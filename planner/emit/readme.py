@@ -1,6 +1,7 @@
 """README.txt for an emit folder: the plan, what planner predicts for it, how to launch."""
 from __future__ import annotations
 
+from costmodel import lowp
 from planner.emit.deepspeed import deepspeed_buckets
 from planner.emit.job import Job
 from planner.frameworks import REGISTRY
@@ -115,9 +116,12 @@ def requirement_lines(job: Job, frameworks: list[str]) -> list[str]:
             needs.append("Megatron-LM: the flex token dispatcher's backend library (DeepEP, or HybridEP / NCCL EP as "
                          "written in launch.sh), installed next to Megatron-LM")
     if "torchtitan" in frameworks:
-        if p.precision == "fp8":
+        if p.precision == "fp8" and job.cm_model.moe is None:
             needs.append("torchtitan: torchao 0.9 or newer for float8 (without it the job fails at start; an older "
                          "one trains in bf16 after a warning)")
+        elif lowp.is_low(p.precision):
+            needs.append(f"torchtitan: torchao with its MoE training prototype (torchao.prototype.moe_training; "
+                         f"checked with 0.18.0) for {p.precision.upper()} (without it the job fails at start)")
         needs.append("torchtitan: its recipe's dataset (c4, streamed from the Hugging Face Hub) and tokenizer "
                      "(download_hf_assets.py; gated models need a Hugging Face token)")
     if "deepspeed" in frameworks and "nvme" in (job.options.offload_optimizer, job.options.offload_param):

@@ -6,7 +6,7 @@ is a Python function returning `Trainer.Config`, selected with `--module` and `-
 derived from a shipped recipe (torchtitan/config/README.md). planner_job.py derives from the
 flavour's recipe in models/<llama3 or qwen3>/config_registry.py and sets what the plan says. Field names from
 config/configs.py (TrainingConfig, ParallelismConfig, CompileConfig), trainer.py (Trainer.Config),
-distributed/activation_checkpoint.py, components/loss.py, components/quantization/float8.py and
+distributed/activation_checkpoint.py, components/loss.py, components/quantization (float8.py, mx.py) and
 distributed/pipeline_parallel.py; the torchrun line from run_train.sh and multinode_trainer.slurm.
 What torchtitan runs and refuses is planner/frameworks/torchtitan.py's.
 """
@@ -136,15 +136,40 @@ def compile_components(job: Job) -> list[str]:
     return ["model", "loss"] if titan.chunked_loss(job.plan) else ["model"]
 
 
+def converters(job: Job) -> list[str]:
+    """The model converters (components/quantization) the plan's precision takes, as constructor calls: FP8,
+    torchao float8 linears (rowwise) on the transformer layers' projections, the output layer kept in 16 bits
+    as torchtitan's own llama3_405b recipe does (filter_fqns "lm_head") and an MoE router's gate with it
+    ("router.gate", which the cost model prices in 16 bits as Megatron-core runs it); MXFP8, torchao MXFP8
+    linears on the attention and dense MLP projections only (mx.py converts the Linear configs whose FQN
+    contains one of `fqns`: "attention" and "feed_forward" leave lm_head and the router out); and for an MoE
+    model the routed experts' grouped GEMMs in the same format (Float8GroupedExpertsConverter,
+    MXFP8GroupedExpertsConverter, which swap in a dispatcher that pads each expert's rows to 16 or 32)."""
+    p, compiled = job.plan, ("model_compile_enabled", "model" in compile_components(job))
+    moe = job.cm_model.moe is not None
+    if p.precision == "fp8":
+        out = [call("Float8LinearConverter.Config",
+                    [("filter_fqns", ["lm_head"] + (["router.gate"] if moe else [])), compiled], "            ")]
+        return out + ([call("Float8GroupedExpertsConverter.Config", [compiled], "            ")] if moe else [])
+    if p.precision == "mxfp8":
+        out = [call("MXFP8LinearConverter.Config", [("fqns", ["attention", "feed_forward"]), compiled], "            ")]
+        return out + ([call("MXFP8GroupedExpertsConverter.Config", [compiled], "            ")] if moe else [])
+    return []
+
+
+def converter_names(job: Job) -> list[str]:
+    """The converter classes `converters` calls, for the import line."""
+    return [c.split(".Config(")[0] for c in converters(job)]
+
+
 def model_spec_line(job: Job, flavour: titan.Flavour) -> str:
-    """FP8: torchao float8 linears on the transformer layers, the output layer kept in 16 bits as
-    torchtitan's own llama3_405b recipe does (filter_fqns=["lm_head"])."""
-    if job.plan.precision != "fp8":
+    """model_registry(flavour), with the precision's converters (`converters`)."""
+    conv = converters(job)
+    if not conv:
         return f"model_spec = model_registry({lit(flavour.name)})"
-    conv = call("Float8LinearConverter.Config", [("filter_fqns", ["lm_head"]),
-                                                 ("model_compile_enabled", "model" in compile_components(job))],
-                "        ")
-    return f"model_spec = model_registry(\n        {lit(flavour.name)},\n        converters=[{conv}],\n    )"
+    listed = "".join(f"            {c},\n" for c in conv)
+    return (f"model_spec = model_registry(\n        {lit(flavour.name)},\n"
+            f"        converters=[\n{listed}        ],\n    )")
 
 
 def loss_line(job: Job) -> str:
@@ -160,9 +185,9 @@ def ac_line(job: Job) -> str:
 def imports(job: Job, flavour: titan.Flavour) -> str:
     losses = "ChunkedLossWrapper, CrossEntropyLoss" if titan.chunked_loss(job.plan) else "CrossEntropyLoss"
     ac = {"none": "", "op": "SelectiveAC", "full": "FullAC"}[job.plan.recompute]
-    fp8 = job.plan.precision == "fp8"
+    quantization = converter_names(job)
     lines = [f"from torchtitan.components.loss import {losses}",
-             "from torchtitan.components.quantization import Float8LinearConverter" if fp8 else "",
+             f"from torchtitan.components.quantization import {', '.join(quantization)}" if quantization else "",
              "from torchtitan.config import CompileConfig, ParallelismConfig, TrainingConfig",
              f"from torchtitan.distributed.activation_checkpoint import {ac}" if ac else "",
              "from torchtitan.models.common.config_utils import decoder_vocab_size",

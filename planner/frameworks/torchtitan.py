@@ -12,7 +12,7 @@ distributed/activation_checkpoint.py, distributed/fsdp.py, and torch.distributed
 definitions (planner covers models/llama3 `llama3_configs` and models/qwen3 `qwen3_configs`), so
 they are checked when emitting, not in the search, which scores any dense architecture. An MoE
 model is searched only where planner has its flavour (moe_flavour), and its plans follow
-expert_sharding, experts_borrow_fsdp, experts_sequence_parallel and experts_in_bf16; the cost model
+expert_sharding, experts_borrow_fsdp and experts_sequence_parallel; the cost model
 scores them as any framework's EP (all-to-all dispatch, no overlap of it, no CUDA graphs: the
 Knobs defaults).
 """
@@ -49,12 +49,15 @@ def interleaving(model: cm.Model, plan: cm.Plan) -> Optional[str]:
 
 
 def sequence_split(model: cm.Model, plan: cm.Plan) -> Optional[str]:
-    """llama3/infra/parallelize.py (LC §3.2): seq_len % (tp * 2 * cp) == 0. (0.3.0's trainer.py asks
-    seq_len % (tp with sequence parallelism x 2cp with cp > 1); this older rule is the stricter.) Under
-    context parallelism the FlexAttention block mask (torch 2.13 _create_cp_block_mask) also needs
-    seq_len divisible by cp x its 128-token block."""
-    if model.seq_length % (2 * plan.tp * plan.cp):
-        return f"torchtitan: seq_len {model.seq_length} not divisible by 2*tp*cp = {2 * plan.tp * plan.cp}"
+    """trainer.py (0.3.0) before the first step: seq_len divisible by tp under sequence parallelism times 2 cp
+    under context parallelism (its load-balanced halves), else it raises; models/llama3 and qwen3's parallelize
+    check nothing more (the 2 tp cp rule of v0.2's llama3/infra/parallelize.py, LC §3.2, is gone). Under context
+    parallelism the FlexAttention block mask (torch 2.13 _create_cp_block_mask) also needs seq_len divisible by
+    cp x its 128-token block."""
+    divisor = (plan.tp if plan.sequence_parallel else 1) * (2 * plan.cp if plan.cp > 1 else 1)
+    if model.seq_length % divisor:
+        return (f"torchtitan: seq_len {model.seq_length} not divisible by {divisor} (tp under sequence parallelism "
+                "x 2cp under context parallelism; trainer.py)")
     if plan.cp > 1 and model.seq_length % (128 * plan.cp):
         return (f"torchtitan's context parallelism (FlexAttention) needs seq_len {model.seq_length} divisible by "
                 f"cp x 128 = {128 * plan.cp} (torch _context_parallel/_attention.py _create_cp_block_mask)")
@@ -157,17 +160,6 @@ def experts_sequence_parallel(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     return None
 
 
-def experts_in_bf16(model: cm.Model, plan: cm.Plan) -> Optional[str]:
-    """components/quantization/float8.py: Float8LinearConverter swaps nn.Linear modules; the routed
-    experts are GroupedExperts (torch._grouped_mm) and need Float8GroupedExpertsConverter, which
-    planner's launch files do not write, so an FP8 MoE plan would run its experts in bf16 and not be
-    the plan scored."""
-    if model.moe is not None and plan.precision == "fp8":
-        return ("planner's torchtitan launch files convert linears to float8 but not the routed experts' grouped "
-                "GEMMs (Float8GroupedExpertsConverter): plan MoE models in bf16")
-    return None
-
-
 def grad_dtypes(precision: str) -> Choice:
     """training.mixed_precision_reduce (config/configs.py) is annotated Literal["float32"], its
     default; a configuration module may set "bfloat16": the loader accepts it with a tyro warning
@@ -229,7 +221,7 @@ def megatron_only_settings(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     if plan.lowp_param_gather:
         return "torchtitan 0.3.0 all-gathers parameters in bf16 (no fp8 parameter gather); re-plan without it"
     if plan.bf16_layers_start or plan.bf16_layers_end:
-        return ("torchtitan's float8 converter keeps no first/last layers in bf16 (Megatron-LM's "
+        return ("torchtitan's float8 and MXFP8 converters keep no first/last layers in bf16 (Megatron-LM's "
                 "--first-last-layers-bf16); re-plan without them")
     if not plan.rope_fusion and plan.fused_elementwise:
         return ("torchtitan has no RoPE fusion switch: compiled, RoPE fuses with the block; eager (--eager), every "
@@ -240,16 +232,18 @@ def megatron_only_settings(model: cm.Model, plan: cm.Plan) -> Optional[str]:
 def knobs(tp_split: bool, pp_split: bool) -> Knobs:
     """ZeRO 0 = data_parallel_replicate, ZeRO 3 = data_parallel_shard (FSDP2). Up to v0.2.2 replicate
     (DDP) ran only alone (llama3/infra/parallelize.py: "DDP has not supported > 1D parallelism"); since
-    e1847f43 (2026-03-09) it is FSDP2 with a replicate axis and combines with the others (0.3.0
-    torchtitan_recipes/tests/features.py llama3_debugmodel_ddp2_cp2). The older, narrower rule stays
-    until tests/test_search_space.py::test_knob_sets, which pins it, is updated. With pipeline
-    parallelism FSDP2 is scored as ZeRO-1 (`fsdp`)."""
+    e1847f43 (2026-03-09) it is FSDP2 with a replicate axis and a shard axis of one rank (0.3.0
+    models/llama3/parallelize.py applies apply_fsdp_to_decoder always, HSDP over ["dp_replicate", "fsdp"]),
+    and combines with TP (torchtitan's loader accepted it: tests/data/emit/torchtitan/README.md). Each rank
+    then holds whole fp32 weights, gradients and Adam states (16 B a parameter, under the cost model's ZeRO-0
+    count of 16-18 B) and all-reduces the gradients over the replicas. With pipeline parallelism FSDP2 is
+    scored as ZeRO-1 (`fsdp`)."""
     if pp_split:
         zero = Choice((1,), "torchtitan shards with FSDP2 on data_parallel_shard, which under pipeline parallelism "
                             "keeps weights and gradients unsharded through the step (ZeRO-1; pipelining/stage.py)")
     else:
-        zero = Choice((3,) if tp_split else (0, 3), "torchtitan shards with FSDP2 (ZeRO-3) on data_parallel_shard; "
-                      "plain DDP (replicate only) cannot be combined with other parallelism (parallelize.py)")
+        zero = Choice((0, 3), "torchtitan replicates (data_parallel_replicate, ZeRO 0) or shards with FSDP2 (ZeRO-3) "
+                              "on data_parallel_shard")
     return Knobs(
         zero_stage=zero,
         recompute=Choice(("none", "op", "full"), "activation_checkpoint is none, SelectiveAC (per-op) or FullAC "
@@ -258,8 +252,10 @@ def knobs(tp_split: bool, pp_split: bool) -> Knobs:
                                          "N, distributed/activation_checkpoint.py _apply_layer_sac) wraps every N-th "
                                          "block, not the first of each stage"),
         sequence_parallel=only_with_tp(tp_split, "sequence parallelism splits along the TP group, needs tp > 1"),
-        precision=Choice(("fp32", "bf16", "fp8"), "training.mixed_precision_param is float32 or bfloat16; FP8 "
-                                                  "linears come from torchao (float8); no fp16 mode"),
+        precision=Choice(("fp32", "bf16", "fp8", "mxfp8"),
+                         "training.mixed_precision_param is float32 or bfloat16; FP8 and MXFP8 linears and grouped "
+                         "experts come from torchao (components/quantization float8.py, mx.py: MXFP8 on CUDA "
+                         "capability 10.0 and newer); no fp16 or NVFP4 training mode"),
         grad_dtype=grad_dtypes,
         overlap_dp_comm=Choice((True,), "torchtitan's FSDP2 prefetches the next block's all-gather and reduce-scatters "
                                         "on its own stream during backward, and no setting turns that off "
@@ -270,8 +266,9 @@ def knobs(tp_split: bool, pp_split: bool) -> Knobs:
         zero3_reshard=Choice((True, False), "torchtitan's parallelism.fsdp_reshard_after_forward is always, never "
                                             "or default (keep gathered under pipeline parallelism, free otherwise: "
                                             "distributed/fsdp.py get_fsdp_reshard_after_forward_policy)"),
-        weight_casts=Choice(("use",), "torchtitan's Float8 linears (torchao) cast each weight at every use with "
-                                      "dynamic rowwise scales; nothing is cached"),
+        weight_casts=Choice(("use",), "torchtitan's Float8 and MXFP8 linears (torchao) cast each weight at every "
+                                      "use with dynamic scales (rowwise, or per 32-element block); nothing is "
+                                      "cached"),
         projections=Choice(("fused_qkv",), "torchtitan's Llama 3 and gpt-oss configs run Q, K and V as one GEMM "
                                            "(models/llama3/__init__.py fuse_qkv=True, since #3714) and a dense MLP's "
                                            "gate and up as two (models/common/feed_forward.py FeedForward w1, w3)"),
@@ -536,11 +533,19 @@ def rocm_async_tp(model: cm.Model, machine: Machine, plan: cm.Plan) -> Optional[
     """AsyncTP on ROCm: its fused collective matmuls run on PyTorch's symmetric memory, which torchtitan's own
     tests skip on ROCm ("symmetric memory is CUDA-only", tests/integration_tests at b5bcd76, 2026-08-21; its
     ROCm CI was switched off on 2026-07-30, 20f12e3). Float8 runs there (components/quantization/float8.py
-    accepts has_rocm_capability((9, 4))); MXFP8 does not (mx.py needs CUDA capability 10.0), which the precision
-    choice already leaves out."""
+    accepts has_rocm_capability((9, 4))); MXFP8 does not (rocm_mxfp8)."""
     if machine.rocm and plan.tp_comm_overlap:
         return ("torchtitan's AsyncTP on AMD GPUs: it runs on symmetric memory, which torchtitan's tests skip on "
                 "ROCm as CUDA-only")
+    return None
+
+
+def rocm_mxfp8(model: cm.Model, machine: Machine, plan: cm.Plan) -> Optional[str]:
+    """MXFP8 on AMD GPUs: torchtitan's MXFP8 converters raise unless has_cuda_capability(10, 0)
+    (components/quantization/mx.py @ 4f9e9a47), which a ROCm device does not report, though CDNA4's tensor
+    cores run MXFP8."""
+    if machine.rocm and plan.precision == "mxfp8":
+        return "torchtitan's MXFP8 converters need a CUDA device of capability 10.0 or newer (mx.py), not ROCm"
     return None
 
 
@@ -552,8 +557,9 @@ FRAMEWORK = Framework(
     knobs=knobs,
     plan_rules=(fsdp_reduce_scatter, fsdp_gather_unit, fused_attention, float8_recipe,
                 context_parallel_fsdp, async_tp, megatron_only_settings, experts_borrow_fsdp,
-                experts_sequence_parallel, experts_in_bf16),
+                experts_sequence_parallel),
     machine_rules=(MachineRule(("tp_comm_overlap",), async_tp_domain),
-                   MachineRule(("tp_comm_overlap",), rocm_async_tp)),
+                   MachineRule(("tp_comm_overlap",), rocm_async_tp),
+                   MachineRule(("precision",), rocm_mxfp8)),
     model_gap=model_gap,
 )

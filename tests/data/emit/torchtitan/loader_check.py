@@ -1,7 +1,7 @@
 """Load every configuration of the torchtitan emit tests with torchtitan 0.3.0's own loader.
 
 Run by hand, not in CI (see README.md): it needs torchtitan 0.3.0 with its dependencies, plus
-triton (its llama3 package imports it) and torchao (float8), next to planner and torch 2.13 CPU:
+triton (its llama3 package imports it) and torchao (float8, MXFP8), next to planner and torch 2.13 CPU:
 
     pip install --target /tmp/titan torchtitan==0.3.0 triton torchao   (then drop the torch it pulls)
     PYTHONPATH=/tmp/titan:. python tests/data/emit/torchtitan/loader_check.py --write
@@ -14,8 +14,8 @@ update_from_config, the model built on the meta device (every module_fqns_per_mo
 exist), the pipeline's rank-to-stage mapping and schedule class, and trainer.py's batch arithmetic;
 under torch's fake process group, ParallelDims.build_mesh (the dense and expert meshes) and, for MoE
 models, the model's own parallelize on the meta device (the routed experts' local shapes).
-Float8 needs an SM89 GPU to build (components/quantization/float8.py), so that check is patched
-to pass. --write records the values in loader_results.json, which the CI test compares with
+Float8 needs an SM89 GPU to build (components/quantization/float8.py) and MXFP8 an SM100 one (mx.py),
+so those checks are patched to pass. --write records the values in loader_results.json, which the CI test compares with
 titan_schema.check on the same configurations.
 """
 from __future__ import annotations
@@ -75,8 +75,8 @@ def pipeline(config, pp: int) -> list[list[str]]:
 
 
 def model_facts(config) -> dict:
-    """update_from_config, then the model on the meta device: parameters, float8 linears, and that
-    every stage module exists."""
+    """update_from_config, then the model on the meta device: parameters, float8 and MXFP8 linears (and their
+    names' last parts), the routed experts' classes and token dispatchers, and that every stage module exists."""
     import torch
 
     model_config = config.model_spec.model
@@ -86,11 +86,18 @@ def model_facts(config) -> dict:
     names = {n for n, _ in model.named_modules()}
     missing = [m for s in (config.parallelism.module_fqns_per_model_part or []) for m in s if m not in names]
     assert not missing, missing
+    from torchtitan.models.common.moe import GroupedExperts
+
     float8 = [n for n, m in model.named_modules() if type(m).__name__ == "Float8Linear"]
-    experts = [m for m in model.modules() if type(m).__name__ == "GroupedExperts"]
+    mxfp8 = [n for n, m in model.named_modules() if type(m).__name__ == "MXFP8Linear"]
+    experts = [m for m in model.modules() if isinstance(m, GroupedExperts)]
     return {"params": sum(p.numel() for p in model.parameters()), "float8_linears": len(float8),
-            "lm_head_float8": "lm_head" in float8, "moe_layers": len(experts),
-            "experts": sorted({getattr(m, "num_experts", None) for m in experts})}
+            "mxfp8_linears": len(mxfp8), "lowp_names": sorted({n.split(".")[-1] for n in float8 + mxfp8}),
+            "lm_head_float8": "lm_head" in float8 + mxfp8, "moe_layers": len(experts),
+            "experts": sorted({getattr(m, "num_experts", None) for m in experts}),
+            "expert_classes": sorted({type(m).__name__ for m in experts}),
+            "dispatchers": sorted({type(m.token_dispatcher).__name__ for m in model.modules()
+                                   if hasattr(m, "token_dispatcher")})}
 
 
 def sharding_facts(config, world: int) -> dict:
@@ -105,7 +112,9 @@ def sharding_facts(config, world: int) -> dict:
     mesh_facts(dims, world)
     with torch.device("meta"):
         model = config.model_spec.model.build()
-    if not any(type(m).__name__ == "GroupedExperts" for m in model.modules()):
+    from torchtitan.models.common.moe import GroupedExperts
+
+    if not any(isinstance(m, GroupedExperts) for m in model.modules()):  # quantized experts subclass it
         return {}
     model.parallelize(dims)
     w1 = next(p for n, p in model.named_parameters() if n.endswith("experts.w1_EFD"))
@@ -198,7 +207,8 @@ def unchecked(model, flavour: str, drop: str = "", **plan) -> str:
 
 
 def refusal_cases() -> list[tuple[str, str, int]]:
-    """What torchtitan does with plans planner refuses (or a line planner must write, dropped)."""
+    """What torchtitan does with plans planner refuses, or refused before the fifty-ninth session (seq-8200-tp8-sp), or
+    with a line planner must write, dropped."""
     from planner.inputs.loading import load_model_spec
     from planner.inputs.specs import ModelSpec
 
@@ -210,7 +220,6 @@ def refusal_cases() -> list[tuple[str, str, int]]:
         ("seq-8196-chunked-loss", unchecked(l8.model_copy(update={"seq_length": 8196}), "8B", dp=8, **z3), 8),
         ("1b-tied-pp2", unchecked(one_b, "1B", pp=2, global_batch_size=8, **z3), 2),
         ("pp2-cuda-graphs-on", unchecked(l8, "8B", "disable_cuda_graphs", pp=2, dp=4, global_batch_size=32, **z3), 8),
-        ("ddp-with-tp2", unchecked(l8, "8B", tp=2, dp=4, zero_stage=0, global_batch_size=32, grad_dtype="fp32"), 8),
         ("seq-8200-tp8-sp", unchecked(l8.model_copy(update={"seq_length": 8200}), "8B", tp=8, sequence_parallel=True,
                                       **z3), 8),
         ("moe-ddp8-ep2", unchecked(q30, "30B-A3B", dp=8, ep=2, zero_stage=0, global_batch_size=8, grad_dtype="fp32"),
@@ -246,9 +255,10 @@ def main() -> int:
     ap.add_argument("--write", action="store_true", help="record the values in loader_results.json")
     args = ap.parse_args()
     import torchtitan
-    from torchtitan.components.quantization import float8
+    from torchtitan.components.quantization import float8, mx
 
     float8.has_cuda_capability = lambda *a, **k: True  # float8 builds only on SM89+ (float8.py)
+    mx.has_cuda_capability = lambda *a, **k: True  # MXFP8 only on SM100+ (mx.py)
     results = {"torchtitan": getattr(torchtitan, "__version__", None) or "0.3.0", "cases": {}}
     for case, source, world in configurations():
         config, warns = load(source)

@@ -102,7 +102,7 @@ class MemoryBudgetAC:
         visualize_memory_budget_pareto: bool = False
 
 
-# ---- components/loss.py, components/quantization/float8.py -------------------------------------
+# ---- components/loss.py, components/quantization/float8.py, mx.py -------------------------------------
 
 
 class CrossEntropyLoss:
@@ -125,6 +125,27 @@ class Float8LinearConverter:
         recipe_name: Literal["rowwise", "rowwise_with_gw_hp"] = "rowwise"
         filter_fqns: list[str] = field(default_factory=list)
         emulate: bool = False
+
+
+class Float8GroupedExpertsConverter:  # components/quantization/float8.py
+    @dataclass(kw_only=True, slots=True)
+    class Config:
+        model_compile_enabled: bool = False
+
+
+class MXFP8LinearConverter:  # components/quantization/mx.py
+    @dataclass(kw_only=True, slots=True)
+    class Config:
+        model_compile_enabled: bool = False
+        fqns: list[str] = field(default_factory=list)
+
+
+class MXFP8GroupedExpertsConverter:  # components/quantization/mx.py
+    @dataclass(kw_only=True, slots=True)
+    class Config:
+        model_compile_enabled: bool = False
+        recipe_name: Literal["mxfp8_rceil"] = "mxfp8_rceil"
+        pad_multiple: int = 32
 
 
 # ---- models/llama3/__init__.py: llama3_configs and model_registry ------------------------------
@@ -346,7 +367,10 @@ def qwen3_30b_a3b() -> Trainer.Config:  # models/qwen3/config_registry.py
 
 MODULES = {
     "torchtitan.components.loss": {"ChunkedLossWrapper": ChunkedLossWrapper, "CrossEntropyLoss": CrossEntropyLoss},
-    "torchtitan.components.quantization": {"Float8LinearConverter": Float8LinearConverter},
+    "torchtitan.components.quantization": {"Float8LinearConverter": Float8LinearConverter,
+                                           "Float8GroupedExpertsConverter": Float8GroupedExpertsConverter,
+                                           "MXFP8LinearConverter": MXFP8LinearConverter,
+                                           "MXFP8GroupedExpertsConverter": MXFP8GroupedExpertsConverter},
     "torchtitan.config": {"CompileConfig": CompileConfig, "ParallelismConfig": ParallelismConfig,
                           "TrainingConfig": TrainingConfig},
     "torchtitan.distributed.activation_checkpoint": {"FullAC": FullAC, "SelectiveAC": SelectiveAC,
@@ -579,5 +603,11 @@ def values(c: Trainer.Config) -> dict:
             "async_tp": c.compile.enable_async_tensor_parallel,
             "float8": [{"filter_fqns": f.filter_fqns, "recipe": f.recipe_name, "compiled": f.model_compile_enabled}
                        for f in conv if isinstance(f, Float8LinearConverter.Config)],
+            "mxfp8": [{"fqns": f.fqns, "compiled": f.model_compile_enabled}
+                      for f in conv if isinstance(f, MXFP8LinearConverter.Config)],
+            "grouped_experts": [{"format": "float8" if isinstance(f, Float8GroupedExpertsConverter.Config) else "mxfp8",
+                                 "compiled": f.model_compile_enabled}
+                                for f in conv if isinstance(f, (Float8GroupedExpertsConverter.Config,
+                                                                MXFP8GroupedExpertsConverter.Config))],
             "loss": "chunked" if isinstance(c.loss, ChunkedLossWrapper.Config) else "cross_entropy",
             "hf_assets_path": c.hf_assets_path, "dataset": c.dataloader}
