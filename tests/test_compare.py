@@ -149,6 +149,21 @@ def test_every_plan_field_has_words():
     assert plan_differences(a, b) == ["layers per chunk default instead of 3,5"]
 
 
+def test_differences_leave_out_low_precision_settings_a_plan_does_not_run():
+    """A bf16 plan's FP8 recipe and weight casts are defaults it never uses: beside an fp8 plan the precision says the
+    difference ("FP8 recipe delayed instead of rowwise, weight casts step instead of use" read as settings of the bf16
+    plan, a suggest line of 2026-12-07); between two low-precision plans they are named, the recipe between fp8 ones."""
+    from planner.analysis.explain import plan_differences
+
+    bf16 = {"plan": {"precision": "bf16", "fp8_recipe": "delayed", "weight_casts": "step", "lowp_param_gather": False}}
+    fp8 = {"plan": {"precision": "fp8", "fp8_recipe": "rowwise", "weight_casts": "use", "lowp_param_gather": True}}
+    assert plan_differences(bf16, fp8) == ["precision bf16 instead of fp8"]
+    delayed = {"plan": {**fp8["plan"], "fp8_recipe": "delayed", "weight_casts": "step"}}
+    assert plan_differences(delayed, fp8) == ["FP8 recipe delayed instead of rowwise", "weight casts step instead of use"]
+    mx = {"plan": {**delayed["plan"], "precision": "mxfp8"}}
+    assert plan_differences(mx, fp8) == ["precision mxfp8 instead of fp8", "weight casts step instead of use"]
+
+
 def test_suggest_says_when_the_best_wins_by_less_than_the_models_error():
     from planner.search.report import within_error
 

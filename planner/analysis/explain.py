@@ -1,6 +1,7 @@
 """One sentence on why one scored plan beats another, from their estimate objects (report.to_dict)."""
 from __future__ import annotations
 
+from costmodel import lowp
 from costmodel.types import Plan
 from planner.inputs.plans import plan_to_dict
 
@@ -20,12 +21,22 @@ LAYOUT_KEYS = tuple(k for k in plan_to_dict(Plan()) if k not in ("global_batch_s
 PLAIN_KEYS = frozenset({"tp", "cp", "pp", "dp", "ep", "etp", "vpp", "recompute", "precision", "projections"})
 
 
+# Fields that mean something only when both plans train their GEMMs in a low precision (the FP8 recipe: both in
+# fp8): between a bf16 and an fp8 plan the precision says it, and a bf16 plan's recipe or casts are no setting it runs.
+LOW_PRECISION_KEYS = {"weight_casts": lowp.is_low, "lowp_param_gather": lowp.is_low, "bf16_layers_start": lowp.is_low,
+                      "bf16_layers_end": lowp.is_low, "fp8_recipe": lambda p: p == "fp8"}
+
+
 def plan_differences(a: dict, b: dict) -> list[str]:
-    """'pp 8 instead of 16'-style phrases for the plan fields that differ (a's value first)."""
+    """'pp 8 instead of 16'-style phrases for the plan fields that differ (a's value first), leaving out the
+    low-precision settings unless both plans train in one (LOW_PRECISION_KEYS)."""
     out = []
     for key in LAYOUT_KEYS:
         if key not in a["plan"] or key not in b["plan"]:
             continue  # a file of an older contract that had no such field
+        applies = LOW_PRECISION_KEYS.get(key)
+        if applies and not (applies(a["plan"].get("precision", "")) and applies(b["plan"].get("precision", ""))):
+            continue
         va, vb = a["plan"][key], b["plan"][key]
         if va != vb:
             label = KEY_WORDS.get(key, key)
