@@ -7,7 +7,12 @@ Llama 3 paper, arXiv:2407.21783, Sec 3.3.2). Its queries still need every earlie
              on to the next rank while attention runs on the block in hand; backward passes K/V and
              their gradients (twice the bytes) beside 2.5x the compute (FlashAttention backward).
   all_gather K/V all-gathered before attention, their gradients reduce-scattered after it (Llama 3);
-             not overlapped.
+             not overlapped. Transformer Engine's (AttnFuncWithCPAndKVAllGather) saves the local K/V and
+             gathers them again in backward.
+  all_gather_saved  the same exchange with the gathered K/V saved for backward, which then only
+             reduce-scatters their gradients: torch's FlexAttention context parallelism as torchtitan runs it
+             (torch/distributed/tensor/experimental/_context_parallel _cp_custom_ops.py flex_cp_allgather,
+             whose registered backward is a reduce-scatter; flex_attention saves its full-length K/V inputs).
   a2a        DeepSpeed-Ulysses (Jacobs et al., arXiv:2309.14509): all-to-all of Q, K, V from
              sequence-split to head-split before attention and of the output back after it, the
              mirror in backward; not overlapped; cp must divide the (TP-split) KV heads.
@@ -49,15 +54,26 @@ def kv_chunk_bytes(model: Model, plan: Plan) -> float:
     return plan.micro_batch_size * model.seq_length / plan.cp * (k + v) / plan.tp * ELEMENT_BYTES
 
 
+def out_chunk_bytes(model: Model, plan: Plan) -> float:
+    """One GPU's attention output for its s/cp tokens (per micro-batch, TP-split)."""
+    return plan.micro_batch_size * model.seq_length / plan.cp * value_width(model) / plan.tp * ELEMENT_BYTES
+
+
 def exchange_buffer_bytes(model: Model, plan: Plan) -> float:
-    """K/V of other ranks a GPU holds while one layer's attention runs (per micro-batch): all_gather
-    holds the whole sequence's K/V and, in backward, their gradients before the reduce-scatter,
-    2 x cp chunks; a ring holds the block in transit and, in backward, its gradient block, 2 chunks;
+    """What a GPU holds beyond the saved activations while one layer's attention runs (per micro-batch).
+    all_gather holds the whole sequence's K/V and, in backward, their gradients before the reduce-scatter,
+    2 x cp chunks; all_gather_saved keeps the gathered K/V among the activations (memory.layer_activation_terms)
+    and holds their gradients in backward, cp chunks. The p2p ring as Transformer Engine runs it
+    (AttnFuncWithCPAndKVP2P, context_parallel.py @d0067d0) keeps every step's K/V buffer (p2p_comm_buffers, the
+    first a copy of its own K/V) and every step's partial output (out_per_step) until the final correction, cp
+    of each on the rank with the most causal work (the last, whose every step is a full block); a2a+p2p's ring
+    runs over cp / (ranks of a domain), which this function does not know: taken as cp, an upper bound.
     Ulysses' head-split Q, K, V are as large as the sequence-split ones: nothing extra."""
     if plan.cp <= 1 or plan.cp_comm == "a2a":
         return 0.0
-    chunks = 2.0 * plan.cp if plan.cp_comm == "all_gather" else 2.0
-    return chunks * kv_chunk_bytes(model, plan)
+    if plan.cp_comm in ("all_gather", "all_gather_saved"):
+        return (2.0 if plan.cp_comm == "all_gather" else 1.0) * plan.cp * kv_chunk_bytes(model, plan)
+    return plan.cp * (kv_chunk_bytes(model, plan) + out_chunk_bytes(model, plan))
 
 
 def ring_exposed_seconds(step_seconds: float, steps: int, block_seconds: float, sm_share: float) -> float:
@@ -107,10 +123,11 @@ def layer_exposed_seconds(model: Model, cluster: Cluster, plan: Plan, lt: LayerT
     if plan.cp_comm == "p2p":  # each ring step goes to one neighbour: one link of a mesh (topology.nvlink_link)
         return ring_seconds(model, plan, lt, plan.cp, topology.nvlink_link(cluster, eff, 2) if inner == plan.cp
                             else slow, eff)
-    if plan.cp_comm == "all_gather":
+    if plan.cp_comm in ("all_gather", "all_gather_saved"):
         size = kv_chunk_bytes(model, plan) * plan.cp
         gather = hierarchical_allgather_seconds(size, plan.cp, inner, fast, slow)
-        return gather, gather + hierarchical_reduce_scatter_seconds(size, plan.cp, inner, fast, slow)
+        scatter = hierarchical_reduce_scatter_seconds(size, plan.cp, inner, fast, slow)
+        return gather, scatter + (gather if plan.cp_comm == "all_gather" else 0.0)
     if plan.cp_comm == "a2a":
         return ulysses_seconds(model, plan, plan.cp, inner, fast, slow)
     # a2a+p2p: Ulysses inside the domain, ring across domains

@@ -70,7 +70,7 @@ def layer_activation_terms(
     model: Model, batch: int, tp: int, sequence_parallel: bool, recompute: str, flash: bool,
     element_bytes: int = 2, index: int = -1, cp: int = 1, experts: moe.ExpertLayout | None = None,
     modules: tuple[str, ...] = ("core_attn",), gemm_input_bytes: float = 2.0, sp_gathered: bool = False,
-    projections: str = "fused",
+    projections: str = "fused", cp_comm: str = "p2p",
 ) -> tuple[tuple[str, float], ...]:
     """Activation bytes layer `index` (< 0: a dense one) keeps for backward, per micro-batch of `batch`
     sequences, on one GPU, by tensor: ((name, bytes), ...). A tensor that is a module's input is named
@@ -112,7 +112,8 @@ def layer_activation_terms(
     if element_bytes != 2:  # fp32 training keeps 4-byte activations: every tensor term scales
         return tuple((name, b * element_bytes / 2) for name, b in layer_activation_terms(
             model, batch, tp, sequence_parallel, recompute, flash, 2, index, cp, experts, modules,
-            sp_gathered=sp_gathered, projections=projections))
+            sp_gathered=sp_gathered, projections=projections, cp_comm=cp_comm))
+    exchange = cp_comm if cp > 1 else "p2p"
     if cp > 1:
         model = replace(model, seq_length=model.seq_length // cp)
     s, h, a = model.seq_length, model.hidden_size, model.num_attention_heads
@@ -142,6 +143,7 @@ def layer_activation_terms(
                                      + 2.0 * model.mla.qk_rope_head_dim)
     else:  # Q, K, V
         terms["core_attn"] = 2.0 * sb * qkv_out_dim(model) / tp
+    terms.update(cp_exchange_terms(model, sb, tp, cp, exchange, "core_attn" in replayed))
     if flash:
         terms["softmax"] = 4.0 * a * s * batch / tp
     elif "core_attn" not in replayed:
@@ -155,6 +157,27 @@ def layer_activation_terms(
         terms["mlp_act"] = (4.0 if mlp_matrices(model) == 3 else 2.0) * sb * model.ffn / tp
         terms["fc2"] = g * sb * model.ffn / tp
     return tuple(terms.items())
+
+
+def cp_exchange_terms(model: Model, sb: float, tp: int, cp: int, cp_comm: str, replayed: bool) -> dict[str, float]:
+    """What a layer's attention keeps for backward beyond Q, K, V and its output under the CP exchange
+    (context.py), for `sb` = its s/cp tokens x batch, when core attention is not replayed: all_gather_saved
+    keeps the gathered K/V, (cp - 1) more K/V chunks (torch's flex_cp_allgather output, which flex_attention
+    saves); a2a and a2a+p2p keep the attention output twice, the head-split one Transformer Engine saves before
+    the all-to-all back (AttnFuncWithCPAndQKVOA2A.forward saves out_part, context_parallel.py @d0067d0) beside
+    the sequence-split one the output projection saves."""
+    if replayed or cp_comm not in ("all_gather_saved", "a2a", "a2a+p2p"):
+        return {}
+    if cp_comm == "all_gather_saved":
+        kv = q_width(model) + value_width(model) if model.mla else 2 * model.kv_heads * model.head_dim  # K, V
+        return {"cp_gathered_kv": 2.0 * sb * kv * (cp - 1) / tp}
+    return {"cp_attn_out": 2.0 * sb * value_width(model) / tp}
+
+
+def cp_activation_class(cp_comm: str) -> str:
+    """An exchange whose layers keep the same activations as `cp_comm` (cp_exchange_terms): the TE all-gather
+    keeps what the ring keeps, a2a+p2p what a2a keeps."""
+    return {"all_gather": "p2p", "a2a+p2p": "a2a"}.get(cp_comm, cp_comm)
 
 
 def layer_activation_bytes(

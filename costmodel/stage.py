@@ -304,11 +304,12 @@ def activation_args(plan: Plan, recompute: str, imbalance: float) -> tuple:
     `recompute`, flash attention, element bytes, cp, ep, etp, `imbalance` (Efficiency.moe_routing_imbalance:
     the busiest expert rank's routed rows), recompute modules, bytes of the saved GEMM inputs, K/V repeated to
     the query heads (Plan.repeat_kv, saved at that width), sequence parallel's inputs saved gathered, the
-    projections (which matmul outputs per-op recompute keeps) and the experts' activation prologue (what its
-    clamps keep)."""
+    projections (which matmul outputs per-op recompute keeps), the experts' activation prologue (what its
+    clamps keep) and the CP exchange (what attention keeps for it: memory.cp_exchange_terms)."""
     return (plan.micro_batch_size, plan.tp, plan.sequence_parallel, recompute, plan.flash_attention,
             ACTIVATION_BYTES[plan.precision], plan.cp, plan.ep, plan.etp, imbalance, plan.recompute_modules,
-            saved_gemm_input_bytes(plan), plan.repeat_kv, plan.sp_gathered, plan.projections, plan.moe_act_prologue)
+            saved_gemm_input_bytes(plan), plan.repeat_kv, plan.sp_gathered, plan.projections, plan.moe_act_prologue,
+            plan.cp_comm if plan.cp > 1 else "p2p")
 
 
 def layer_activation_terms(model: Model, plan: Plan, rep: int, recompute: str, imbalance: float = 1.0) -> dict:
@@ -320,13 +321,14 @@ def layer_activation_terms(model: Model, plan: Plan, rep: int, recompute: str, i
 def cached_layer_terms(model: Model, rep: int, batch: int, tp: int, sequence_parallel: bool, recompute: str,
                        flash: bool, element_bytes: int, cp: int, ep: int, etp: int, imbalance: float,
                        modules: tuple[str, ...], gemm_input_bytes: float, repeat_kv: bool,
-                       sp_gathered: bool, projections: str, prologue: bool) -> tuple[tuple[str, float], ...]:
+                       sp_gathered: bool, projections: str, prologue: bool,
+                       cp_comm: str) -> tuple[tuple[str, float], ...]:
     """memory.layer_activation_terms from activation_args' fields."""
     if repeat_kv and not model.mla:
         model = _kv_repeated(model)
     return memory.layer_activation_terms(model, batch, tp, sequence_parallel, recompute, flash, element_bytes, rep,
                                          cp, moe.ExpertLayout(ep, etp, imbalance, prologue), modules,
-                                         gemm_input_bytes, sp_gathered, projections)
+                                         gemm_input_bytes, sp_gathered, projections, cp_comm)
 
 
 def layer_activations(model: Model, plan: Plan, rep: int, recompute: str, imbalance: float = 1.0) -> float:
@@ -361,14 +363,14 @@ def saved_gemm_input_bytes(plan: Plan) -> float:
 def mix_activation_terms(model: Model, mix: LayerMix, batch: int, tp: int, sequence_parallel: bool, recompute: str,
                          flash: bool, element_bytes: int, cp: int, ep: int, etp: int, imbalance: float,
                          modules: tuple[str, ...], gemm_input_bytes: float, repeat_kv: bool,
-                         sp_gathered: bool, projections: str, prologue: bool) -> tuple[float, float]:
+                         sp_gathered: bool, projections: str, prologue: bool, cp_comm: str) -> tuple[float, float]:
     """(bytes one micro-batch leaves on the mix's layers, the largest layer re-materialised whole during
     backward under full recompute, else 0): layer_activations summed over the mix, and its max with
     nothing recomputed; the fields after the mix are activation_args'."""
     def one(rep: int, mode: str) -> float:  # memory.layer_activation_bytes: the terms summed in their order
         terms = cached_layer_terms(model, rep, batch, tp, sequence_parallel, mode, flash, element_bytes, cp, ep, etp,
                                    imbalance, modules, gemm_input_bytes, repeat_kv, sp_gathered, projections,
-                                   prologue)
+                                   prologue, cp_comm)
         return sum(b for _, b in terms)
 
     held = sum(n * one(rep, recompute) for rep, n in mix)
@@ -695,7 +697,10 @@ def host_synced_dispatch(plan: Plan) -> bool:
 
 
 def cp_layer_seconds(plan: Plan, k: StageKernels, rep: int) -> float:
-    """One layer's exposed CP exchanges per micro-batch: forward (twice under full recompute) and backward."""
+    """One layer's exposed CP exchanges per micro-batch: forward (twice under full recompute) and backward.
+    Selective recompute of core attention replays the exchange too (Megatron-core checkpoints Transformer
+    Engine's DotProductAttention, the ring inside): not priced, validation/README.md "Context parallelism as
+    each stack runs it"."""
     forward, backward = (k.cp_seconds or {}).get(rep, (0.0, 0.0))
     return context.passes(plan) * forward + backward
 

@@ -34,7 +34,7 @@ MLPS = ("gelu", "relu2", "swiglu", "geglu", "quick_geglu")
 # How the context-parallel ranks exchange keys and values (Megatron-core --cp-comm-type): ring
 # point-to-point overlapped with blockwise attention, all-gather of K/V, all-to-all over heads
 # (DeepSpeed-Ulysses), and all-to-all inside a group then ring across groups.
-CP_COMMS = ("p2p", "all_gather", "a2a", "a2a+p2p")
+CP_COMMS = ("p2p", "all_gather", "all_gather_saved", "a2a", "a2a+p2p")
 DISPATCH_DTYPES = ("bf16", "mxfp8")  # Plan.ep_dispatch_dtype
 # The fused attention kernel a plan's stack runs (Plan.attention_kernel; compute.flash_attention_fraction):
 # cuDNN's fused attention (Transformer Engine's FusedAttention, PyTorch SDPA's cuDNN backend) or a

@@ -168,7 +168,7 @@ LEVERS = (
           lambda p, c, m: [replace(p, cp_comm=x) for x in CP_EXCHANGES if p.cp > 1 and x != p.cp_comm]),
 )
 
-CP_EXCHANGES = ("p2p", "all_gather", "a2a", "a2a+p2p")
+CP_EXCHANGES = cm.CP_COMMS
 
 
 def _at_zero(p: cm.Plan, m: cm.Model, zero_stage: int) -> cm.Plan:

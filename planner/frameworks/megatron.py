@@ -409,6 +409,23 @@ def local_attention(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     return None
 
 
+def ulysses_even_heads(model: cm.Model, plan: cm.Plan) -> Optional[str]:
+    """Transformer Engine dot_product_attention/utils.py get_attention_backend (d0067d0 L1272): cp_comm_type
+    a2a or a2a+p2p disables the fused (cuDNN) attention unless a TP rank's query heads and KV-head groups are both
+    even, and Megatron-core's context parallelism has no other backend (FlashAttention does not take its CP
+    layout), so the run stops with no attention backend. Megatron passes a2a+p2p to Transformer Engine even when
+    its Ulysses group is one rank."""
+    if plan.cp <= 1 or plan.cp_comm not in ("a2a", "a2a+p2p"):
+        return None
+    heads = model.num_attention_heads // plan.tp
+    groups = heads if model.mla else (model.num_attention_heads if plan.repeat_kv else model.kv_heads) // plan.tp
+    if heads % 2 or groups % 2:
+        return (f"Transformer Engine's fused attention runs cp_comm {plan.cp_comm} only with an even number of query "
+                f"heads and KV-head groups per TP rank (got {heads} and {groups} at tp {plan.tp}), and no other "
+                "backend takes Megatron's context-parallel layout")
+    return None
+
+
 def attention_sinks(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     """Transformer Engine context_parallel.py (v2.18): a learnable softmax offset (gpt-oss's sinks,
     --softmax-type learnable) runs under context parallelism only with cp_comm_type a2a."""
@@ -834,8 +851,8 @@ FRAMEWORK = Framework(
                 lowp_param_gather,
                 moe_sequence_parallel, moe_expert_bias, padded_dispatch, fp8_dispatch, fused_experts, mtp_position,
                 local_attention, ep_overlap,
-                attention_sinks, moe_cuda_graphs, full_iteration_graph, delayed_scaling_recompute, deepep_groups,
-                bf16_layers,
+                attention_sinks, ulysses_even_heads, moe_cuda_graphs, full_iteration_graph, delayed_scaling_recompute,
+                deepep_groups, bf16_layers,
                 graphed_router_layernorm, precision_aware_optimizer, attention_backend, tp_overlap_quantizer,
                 tp_overlap_mla, rope_fusion, act_prologue),
     machine_rules=(MachineRule(("ep_dispatch", "ep_dispatch_dtype", "full_iteration_graph"), flex_dispatch_machine),

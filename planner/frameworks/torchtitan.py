@@ -293,8 +293,10 @@ def knobs(tp_split: bool, pp_split: bool) -> Knobs:
         pipeline_buffers=Choice(("per_microbatch",), "torch.distributed.pipelining allocates an activation and a "
                                                      "gradient receive buffer per micro-batch and keeps them "
                                                      "(pipelining/stage.py _prepare_forward_infra)"),
-        cp_comm=Choice(("all_gather",), "torchtitan 0.3.0's context parallelism all-gathers keys and values "
-                                        "(FlexAttention; context_parallel_rotate_method was removed in 8e555444)"),
+        cp_comm=Choice(("all_gather_saved",), "torchtitan 0.3.0's context parallelism all-gathers keys and values "
+                                              "and saves the gathered ones for backward, which reduce-scatters "
+                                              "their gradients (FlexAttention's flex_cp_allgather; "
+                                              "context_parallel_rotate_method was removed in 8e555444)"),
         attention_kernel=Choice(("flash2",), "torchtitan 0.3.0's Llama 3 runs FlexAttention's Triton kernels "
                                              "(models/llama3/__init__.py attn_backend \"flex\"; SDPA is refused), "
                                              "a FlashAttention-2-class kernel (85-90% of its speed, Dong et al. "

@@ -35,9 +35,11 @@ def add_plan_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--dp", type=degree_arg, help="data-parallel degree (default GPUs / (tp*cp*pp))")
     g.add_argument("--cp", type=degree_arg, default=1, help="context-parallel degree: each sequence split over cp "
                                                           "GPUs (default 1)")
-    g.add_argument("--cp-comm", default="p2p", choices=["p2p", "all_gather", "a2a", "a2a+p2p"],
-                   help="how context-parallel ranks exchange keys and values: ring (p2p, default), all-gather, "
-                        "Ulysses all-to-all (a2a), or a2a inside a node and ring across")
+    g.add_argument("--cp-comm", default="p2p", choices=list(cm.CP_COMMS),
+                   help="how context-parallel ranks exchange keys and values: ring (p2p, default), all-gather "
+                        "(re-gathered in backward, Transformer Engine's), all-gather with the gathered keys and "
+                        "values saved for backward (all_gather_saved, torchtitan's FlexAttention), Ulysses "
+                        "all-to-all (a2a), or a2a inside a node and ring across")
     g.add_argument("--ep", type=degree_arg, default=1, help="expert-parallel degree for MoE models (default 1)")
     g.add_argument("--etp", type=degree_arg, default=1, help="expert tensor-parallel degree for MoE models (default 1)")
     g.add_argument("--vpp", type=bounded_int(L.MAX_LAYERS), default=1, help="virtual pipeline stages per GPU, interleaving (default 1)")

@@ -493,7 +493,7 @@ class PlanSpec(Spec):
     pp: count(L.MAX_DEGREE) = 1
     dp: Optional[count(L.MAX_DEGREE)] = None
     cp: count(L.MAX_DEGREE) = 1
-    cp_comm: Literal["p2p", "all_gather", "a2a", "a2a+p2p"] = "p2p"
+    cp_comm: Literal["p2p", "all_gather", "all_gather_saved", "a2a", "a2a+p2p"] = "p2p"
     # stage-boundary buffers the pipeline runtime keeps (costmodel memory.pipeline_buffer_units)
     pipeline_buffers: Literal["freed", "per_microbatch"] = "freed"
     # when gradients are reduced: in buckets during backward, or per pipeline chunk after it (costmodel Plan.grad_sync)

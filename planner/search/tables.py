@@ -33,6 +33,7 @@ from functools import lru_cache
 
 from costmodel import step
 from costmodel.context import exchange_buffer_bytes
+from costmodel.memory import cp_activation_class
 from costmodel import types as cm
 from costmodel.stage import (
     StageCost,
@@ -219,22 +220,25 @@ class LayoutTables:
         and weight casts enter through the element size (stage.ACTIVATION_BYTES) and the bytes of the
         GEMM inputs kept for backward (stage.saved_gemm_input_bytes: the quantized copy under cached
         casts), the pipeline runtime through the buffers it keeps, the CP exchange through the K/V it
-        holds, the same on every stage (context.exchange_buffer_bytes): added to the bytes without it
-        (Ulysses' a2a, which holds none), so the exchanges share one stage pass; the layers offloaded to host
+        holds, the same on every stage (context.exchange_buffer_bytes), added to the bytes without it, and what
+        attention keeps for it (memory.cp_exchange_terms), so the exchanges that keep the same share one stage
+        pass (memory.cp_activation_class); the layers offloaded to host
         through what the stage keeps (stage.stage_activation_bytes); the projections through the matmul outputs
         per-op recompute keeps; the loss through the logits an eager one keeps on the last stage."""
-        key = (rc, sp, precision, casts, cpc if self.lay.cp > 1 else "a2a", pbuf, spg, offl, proj, xent, rcl)
+        cpc = cpc if self.lay.cp > 1 else "p2p"
+        key = (rc, sp, precision, casts, cpc, pbuf, spg, offl, proj, xent, rcl)
         if key not in self.acts:
-            plain = (rc, sp, precision, casts, "a2a", pbuf, spg, offl, proj, xent, rcl)
+            kept = cp_activation_class(cpc)
+            plain = (rc, sp, precision, casts, kept, pbuf, spg, offl, proj, xent, rcl, "plain")
             if plain not in self.acts:
-                base = self.plan(Knobs(0, rc, sp, precision, "", casts, cpc="a2a", pbuf=pbuf, spg=spg, offl=offl,
+                base = self.plan(Knobs(0, rc, sp, precision, "", casts, cpc=kept, pbuf=pbuf, spg=spg, offl=offl,
                                        rcl=rcl, proj=proj, xent=xent))
                 self.acts[plain] = tuple(stage_activation_bytes(self.ctx.spec.model, base, mix, rank,
                                                                 self.ctx.eff.moe_routing_imbalance)
+                                         - (exchange_buffer_bytes(self.ctx.spec.model, base) if self.lay.cp > 1 else 0)
                                          for mix, rank in self.classes_of(rcl)[1])
-            if key != plain:  # cp > 1
-                held = self.exchange_held(cpc)
-                self.acts[key] = tuple(a + held for a in self.acts[plain])
+            held = self.exchange_held(cpc) if self.lay.cp > 1 else 0.0
+            self.acts[key] = tuple(a + held for a in self.acts[plain])
         return self.acts[key]
 
     def exchange_held(self, cpc: str) -> float:
