@@ -6,20 +6,22 @@ Thakur, Rabenseifner & Gropp 2005): a ring collective over n ranks takes
 (all_reduce: 2(n-1) steps, factor 2(n-1)/n; reduce_scatter / all_gather: n-1, (n-1)/n;
 sendrecv: 1, 1), the factors nccl-tests uses for busbw (nccl-tests doc/PERFORMANCE.md). Runs
 spanning several NVLink domains follow costmodel.comm.hierarchical_*: a ring inside each domain of
-k ranks on NVLink, then the 1/k shard across domains on the network.
+k ranks on NVLink, then the 1/k shard across domains on the network, k placed as the cost model places
+a job of that many GPUs (ranks_per_domain).
 
 Every model time is linear in (alpha, 1/B) of each tier, so the regressors of a row are read off
 the cost model itself by evaluating it with unit links (latency 1 s and infinite bandwidth gives
 the step count; zero latency and 1 B/s gives the bytes term). The NVLink tier is fitted on
 intra-domain runs; the network tier on multi-domain runs after subtracting their intra-domain
-part, priced with the fitted (or nominal x efficiency) NVLink tier. Least squares on relative
-errors, so every message size weighs the same. Pure functions; no I/O.
+part, priced with the fitted NVLink tier or the cluster file's measured one (with neither, refused:
+check_nvlink_measured). Least squares on relative errors, so every message size weighs the same.
+Pure functions; no I/O.
 """
 from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from math import gcd
 
 from costmodel import comm, topology
@@ -112,15 +114,18 @@ def ranks_per_domain(ranks: int, num_nodes: int | None, cluster: cm.Cluster) -> 
 
     All of them when the run fits one domain on one node, or in a domain spanning nodes (NVL72);
     else the ranks per node (hosts in the log, else the cluster's GPUs per node) that share a
-    domain; 1 without NVLink, where the cost model prices every transfer on the network tier."""
-    d = topology.domain_size(cluster)
+    domain; 1 without NVLink, where the cost model prices every transfer on the network tier.
+    A domain spanning nodes holds what the cost model places in it for a job of `ranks` GPUs
+    (topology.domain_size, as `planner estimate` prices it): 128 ranks on NVL72 racks run 64 a rack, not
+    gcd(128, 72) = 8."""
+    d = topology.domain_size(replace(cluster, num_gpus=ranks))
     if d == 1:
         return 1
     spans_nodes = d > cluster.gpus_per_node
     if ranks <= d and (num_nodes == 1 or spans_nodes):
         return ranks
     if spans_nodes:
-        return gcd(ranks, d)
+        return gcd(ranks, d)  # d divides ranks unless no block of whole nodes does (topology.job_domain_size)
     if num_nodes and ranks % num_nodes:
         raise PlannerError(f"{ranks} ranks on {num_nodes} nodes is uneven; calibrate from runs with the same "
                            "number of GPUs on each node")
@@ -175,14 +180,49 @@ def log_samples(log: NcclLog, name: str, cluster: cm.Cluster, min_size_bytes: in
         raise PlannerError(f"{name}: a run on one node reaches past its NVLink domain ({k} GPU(s) of "
                            f"{cluster.name}) over the node's PCIe, not over the network between nodes that the cost "
                            "model's network tier is; calibrate the network from a run across 2 or more nodes")
+    large = large_message_rows(log, min_size_bytes)
     samples = [Sample(name, log.collective, log.num_ranks, k, r.size_bytes, t)
-               for r in large_message_rows(log, min_size_bytes)
-               if (t := row_seconds(r)) is not None and not r.wrong]
+               for r in large if (t := row_seconds(r)) is not None and not r.wrong]
     if not samples:
-        sizes = f"{log.rows[0].size_bytes}..{log.rows[-1].size_bytes} B" if log.rows else "none"
-        raise PlannerError(f"{name}: no usable rows of at least {min_size_bytes} B (sizes in the log: {sizes}); "
-                           "run with larger messages (-e 8G) or lower --min-size")
+        raise PlannerError(no_rows_message(log, name, large, min_size_bytes))
+    check_in_switch_reduction(samples, name, cluster)
     return samples
+
+
+def no_rows_message(log: NcclLog, name: str, large: tuple, min_size_bytes: int) -> str:
+    """Why a log leaves no row to fit: no size reaches --min-size, or every one that does is untimed (nan in
+    both sections, as nccl-tests prints a failed timer) or has wrong elements."""
+    if not large:
+        sizes = f"{log.rows[0].size_bytes}..{log.rows[-1].size_bytes} B" if log.rows else "none"
+        return (f"{name}: no usable rows of at least {min_size_bytes} B (sizes in the log: {sizes}); "
+                "run with larger messages (-e 8G) or lower --min-size")
+    wrong = sum(1 for r in large if r.wrong)
+    why = f"{len(large) - wrong} untimed (nan)" + (f", {wrong} with wrong elements (#wrong)" if wrong else "")
+    return (f"{name}: none of its {len(large)} row(s) of at least {min_size_bytes} B has a usable time ({why}): "
+            "the run failed or its timer overflowed; rerun it")
+
+
+def bus_bandwidth(s: Sample) -> float:
+    """nccl-tests' busbw of a sample in B/s: size / time x its bus factor (doc/PERFORMANCE.md; src/all_reduce.cu
+    AllReduceGetBw 2(n-1)/n, all_gather.cu / reduce_scatter.cu (n-1)/n, sendrecv.cu 1)."""
+    n = s.ranks
+    factor = {"all_reduce": 2 * (n - 1) / n, "all_gather": (n - 1) / n, "reduce_scatter": (n - 1) / n}
+    return s.size_bytes / s.measured_seconds * factor.get(s.collective, 1.0)
+
+
+def check_in_switch_reduction(samples: list[Sample], name: str, cluster: cm.Cluster) -> None:
+    """One line when an NVLink-domain all_reduce moves more bus bandwidth than the NVLink carries each way: NCCL
+    reduced in the NVSwitch (NVLS, its default all_reduce on 8 H100: ~480 GB/s busbw against 450 GB/s per
+    direction, where rings and the other collectives reach ~370; nccl-tests issue #212). Fitted as the link's rate
+    it would price every ring collective (all_gather, reduce_scatter, TP) too fast."""
+    nominal = cluster.nvlink_bandwidth_bytes_per_second
+    rows = [s for s in samples if s.collective == "all_reduce" and s.tier == "nvlink"]
+    top = max((bus_bandwidth(s) for s in rows), default=0.0)
+    if nominal > 0 and top > nominal:
+        raise PlannerError(f"{name}: all_reduce busbw up to {top / 1e9:.0f} GB/s, above the {nominal / 1e9:.0f} GB/s "
+                           f"per direction of {cluster.gpu.name}'s NVLink: NCCL reduced in the switch (NVLS), not "
+                           "over the links the cost model's NVLink tier is; rerun with NCCL_ALGO=Ring, or calibrate "
+                           "from all_gather / reduce_scatter logs")
 
 
 def _regressors(s: Sample, tier: str, fast: comm.Link, gpu: cm.Gpu) -> tuple[float, float, float]:
@@ -248,30 +288,64 @@ def calibrate_comm(samples: list[Sample], cluster: cm.Cluster, eff: cm.Efficienc
     fast, slow = topology.nvlink_link(cluster, eff), topology.network_link(cluster, eff)
     intra = [s for s in samples if s.tier == "nvlink"]
     inter = [s for s in samples if s.tier == "network"]
+    if not intra:
+        check_nvlink_measured(inter, cluster)
     nvlink = fit_tier(intra, "nvlink", fast, fast, cluster.gpu) if intra else None
     if nvlink:
         fast = nvlink.link
     network = fit_tier(inter, "network", fast, slow, cluster.gpu) if inter else None
     if network:
         slow = network.link
-    for fit, nominal in ((nvlink, cluster.nvlink_bandwidth_bytes_per_second),
-                         (network, cluster.network_bandwidth_bytes_per_second)):
-        check_plausible(fit, nominal, cluster)
+    check_plausible(nvlink, cluster.nvlink_bandwidth_bytes_per_second, cluster)
+    check_plausible(network, cluster.network_bandwidth_bytes_per_second, cluster)
     rows = tuple(FitRow(s, collective_seconds(s.collective, s.size_bytes, s.ranks, s.ranks_per_domain, fast, slow,
                                               cluster.gpu)) for s in intra + inter)
     return CommFit(nvlink, network, rows)
 
 
+def check_nvlink_measured(inter: list[Sample], cluster: cm.Cluster) -> None:
+    """One line when multi-domain runs would fit the network with nothing measuring the NVLink tier. Their times
+    hold an NVLink part (the cost model's hierarchical collective), which would be priced at nominal x efficiency
+    and the default latency (Efficiency.nvlink_latency_seconds, 10 us a ring step, fitted on A100), the network
+    fit absorbing the difference (a 2-node H100 log made at 46 GB/s and 5 us came out 76 GB/s). A cluster file
+    whose NVLink was calibrated before has it measured; runs of one GPU per domain, and clusters without
+    NVLink, have no NVLink part."""
+    if cluster.nvlink_busbw_bytes_per_second > 0 or all(s.ranks_per_domain == 1 for s in inter):
+        return
+    raise PlannerError(f"no log measures the NVLink tier of {cluster.name} alone, and every multi-node time holds an "
+                       "NVLink part, which would be priced at a default and skew the network fit: add a single-node "
+                       "(one NVLink domain) nccl-tests log, of the same collective or any of all_reduce, all_gather, "
+                       "reduce_scatter, so the NVLink tier is measured")
+
+
 def check_plausible(fit: TierFit | None, nominal_bytes_per_second: float, cluster: cm.Cluster) -> None:
     """One line when a tier's fitted bandwidth is over L.MAX_BUSBW_OVER_NOMINAL x the cluster's nominal
-    rate for it: logs of other hardware (more GPUs per node, another fabric) fitted to this cluster."""
+    rate for it: logs of other hardware (more GPUs per node, another fabric) fitted to this cluster, or, for
+    the network, real ring logs (hierarchy_note)."""
+    if fit is not None and fit.link.bandwidth_bytes_per_second < L.MIN_LINK_GBYTES_PER_S * 1e9:
+        raise PlannerError(f"the {fit.tier} fit gives {fit.link.bandwidth_bytes_per_second / 1e9:.4g} GB/s, under the "
+                           f"{L.MIN_LINK_GBYTES_PER_S:g} GB/s a cluster file can state: a failed or stalled run, or "
+                           "times in the wrong unit?")
     if fit is None or nominal_bytes_per_second <= 0:
         return
     if fit.link.bandwidth_bytes_per_second > L.MAX_BUSBW_OVER_NOMINAL * nominal_bytes_per_second:
+        layout = f"{cluster.gpus_per_node} GPUs per node, NVLink domain {cluster.nvlink_domain_size}"
+        why = (hierarchy_note(layout) if any(s.ranks_per_domain > 1 for s in fit.samples) and fit.tier == "network"
+               else f"are the logs from it ({layout})?")
         raise PlannerError(f"the {fit.tier} fit gives {fit.link.bandwidth_bytes_per_second / 1e9:.0f} GB/s, over "
                            f"{L.MAX_BUSBW_OVER_NOMINAL:g}x the nominal {nominal_bytes_per_second / 1e9:.0f} GB/s "
-                           f"of cluster '{cluster.name}': are the logs from it ({cluster.gpus_per_node} GPUs per "
-                           f"node, NVLink domain {cluster.nvlink_domain_size})?")
+                           f"of cluster '{cluster.name}': {why}")
+
+
+def hierarchy_note(layout: str) -> str:
+    """Why a real multi-node ring log fits a network rate above the link's: the cost model prices the collective
+    as its NVLink phase, then the network phase on a 1/k shard (costmodel.comm.hierarchical_*, 2D ring), one after
+    the other, where NCCL's ring pipelines the two, so what the NVLink phase leaves of the time is short for the
+    bytes the network phase moves."""
+    return ("the cost model prices a multi-node collective as an NVLink phase, then a network phase on a 1/k shard, "
+            "where NCCL's ring pipelines the two, so a ring log fits an effective network rate above the link's; a "
+            "log of one GPU per node (-g 1, one rank per node) measures the network tier directly (or are the logs "
+            f"from another cluster than {layout}?)")
 
 
 def max_abs_error(rows: tuple[FitRow, ...] | list[FitRow]) -> float:

@@ -14,12 +14,18 @@ TIER_KEYS = {"nvlink": ("nvlink_busbw_gbytes_per_s", "nvlink_latency_us"),
              "network": ("network_busbw_gbytes_per_s", "network_latency_us")}
 
 
+def significant(x: float, digits: int = 4) -> float:
+    """`x` to `digits` significant figures: a fit's precision at any magnitude (a fixed number of decimals
+    wrote 0.0050 GB/s as 0.01, twice the rate)."""
+    return float(f"{x:.{digits}g}")
+
+
 def tier_fields(fit: TierFit) -> dict:
     """Cluster-file keys for one fitted tier (latency only when the fit determined it)."""
     bw_key, lat_key = TIER_KEYS[fit.tier]
-    out = {bw_key: round(fit.link.bandwidth_bytes_per_second / 1e9, 2)}
-    if fit.latency_fitted:  # 0 would read as "not measured", so keep a floor of 1 ns
-        out[lat_key] = max(round(fit.link.latency_seconds * 1e6, 3), 0.001)
+    out = {bw_key: significant(fit.link.bandwidth_bytes_per_second / 1e9)}
+    if fit.latency_fitted:  # 0 would read as "not measured", so a zero fit is written as 1 ns
+        out[lat_key] = significant(fit.link.latency_seconds * 1e6) or 0.001
     return out
 
 
@@ -39,8 +45,10 @@ def calibrated_dict(base: dict, fit: CommFit | None, scale: ScaleFit | None, pro
 
 def cluster_yaml(data: dict) -> str:
     header = (f"# {data['name']}: written by `planner calibrate` on {data['calibrated_from']['date']}.\n"
-              "# Measured *_busbw_gbytes_per_s / *_latency_us replace nominal x efficiency; matmul_efficiency_scale\n"
-              "# multiplies the achievable matmul efficiency. Use it as any cluster file.\n")
+              "# Measured *_busbw_gbytes_per_s (nccl-tests bus bandwidth) and *_latency_us (per ring step: a\n"
+              "# collective over n ranks takes 2(n-1) of them for all_reduce, n-1 for all_gather / reduce_scatter)\n"
+              "# replace nominal x efficiency; matmul_efficiency_scale multiplies the achievable matmul efficiency.\n"
+              "# Use it as any cluster file.\n")
     return header + yaml.safe_dump(data, sort_keys=False, default_flow_style=False, width=100)
 
 

@@ -65,8 +65,9 @@ def implied_scale(step: TimedStep, cluster: cm.Cluster, eff: cm.Efficiency, iter
     fastest = predicted_seconds(step, cluster, eff, hi)
     if fastest > m:
         raise PlannerError(f"step '{step.label}': measured {m:.4g} s is faster than the model allows at any compute "
-                           f"efficiency ({fastest:.4g} s at {hi:g}x): communication or the bubble dominate; check "
-                           "the plan and the network calibration")
+                           f"efficiency ({fastest:.4g} s at {hi:g}x, {fastest / m:.3g}x the time): communication or "
+                           "the bubble dominate; check the plan, the GPU count, the network calibration and the units "
+                           "(seconds: a time 1000x too small was divided by 1000 once too often)")
     slowest = predicted_seconds(step, cluster, eff, lo)
     if slowest < m:
         raise PlannerError(f"step '{step.label}': measured {m:.4g} s is slower than the model at {lo:g}x the matmul "

@@ -14,7 +14,9 @@ from planner.inputs.argtypes import file_arg
 DESCRIPTION = """Fit a cluster's link tiers to nccl-tests output (all_reduce, all_gather, reduce_scatter,
 sendrecv; any text era or -J JSON) and, with --step-times, its compute efficiency to measured steps.
 Only large messages are used (--min-size). Single-node runs calibrate NVLink; multi-node runs the
-network, after the NVLink part of the cost model's hierarchical collective is subtracted. The result
+network, after the NVLink part of the cost model's hierarchical collective is subtracted, so they need
+a single-node log beside them (or a CLUSTER whose NVLink was calibrated) unless they run one GPU per
+node (-g 1). all_reduce above the NVLink line rate (NVLS) is refused: use NCCL_ALGO=Ring. The result
 is the input cluster plus the fitted figures and their provenance, usable as any CLUSTER."""
 
 # a number, then a binary unit (64M, 64Mi, 64MiB, 64MB) or bytes (64, 64B); "i" only after a unit letter
@@ -70,7 +72,8 @@ def write_outputs(args, result) -> None:
     if args.plot:
         from planner.render.calibrate_plot import plot_svg
 
-        fast, slow = topology.nvlink_link(result.linked, Efficiency()), topology.network_link(result.linked, Efficiency())
+        eff = Efficiency()
+        fast, slow = topology.nvlink_link(result.linked, eff), topology.network_link(result.linked, eff)
         path = Path(args.plot)
         svg = plot_svg(result.plotted, fast, slow, args.min_size, result.linked.gpu)
         write_files(path.parent, {path.name: (svg, False)}, args.force)
