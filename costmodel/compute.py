@@ -156,7 +156,7 @@ def projection_gemms(model: Model, tokens: int, tp: int, projections: str = "fus
 
 def attention_core_seconds(
     model: Model, batch: int, tp: int, gpu: Gpu, precision: str, flash: bool, eff: Efficiency,
-    index: int = -1, cp: int = 1, kernel: str = "cudnn",
+    index: int = -1, cp: int = 1, kernel: str = "cudnn", span_cp: int | None = None,
 ) -> float:
     """QK^T and softmax(.)V for `batch` sequences, heads split over TP, in 16-bit (fp32 if training fp32).
 
@@ -178,7 +178,7 @@ def attention_core_seconds(
     attn_precision = "fp32" if precision == "fp32" else "bf16"
     if flash:
         flops = 2.0 * (s / cp) * attention_keys_per_query(model, index, causal=True) * per_head
-        span = attention_block_span(model, index, cp)
+        span = attention_block_span(model, index, cp if span_cp is None else span_cp)
         return batch * heads * flops / (sustained_flops_per_second(gpu, attn_precision)
                                         * flash_attention_fraction(span, eff, gpu.generation, kernel))
     qk = q_width(model) // model.num_attention_heads

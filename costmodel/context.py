@@ -98,6 +98,16 @@ def ring_seconds(model: Model, plan: Plan, lt: LayerTimes, ring: int, link: Link
     return forward, backward
 
 
+def kernel_span_divisor(plan: Plan) -> int:
+    """What divides the sequence into the key span one attention kernel call sweeps (compute.attention_block_span):
+    1 for all_gather_saved, whose FlexAttention runs the rank's queries against the gathered keys in one call
+    (torch _context_parallel, flex_cp_allgather then flex_attention with the load-balanced block mask); cp, a
+    ring step's s/cp block, for the others. Ulysses (a2a) also runs the whole sequence, for cp-th of the heads,
+    and Transformer Engine's all-gather sweeps keys up to each chunk's end; priced at s/cp all the same
+    (validation/README.md, "Context parallelism as each stack runs it": the rows say otherwise)."""
+    return 1 if plan.cp > 1 and plan.cp_comm == "all_gather_saved" else plan.cp
+
+
 def passes(plan: Plan) -> int:
     """Forward passes per micro-batch: 1, 2 with full recompute."""
     return 2 if plan.recompute == "full" else 1

@@ -58,7 +58,7 @@ def layer_times(
     model: Model, batch: int, tp: int, sequence_parallel: bool, flash: bool,
     gpu: Gpu, precision: str, eff: Efficiency, fused: bool = True, recipe: str = "delayed", weight_casts: str = "step",
     index: int = -1, cp: int = 1, experts: moe.ExpertLayout | None = None, fp8_attention: bool = False,
-    attention_kernel: str = "cudnn", projections: str = "fused", rope_fusion: bool = True,
+    attention_kernel: str = "cudnn", projections: str = "fused", rope_fusion: bool = True, span_cp: int | None = None,
 ) -> LayerTimes:
     """Forward/backward compute seconds of transformer layer `index` (< 0: a dense global one) for one
     micro-batch of `batch` sequences on one GPU: the projections in `precision` (with its casts,
@@ -79,7 +79,7 @@ def layer_times(
     gemm_kernels = [count * gemm_seconds(m, n, k, gpu, precision, eff)
                     for m, n, k, count in attn_work.gemms + mlp_work.gemms if count and m and n]
     gemms = sum(gemm_kernels)
-    attn = attention_core_seconds(model, batch, tp, gpu, precision, flash, eff, index, cp, attention_kernel)
+    attn = attention_core_seconds(model, batch, tp, gpu, precision, flash, eff, index, cp, attention_kernel, span_cp)
     exps = attention_exp_seconds(model, batch, tp, gpu, index, cp) if flash else 0.0
     moved_bytes = attn_work.moved_bytes + mlp_work.moved_bytes
     cast_fwd, cast_bwd = block_cast_bytes([attn_work, mlp_work], precision, recipe, weight_casts, gpu.generation)

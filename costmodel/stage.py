@@ -477,7 +477,7 @@ def stage_kernels(model: Model, cluster: Cluster, plan: Plan, eff: Efficiency) -
         return layer_times(model, b, t, plan.sequence_parallel, plan.flash_attention, gpu, precision, eff,
                            plan.fused_elementwise, plan.fp8_recipe, plan.weight_casts, rep, plan.cp, layout,
                            plan.fp8_attention and lowp.is_low(precision), plan.attention_kernel,
-                           plan.projections, plan.rope_fusion)
+                           plan.projections, plan.rope_fusion, context.kernel_span_divisor(plan))
 
     reps = sorted(set(layer_representatives(model)) | ({mtp_representative(model)} if model.mtp_layers else set()))
     layers = {rep: times(plan.precision, rep) for rep in reps}

@@ -113,3 +113,23 @@ def test_the_search_keeps_what_each_exchange_keeps():
             checked.add(k.cpc)
     assert {"p2p", "all_gather", "a2a"} <= checked
     assert memory.cp_activation_class("all_gather") == "p2p" and memory.cp_activation_class("a2a+p2p") == "a2a"
+
+
+def test_the_saved_all_gathers_attention_sweeps_the_whole_sequence():
+    """FlexAttention runs a rank's queries against the gathered keys in one call, so its kernel's efficiency is read
+    at the sequence's length (compute.flash_attention_fraction, f_max s / (s + s_half)), where a ring step's block
+    is s/cp: attention takes [16384 / (16384 + h)] / [131072 / (131072 + h)] of the ring-block time, h the fitted
+    half length; the other exchanges keep the s/cp block."""
+    from costmodel import compute
+
+    gpu = build_cluster(load_cluster_spec("dgx-h100"), 256).gpu
+    eff, s = cm.Efficiency(), 131072
+    assert context.kernel_span_divisor(replace(PLAN, cp_comm="all_gather_saved")) == 1
+    assert {context.kernel_span_divisor(replace(PLAN, cp_comm=c)) for c in ("p2p", "all_gather", "a2a")} == {8}
+
+    def attention(span_cp: int) -> float:
+        return compute.attention_core_seconds(MODEL, 1, 8, gpu, "bf16", True, eff, -1, 8, "flash2", span_cp)
+
+    h = eff.flash_attention_half_seq
+    expected = (s / 8 / (s / 8 + h)) / (s / (s + h))
+    assert attention(1) / attention(8) == pytest.approx(expected, rel=1e-12)
