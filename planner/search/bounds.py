@@ -40,9 +40,10 @@ import math
 from dataclasses import dataclass
 from typing import Iterator
 
+from costmodel.context import kernel_span_divisor
 from costmodel.pipeline import default_chunk_layers, pipeline_seconds, stage_layer_counts
 from costmodel.stage import parts_replay_seconds, recompute_parts, stage_compute_seconds, stage_replay_seconds
-from planner.search.space import (Knobs, Layout, SearchSpec, Space, knob_variant, offload_counts,
+from planner.search.space import (Knobs, Layout, SearchSpec, Space, knob_variant, offload_counts, plan_over,
                                   vpp_choices)
 from planner.search.tables import Candidate, LayoutTables, TableContext
 
@@ -124,14 +125,15 @@ def compute_bound(tables: LayoutTables, knobs: tuple[Knobs, ...]) -> float:
     would otherwise leave out where nothing else fits: on Mixtral 8x22B over 128 H100 it then leaves 79 of
     the 3,020 layouts that fit for the loose bound, not 2,519). Below the loose bound: a stage's
     micro-batch seconds are its compute and recompute plus parts that are >= 0, and the flush never falls
-    when a stage's time grows. Cheap (the kernels are shared by every layout with one kernel key,
-    tables.KernelCache), so it goes first."""
+    when a stage's time grows. The CP exchange enters through the span of keys its attention kernel sweeps
+    (context.kernel_span_divisor): over the knobs' exchanges too. Cheap (the kernels are shared by every layout
+    with one kernel key, tables.KernelCache), so it goes first."""
     spec = tables.ctx.spec
     best = math.inf
     rc, rcl = bound_recompute(knobs)
     of_rank, reps = tables.classes_of(rcl)
-    for precision, casts in {(k.precision, k.casts) for k in knobs}:
-        plan = tables.plan(Knobs(0, rc, tables.lay.tp > 1, precision, "", casts, rcl=rcl))
+    for precision, casts, cpc in {(k.precision, k.casts, k.cpc) for k in knobs}:
+        plan = tables.plan(Knobs(0, rc, tables.lay.tp > 1, precision, "", casts, cpc=cpc, rcl=rcl))
         kernels = tables.ctx.kernels.get(plan)
         per_class = [stage_compute_seconds(spec.model, plan, kernels, mix, rank)
                      + (parts_replay_seconds(kernels, recompute_parts(spec.model, plan, mix, rank)) if rcl
@@ -144,14 +146,17 @@ def compute_bound(tables: LayoutTables, knobs: tuple[Knobs, ...]) -> float:
 
 def fastest_exchanges(tables: LayoutTables, keys: set[tuple]) -> set[tuple]:
     """`keys` (pipe keys) less those whose CP exchange another key that differs only in it beats
-    on every layer kind, forward and backward: the exchange enters a stage's time only through
-    StageKernels.cp_seconds (stage.cp_layer_seconds), so that key's flush is never longer."""
+    on every layer kind, forward and backward, with its attention kernels over a span no shorter: the
+    exchange enters a stage's time through StageKernels.cp_seconds (stage.cp_layer_seconds) and the span
+    (context.kernel_span_divisor; a longer one is never slower, compute.flash_attention_fraction), so that
+    key's flush is never longer."""
     if tables.lay.cp <= 1 or len({key[5] for key in keys}) <= 1:
         return keys
     seconds = {key: tables.cp_exposed(key[1], key[2], key[3], key[5], key[7]) for key in keys}
+    span = {key[5]: kernel_span_divisor(plan_over(tables.base, {"cp_comm": key[5]})) for key in keys}
 
     def beats(a: tuple, b: tuple) -> bool:
-        return (a[:5] + a[6:] == b[:5] + b[6:] and a[5] != b[5]
+        return (a[:5] + a[6:] == b[:5] + b[6:] and a[5] != b[5] and span[a[5]] <= span[b[5]]
                 and all(seconds[a][r][0] <= seconds[b][r][0] and seconds[a][r][1] <= seconds[b][r][1]
                         for r in seconds[b]))
 
