@@ -282,3 +282,39 @@ def test_a_step_time_far_under_the_model_gets_the_units_hint(capsys, tmp_path):
     code, _, err = run(capsys, "calibrate", "dgx-h100", "--step-times", path)
     assert_one_line_error(code, err, "is faster than the model allows at any compute efficiency")
     assert "the units (seconds" in err
+
+
+def test_a_multi_node_sendrecv_needs_no_nvlink_log(tmp_path):
+    """A sendrecv between two nodes runs on the network alone (calibration/comm.py collective_seconds prices it on
+    the slow tier), so no NVLink log is needed to fit it: 16 ranks on 2 nodes at 46 GB/s and 5 us a step give back
+    46 GB/s (a review found it refused after the NVLink-tier check came in)."""
+    from planner.calibration import comm as comm_fit
+    from planner.inputs import loading
+
+    cluster = loading.build_cluster(loading.load_cluster_spec("dgx-h100"), 16)
+    sizes = [2**k for k in range(26, 34)]
+    samples = [comm_fit.Sample("sendrecv_perf.log", "sendrecv", 16, 8, s, 5e-6 + s / 46e9) for s in sizes]
+    fit = comm_fit.calibrate_comm(samples, cluster, cm.Efficiency())
+    assert fit.nvlink is None
+    assert fit.network.link.bandwidth_bytes_per_second == pytest.approx(46e9, rel=1e-6)
+
+
+def test_a_bus_bandwidth_far_past_the_nvlink_is_not_called_nvls():
+    """Only an all_reduce up to L.MAX_BUSBW_OVER_NOMINAL x the NVLink line rate reads as in-switch reduction; far
+    past it (129,122 GB/s from inverted times, a review's log) the logs are not of this cluster, which
+    check_plausible says."""
+    from planner.calibration import comm as comm_fit
+    from planner.inputs import limits as L
+    from planner.inputs import loading
+
+    cluster = loading.build_cluster(loading.load_cluster_spec("dgx-h100"), 8)
+    nominal = cluster.nvlink_bandwidth_bytes_per_second
+    size = 2**30
+
+    def sample(busbw: float):
+        return comm_fit.Sample("all_reduce_perf.log", "all_reduce", 8, 8, size, size * 2 * 7 / 8 / busbw)
+
+    with pytest.raises(PlannerError, match="NVLS"):
+        comm_fit.check_in_switch_reduction([sample(1.06 * nominal)], "x", cluster)
+    comm_fit.check_in_switch_reduction([sample(1.01 * L.MAX_BUSBW_OVER_NOMINAL * nominal)], "x", cluster)
+    comm_fit.check_in_switch_reduction([sample(0.82 * nominal)], "x", cluster)

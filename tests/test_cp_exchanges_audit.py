@@ -133,3 +133,14 @@ def test_the_saved_all_gathers_attention_sweeps_the_whole_sequence():
     h = eff.flash_attention_half_seq
     expected = (s / 8 / (s / 8 + h)) / (s / (s + h))
     assert attention(1) / attention(8) == pytest.approx(expected, rel=1e-12)
+
+
+def test_the_saved_all_gather_gathers_again_under_per_op_recompute():
+    """torchtitan's per-op save list has no collective (distributed/activation_checkpoint.py _get_default_save_ops),
+    so under "op" recompute the gathered K/V are not kept (nor counted: saved_ops alone) and backward gathers them
+    again, as Transformer Engine's all-gather does; with full recompute the replayed forward gathers and backward
+    reduce-scatters."""
+    assert context.regathers(replace(PLAN, cp_comm="all_gather_saved", recompute="op"))
+    assert not context.regathers(replace(PLAN, cp_comm="all_gather_saved", recompute="full"))
+    assert context.regathers(replace(PLAN, cp_comm="all_gather")) and not context.regathers(PLAN)
+    assert set(terms(replace(PLAN, cp_comm="all_gather_saved", recompute="op"))) == {"saved_ops"}

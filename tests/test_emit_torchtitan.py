@@ -153,7 +153,10 @@ def test_matrix_obeys_the_schema(case):
     assert v["mxfp8"] == ([{"fqns": ["attention", "feed_forward"], "compiled": compiled}]
                           if p.precision == "mxfp8" else [])
     grouped = {"fp8": "float8", "mxfp8": "mxfp8"}.get(p.precision)
-    assert v["grouped_experts"] == ([{"format": grouped, "compiled": compiled}] if moe and grouped else [])
+    # padded per expert to 16 rows for FP8 (Float8GroupedExpertsConverter.PAD_MULTIPLE) and 128 for MXFP8, what
+    # torchao's SM100 CuTeDSL quantization kernel needs (torchtitan's deepseek_v3 MXFP8 recipe sets 128 for it)
+    pad = {"fp8": 16, "mxfp8": 128}.get(p.precision)
+    assert v["grouped_experts"] == ([{"format": grouped, "compiled": compiled, "pad": pad}] if moe and grouped else [])
     assert (v["seq_len"], v["steps"]) == (j.model.seq_length, 1000)
 
 
@@ -205,6 +208,7 @@ def test_schema_reads_what_torchtitans_loader_read(cid, source, world):
     grouped = {"float8": ["Float8GroupedExperts"], "mxfp8": ["MXFP8GroupedExperts"]}
     assert seen["expert_classes"] == (
         grouped[v["grouped_experts"][0]["format"]] if v["grouped_experts"] else ["GroupedExperts"] * moe)
+    assert seen["dispatcher_pads"] == ([v["grouped_experts"][0]["pad"]] if v["grouped_experts"] else [0] * moe)
     assert seen["dispatchers"] == (["TorchAOTokenDispatcher"] if v["grouped_experts"] else
                                    ["AllToAllTokenDispatcher"] if moe else [])
 
@@ -236,11 +240,12 @@ MOE_CASES = [c for c in CASES["cases"] if model_of(c["model"]).moe is not None]
 def test_torchtitan_splits_experts_as_planned(case):
     """The first layer's routed-expert w1 after torchtitan's own parallelize (loader_check.py): experts over
     ep, each expert's FFN over etp (etp = tp without EP, 1 with it), the hidden size whole; the expert
-    FSDP degree dp_shard x cp x tp / ep is the cost model's expert_dp."""
+    data-parallel degree, dp_replicate x the expert FSDP degree dp_shard x cp x tp / ep, is the cost model's
+    expert_dp (under DDP with TP, dp_replicate 4 x efsdp 1: replicas, which ZeRO 0 does not shard)."""
     p, moe, hidden = case_job(case).plan, model_of(case["model"]).moe, model_of(case["model"]).hidden_size
     seen = LOADER["cases"][case["id"]]
     assert seen["expert_w1_local"] == [moe.num_experts // p.ep, moe.ffn_hidden_size // p.etp, hidden]
-    assert seen["efsdp"] == (p.expert_dp if p.ep > 1 else None)
+    assert (seen["efsdp"] * seen["dp_replicate"] if p.ep > 1 else seen["efsdp"]) == (p.expert_dp if p.ep > 1 else None)
     assert seen["experts"] == [moe.num_experts] and not seen["cuda_graphs"]
 
 

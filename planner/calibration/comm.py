@@ -218,7 +218,9 @@ def check_in_switch_reduction(samples: list[Sample], name: str, cluster: cm.Clus
     nominal = cluster.nvlink_bandwidth_bytes_per_second
     rows = [s for s in samples if s.collective == "all_reduce" and s.tier == "nvlink"]
     top = max((bus_bandwidth(s) for s in rows), default=0.0)
-    if nominal > 0 and top > nominal:
+    # far past it (over L.MAX_BUSBW_OVER_NOMINAL x) is no switch's doing: check_plausible asks whether the logs are
+    # of this cluster
+    if nominal > 0 and nominal < top <= L.MAX_BUSBW_OVER_NOMINAL * nominal:
         raise PlannerError(f"{name}: all_reduce busbw up to {top / 1e9:.0f} GB/s, above the {nominal / 1e9:.0f} GB/s "
                            f"per direction of {cluster.gpu.name}'s NVLink: NCCL reduced in the switch (NVLS), not "
                            "over the links the cost model's NVLink tier is; rerun with NCCL_ALGO=Ring, or calibrate "
@@ -305,17 +307,19 @@ def calibrate_comm(samples: list[Sample], cluster: cm.Cluster, eff: cm.Efficienc
 
 def check_nvlink_measured(inter: list[Sample], cluster: cm.Cluster) -> None:
     """One line when multi-domain runs would fit the network with nothing measuring the NVLink tier. Their times
-    hold an NVLink part (the cost model's hierarchical collective), which would be priced at nominal x efficiency
+    of a ring collective hold an NVLink part (the cost model's hierarchical collective; a sendrecv between nodes
+    runs on the network alone, collective_seconds), which would be priced at nominal x efficiency
     and the default latency (Efficiency.nvlink_latency_seconds, 10 us a ring step, fitted on A100), the network
     fit absorbing the difference (a 2-node H100 log made at 46 GB/s and 5 us came out 76 GB/s). A cluster file
     whose NVLink was calibrated before has it measured; runs of one GPU per domain, and clusters without
     NVLink, have no NVLink part."""
-    if cluster.nvlink_busbw_bytes_per_second > 0 or all(s.ranks_per_domain == 1 for s in inter):
+    if cluster.nvlink_busbw_bytes_per_second > 0 or all(s.ranks_per_domain == 1 or s.collective == "sendrecv"
+                                                         for s in inter):
         return
-    raise PlannerError(f"no log measures the NVLink tier of {cluster.name} alone, and every multi-node time holds an "
-                       "NVLink part, which would be priced at a default and skew the network fit: add a single-node "
-                       "(one NVLink domain) nccl-tests log, of the same collective or any of all_reduce, all_gather, "
-                       "reduce_scatter, so the NVLink tier is measured")
+    raise PlannerError(f"no log measures the NVLink tier of {cluster.name} alone, and a multi-node ring collective's "
+                       "time holds an NVLink part, which would be priced at a default and skew the network fit: add a "
+                       "single-node (one NVLink domain) nccl-tests log, of the same collective or any of all_reduce, "
+                       "all_gather, reduce_scatter, so the NVLink tier is measured")
 
 
 def check_plausible(fit: TierFit | None, nominal_bytes_per_second: float, cluster: cm.Cluster) -> None:

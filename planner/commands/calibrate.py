@@ -14,10 +14,11 @@ from planner.inputs.argtypes import file_arg
 DESCRIPTION = """Fit a cluster's link tiers to nccl-tests output (all_reduce, all_gather, reduce_scatter,
 sendrecv; any text era or -J JSON) and, with --step-times, its compute efficiency to measured steps.
 Only large messages are used (--min-size). Single-node runs calibrate NVLink; multi-node runs the
-network, after the NVLink part of the cost model's hierarchical collective is subtracted, so they need
-a single-node log beside them (or a CLUSTER whose NVLink was calibrated) unless they run one GPU per
-node (-g 1). all_reduce above the NVLink line rate (NVLS) is refused: use NCCL_ALGO=Ring. The result
-is the input cluster plus the fitted figures and their provenance, usable as any CLUSTER."""
+network, after the NVLink part of the cost model's hierarchical collective is subtracted, so their
+ring collectives need a single-node log beside them (or a CLUSTER whose NVLink was calibrated) unless
+they run one GPU per node (-g 1); sendrecv between nodes needs none. all_reduce above the NVLink line
+rate (NVLS) is refused: use NCCL_ALGO=Ring. The result is the input cluster plus the fitted figures and
+their provenance, usable as any CLUSTER."""
 
 # a number, then a binary unit (64M, 64Mi, 64MiB, 64MB) or bytes (64, 64B); "i" only after a unit letter
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(?:([KMGT])(?:iB|B|i)?|B)?\s*$", re.IGNORECASE)

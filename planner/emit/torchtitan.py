@@ -21,6 +21,7 @@ from planner.emit.job import Job, refuse_unless_runs
 from planner.errors import PlannerError
 from planner.frameworks import torchtitan as titan
 
+MXFP8_PAD = 128  # MXFP8GroupedExpertsConverter's pad_multiple on SM100 (`converters`)
 MODULE = "planner_job"  # the module's file name and its function's: --module planner_job --config planner_job
 Kwargs = list[tuple[str, object]]
 
@@ -144,7 +145,9 @@ def converters(job: Job) -> list[str]:
     linears on the attention and dense MLP projections only (mx.py converts the Linear configs whose FQN
     contains one of `fqns`: "attention" and "feed_forward" leave lm_head and the router out); and for an MoE
     model the routed experts' grouped GEMMs in the same format (Float8GroupedExpertsConverter,
-    MXFP8GroupedExpertsConverter, which swap in a dispatcher that pads each expert's rows to 16 or 32)."""
+    MXFP8GroupedExpertsConverter, which swap in a dispatcher that pads each expert's rows: 16 for FP8, and 128
+    for MXFP8, which torchao's CuTeDSL quantization kernel needs on SM100, as torchtitan's own MXFP8 MoE recipes
+    set it: models/deepseek_v3/config_registry.py @4f9e9a47; mx.py's default 32 fails there)."""
     p, compiled = job.plan, ("model_compile_enabled", "model" in compile_components(job))
     moe = job.cm_model.moe is not None
     if p.precision == "fp8":
@@ -153,7 +156,8 @@ def converters(job: Job) -> list[str]:
         return out + ([call("Float8GroupedExpertsConverter.Config", [compiled], "            ")] if moe else [])
     if p.precision == "mxfp8":
         out = [call("MXFP8LinearConverter.Config", [("fqns", ["attention", "feed_forward"]), compiled], "            ")]
-        return out + ([call("MXFP8GroupedExpertsConverter.Config", [compiled], "            ")] if moe else [])
+        grouped = call("MXFP8GroupedExpertsConverter.Config", [compiled, ("pad_multiple", MXFP8_PAD)], "            ")
+        return out + ([grouped] if moe else [])
     return []
 
 

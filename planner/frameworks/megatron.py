@@ -412,17 +412,17 @@ def local_attention(model: cm.Model, plan: cm.Plan) -> Optional[str]:
 def ulysses_even_heads(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     """Transformer Engine dot_product_attention/utils.py get_attention_backend (d0067d0 L1272): cp_comm_type
     a2a or a2a+p2p disables the fused (cuDNN) attention unless a TP rank's query heads and KV-head groups are both
-    even, and Megatron-core's context parallelism has no other backend (FlashAttention does not take its CP
-    layout), so the run stops with no attention backend. Megatron passes a2a+p2p to Transformer Engine even when
-    its Ulysses group is one rank."""
+    even, and planner writes Megatron-LM's context parallelism with the fused backend only (attention_backend:
+    --attention-backend fused), so such a plan finds no backend. Megatron passes a2a+p2p to Transformer Engine
+    even when its Ulysses group is one rank."""
     if plan.cp <= 1 or plan.cp_comm not in ("a2a", "a2a+p2p"):
         return None
     heads = model.num_attention_heads // plan.tp
     groups = heads if model.mla else (model.num_attention_heads if plan.repeat_kv else model.kv_heads) // plan.tp
     if heads % 2 or groups % 2:
         return (f"Transformer Engine's fused attention runs cp_comm {plan.cp_comm} only with an even number of query "
-                f"heads and KV-head groups per TP rank (got {heads} and {groups} at tp {plan.tp}), and no other "
-                "backend takes Megatron's context-parallel layout")
+                f"heads and KV-head groups per TP rank (got {heads} and {groups} at tp {plan.tp}), and planner writes "
+                "Megatron-LM's context parallelism with the fused backend only")
     return None
 
 

@@ -138,13 +138,14 @@ def expert_sharding(model: cm.Model, plan: cm.Plan) -> Optional[str]:
 
 def experts_borrow_fsdp(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     """distributed/parallel_dims.py: the sparse mesh is (pp, dp_replicate, efsdp, ep) with efsdp =
-    dp_shard x cp x tp / ep, so the EP ranks come out of FSDP's shard axis. Under plain replication
-    (ZeRO 0: data_parallel_replicate only, tp 1 and cp 1, `knobs` and context_parallel_fsdp) that
-    axis holds one rank and leaves none to borrow."""
-    if model.moe is not None and plan.ep > 1 and not fsdp(plan):
-        return ("torchtitan's expert parallelism borrows its ranks from FSDP's data_parallel_shard axis "
-                "(parallel_dims.py efsdp = dp_shard x cp x tp / ep): the plan needs ZeRO-3 (ZeRO-1 with "
-                "pipeline parallelism), not data_parallel_replicate")
+    dp_shard x cp x tp / ep, so the EP ranks come out of FSDP's shard axis and the TP and CP ranks. Under
+    plain replication (ZeRO 0: data_parallel_replicate, dp_shard 1; cp 1 there, context_parallel_fsdp) only
+    the TP ranks are left to borrow: ep must divide tp (efsdp 0 otherwise, which build_mesh refuses)."""
+    if model.moe is not None and plan.ep > 1 and not fsdp(plan) and (plan.cp * plan.tp) % plan.ep:
+        return ("torchtitan's expert parallelism borrows its ranks from FSDP's data_parallel_shard axis and the "
+                f"TP ranks (parallel_dims.py efsdp = dp_shard x cp x tp / ep): under data_parallel_replicate "
+                f"(dp_shard 1) ep {plan.ep} must divide tp {plan.tp}; or shard with ZeRO-3 (ZeRO-1 with pipeline "
+                "parallelism)")
     return None
 
 

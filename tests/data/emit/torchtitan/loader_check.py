@@ -97,7 +97,9 @@ def model_facts(config) -> dict:
             "experts": sorted({getattr(m, "num_experts", None) for m in experts}),
             "expert_classes": sorted({type(m).__name__ for m in experts}),
             "dispatchers": sorted({type(m.token_dispatcher).__name__ for m in model.modules()
-                                   if hasattr(m, "token_dispatcher")})}
+                                   if hasattr(m, "token_dispatcher")}),
+            "dispatcher_pads": sorted({getattr(m.token_dispatcher, "pad_multiple", 0) or 0 for m in model.modules()
+                                       if hasattr(m, "token_dispatcher")})}
 
 
 def sharding_facts(config, world: int) -> dict:

@@ -606,7 +606,7 @@ def values(c: Trainer.Config) -> dict:
             "mxfp8": [{"fqns": f.fqns, "compiled": f.model_compile_enabled}
                       for f in conv if isinstance(f, MXFP8LinearConverter.Config)],
             "grouped_experts": [{"format": "float8" if isinstance(f, Float8GroupedExpertsConverter.Config) else "mxfp8",
-                                 "compiled": f.model_compile_enabled}
+                                 "compiled": f.model_compile_enabled, "pad": getattr(f, "pad_multiple", 16)}
                                 for f in conv if isinstance(f, (Float8GroupedExpertsConverter.Config,
                                                                 MXFP8GroupedExpertsConverter.Config))],
             "loss": "chunked" if isinstance(c.loss, ChunkedLossWrapper.Config) else "cross_entropy",
