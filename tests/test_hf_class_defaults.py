@@ -2,6 +2,7 @@
 model types planner does not map refused rather than guessed (an audit of real config.json files found
 the shape-only reading wrong on most unmapped types)."""
 import json
+from pathlib import Path
 
 import pytest
 from hf_support import refusal, write
@@ -27,7 +28,7 @@ FALCON_7B = {"model_type": "falcon", "architectures": ["FalconForCausalLM"], "al
              "vocab_size": 65024, "layer_norm_epsilon": 1e-05, "attention_dropout": 0.0, "hidden_dropout": 0.0}
 
 
-@pytest.mark.parametrize("model_type", ["falcon", "gpt_bigcode", "nemotron-nas", "smollm3", "mllama_text_model",
+@pytest.mark.parametrize("model_type", ["falcon", "gpt_bigcode", "nemotron-nas", "mllama_text_model",
                                         "qwen2_5_vl", "cohere", "olmo2"])
 def test_model_types_planner_does_not_map_are_refused(tmp_path, model_type):
     config = dict(FALCON_7B, model_type=model_type)
@@ -104,3 +105,15 @@ def test_mlp_only_layers_outside_the_stack_are_refused(tmp_path, layers):
 def test_llama_reads_exactly_after_the_class_defaults(tmp_path):
     """Meta-Llama-3-8B: 8,030,261,248 parameters (Hub model card), unchanged by the defaults above."""
     assert total_parameters(load_model_spec(write(tmp_path, llama(rope_theta=None))).to_model()) == 8_030_261_248
+
+
+def test_smollm3_is_a_tied_llama_with_a_nope_layer_every_fourth():
+    """HuggingFaceTB/SmolLM3-3B's config.json (tests/data/hf_configs): its file omits tie_word_embeddings, which
+    SmolLM3Config defaults to True, and its no_rope_layers put NoPE on every 4th layer. By hand: embedding 128,256 x
+    2,048 = 262,668,288 (tied, once); a layer's attention 2 x 2,048^2 + 2 x 2,048 x 4 x 128 = 10,485,760, its SwiGLU
+    3 x 2,048 x 11,008 = 67,633,152, its norms 4,096: 78,123,008 x 36 = 2,812,428,288; the final norm 2,048. Total
+    3,075,098,624, the parameter count of the model's safetensors index."""
+    spec = load_model_spec(str(Path(__file__).parent / "data" / "hf_configs" / "smollm3-3b.json"))
+    assert (spec.tie_embeddings, spec.nope_every, spec.num_kv_heads, spec.mlp) == (True, 4, 4, "swiglu")
+    assert total_parameters(spec.to_model()) == 262_668_288 + 36 * 78_123_008 + 2_048 == 3_075_098_624
+    assert "temperature tuning" not in (spec.notes or "")

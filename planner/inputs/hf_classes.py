@@ -34,12 +34,13 @@ BIAS_FREE_MODELS = {"mistral", "mixtral", "phi3", "mpt"}
 # Qwen3MoeAttention, GemmaAttention .. Gemma3Attention, OlmoeAttention, Llama4TextAttention,
 # GptOssAttention, GPTNeoXAttention's query_key_value and dense; DeepseekV2/V3Attention's q_a_proj,
 # kv_a_proj_with_mqa and o_proj), with the class default for a file that omits it.
-ATTENTION_BIAS_DEFAULTS = {"llama": False, "qwen3": False, "qwen3_moe": False, "gemma": False, "gemma2": False,
-                           "gemma3_text": False, "olmoe": False, "llama4_text": False, "deepseek_v2": False,
-                           "deepseek_v3": False, "kimi_k2": False, "gpt_oss": True, "gpt_neox": True}
+ATTENTION_BIAS_DEFAULTS = {"llama": False, "smollm3": False, "qwen3": False, "qwen3_moe": False, "gemma": False,
+                           "gemma2": False, "gemma3_text": False, "olmoe": False, "llama4_text": False,
+                           "deepseek_v2": False, "deepseek_v3": False, "kimi_k2": False, "gpt_oss": True,
+                           "gpt_neox": True}
 # Their MLPs' biases: LlamaMLP's by `mlp_bias` (default False); GptOssExperts (gate_up_proj_bias,
 # down_proj_bias) and GPTNeoXMLP (nn.Linear defaults) always; the other classes' never.
-MLP_BIASED: dict[str, bool | str] = {"llama": "mlp_bias", "gpt_oss": True, "gpt_neox": True}
+MLP_BIASED: dict[str, bool | str] = {"llama": "mlp_bias", "smollm3": "mlp_bias", "gpt_oss": True, "gpt_neox": True}
 # Gemma's MLP is gated (GemmaMLP / Gemma2MLP / Gemma3MLP: gate_proj, up_proj, down_proj) with a GeLU
 # activation (`hidden_activation` "gelu_pytorch_tanh"): GeGLU, 3 matrices (Gemma report, arXiv:2403.08295).
 GEGLU_MODELS = {"gemma", "gemma2", "gemma3_text"}
@@ -48,7 +49,7 @@ GEGLU_MODELS = {"gemma", "gemma2", "gemma3_text"}
 # Qwen3MLP, Qwen3MoeMLP, DeepseekV2MLP, DeepseekV3MLP, Llama4TextMLP / Llama4TextExperts, Phi3MLP's fused
 # gate_up_proj, OLMoE's experts, the Gemma MLPs). Their activation
 # only names the gate's function: SiLU is SwiGLU, a GeLU is GeGLU, any other is refused (not modelled).
-GATED_MODELS = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "deepseek_v2",
+GATED_MODELS = {"llama", "smollm3", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "deepseek_v2",
                 "deepseek_v3", "kimi_k2", "llama4_text", "phi3", "olmoe", "glm4_moe", *GEGLU_MODELS}
 # A learned RMSNorm on the queries and keys before RoPE, by its span (Transformers v4.57.1): each head's over
 # head_dim (Qwen3Attention, Qwen3MoeAttention, Gemma3Attention q_norm / k_norm), or all heads' queries and all
@@ -100,6 +101,14 @@ CLASS_DEFAULTS: dict[str, dict[str, Any]] = {
                 "intermediate_size": 2880, "head_dim": 64, "sliding_window": 128, "hidden_act": "silu",
                 "rms_norm_eps": 1e-5, "rope_theta": 150000.0},
     "olmoe": {"tie_word_embeddings": False},
+    # SmolLM3Config (transformers models/smollm3/modular_smollm3.py): a Llama decoder that ties its output layer
+    # and skips RoPE on a layer every no_rope_layer_interval (no_rope_layers, 1 = RoPE, as Llama 4's); its
+    # sliding window, off unless use_sliding_window, would take the NoPE layers only
+    "smollm3": {"tie_word_embeddings": True, "vocab_size": 128256, "hidden_size": 2048, "intermediate_size": 11008,
+                "num_hidden_layers": 36, "num_attention_heads": 16, "num_key_value_heads": 4, "hidden_act": "silu",
+                "max_position_embeddings": 32768, "rms_norm_eps": 1e-6, "rope_theta": 2000000.0,
+                "use_sliding_window": False, "sliding_window": None, "no_rope_layers": None,
+                "no_rope_layer_interval": 4, "attention_bias": False, "mlp_bias": False},
     "gemma": {"tie_word_embeddings": True, "head_dim": 256, "hidden_act": "gelu_pytorch_tanh", "rms_norm_eps": 1e-6,
               "rope_theta": 10000.0, "attention_bias": False},
     "gemma2": {"tie_word_embeddings": True, "head_dim": 256, "hidden_activation": "gelu_pytorch_tanh",
@@ -170,7 +179,8 @@ HYBRID_MODEL_TYPES = {"mamba", "mamba2", "falcon_mamba", "jamba", "zamba", "zamb
 # the generic reading describes exactly (GPT-2, GPT-NeoX, Phi-3). Any other type is refused: read from its
 # shape keys alone it was guessed wrong more often than right (Falcon's and StarCoder's multi_query read as
 # one K/V head per query head, SmolLM3's and Cohere's tied output layer as untied, Nemotron-NAS's per-layer
-# block_configs, Mllama's cross-attention layers and Qwen2.5-VL's vision tower dropped).
+# block_configs, Mllama's cross-attention layers and Qwen2.5-VL's vision tower dropped); SmolLM3 is mapped
+# since (CLASS_DEFAULTS).
 KNOWN_MODEL_TYPES = {*MOE_FAMILIES, *ALIBI_MODELS, *QKV_BIAS_MODELS, *BIAS_FREE_MODELS, *ATTENTION_BIAS_DEFAULTS,
                      *CLASS_DEFAULTS, "gpt2", "gpt_neox", "phi3"}
 # Classes that keep PretrainedConfig's tie_word_embeddings=True (GPT2Config, BloomConfig and MptConfig do
@@ -185,7 +195,7 @@ ROPE_THETA_DEFAULTS = {"llama": 10000.0, "mistral": 10000.0, "mixtral": 1e6, "qw
                        "kimi_k2": 10000.0, "olmoe": 10000.0, "phi3": 10000.0, "gpt_neox": 10000.0}
 # The mapped classes whose norms are RMSNorms whether or not the file gives rms_norm_eps (LlamaRMSNorm,
 # MistralRMSNorm, Qwen2RMSNorm, ... Phi3RMSNorm, GemmaRMSNorm); GPT-2, GPT-NeoX, BLOOM and MPT use LayerNorm.
-RMSNORM_MODELS = {"llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen2_moe", "qwen3_moe", "deepseek_v2",
+RMSNORM_MODELS = {"llama", "smollm3", "mistral", "mixtral", "qwen2", "qwen3", "qwen2_moe", "qwen3_moe", "deepseek_v2",
                   "deepseek_v3", "kimi_k2", "llama4_text", "gpt_oss", "olmoe", "phi3", "glm4_moe", *GEGLU_MODELS}
 # GPTNeoXConfig: rotary_pct 0.25 of each head's dimensions rotate.
 ROTARY_PERCENT_DEFAULTS = {"gpt_neox": 0.25}
@@ -198,7 +208,7 @@ ALL_LAYERS_SLIDE = {"mistral", "mixtral", "qwen3_moe", "phi3"}
 MAX_WINDOW_LAYERS_SLIDE = {"qwen2", "qwen3", "qwen2_moe"}
 # The classes whose sliding_window (and so any "sliding_attention" layer) takes effect only with
 # use_sliding_window (Qwen2Config ... Qwen3MoeConfig: sliding_window if use_sliding_window else None).
-USE_SLIDING_WINDOW_MODELS = {*MAX_WINDOW_LAYERS_SLIDE, "qwen3_moe"}
+USE_SLIDING_WINDOW_MODELS = {*MAX_WINDOW_LAYERS_SLIDE, "qwen3_moe", "smollm3"}
 
 # The classes whose query/key norm is switched by `use_qk_norm`, and its kind: GLM-4.5's learned RMSNorms over
 # head_dim (Glm4MoeAttention q_norm / k_norm), Llama 4's weightless L2 norm.

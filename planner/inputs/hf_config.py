@@ -222,7 +222,7 @@ def hf_to_spec_dict(data: dict, name: str, seq_length: int | None = None) -> dic
     window, window_notes = local_attention(reader, model_type, layers)
     spec.update(window)
     spec.update(nope_every(reader, model_type, layers))
-    if spec.get("nope_every"):
+    if spec.get("nope_every") and model_type == "llama4_text":
         window_notes.append("Llama 4's NoPE layers' attention temperature tuning is not counted")
     notes += window_notes
     notes += ignored_details(text, model_type)
@@ -485,10 +485,14 @@ def llama4_rope_layers(r: Reader, layers: int) -> list[int]:
     return rope[:layers]
 
 
+# no_rope_layers: 1 where the layer applies RoPE (Llama4TextConfig, SmolLM3Config)
+NOPE_MODELS = {"llama4_text", "smollm3"}
+
+
 def nope_every(reader: Reader, model_type: str, layers: int | None) -> dict:
-    """ModelSpec.nope_every: Llama 4's NoPE layers, whatever its attention chunking, when they fall every
-    n-th layer (Megatron-LM's --no-rope-freq n); another pattern is refused, not launched with RoPE."""
-    if model_type != "llama4_text" or not layers:
+    """ModelSpec.nope_every: Llama 4's and SmolLM3's NoPE layers, whatever Llama 4's attention chunking, when they
+    fall every n-th layer (Megatron-LM's --no-rope-freq n); another pattern is refused, not launched with RoPE."""
+    if model_type not in NOPE_MODELS or not layers:
         return {}
     nope = [i for i, rope in enumerate(llama4_rope_layers(reader, layers)) if not rope]
     if not nope:
