@@ -109,10 +109,11 @@ def kernel_span_divisor(plan: Plan) -> int:
 
 
 def regathers(plan: Plan) -> bool:
-    """Whether an all-gather exchange gathers K/V again in backward: Transformer Engine's always; the saved one
-    under per-op recompute, whose save list (torchtitan distributed/activation_checkpoint.py
-    _get_default_save_ops) has no collective, so the gathered K/V are not kept (nor counted:
-    memory.layer_activation_terms keeps saved_ops alone there)."""
+    """Whether an all-gather exchange gathers K/V again in backward: Transformer Engine's always (priced in
+    layer_exposed_seconds); the saved one under per-op recompute, whose save list (torchtitan
+    distributed/activation_checkpoint.py _get_default_save_ops) has no collective, so the gathered K/V are not
+    kept (nor counted: memory.layer_activation_terms keeps saved_ops alone there), which stage.cp_layer_seconds
+    adds: the layer's exchanges read no recompute setting (the search shares them across its values)."""
     return plan.cp_comm == "all_gather" or (plan.cp_comm == "all_gather_saved" and plan.recompute == "op")
 
 
@@ -145,7 +146,7 @@ def layer_exposed_seconds(model: Model, cluster: Cluster, plan: Plan, lt: LayerT
         size = kv_chunk_bytes(model, plan) * plan.cp
         gather = hierarchical_allgather_seconds(size, plan.cp, inner, fast, slow)
         scatter = hierarchical_reduce_scatter_seconds(size, plan.cp, inner, fast, slow)
-        return gather, scatter + (gather if regathers(plan) else 0.0)
+        return gather, scatter + (gather if plan.cp_comm == "all_gather" else 0.0)
     if plan.cp_comm == "a2a":
         return ulysses_seconds(model, plan, plan.cp, inner, fast, slow)
     # a2a+p2p: Ulysses inside the domain, ring across domains

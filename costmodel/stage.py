@@ -702,7 +702,8 @@ def cp_layer_seconds(plan: Plan, k: StageKernels, rep: int) -> float:
     Engine's DotProductAttention, the ring inside): not priced, validation/README.md "Context parallelism as
     each stack runs it"."""
     forward, backward = (k.cp_seconds or {}).get(rep, (0.0, 0.0))
-    return context.passes(plan) * forward + backward
+    regather = forward if plan.cp_comm == "all_gather_saved" and context.regathers(plan) else 0.0
+    return context.passes(plan) * forward + backward + regather
 
 
 def parts_replay_seconds(k: StageKernels, parts: tuple[tuple[Plan, LayerMix], ...]) -> float:

@@ -13,7 +13,7 @@ import pytest
 
 from costmodel import context, memory, stage
 from costmodel import types as cm
-from planner.frameworks import REGISTRY, megatron
+from planner.frameworks import REGISTRY, Machine, megatron
 from planner.frameworks.base import knob_violations
 from planner.inputs.loading import build_cluster, load_cluster_spec, load_model_spec
 
@@ -75,9 +75,10 @@ def test_ulysses_needs_even_heads_per_tp_rank_in_megatron():
     KV-head groups are even (dot_product_attention/utils.py get_attention_backend), and nothing else runs
     Megatron's CP layout: 70B at tp 8 has 8 query heads but 1 KV head a rank; at tp 4, 16 and 2."""
     plan = replace(PLAN, cp_comm="a2a+p2p")
-    assert "even number of query heads and KV-head groups" in megatron.ulysses_even_heads(MODEL, plan)
-    assert megatron.ulysses_even_heads(MODEL, replace(plan, tp=4)) is None
-    assert megatron.ulysses_even_heads(MODEL, replace(plan, cp_comm="p2p")) is None
+    machine = Machine("hopper", 8, 8, True)
+    assert "even number of query heads and KV-head groups" in megatron.ulysses_even_heads(MODEL, machine, plan)
+    assert megatron.ulysses_even_heads(MODEL, machine, replace(plan, tp=4)) is None
+    assert megatron.ulysses_even_heads(MODEL, machine, replace(plan, cp_comm="p2p")) is None
 
 
 def test_each_framework_runs_its_own_all_gather():

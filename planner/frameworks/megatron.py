@@ -409,12 +409,13 @@ def local_attention(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     return None
 
 
-def ulysses_even_heads(model: cm.Model, plan: cm.Plan) -> Optional[str]:
+def ulysses_even_heads(model: cm.Model, machine: Machine, plan: cm.Plan) -> Optional[str]:
     """Transformer Engine dot_product_attention/utils.py get_attention_backend (d0067d0 L1272): cp_comm_type
     a2a or a2a+p2p disables the fused (cuDNN) attention unless a TP rank's query heads and KV-head groups are both
     even, and planner writes Megatron-LM's context parallelism with the fused backend only (attention_backend:
     --attention-backend fused), so such a plan finds no backend. Megatron passes a2a+p2p to Transformer Engine
-    even when its Ulysses group is one rank."""
+    even when its Ulysses group is one rank. A machine rule on cp_comm: it reads the split's tp and cp
+    themselves, which the search's plan rules may not (frameworks/base.py)."""
     if plan.cp <= 1 or plan.cp_comm not in ("a2a", "a2a+p2p"):
         return None
     heads = model.num_attention_heads // plan.tp
@@ -851,12 +852,13 @@ FRAMEWORK = Framework(
                 lowp_param_gather,
                 moe_sequence_parallel, moe_expert_bias, padded_dispatch, fp8_dispatch, fused_experts, mtp_position,
                 local_attention, ep_overlap,
-                attention_sinks, ulysses_even_heads, moe_cuda_graphs, full_iteration_graph, delayed_scaling_recompute,
+                attention_sinks, moe_cuda_graphs, full_iteration_graph, delayed_scaling_recompute,
                 deepep_groups, bf16_layers,
                 graphed_router_layernorm, precision_aware_optimizer, attention_backend, tp_overlap_quantizer,
                 tp_overlap_mla, rope_fusion, act_prologue),
     machine_rules=(MachineRule(("ep_dispatch", "ep_dispatch_dtype", "full_iteration_graph"), flex_dispatch_machine),
                    MachineRule(("sequence_parallel",), sequence_parallel_split),
+                   MachineRule(("cp_comm",), ulysses_even_heads),
                    MachineRule(("tp_comm_overlap",), userbuffers_domain),
                    MachineRule(("tp_comm_overlap", "ep_overlap"), overlap_connections),
                    MachineRule(("zero_stage",), fsdp_connections),

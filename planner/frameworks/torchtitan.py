@@ -12,7 +12,7 @@ distributed/activation_checkpoint.py, distributed/fsdp.py, and torch.distributed
 definitions (planner covers models/llama3 `llama3_configs` and models/qwen3 `qwen3_configs`), so
 they are checked when emitting, not in the search, which scores any dense architecture. An MoE
 model is searched only where planner has its flavour (moe_flavour), and its plans follow
-expert_sharding, experts_borrow_fsdp and experts_sequence_parallel; the cost model
+expert_sharding, experts_sequence_parallel and (a machine rule) experts_borrow_fsdp; the cost model
 scores them as any framework's EP (all-to-all dispatch, no overlap of it, no CUDA graphs: the
 Knobs defaults).
 """
@@ -136,11 +136,13 @@ def expert_sharding(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     return None
 
 
-def experts_borrow_fsdp(model: cm.Model, plan: cm.Plan) -> Optional[str]:
+def experts_borrow_fsdp(model: cm.Model, machine: Machine, plan: cm.Plan) -> Optional[str]:
     """distributed/parallel_dims.py: the sparse mesh is (pp, dp_replicate, efsdp, ep) with efsdp =
     dp_shard x cp x tp / ep, so the EP ranks come out of FSDP's shard axis and the TP and CP ranks. Under
     plain replication (ZeRO 0: data_parallel_replicate, dp_shard 1; cp 1 there, context_parallel_fsdp) only
-    the TP ranks are left to borrow: ep must divide tp (efsdp 0 otherwise, which build_mesh refuses)."""
+    the TP ranks are left to borrow: ep must divide tp (efsdp 0 otherwise, which build_mesh refuses). A machine
+    rule on the ZeRO stage: it reads the split's ep, tp and cp themselves, which the search's plan rules may not
+    (frameworks/base.py)."""
     if model.moe is not None and plan.ep > 1 and not fsdp(plan) and (plan.cp * plan.tp) % plan.ep:
         return ("torchtitan's expert parallelism borrows its ranks from FSDP's data_parallel_shard axis and the "
                 f"TP ranks (parallel_dims.py efsdp = dp_shard x cp x tp / ep): under data_parallel_replicate "
@@ -559,10 +561,10 @@ FRAMEWORK = Framework(
     interleaving_rules=(interleaving,),
     knobs=knobs,
     plan_rules=(fsdp_reduce_scatter, fsdp_gather_unit, fused_attention, float8_recipe,
-                context_parallel_fsdp, async_tp, megatron_only_settings, experts_borrow_fsdp,
-                experts_sequence_parallel),
+                context_parallel_fsdp, async_tp, megatron_only_settings, experts_sequence_parallel),
     machine_rules=(MachineRule(("tp_comm_overlap",), async_tp_domain),
                    MachineRule(("tp_comm_overlap",), rocm_async_tp),
-                   MachineRule(("precision",), rocm_mxfp8)),
+                   MachineRule(("precision",), rocm_mxfp8),
+                   MachineRule(("zero_stage",), experts_borrow_fsdp)),
     model_gap=model_gap,
 )
