@@ -12,12 +12,11 @@ from pathlib import Path
 
 from costmodel import types as cm
 from planner.calibration import comm as comm_fit
-from planner.calibration import logtext
 from planner.calibration import output
 from planner.calibration import steps as step_fit
 from planner.errors import PlannerError
 from planner.inputs import catalogs, loading, reading, step_times
-from planner.inputs.nccl_logs import NcclLog, NcclParseError, large_message_rows
+from planner.inputs.nccl_logs import NcclLog, NcclParseError, large_message_rows, parse_file
 from planner.inputs.specs import ClusterSpec
 
 
@@ -45,7 +44,7 @@ def parse_log(path: str, collective: str | None) -> NcclLog:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            log = logtext.parse_log_text(reading.read_text(p, lenient=True), str(p), collective)
+            log = parse_file(p, collective)
         except NcclParseError as err:
             msg = str(err).replace("pass collective='all_reduce' (or the right name)",
                                    "pass --collective NAME or name the file after the test (all_reduce_perf.log)")

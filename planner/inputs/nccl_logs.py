@@ -16,8 +16,10 @@ elements, so ``NcclRow.wrong`` is ``None`` for those eras (and for ``N/A``).
 
 Columns are located from the table header line, so optional columns (``-S 1`` timestamps,
 ``-I 1`` per-iteration statistics, ``cputime``) are tolerated. ``NCCL INFO``/``WARN`` lines,
-MPI banners, ``[1,0]<stdout>:`` (mpirun --tag-output) and ``0: `` (srun -l) prefixes,
-blank lines and repeated headers are skipped. A malformed data row at the end of the text
+MPI banners, ``[1,0]<stdout>:`` (mpirun --tag-output), ``0: `` (srun -l) and ``[0] `` (mpiexec
+-prepend-rank) prefixes, blank lines and repeated headers are skipped. An NCCL_TESTS_SPLIT run (more than
+one group in its device lines) is refused, and all_gather / reduce_scatter tables of the eras before 2020-06
+may carry busbw = algbw (LEGACY_FACTOR_ONE). A malformed data row at the end of the text
 is treated as truncation and dropped, one in the middle too, each with a warning.
 
 Pure standard library; only :func:`parse_file` performs I/O.
@@ -261,10 +263,12 @@ def _parse_row(layout: _Layout, tokens: list[str]) -> tuple[NcclRow, int | None]
 
 # --------------------------------------------------------------------------- text scanning
 
-_PREFIX_RE = re.compile(r"^(?:\[\d+,\d+\]<std(?:out|err)>:|\s*\d+: )")
+# Open MPI's --tag-output "[1,0]<stdout>:", srun -l's "0: ", MPICH / Intel MPI mpiexec -prepend-rank's "[0] "
+_PREFIX_RE = re.compile(r"^(?:\[\d+,\d+\]<std(?:out|err)>:|\s*\d+: |\[\d+\] ?)")
 _NOISE_RE = re.compile(r"\bNCCL (?:INFO|WARN|TRACE|ERROR|ABORT)\b")
 _INFO_NRANKS_RE = re.compile(r"\bnranks (\d+)", re.IGNORECASE)
 _RANK_RE = re.compile(r"^Rank\s+(\d+)\b.*?\bon\s+(\S+)\s+device\b")
+_GROUP_RE = re.compile(r"^Rank\s+\d+\s+Group\s+(\d+)\b")  # util.cu: "#  Rank %2d Group %2d Pid %6d on ..."
 _DEVICE_RE = re.compile(r"\]\s*(\S.*)$")  # "... device 0 [0000:18:00] NVIDIA H100 80GB HBM3"
 _STARTING_RE = re.compile(r"Collective test (?:starting|concluded):\s*(\S+)")
 _AVG_BW_RE = re.compile(r"Avg bus bandwidth\s*:\s*(\S+)")
@@ -286,6 +290,7 @@ class _Scan:
     ranks: set[int] = field(default_factory=set)
     hosts: set[str] = field(default_factory=set)
     host_of: dict[int, str] = field(default_factory=dict)  # rank -> host
+    groups: set[int] = field(default_factory=set)  # NCCL_TESTS_SPLIT groups of the device lines
     devices: set[str] = field(default_factory=set)  # GPU models after the bus id of device lines
     started: set[str] = field(default_factory=set)
     mentioned: set[str] = field(default_factory=set)
@@ -347,6 +352,9 @@ def _scan_comment(scan: _Scan, lineno: int, line: str) -> None:
         scan.ranks.add(int(m.group(1)))
         scan.hosts.add(m.group(2))
         scan.host_of[int(m.group(1))] = m.group(2)
+        group = _GROUP_RE.match(body)
+        if group:
+            scan.groups.add(int(group.group(1)))
         device = _DEVICE_RE.search(body)
         if device:
             scan.devices.add(device.group(1).strip())
@@ -446,6 +454,7 @@ def parse_text(text: str, name: str = "<string>", collective: str | None = None)
         raise NcclParseError(f"{name}: nccl-tests reports {scan.failed_values} out-of-bounds values (FAILED), and "
                              "this era's table has no #wrong column to tell which rows: the run corrupted data; "
                              "calibrate from a run whose check passes")
+    _check_not_split(scan.groups, name)
     pairs = _complete_rows(scan)
     rows, roots = tuple(r for r, _ in pairs), [root for _, root in pairs]
     num_ranks = len(scan.ranks) or scan.info_nranks
@@ -457,8 +466,8 @@ def parse_text(text: str, name: str = "<string>", collective: str | None = None)
     mixed = _mixed_collectives(rows)
     if mixed:
         raise NcclParseError(f"{name}: {mixed}: output of several tests; split the file into one run per file")
-    evidence = _Evidence(rows, roots, "redop" in scan.layout.names, num_ranks)
     era = scan.layout.era
+    evidence = _Evidence(rows, roots, "redop" in scan.layout.names, num_ranks, era)
     return NcclLog(
         collective=_resolve_collective(
             collective, [scan.started, scan.mentioned, _programs_in(name)], evidence, name
@@ -566,6 +575,17 @@ def _json_devices(doc: dict) -> list[dict]:
     return [d for d in devices if isinstance(d, dict)] if isinstance(devices, list) else []
 
 
+def _check_not_split(groups: set, name: str) -> None:
+    """NCCL_TESTS_SPLIT / NCCL_TESTS_SPLIT_MASK runs split the ranks into groups that each time their own
+    communicator (src/common.cu run(): MPI_Comm_split by color, nProcs the group's size; util.cu prints the color
+    as "Group %2d", the -J file as config.devices[].group): their rows are one group's, not a run of every rank
+    the log lists, so a log whose device lines name more than one group is refused."""
+    if len(groups) > 1:
+        raise NcclParseError(f"{name}: an NCCL_TESTS_SPLIT run ({len(groups)} groups in its device lines): each "
+                             "group timed its own communicator over its own ranks, not the run of every rank "
+                             "listed; calibrate from a run without NCCL_TESTS_SPLIT or NCCL_TESTS_SPLIT_MASK")
+
+
 def parse_json(text: str, name: str = "<string>", collective: str | None = None) -> NcclLog:
     """Parse the JSON file written by ``-J`` (JSON_FILE_VERSION 3, nccl-tests 2025-10+)."""
     doc = _load_json(text, name)
@@ -573,6 +593,7 @@ def parse_json(text: str, name: str = "<string>", collective: str | None = None)
     if not pairs:
         raise NcclParseError(f"{name}: the JSON 'results' list is empty (run failed?)")
     devices = _json_devices(doc)
+    _check_not_split({d.get("group") for d in devices if d.get("group") is not None}, name)
     num_ranks = len({d.get("rank") for d in devices}) or None
     hosts = {d.get("hostname") for d in devices if d.get("hostname")}
     host_of = {d.get("rank"): d.get("hostname") for d in devices if d.get("hostname")}
@@ -611,6 +632,7 @@ class _Evidence:
     roots: list[int | None]
     has_redop_column: bool
     num_ranks: int | None
+    era: str = "json"  # the table's layout era (_Layout.era), or json
 
 
 # (collective, redop kinds it prints, rooted?, busbw/algbw factor) from src/*.cu GetBw and
@@ -658,8 +680,17 @@ def _factor_matches(kind: str, ratio: float | None, n: int | None) -> bool:
     return abs(ratio - expected) <= 0.02 * max(expected, 0.5)
 
 
-def _infer_collective(ev: _Evidence, use_ratio: bool = True) -> list[str]:
-    """Collectives consistent with the redop/root columns and (use_ratio) the busbw/algbw ratio."""
+# nccl-tests before ec1b5e2 (2020-06-19, "Change all_gather/reduce_scatter algbw to match the documentation")
+# printed all_gather and reduce_scatter with busbw = algbw (src/all_gather.cu AllGatherGetBw: factor 1); their size
+# and time columns meant what they mean today. A table of the eras without a #wrong column that names one of them
+# may have either factor (_consistent); inference alone keeps today's, where factor 1 is sendrecv's.
+LEGACY_FACTOR_ONE = {"all_gather", "reduce_scatter"}
+LEGACY_ERAS = ("text-2017", "text-legacy")
+
+
+def _infer_collective(ev: _Evidence, use_ratio: bool = True, legacy: bool = False) -> list[str]:
+    """Collectives consistent with the redop/root columns and (use_ratio) the busbw/algbw ratio; with `legacy`,
+    LEGACY_FACTOR_ONE's old factor 1 too."""
     redop = ev.rows[0].redop
     if not ev.has_redop_column:
         op_kind = "nocol"
@@ -671,7 +702,8 @@ def _infer_collective(ev: _Evidence, use_ratio: bool = True) -> list[str]:
         coll
         for coll, kinds, needs_root, factor in _SIGNATURES
         if op_kind in kinds and rooted == needs_root
-        and _factor_matches(factor, ratio, ev.num_ranks)
+        and (_factor_matches(factor, ratio, ev.num_ranks)
+             or legacy and coll in LEGACY_FACTOR_ONE and _factor_matches("one", ratio, ev.num_ranks))
     })
 
 
@@ -706,7 +738,8 @@ def _consistent(collective: str, ev: _Evidence, name: str, how: str) -> str:
     busbw/algbw ratio is read only where the log says how many ranks ran: without them a 2-rank all_reduce
     (ratio 2 x 1/2 = 1) cannot be told from a sendrecv by it."""
     known = {c for c, *_ in _SIGNATURES}
-    fits = _infer_collective(ev, use_ratio=bool(ev.num_ranks)) if ev.rows and collective in known else [collective]
+    fits = (_infer_collective(ev, use_ratio=bool(ev.num_ranks), legacy=ev.era in LEGACY_ERAS)
+            if ev.rows and collective in known else [collective])
     if fits and collective not in fits:
         ratio = _bus_ratio(ev.rows) if ev.num_ranks else None
         seen = f"busbw/algbw {ratio:.3f}" if ratio is not None else "its redop and root columns"
