@@ -28,7 +28,7 @@ from costmodel import comm, topology
 from costmodel import types as cm
 from planner.errors import PlannerError
 from planner.inputs import limits as L
-from planner.inputs.nccl_logs import NcclLog, large_message_rows
+from planner.inputs.nccl_logs import NcclLog, bus_factor, large_message_rows
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "sendrecv")
 _HIERARCHICAL = {
@@ -203,11 +203,8 @@ def no_rows_message(log: NcclLog, name: str, large: tuple, min_size_bytes: int) 
 
 
 def bus_bandwidth(s: Sample) -> float:
-    """nccl-tests' busbw of a sample in B/s: size / time x its bus factor (doc/PERFORMANCE.md; src/all_reduce.cu
-    AllReduceGetBw 2(n-1)/n, all_gather.cu / reduce_scatter.cu (n-1)/n, sendrecv.cu 1)."""
-    n = s.ranks
-    factor = {"all_reduce": 2 * (n - 1) / n, "all_gather": (n - 1) / n, "reduce_scatter": (n - 1) / n}
-    return s.size_bytes / s.measured_seconds * factor.get(s.collective, 1.0)
+    """nccl-tests' busbw of a sample in B/s: size / time x its bus factor (doc/PERFORMANCE.md; nccl_logs.bus_factor)."""
+    return s.size_bytes / s.measured_seconds * bus_factor(s.collective, s.ranks)
 
 
 def check_in_switch_reduction(samples: list[Sample], name: str, cluster: cm.Cluster) -> None:

@@ -40,6 +40,7 @@ __all__ = [
     "NcclLog",
     "NcclParseError",
     "NcclRow",
+    "bus_factor",
     "large_message_rows",
     "normalize_collective",
     "parse_file",
@@ -669,14 +670,24 @@ def _bus_ratio(rows: tuple[NcclRow, ...]) -> float | None:
     return busbw / algbw
 
 
+def _factor(kind: str, n: int) -> float:
+    """busbw / algbw of factor ``kind`` over ``n`` ranks: ar = 2(n-1)/n, ag = (n-1)/n, one = 1."""
+    return {"ar": 2 * (n - 1) / n, "ag": (n - 1) / n, "one": 1.0}[kind]
+
+
+def bus_factor(collective: str, n: int) -> float:
+    """busbw / algbw of ``collective`` over ``n`` ranks as nccl-tests prints it today (_SIGNATURES)."""
+    return _factor(next(f for c, _, _, f in _SIGNATURES if c == collective), n)
+
+
 def _factor_matches(kind: str, ratio: float | None, n: int | None) -> bool:
-    """Whether ``ratio`` fits factor ``kind``: ar = 2(n-1)/n, ag = (n-1)/n, one = 1."""
+    """Whether ``ratio`` fits factor ``kind`` (_factor)."""
     if ratio is None:
         return True
     if n is None:
         bounds = {"one": (0.98, 1.02), "ar": (1.02, 2.02), "ag": (0.48, 0.98)}[kind]
         return bounds[0] <= ratio <= bounds[1]
-    expected = {"ar": 2 * (n - 1) / n, "ag": (n - 1) / n, "one": 1.0}[kind]
+    expected = _factor(kind, n)
     return abs(ratio - expected) <= 0.02 * max(expected, 0.5)
 
 
