@@ -482,7 +482,7 @@ def stage_kernels(model: Model, cluster: Cluster, plan: Plan, eff: Efficiency) -
     reps = sorted(set(layer_representatives(model)) | ({mtp_representative(model)} if model.mtp_layers else set()))
     layers = {rep: times(plan.precision, rep) for rep in reps}
     sixteen = {}
-    if lowp.is_low(plan.precision) and plan.bf16_layers_start + plan.bf16_layers_end > 0:
+    if keeps_sixteen_bit_layers(plan):
         kinds = layer_representatives(model)  # the kinds of the stack's first and last layers
         kept = kinds[:plan.bf16_layers_start] + kinds[model.num_layers - plan.bf16_layers_end:]
         sixteen = {rep: times(lowp.sixteen_bit(plan.precision), rep) for rep in set(kept)}
