@@ -117,3 +117,47 @@ def test_smollm3_is_a_tied_llama_with_a_nope_layer_every_fourth():
     assert (spec.tie_embeddings, spec.nope_every, spec.num_kv_heads, spec.mlp) == (True, 4, 4, "swiglu")
     assert total_parameters(spec.to_model()) == 262_668_288 + 36 * 78_123_008 + 2_048 == 3_075_098_624
     assert "temperature tuning" not in (spec.notes or "")
+
+
+SEED_OSS = str(Path(__file__).parent / "data" / "hf_configs" / "seed-oss-36b.json")
+
+
+def test_seed_oss_is_a_llama_with_qkv_biases_and_dropout():
+    """ByteDance-Seed/Seed-OSS-36B (tests/data/hf_configs): 64 layers, 80 query / 8 KV heads of 128, hidden 5,120,
+    SwiGLU of 27,648, vocabulary 155,136, untied. By hand, biases left out as planner counts: embedding
+    155,136 x 5,120 = 794,296,320, twice (untied); a layer's attention 2 x 5,120 x 10,240 + 2 x 5,120 x 1,024 =
+    115,343,360, its SwiGLU 3 x 5,120 x 27,648 = 424,673,280, its norms 10,240: 540,026,880 x 64; the final norm
+    5,120. Total 36,150,318,080 (with the 64 x 12,288 q/k/v biases 36,151,104,512), the README's 36B."""
+    spec = load_model_spec(SEED_OSS)
+    assert (spec.qkv_bias, spec.linear_bias, spec.dropout, spec.tie_embeddings) == (True, False, True, False)
+    assert (spec.head_dim, spec.num_kv_heads, spec.mlp, spec.normalization) == (128, 8, "swiglu", "rmsnorm")
+    total = 2 * 794_296_320 + 64 * 540_026_880 + 5_120
+    assert total_parameters(spec.to_model()) == total == 36_150_318_080
+    assert abs(total / 36e9 - 1) < 0.01
+
+
+@pytest.mark.parametrize("biases, linear_bias", [((False, False, False), False), ((True, True, True), True)])
+def test_seed_oss_biases_all_or_none_are_one_switch(tmp_path, biases, linear_bias):
+    config = json.loads(Path(SEED_OSS).read_text())
+    config.update(zip(("attention_bias", "attention_out_bias", "mlp_bias"), biases))
+    spec = load_model_spec(write(tmp_path, config))
+    assert (spec.linear_bias, spec.qkv_bias) == (linear_bias, False)
+
+
+@pytest.mark.parametrize("biases, key", [((True, True, False), "attention_out_bias"),
+                                         ((True, False, True), "mlp_bias"), ((False, False, True), "mlp_bias")])
+def test_seed_oss_bias_mixes_planner_cannot_state_are_refused(tmp_path, biases, key):
+    config = json.loads(Path(SEED_OSS).read_text())
+    config.update(zip(("attention_bias", "attention_out_bias", "mlp_bias"), biases))
+    message = refusal(tmp_path, config)
+    assert f"config.json: {key}: true" in message and "--add-qkv-bias" in message
+
+
+def test_seed_oss_dropout_is_its_class_default_when_the_file_is_silent(tmp_path):
+    """SeedOssConfig's attention_dropout and residual_dropout default to 0.1; residual dropout alone counts."""
+    config = {k: v for k, v in json.loads(Path(SEED_OSS).read_text()).items() if not k.endswith("dropout")}
+    assert load_model_spec(write(tmp_path, config, "a")).dropout is True
+    config.update(attention_dropout=0.0, residual_dropout=0.0)
+    assert load_model_spec(write(tmp_path, config, "b")).dropout is False
+    config.update(residual_dropout=0.1)
+    assert load_model_spec(write(tmp_path, config, "c")).dropout is True

@@ -26,6 +26,9 @@ QKV_BIAS_MODELS = {"qwen2", "qwen2_moe"}
 # Classes whose attention_bias puts a bias on q/k/v_proj only (Glm4MoeAttention: o_proj bias=False; its MLPs,
 # DeepSeek-V3's, have none).
 QKV_ONLY_ATTENTION_BIAS = {"glm4_moe"}
+# Classes with one switch per bias (SeedOssAttention: q/k/v_proj by `attention_bias`, o_proj by
+# `attention_out_bias`; SeedOssMLP by `mlp_bias`), each key with its class default.
+SPLIT_BIAS_KEYS = {"seed_oss": {"attention_bias": True, "attention_out_bias": False, "mlp_bias": False}}
 # Classes whose linear layers have no bias whatever the file says (MistralAttention, MixtralAttention,
 # Phi3Attention and MptAttention / MptMLP hard-code bias=False); the families in ATTENTION_BIAS_DEFAULTS
 # are read by their keys instead.
@@ -49,8 +52,8 @@ GEGLU_MODELS = {"gemma", "gemma2", "gemma3_text"}
 # Qwen3MLP, Qwen3MoeMLP, DeepseekV2MLP, DeepseekV3MLP, Llama4TextMLP / Llama4TextExperts, Phi3MLP's fused
 # gate_up_proj, OLMoE's experts, the Gemma MLPs). Their activation
 # only names the gate's function: SiLU is SwiGLU, a GeLU is GeGLU, any other is refused (not modelled).
-GATED_MODELS = {"llama", "smollm3", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "deepseek_v2",
-                "deepseek_v3", "kimi_k2", "llama4_text", "phi3", "olmoe", "glm4_moe", *GEGLU_MODELS}
+GATED_MODELS = {"llama", "smollm3", "seed_oss", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe",
+                "deepseek_v2", "deepseek_v3", "kimi_k2", "llama4_text", "phi3", "olmoe", "glm4_moe", *GEGLU_MODELS}
 # A learned RMSNorm on the queries and keys before RoPE, by its span (Transformers v4.57.1): each head's over
 # head_dim (Qwen3Attention, Qwen3MoeAttention, Gemma3Attention q_norm / k_norm), or all heads' queries and all
 # heads' keys at once (OlmoeAttention: q_norm over hidden_size, k_norm over kv_heads x head_dim; another
@@ -109,6 +112,14 @@ CLASS_DEFAULTS: dict[str, dict[str, Any]] = {
                 "max_position_embeddings": 32768, "rms_norm_eps": 1e-6, "rope_theta": 2000000.0,
                 "use_sliding_window": False, "sliding_window": None, "no_rope_layers": None,
                 "no_rope_layer_interval": 4, "attention_bias": False, "mlp_bias": False},
+    # SeedOssConfig (transformers models/seed_oss/configuration_seed_oss.py, added in v4.56): a Llama decoder
+    # whose q/k/v projections are biased and whose attention probabilities and both residual branches drop out
+    # at 0.1 unless the file says otherwise (SeedOssAttention, SeedOssMLP, SeedOssDecoderLayer)
+    "seed_oss": {"tie_word_embeddings": False, "vocab_size": 155136, "hidden_size": 4096, "intermediate_size": 27648,
+                 "num_hidden_layers": 64, "num_attention_heads": 80, "num_key_value_heads": 8, "head_dim": 128,
+                 "hidden_act": "silu", "max_position_embeddings": 524288, "rms_norm_eps": 1e-6,
+                 "rope_theta": 10000000.0, "attention_dropout": 0.1, "residual_dropout": 0.1,
+                 **SPLIT_BIAS_KEYS["seed_oss"]},
     "gemma": {"tie_word_embeddings": True, "head_dim": 256, "hidden_act": "gelu_pytorch_tanh", "rms_norm_eps": 1e-6,
               "rope_theta": 10000.0, "attention_bias": False},
     "gemma2": {"tie_word_embeddings": True, "head_dim": 256, "hidden_activation": "gelu_pytorch_tanh",
@@ -195,8 +206,9 @@ ROPE_THETA_DEFAULTS = {"llama": 10000.0, "mistral": 10000.0, "mixtral": 1e6, "qw
                        "kimi_k2": 10000.0, "olmoe": 10000.0, "phi3": 10000.0, "gpt_neox": 10000.0}
 # The mapped classes whose norms are RMSNorms whether or not the file gives rms_norm_eps (LlamaRMSNorm,
 # MistralRMSNorm, Qwen2RMSNorm, ... Phi3RMSNorm, GemmaRMSNorm); GPT-2, GPT-NeoX, BLOOM and MPT use LayerNorm.
-RMSNORM_MODELS = {"llama", "smollm3", "mistral", "mixtral", "qwen2", "qwen3", "qwen2_moe", "qwen3_moe", "deepseek_v2",
-                  "deepseek_v3", "kimi_k2", "llama4_text", "gpt_oss", "olmoe", "phi3", "glm4_moe", *GEGLU_MODELS}
+RMSNORM_MODELS = {"llama", "smollm3", "seed_oss", "mistral", "mixtral", "qwen2", "qwen3", "qwen2_moe", "qwen3_moe",
+                  "deepseek_v2", "deepseek_v3", "kimi_k2", "llama4_text", "gpt_oss", "olmoe", "phi3", "glm4_moe",
+                  *GEGLU_MODELS}
 # GPTNeoXConfig: rotary_pct 0.25 of each head's dimensions rotate.
 ROTARY_PERCENT_DEFAULTS = {"gpt_neox": 0.25}
 ATTENTION_LAYER_TYPES = {"full_attention": "full", "sliding_attention": "sliding", "chunked_attention": "chunked"}

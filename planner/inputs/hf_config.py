@@ -36,6 +36,7 @@ from planner.inputs.hf_classes import (
     CLASS_DEFAULTS, EXPERT_COUNT_KEYS, GATED_MODELS, GEGLU_MODELS, GELU_ACTIVATIONS, HYBRID_KEYS,
     HYBRID_MODEL_TYPES, HYBRID_PREFIXES, KEY_ALIASES, KNOWN_MODEL_TYPES, MAX_WINDOW_LAYERS_SLIDE, MLP_BIASED,
     MOE_FAMILIES, MOE_HINT_KEYS, MTP_FAMILIES, NORM_EPSILON_KEYS, QKV_BIAS_MODELS, QKV_ONLY_ATTENTION_BIAS,
+    SPLIT_BIAS_KEYS,
     QK_NORM_MODELS, RMSNORM_MODELS, ROPE_THETA_DEFAULTS, ROTARY_PERCENT_DEFAULTS, SPARSE_ATTENTION_KEYS,
     SWIGLU_ACTIVATIONS, TEXT_CONFIG_TYPES, TIED_BY_DEFAULT, USE_QK_NORM_KINDS, USE_SLIDING_WINDOW_MODELS,
 )
@@ -57,8 +58,8 @@ def _label(name: str) -> str:
 
 # Dropout inside every layer (attention probabilities, the residual branches), which the activation memory
 # counts (Korthikanti et al. 2022, eq. 1's masks): Llama's and Qwen's attention_dropout, GPT-2's and Phi's
-# resid_pdrop and attn_pdrop, Falcon's and BLOOM's hidden_dropout.
-LAYER_DROPOUT_KEYS = ("attention_dropout", "resid_pdrop", "attn_pdrop", "hidden_dropout")
+# resid_pdrop and attn_pdrop, Falcon's and BLOOM's hidden_dropout, Seed-OSS's residual_dropout.
+LAYER_DROPOUT_KEYS = ("attention_dropout", "resid_pdrop", "attn_pdrop", "hidden_dropout", "residual_dropout")
 
 
 class HfKeys(BaseModel):
@@ -75,9 +76,11 @@ class HfKeys(BaseModel):
     attention_dropout: Annotated[float, Field(strict=True, allow_inf_nan=False, ge=0, lt=1)] | None = None
     resid_pdrop: Annotated[float, Field(strict=True, allow_inf_nan=False, ge=0, lt=1)] | None = None
     hidden_dropout: Annotated[float, Field(strict=True, allow_inf_nan=False, ge=0, lt=1)] | None = None
+    residual_dropout: Annotated[float, Field(strict=True, allow_inf_nan=False, ge=0, lt=1)] | None = None
     attn_pdrop: Annotated[float, Field(strict=True, allow_inf_nan=False, ge=0, lt=1)] | None = None
     embd_pdrop: Annotated[float, Field(strict=True, allow_inf_nan=False, ge=0, lt=1)] | None = None
     attention_bias: StrictBool | None = None
+    attention_out_bias: StrictBool | None = None
     mlp_bias: StrictBool | None = None
     alibi: StrictBool | None = None
     use_sliding_window: StrictBool | None = None
@@ -359,6 +362,8 @@ def bias_fields(reader: Reader, model_type: str) -> dict:
     layer biased otherwise (GPT-2, BLOOM). Attention biased and MLP not, or the reverse, is refused:
     planner's one switch (Megatron-LM --add-bias-linear) biases every linear layer or none."""
     data = reader.data
+    if model_type in SPLIT_BIAS_KEYS:
+        return split_bias_fields(reader, model_type)
     if model_type in QKV_BIAS_MODELS:
         return {"linear_bias": False, "qkv_bias": True}
     if model_type in QKV_ONLY_ATTENTION_BIAS:
@@ -378,6 +383,21 @@ def bias_fields(reader: Reader, model_type: str) -> dict:
     if model_type in BIAS_FREE_MODELS:
         return {"linear_bias": False}
     return {}
+
+
+def split_bias_fields(reader: Reader, model_type: str) -> dict:
+    """linear_bias / qkv_bias of a class with a switch per bias (SPLIT_BIAS_KEYS: Seed-OSS's attention_bias on
+    q/k/v_proj, attention_out_bias on o_proj, mlp_bias on the MLP): every bias or none is one switch
+    (Megatron-LM --add-bias-linear), q/k/v alone is --add-qkv-bias; any other mix is refused by its key."""
+    keys = SPLIT_BIAS_KEYS[model_type]
+    qkv, out, mlp = (bool(reader.data.get(key, default)) for key, default in keys.items())
+    if qkv == out == mlp:
+        return {"linear_bias": qkv}
+    if qkv and not out and not mlp:
+        return {"linear_bias": False, "qkv_bias": True}
+    key = "attention_out_bias" if out else "mlp_bias"
+    raise reader.fail(key, f"true with attention_bias {str(qkv).lower()} ({model_type}): planner biases every "
+                           "linear layer, none, or q/k/v alone (Megatron-LM --add-bias-linear, --add-qkv-bias)")
 
 
 def towers(data: dict) -> list[str]:
