@@ -161,3 +161,17 @@ def test_seed_oss_dropout_is_its_class_default_when_the_file_is_silent(tmp_path)
     assert load_model_spec(write(tmp_path, config, "b")).dropout is False
     config.update(residual_dropout=0.1)
     assert load_model_spec(write(tmp_path, config, "c")).dropout is True
+
+
+def test_dropout_rates_other_than_the_launch_files_are_said(tmp_path):
+    """Megatron-LM's --attention-dropout and --hidden-dropout default to 0.1 (arguments.py), which the launch files
+    keep: a config at 0.1 gets no note, one at 0.05 (or with attention dropout off) is told."""
+    config = json.loads(Path(SEED_OSS).read_text())
+    assert "dropout is read" not in (load_model_spec(write(tmp_path, config, "a")).notes or "")
+    config.update(attention_dropout=0.0)
+    notes = load_model_spec(write(tmp_path, config, "b")).notes
+    assert "attention_dropout 0, residual_dropout 0.1" in notes and "--attention-dropout" in notes
+    config.update(attention_dropout=0.05, residual_dropout=0.05)
+    assert "attention_dropout 0.05" in load_model_spec(write(tmp_path, config, "c")).notes
+    config.update(attention_dropout=0.0, residual_dropout=0.0)
+    assert "dropout is read" not in (load_model_spec(write(tmp_path, config, "d")).notes or "")

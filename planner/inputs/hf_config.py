@@ -187,6 +187,7 @@ def hf_to_spec_dict(data: dict, name: str, seq_length: int | None = None) -> dic
         spec.update(gpt_oss_details(reader))
     spec["tie_embeddings"] = bool(text.get("tie_word_embeddings", model_type in TIED_BY_DEFAULT))
     spec["dropout"] = any((text.get(k) or 0) > 0 for k in LAYER_DROPOUT_KEYS)
+    notes += dropout_rate_notes(text)
     if (text.get("embd_pdrop") or 0) > 0 and not spec["dropout"]:  # GPT-2's, Phi's: on the embedding output only
         notes.append(f"embd_pdrop {text['embd_pdrop']}: the embedding output's dropout mask (one byte per element of "
                      "a micro-batch's embeddings, first stage) is not counted; the layers have no dropout")
@@ -383,6 +384,23 @@ def bias_fields(reader: Reader, model_type: str) -> dict:
     if model_type in BIAS_FREE_MODELS:
         return {"linear_bias": False}
     return {}
+
+
+# The rate the launch files train at when a model has dropout: Megatron-LM's --attention-dropout and
+# --hidden-dropout defaults (arguments.py), which planner/emit/megatron.py leaves as they are.
+LAUNCH_DROPOUT_RATE = 0.1
+
+
+def dropout_rate_notes(text: dict) -> list[str]:
+    """A note when the layers' dropout rates are not the ones the launch files train at: planner keeps whether
+    a model has dropout (its masks are activation memory), not its rate."""
+    rates = {key: text[key] for key in LAYER_DROPOUT_KEYS if isinstance(text.get(key), (int, float))}
+    if not any(rates.values()) or all(rate == LAUNCH_DROPOUT_RATE for rate in rates.values()):
+        return []
+    shown = ", ".join(f"{key} {rate:g}" for key, rate in rates.items())
+    return [f"dropout is read as on or off ({shown}): Megatron-LM's launch files train at its default "
+            f"{LAUNCH_DROPOUT_RATE:g} for attention and hidden dropout; edit --attention-dropout and "
+            "--hidden-dropout there for other rates"]
 
 
 def split_bias_fields(reader: Reader, model_type: str) -> dict:
