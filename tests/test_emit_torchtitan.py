@@ -34,7 +34,8 @@ TT = DATA / "torchtitan"
 CASES = json.loads((TT / "cases.json").read_text())
 LOADER = json.loads((TT / "loader_results.json").read_text())
 FLAVOR = {"llama3-8b": "8B", "llama3-70b": "70B", "llama3-405b": "405B", "debug": "debugmodel", "1b": "1B",
-          "qwen3-30b-a3b": "30B-A3B", "moe-debug": "debugmodel_moe", "qwen3-0.6b": "0.6B", "qwen3-8b": "8B"}
+          "qwen3-30b-a3b": "30B-A3B", "moe-debug": "debugmodel_moe", "qwen3-0.6b": "0.6B", "qwen3-8b": "8B",
+          "dsv3-debug": "debugmodel", "dsv3-16b": "16B", "dsv3-671b": "671B"}
 
 
 def job(model: ModelSpec, options=None, **plan):
@@ -150,7 +151,10 @@ def test_matrix_obeys_the_schema(case):
     assert v["float8"] == (fp8 if p.precision == "fp8" else [])
     # MXFP8 converts the Linear configs whose FQN contains one of fqns (mx.py): the attention and dense MLP
     # projections, not lm_head nor an MoE router's gate ("layers.N.moe.router.gate"), as the cost model prices them
-    assert v["mxfp8"] == ([{"fqns": ["attention", "feed_forward"], "compiled": compiled}]
+    # and the shared experts where the model has them ("layers.N.moe.shared_experts.w1"), as torchtitan's
+    # deepseek_v3_debugmodel_mxfp8 recipe converts them
+    shared = ["shared_experts"] if j.cm_model.moe and j.cm_model.moe.shared_ffn_hidden_size else []
+    assert v["mxfp8"] == ([{"fqns": ["attention"] + shared + ["feed_forward"], "compiled": compiled}]
                           if p.precision == "mxfp8" else [])
     grouped = {"fp8": "float8", "mxfp8": "mxfp8"}.get(p.precision)
     # padded per expert to 16 rows for FP8 (Float8GroupedExpertsConverter.PAD_MULTIPLE) and 128 for MXFP8, what
@@ -195,15 +199,12 @@ def test_schema_reads_what_torchtitans_loader_read(cid, source, world):
     seen = LOADER["cases"][cid]
     assert {k: v[k] for k in SHARED} == {k: seen[k] for k in SHARED}
     assert bool(warnings) == bool(seen["loader_warnings"])
-    configs = TS.LLAMA3_CONFIGS if v["model"] == "llama3" else {**TS.QWEN3_CONFIGS, **TS.QWEN3_MOE_CONFIGS}
-    # per layer: wqkv (fused), wo, and w1, w2, w3 where the layer's MLP is dense; never lm_head nor an MoE router's gate
-    moe = v["flavor"] in TS.QWEN3_MOE_CONFIGS
-    per_layer = 2 if moe else 5
-    assert seen["float8_linears"] == (per_layer * configs[v["flavor"]].n_layers if v["float8"] else 0)
-    assert seen["mxfp8_linears"] == (per_layer * configs[v["flavor"]].n_layers if v["mxfp8"] else 0)
+    lowp, names = lowp_linears(v)
+    assert seen["float8_linears"] == (lowp if v["float8"] else 0)
+    assert seen["mxfp8_linears"] == (lowp if v["mxfp8"] else 0)
     assert not seen["lm_head_float8"]
-    assert set(seen["lowp_names"]) == ({"wqkv", "wo"} | (set() if moe else {"w1", "w2", "w3"})
-                                       if v["float8"] or v["mxfp8"] else set())
+    assert set(seen["lowp_names"]) == (names if v["float8"] or v["mxfp8"] else set())
+    moe = v["model"] == "deepseek_v3" or v["flavor"] in TS.QWEN3_MOE_CONFIGS
     # the routed experts' grouped GEMMs quantized, behind a dispatcher that pads each expert's rows (utils.py)
     grouped = {"float8": ["Float8GroupedExperts"], "mxfp8": ["MXFP8GroupedExperts"]}
     assert seen["expert_classes"] == (
@@ -211,6 +212,20 @@ def test_schema_reads_what_torchtitans_loader_read(cid, source, world):
     assert seen["dispatcher_pads"] == ([v["grouped_experts"][0]["pad"]] if v["grouped_experts"] else [0] * moe)
     assert seen["dispatchers"] == (["TorchAOTokenDispatcher"] if v["grouped_experts"] else
                                    ["AllToAllTokenDispatcher"] if moe else [])
+
+
+def lowp_linears(v: dict) -> tuple[int, set]:
+    """The linears the FP8 and MXFP8 converters turn low precision (never lm_head nor an MoE router's gate), and
+    their names' last parts. Llama 3, Qwen3: per layer wqkv (fused) and wo, and w1, w2, w3 where the layer's MLP
+    is dense. DeepSeek-V3: MLA's wq (wq_a and wq_b with a query latent), wkv_a, wkv_b and wo, and w1, w2, w3 of
+    each layer's dense feed-forward or shared experts."""
+    if v["model"] == "deepseek_v3":
+        m = TS.DEEPSEEK_V3_CONFIGS[v["flavor"]]
+        query = {"wq_a", "wq_b"} if m.q_lora_rank else {"wq"}
+        return (len(query) + 3 + 3) * m.n_layers, query | {"wkv_a", "wkv_b", "wo", "w1", "w2", "w3"}
+    configs = TS.LLAMA3_CONFIGS if v["model"] == "llama3" else {**TS.QWEN3_CONFIGS, **TS.QWEN3_MOE_CONFIGS}
+    moe = v["flavor"] in TS.QWEN3_MOE_CONFIGS
+    return (2 if moe else 5) * configs[v["flavor"]].n_layers, {"wqkv", "wo"} | (set() if moe else {"w1", "w2", "w3"})
 
 
 def test_planner_counts_torchtitans_parameters():
@@ -264,6 +279,15 @@ def test_flavour_table_matches_torchtitans():
             t.n_layers, t.dim, t.n_heads, t.n_kv_heads, t.head_dim, t.hidden_dim, t.vocab_size,
             t.enable_weight_tying, t.rope_theta, t.max_seq_len)
         assert f.recipe in TS.MODULES["torchtitan.models.qwen3.config_registry"] and f.qk_norm == "learned"
+    for f in titan.DEEPSEEK_V3_FLAVOURS:
+        t = TS.DEEPSEEK_V3_CONFIGS[f.name]
+        assert (f.num_layers, f.hidden_size, f.num_attention_heads, f.num_kv_heads, f.ffn_hidden_size, f.vocab_size,
+                f.tie_embeddings, f.experts, f.shared_ffn, f.dense_layers, f.mla[0], f.max_seq_len) == (
+            t.n_layers, t.dim, t.n_heads, t.n_kv_heads, t.dense_hidden_dim, t.vocab_size, t.enable_weight_tying,
+            (t.num_experts, t.top_k, t.moe_hidden_dim), t.moe_hidden_dim * t.num_shared_experts, t.n_dense_layers,
+            t.q_lora_rank, t.max_seq_len)
+        assert f.recipe in TS.MODULES["torchtitan.models.deepseek_v3.config_registry"]
+        assert (f.mla[1:], f.head_dim, f.rope_scaling, f.norm_epsilon) == ((512, 128, 64, 128), 192, "yarn x40", 1e-5)
     for f in titan.QWEN3_MOE_FLAVOURS:
         t = TS.QWEN3_MOE_CONFIGS[f.name]
         assert (f.num_layers, f.hidden_size, f.num_attention_heads, f.num_kv_heads, f.head_dim, f.vocab_size,
@@ -353,13 +377,17 @@ def test_a_flavour_fixes_the_norm_epsilon_and_rope_on_every_layer():
 
 
 def test_moe_flavour_mismatch_is_named():
-    """torchtitan's 235B-A22B flavour has RoPE theta 5e6, the base model's config.json 1e6; DeepSeek-V3
-    (shared experts, MLA, MTP) has no flavour. Refused as a layout rule, so the search leaves them out."""
+    """torchtitan's 235B-A22B flavour has RoPE theta 5e6, the base model's config.json 1e6; the catalog's
+    DeepSeek-V3 trains a multi-token prediction layer, which planner does not write for torchtitan, and states
+    its checkpoint's RMSNorm epsilon 1e-6, where torchtitan's 671B flavour builds 1e-5. Refused as a layout rule,
+    so the search leaves them out."""
     text = refused(load_model_spec("qwen3-235b-a22b"), dp=8, ep=8, zero_stage=3, global_batch_size=8)
-    assert "cover its Qwen3-MoE flavours only: the closest, 235B-A22B, differs in rope_theta 1e+06 (torchtitan " \
-           "5e+06); use Megatron-LM" in text
+    assert "cover its Qwen3-MoE and DeepSeek-V3 flavours only: the closest, qwen3 235B-A22B, differs in rope_theta " \
+           "1e+06 (torchtitan 5e+06); use Megatron-LM" in text
     model = load_model_spec("deepseek-v3")
-    assert "cover its Qwen3-MoE flavours only" in refused(model, dp=8, ep=8, zero_stage=3, global_batch_size=8)
+    text = refused(model, dp=8, ep=8, zero_stage=3, global_batch_size=8)
+    assert "the closest, deepseek_v3 671B, differs in mtp_layers 1 (torchtitan 0), norm_epsilon 1e-06 (torchtitan " \
+           "1e-05)" in text
     assert titan.moe_flavour(model.to_model(), job(model, dp=8, ep=8, zero_stage=3, global_batch_size=8).plan)
     assert titan.moe_flavour(load_model_spec(Q30).to_model(), job(load_model_spec(Q30), dp=8).plan) is None
 
@@ -370,12 +398,18 @@ def test_no_flavour_names_the_closest():
     assert "normalization layernorm (torchtitan rmsnorm)" in text
 
 
-def test_mla_head_dim_is_its_query_key_width():
-    """DeepSeek-V3's queries and keys are 128 nope + 64 rope = 192 wide per head (its config.json's
-    qk_nope_head_dim and qk_rope_head_dim), not hidden_size / heads = 7168 / 128 = 56."""
-    _, why = titan.match_flavour(load_model_spec("deepseek-v3").to_model())
-    assert "head_dim 192 (torchtitan 128)" in why and "head_dim 56" not in why
-    assert "experts routed experts with shared experts, dense layers (torchtitan none)" in why  # no capacity
+def test_deepseek_models_are_torchtitans_flavours_but_for_what_they_state():
+    """DeepSeek-V3 without its MTP layer and at torchtitan's epsilon is the 671B flavour (MLA's queries and keys
+    128 nope + 64 rope = 192 wide per head, not hidden_size / heads = 56); DeepSeek-V2-Lite's config.json is the
+    16B flavour's shape but for its epsilon 1e-6; a model with a capacity factor has no flavour."""
+    v3 = load_model_spec("deepseek-v3").model_copy(update={"mtp_layers": 0, "norm_epsilon": 1e-5})
+    assert titan.match_flavour(v3.to_model())[0].name == "671B"
+    lite = load_model_spec(str(DATA.parent / "hf_configs" / "deepseek-v2-lite.json"))
+    flavour, why = titan.match_flavour(lite.to_model())
+    assert flavour is None and why.endswith("the closest, deepseek_v3 flavour 16B, differs in norm_epsilon 1e-06 "
+                                            "(torchtitan 1e-05)")
+    dropping = v3.model_copy(update={"moe": v3.moe.model_copy(update={"capacity_factor": 1.0})})
+    assert "experts routed experts with a capacity factor" in titan.match_flavour(dropping.to_model())[1]
 
 
 def test_tied_weights_with_pipeline_refused():
@@ -485,6 +519,18 @@ def test_emit_format_torchtitan(tmp_path, capsys):
     assert (v["flavor"], v["schedule"], len(v["stages"]), v["pp_microbatches"]) == ("70B", "Interleaved1F1B", 20, 32)
 
 
+def test_planner_counts_torchtitans_deepseek_parameters():
+    """torchtitan's DeepSeek-V3 flavours as its loader built them: exactly the cost model's count (MLA's latent
+    norms, the routers, shared experts and the dense first layers counted by both; no query/key norms): the 16B
+    flavour (DeepSeek-V2-Lite's shape, 15.7B on its card) and 671B (the DeepSeek-V3 report's 671B main model)."""
+    for name, cid, moe_layers in (("dsv3-debug", "dsv3-debug-fsdp4-ep4", 5), ("dsv3-16b", "dsv3-16b-pp2-ep8-fp8", 26),
+                                  ("dsv3-671b", "dsv3-671b-pp4-ep16", 58)):
+        assert total_parameters(model_of(name).to_model()) == LOADER["cases"][cid]["params"], name
+        assert LOADER["cases"][cid]["moe_layers"] == moe_layers
+    assert round(LOADER["cases"]["dsv3-16b-pp2-ep8-fp8"]["params"] / 1e9, 1) == 15.7
+    assert round(LOADER["cases"]["dsv3-671b-pp4-ep16"]["params"] / 1e9) == 671
+
+
 def test_torchtitan_refuses_what_planner_refuses():
     """loader_check.py wrote these plans without planner's rules and gave them to torchtitan 0.3.0."""
     seen = LOADER["refusals"]
@@ -503,6 +549,9 @@ def test_torchtitan_refuses_what_planner_refuses():
                                                      global_batch_size=8, grad_dtype="fp32"))
     # planner's rules were narrower than 0.3.0's here once (README.md): seq_len 8200 at tp 8 with sequence
     # parallelism, which trainer.py accepts (8200 % 8), is written now; DDP with TP is a case of cases.json
+    assert "exceeds attention RoPE maximum supported sequence length 16384" in seen["dsv3-seq-32768"]
+    refused(model_of("dsv3-16b").model_copy(update={"seq_length": 32768}), dp=8, ep=8, zero_stage=3,
+            global_batch_size=8)
     assert seen["seq-8200-tp8-sp"] == "accepted"
     assert "tensor_parallel_degree=8" in emitted(job(load_model_spec(L8).model_copy(update={"seq_length": 8200}),
                                                      tp=8, sequence_parallel=True, zero_stage=3, global_batch_size=8))
@@ -510,7 +559,8 @@ def test_torchtitan_refuses_what_planner_refuses():
 
 @pytest.mark.parametrize("model_name,cluster_name,gpus,gbs", [("llama3-8b", "dgx-h100", 16, 64),
                                                               ("llama3-70b", "dgx-h100", 64, 128),
-                                                              ("qwen3-30b-a3b", "dgx-h100", 32, 256)])
+                                                              ("qwen3-30b-a3b", "dgx-h100", 32, 256),
+                                                              ("dsv3-16b", "dgx-h100", 32, 256)])
 def test_every_suggested_plan_is_emittable(model_name, cluster_name, gpus, gbs):
     """As tests/test_search_emit_agree.py for the others: each of `suggest --framework torchtitan`'s top
     plans for a model torchtitan has a flavour for is written, and obeys the schema."""
@@ -520,7 +570,10 @@ def test_every_suggested_plan_is_emittable(model_name, cluster_name, gpus, gbs):
     from planner.search import suggest
     from planner.search.space import SearchSpec
 
-    model = loading.load_model_spec(model_name, global_batch_size=gbs)
+    if model_name in CASES["models"]:
+        model = model_of(model_name).model_copy(update={"global_batch_size": gbs})
+    else:
+        model = loading.load_model_spec(model_name, global_batch_size=gbs)
     cluster = loading.build_cluster(loading.load_cluster_spec(cluster_name), gpus)
     result = suggest.run(SearchSpec(model.to_model(), cluster, gbs, frameworks=("torchtitan",)),
                          suggest.Options(top_k=5))

@@ -3,8 +3,8 @@
 Targets torchtitan 0.3.0, the current PyPI release (config, trainer, llama3 and qwen3 files as at
 pytorch/torchtitan release/0.3 @ 4f9e9a47). Since 9810191b (2026-02-23) torchtitan has no TOML: a run
 is a Python function returning `Trainer.Config`, selected with `--module` and `--config`, best
-derived from a shipped recipe (torchtitan/config/README.md). planner_job.py derives from the
-flavour's recipe in models/<llama3 or qwen3>/config_registry.py and sets what the plan says. Field names from
+derived from a shipped recipe (torchtitan/config/README.md). planner_job.py derives from the flavour's
+recipe in models/<llama3, qwen3 or deepseek_v3>/config_registry.py and sets what the plan says. Field names from
 config/configs.py (TrainingConfig, ParallelismConfig, CompileConfig), trainer.py (Trainer.Config),
 distributed/activation_checkpoint.py, components/loss.py, components/quantization (float8.py, mx.py) and
 distributed/pipeline_parallel.py; the torchrun line from run_train.sh and multinode_trainer.slurm.
@@ -51,7 +51,8 @@ def call(name: str, kwargs: Kwargs, indent: str = "    ") -> str:
 
 
 def checked_flavour(job: Job) -> titan.Flavour:
-    """The model's flavour (llama3 or qwen3, dense or MoE), after torchtitan's rules (frameworks/torchtitan.py)."""
+    """The model's flavour (llama3, qwen3 dense or MoE, deepseek_v3), after torchtitan's rules
+    (frameworks/torchtitan.py)."""
     refuse_unless_runs(job, "torchtitan")
     broken = titan.launch_violations(job.cm_model, job.plan)
     if broken:
@@ -143,7 +144,8 @@ def converters(job: Job) -> list[str]:
     as torchtitan's own llama3_405b recipe does (filter_fqns "lm_head") and an MoE router's gate with it
     ("router.gate", which the cost model prices in 16 bits as Megatron-core runs it); MXFP8, torchao MXFP8
     linears on the attention and dense MLP projections only (mx.py converts the Linear configs whose FQN
-    contains one of `fqns`: "attention" and "feed_forward" leave lm_head and the router out); and for an MoE
+    contains one of `fqns`: "attention", "shared_experts" where the model has them and "feed_forward" leave
+    lm_head and the router out, as torchtitan's deepseek_v3_debugmodel_mxfp8 recipe writes them); and for an MoE
     model the routed experts' grouped GEMMs in the same format (Float8GroupedExpertsConverter,
     MXFP8GroupedExpertsConverter, which swap in a dispatcher that pads each expert's rows: 16 for FP8, and 128
     for MXFP8, which torchao's CuTeDSL quantization kernel needs on SM100, as torchtitan's own MXFP8 MoE recipes
@@ -155,7 +157,8 @@ def converters(job: Job) -> list[str]:
                     [("filter_fqns", ["lm_head"] + (["router.gate"] if moe else [])), compiled], "            ")]
         return out + ([call("Float8GroupedExpertsConverter.Config", [compiled], "            ")] if moe else [])
     if p.precision == "mxfp8":
-        out = [call("MXFP8LinearConverter.Config", [("fqns", ["attention", "feed_forward"]), compiled], "            ")]
+        fqns = ["attention"] + (["shared_experts"] if moe and job.cm_model.moe.shared_ffn_hidden_size else [])
+        out = [call("MXFP8LinearConverter.Config", [("fqns", fqns + ["feed_forward"]), compiled], "            ")]
         grouped = call("MXFP8GroupedExpertsConverter.Config", [compiled, ("pad_multiple", MXFP8_PAD)], "            ")
         return out + ([grouped] if moe else [])
     return []
@@ -201,7 +204,7 @@ def imports(job: Job, flavour: titan.Flavour) -> str:
     return "\n".join(line for line in lines if line)
 
 
-def comments(job: Job) -> str:
+def comments(job: Job, flavour: titan.Flavour) -> str:
     """Why the lines below say what they say, where torchtitan would otherwise do something else."""
     p, out = job.plan, []
     if p.pp > 1 and titan.fsdp(p):
@@ -214,6 +217,10 @@ def comments(job: Job) -> str:
         out.append(f"expert_parallel_degree {p.ep}: the routed experts are split over {p.ep} ranks taken from FSDP's "
                    f"shard axis and TP (parallel_dims.py: efsdp = dp_shard x cp x tp / ep = {p.expert_dp}), each "
                    "expert whole (etp 1).")
+    if flavour.router:
+        out.append(f"The router is torchtitan's {flavour.name} flavour's ({flavour.router}), balanced by an expert "
+                   "bias (load_balance_coeff 1e-3, models/common/config_utils.py make_moe_config) and no auxiliary "
+                   "loss; the cost model prices every router alike.")
     if p.grad_comm_dtype == "bf16":
         out.append("mixed_precision_reduce bfloat16: the plan's gradient dtype; configs.py annotates float32 only, "
                    "so the loader warns, and FSDP2 reduces in bfloat16.")
@@ -236,7 +243,7 @@ optimizer, learning-rate schedule, checkpoints) and sets what the plan decides.
 {imports(job, flavour)}
 
 # {job.title}
-{comments(job)}
+{comments(job, flavour)}
 
 def {MODULE}() -> Trainer.Config:
     {model_spec_line(job, flavour)}

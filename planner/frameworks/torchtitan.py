@@ -98,8 +98,8 @@ def tied_pipeline(model: cm.Model, plan: cm.Plan) -> Optional[str]:
 def moe_flavour(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     """torchtitan 0.3.0 writes each MoE family its own way (models/qwen3, deepseek_v3, gpt_oss,
     kimi_k2_7, llama4: shared experts, sigmoid or grouped routers, MLA, multi-token prediction), and
-    planner reads the rules and writes the launch files of the Qwen3-MoE flavours only
-    (QWEN3_MOE_FLAVOURS): an MoE model without such a flavour is not a torchtitan plan, and the search
+    planner reads the rules and writes the launch files of the Qwen3-MoE and DeepSeek-V3 flavours only
+    (MOE_FLAVOURS): an MoE model without such a flavour is not a torchtitan plan, and the search
     leaves it out rather than offer plans no launch file could run. (Dense models are searched
     whatever their architecture, as Llama-like models torchtitan's llama3 code could build.)"""
     return None if model.moe is None else _moe_flavour_gap(model)
@@ -111,10 +111,11 @@ def _moe_flavour_gap(model: cm.Model) -> Optional[str]:
     asks it for every split."""
     if match_flavour(model)[0] is not None:
         return None
-    closest = min(QWEN3_MOE_FLAVOURS, key=lambda f: len(_mismatches(model, f)))
+    closest = min(MOE_FLAVOURS, key=lambda f: len(_mismatches(model, f)))
     diff = _mismatches(model, closest)
-    return (f"planner's torchtitan rules and launch files cover its Qwen3-MoE flavours only: the closest, "
-            f"{closest.name}, differs in {', '.join(diff[:3])}{', ...' if len(diff) > 3 else ''}; use Megatron-LM "
+    return (f"planner's torchtitan rules and launch files cover its Qwen3-MoE and DeepSeek-V3 flavours only: the "
+            f"closest, {closest.family} {closest.name}, differs in {', '.join(diff[:3])}"
+            f"{', ...' if len(diff) > 3 else ''}; use Megatron-LM "
             "for this MoE model")
 
 
@@ -348,6 +349,10 @@ class Flavour:
     experts: tuple[int, int, int] = (0, 0, 0)  # routed experts, top-k, expert FFN width; (0, 0, 0) = dense
     rope_scaling: str = "none"  # as scaling_text writes a model's
     norm_epsilon: float = 1e-5  # the RMSNorms' (models/common/nn_modules.py RMSNorm.Config default; Qwen3: 1e-6)
+    mla: tuple[int, ...] = ()  # latent attention (q_lora_rank, kv_lora_rank, nope, rope, v head dims); () = GQA
+    shared_ffn: int = 0  # the shared experts' width together (moe_hidden_dim x num_shared_experts)
+    dense_layers: int = 0  # leading layers with the dense feed-forward (n_dense_layers)
+    router: str = ""  # what the flavour's router does, for the launch file's comment (not a Model field)
 
 
 # Llama 3 (models/llama3/__init__.py): RMSNorm, SwiGLU, no biases, RoPE theta 500,000 with Llama 3.1
@@ -388,7 +393,7 @@ QWEN3_FLAVOURS = tuple(
 # untied. Recipes (models/qwen3/config_registry.py): qwen3_moe_debug, qwen3_30b_a3b; 235B-A22B has
 # none and shares 30B-A3B's (the same 151,936-token Qwen3 tokenizer). torchtitan's 235B-A22B sets
 # RoPE theta 5,000,000 (Qwen3-235B-A22B-Instruct-2507's), the base model's config.json 1,000,000.
-QWEN3_MOE_FLAVOURS = (
+QWEN3_MOE_FLAVOURS = tuple(replace(f, router="softmax, the top k renormalised") for f in (
     Flavour("qwen3", "debugmodel_moe", "qwen3_moe_debug", "", 8, 256, 16, 8, None, 2048, False,
             head_dim=128, rope_theta=1e6, max_seq_len=4096, qk_norm="learned", experts=(64, 8, 768),
             norm_epsilon=1e-6),
@@ -398,18 +403,41 @@ QWEN3_MOE_FLAVOURS = (
     Flavour("qwen3", "235B-A22B", "qwen3_30b_a3b", "Qwen/Qwen3-30B-A3B", 94, 4096, 64, 4, None, 151936, False,
             head_dim=128, rope_theta=5e6, max_seq_len=40960, qk_norm="learned", experts=(128, 8, 1536),
             norm_epsilon=1e-6),
-)
-FLAVOURS = LLAMA3_FLAVOURS + QWEN3_FLAVOURS + QWEN3_MOE_FLAVOURS
+))
+# DeepSeek-V3 (models/deepseek_v3/__init__.py _debugmodel, _16b, _236b, _671b, at 4f9e9a47): multi-head latent
+# attention (kv_lora_rank 512, nope 128 + rope 64 query/key dims, v 128; a query latent from 236B up), the first
+# n_dense_layers with a dense SwiGLU feed-forward and the rest MoE with num_shared_experts x moe_hidden_dim shared,
+# no biases, RMSNorm eps 1e-5 (RMSNorm.Config's default), untied, ComplexRoPE theta 1e4 with YaRN x40 (original
+# 4096) and max_seq_len 16384; every MoE balanced by the expert bias of load_balance_coeff 1e-3
+# (config_utils.make_moe_config). Multi-token prediction layers (model_registry num_mtp_layers, MTPLoss) are not
+# written by planner: a model with mtp_layers is no flavour here. Recipes (models/deepseek_v3/config_registry.py):
+# deepseek_v3_debugmodel, deepseek_v3_16b (tokenizer deepseek-moe-16b-base) and deepseek_v3_671b
+# (DeepSeek-V3.1-Base); 236B (DeepSeek-V2's shape) has none and shares 16B's (the same DeepSeek LLM tokenizer).
+DSV3_ROPE = "yarn x40"
+DEEPSEEK_V3_FLAVOURS = tuple(
+    Flavour("deepseek_v3", name, recipe, repo, layers, dim, heads, heads, dense, vocab, False, head_dim=192,
+            rope_theta=10000.0, max_seq_len=16384, experts=(experts, top_k, moe), rope_scaling=DSV3_ROPE,
+            mla=(q_lora, 512, 128, 64, 128), shared_ffn=moe * shared, dense_layers=first, router=router)
+    for name, recipe, repo, layers, dim, heads, dense, vocab, q_lora, experts, top_k, moe, shared, first, router in (
+        ("debugmodel", "deepseek_v3_debugmodel", "", 6, 256, 16, 1024, 2048, 0, 8, 3, 256, 2, 1, "softmax"),
+        ("16B", "deepseek_v3_16b", "deepseek-ai/deepseek-moe-16b-base", 27, 2048, 16, 10944, 102400, 0, 64, 6,
+         1408, 2, 1, "softmax"),
+        ("236B", "deepseek_v3_16b", "deepseek-ai/deepseek-moe-16b-base", 60, 5120, 128, 12288, 102400, 1536, 160, 6,
+         1536, 2, 1, "softmax over 8 expert groups, 3 used, weights x16"),
+        ("671B", "deepseek_v3_671b", "deepseek-ai/DeepSeek-V3.1-Base", 61, 7168, 128, 18432, 129280, 1536, 256, 8,
+         2048, 1, 3, "sigmoid over 8 expert groups, 4 used, renormalised, weights x2.5")))
+MOE_FLAVOURS = QWEN3_MOE_FLAVOURS + DEEPSEEK_V3_FLAVOURS
+FLAVOURS = LLAMA3_FLAVOURS + QWEN3_FLAVOURS + MOE_FLAVOURS
 
 
 def _experts(model: cm.Model) -> object:
     """The routed experts as the flavours state them, or a line for an MoE torchtitan has no flavour
-    of (shared experts, dense layers, a capacity, the router's weight on the input): compared as a whole."""
+    of (dense layers between MoE ones, a capacity, the router's weight on the input): compared as a whole.
+    Shared experts and leading dense layers are compared apart (Flavour.shared_ffn, dense_layers)."""
     m = model.moe
     if m is None:
         return (0, 0, 0)
-    extras = [what for what, has in (("shared experts", m.shared_ffn_hidden_size),
-                                     ("dense layers", m.first_dense_layers or m.layer_freq != 1),
+    extras = [what for what, has in (("interleaved dense layers", m.layer_freq != 1),
                                      ("a capacity factor", m.capacity_factor),
                                      ("router weights on the input", m.router_probs_on_input)) if has]
     if extras:
@@ -419,7 +447,8 @@ def _experts(model: cm.Model) -> object:
 
 def _fields(model: cm.Model) -> dict[str, object]:
     experts = _experts(model)
-    every_layer_moe = model.moe is not None and isinstance(experts, tuple)
+    every_layer_moe = model.moe is not None and isinstance(experts, tuple) and not model.moe.first_dense_layers
+    moe = model.moe
     return {"num_layers": model.num_layers, "hidden_size": model.hidden_size,
             "num_attention_heads": model.num_attention_heads, "num_kv_heads": model.kv_heads,
             "head_dim": _head_dim(model), "ffn_hidden_size": None if every_layer_moe else model.ffn,
@@ -430,7 +459,14 @@ def _fields(model: cm.Model) -> dict[str, object]:
             "qk_norm": model.qk_norm, "experts": experts, "attention": "mla" if model.mla else "gqa",
             "attention_window": model.attention_window, "attention_sinks": model.attention_sinks,
             "mtp_layers": model.mtp_layers, "rope_scaling": scaling_text(model.rope_scaling),
-            "norm_epsilon": model.norm_epsilon, "nope_every": model.nope_every}
+            "norm_epsilon": model.norm_epsilon, "nope_every": model.nope_every, "mla": _mla(model),
+            "shared_ffn": moe.shared_ffn_hidden_size if moe else 0,
+            "dense_layers": moe.first_dense_layers if moe else 0}
+
+
+def _mla(model: cm.Model) -> tuple[int, ...]:
+    m = model.mla
+    return (m.q_lora_rank, m.kv_lora_rank, m.qk_nope_head_dim, m.qk_rope_head_dim, m.v_head_dim) if m else ()
 
 
 def scaling_text(r: Optional[cm.RopeScaling]) -> str:
@@ -454,9 +490,10 @@ def _flavour_fields(f: Flavour) -> dict[str, object]:
             "ffn_hidden_size": f.ffn_hidden_size, "vocab_size": f.vocab_size, "tie_embeddings": f.tie_embeddings,
             "rope_theta": f.rope_theta, "normalization": "rmsnorm", "mlp": "swiglu", "position_embedding": "rope",
             "rotary_percent": 1.0, "linear_bias": False, "qkv_bias": False, "dropout": False,
-            "qk_norm": f.qk_norm, "experts": f.experts, "attention": "gqa", "attention_window": 0,
-            "attention_sinks": False, "mtp_layers": 0, "rope_scaling": f.rope_scaling,
-            "norm_epsilon": f.norm_epsilon, "nope_every": 0}
+            "qk_norm": f.qk_norm, "experts": f.experts, "attention": "mla" if f.mla else "gqa",
+            "attention_window": 0, "attention_sinks": False, "mtp_layers": 0, "rope_scaling": f.rope_scaling,
+            "norm_epsilon": f.norm_epsilon, "nope_every": 0, "mla": f.mla, "shared_ffn": f.shared_ffn,
+            "dense_layers": f.dense_layers}
 
 
 def _mismatches(model: cm.Model, f: Flavour) -> list[str]:
@@ -474,6 +511,8 @@ def _mismatches(model: cm.Model, f: Flavour) -> list[str]:
 def _show(value: object) -> str:
     if value is None:  # _fields' dense width of a model whose every layer is MoE
         return "none (every layer MoE)"
+    if isinstance(value, tuple) and len(value) == 5:
+        return "q_lora {}, kv_lora {}, nope {}, rope {}, v {}".format(*value)
     if isinstance(value, tuple):
         return "none" if not any(value) else "{} experts, top {}, ffn {}".format(*value)
     return f"{value:g}" if isinstance(value, float) else str(value).lower() if isinstance(value, bool) else str(value)
@@ -481,8 +520,9 @@ def _show(value: object) -> str:
 
 def match_flavour(model: cm.Model) -> tuple[Optional[Flavour], str]:
     """The flavour with exactly this architecture, or (None, a line naming the closest flavour and each
-    field that differs). Searched: Llama 3, Qwen3 and Qwen3-MoE; torchtitan's DeepSeek-V3, gpt-oss,
-    Llama 4 and Kimi models are not in planner's table, so a model like them is refused here."""
+    field that differs). Searched: Llama 3, Qwen3, Qwen3-MoE and DeepSeek-V3 (without multi-token prediction);
+    torchtitan's gpt-oss, Llama 4 and Kimi models are not in planner's table, so a model like them is refused
+    here."""
     def distance(f: Flavour) -> tuple[int, int]:
         return len(_mismatches(model, f)), abs(f.hidden_size - model.hidden_size)
 
@@ -490,7 +530,7 @@ def match_flavour(model: cm.Model) -> tuple[Optional[Flavour], str]:
     diff = _mismatches(model, best)
     if not diff:
         return best, ""
-    return None, (f"planner's torchtitan flavours (Llama 3, Qwen3, Qwen3-MoE; not torchtitan's DeepSeek-V3, gpt-oss, "
+    return None, (f"planner's torchtitan flavours (Llama 3, Qwen3, Qwen3-MoE, DeepSeek-V3; not torchtitan's gpt-oss, "
                   f"Llama 4 or Kimi models) have no '{model.name}': the closest, {best.family} flavour "
                   f"{best.name}, differs in " + ", ".join(diff))
 

@@ -215,7 +215,8 @@ def refusal_cases() -> list[tuple[str, str, int]]:
     from planner.inputs.specs import ModelSpec
 
     l8, q30 = load_model_spec("llama3-8b"), load_model_spec("qwen3-30b-a3b")
-    one_b = ModelSpec(**json.loads((HERE / "cases.json").read_text())["models"]["1b"])
+    models = json.loads((HERE / "cases.json").read_text())["models"]
+    one_b, dsv3 = ModelSpec(**models["1b"]), ModelSpec(**models["dsv3-16b"])
     z3 = {"zero_stage": 3, "grad_dtype": "fp32"}
     return [
         ("seq-262144", unchecked(l8.model_copy(update={"seq_length": 262144}), "8B", dp=8, **z3), 8),
@@ -228,6 +229,8 @@ def refusal_cases() -> list[tuple[str, str, int]]:
          8),
         ("moe-ep8-cuda-graphs-on", unchecked(q30, "30B-A3B", "disable_cuda_graphs", dp=8, ep=8, global_batch_size=8,
                                              **z3), 8),
+        ("dsv3-seq-32768", unchecked(dsv3.model_copy(update={"seq_length": 32768}), "16B", dp=8, ep=8,
+                                     global_batch_size=8, **z3), 8),
     ]
 
 

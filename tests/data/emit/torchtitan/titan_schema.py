@@ -235,11 +235,49 @@ QWEN3_MOE_CONFIGS = {
 }
 
 
+# ---- models/deepseek_v3/__init__.py: deepseekv3_configs and model_registry -----------------------
+
+
+@dataclass(frozen=True)
+class DeepSeekV3:
+    """_debugmodel, _16b, _236b, _671b: build_mla_moe_layers (MLA with kv_lora_rank 512, nope 128, rope 64,
+    v 128, a query latent of q_lora_rank when not 0; layers below n_dense_layers with the FeedForward of
+    dense_hidden_dim, the rest MoE of num_experts GroupedExperts of moe_hidden_dim, top_k, and
+    moe_hidden_dim x num_shared_experts shared), ComplexRoPE theta 1e4, YaRN x40, max_seq_len 4096 x 4;
+    untied. n_kv_heads stands for MLA's per-head keys: n_heads."""
+
+    n_layers: int
+    dim: int
+    n_heads: int
+    vocab_size: int
+    q_lora_rank: int
+    dense_hidden_dim: int
+    moe_hidden_dim: int
+    num_experts: int
+    top_k: int
+    num_shared_experts: int
+    n_dense_layers: int
+    max_seq_len: int = 16384
+    enable_weight_tying: bool = False
+
+    @property
+    def n_kv_heads(self) -> int:
+        return self.n_heads
+
+
+DEEPSEEK_V3_CONFIGS = {
+    "debugmodel": DeepSeekV3(6, 256, 16, 2048, 0, 1024, 256, 8, 3, 2, 1),
+    "16B": DeepSeekV3(27, 2048, 16, 102400, 0, 10944, 1408, 64, 6, 2, 1),
+    "236B": DeepSeekV3(60, 5120, 128, 102400, 1536, 12288, 1536, 160, 6, 2, 1),
+    "671B": DeepSeekV3(61, 7168, 128, 129280, 1536, 18432, 2048, 256, 8, 1, 3),
+}
+
+
 @dataclass(frozen=True)
 class ModelSpec:  # protocols/model_spec.py (name, flavor, model; converters applied to the model)
     name: str
     flavor: str
-    model: Union[Llama3, Qwen3, Qwen3Moe]
+    model: Union[Llama3, Qwen3, Qwen3Moe, DeepSeekV3]
     converters: tuple = ()
 
 
@@ -255,6 +293,15 @@ def qwen3_model_registry(flavor: str, attn_backend: str = "flex", moe_comm_backe
     assert attn_backend in ("flex", "sdpa", "varlen", "flex_flash")
     assert moe_comm_backend in (None, "standard", "deepep", "hybridep", "minimal_async_ep")
     return ModelSpec("qwen3", flavor, {**QWEN3_CONFIGS, **QWEN3_MOE_CONFIGS}[flavor], tuple(converters or ()))
+
+
+def deepseek_v3_model_registry(flavor: str, attn_backend: str = "flex", moe_comm_backend: str = "standard",
+                               non_blocking_capacity_factor: Optional[float] = None,
+                               converters: Optional[list] = None, num_mtp_layers: int = 0) -> ModelSpec:
+    """models/deepseek_v3/__init__.py model_registry (the stand-in builds no MTP layers: planner writes none)."""
+    assert attn_backend in ("flex", "sdpa", "varlen", "flex_flash") and num_mtp_layers == 0
+    assert moe_comm_backend in ("standard", "deepep", "hybridep", "minimal_async_ep")
+    return ModelSpec("deepseek_v3", flavor, DEEPSEEK_V3_CONFIGS[flavor], tuple(converters or ()))
 
 
 def decoder_vocab_size(model_spec: ModelSpec) -> int:  # models/common/config_utils.py
@@ -363,6 +410,34 @@ def qwen3_30b_a3b() -> Trainer.Config:  # models/qwen3/config_registry.py
                    activation_checkpoint=FullAC.Config())
 
 
+def _dsv3_recipe(flavor: str, assets: str, dataset: str, lr: float, training: TrainingConfig,
+                 parallelism: ParallelismConfig, compiled: bool) -> Trainer.Config:
+    """models/deepseek_v3/config_registry.py: SelectiveAC, the loss compiled where the recipe compiles it."""
+    return _recipe(flavor, assets, dataset, lr, training, model_spec=deepseek_v3_model_registry(flavor),
+                   parallelism=parallelism, activation_checkpoint=SelectiveAC.Config(),
+                   compile=CompileConfig(enable=True, components=["loss"]) if compiled else CompileConfig())
+
+
+def deepseek_v3_debugmodel() -> Trainer.Config:
+    return _dsv3_recipe("debugmodel", "./tests/assets/tokenizer", "c4_test", 8e-4,
+                        TrainingConfig(local_batch_size=8, seq_len=2048, steps=10),
+                        ParallelismConfig(expert_parallel_degree=1), False)
+
+
+def deepseek_v3_16b() -> Trainer.Config:
+    return _dsv3_recipe("16B", "./assets/hf/deepseek-moe-16b-base", "c4", 2.2e-4,
+                        TrainingConfig(local_batch_size=4, seq_len=4096, steps=1000, disable_cuda_graphs=True),
+                        ParallelismConfig(pipeline_parallel_schedule="Interleaved1F1B", expert_parallel_degree=8),
+                        True)
+
+
+def deepseek_v3_671b() -> Trainer.Config:
+    return _dsv3_recipe("671B", "./assets/hf/DeepSeek-V3.1-Base", "c4", 2.2e-4,
+                        TrainingConfig(local_batch_size=4, seq_len=4096, steps=10000, disable_cuda_graphs=True),
+                        ParallelismConfig(pipeline_parallel_schedule="Interleaved1F1B", expert_parallel_degree=2),
+                        True)
+
+
 # ---- running a configuration module against the stand-ins --------------------------------------
 
 MODULES = {
@@ -383,6 +458,10 @@ MODULES = {
     "torchtitan.models.qwen3.config_registry": {"qwen3_0_6b": qwen3_0_6b, "qwen3_1_7b": qwen3_1_7b,
                                                 "qwen3_14b": qwen3_14b, "qwen3_32b": qwen3_32b,
                                                 "qwen3_moe_debug": qwen3_moe_debug, "qwen3_30b_a3b": qwen3_30b_a3b},
+    "torchtitan.models.deepseek_v3": {"model_registry": deepseek_v3_model_registry},
+    "torchtitan.models.deepseek_v3.config_registry": {"deepseek_v3_debugmodel": deepseek_v3_debugmodel,
+                                                      "deepseek_v3_16b": deepseek_v3_16b,
+                                                      "deepseek_v3_671b": deepseek_v3_671b},
     "torchtitan.trainer": {"Trainer": Trainer},
 }
 
@@ -448,7 +527,8 @@ def schema_issues(obj: object, path: str = "") -> tuple[list[str], list[str]]:
         if not conforms(value, hints[f.name]):
             allowed = LOADER_WARNS.get(tuple(where.split(".")), ())
             (warnings if value in allowed else errors).append(f"{where}={value!r} is not {hints[f.name]}")
-        if dataclasses.is_dataclass(value) and not isinstance(value, (Llama3, Qwen3, Qwen3Moe, ModelSpec)):
+        if dataclasses.is_dataclass(value) and not isinstance(value, (Llama3, Qwen3, Qwen3Moe, DeepSeekV3,
+                                                                       ModelSpec)):
             e, w = schema_issues(value, f"{where}.")
             errors, warnings = errors + e, warnings + w
     return errors, warnings
@@ -467,7 +547,8 @@ def trainer_config_checks(c: Trainer.Config) -> list[str]:
         out.append("local_batch_size must be divisible by pipeline_parallel_microbatch_size")
     if not t.disable_cuda_graphs and p.pipeline_parallel_degree > 1:
         out.append("CUDA graphs do not support pipeline parallelism yet. Set --training.disable_cuda_graphs.")
-    elif not t.disable_cuda_graphs and p.expert_parallel_degree > 1 and isinstance(c.model_spec.model, Qwen3Moe):
+    elif not t.disable_cuda_graphs and p.expert_parallel_degree > 1 and isinstance(c.model_spec.model,
+                                                                                   (Qwen3Moe, DeepSeekV3)):
         # _validate_cuda_graphs: model_registry's default comm backend, "standard", is AllToAllTokenDispatcher
         out.append("CUDA graphs support only expert parallel token dispatcher configurations without CPU "
                    "synchronization. Unsupported token dispatcher: AllToAllTokenDispatcher.Config.")
@@ -508,7 +589,7 @@ def model_checks(c: Trainer.Config, dims: dict) -> list[str]:
     tp = p.tensor_parallel_degree
     if tp > 1 and (m.n_heads % tp or m.n_kv_heads % tp):
         out.append("tensor_parallel_degree must divide n_heads and n_kv_heads")
-    if isinstance(m, Qwen3Moe) and m.num_experts % dims["ep"]:  # models/common/token_dispatcher.py
+    if isinstance(m, (Qwen3Moe, DeepSeekV3)) and m.num_experts % dims["ep"]:  # models/common/token_dispatcher.py
         out.append(f"num_experts {m.num_experts} not divisible by ep {dims['ep']} "
                    "(tokens per expert viewed as (ep_size, -1))")
     if t.seq_len > m.max_seq_len:
