@@ -690,8 +690,15 @@ def host_synced_dispatch(plan: Plan) -> bool:
     15-37% fast and the refit raised the MoE rows' MAPE from 9.5% to 10.1%, so the fitted
     Efficiency.moe_host_sync_seconds also stands for per-layer time those layers have as well (not
     identified; see validation/README.md). Under a whole-iteration graph nothing waits on the host, and
-    padded layers lose that unidentified time with the wait: no published row tests that case."""
+    padded layers lose that unidentified time with the wait: no published row tests that case.
+    Without expert parallelism a stack whose grouped GEMMs take the token counts as a device tensor
+    (Plan.expert_sizes_on_device: torchtitan's LocalTokenDispatcher sorts the tokens on the GPU and
+    torch._grouped_mm reads the offsets there, models/common/token_dispatcher.py and moe.py @4f9e9a47) has
+    nothing to copy; its all-to-all dispatcher does wait at ep > 1 (AllToAllTokenDispatcher: the split sizes'
+    .tolist())."""
     if plan.full_iteration_graph:  # nothing inside a captured graph can wait on the host
+        return False
+    if plan.ep == 1 and plan.expert_sizes_on_device:
         return False
     return not plan.moe_cuda_graphs or plan.ep_dispatch == "alltoall"
 

@@ -424,6 +424,12 @@ class Plan:
     # each call, a blocking copy that waits for the GPU (stage.moe_sync_seconds). Not a choice but a fact of the
     # stack's code: one value per framework and model in the search, like rope_fusion (planner/frameworks).
     moe_act_prologue: bool = False
+    # The experts' grouped GEMMs take each expert's token count as a device tensor (torch._grouped_mm's offsets:
+    # torchtitan's GroupedExperts), so an MoE layer without expert parallelism has nothing to wait for on the
+    # host; Megatron-core's (Transformer Engine's GroupedLinear m_splits) takes them as a host list, which its
+    # dispatcher copies back even at ep 1 (stage.host_synced_dispatch). A fact of the stack's code, like
+    # moe_act_prologue: one value per framework in the search.
+    expert_sizes_on_device: bool = False
     cp: int = 1  # context parallel: the sequence split over cp ranks (2 x cp load-balanced chunks)
     cp_comm: str = "p2p"  # how CP ranks exchange K/V (CP_COMMS)
     # What the pipeline runtime holds between stages besides the layers' activations: "freed"

@@ -547,11 +547,11 @@ def test_torchtitan_refuses_what_planner_refuses():
     assert "CUDA graphs support only expert parallel token dispatcher" in seen["moe-ep8-cuda-graphs-on"]
     assert "disable_cuda_graphs=True" in emitted(job(load_model_spec(Q30), dp=8, ep=8, zero_stage=3,
                                                      global_batch_size=8, grad_dtype="fp32"))
+    assert "exceeds attention RoPE maximum supported sequence length 16384" in seen["dsv3-seq-32768"]
+    assert "exceeds the deepseek_v3 16B RoPE max_seq_len 16384" in refused(
+        model_of("dsv3-16b").model_copy(update={"seq_length": 32768}), dp=8, ep=8, zero_stage=3, global_batch_size=8)
     # planner's rules were narrower than 0.3.0's here once (README.md): seq_len 8200 at tp 8 with sequence
     # parallelism, which trainer.py accepts (8200 % 8), is written now; DDP with TP is a case of cases.json
-    assert "exceeds attention RoPE maximum supported sequence length 16384" in seen["dsv3-seq-32768"]
-    refused(model_of("dsv3-16b").model_copy(update={"seq_length": 32768}), dp=8, ep=8, zero_stage=3,
-            global_batch_size=8)
     assert seen["seq-8200-tp8-sp"] == "accepted"
     assert "tensor_parallel_degree=8" in emitted(job(load_model_spec(L8).model_copy(update={"seq_length": 8200}),
                                                      tp=8, sequence_parallel=True, zero_stage=3, global_batch_size=8))
@@ -595,3 +595,58 @@ def test_suggest_says_when_torchtitan_cannot_build_the_model(capsys):
     assert "have no 'mpt-7b'" in line and "--format torchtitan` refuses" in line
     assert warnings("llama3-8b", "dgx-h100", "--gpus", "8", "--gbs", "32", "--framework", "torchtitan") == []
     assert warnings("mpt-7b", "dgx-h100", "--gpus", "8", "--gbs", "64") == []
+
+
+def comment_text(source: str) -> str:
+    """The module's comment lines joined (comments() wraps them at 98 characters)."""
+    return " ".join(line[2:] for line in source.splitlines() if line.startswith("# "))
+
+
+def test_the_router_comment_says_whose_router_trains():
+    """The launch builds the flavour's router (models/deepseek_v3/__init__.py _671b: sigmoid, 8 groups of which 4,
+    x2.5; every torchtitan MoE balanced by an expert bias, load_balance_coeff 1e-3): the 671B case's model states
+    exactly that; the catalog's Qwen3-30B-A3B states an auxiliary loss torchtitan's qwen3 MoE does not train."""
+    text = comment_text(emitted(case_job(next(c for c in CASES["cases"] if c["id"] == "dsv3-671b-pp4-ep16"))))
+    assert "The router is torchtitan's 671B flavour's: sigmoid, 4 of 8 expert groups, weights x2.5, balanced by" in text
+    assert "the model states" not in text
+    q30 = load_model_spec(Q30)
+    assert q30.moe.aux_loss_coeff
+    text = comment_text(emitted(job(q30, dp=8, ep=8, zero_stage=3, global_batch_size=8, grad_dtype="fp32")))
+    assert "30B-A3B flavour's: topk_softmax, weights x1" in text
+    assert "the model states topk_softmax, weights x1, an auxiliary loss of 0.001" in text
+
+
+def test_a_run_shorter_than_the_recipes_warm_up_is_said():
+    """deepseek_v3_671b warms up over 2000 steps (config_registry.py @4f9e9a47); the emitter writes 1000 without a
+    training budget, all warm-up: the file says so. Llama 3 8B's recipe takes the default 200: nothing said."""
+    text = emitted(case_job(next(c for c in CASES["cases"] if c["id"] == "dsv3-671b-pp4-ep16")))
+    assert "warms the learning rate up over 2000 steps, and these 1000 steps are all warm-up" in comment_text(text)
+    assert "warm-up" not in emitted(job(load_model_spec(L8), dp=8, zero_stage=3, global_batch_size=8))
+
+
+def test_a_gated_shared_expert_is_refused():
+    model = model_of("dsv3-16b")
+    gated = model.model_copy(update={"moe": model.moe.model_copy(update={"shared_expert_gate": True})})
+    assert "no gate on the shared experts' output" in refused(gated, dp=8, ep=8, zero_stage=3, global_batch_size=8)
+
+
+ROUTER_KINDS = {("softmax", True): "topk_softmax", ("softmax", False): "softmax_topk", ("sigmoid", True): "sigmoid"}
+
+
+@pytest.mark.parametrize("case", CASES["cases"], ids=[c["id"] for c in CASES["cases"]])
+def test_flavour_table_agrees_with_the_configs_torchtitan_built(case):
+    """planner's flavour of each case's model against the model config torchtitan 0.3.0's registry built
+    (loader_check.py architecture_facts): RMSNorm epsilon, RoPE theta, scaling and cache length, and the router
+    (a softmax renormalised over the k is a softmax over the k chosen logits, topk_softmax; not renormalised,
+    softmax_topk), every MoE balanced by load_balance_coeff 1e-3."""
+    flavour, _ = titan.match_flavour(model_of(case["model"]).to_model())
+    seen = LOADER["cases"][case["id"]]
+    theta, scaling, factor, max_seq_len = seen["rope"]
+    assert (seen["norm_eps"], theta, max_seq_len) == (flavour.norm_epsilon, flavour.rope_theta, flavour.max_seq_len)
+    expected = {"none": ("none", 1.0), titan.LLAMA31_SCALING: ("llama", 1.0), titan.DSV3_ROPE: ("yarn", 40.0)}
+    assert (scaling, factor) == expected[flavour.rope_scaling]
+    if flavour.experts[0]:
+        kind, norm, scale, groups, limited, balance = seen["router"]
+        assert (ROUTER_KINDS[kind, norm], groups, limited, scale) == flavour.router and balance == 1e-3
+    else:
+        assert "router" not in seen and flavour.router[0] == ""

@@ -139,6 +139,8 @@ class Plan(Strict):
     rope_fusion: bool = d("RoPE applied by one fused kernel (false: eager ops, Megatron-LM's for YaRN without MLA)")
     moe_act_prologue: bool = d("the experts' activation runs Megatron-core's fused quick-GEGLU prologue: the clamp as "
                                "eager ops and a host wait per forward pass")
+    expert_sizes_on_device: bool = d("the experts' grouped GEMMs read their token counts on the GPU (torchtitan's "
+                                     "torch._grouped_mm), so an MoE layer at ep 1 never waits on the host")
     cross_entropy: Literal[cm.CROSS_ENTROPY] = d(
         "how the loss runs over the logits: vocab_parallel_fused (Megatron's vocab-parallel loss compiled), "
         "vocab_parallel (eager), fused (kernels over the 16-bit logits), eager (F.cross_entropy on fp32-upcast logits)")
@@ -275,8 +277,9 @@ class TimeBreakdown(Strict):
     tp_comm: float = d("tensor-parallel collectives")
     cp_comm: float = d("context-parallel key/value exchanges attention does not hide")
     ep_comm: float = d("expert-parallel token dispatch and combine")
-    moe_sync: float = d("MoE layers waiting on the host for their token counts (all but DeepEP with MoE CUDA graphs "
-                        "and whole-iteration graphs), and for the experts' activation prologue (moe_act_prologue)")
+    moe_sync: float = d("MoE layers waiting on the host for their token counts (all but DeepEP with MoE CUDA graphs, "
+                        "whole-iteration graphs and, at ep 1, expert_sizes_on_device), and for the experts' "
+                        "activation prologue (moe_act_prologue)")
     pp_comm: float = d("exposed pipeline p2p")
     offload: float = d("activation and optimizer-state copies to and from host memory that compute does not hide")
     pp_bubble: float = d("pipeline fill and drain")

@@ -24,8 +24,8 @@ FIX_HELP = ("pin a choice (repeatable): tp, pp, dp, vpp, mbs, cp, ep, etp, or a 
             "recompute, sequence_parallel, precision, grad_dtype, weight_casts, zero3_reshard, tp_comm_overlap, "
             "cp_comm, ep_overlap, pipeline_buffers, attention_kernel, grad_sync, sp_gathered, ep_dispatch, "
             "moe_cuda_graphs, overlap_dp_comm, offload_layers, recompute_layers, tp_async_grad, projections, "
-            "rope_fusion, moe_act_prologue, cross_entropy, grad_bucket_elements (short names: zero, sp, grad, offl, "
-            "rcl, ...)")
+            "rope_fusion, moe_act_prologue, cross_entropy, grad_bucket_elements, expert_sizes_on_device (short names: "
+            "zero, sp, grad, offl, rcl, ...)")
 
 
 def fix_keys() -> dict[str, str]:

@@ -245,7 +245,8 @@ def kernel_notes(job: Job, frameworks: list[str]) -> list[str]:
 def runtime_notes(job: Job, frameworks: list[str]) -> list[str]:
     """A framework whose runtime reduces gradients otherwise than the plan was scored with (Plan.grad_sync,
     frameworks.base.grad_sync_for: torchtitan all-reduces after every micro-batch without a pipeline), or
-    reduces TP gradients otherwise (Plan.tp_async_grad, which moves time only; the runtime properties that
+    reduces TP gradients otherwise (Plan.tp_async_grad), or whose expert GEMMs read their token counts elsewhere
+    (Plan.expert_sizes_on_device, at ep 1) (both move time only; the runtime properties that
     move memory are refused by frameworks.base.runtime_violations): no launch setting changes that, so say
     how to re-score."""
     p, notes = job.plan, []
@@ -257,6 +258,12 @@ def runtime_notes(job: Job, frameworks: list[str]) -> list[str]:
             flag = "without --no-tp-async-grad" if ks.tp_async_grad.values[0] else "... --no-tp-async-grad"
             notes.append(f"{fw.title}: the prediction above assumes tp_async_grad {str(p.tp_async_grad).lower()}, "
                          f"but {ks.tp_async_grad.why}; re-score with planner estimate {flag}.")
+        if job.cm_model.moe is not None and p.ep == 1 and p.expert_sizes_on_device != fw.expert_sizes_on_device:
+            flag = "... --expert-sizes-on-device" if fw.expert_sizes_on_device else "without --expert-sizes-on-device"
+            notes.append(f"{fw.title}: the prediction above assumes the experts' token counts read on the "
+                         f"{'GPU' if p.expert_sizes_on_device else 'host'}, but {fw.title}'s grouped expert GEMMs read "
+                         f"them on the {'GPU' if fw.expert_sizes_on_device else 'host'}; re-score with planner "
+                         f"estimate {flag}.")
         runs = grad_sync_for(ks, p.zero_stage) if syncs else p.grad_sync
         if runs != p.grad_sync and (runs != "microbatch" or p.num_microbatches > 1):
             notes.append(f"{fw.title}: the prediction above assumes grad_sync {p.grad_sync}, but {fw.title} "

@@ -1,6 +1,6 @@
 """torchtitan files for a plan: a configuration module (planner_job.py) and launch.sh.
 
-Targets torchtitan 0.3.0, the current PyPI release (config, trainer, llama3 and qwen3 files as at
+Targets torchtitan 0.3.0, the current PyPI release (config, trainer, llama3, qwen3 and deepseek_v3 files as at
 pytorch/torchtitan release/0.3 @ 4f9e9a47). Since 9810191b (2026-02-23) torchtitan has no TOML: a run
 is a Python function returning `Trainer.Config`, selected with `--module` and `--config`, best
 derived from a shipped recipe (torchtitan/config/README.md). planner_job.py derives from the flavour's
@@ -55,6 +55,9 @@ def checked_flavour(job: Job) -> titan.Flavour:
     (frameworks/torchtitan.py)."""
     refuse_unless_runs(job, "torchtitan")
     broken = titan.launch_violations(job.cm_model, job.plan)
+    if job.model.moe is not None and job.model.moe.shared_expert_gate:
+        broken.append("torchtitan's MoE has no gate on the shared experts' output (models/common/moe.py); the model "
+                      "states shared_expert_gate")
     if broken:
         raise PlannerError("torchtitan would reject this plan: " + "; ".join(broken))
     flavour, _ = titan.match_flavour(job.cm_model)
@@ -109,7 +112,7 @@ def training(job: Job) -> Kwargs:
     it each micro-batch is one accumulation step (local = mbs)."""
     p = job.plan
     local = p.micro_batch_size * p.num_microbatches if p.pp > 1 else p.micro_batch_size
-    steps = (job.estimate.get("training") or {}).get("steps") or 1000
+    steps = training_steps(job)
     half = "float32" if p.precision == "fp32" else "bfloat16"
     out: Kwargs = [("local_batch_size", local), ("global_batch_size", p.global_batch_size),
                    ("seq_len", job.model.seq_length), ("steps", steps), ("dtype", "float32"),
@@ -142,8 +145,9 @@ def converters(job: Job) -> list[str]:
     """The model converters (components/quantization) the plan's precision takes, as constructor calls: FP8,
     torchao float8 linears (rowwise) on the transformer layers' projections, the output layer kept in 16 bits
     as torchtitan's own llama3_405b recipe does (filter_fqns "lm_head") and an MoE router's gate with it
-    ("router.gate", which the cost model prices in 16 bits as Megatron-core runs it); MXFP8, torchao MXFP8
-    linears on the attention and dense MLP projections only (mx.py converts the Linear configs whose FQN
+    ("router.gate", which Megatron-core and torchtitan run in 16 or 32 bits and the cost model prices as a GEMM
+    of the plan's precision without its casts); MXFP8, torchao MXFP8 linears on the attention, dense MLP and
+    shared-expert projections (mx.py converts the Linear configs whose FQN
     contains one of `fqns`: "attention", "shared_experts" where the model has them and "feed_forward" leave
     lm_head and the router out, as torchtitan's deepseek_v3_debugmodel_mxfp8 recipe writes them); and for an MoE
     model the routed experts' grouped GEMMs in the same format (Float8GroupedExpertsConverter,
@@ -204,6 +208,32 @@ def imports(job: Job, flavour: titan.Flavour) -> str:
     return "\n".join(line for line in lines if line)
 
 
+def router_text(kind: str, groups: int, group_topk: int, scale: float) -> str:
+    grouped = f", {group_topk} of {groups} expert groups" if groups else ""
+    return f"{kind}{grouped}, weights x{scale:g}"
+
+
+def router_comment(job: Job, flavour: titan.Flavour) -> str:
+    """What the flavour's router trains (models/<family>/__init__.py make_router_config, and every torchtitan MoE
+    balanced by an expert bias, load_balance_coeff 1e-3, with no auxiliary loss: models/common/config_utils.py
+    make_moe_config), against the router the model spec states, which the cost model does not price (one h x
+    experts GEMM and a top-k whatever the scoring): the launch builds the flavour's."""
+    m = job.model.moe
+    states = (m.router, m.router_groups, m.router_group_topk, m.router_scaling_factor)
+    theirs = router_text(*flavour.router) + ", balanced by an expert bias (load_balance_coeff 1e-3) with no " \
+                                            "auxiliary loss"
+    if states == flavour.router and not m.aux_loss_coeff and (m.router_expert_bias or m.router != "sigmoid"):
+        return f"The router is torchtitan's {flavour.name} flavour's: {theirs}."
+    ours = router_text(*states) + (", an expert bias" if m.router_expert_bias else "") + (
+        f", an auxiliary loss of {m.aux_loss_coeff:g}" if m.aux_loss_coeff else "")
+    return (f"The router is torchtitan's {flavour.name} flavour's: {theirs}; the model states {ours}. The cost "
+            "model prices every router alike; edit the flavour's router config in torchtitan to train the model's.")
+
+
+def training_steps(job: Job) -> int:
+    return (job.estimate.get("training") or {}).get("steps") or 1000
+
+
 def comments(job: Job, flavour: titan.Flavour) -> str:
     """Why the lines below say what they say, where torchtitan would otherwise do something else."""
     p, out = job.plan, []
@@ -217,10 +247,13 @@ def comments(job: Job, flavour: titan.Flavour) -> str:
         out.append(f"expert_parallel_degree {p.ep}: the routed experts are split over {p.ep} ranks taken from FSDP's "
                    f"shard axis and TP (parallel_dims.py: efsdp = dp_shard x cp x tp / ep = {p.expert_dp}), each "
                    "expert whole (etp 1).")
-    if flavour.router:
-        out.append(f"The router is torchtitan's {flavour.name} flavour's ({flavour.router}), balanced by an expert "
-                   "bias (load_balance_coeff 1e-3, models/common/config_utils.py make_moe_config) and no auxiliary "
-                   "loss; the cost model prices every router alike.")
+    if flavour.router[0]:
+        out.append(router_comment(job, flavour))
+    steps = training_steps(job)
+    if steps <= titan.RECIPE_WARMUP_STEPS[flavour.recipe]:
+        out.append(f"The {flavour.recipe} recipe warms the learning rate up over "
+                   f"{titan.RECIPE_WARMUP_STEPS[flavour.recipe]} steps, and these {steps} steps are all warm-up "
+                   "(torchtitan shortens it and warns): set config.lr_scheduler.warmup_steps for a run this short.")
     if p.grad_comm_dtype == "bf16":
         out.append("mixed_precision_reduce bfloat16: the plan's gradient dtype; configs.py annotates float32 only, "
                    "so the loader warns, and FSDP2 reduces in bfloat16.")

@@ -1,7 +1,7 @@
 """torchtitan: what it runs and refuses.
 
 Read at torchtitan 0.3.0, the PyPI release that planner emits for (planner/emit/torchtitan.py): its
-configuration, trainer, llama3, qwen3, common MoE and distributed files are byte-identical to
+configuration, trainer, llama3, qwen3, deepseek_v3, common MoE and distributed files are byte-identical to
 pytorch/torchtitan release/0.3 @ 4f9e9a47 (2026-08-21). The layout and knob rules below were first
 read at main b5bcd76c (2026-08-21; LC §3.2 of shared/reference/launch-configs.md) and hold at 0.3.0:
 torchtitan/distributed/parallel_dims.py, models/llama3/parallelize.py, trainer.py,
@@ -9,7 +9,8 @@ distributed/activation_checkpoint.py, distributed/fsdp.py, and torch.distributed
 (schedules.py, torch 2.13).
 
 `launch_violations` holds the rules on the model torchtitan launches: it builds only its own model
-definitions (planner covers models/llama3 `llama3_configs` and models/qwen3 `qwen3_configs`), so
+definitions (planner covers models/llama3 `llama3_configs`, models/qwen3 `qwen3_configs` and
+models/deepseek_v3 `deepseekv3_configs` without multi-token prediction), so
 they are checked when emitting, not in the search, which scores any dense architecture. An MoE
 model is searched only where planner has its flavour (moe_flavour), and its plans follow
 expert_sharding, experts_sequence_parallel and (a machine rule) experts_borrow_fsdp; the cost model
@@ -50,10 +51,10 @@ def interleaving(model: cm.Model, plan: cm.Plan) -> Optional[str]:
 
 def sequence_split(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     """trainer.py (0.3.0) before the first step: seq_len divisible by tp under sequence parallelism times 2 cp
-    under context parallelism (its load-balanced halves), else it raises; models/llama3 and qwen3's parallelize
-    check nothing more (the 2 tp cp rule of v0.2's llama3/infra/parallelize.py, LC §3.2, is gone). Under context
-    parallelism the FlexAttention block mask (torch 2.13 _create_cp_block_mask) also needs seq_len divisible by
-    cp x its 128-token block."""
+    under context parallelism (its load-balanced halves), else it raises; models/llama3, qwen3 and deepseek_v3's
+    parallelize check nothing more (the 2 tp cp rule of v0.2's llama3/infra/parallelize.py, LC §3.2, is gone).
+    Under context parallelism the FlexAttention block mask (torch 2.13 _create_cp_block_mask) also needs seq_len
+    divisible by cp x its 128-token block."""
     divisor = (plan.tp if plan.sequence_parallel else 1) * (2 * plan.cp if plan.cp > 1 else 1)
     if model.seq_length % divisor:
         return (f"torchtitan: seq_len {model.seq_length} not divisible by {divisor} (tp under sequence parallelism "
@@ -322,7 +323,7 @@ def chunked_loss(plan: cm.Plan) -> bool:
 
 @dataclass(frozen=True)
 class Flavour:
-    """One entry of models/<family>/__init__.py (`llama3_configs`, `qwen3_configs`):
+    """One entry of models/<family>/__init__.py (`llama3_configs`, `qwen3_configs`, `deepseekv3_configs`):
     `model_registry(name)` of torchtitan.models.<family> builds it, and the configuration derives from
     `recipe` in models/<family>/config_registry.py (the flavour's own recipe, or the one whose
     tokenizer it shares where it has none), whose hf_assets_path is ./assets/hf/<repo name> of `repo`
@@ -352,7 +353,9 @@ class Flavour:
     mla: tuple[int, ...] = ()  # latent attention (q_lora_rank, kv_lora_rank, nope, rope, v head dims); () = GQA
     shared_ffn: int = 0  # the shared experts' width together (moe_hidden_dim x num_shared_experts)
     dense_layers: int = 0  # leading layers with the dense feed-forward (n_dense_layers)
-    router: str = ""  # what the flavour's router does, for the launch file's comment (not a Model field)
+    # The flavour's router in the model spec's terms (MoeSpec.router, router_groups, router_group_topk,
+    # router_scaling_factor; "" = dense): not a cm.Model field, so the emitter compares it with the spec's
+    router: tuple[str, int, int, float] = ("", 0, 0, 1.0)
 
 
 # Llama 3 (models/llama3/__init__.py): RMSNorm, SwiGLU, no biases, RoPE theta 500,000 with Llama 3.1
@@ -393,7 +396,7 @@ QWEN3_FLAVOURS = tuple(
 # untied. Recipes (models/qwen3/config_registry.py): qwen3_moe_debug, qwen3_30b_a3b; 235B-A22B has
 # none and shares 30B-A3B's (the same 151,936-token Qwen3 tokenizer). torchtitan's 235B-A22B sets
 # RoPE theta 5,000,000 (Qwen3-235B-A22B-Instruct-2507's), the base model's config.json 1,000,000.
-QWEN3_MOE_FLAVOURS = tuple(replace(f, router="softmax, the top k renormalised") for f in (
+QWEN3_MOE_FLAVOURS = tuple(replace(f, router=("topk_softmax", 0, 0, 1.0)) for f in (
     Flavour("qwen3", "debugmodel_moe", "qwen3_moe_debug", "", 8, 256, 16, 8, None, 2048, False,
             head_dim=128, rope_theta=1e6, max_seq_len=4096, qk_norm="learned", experts=(64, 8, 768),
             norm_epsilon=1e-6),
@@ -419,14 +422,22 @@ DEEPSEEK_V3_FLAVOURS = tuple(
             rope_theta=10000.0, max_seq_len=16384, experts=(experts, top_k, moe), rope_scaling=DSV3_ROPE,
             mla=(q_lora, 512, 128, 64, 128), shared_ffn=moe * shared, dense_layers=first, router=router)
     for name, recipe, repo, layers, dim, heads, dense, vocab, q_lora, experts, top_k, moe, shared, first, router in (
-        ("debugmodel", "deepseek_v3_debugmodel", "", 6, 256, 16, 1024, 2048, 0, 8, 3, 256, 2, 1, "softmax"),
+        ("debugmodel", "deepseek_v3_debugmodel", "", 6, 256, 16, 1024, 2048, 0, 8, 3, 256, 2, 1,
+         ("softmax_topk", 0, 0, 1.0)),
         ("16B", "deepseek_v3_16b", "deepseek-ai/deepseek-moe-16b-base", 27, 2048, 16, 10944, 102400, 0, 64, 6,
-         1408, 2, 1, "softmax"),
+         1408, 2, 1, ("softmax_topk", 0, 0, 1.0)),
         ("236B", "deepseek_v3_16b", "deepseek-ai/deepseek-moe-16b-base", 60, 5120, 128, 12288, 102400, 1536, 160, 6,
-         1536, 2, 1, "softmax over 8 expert groups, 3 used, weights x16"),
+         1536, 2, 1, ("softmax_topk", 8, 3, 16.0)),
         ("671B", "deepseek_v3_671b", "deepseek-ai/DeepSeek-V3.1-Base", 61, 7168, 128, 18432, 129280, 1536, 256, 8,
-         2048, 1, 3, "sigmoid over 8 expert groups, 4 used, renormalised, weights x2.5")))
+         2048, 1, 3, ("sigmoid", 8, 4, 2.5))))
 MOE_FLAVOURS = QWEN3_MOE_FLAVOURS + DEEPSEEK_V3_FLAVOURS
+# The learning-rate warm-up steps of each recipe a flavour derives from (models/<family>/config_registry.py
+# lr_scheduler, else LRSchedulersContainer.Config's warmup_steps 200: components/optimizer/lr_scheduler.py), which
+# planner_job.py keeps: a run of fewer steps is all warm-up (torchtitan shortens it to the steps and warns).
+RECIPE_WARMUP_STEPS = {"llama3_debugmodel": 2, "llama3_8b": 200, "llama3_70b": 200, "llama3_405b": 600,
+                       "qwen3_0_6b": 2, "qwen3_1_7b": 20, "qwen3_14b": 600, "qwen3_32b": 600, "qwen3_moe_debug": 2,
+                       "qwen3_30b_a3b": 600, "deepseek_v3_debugmodel": 2, "deepseek_v3_16b": 200,
+                       "deepseek_v3_671b": 2000}
 FLAVOURS = LLAMA3_FLAVOURS + QWEN3_FLAVOURS + MOE_FLAVOURS
 
 
@@ -607,4 +618,7 @@ FRAMEWORK = Framework(
                    MachineRule(("precision",), rocm_mxfp8),
                    MachineRule(("zero_stage",), experts_borrow_fsdp)),
     model_gap=model_gap,
+    # models/common/moe.py GroupedExperts: torch._grouped_mm with the offsets of the token counts on the device;
+    # without EP, LocalTokenDispatcher reorders on the GPU (token_dispatcher.py @4f9e9a47)
+    expert_sizes_on_device=True,
 )

@@ -159,6 +159,10 @@ def add_plan_flags(p: argparse.ArgumentParser) -> None:
                    help="the experts' activation without Megatron-core's quick-GEGLU prologue (its eager clamp and a "
                         "host wait per MoE layer), as a stack that fuses the whole expert MLP runs it (default: as "
                         "Megatron-LM runs the model's: with it for gpt-oss-like experts)")
+    g.add_argument("--expert-sizes-on-device", action="store_true",
+                   help="the experts' grouped GEMMs read their token counts on the GPU (torch._grouped_mm, "
+                        "torchtitan), so an MoE layer without expert parallelism never waits on the host (default: "
+                        "as Megatron-core, which copies them to the host even at ep 1)")
     g.add_argument("--cross-entropy", default="vocab_parallel_fused", choices=list(cm.CROSS_ENTROPY),
                    help="how the loss runs over the logits: Megatron's vocab-parallel steps on an fp32 copy, "
                         "compiled (vocab_parallel_fused, Megatron-LM --cross-entropy-loss-fusion; default) or eager "
@@ -199,6 +203,7 @@ def plan_spec_from_args(args: argparse.Namespace):
         "flash_attention": not args.no_flash_attention, "fused_elementwise": not args.eager,
         "rope_fusion": False if args.no_rope_fusion else None,
         "moe_act_prologue": False if args.no_moe_act_prologue else None,
+        "expert_sizes_on_device": args.expert_sizes_on_device,
         "cross_entropy": args.cross_entropy, "zero3_gather_unit": args.zero3_gather_unit,
         "grad_reduce": args.grad_reduce, "fp8_recipe": args.fp8_recipe, "weight_casts": args.weight_casts,
         "zero3_reshard": not args.no_zero3_reshard, "tp_comm_overlap": args.tp_comm_overlap,

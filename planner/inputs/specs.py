@@ -556,6 +556,9 @@ class PlanSpec(Spec):
     # The experts' activation runs Megatron-core's eager prologue, which waits on the host (costmodel
     # Plan.moe_act_prologue); absent: as the model's stack runs it (plans.moe_act_prologue_of)
     moe_act_prologue: Optional[Flag] = None
+    # The experts' grouped GEMMs read their token counts on the device, so an MoE layer at ep 1 never waits on the
+    # host (costmodel Plan.expert_sizes_on_device: torchtitan); false: as Megatron-core, which copies them back
+    expert_sizes_on_device: Flag = False
     # how the loss runs over the logits (costmodel Plan.cross_entropy); files of schema 24 and older wrote
     # fused_cross_entropy instead (false: the eager loss), which _legacy_loss reads
     cross_entropy: Literal[cm.CROSS_ENTROPY] = "vocab_parallel_fused"

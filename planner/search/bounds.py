@@ -60,7 +60,8 @@ def lower_bound(tables: LayoutTables, knobs: tuple[Knobs, ...], tight: bool = Fa
     the fastest value of each knob that has one (no recompute, TP and EP overlap on: an overlapped
     collective costs at most its whole length, overlap.decomposed_exposed_seconds and
     overlapped_cost_seconds; cuDNN's attention, never slower than FlashAttention-2's, space.undominated;
-    MoE CUDA graphs on, which only take away host synchronisation; under SP the inputs saved gathered,
+    MoE CUDA graphs on and the expert GEMMs' token counts on the device, which only take away host
+    synchronisation; under SP the inputs saved gathered,
     which spares the backward's re-gather, stage.backward_tp_comm_seconds; the fused loss, the fewest bytes
     a logit, compute.LOSS_BYTES_PER_LOGIT), over the knobs' precisions, weight
     casts, CP exchanges and MoE dispatchers, plus the fixed overhead. Sequence parallelism has no
@@ -81,7 +82,8 @@ def lower_bound(tables: LayoutTables, knobs: tuple[Knobs, ...], tight: bool = Fa
     tp_split, moe = tables.lay.tp > 1, tables.ctx.spec.model.moe is not None
     offered, (none, least_rcl) = {k.recompute for k in knobs}, bound_recompute(knobs)
     if tight:  # per knob: each fastest value where some knob offers it, else the knob's own (never slower)
-        mcgs, spgs, xents = {k.mcg for k in knobs}, {k.spg for k in knobs}, {k.xent for k in knobs}
+        mcgs, spgs, xents, esds = {k.mcg for k in knobs}, {k.spg for k in knobs}, {k.xent for k in knobs}, \
+            {k.esd for k in knobs}
         overlaps = {(k.sp, k.tpo, k.epo) for k in knobs}  # TP and EP overlap together: a machine rule may
                                                           # offer either one but not the pair (megatron.
                                                           # overlap_connections); TP overlap only with SP
@@ -95,12 +97,13 @@ def lower_bound(tables: LayoutTables, knobs: tuple[Knobs, ...], tight: bool = Fa
             rc, rcl = ("none", 0) if "none" in offered else (k.recompute, k.rcl)  # else the knob's own, as before
             keys.add((rc, k.sp, k.precision, k.casts, tpo, k.cpc,
                       epo, k.attn, k.epd, best(mcgs, moe, k.mcg), k.sp and best(spgs, True, k.spg),
-                      best(xents, "fused", k.xent), rcl))
+                      best(xents, "fused", k.xent), rcl, best(esds, moe, k.esd)))
     else:
         sps = {k.sp for k in knobs}
-        keys = {(none, sp, k.precision, k.casts, sp, k.cpc, moe, "cudnn", k.epd, moe, sp, "fused", least_rcl)
+        keys = {(none, sp, k.precision, k.casts, sp, k.cpc, moe, "cudnn", k.epd, moe, sp, "fused", least_rcl, moe)
                 for k in knobs for sp in sps}
-    flush = min(tables.flush(*key[:7], attn=key[7], epd=key[8], mcg=key[9], spg=key[10], xent=key[11], rcl=key[12])
+    flush = min(tables.flush(*key[:7], attn=key[7], epd=key[8], mcg=key[9], spg=key[10], xent=key[11], rcl=key[12],
+                             esd=key[13])
                 for key in fastest_exchanges(tables, keys))
     return flush + tables.ctx.eff.step_overhead_seconds
 

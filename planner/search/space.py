@@ -85,6 +85,7 @@ class Knobs:
     proj: str = "fused"  # the dense projections fused or separate GEMMs (Plan.projections; one per framework)
     rof: bool = True  # RoPE as one fused kernel (Plan.rope_fusion; one per framework and model)
     actp: bool = False  # the experts' activation prologue (Plan.moe_act_prologue; one per framework and model)
+    esd: bool = False  # expert GEMMs' token counts on the device (Plan.expert_sizes_on_device; one per framework)
     # how the loss runs (Plan.cross_entropy; one per framework); the default, the fastest, is what the bounds take
     xent: str = "fused"
     # the runtime's gradient reduce bucket, elements (Plan.grad_bucket_elements; one per framework and ZeRO stage)
@@ -135,7 +136,7 @@ PLAN_FIELDS = {"zero": "zero_stage", "recompute": "recompute", "sp": "sequence_p
                "gsync": "grad_sync", "spg": "sp_gathered", "epd": "ep_dispatch", "mcg": "moe_cuda_graphs",
                "dpo": "overlap_dp_comm", "offl": "offload_layers", "rcl": "recompute_layers", "tpa": "tp_async_grad",
                "proj": "projections", "rof": "rope_fusion", "actp": "moe_act_prologue", "xent": "cross_entropy",
-               "gbuf": "grad_bucket_elements"}
+               "gbuf": "grad_bucket_elements", "esd": "expert_sizes_on_device"}
 
 
 def fixed_plan_fields(spec: "SearchSpec") -> dict[str, object]:
@@ -153,7 +154,7 @@ KNOB_CHOICES = {"recompute": cm.RECOMPUTE_MODES, "sp": (False, True), "precision
                 "cpc": cm.CP_COMMS, "epo": (False, True), "pbuf": cm.PIPELINE_BUFFERS, "attn": cm.ATTENTION_KERNELS,
                 "gsync": cm.GRAD_SYNCS, "spg": (False, True), "epd": ("alltoall", "deepep"), "mcg": (False, True),
                 "dpo": (False, True), "tpa": (False, True), "proj": cm.PROJECTIONS, "rof": (False, True),
-                "actp": (False, True), "xent": cm.CROSS_ENTROPY}
+                "actp": (False, True), "xent": cm.CROSS_ENTROPY, "esd": (False, True)}
 
 
 @lru_cache(maxsize=4096)
@@ -521,7 +522,7 @@ def own_knobs(fw: base.Framework, ks: base.Knobs, model: cm.Model, zero: int, sp
     return {"gsync": base.grad_sync_for(ks, zero), "spg": ks.sp_gathered.values[0] if sp else False,
             "tpa": ks.tp_async_grad.values[0] if tp > 1 else True, "proj": ks.projections.values[0],
             "rof": fw.rope_fusion(model), "actp": fw.act_prologue(model), "xent": ks.cross_entropy.values[0],
-            "gbuf": fw.grad_bucket_elements(model, zero)}
+            "gbuf": fw.grad_bucket_elements(model, zero), "esd": fw.expert_sizes_on_device and model.moe is not None}
 
 
 def framework_knobs(spec: SearchSpec, name: str, probe: cm.Plan) -> list:
@@ -564,7 +565,8 @@ def framework_knobs(spec: SearchSpec, name: str, probe: cm.Plan) -> list:
         rcls = tuple(n for n in recompute_counts(spec) if n) if rc == "full" and True in ks.block_recompute.values \
             else ()
         outer = dict(zip(OUTER_PLAN_FIELDS, (zero, rc, sp, prec, own["gsync"], own["spg"], dpos[0], 0, 0, own["tpa"],
-                                              own["proj"], own["rof"], own["actp"], own["xent"], own["gbuf"])))
+                                              own["proj"], own["rof"], own["actp"], own["xent"], own["gbuf"],
+                                              own["esd"])))
         for inner in product(grads, casts, reshards, overlaps, cpcs, epos, pbufs, ks.attention_kernel.values, epds,
                              mcgs):
             fields = dict(zip(INNER_PLAN_FIELDS, inner))
@@ -587,7 +589,7 @@ def framework_knobs(spec: SearchSpec, name: str, probe: cm.Plan) -> list:
 # their orders: between them every knob (tests/test_search_space.py).
 OUTER_PLAN_FIELDS = tuple(PLAN_FIELDS[name] for name in ("zero", "recompute", "sp", "precision", "gsync", "spg", "dpo",
                                                          "offl", "rcl", "tpa", "proj", "rof", "actp", "xent",
-                                                         "gbuf"))
+                                                         "gbuf", "esd"))
 INNER_PLAN_FIELDS = tuple(PLAN_FIELDS[name] for name in
                           ("grad", "casts", "reshard", "tpo", "cpc", "epo", "pbuf", "attn", "epd", "mcg"))
 

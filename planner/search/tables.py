@@ -304,13 +304,13 @@ class LayoutTables:
              cpc: str = "p2p", epo: bool = False, pbuf: str = "freed", attn: str = "cudnn",
              spg: bool = False, epd: str = "alltoall", mcg: bool = False, offl: int = 0,
              tpa: bool = True, proj: str = "fused", rof: bool = True, actp: bool = False,
-             xent: str = "fused", rcl: int = 0) -> PipeEntry:
+             xent: str = "fused", rcl: int = 0, esd: bool = False) -> PipeEntry:
         """Pipeline flush, DP-critical stage and memory-candidate stages for (recompute, SP, precision,
         casts, TP overlap, CP exchange, EP overlap, pipeline buffers, attention kernel, SP inputs
         gathered, MoE dispatch, MoE CUDA graphs, layers offloaded, backward TP collectives beside the GEMMs,
         projections, RoPE fused, the experts' activation prologue, the loss)."""
         key = (rc, sp, precision, casts, tpo, cpc, epo, pbuf, attn, spg, epd, mcg, offl, tpa, proj, rof, actp, xent,
-               rcl)
+               rcl, esd)
         if key not in self.pipes:
             plan, stages = self.stage_costs(key, with_bytes=True)
             parts = step.pipeline_parts(plan, stages)
@@ -323,11 +323,11 @@ class LayoutTables:
               cpc: str = "p2p", epo: bool = False, pbuf: str = "freed", attn: str = "cudnn",
               spg: bool = False, epd: str = "alltoall", mcg: bool = False, offl: int = 0,
               tpa: bool = True, proj: str = "fused", rof: bool = True, actp: bool = False,
-              xent: str = "fused", rcl: int = 0) -> float:
+              xent: str = "fused", rcl: int = 0, esd: bool = False) -> float:
         """PipeEntry.flush_seconds of the same key, from stage costs without their bytes (the bounds
         need the flush only); the tabled pipe's when it is already there."""
         key = (rc, sp, precision, casts, tpo, cpc, epo, pbuf, attn, spg, epd, mcg, offl, tpa, proj, rof, actp, xent,
-               rcl)
+               rcl, esd)
         if key in self.pipes:
             return self.pipes[key].flush_seconds
         if key not in self.flushes:
@@ -337,10 +337,11 @@ class LayoutTables:
 
     def stage_costs(self, key: tuple, with_bytes: bool) -> tuple[cm.Plan, list[StageCost]]:
         """The plan of a pipe key (pipe's and flush's) and its stages' costs (class_stage_costs)."""
-        rc, sp, precision, casts, tpo, cpc, epo, pbuf, attn, spg, epd, mcg, offl, tpa, proj, rof, actp, xent, rcl = key
+        (rc, sp, precision, casts, tpo, cpc, epo, pbuf, attn, spg, epd, mcg, offl, tpa, proj, rof, actp, xent, rcl,
+         esd) = key
         spec = self.ctx.spec
         plan = self.plan(Knobs(0, rc, sp, precision, "", casts, True, tpo, cpc, epo, pbuf, attn, spg=spg, epd=epd,
-                               mcg=mcg, offl=offl, rcl=rcl, tpa=tpa, proj=proj, rof=rof, actp=actp, xent=xent))
+                               mcg=mcg, offl=offl, rcl=rcl, tpa=tpa, proj=proj, rof=rof, actp=actp, xent=xent, esd=esd))
         return plan, class_stage_costs(spec.model, spec.cluster, plan, self.ctx.eff, self.ctx.kernels.get(plan),
                                        self.classes_of(rcl), with_bytes)
 
@@ -369,7 +370,7 @@ class LayoutTables:
         spec, eff = self.ctx.spec, self.ctx.eff
         plan = self.plan(k)
         pipe = self.pipe(k.recompute, k.sp, k.precision, k.casts, k.tpo, k.cpc, k.epo, k.pbuf, k.attn, k.spg, k.epd,
-                         k.mcg, k.offl, k.tpa, k.proj, k.rof, k.actp, k.xent, k.rcl)
+                         k.mcg, k.offl, k.tpa, k.proj, k.rof, k.actp, k.xent, k.rcl, k.esd)
         opt = step.optimizer_step_seconds(spec.cluster, plan, pipe.critical, eff)
         return Candidate(self.lay, k, pipe.flush_seconds, self.exposed(k, plan, pipe.critical, pipe.bubble_seconds), opt,
                          eff.step_overhead_seconds, self.memory(k, plan, pipe.slots))

@@ -102,6 +102,23 @@ def model_facts(config) -> dict:
                                        if hasattr(m, "token_dispatcher")})}
 
 
+def architecture_facts(config) -> dict:
+    """What the flavour's model config states beyond its shapes (read before update_from_config): the final norm's
+    epsilon, RoPE (theta, scaling, factor, the cache's length) and, for an MoE model, the last layer's router
+    (score function, renormalised or not, scale, expert groups and how many a token uses) and its balancing
+    coefficient (models/common/moe.py load_balance_coeff: the expert bias)."""
+    m = config.model_spec.model
+    layer = m.layers[-1]
+    rope = layer.attention.rope
+    out = {"norm_eps": m.norm.eps, "rope": [rope.theta, rope.scaling, rope.rope_factor, rope.max_seq_len]}
+    moe = getattr(layer, "moe", None)
+    if moe is not None:
+        r = moe.router
+        out["router"] = [r.score_func, r.route_norm, r.route_scale, r.num_expert_groups or 0,
+                         r.num_limited_groups or 0, moe.load_balance_coeff]
+    return out
+
+
 def sharding_facts(config, world: int) -> dict:
     """For an MoE model: the model on the meta device sharded by its own parallelize (the qwen3
     model's sharding configs: models/qwen3/sharding.py, models/common/moe_sharding.py) over the mesh
@@ -267,7 +284,9 @@ def main() -> int:
     results = {"torchtitan": getattr(torchtitan, "__version__", None) or "0.3.0", "cases": {}}
     for case, source, world in configurations():
         config, warns = load(source)
-        results["cases"][case] = {**facts(config, world), **model_facts(config), **sharding_facts(config, world),
+        arch = architecture_facts(config)
+        results["cases"][case] = {**facts(config, world), **arch, **model_facts(config),
+                                  **sharding_facts(config, world),
                                   "loss_runs": loss_runs(config), "loader_warnings": warns}
         print(case, "ok", warns or "")
     results["refusals"] = {case: outcome(source, world) for case, source, world in refusal_cases()}
