@@ -35,7 +35,8 @@ CASES = json.loads((TT / "cases.json").read_text())
 LOADER = json.loads((TT / "loader_results.json").read_text())
 FLAVOR = {"llama3-8b": "8B", "llama3-70b": "70B", "llama3-405b": "405B", "debug": "debugmodel", "1b": "1B",
           "qwen3-30b-a3b": "30B-A3B", "moe-debug": "debugmodel_moe", "qwen3-0.6b": "0.6B", "qwen3-8b": "8B",
-          "dsv3-debug": "debugmodel", "dsv3-16b": "16B", "dsv3-671b": "671B"}
+          "dsv3-debug": "debugmodel", "dsv3-16b": "16B", "dsv3-671b": "671B", "goss-debug": "debugmodel",
+          "goss-20b": "20b", "gpt-oss-120b": "120b"}
 
 
 def job(model: ModelSpec, options=None, **plan):
@@ -204,11 +205,12 @@ def test_schema_reads_what_torchtitans_loader_read(cid, source, world):
     assert seen["mxfp8_linears"] == (lowp if v["mxfp8"] else 0)
     assert not seen["lm_head_float8"]
     assert set(seen["lowp_names"]) == (names if v["float8"] or v["mxfp8"] else set())
-    moe = v["model"] == "deepseek_v3" or v["flavor"] in TS.QWEN3_MOE_CONFIGS
+    moe = v["model"] in ("deepseek_v3", "gpt_oss") or v["flavor"] in TS.QWEN3_MOE_CONFIGS
     # the routed experts' grouped GEMMs quantized, behind a dispatcher that pads each expert's rows (utils.py)
     grouped = {"float8": ["Float8GroupedExperts"], "mxfp8": ["MXFP8GroupedExperts"]}
+    plain = "GptOssGroupedExperts" if v["model"] == "gpt_oss" else "GroupedExperts"  # gpt-oss's biased subclass
     assert seen["expert_classes"] == (
-        grouped[v["grouped_experts"][0]["format"]] if v["grouped_experts"] else ["GroupedExperts"] * moe)
+        grouped[v["grouped_experts"][0]["format"]] if v["grouped_experts"] else [plain] * moe)
     assert seen["dispatcher_pads"] == ([v["grouped_experts"][0]["pad"]] if v["grouped_experts"] else [0] * moe)
     assert seen["dispatchers"] == (["TorchAOTokenDispatcher"] if v["grouped_experts"] else
                                    ["AllToAllTokenDispatcher"] if moe else [])
@@ -219,6 +221,8 @@ def lowp_linears(v: dict) -> tuple[int, set]:
     their names' last parts. Llama 3, Qwen3: per layer wqkv (fused) and wo, and w1, w2, w3 where the layer's MLP
     is dense. DeepSeek-V3: MLA's wq (wq_a and wq_b with a query latent), wkv_a, wkv_b and wo, and w1, w2, w3 of
     each layer's dense feed-forward or shared experts."""
+    if v["model"] == "gpt_oss":  # no low precision for it (frameworks/torchtitan.py gpt_oss_precision)
+        return 0, set()
     if v["model"] == "deepseek_v3":
         m = TS.DEEPSEEK_V3_CONFIGS[v["flavor"]]
         query = {"wq_a", "wq_b"} if m.q_lora_rank else {"wq"}
@@ -259,7 +263,8 @@ def test_torchtitan_splits_experts_as_planned(case):
     expert_dp (under DDP with TP, dp_replicate 4 x efsdp 1: replicas, which ZeRO 0 does not shard)."""
     p, moe, hidden = case_job(case).plan, model_of(case["model"]).moe, model_of(case["model"]).hidden_size
     seen = LOADER["cases"][case["id"]]
-    assert seen["expert_w1_local"] == [moe.num_experts // p.ep, moe.ffn_hidden_size // p.etp, hidden]
+    fused = 2 if titan.family(model_of(case["model"]).to_model()) == "gpt_oss" else 1  # gate and up in mlp1 (moe.py)
+    assert seen["expert_w1_local"] == [moe.num_experts // p.ep, fused * moe.ffn_hidden_size // p.etp, hidden]
     assert (seen["efsdp"] * seen["dp_replicate"] if p.ep > 1 else seen["efsdp"]) == (p.expert_dp if p.ep > 1 else None)
     assert seen["experts"] == [moe.num_experts] and not seen["cuda_graphs"]
 
@@ -288,6 +293,13 @@ def test_flavour_table_matches_torchtitans():
             t.q_lora_rank, t.max_seq_len)
         assert f.recipe in TS.MODULES["torchtitan.models.deepseek_v3.config_registry"]
         assert (f.mla[1:], f.head_dim, f.rope_scaling, f.norm_epsilon) == ((512, 128, 64, 128), 192, "yarn x40", 1e-5)
+    for f in titan.GPT_OSS_FLAVOURS:
+        t = TS.GPT_OSS_CONFIGS[f.name]
+        assert (f.num_layers, f.hidden_size, f.num_attention_heads, f.num_kv_heads, f.head_dim, f.vocab_size,
+                f.tie_embeddings, f.experts, f.max_seq_len) == (
+            t.n_layers, t.dim, t.n_heads, t.n_kv_heads, t.head_dim, t.vocab_size, t.enable_weight_tying,
+            (t.num_experts, t.top_k, t.moe_hidden_dim), t.max_seq_len)
+        assert f.recipe in TS.MODULES["torchtitan.models.gpt_oss.config_registry"] and f.ffn_hidden_size is None
     for f in titan.QWEN3_MOE_FLAVOURS:
         t = TS.QWEN3_MOE_CONFIGS[f.name]
         assert (f.num_layers, f.hidden_size, f.num_attention_heads, f.num_kv_heads, f.head_dim, f.vocab_size,
@@ -382,8 +394,8 @@ def test_moe_flavour_mismatch_is_named():
     its checkpoint's RMSNorm epsilon 1e-6, where torchtitan's 671B flavour builds 1e-5. Refused as a layout rule,
     so the search leaves them out."""
     text = refused(load_model_spec("qwen3-235b-a22b"), dp=8, ep=8, zero_stage=3, global_batch_size=8)
-    assert "cover its Qwen3-MoE and DeepSeek-V3 flavours only: the closest, qwen3 235B-A22B, differs in rope_theta " \
-           "1e+06 (torchtitan 5e+06); use Megatron-LM" in text
+    assert "cover its Qwen3-MoE, DeepSeek-V3 and gpt-oss flavours only: the closest, qwen3 235B-A22B, differs in " \
+           "rope_theta 1e+06 (torchtitan 5e+06); use Megatron-LM" in text
     model = load_model_spec("deepseek-v3")
     text = refused(model, dp=8, ep=8, zero_stage=3, global_batch_size=8)
     assert "the closest, deepseek_v3 671B, differs in mtp_layers 1 (torchtitan 0), norm_epsilon 1e-06 (torchtitan " \
@@ -560,7 +572,8 @@ def test_torchtitan_refuses_what_planner_refuses():
 @pytest.mark.parametrize("model_name,cluster_name,gpus,gbs", [("llama3-8b", "dgx-h100", 16, 64),
                                                               ("llama3-70b", "dgx-h100", 64, 128),
                                                               ("qwen3-30b-a3b", "dgx-h100", 32, 256),
-                                                              ("dsv3-16b", "dgx-h100", 32, 256)])
+                                                              ("dsv3-16b", "dgx-h100", 32, 256),
+                                                              ("gpt-oss-120b", "dgx-h100", 64, 256)])
 def test_every_suggested_plan_is_emittable(model_name, cluster_name, gpus, gbs):
     """As tests/test_search_emit_agree.py for the others: each of `suggest --framework torchtitan`'s top
     plans for a model torchtitan has a flavour for is written, and obeys the schema."""
@@ -643,10 +656,51 @@ def test_flavour_table_agrees_with_the_configs_torchtitan_built(case):
     seen = LOADER["cases"][case["id"]]
     theta, scaling, factor, max_seq_len = seen["rope"]
     assert (seen["norm_eps"], theta, max_seq_len) == (flavour.norm_epsilon, flavour.rope_theta, flavour.max_seq_len)
-    expected = {"none": ("none", 1.0), titan.LLAMA31_SCALING: ("llama", 1.0), titan.DSV3_ROPE: ("yarn", 40.0)}
+    expected = {"none": ("none", 1.0), titan.LLAMA31_SCALING: ("llama", 1.0), titan.DSV3_ROPE: ("yarn", 40.0),
+                "yarn x32": ("yarn", 32)}
     assert (scaling, factor) == expected[flavour.rope_scaling]
     if flavour.experts[0]:
         kind, norm, scale, groups, limited, balance = seen["router"]
         assert (ROUTER_KINDS[kind, norm], groups, limited, scale) == flavour.router and balance == 1e-3
     else:
         assert "router" not in seen and flavour.router[0] == ""
+
+
+def test_planner_counts_torchtitans_gpt_oss_parameters():
+    """torchtitan's gpt-oss flavours as its loader built them: the cost model's count (biases and sinks left out,
+    types.Model) plus, per layer, the fused QKV bias (64 + 2 x 8) x 64 = 5,120, the output bias (hidden), a sink
+    per head (64), the router's bias (one per expert) and the experts' biases (2 x 2,880 + hidden each): 120b
+    1,114,112 x 36 = 40,108,032 more, the card's 116.83B; 20b 284,576 x 24; the debug model 53,576 x 4."""
+    def biases(hidden: int, experts: int) -> int:
+        return 5_120 + hidden + 64 + experts + experts * (5_760 + hidden)
+
+    assert biases(2_880, 128) == 1_114_112
+    for name, cid, layers, hidden, experts in (("gpt-oss-120b", "goss-120b-fsdp16-ep16", 36, 2_880, 128),
+                                               ("goss-20b", "goss-20b-tp2-dp4-ep4", 24, 2_880, 32),
+                                               ("goss-debug", "goss-debug-fsdp4-ep4", 4, 256, 8)):
+        built = LOADER["cases"][cid]["params"]
+        assert built == total_parameters(model_of(name).to_model()) + layers * biases(hidden, experts), name
+    assert round(LOADER["cases"]["goss-120b-fsdp16-ep16"]["params"] / 1e9, 2) == 116.83
+
+
+@pytest.mark.parametrize("plan, needle", [
+    ({"pp": 2, "dp": 8, "zero_stage": 1, "global_batch_size": 16}, "context and pipeline parallelism are on its to-do"),
+    ({"cp": 2, "dp": 8, "zero_stage": 3}, "context and pipeline parallelism are on its to-do"),
+    ({"dp": 16, "zero_stage": 3, "precision": "fp8", "fp8_recipe": "rowwise", "weight_casts": "use"},
+     "planner does not write fp8 converters for its biased grouped experts"),
+])
+def test_gpt_oss_limits(plan, needle):
+    """models/gpt_oss/README.md @4f9e9a47 supports FSDP/HSDP, TP and EP, with CP and PP to do; its recipes are bf16."""
+    assert needle in refused(load_model_spec("gpt-oss-120b"), ep=16, rope_fusion=True,
+                             **{"global_batch_size": 16, **plan})
+
+
+def test_hugging_face_gpt_oss_configs_are_torchtitans_flavours():
+    """The released config.json of openai/gpt-oss-20b and -120b (tests/data/hf_configs) import to exactly torchtitan's
+    20b and 120b flavours, and a stated linear offset other than gpt-oss's 1 is refused at emit."""
+    for file, name in (("gpt-oss-20b.json", "20b"), ("gpt-oss-120b.json", "120b")):
+        flavour, why = titan.match_flavour(load_model_spec(str(DATA.parent / "hf_configs" / file)).to_model())
+        assert (flavour.family, flavour.name) == ("gpt_oss", name), why
+    model = load_model_spec("gpt-oss-120b").model_copy(update={"glu_linear_offset": 0.0})
+    assert "adds 1 to the gated activation's linear half; the model states glu_linear_offset 0" in refused(
+        model, dp=16, ep=16, zero_stage=3, global_batch_size=16, rope_fusion=True)

@@ -1,10 +1,10 @@
 """torchtitan files for a plan: a configuration module (planner_job.py) and launch.sh.
 
-Targets torchtitan 0.3.0, the current PyPI release (config, trainer, llama3, qwen3 and deepseek_v3 files as at
+Targets torchtitan 0.3.0, the current PyPI release (config, trainer, llama3, qwen3, deepseek_v3, gpt_oss files as at
 pytorch/torchtitan release/0.3 @ 4f9e9a47). Since 9810191b (2026-02-23) torchtitan has no TOML: a run
 is a Python function returning `Trainer.Config`, selected with `--module` and `--config`, best
 derived from a shipped recipe (torchtitan/config/README.md). planner_job.py derives from the flavour's
-recipe in models/<llama3, qwen3 or deepseek_v3>/config_registry.py and sets what the plan says. Field names from
+recipe in models/<family>/config_registry.py and sets what the plan says. Field names from
 config/configs.py (TrainingConfig, ParallelismConfig, CompileConfig), trainer.py (Trainer.Config),
 distributed/activation_checkpoint.py, components/loss.py, components/quantization (float8.py, mx.py) and
 distributed/pipeline_parallel.py; the torchrun line from run_train.sh and multinode_trainer.slurm.
@@ -51,16 +51,20 @@ def call(name: str, kwargs: Kwargs, indent: str = "    ") -> str:
 
 
 def checked_flavour(job: Job) -> titan.Flavour:
-    """The model's flavour (llama3, qwen3 dense or MoE, deepseek_v3), after torchtitan's rules
-    (frameworks/torchtitan.py)."""
+    """The model's flavour (llama3, qwen3 dense or MoE, deepseek_v3, gpt_oss), after torchtitan's rules
+    (frameworks/torchtitan.py) and those on what the model spec states beyond cm.Model: the gated activation's
+    offset, a gate on the shared experts."""
     refuse_unless_runs(job, "torchtitan")
     broken = titan.launch_violations(job.cm_model, job.plan)
+    flavour, _ = titan.match_flavour(job.cm_model)
+    if flavour is not None and job.model.glu_linear_offset != flavour.glu[0]:
+        broken.append(f"torchtitan's {flavour.family} {flavour.name} flavour adds {flavour.glu[0]:g} to the gated "
+                      f"activation's linear half; the model states glu_linear_offset {job.model.glu_linear_offset:g}")
     if job.model.moe is not None and job.model.moe.shared_expert_gate:
         broken.append("torchtitan's MoE has no gate on the shared experts' output (models/common/moe.py); the model "
                       "states shared_expert_gate")
     if broken:
         raise PlannerError("torchtitan would reject this plan: " + "; ".join(broken))
-    flavour, _ = titan.match_flavour(job.cm_model)
     return flavour
 
 

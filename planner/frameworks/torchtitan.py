@@ -1,7 +1,7 @@
 """torchtitan: what it runs and refuses.
 
 Read at torchtitan 0.3.0, the PyPI release that planner emits for (planner/emit/torchtitan.py): its
-configuration, trainer, llama3, qwen3, deepseek_v3, common MoE and distributed files are byte-identical to
+configuration, trainer, llama3, qwen3, deepseek_v3, gpt_oss, common MoE and distributed files are byte-identical to
 pytorch/torchtitan release/0.3 @ 4f9e9a47 (2026-08-21). The layout and knob rules below were first
 read at main b5bcd76c (2026-08-21; LC §3.2 of shared/reference/launch-configs.md) and hold at 0.3.0:
 torchtitan/distributed/parallel_dims.py, models/llama3/parallelize.py, trainer.py,
@@ -9,8 +9,8 @@ distributed/activation_checkpoint.py, distributed/fsdp.py, and torch.distributed
 (schedules.py, torch 2.13).
 
 `launch_violations` holds the rules on the model torchtitan launches: it builds only its own model
-definitions (planner covers models/llama3 `llama3_configs`, models/qwen3 `qwen3_configs` and
-models/deepseek_v3 `deepseekv3_configs` without multi-token prediction), so
+definitions (planner covers models/llama3 `llama3_configs`, models/qwen3 `qwen3_configs`,
+models/deepseek_v3 `deepseekv3_configs` without multi-token prediction and models/gpt_oss `gptoss_configs`), so
 they are checked when emitting, not in the search, which scores any dense architecture. An MoE
 model is searched only where planner has its flavour (moe_flavour), and its plans follow
 expert_sharding, experts_sequence_parallel and (a machine rule) experts_borrow_fsdp; the cost model
@@ -88,6 +88,32 @@ def context_parallel_fsdp(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     return None
 
 
+@lru_cache(maxsize=64)
+def family(model: cm.Model) -> str:
+    """The torchtitan model family of the model's flavour ("" without one), once per model."""
+    flavour, _ = match_flavour(model)
+    return flavour.family if flavour else ""
+
+
+def gpt_oss_layout(model: cm.Model, plan: cm.Plan) -> Optional[str]:
+    """models/gpt_oss/README.md (@4f9e9a47): FSDP/HSDP, TP and EP are supported; context and pipeline parallelism
+    are listed to do, so planner does not write them for a gpt-oss flavour."""
+    if (plan.pp > 1 or plan.cp > 1) and family(model) == "gpt_oss":
+        return ("torchtitan's gpt-oss supports FSDP, TP and EP; context and pipeline parallelism are on its to-do "
+                "list (models/gpt_oss/README.md)")
+    return None
+
+
+def gpt_oss_precision(model: cm.Model, plan: cm.Plan) -> Optional[str]:
+    """torchtitan's gpt-oss recipes train in bf16 (models/gpt_oss/config_registry.py), and its biased grouped
+    experts (GptOssGroupedExperts: mlp1/mlp2 biases and the clamped SwiGLU, models/gpt_oss/moe.py) are not the
+    GroupedExperts whose float8 and MXFP8 converters planner read: no low precision for a gpt-oss flavour."""
+    if plan.precision in ("fp8", "mxfp8") and family(model) == "gpt_oss":
+        return (f"torchtitan's gpt-oss trains in bf16 in its recipes; planner does not write {plan.precision} "
+                "converters for its biased grouped experts (models/gpt_oss/moe.py)")
+    return None
+
+
 def tied_pipeline(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     """models/common/decoder.py update_from_config: weight tying is not supported with pipeline
     parallelism (the embedding and the output layer would sit on different stages)."""
@@ -99,7 +125,7 @@ def tied_pipeline(model: cm.Model, plan: cm.Plan) -> Optional[str]:
 def moe_flavour(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     """torchtitan 0.3.0 writes each MoE family its own way (models/qwen3, deepseek_v3, gpt_oss,
     kimi_k2_7, llama4: shared experts, sigmoid or grouped routers, MLA, multi-token prediction), and
-    planner reads the rules and writes the launch files of the Qwen3-MoE and DeepSeek-V3 flavours only
+    planner reads the rules and writes the launch files of the Qwen3-MoE, DeepSeek-V3 and gpt-oss flavours only
     (MOE_FLAVOURS): an MoE model without such a flavour is not a torchtitan plan, and the search
     leaves it out rather than offer plans no launch file could run. (Dense models are searched
     whatever their architecture, as Llama-like models torchtitan's llama3 code could build.)"""
@@ -114,7 +140,8 @@ def _moe_flavour_gap(model: cm.Model) -> Optional[str]:
         return None
     closest = min(MOE_FLAVOURS, key=lambda f: len(_mismatches(model, f)))
     diff = _mismatches(model, closest)
-    return (f"planner's torchtitan rules and launch files cover its Qwen3-MoE and DeepSeek-V3 flavours only: the "
+    return (f"planner's torchtitan rules and launch files cover its Qwen3-MoE, DeepSeek-V3 and gpt-oss flavours only: "
+            "the "
             f"closest, {closest.family} {closest.name}, differs in {', '.join(diff[:3])}"
             f"{', ...' if len(diff) > 3 else ''}; use Megatron-LM "
             "for this MoE model")
@@ -323,7 +350,8 @@ def chunked_loss(plan: cm.Plan) -> bool:
 
 @dataclass(frozen=True)
 class Flavour:
-    """One entry of models/<family>/__init__.py (`llama3_configs`, `qwen3_configs`, `deepseekv3_configs`):
+    """One entry of models/<family>/__init__.py (`llama3_configs`, `qwen3_configs`, `deepseekv3_configs`,
+    `gptoss_configs`):
     `model_registry(name)` of torchtitan.models.<family> builds it, and the configuration derives from
     `recipe` in models/<family>/config_registry.py (the flavour's own recipe, or the one whose
     tokenizer it shares where it has none), whose hf_assets_path is ./assets/hf/<repo name> of `repo`
@@ -356,6 +384,15 @@ class Flavour:
     # The flavour's router in the model spec's terms (MoeSpec.router, router_groups, router_group_topk,
     # router_scaling_factor; "" = dense): not a cm.Model field, so the emitter compares it with the spec's
     router: tuple[str, int, int, float] = ("", 0, 0, 1.0)
+    # gpt-oss's layers: the clamped, offset gated activation (cm.Model mlp quick_geglu and glu_clamp; the spec's
+    # glu_linear_offset, which the emitter compares), biases on every linear layer, a sliding window on every
+    # layer but each global_every-th, sinks
+    mlp: str = "swiglu"
+    glu: tuple[float, float] = (0.0, 0.0)
+    linear_bias: bool = False
+    attention_window: int = 0
+    global_every: int = 0
+    sinks: bool = False
 
 
 # Llama 3 (models/llama3/__init__.py): RMSNorm, SwiGLU, no biases, RoPE theta 500,000 with Llama 3.1
@@ -430,14 +467,28 @@ DEEPSEEK_V3_FLAVOURS = tuple(
          1536, 2, 1, ("softmax_topk", 8, 3, 16.0)),
         ("671B", "deepseek_v3_671b", "deepseek-ai/DeepSeek-V3.1-Base", 61, 7168, 128, 18432, 129280, 1536, 256, 8,
          2048, 1, 3, ("sigmoid", 8, 4, 2.5))))
-MOE_FLAVOURS = QWEN3_MOE_FLAVOURS + DEEPSEEK_V3_FLAVOURS
+# gpt-oss (models/gpt_oss/__init__.py _debugmodel, _20b, _120b, at 4f9e9a47): every layer MoE (GptOssMoE: a biased
+# softmax router renormalised over its top 4, GptOssGroupedExperts of hidden 2880 with biases and the clamped
+# SwiGLU of moe.py swiglu, alpha 1.702, limit 7, (up + 1) x the activated gate), fused and biased QKV, 64 query
+# and 8 KV heads of 64 with a learned sink per head, a 128-token sliding window on the even layers, RMSNorm eps 1e-5,
+# untied, CosSinRoPE theta 150,000 with YaRN x32 (original 4096) and max_seq_len 131072. Recipes
+# (models/gpt_oss/config_registry.py): gpt_oss_debugmodel, gpt_oss_20b, gpt_oss_120b.
+GPT_OSS_FLAVOURS = tuple(
+    Flavour("gpt_oss", name, recipe, repo, layers, dim, 64, 8, None, vocab, False, head_dim=64, rope_theta=150000.0,
+            experts=(experts, 4, 2880), rope_scaling="yarn x32", router=("topk_softmax", 0, 0, 1.0),
+            mlp="quick_geglu", glu=(1.0, 7.0), linear_bias=True, attention_window=128, global_every=2, sinks=True)
+    for name, recipe, repo, layers, dim, vocab, experts in (
+        ("debugmodel", "gpt_oss_debugmodel", "", 4, 256, 2048, 8),
+        ("20b", "gpt_oss_20b", "openai/gpt-oss-20b", 24, 2880, 201088, 32),
+        ("120b", "gpt_oss_120b", "openai/gpt-oss-120b", 36, 2880, 201088, 128)))
+MOE_FLAVOURS = QWEN3_MOE_FLAVOURS + DEEPSEEK_V3_FLAVOURS + GPT_OSS_FLAVOURS
 # The learning-rate warm-up steps of each recipe a flavour derives from (models/<family>/config_registry.py
 # lr_scheduler, else LRSchedulersContainer.Config's warmup_steps 200: components/optimizer/lr_scheduler.py), which
 # planner_job.py keeps: a run of fewer steps is all warm-up (torchtitan shortens it to the steps and warns).
 RECIPE_WARMUP_STEPS = {"llama3_debugmodel": 2, "llama3_8b": 200, "llama3_70b": 200, "llama3_405b": 600,
                        "qwen3_0_6b": 2, "qwen3_1_7b": 20, "qwen3_14b": 600, "qwen3_32b": 600, "qwen3_moe_debug": 2,
                        "qwen3_30b_a3b": 600, "deepseek_v3_debugmodel": 2, "deepseek_v3_16b": 200,
-                       "deepseek_v3_671b": 2000}
+                       "deepseek_v3_671b": 2000, "gpt_oss_debugmodel": 2, "gpt_oss_20b": 2000, "gpt_oss_120b": 2000}
 FLAVOURS = LLAMA3_FLAVOURS + QWEN3_FLAVOURS + MOE_FLAVOURS
 
 
@@ -468,7 +519,9 @@ def _fields(model: cm.Model) -> dict[str, object]:
             "position_embedding": model.position_embedding, "rotary_percent": model.rotary_percent,
             "linear_bias": model.linear_bias, "qkv_bias": model.qkv_bias, "dropout": model.dropout,
             "qk_norm": model.qk_norm, "experts": experts, "attention": "mla" if model.mla else "gqa",
-            "attention_window": model.attention_window, "attention_sinks": model.attention_sinks,
+            "attention_window": model.attention_window,
+            "global_attention_every": model.global_attention_every if model.attention_window else 0,
+            "attention_sinks": model.attention_sinks, "glu_clamp": model.glu_clamp,
             "mtp_layers": model.mtp_layers, "rope_scaling": scaling_text(model.rope_scaling),
             "norm_epsilon": model.norm_epsilon, "nope_every": model.nope_every, "mla": _mla(model),
             "shared_ffn": moe.shared_ffn_hidden_size if moe else 0,
@@ -499,10 +552,11 @@ def _flavour_fields(f: Flavour) -> dict[str, object]:
     return {"num_layers": f.num_layers, "hidden_size": f.hidden_size, "num_attention_heads": f.num_attention_heads,
             "num_kv_heads": f.num_kv_heads, "head_dim": f.head_dim or f.hidden_size // f.num_attention_heads,
             "ffn_hidden_size": f.ffn_hidden_size, "vocab_size": f.vocab_size, "tie_embeddings": f.tie_embeddings,
-            "rope_theta": f.rope_theta, "normalization": "rmsnorm", "mlp": "swiglu", "position_embedding": "rope",
-            "rotary_percent": 1.0, "linear_bias": False, "qkv_bias": False, "dropout": False,
+            "rope_theta": f.rope_theta, "normalization": "rmsnorm", "mlp": f.mlp, "position_embedding": "rope",
+            "rotary_percent": 1.0, "linear_bias": f.linear_bias, "qkv_bias": False, "dropout": False,
             "qk_norm": f.qk_norm, "experts": f.experts, "attention": "mla" if f.mla else "gqa",
-            "attention_window": 0, "attention_sinks": False, "mtp_layers": 0, "rope_scaling": f.rope_scaling,
+            "attention_window": f.attention_window, "global_attention_every": f.global_every,
+            "attention_sinks": f.sinks, "glu_clamp": f.glu[1], "mtp_layers": 0, "rope_scaling": f.rope_scaling,
             "norm_epsilon": f.norm_epsilon, "nope_every": 0, "mla": f.mla, "shared_ffn": f.shared_ffn,
             "dense_layers": f.dense_layers}
 
@@ -531,8 +585,8 @@ def _show(value: object) -> str:
 
 def match_flavour(model: cm.Model) -> tuple[Optional[Flavour], str]:
     """The flavour with exactly this architecture, or (None, a line naming the closest flavour and each
-    field that differs). Searched: Llama 3, Qwen3, Qwen3-MoE and DeepSeek-V3 (without multi-token prediction);
-    torchtitan's gpt-oss, Llama 4 and Kimi models are not in planner's table, so a model like them is refused
+    field that differs). Searched: Llama 3, Qwen3, Qwen3-MoE, DeepSeek-V3 (without multi-token prediction) and
+    gpt-oss; torchtitan's Llama 4 and Kimi models are not in planner's table, so a model like them is refused
     here."""
     def distance(f: Flavour) -> tuple[int, int]:
         return len(_mismatches(model, f)), abs(f.hidden_size - model.hidden_size)
@@ -541,7 +595,7 @@ def match_flavour(model: cm.Model) -> tuple[Optional[Flavour], str]:
     diff = _mismatches(model, best)
     if not diff:
         return best, ""
-    return None, (f"planner's torchtitan flavours (Llama 3, Qwen3, Qwen3-MoE, DeepSeek-V3; not torchtitan's gpt-oss, "
+    return None, (f"planner's torchtitan flavours (Llama 3, Qwen3, Qwen3-MoE, DeepSeek-V3, gpt-oss; not torchtitan's "
                   f"Llama 4 or Kimi models) have no '{model.name}': the closest, {best.family} flavour "
                   f"{best.name}, differs in " + ", ".join(diff))
 
@@ -608,11 +662,12 @@ def rocm_mxfp8(model: cm.Model, machine: Machine, plan: cm.Plan) -> Optional[str
 FRAMEWORK = Framework(
     name="torchtitan", title="torchtitan",
     source="torchtitan 0.3.0 (PyPI; pytorch/torchtitan release/0.3 @ 4f9e9a47, 2026-08-21)",
-    layout_rules=(sequence_split, moe_flavour, expert_sharding, tied_pipeline),
+    layout_rules=(sequence_split, moe_flavour, expert_sharding, tied_pipeline, gpt_oss_layout),
     interleaving_rules=(interleaving,),
     knobs=knobs,
     plan_rules=(fsdp_reduce_scatter, fsdp_gather_unit, fused_attention, float8_recipe,
-                context_parallel_fsdp, async_tp, megatron_only_settings, experts_sequence_parallel),
+                context_parallel_fsdp, async_tp, megatron_only_settings, experts_sequence_parallel,
+                gpt_oss_precision),
     machine_rules=(MachineRule(("tp_comm_overlap",), async_tp_domain),
                    MachineRule(("tp_comm_overlap",), rocm_async_tp),
                    MachineRule(("precision",), rocm_mxfp8),

@@ -136,7 +136,7 @@ def sharding_facts(config, world: int) -> dict:
     if not any(isinstance(m, GroupedExperts) for m in model.modules()):  # quantized experts subclass it
         return {}
     model.parallelize(dims)
-    w1 = next(p for n, p in model.named_parameters() if n.endswith("experts.w1_EFD"))
+    w1 = next(p for n, p in model.named_parameters() if n.endswith(("experts.w1_EFD", "experts.mlp1_weight_EGD")))
     local = w1.to_local() if hasattr(w1, "to_local") else w1
     return {"expert_w1_local": list(local.shape)}
 

@@ -273,11 +273,37 @@ DEEPSEEK_V3_CONFIGS = {
 }
 
 
+# ---- models/gpt_oss/__init__.py: gptoss_configs and model_registry -----------------------------------
+
+
+@dataclass(frozen=True)
+class GptOss:
+    """_debugmodel, _20b, _120b: _build_gptoss_layers (fused, biased QKV of 64 query and 8 KV heads of 64 with
+    sinks, a 128-token window on the even layers; GptOssMoE of num_experts GptOssGroupedExperts of hidden 2880,
+    top 4), CosSinRoPE theta 150000, YaRN x32, max_seq_len 131072; untied."""
+
+    n_layers: int
+    dim: int
+    vocab_size: int
+    num_experts: int
+    n_heads: int = 64
+    n_kv_heads: int = 8
+    head_dim: int = 64
+    moe_hidden_dim: int = 2880
+    top_k: int = 4
+    max_seq_len: int = 131072
+    enable_weight_tying: bool = False
+
+
+GPT_OSS_CONFIGS = {"debugmodel": GptOss(4, 256, 2048, 8), "20b": GptOss(24, 2880, 201088, 32),
+                   "120b": GptOss(36, 2880, 201088, 128)}
+
+
 @dataclass(frozen=True)
 class ModelSpec:  # protocols/model_spec.py (name, flavor, model; converters applied to the model)
     name: str
     flavor: str
-    model: Union[Llama3, Qwen3, Qwen3Moe, DeepSeekV3]
+    model: Union[Llama3, Qwen3, Qwen3Moe, DeepSeekV3, GptOss]
     converters: tuple = ()
 
 
@@ -302,6 +328,13 @@ def deepseek_v3_model_registry(flavor: str, attn_backend: str = "flex", moe_comm
     assert attn_backend in ("flex", "sdpa", "varlen", "flex_flash") and num_mtp_layers == 0
     assert moe_comm_backend in ("standard", "deepep", "hybridep", "minimal_async_ep")
     return ModelSpec("deepseek_v3", flavor, DEEPSEEK_V3_CONFIGS[flavor], tuple(converters or ()))
+
+
+def gpt_oss_model_registry(flavor: str, moe_comm_backend: str = "standard", attn_backend: str = "varlen",
+                           converters: Optional[list] = None) -> ModelSpec:
+    """models/gpt_oss/__init__.py model_registry."""
+    assert attn_backend in ("flex", "sdpa", "varlen") and moe_comm_backend in ("standard", "deepep", "hybridep")
+    return ModelSpec("gpt_oss", flavor, GPT_OSS_CONFIGS[flavor], tuple(converters or ()))
 
 
 def decoder_vocab_size(model_spec: ModelSpec) -> int:  # models/common/config_utils.py
@@ -438,6 +471,28 @@ def deepseek_v3_671b() -> Trainer.Config:
                         True)
 
 
+def gpt_oss_debugmodel() -> Trainer.Config:  # models/gpt_oss/config_registry.py: no activation checkpointing
+    return _recipe("debugmodel", "./tests/assets/tokenizer", "c4_test", 8e-4,
+                   TrainingConfig(local_batch_size=8, seq_len=2048, steps=10),
+                   model_spec=gpt_oss_model_registry("debugmodel"),
+                   parallelism=ParallelismConfig(expert_parallel_degree=1), activation_checkpoint=None)
+
+
+def _gpt_oss_recipe(flavor: str) -> Trainer.Config:
+    return _recipe(flavor, f"./assets/hf/gpt-oss-{flavor}", "c4", 8e-4,
+                   TrainingConfig(local_batch_size=1, seq_len=8192, steps=10000),
+                   model_spec=gpt_oss_model_registry(flavor),
+                   parallelism=ParallelismConfig(expert_parallel_degree=1), activation_checkpoint=FullAC.Config())
+
+
+def gpt_oss_20b() -> Trainer.Config:
+    return _gpt_oss_recipe("20b")
+
+
+def gpt_oss_120b() -> Trainer.Config:
+    return _gpt_oss_recipe("120b")
+
+
 # ---- running a configuration module against the stand-ins --------------------------------------
 
 MODULES = {
@@ -462,6 +517,9 @@ MODULES = {
     "torchtitan.models.deepseek_v3.config_registry": {"deepseek_v3_debugmodel": deepseek_v3_debugmodel,
                                                       "deepseek_v3_16b": deepseek_v3_16b,
                                                       "deepseek_v3_671b": deepseek_v3_671b},
+    "torchtitan.models.gpt_oss": {"model_registry": gpt_oss_model_registry},
+    "torchtitan.models.gpt_oss.config_registry": {"gpt_oss_debugmodel": gpt_oss_debugmodel,
+                                                  "gpt_oss_20b": gpt_oss_20b, "gpt_oss_120b": gpt_oss_120b},
     "torchtitan.trainer": {"Trainer": Trainer},
 }
 
@@ -527,7 +585,7 @@ def schema_issues(obj: object, path: str = "") -> tuple[list[str], list[str]]:
         if not conforms(value, hints[f.name]):
             allowed = LOADER_WARNS.get(tuple(where.split(".")), ())
             (warnings if value in allowed else errors).append(f"{where}={value!r} is not {hints[f.name]}")
-        if dataclasses.is_dataclass(value) and not isinstance(value, (Llama3, Qwen3, Qwen3Moe, DeepSeekV3,
+        if dataclasses.is_dataclass(value) and not isinstance(value, (Llama3, Qwen3, Qwen3Moe, DeepSeekV3, GptOss,
                                                                        ModelSpec)):
             e, w = schema_issues(value, f"{where}.")
             errors, warnings = errors + e, warnings + w
@@ -548,7 +606,7 @@ def trainer_config_checks(c: Trainer.Config) -> list[str]:
     if not t.disable_cuda_graphs and p.pipeline_parallel_degree > 1:
         out.append("CUDA graphs do not support pipeline parallelism yet. Set --training.disable_cuda_graphs.")
     elif not t.disable_cuda_graphs and p.expert_parallel_degree > 1 and isinstance(c.model_spec.model,
-                                                                                   (Qwen3Moe, DeepSeekV3)):
+                                                                                   (Qwen3Moe, DeepSeekV3, GptOss)):
         # _validate_cuda_graphs: model_registry's default comm backend, "standard", is AllToAllTokenDispatcher
         out.append("CUDA graphs support only expert parallel token dispatcher configurations without CPU "
                    "synchronization. Unsupported token dispatcher: AllToAllTokenDispatcher.Config.")
@@ -589,7 +647,7 @@ def model_checks(c: Trainer.Config, dims: dict) -> list[str]:
     tp = p.tensor_parallel_degree
     if tp > 1 and (m.n_heads % tp or m.n_kv_heads % tp):
         out.append("tensor_parallel_degree must divide n_heads and n_kv_heads")
-    if isinstance(m, (Qwen3Moe, DeepSeekV3)) and m.num_experts % dims["ep"]:  # models/common/token_dispatcher.py
+    if isinstance(m, (Qwen3Moe, DeepSeekV3, GptOss)) and m.num_experts % dims["ep"]:  # common/token_dispatcher.py
         out.append(f"num_experts {m.num_experts} not divisible by ep {dims['ep']} "
                    "(tokens per expert viewed as (ep_size, -1))")
     if t.seq_len > m.max_seq_len:
