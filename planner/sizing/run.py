@@ -160,19 +160,23 @@ def over_budget_line(feasible: list[sizing.Option], in_time: list[sizing.Option]
     return line
 
 
+def meeting_deadline(options: list[sizing.Option], deadline_days: float | None) -> list[sizing.Option]:
+    """The feasible options that meet the deadline (none without one)."""
+    return [o for o in options if deadline_days and o.feasible and o.days <= deadline_days]
+
+
 def front(options: list[sizing.Option], deadline_days: float | None) -> list[sizing.Option]:
     """The time/dollar Pareto front; with a deadline, of the options that meet it (the scan skips the
     counts that cannot, so a front over the rest would be missing them), or when none does of the options
     sized, which are not every count (the render and the JSON's pareto_scope say so)."""
-    meeting = [o for o in options if o.feasible and deadline_days and o.days <= deadline_days]
-    return sizing.pareto(meeting or options)
+    return sizing.pareto(meeting_deadline(options, deadline_days) or options)
 
 
 def pareto_scope(options: list[sizing.Option], deadline_days: float | None) -> str:
     """What `front` is over: "all" options, those "meeting_deadline", or the counts "sized" when none meets it."""
     if not deadline_days:
         return "all"
-    return "meeting_deadline" if any(o.feasible and o.days <= deadline_days for o in options) else "sized"
+    return "meeting_deadline" if meeting_deadline(options, deadline_days) else "sized"
 
 
 def other_gpus(options: list[sizing.Option], winner: sizing.Option | None, deadline_days: float | None
