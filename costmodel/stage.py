@@ -695,7 +695,9 @@ def host_synced_dispatch(plan: Plan) -> bool:
     (Plan.expert_sizes_on_device: torchtitan's LocalTokenDispatcher sorts the tokens on the GPU and
     torch._grouped_mm reads the offsets there, models/common/token_dispatcher.py and moe.py @4f9e9a47) has
     nothing to copy; its all-to-all dispatcher does wait at ep > 1 (AllToAllTokenDispatcher: the split sizes'
-    .tolist())."""
+    .tolist()). As under a whole-iteration graph, such a layer loses with the wait whatever unidentified per-layer
+    time the fitted constant also stands for: every fitted MoE row runs ep >= 8, so no row tests that case
+    (planner/analysis/coverage.py names the setting as never published)."""
     if plan.full_iteration_graph:  # nothing inside a captured graph can wait on the host
         return False
     if plan.ep == 1 and plan.expert_sizes_on_device:

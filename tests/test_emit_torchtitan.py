@@ -559,6 +559,8 @@ def test_torchtitan_refuses_what_planner_refuses():
     assert "CUDA graphs support only expert parallel token dispatcher" in seen["moe-ep8-cuda-graphs-on"]
     assert "disable_cuda_graphs=True" in emitted(job(load_model_spec(Q30), dp=8, ep=8, zero_stage=3,
                                                      global_batch_size=8, grad_dtype="fp32"))
+    assert "Variable-length attention CP is not yet supported" in seen["goss-cp2"]
+    refused(model_of("goss-20b"), cp=2, dp=4, ep=4, zero_stage=3, global_batch_size=8, rope_fusion=True)
     assert "exceeds attention RoPE maximum supported sequence length 16384" in seen["dsv3-seq-32768"]
     assert "exceeds the deepseek_v3 16B RoPE max_seq_len 16384" in refused(
         model_of("dsv3-16b").model_copy(update={"seq_length": 32768}), dp=8, ep=8, zero_stage=3, global_batch_size=8)
@@ -684,13 +686,13 @@ def test_planner_counts_torchtitans_gpt_oss_parameters():
 
 
 @pytest.mark.parametrize("plan, needle", [
-    ({"pp": 2, "dp": 8, "zero_stage": 1, "global_batch_size": 16}, "context and pipeline parallelism are on its to-do"),
-    ({"cp": 2, "dp": 8, "zero_stage": 3}, "context and pipeline parallelism are on its to-do"),
+    ({"cp": 2, "dp": 8, "zero_stage": 3}, "VarlenAttention, which its context parallelism does not support"),
     ({"dp": 16, "zero_stage": 3, "precision": "fp8", "fp8_recipe": "rowwise", "weight_casts": "use"},
      "planner does not write fp8 converters for its biased grouped experts"),
 ])
 def test_gpt_oss_limits(plan, needle):
-    """models/gpt_oss/README.md @4f9e9a47 supports FSDP/HSDP, TP and EP, with CP and PP to do; its recipes are bf16."""
+    """torchtitan's gpt-oss (@4f9e9a47) attends with VarlenAttention, which its CP refuses (loader_check's
+    refusal case goss-cp2); its recipes are bf16."""
     assert needle in refused(load_model_spec("gpt-oss-120b"), ep=16, rope_fusion=True,
                              **{"global_batch_size": 16, **plan})
 

@@ -59,6 +59,9 @@ SETTINGS: dict[str, Callable[[cm.Plan], str | None]] = {
 MOE_SETTINGS: dict[str, Callable[[cm.Plan], str | None]] = {
     "moe_zero_stage": SETTINGS["zero_stage"],
     "moe_recompute": SETTINGS["recompute"],
+    # at ep 1 a stack whose expert GEMMs read their token counts on the GPU has no host wait, and loses with it
+    # what else the fitted wait stands for (costmodel/stage.py host_synced_dispatch)
+    "moe_expert_sizes_on_device": lambda p: _on(p.expert_sizes_on_device, p.ep == 1),
 }
 
 

@@ -290,7 +290,8 @@ def try_levers(base: Scored, eff: cm.Efficiency | None = None, frameworks: tuple
     out, seen = [], set()
     for lever in LEVERS:
         changed = lever.change(base.plan, base.cluster, model)
-        plans = changed if isinstance(changed, list) else [changed] if changed is not None else []
+        plans = [as_framework_runs(lever, plan, model, machine)
+                 for plan in (changed if isinstance(changed, list) else [changed] if changed is not None else [])]
         results = [LeverResult(lever, score(base.model, base.cluster, plan, eff)) for plan in plans
                    if plan not in seen and all(getattr(plan, k) == v for k, v in (keep or {}).items())
                    and not plan_violations(model, base.cluster, plan)
@@ -304,6 +305,15 @@ def try_levers(base: Scored, eff: cm.Efficiency | None = None, frameworks: tuple
             seen.add(best.scored.plan)
             out.append(best)
     return sorted(out, key=LeverResult.per_sample_seconds)
+
+
+def as_framework_runs(lever: Lever, plan: cm.Plan, model: cm.Model, machine: Machine) -> cm.Plan:
+    """The lever's plan with the code facts of the framework whose feature it is where they move an MoE layer's
+    time (Plan.expert_sizes_on_device: a torchtitan plan given a Megatron-LM lever waits as Megatron-core does)."""
+    if not lever.framework or model.moe is None:
+        return plan
+    value = REGISTRY[lever.framework].expert_sizes_on_device(machine)
+    return plan if plan.expert_sizes_on_device == value else replace(plan, expert_sizes_on_device=value)
 
 
 def no_fuller(s: Scored, base: Scored) -> bool:

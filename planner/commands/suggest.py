@@ -39,7 +39,7 @@ def fix_keys() -> dict[str, str]:
 
 TRUE, FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 # --fix keys with a meaning only for an MoE model, and their dense value
-MOE_FIXES = {"ep": 1, "etp": 1, "epo": False, "epd": "alltoall", "mcg": False, "actp": False}
+MOE_FIXES = {"ep": 1, "etp": 1, "epo": False, "epd": "alltoall", "mcg": False, "actp": False, "esd": False}
 FRAMEWORK_CHOICES = ("any", "megatron", "deepspeed", "torchtitan")
 FIX_BOUNDS = {"tp": (1, L.MAX_DEGREE), "pp": (1, L.MAX_DEGREE), "dp": (1, L.MAX_DEGREE), "vpp": (1, L.MAX_LAYERS),
               "mbs": (1, L.MAX_BATCH), "zero": (0, 3), "cp": (1, L.MAX_DEGREE), "ep": (1, L.MAX_DEGREE),

@@ -217,9 +217,10 @@ def stack_notes(job: Job) -> list[str]:
 
 
 def kernel_notes(job: Job, frameworks: list[str]) -> list[str]:
-    """A framework whose stack runs another attention kernel, writes its projections otherwise, or runs another
+    """A framework whose stack runs another attention kernel, writes its projections otherwise, runs another
     loss than the plan was scored with (frameworks.base.Knobs.attention_kernel, Knobs.projections,
-    Knobs.cross_entropy): its launch files cannot choose the first two and write their nearest loss, so say so."""
+    Knobs.cross_entropy), or its experts' activation otherwise (Framework.act_prologue): its launch files cannot
+    choose the first two and the last and write their nearest loss, so say so."""
     p, notes = job.plan, []
     for name in frameworks:
         fw = REGISTRY[name]
@@ -235,6 +236,13 @@ def kernel_notes(job: Job, frameworks: list[str]) -> list[str]:
         if p.rope_fusion and p.fused_elementwise and not fw.rope_fusion(job.cm_model):
             notes.append(f"{fw.title}: the prediction above assumes RoPE as one fused kernel, but its model code "
                          "applies it with eager ops; re-score with planner estimate ... --no-rope-fusion.")
+        if job.cm_model.moe is not None and p.moe_act_prologue != fw.act_prologue(job.cm_model):
+            runs = fw.act_prologue(job.cm_model)
+            notes.append(f"{fw.title}: the prediction above assumes the experts' activation "
+                         f"{'with' if p.moe_act_prologue else 'without'} Megatron-core's quick-GEGLU prologue (eager "
+                         f"clamps and a host wait per MoE layer), but {fw.title} runs it "
+                         f"{'with' if runs else 'without'}; re-score with planner estimate "
+                         f"{'without' if runs else '...'} --no-moe-act-prologue.")
         if p.cross_entropy not in ks.cross_entropy.values:
             notes.append(f"{fw.title}: the prediction above assumes the {p.cross_entropy} loss, but "
                          f"{ks.cross_entropy.why}; re-score with planner estimate ... --cross-entropy "
@@ -246,7 +254,7 @@ def runtime_notes(job: Job, frameworks: list[str]) -> list[str]:
     """A framework whose runtime reduces gradients otherwise than the plan was scored with (Plan.grad_sync,
     frameworks.base.grad_sync_for: torchtitan all-reduces after every micro-batch without a pipeline), or
     reduces TP gradients otherwise (Plan.tp_async_grad), or whose expert GEMMs read their token counts elsewhere
-    (Plan.expert_sizes_on_device, at ep 1) (both move time only; the runtime properties that
+    (Plan.expert_sizes_on_device, at ep 1) (these move time only; the runtime properties that
     move memory are refused by frameworks.base.runtime_violations): no launch setting changes that, so say
     how to re-score."""
     p, notes = job.plan, []
@@ -258,11 +266,12 @@ def runtime_notes(job: Job, frameworks: list[str]) -> list[str]:
             flag = "without --no-tp-async-grad" if ks.tp_async_grad.values[0] else "... --no-tp-async-grad"
             notes.append(f"{fw.title}: the prediction above assumes tp_async_grad {str(p.tp_async_grad).lower()}, "
                          f"but {ks.tp_async_grad.why}; re-score with planner estimate {flag}.")
-        if job.cm_model.moe is not None and p.ep == 1 and p.expert_sizes_on_device != fw.expert_sizes_on_device:
-            flag = "... --expert-sizes-on-device" if fw.expert_sizes_on_device else "without --expert-sizes-on-device"
+        runs_on_gpu = fw.expert_sizes_on_device(job.machine)
+        if job.cm_model.moe is not None and p.ep == 1 and p.expert_sizes_on_device != runs_on_gpu:
+            flag = "... --expert-sizes-on-device" if runs_on_gpu else "without --expert-sizes-on-device"
             notes.append(f"{fw.title}: the prediction above assumes the experts' token counts read on the "
                          f"{'GPU' if p.expert_sizes_on_device else 'host'}, but {fw.title}'s grouped expert GEMMs read "
-                         f"them on the {'GPU' if fw.expert_sizes_on_device else 'host'}; re-score with planner "
+                         f"them on the {'GPU' if runs_on_gpu else 'host'} on this GPU; re-score with planner "
                          f"estimate {flag}.")
         runs = grad_sync_for(ks, p.zero_stage) if syncs else p.grad_sync
         if runs != p.grad_sync and (runs != "microbatch" or p.num_microbatches > 1):

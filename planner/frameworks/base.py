@@ -200,10 +200,10 @@ class Framework:
     # (Plan.grad_bucket_elements) at a ZeRO stage: a fact of its code, like the two above; 0 where gradients are
     # reduced where they are (Megatron-core's buffer, FSDP2).
     grad_bucket_elements: Callable[[cm.Model, int], int] = lambda model, zero_stage: 0
-    # Whether the framework's grouped expert GEMMs take each expert's token count as a device tensor
-    # (Plan.expert_sizes_on_device), so that an MoE layer without expert parallelism never waits on the host: a
-    # fact of its code, like the ones above.
-    expert_sizes_on_device: bool = False
+    # Whether the framework's grouped expert GEMMs take each expert's token count as a device tensor on this
+    # machine (Plan.expert_sizes_on_device), so that an MoE layer without expert parallelism never waits on the
+    # host: a fact of its code and the GPU's kernels, one value per framework and machine in the search.
+    expert_sizes_on_device: Callable[["Machine"], bool] = lambda machine: False
 
     def knobs_for(self, plan: cm.Plan) -> Knobs:
         return self.knobs(plan.tp > 1, plan.pp > 1)
@@ -222,11 +222,11 @@ def grad_sync_for(ks: Knobs, zero_stage: int) -> str:
     return next((g for g in ks.grad_sync.values if (g, zero_stage) in GRAD_SYNC_ZERO), "buckets")
 
 
-def priced_otherwise(fw: Framework, model: cm.Model, plan: cm.Plan) -> list[str]:
+def priced_otherwise(fw: Framework, model: cm.Model, plan: cm.Plan, machine: Optional[Machine] = None) -> list[str]:
     """The settings `fw` runs otherwise than `plan` was scored with that move time only, so no rule refuses them
     (violations): the attention kernel, the projections, the loss, the TP input-gradient reduction, when the
-    gradients are reduced, the RoPE fusion, the experts' activation prologue and where the expert GEMMs read
-    their token counts (an MoE model's), each one per framework in the
+    gradients are reduced, the RoPE fusion, the experts' activation prologue and, on a known machine, where an
+    MoE model's expert GEMMs read their token counts at ep 1, each one per framework in the
     search (search/space.py); and the runtime's gradient reduce buckets, which move memory by a bucket or two
     (GiB where a model fills GPUs of tens), refused at emit only where the plan would then not fit
     (emit/deepspeed.py deepspeed_buckets). `fw` runs the plan, but not as scored: the search labels a
@@ -244,7 +244,8 @@ def priced_otherwise(fw: Framework, model: cm.Model, plan: cm.Plan) -> list[str]
               ("RoPE fused", plan.rope_fusion, (fw.rope_fusion(model),)),
               ("expert activation prologue", plan.moe_act_prologue, (fw.act_prologue(model),)),
               ("expert token counts on the device", plan.expert_sizes_on_device,
-               (fw.expert_sizes_on_device if model.moe is not None else plan.expert_sizes_on_device,)),
+               (fw.expert_sizes_on_device(machine),) if model.moe is not None and plan.ep == 1 and machine
+               else (plan.expert_sizes_on_device,)),
               ("gradient reduce bucket elements", plan.grad_bucket_elements,
                (fw.grad_bucket_elements(model, plan.zero_stage),))]
     return [f"{label} {_word(value)}" for label, value, allowed in checks if value not in allowed]

@@ -96,11 +96,14 @@ def family(model: cm.Model) -> str:
 
 
 def gpt_oss_layout(model: cm.Model, plan: cm.Plan) -> Optional[str]:
-    """models/gpt_oss/README.md (@4f9e9a47): FSDP/HSDP, TP and EP are supported; context and pipeline parallelism
-    are listed to do, so planner does not write them for a gpt-oss flavour."""
-    if (plan.pp > 1 or plan.cp > 1) and family(model) == "gpt_oss":
-        return ("torchtitan's gpt-oss supports FSDP, TP and EP; context and pipeline parallelism are on its to-do "
-                "list (models/gpt_oss/README.md)")
+    """torchtitan's gpt-oss flavours attend with VarlenAttention (model_registry's attn_backend "varlen", the
+    recipes'), and distributed/context_parallel/api.py apply_cp_to_forward raises for it ("Variable-length
+    attention CP is not yet supported", @4f9e9a47): its CP runs only on the flex backend with the ptrr load
+    balancer (tests/integration_tests/models.py, gpt_oss_debugmodel_flex), which planner does not write or price.
+    Pipeline parallelism runs (the same tests: PP+FSDP+EP with VarlenAttention)."""
+    if plan.cp > 1 and family(model) == "gpt_oss":
+        return ("torchtitan's gpt-oss attends with VarlenAttention, which its context parallelism does not support "
+                "(distributed/context_parallel/api.py)")
     return None
 
 
@@ -257,7 +260,8 @@ def megatron_only_settings(model: cm.Model, plan: cm.Plan) -> Optional[str]:
                 "--first-last-layers-bf16); re-plan without them")
     if not plan.rope_fusion and plan.fused_elementwise:
         return ("torchtitan has no RoPE fusion switch: compiled, RoPE fuses with the block; eager (--eager), every "
-                "op runs apart; re-plan without --no-rope-fusion")
+                "op runs apart; the plan has it unfused (--no-rope-fusion, or Megatron-LM's default for YaRN without "
+                "MLA): re-score with planner estimate ... --rope-fusion")
     return None
 
 
@@ -329,10 +333,12 @@ def knobs(tp_split: bool, pp_split: bool) -> Knobs:
                                               "and saves the gathered ones for backward, which reduce-scatters "
                                               "their gradients (FlexAttention's flex_cp_allgather; "
                                               "context_parallel_rotate_method was removed in 8e555444)"),
-        attention_kernel=Choice(("flash2",), "torchtitan 0.3.0's Llama 3 runs FlexAttention's Triton kernels "
-                                             "(models/llama3/__init__.py attn_backend \"flex\"; SDPA is refused), "
-                                             "a FlashAttention-2-class kernel (85-90% of its speed, Dong et al. "
-                                             "2024, arXiv:2412.05496)"),
+        attention_kernel=Choice(("flash2",), "torchtitan 0.3.0's Llama 3, Qwen3 and DeepSeek-V3 run FlexAttention's "
+                                             "Triton kernels (models/llama3/__init__.py attn_backend \"flex\"; SDPA "
+                                             "is refused), a FlashAttention-2-class kernel (85-90% of its speed, Dong "
+                                             "et al. 2024, arXiv:2412.05496); its gpt-oss runs VarlenAttention "
+                                             "(FlashAttention 3 on Hopper, 4 on Blackwell), priced the same here, "
+                                             "which overstates its attention time on Hopper"),
     )
 
 
@@ -659,6 +665,18 @@ def rocm_mxfp8(model: cm.Model, machine: Machine, plan: cm.Plan) -> Optional[str
     return None
 
 
+def grouped_mm_on_device(machine: Machine) -> bool:
+    """Whether torchtitan's grouped expert GEMMs read each expert's token count on the GPU (Plan.
+    expert_sizes_on_device): models/common/moe.py GroupedExperts passes the offsets of the counts to
+    torch._grouped_mm as a device tensor, and without EP the dispatcher reorders the tokens on the GPU
+    (token_dispatcher.py, @4f9e9a47), but PyTorch runs that grouped GEMM on the device only on NVIDIA Hopper and
+    datacenter Blackwell (aten/src/ATen/native/cuda/GroupedBlas.cpp: the SM90/SM100 kernels, else
+    _grouped_mm_fallback, which copies the offsets to the host and loops over the groups), and torchao's FP8 and
+    MXFP8 grouped kernels run on those parts only. Elsewhere (Ampere, AMD) each grouped GEMM waits on the host, at
+    least what the cost model charges one dispatch (the fallback waits once per grouped GEMM: more)."""
+    return machine.generation in ("hopper", "blackwell")
+
+
 FRAMEWORK = Framework(
     name="torchtitan", title="torchtitan",
     source="torchtitan 0.3.0 (PyPI; pytorch/torchtitan release/0.3 @ 4f9e9a47, 2026-08-21)",
@@ -673,7 +691,5 @@ FRAMEWORK = Framework(
                    MachineRule(("precision",), rocm_mxfp8),
                    MachineRule(("zero_stage",), experts_borrow_fsdp)),
     model_gap=model_gap,
-    # models/common/moe.py GroupedExperts: torch._grouped_mm with the offsets of the token counts on the device;
-    # without EP, LocalTokenDispatcher reorders on the GPU (token_dispatcher.py @4f9e9a47)
-    expert_sizes_on_device=True,
+    expert_sizes_on_device=lambda machine: grouped_mm_on_device(machine),
 )

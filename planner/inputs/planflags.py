@@ -152,9 +152,12 @@ def add_plan_flags(p: argparse.ArgumentParser) -> None:
                    help="pipeline p2p does not overlap compute (it does by default with --vpp > 1)")
     g.add_argument("--eager", action="store_true",
                    help="elementwise kernels run unfused, as eager PyTorch (torchtitan without torch.compile)")
-    g.add_argument("--no-rope-fusion", action="store_true",
-                   help="RoPE runs as eager ops, not one fused kernel (default: as Megatron-LM applies the model's: "
-                        "unfused for YaRN without MLA, else fused)")
+    rope = g.add_mutually_exclusive_group()
+    rope.add_argument("--no-rope-fusion", action="store_true",
+                      help="RoPE runs as eager ops, not one fused kernel (default: as Megatron-LM applies the "
+                           "model's: unfused for YaRN without MLA, else fused)")
+    rope.add_argument("--rope-fusion", action="store_true",
+                      help="RoPE as one fused kernel whatever its scaling (torchtitan's compiled blocks)")
     g.add_argument("--no-moe-act-prologue", action="store_true",
                    help="the experts' activation without Megatron-core's quick-GEGLU prologue (its eager clamp and a "
                         "host wait per MoE layer), as a stack that fuses the whole expert MLP runs it (default: as "
@@ -201,7 +204,7 @@ def plan_spec_from_args(args: argparse.Namespace):
         "grad_dtype": args.grad_dtype, "overlap_dp_comm": not args.no_overlap,
         "overlap_pp_comm": not args.no_pp_overlap,
         "flash_attention": not args.no_flash_attention, "fused_elementwise": not args.eager,
-        "rope_fusion": False if args.no_rope_fusion else None,
+        "rope_fusion": False if args.no_rope_fusion else True if args.rope_fusion else None,
         "moe_act_prologue": False if args.no_moe_act_prologue else None,
         "expert_sizes_on_device": args.expert_sizes_on_device,
         "cross_entropy": args.cross_entropy, "zero3_gather_unit": args.zero3_gather_unit,

@@ -53,9 +53,9 @@ def runs_on(framework: str, model: ModelSpec, plan, cluster) -> bool:
     from planner import frameworks
     from planner.frameworks.base import priced_otherwise
 
-    m, fw = model.to_model(), frameworks.get(framework)
-    return (not model_plan_violations(m, plan) and not priced_otherwise(fw, m, plan)
-            and not frameworks.violations(fw, m, plan, frameworks.Machine.of(cluster)))
+    m, fw, machine = model.to_model(), frameworks.get(framework), frameworks.Machine.of(cluster)
+    return (not model_plan_violations(m, plan) and not priced_otherwise(fw, m, plan, machine)
+            and not frameworks.violations(fw, m, plan, machine))
 
 
 def launchers(model: ModelSpec, spec: SearchSpec, plan) -> list[str]:

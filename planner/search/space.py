@@ -512,7 +512,8 @@ def knob_combinations(spec: SearchSpec, fws: tuple[str, ...], tp: int, pp: int, 
     return tuple(sorted(undominated((k for k in out if _fixed_ok(spec, k)), interleaved=pp > 1 and vpp > 1)))
 
 
-def own_knobs(fw: base.Framework, ks: base.Knobs, model: cm.Model, zero: int, sp: bool, tp: int) -> dict:
+def own_knobs(fw: base.Framework, ks: base.Knobs, model: cm.Model, zero: int, sp: bool, tp: int,
+              machine: base.Machine) -> dict:
     """The Knobs fields a framework does not choose between, one value each: when it reduces gradients (per ZeRO
     stage: chunk_end is ZeRO-1 under a pipeline, microbatch ZeRO 0), how sequence parallel saves its inputs,
     whether the TP input-gradient reduction runs beside the GEMMs (moot without TP), its projections, RoPE
@@ -522,7 +523,8 @@ def own_knobs(fw: base.Framework, ks: base.Knobs, model: cm.Model, zero: int, sp
     return {"gsync": base.grad_sync_for(ks, zero), "spg": ks.sp_gathered.values[0] if sp else False,
             "tpa": ks.tp_async_grad.values[0] if tp > 1 else True, "proj": ks.projections.values[0],
             "rof": fw.rope_fusion(model), "actp": fw.act_prologue(model), "xent": ks.cross_entropy.values[0],
-            "gbuf": fw.grad_bucket_elements(model, zero), "esd": fw.expert_sizes_on_device and model.moe is not None}
+            "gbuf": fw.grad_bucket_elements(model, zero),
+            "esd": model.moe is not None and fw.expert_sizes_on_device(machine)}
 
 
 def framework_knobs(spec: SearchSpec, name: str, probe: cm.Plan) -> list:
@@ -532,7 +534,7 @@ def framework_knobs(spec: SearchSpec, name: str, probe: cm.Plan) -> list:
     with each Knobs.rcl it runs, which the machine rules judge as the knobs themselves, knob_combinations)."""
     fw = REGISTRY[name]
     tp, pp, cp = probe.tp, probe.pp, probe.cp
-    ks = fw.knobs(tp > 1, pp > 1)
+    ks, machine = fw.knobs(tp > 1, pp > 1), base.Machine.of(spec.cluster)
     if base.numerics_violations(fw, probe):  # the user's numerics (SearchSpec.numerics), same on every plan
         return []
     found, rules = [], ProbeRules(spec, fw)
@@ -549,7 +551,7 @@ def framework_knobs(spec: SearchSpec, name: str, probe: cm.Plan) -> list:
         epds = ks.ep_dispatch.values if moe else ("alltoall",)
         mcgs = ks.moe_cuda_graphs.values if moe else (False,)
         pbufs = ks.pipeline_buffers.values if pp > 1 else ("freed",)
-        own = own_knobs(fw, ks, spec.model, zero, sp, tp)
+        own = own_knobs(fw, ks, spec.model, zero, sp, tp, machine)
         # the DP overlap where it runs, else the sync after the backward: the first value that passes
         dpos = tuple(v for v in sorted(ks.overlap_dp_comm.values, reverse=True)
                      if (spec.overlap_dp_comm or not v) and spec.fixed.get("dpo", v) == v)  # --no-overlap, --fix
@@ -758,7 +760,7 @@ def knob_refusal(spec: SearchSpec, fw: base.Framework, probe: cm.Plan) -> str | 
         knobs = Knobs(zero, "none", sp, precision, "", cpc=ks.cp_comm.values[0], pbuf=ks.pipeline_buffers.values[0],
                       attn=ks.attention_kernel.values[0], dpo=spec.fixed.get("dpo", spec.overlap_dp_comm),
                       casts=ks.weight_casts.values[0] if precision in LOW_PRECISIONS else "step",
-                      **own_knobs(fw, ks, spec.model, zero, sp, probe.tp))
+                      **own_knobs(fw, ks, spec.model, zero, sp, probe.tp, machine))
         plan = plan_over(probe, knob_plan_fields(knobs))
         found = base.violations(fw, spec.model, plan, machine) + cluster_violations(spec.cluster, plan)
         shared = found if shared is None else [msg for msg in shared if msg in found]

@@ -141,6 +141,23 @@ def sharding_facts(config, world: int) -> dict:
     return {"expert_w1_local": list(local.shape)}
 
 
+def cp_wrap(config, world: int) -> None:
+    """What each model's parallelize_fn does first under context parallelism (models/*/parallelize.py): wrap
+    every layer's inner attention for CP (distributed/context_parallel/api.py apply_cp_to_forward), on the meta
+    device over the mesh built under the fake process group."""
+    import torch
+    from torchtitan.distributed.context_parallel import apply_cp_to_forward
+    from torchtitan.distributed.parallel_dims import ParallelDims
+
+    dims = ParallelDims.from_config(config.parallelism, world)
+    if not dims.cp_enabled:
+        return
+    mesh_facts(dims, world)
+    with torch.device("meta"):
+        model = config.model_spec.model.build()
+    apply_cp_to_forward([block.attention.inner_attention for block in model.layers.values()], dims.get_mesh("cp"))
+
+
 def loss_runs(config) -> bool:
     """The configured loss on one sequence of seq_len tokens (small hidden size and vocabulary): the
     ChunkedLossWrapper's torch._check on num_chunks runs on CPU (components/loss.py)."""
@@ -233,7 +250,7 @@ def refusal_cases() -> list[tuple[str, str, int]]:
 
     l8, q30 = load_model_spec("llama3-8b"), load_model_spec("qwen3-30b-a3b")
     models = json.loads((HERE / "cases.json").read_text())["models"]
-    one_b, dsv3 = ModelSpec(**models["1b"]), ModelSpec(**models["dsv3-16b"])
+    one_b, dsv3, goss = ModelSpec(**models["1b"]), ModelSpec(**models["dsv3-16b"]), ModelSpec(**models["goss-20b"])
     z3 = {"zero_stage": 3, "grad_dtype": "fp32"}
     return [
         ("seq-262144", unchecked(l8.model_copy(update={"seq_length": 262144}), "8B", dp=8, **z3), 8),
@@ -248,6 +265,7 @@ def refusal_cases() -> list[tuple[str, str, int]]:
                                              **z3), 8),
         ("dsv3-seq-32768", unchecked(dsv3.model_copy(update={"seq_length": 32768}), "16B", dp=8, ep=8,
                                      global_batch_size=8, **z3), 8),
+        ("goss-cp2", unchecked(goss, "20b", cp=2, dp=4, ep=4, global_batch_size=8, rope_fusion=True, **z3), 8),
     ]
 
 
@@ -263,6 +281,7 @@ def outcome(source: str, world: int) -> str:
             config, _ = load(source)
         facts(config, world)
         model_facts(config)
+        cp_wrap(config, world)
         loss_runs(config)
     except SystemExit:
         text = " ".join(re.sub(r"[│╭╮╰╯─]", " ", printed.getvalue()).split())
@@ -285,6 +304,7 @@ def main() -> int:
     for case, source, world in configurations():
         config, warns = load(source)
         arch = architecture_facts(config)
+        cp_wrap(config, world)  # raises where the model's parallelize would (a CP case of an attention it cannot)
         results["cases"][case] = {**facts(config, world), **arch, **model_facts(config),
                                   **sharding_facts(config, world),
                                   "loss_runs": loss_runs(config), "loader_warnings": warns}
