@@ -706,3 +706,25 @@ def test_hugging_face_gpt_oss_configs_are_torchtitans_flavours():
     model = load_model_spec("gpt-oss-120b").model_copy(update={"glu_linear_offset": 0.0})
     assert "adds 1 to the gated activation's linear half; the model states glu_linear_offset 0" in refused(
         model, dp=16, ep=16, zero_stage=3, global_batch_size=16, rope_fusion=True)
+
+
+def test_gpt_oss_from_estimate_to_torchtitan(tmp_path, capsys):
+    """estimate scores gpt-oss with Megatron-LM's defaults (RoPE unfused for YaRN without MLA, the quick-GEGLU
+    prologue); emit --format torchtitan then names the flag that scores torchtitan's fused RoPE, which it writes
+    once given, with a README note on the prologue torchtitan does not run. --rope-fusion and --no-rope-fusion
+    exclude each other."""
+    base = ["estimate", "gpt-oss-120b", "dgx-h100", "--gpus", "64", "--dp", "64", "--zero", "3", "--ep", "16",
+            "--gbs", "64", "--cross-entropy", "fused", "--json"]
+
+    def emit(*extra) -> int:
+        assert main([*base, *extra]) == 0
+        (tmp_path / "plan.json").write_text(capsys.readouterr().out)
+        return main(["emit", str(tmp_path / "plan.json"), "--format", "torchtitan", "--out", str(tmp_path / "o"),
+                     "--force"])
+
+    assert emit() == 2 and "re-score with planner estimate ... --rope-fusion" in capsys.readouterr().err
+    assert emit("--rope-fusion") == 0
+    readme = (tmp_path / "o" / "README.txt").read_text()
+    assert "torchtitan runs it without; re-score with planner estimate ... --no-moe-act-prologue" in readme
+    assert main([*base, "--rope-fusion", "--no-rope-fusion"]) == 2
+    assert "not allowed with argument" in capsys.readouterr().err
