@@ -60,8 +60,9 @@ def lower_bound(tables: LayoutTables, knobs: tuple[Knobs, ...], tight: bool = Fa
     the fastest value of each knob that has one (no recompute, TP and EP overlap on: an overlapped
     collective costs at most its whole length, overlap.decomposed_exposed_seconds and
     overlapped_cost_seconds; cuDNN's attention, never slower than FlashAttention-2's, space.undominated;
-    MoE CUDA graphs on and the expert GEMMs' token counts on the device, which only take away host
-    synchronisation; under SP the inputs saved gathered,
+    MoE CUDA graphs on, which only take away host synchronisation (and the expert GEMMs' token counts on the
+    device where some knob's framework reads them there: a fact of its code, not a choice); under SP the
+    inputs saved gathered,
     which spares the backward's re-gather, stage.backward_tp_comm_seconds; the fused loss, the fewest bytes
     a logit, compute.LOSS_BYTES_PER_LOGIT), over the knobs' precisions, weight
     casts, CP exchanges and MoE dispatchers, plus the fixed overhead. Sequence parallelism has no
@@ -100,7 +101,8 @@ def lower_bound(tables: LayoutTables, knobs: tuple[Knobs, ...], tight: bool = Fa
                       best(xents, "fused", k.xent), rcl, best(esds, moe, k.esd)))
     else:
         sps = {k.sp for k in knobs}
-        keys = {(none, sp, k.precision, k.casts, sp, k.cpc, moe, "cudnn", k.epd, moe, sp, "fused", least_rcl, moe)
+        esd = any(k.esd for k in knobs)  # a framework's fact, not a choice: on only where some knob has it
+        keys = {(none, sp, k.precision, k.casts, sp, k.cpc, moe, "cudnn", k.epd, moe, sp, "fused", least_rcl, esd)
                 for k in knobs for sp in sps}
     flush = min(tables.flush(*key[:7], attn=key[7], epd=key[8], mcg=key[9], spg=key[10], xent=key[11], rcl=key[12],
                              esd=key[13])
