@@ -60,8 +60,9 @@ MOE_SETTINGS: dict[str, Callable[[cm.Plan], str | None]] = {
     "moe_zero_stage": SETTINGS["zero_stage"],
     "moe_recompute": SETTINGS["recompute"],
     # at ep 1 a stack whose expert GEMMs read their token counts on the GPU has no host wait, and loses with it
-    # what else the fitted wait stands for (costmodel/stage.py host_synced_dispatch)
-    "moe_expert_sizes_on_device": lambda p: _on(p.expert_sizes_on_device, p.ep == 1),
+    # what else the fitted wait stands for (costmodel/stage.py host_synced_dispatch); the host copy, what every
+    # fitted MoE row waits for, is not a setting of its own
+    "moe_expert_sizes_on_device": lambda p: _on(True, p.ep == 1 and p.expert_sizes_on_device),
 }
 
 
