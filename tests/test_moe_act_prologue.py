@@ -113,17 +113,21 @@ def test_the_published_gpt_oss_layouts_read_the_recipes_path():
     assert all(not prepare(r).plan.full_iteration_graph for r in rows if r.id in on)
 
 
-def test_suggest_gives_megatron_plans_the_prologue_and_no_whole_iteration_graph(capsys):
+@pytest.mark.parametrize("framework, prologue", [("megatron", True), ("torchtitan", False)])
+def test_suggest_gives_megatron_plans_the_prologue_and_no_whole_iteration_graph(capsys, framework, prologue):
+    """Megatron-LM's plans run the prologue (and so no whole-iteration graph); torchtitan's gpt-oss flavour
+    runs its own clamped SwiGLU (models/gpt_oss/moe.py swiglu), no Megatron-core prologue."""
     import json
 
     from planner.commands.main import main
 
     assert main(["suggest", "gpt-oss-120b", "gb200-nvl72", "--gpus", "64", "--gbs", "1280", "--top", "3",
-                 "--json"]) == 0
+                 "--framework", framework, "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     plans = [p["plan"] for p in out["plans"]]
-    assert plans and all(p["moe_act_prologue"] and not p["full_iteration_graph"] for p in plans)
-    assert all(p["time_breakdown_s"]["moe_sync"] > 0 for p in out["plans"])  # the activation waits at least
+    assert plans and all(p["moe_act_prologue"] is prologue and not p["full_iteration_graph"] for p in plans)
+    if prologue:
+        assert all(p["time_breakdown_s"]["moe_sync"] > 0 for p in out["plans"])  # the activation waits at least
 
 
 def test_estimate_can_leave_the_prologue_out(capsys):
