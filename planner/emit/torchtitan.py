@@ -253,10 +253,10 @@ def comments(job: Job, flavour: titan.Flavour) -> str:
                    "expert whole (etp 1).")
     if flavour.router[0]:
         out.append(router_comment(job, flavour))
-    steps = training_steps(job)
-    if steps <= titan.RECIPE_WARMUP_STEPS[flavour.recipe]:
-        out.append(f"The {flavour.recipe} recipe warms the learning rate up over "
-                   f"{titan.RECIPE_WARMUP_STEPS[flavour.recipe]} steps, and these {steps} steps are all warm-up "
+    steps, warmup = training_steps(job), titan.RECIPE_WARMUP_STEPS[flavour.recipe]
+    if steps <= warmup:
+        out.append(f"The {flavour.recipe} recipe warms the learning rate up over {warmup} steps, and these {steps} "
+                   "steps are all warm-up "
                    "(torchtitan shortens it and warns): set config.lr_scheduler.warmup_steps for a run this short.")
     if p.grad_comm_dtype == "bf16":
         out.append("mixed_precision_reduce bfloat16: the plan's gradient dtype; configs.py annotates float32 only, "

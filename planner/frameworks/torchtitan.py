@@ -88,9 +88,8 @@ def context_parallel_fsdp(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     return None
 
 
-@lru_cache(maxsize=64)
 def family(model: cm.Model) -> str:
-    """The torchtitan model family of the model's flavour ("" without one), once per model."""
+    """The torchtitan model family of the model's flavour ("" without one)."""
     flavour, _ = match_flavour(model)
     return flavour.family if flavour else ""
 
@@ -144,10 +143,8 @@ def _moe_flavour_gap(model: cm.Model) -> Optional[str]:
     closest = min(MOE_FLAVOURS, key=lambda f: len(_mismatches(model, f)))
     diff = _mismatches(model, closest)
     return (f"planner's torchtitan rules and launch files cover its Qwen3-MoE, DeepSeek-V3 and gpt-oss flavours only: "
-            "the "
-            f"closest, {closest.family} {closest.name}, differs in {', '.join(diff[:3])}"
-            f"{', ...' if len(diff) > 3 else ''}; use Megatron-LM "
-            "for this MoE model")
+            f"the closest, {closest.family} {closest.name}, differs in {', '.join(diff[:3])}"
+            f"{', ...' if len(diff) > 3 else ''}; use Megatron-LM for this MoE model")
 
 
 def expert_sharding(model: cm.Model, plan: cm.Plan) -> Optional[str]:
@@ -589,11 +586,12 @@ def _show(value: object) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value).lower() if isinstance(value, bool) else str(value)
 
 
+@lru_cache(maxsize=64)
 def match_flavour(model: cm.Model) -> tuple[Optional[Flavour], str]:
     """The flavour with exactly this architecture, or (None, a line naming the closest flavour and each
-    field that differs). Searched: Llama 3, Qwen3, Qwen3-MoE, DeepSeek-V3 (without multi-token prediction) and
-    gpt-oss; torchtitan's Llama 4 and Kimi models are not in planner's table, so a model like them is refused
-    here."""
+    field that differs), once per model (the search's rules, family and model_gap ask it for every split).
+    Searched: Llama 3, Qwen3, Qwen3-MoE, DeepSeek-V3 (without multi-token prediction) and gpt-oss; torchtitan's
+    Llama 4 and Kimi models are not in planner's table, so a model like them is refused here."""
     def distance(f: Flavour) -> tuple[int, int]:
         return len(_mismatches(model, f)), abs(f.hidden_size - model.hidden_size)
 
@@ -691,5 +689,5 @@ FRAMEWORK = Framework(
                    MachineRule(("precision",), rocm_mxfp8),
                    MachineRule(("zero_stage",), experts_borrow_fsdp)),
     model_gap=model_gap,
-    expert_sizes_on_device=lambda machine: grouped_mm_on_device(machine),
+    expert_sizes_on_device=grouped_mm_on_device,
 )
