@@ -215,7 +215,7 @@ class LayoutTables:
 
     def activations(self, rc: str, sp: bool, precision: str, casts: str = "step", cpc: str = "p2p",
                     pbuf: str = "freed", spg: bool = False, offl: int = 0, proj: str = "fused",
-                    xent: str = "fused", rcl: int = 0) -> tuple[float, ...]:
+                    xent: str = "fused", rcl: int = 0, epo: bool = False, actp: bool = False) -> tuple[float, ...]:
         """stage.stage_activation_bytes of each (layer mix, first, last) class of ranks. The precision
         and weight casts enter through the element size (stage.ACTIVATION_BYTES) and the bytes of the
         GEMM inputs kept for backward (stage.saved_gemm_input_bytes: the quantized copy under cached
@@ -224,15 +224,19 @@ class LayoutTables:
         attention keeps for it (memory.cp_exchange_terms), so the exchanges that keep the same share one stage
         pass (memory.cp_activation_class); the layers offloaded to host
         through what the stage keeps (stage.stage_activation_bytes); the projections through the matmul outputs
-        per-op recompute keeps; the loss through the logits an eager one keeps on the last stage."""
+        per-op recompute keeps; the loss through the logits an eager one keeps on the last stage; the EP overlap
+        through the chunk more its schedule warms up under an interleaved pipeline (memory.inflight_microbatches);
+        the experts' activation prologue through what its clamps keep (memory.layer_activation_terms). Every
+        field of Knobs.memory but the model states' is an argument (tests/test_search_tables.py checks the peak
+        against the timed candidate's on MoE plans with both)."""
         cpc = cpc if self.lay.cp > 1 else "p2p"
-        key = (rc, sp, precision, casts, cpc, pbuf, spg, offl, proj, xent, rcl)
+        key = (rc, sp, precision, casts, cpc, pbuf, spg, offl, proj, xent, rcl, epo, actp)
         if key not in self.acts:
             kept = cp_activation_class(cpc)
-            plain = (rc, sp, precision, casts, kept, pbuf, spg, offl, proj, xent, rcl, "plain")
+            plain = (rc, sp, precision, casts, kept, pbuf, spg, offl, proj, xent, rcl, epo, actp, "plain")
             if plain not in self.acts:
                 base = self.plan(Knobs(0, rc, sp, precision, "", casts, cpc=kept, pbuf=pbuf, spg=spg, offl=offl,
-                                       rcl=rcl, proj=proj, xent=xent))
+                                       rcl=rcl, proj=proj, xent=xent, epo=epo, actp=actp))
                 self.acts[plain] = tuple(stage_activation_bytes(self.ctx.spec.model, base, mix, rank,
                                                                 self.ctx.eff.moe_routing_imbalance)
                                          - (exchange_buffer_bytes(self.ctx.spec.model, base) if self.lay.cp > 1 else 0)
@@ -260,7 +264,7 @@ class LayoutTables:
         key = k.memory
         if key not in self.peaks:
             acts = self.activations(k.recompute, k.sp, k.precision, k.casts, k.cpc, k.pbuf, k.spg, k.offl, k.proj,
-                                    k.xent, k.rcl)
+                                    k.xent, k.rcl, k.epo, k.actp)
             slope = self.ctx.slope
             held = self.class_states(k.states, k.rcl)
             self.peaks[key] = max(h + slope * act for h, act in zip(held, acts, strict=True))
