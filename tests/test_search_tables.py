@@ -53,6 +53,23 @@ def test_candidates_equal_estimate(setting):
         assert c.peak_memory_bytes == pytest.approx(est.memory_per_gpu_bytes, rel=1e-12)
 
 
+MOE_CASES = [("qwen3-30b-a3b", "dgx-h100", 64, 256), ("gpt-oss-120b", "dgx-h100", 64, 256),
+             ("qwen3-30b-a3b", "dgx-b200", 8, 256)]  # EP overlap, DeepEP, MoE graphs; the prologue; MXFP8
+
+
+@pytest.mark.parametrize("case", MOE_CASES, ids=["qwen3-h100", "gpt-oss-h100", "qwen3-b200"])
+def test_moe_candidates_equal_estimate(case):
+    """test_candidates_equal_estimate on mixture-of-experts spaces, whose knobs (EP overlap, dispatcher, MoE CUDA
+    graphs, the prologue, the expert counts on the device) the dense cases never set."""
+    spec = make_spec(*case, precisions=("bf16", "fp8", "mxfp8") if "b200" in case[1] else ("bf16",))
+    space, ctx = build_space(spec), TableContext(spec, cm.Efficiency())
+    for lay, k in sampled(space, random.Random(3), SAMPLES):
+        c = LayoutTables(ctx, lay).candidate(k)
+        est = step.estimate(spec.model, spec.cluster, plan_for(spec, lay, k))
+        assert c.step_seconds == pytest.approx(est.step_time_seconds, rel=1e-12), (lay, k)
+        assert c.peak_memory_bytes == pytest.approx(est.memory_per_gpu_bytes, rel=1e-12), (lay, k)
+
+
 def test_class_stage_costs_equal_stage_costs(setting):
     """One stage_cost per (layers, first, last) class: same time parts, params and layers on every rank,
     and exact stages at the memory-candidate ranks."""
