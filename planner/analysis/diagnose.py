@@ -21,8 +21,8 @@ from planner.analysis.score import Scored, score
 from planner.frameworks import REGISTRY
 from planner.inputs import limits as L
 from planner.inputs.plans import plan_to_dict
-from planner.frameworks.base import (GRAD_SYNC_ZERO, Machine, offload_layer_counts, recompute_layer_counts,
-                                     violations)
+from planner.frameworks.base import (GRAD_SYNC_ZERO, Machine, as_run_by, offload_layer_counts,
+                                     recompute_layer_counts, violations)
 
 COMM_PARTS = ("tp_comm", "cp_comm", "ep_comm", "pp_comm", "dp_comm_exposed")
 SHARE_PARTS = ("compute", "recompute", "tp_comm", "cp_comm", "ep_comm", "moe_sync", "pp_comm", "offload", "dp_comm_exposed",
@@ -308,12 +308,11 @@ def try_levers(base: Scored, eff: cm.Efficiency | None = None, frameworks: tuple
 
 
 def as_framework_runs(lever: Lever, plan: cm.Plan, model: cm.Model, machine: Machine) -> cm.Plan:
-    """The lever's plan with the code facts of the framework whose feature it is where they move an MoE layer's
-    time (Plan.expert_sizes_on_device: a torchtitan plan given a Megatron-LM lever waits as Megatron-core does)."""
-    if not lever.framework or model.moe is None:
-        return plan
-    value = REGISTRY[lever.framework].expert_sizes_on_device(machine)
-    return plan if plan.expert_sizes_on_device == value else replace(plan, expert_sizes_on_device=value)
+    """The lever's plan with the code facts of the framework whose feature it is (frameworks.base.as_run_by: its
+    kernels, projections, loss, RoPE fusion, the experts' prologue and where they read their token counts, when
+    it reduces gradients): a torchtitan plan given a Megatron-LM lever runs as Megatron-LM runs it, the
+    quick-GEGLU prologue's host waits and Megatron-core's copy of the token counts included."""
+    return as_run_by(REGISTRY[lever.framework], model, plan, machine) if lever.framework else plan
 
 
 def no_fuller(s: Scored, base: Scored) -> bool:

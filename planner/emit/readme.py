@@ -7,7 +7,7 @@ from planner.emit.job import Job
 from planner.frameworks import REGISTRY
 from planner.frameworks import megatron as megatron_rules
 from planner.frameworks import torchtitan as titan
-from planner.frameworks.base import grad_sync_for
+from planner.frameworks.base import scored_otherwise
 from planner.inputs.plans import plan_to_dict, recompute_label
 
 GIB = 2**30
@@ -184,7 +184,7 @@ def note_lines(job: Job, frameworks: list[str]) -> list[str]:
         notes.append("Megatron-LM: the MXFP8 token dispatch runs on the NCCL EP backend, which needs a Transformer "
                      "Engine with its EP API (transformer_engine.pytorch.ep; Megatron-LM experts.py names TE PR 3355); "
                      "planner prices NCCL EP's exchanges like DeepEP's, which no published run has checked.")
-    notes += kernel_notes(job, frameworks) + runtime_notes(job, frameworks) + stack_notes(job)
+    notes += otherwise_notes(job, frameworks) + stack_notes(job)
     notes += [f"planner: {w}" for w in job.estimate.get("warnings") or []]
     notes += [f"planner: {c}" for c in published_cautions(job.estimate)]
     return ["Notes"] + [f"  - {n}" for n in notes] if notes else []
@@ -216,69 +216,64 @@ def stack_notes(job: Job) -> list[str]:
             "support for this plan's other settings (fused kernels) planner has not read."]
 
 
-def kernel_notes(job: Job, frameworks: list[str]) -> list[str]:
-    """A framework whose stack runs another attention kernel, writes its projections otherwise, runs another
-    loss than the plan was scored with (frameworks.base.Knobs.attention_kernel, Knobs.projections,
-    Knobs.cross_entropy), or its experts' activation otherwise (Framework.act_prologue): its launch files cannot
-    choose the first two and the last and write their nearest loss, so say so."""
+def otherwise_notes(job: Job, frameworks: list[str]) -> list[str]:
+    """Per framework, each setting it runs otherwise than the plan was scored with (frameworks.base.
+    scored_otherwise: kernels, projections, loss, RoPE fusion, the experts' prologue, the TP gradient reduction,
+    where the experts' token counts are read, when gradients are reduced): no launch setting changes those,
+    so say how to re-score. The reduce buckets, which move memory, have their own note (bucket_note)."""
     p, notes = job.plan, []
     for name in frameworks:
         fw = REGISTRY[name]
         ks = fw.knobs_for(p)
-        if p.flash_attention and p.attention_kernel not in ks.attention_kernel.values:
-            notes.append(f"{fw.title}: the prediction above assumes {p.attention_kernel} attention, but "
-                         f"{ks.attention_kernel.why}; re-score with planner estimate ... --attention-kernel "
-                         f"{ks.attention_kernel.values[0]}.")
-        if p.projections not in ks.projections.values:
-            notes.append(f"{fw.title}: the prediction above assumes {p.projections} projections, but "
-                         f"{ks.projections.why}; re-score with planner estimate ... --projections "
-                         f"{ks.projections.values[0]}.")
-        if p.rope_fusion and p.fused_elementwise and not fw.rope_fusion(job.cm_model):
-            notes.append(f"{fw.title}: the prediction above assumes RoPE as one fused kernel, but its model code "
-                         "applies it with eager ops; re-score with planner estimate ... --no-rope-fusion.")
-        if job.cm_model.moe is not None and p.moe_act_prologue != fw.act_prologue(job.cm_model):
-            runs = fw.act_prologue(job.cm_model)
-            notes.append(f"{fw.title}: the prediction above assumes the experts' activation "
-                         f"{'with' if p.moe_act_prologue else 'without'} Megatron-core's quick-GEGLU prologue (eager "
-                         f"clamps and a host wait per MoE layer), but {fw.title} runs it "
-                         f"{'with' if runs else 'without'}; re-score with planner estimate "
-                         f"{'without' if runs else '...'} --no-moe-act-prologue.")
-        if p.cross_entropy not in ks.cross_entropy.values:
-            notes.append(f"{fw.title}: the prediction above assumes the {p.cross_entropy} loss, but "
-                         f"{ks.cross_entropy.why}; re-score with planner estimate ... --cross-entropy "
-                         f"{ks.cross_entropy.values[0]}.")
+        for o in scored_otherwise(fw, job.cm_model, p, job.machine):
+            if o.field in OTHERWISE_NOTES:
+                assumes, runs, flag = OTHERWISE_NOTES[o.field](p, fw, ks, o.runs)
+                notes.append(f"{fw.title}: the prediction above assumes {assumes}, but {runs}; re-score with "
+                             f"planner estimate {flag}.")
     return notes
 
 
-def runtime_notes(job: Job, frameworks: list[str]) -> list[str]:
-    """A framework whose runtime reduces gradients otherwise than the plan was scored with (Plan.grad_sync,
-    frameworks.base.grad_sync_for: torchtitan all-reduces after every micro-batch without a pipeline), or
-    reduces TP gradients otherwise (Plan.tp_async_grad), or whose expert GEMMs read their token counts elsewhere
-    (Plan.expert_sizes_on_device, at ep 1) (these move time only; the runtime properties that
-    move memory are refused by frameworks.base.runtime_violations): no launch setting changes that, so say
-    how to re-score."""
-    p, notes = job.plan, []
-    syncs = p.dp * p.cp > 1 and p.zero_stage < 2
-    for name in frameworks:
-        fw = REGISTRY[name]
-        ks = fw.knobs_for(p)
-        if p.tp > 1 and p.tp_async_grad not in ks.tp_async_grad.values:
-            flag = "without --no-tp-async-grad" if ks.tp_async_grad.values[0] else "... --no-tp-async-grad"
-            notes.append(f"{fw.title}: the prediction above assumes tp_async_grad {str(p.tp_async_grad).lower()}, "
-                         f"but {ks.tp_async_grad.why}; re-score with planner estimate {flag}.")
-        runs_on_gpu = fw.expert_sizes_on_device(job.machine)
-        if job.cm_model.moe is not None and p.ep == 1 and p.expert_sizes_on_device != runs_on_gpu:
-            flag = "... --expert-sizes-on-device" if runs_on_gpu else "without --expert-sizes-on-device"
-            notes.append(f"{fw.title}: the prediction above assumes the experts' token counts read on the "
-                         f"{'GPU' if p.expert_sizes_on_device else 'host'}, but {fw.title}'s grouped expert GEMMs read "
-                         f"them on the {'GPU' if runs_on_gpu else 'host'} on this GPU; re-score with planner "
-                         f"estimate {flag}.")
-        runs = grad_sync_for(ks, p.zero_stage) if syncs else p.grad_sync
-        if runs != p.grad_sync and (runs != "microbatch" or p.num_microbatches > 1):
-            notes.append(f"{fw.title}: the prediction above assumes grad_sync {p.grad_sync}, but {fw.title} "
-                         f"reduces as grad_sync {runs} ({ks.grad_sync.why}); re-score with planner "
-                         f"estimate ... --grad-sync {runs}.")
-    return notes
+def _flag(name: str, on: bool) -> str:
+    """The estimate flag that turns a boolean setting to `on` from the plan's other value."""
+    return f"... --{name}" if on else f"without --{name}"
+
+
+def _prologue(p, fw, ks, runs) -> tuple[str, str, str]:
+    def side(on: bool) -> str:
+        return "with" if on else "without"
+    return (f"the experts' activation {side(p.moe_act_prologue)} Megatron-core's quick-GEGLU prologue (eager clamps "
+            f"and a host wait per MoE layer)", f"{fw.title} runs it {side(runs)}",
+            f"{'without' if runs else '...'} --no-moe-act-prologue")
+
+
+def _where(on: bool) -> str:
+    return "GPU" if on else "host"
+
+
+# Plan field -> (plan, framework, its knobs, the value it runs) -> (what the plan assumes, what the framework
+# does, the estimate flags that re-score it).
+OTHERWISE_NOTES = {
+    "attention_kernel": lambda p, fw, ks, runs: (f"{p.attention_kernel} attention", ks.attention_kernel.why,
+                                                 f"... --attention-kernel {runs}"),
+    "projections": lambda p, fw, ks, runs: (f"{p.projections} projections", ks.projections.why,
+                                            f"... --projections {runs}"),
+    "rope_fusion": lambda p, fw, ks, runs: (
+        "RoPE as one fused kernel" if p.rope_fusion else "RoPE applied with eager ops",
+        f"its model code {'fuses it into one kernel' if runs else 'applies it with eager ops'}",
+        "... --rope-fusion" if runs else "... --no-rope-fusion"),
+    "moe_act_prologue": _prologue,
+    "cross_entropy": lambda p, fw, ks, runs: (f"the {p.cross_entropy} loss", ks.cross_entropy.why,
+                                              f"... --cross-entropy {runs}"),
+    "tp_async_grad": lambda p, fw, ks, runs: (f"tp_async_grad {str(p.tp_async_grad).lower()}", ks.tp_async_grad.why,
+                                              "without --no-tp-async-grad" if runs else "... --no-tp-async-grad"),
+    "expert_sizes_on_device": lambda p, fw, ks, runs: (
+        f"the experts' token counts read on the {_where(p.expert_sizes_on_device)}",
+        f"{fw.title}'s grouped expert GEMMs read them on the {_where(runs)} on this GPU",
+        _flag("expert-sizes-on-device", runs)),
+    "grad_sync": lambda p, fw, ks, runs: (f"grad_sync {p.grad_sync}",
+                                          f"{fw.title} reduces as grad_sync {runs} ({ks.grad_sync.why})",
+                                          f"... --grad-sync {runs}"),
+}
 
 
 def torchtitan_notes(job: Job) -> list[str]:

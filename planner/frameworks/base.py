@@ -31,7 +31,7 @@ batch a multiple of mbs*dp) are not repeated here.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Optional
 
 from costmodel import types as cm
@@ -128,7 +128,7 @@ class Knobs:
     # How the loss runs over the logits (Plan.cross_entropy): the search scores the first value, the framework's
     # fastest, one per framework. Like projections, knob_violations does not check it: the launch files write the
     # framework's nearest loss (emit/megatron.py, emit/torchtitan.py) and their README says how to re-score a plan
-    # scored with another (emit/readme.py kernel_notes).
+    # scored with another (emit/readme.py otherwise_notes).
     cross_entropy: Choice = Choice(("vocab_parallel_fused", "vocab_parallel"),
                                    "Megatron-core's vocab-parallel cross entropy, compiled or eager")
     attention_kernel: Choice = Choice(("cudnn",), "the model code's PyTorch SDPA prefers cuDNN's kernel on Hopper "
@@ -193,6 +193,8 @@ class Framework:
     # Whether the framework's code applies this model's RoPE as one fused kernel (Plan.rope_fusion): not a
     # choice but a fact of its code per model, so one value per framework and model in the search.
     rope_fusion: Callable[[cm.Model], bool] = lambda model: True
+    # Whether it runs RoPE unfused on request where it would fuse it (Megatron-LM's --no-rope-fusion).
+    rope_unfused_on_request: bool = False
     # Whether the framework's code runs this model's expert activation through an eager prologue that waits
     # on the host (Plan.moe_act_prologue): a fact of its code per model, like rope_fusion.
     act_prologue: Callable[[cm.Model], bool] = lambda model: False
@@ -222,33 +224,61 @@ def grad_sync_for(ks: Knobs, zero_stage: int) -> str:
     return next((g for g in ks.grad_sync.values if (g, zero_stage) in GRAD_SYNC_ZERO), "buckets")
 
 
-def priced_otherwise(fw: Framework, model: cm.Model, plan: cm.Plan, machine: Optional[Machine] = None) -> list[str]:
+@dataclass(frozen=True)
+class Otherwise:
+    """A setting a framework runs otherwise than a plan was scored with, one that moves time only (scored_otherwise):
+    its label, the cm.Plan field, and the value the framework runs (its first, where it runs several)."""
+    label: str
+    field: str
+    runs: object
+
+
+def scored_otherwise(fw: Framework, model: cm.Model, plan: cm.Plan,
+                     machine: Optional[Machine] = None) -> list[Otherwise]:
     """The settings `fw` runs otherwise than `plan` was scored with that move time only, so no rule refuses them
     (violations): the attention kernel, the projections, the loss, the TP input-gradient reduction, when the
     gradients are reduced, the RoPE fusion, the experts' activation prologue and, on a known machine, where an
-    MoE model's expert GEMMs read their token counts at ep 1, each one per framework in the
-    search (search/space.py); and the runtime's gradient reduce buckets, which move memory by a bucket or two
-    (GiB where a model fills GPUs of tens), refused at emit only where the plan would then not fit
-    (emit/deepspeed.py deepspeed_buckets). `fw` runs the plan, but not as scored: the search labels a
-    plan with the frameworks that run it as scored (search/report.py launchers), and emit's README says how to
-    re-score (emit/readme.py kernel_notes, runtime_notes, bucket_note)."""
+    MoE model's expert GEMMs read their token counts at ep 1, each one per framework in the search
+    (search/space.py); and the runtime's gradient reduce buckets, which move memory by a bucket or two (GiB where
+    a model fills GPUs of tens), refused at emit only where the plan would then not fit (emit/deepspeed.py
+    deepspeed_buckets). Each is checked only where the cost model reads it: the kernel with fused attention,
+    the TP reduction with tp > 1, the gradient sync where data-parallel ranks reduce before ZeRO-2 (and not
+    between the sync after each micro-batch and the bucketed one when there is one micro-batch: the same
+    reduction, dataparallel.dp_sync_seconds and step.dp_overlap_window_seconds), the RoPE fusion beside the
+    other fused kernels (layer.layer_times), the prologue and the token counts on an MoE model. The search
+    labels a plan with the frameworks that run it as scored (search/report.py launchers), emit's README says
+    how to re-score (emit/readme.py otherwise_notes), and diagnose's levers take their framework's values
+    (analysis/diagnose.py as_framework_runs)."""
     ks = fw.knobs_for(plan)
-    checks = [("attention kernel", plan.attention_kernel, ks.attention_kernel.values if plan.flash_attention
-               else (plan.attention_kernel,)),
-              ("projections", plan.projections, ks.projections.values),
-              ("loss", plan.cross_entropy, ks.cross_entropy.values),
-              ("TP input-gradient reduction async", plan.tp_async_grad, ks.tp_async_grad.values if plan.tp > 1
-               else (plan.tp_async_grad,)),
-              ("gradient sync", plan.grad_sync, (grad_sync_for(ks, plan.zero_stage),) if plan.dp * plan.cp > 1
-               and plan.zero_stage < 2 else (plan.grad_sync,)),
-              ("RoPE fused", plan.rope_fusion, (fw.rope_fusion(model),)),
-              ("expert activation prologue", plan.moe_act_prologue, (fw.act_prologue(model),)),
-              ("expert token counts on the device", plan.expert_sizes_on_device,
-               (fw.expert_sizes_on_device(machine),) if model.moe is not None and plan.ep == 1 and machine
-               else (plan.expert_sizes_on_device,)),
-              ("gradient reduce bucket elements", plan.grad_bucket_elements,
-               (fw.grad_bucket_elements(model, plan.zero_stage),))]
-    return [f"{label} {_word(value)}" for label, value, allowed in checks if value not in allowed]
+    sync = grad_sync_for(ks, plan.zero_stage)
+    same_sync = plan.num_microbatches == 1 and {plan.grad_sync, sync} <= {"buckets", "microbatch"}
+    rope = (fw.rope_fusion(model), *((False,) if fw.rope_unfused_on_request else ()))
+    moe = model.moe is not None
+    checks = [("attention kernel", "attention_kernel", ks.attention_kernel.values, plan.flash_attention),
+              ("projections", "projections", ks.projections.values, True),
+              ("loss", "cross_entropy", ks.cross_entropy.values, True),
+              ("TP input-gradient reduction async", "tp_async_grad", ks.tp_async_grad.values, plan.tp > 1),
+              ("gradient sync", "grad_sync", (sync,), plan.dp * plan.cp > 1 and plan.zero_stage < 2 and not same_sync),
+              ("RoPE fused", "rope_fusion", rope, plan.fused_elementwise),
+              ("expert activation prologue", "moe_act_prologue", (fw.act_prologue(model),), moe),
+              ("expert token counts on the device", "expert_sizes_on_device",
+               (fw.expert_sizes_on_device(machine) if machine else False,),
+               moe and plan.ep == 1 and machine is not None),
+              ("gradient reduce bucket elements", "grad_bucket_elements",
+               (fw.grad_bucket_elements(model, plan.zero_stage),), True)]
+    return [Otherwise(label, field, runs[0]) for label, field, runs, read in checks
+            if read and getattr(plan, field) not in runs]
+
+
+def priced_otherwise(fw: Framework, model: cm.Model, plan: cm.Plan, machine: Optional[Machine] = None) -> list[str]:
+    """scored_otherwise's settings as 'label value' (the plan's value): `fw` runs the plan, but not as scored."""
+    return [f"{o.label} {_word(getattr(plan, o.field))}" for o in scored_otherwise(fw, model, plan, machine)]
+
+
+def as_run_by(fw: Framework, model: cm.Model, plan: cm.Plan, machine: Optional[Machine] = None) -> cm.Plan:
+    """`plan` with each of scored_otherwise's settings at the value `fw` runs."""
+    changes = {o.field: o.runs for o in scored_otherwise(fw, model, plan, machine)}
+    return replace(plan, **changes) if changes else plan
 
 
 def first_violation(rules: tuple[Rule, ...], model: cm.Model, plan: cm.Plan) -> Optional[str]:

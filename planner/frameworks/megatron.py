@@ -847,6 +847,7 @@ FRAMEWORK = Framework(
     interleaving_rules=(interleaving_groups,),
     knobs=knobs,
     rope_fusion=runs_rope_fused,
+    rope_unfused_on_request=True,  # --no-rope-fusion (arguments.py), which emit/megatron.py writes for such a plan
     act_prologue=runs_act_prologue,
     plan_rules=(distributed_optimizer_reduce, fp8_recipe, cpu_offloading, fine_grained_offloading,
                 lowp_param_gather,
