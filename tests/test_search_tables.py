@@ -17,7 +17,7 @@ from costmodel import types as cm
 from costmodel.stage import stage_kernels
 from planner.inputs import loading
 from planner.search import bounds
-from planner.search.space import Knobs, SearchSpec, build_space, plan_for
+from planner.search.space import Knobs, Layout, SearchSpec, build_space, plan_for
 from planner.search.tables import LayoutTables, TableContext, class_stage_costs
 
 CASES = [("gpt3-175b", "dgx-a100", 256, None), ("llama3-70b", "dgx-h100", 64, 256),
@@ -426,6 +426,20 @@ def test_no_larger_knobs_never_peak_higher(case):
                     pairs += 1
                     assert peaks[a] <= peaks[b] * (1 + 1e-12), (lay, a, b)
     assert pairs > 0
+
+
+def test_no_larger_reads_the_prologue_and_the_loss():
+    """The same on one layout where two frameworks' combinations differ in the experts' activation prologue and
+    the loss (gpt-oss-120b at pp 1: Megatron-LM's with the quick-GEGLU prologue, torchtitan's without): a selective
+    recompute with the prologue that does not fit once marked torchtitan's no-recompute combination as not fitting
+    (88.9 against 72.1 GiB on 80)."""
+    spec = make_spec("gpt-oss-120b", "dgx-h100", 128, 512)
+    lay = Layout(tp=1, pp=1, dp=128, vpp=1, mbs=2, cp=1, ep=4, etp=1)
+    knobs = build_space(spec).knobs[lay]
+    assert {k.actp for k in knobs} == {False, True}
+    peaks = {k: step.estimate(spec.model, spec.cluster, plan_for(spec, lay, k)).memory_per_gpu_bytes for k in knobs}
+    pairs = [(a, b) for a in knobs for b in knobs if a is not b and bounds.no_larger(a, b)]
+    assert pairs and all(peaks[a] <= peaks[b] * (1 + 1e-12) for a, b in pairs)
 
 
 def test_lower_bound_holds_with_context_parallel_exchanges():

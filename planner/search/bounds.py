@@ -266,8 +266,12 @@ def no_larger(a: Knobs, b: Knobs) -> bool:
 
 
 def _states(k: Knobs) -> tuple:
-    """What, besides the activations' knobs, a combination's peak depends on (model states, CP exchange)."""
-    return (*k.states, k.cpc)
+    """What, besides the activations' knobs no_larger orders, a combination's peak depends on: the model states,
+    the CP exchange, the experts' activation prologue (what its clamps keep) and the loss (what an eager one keeps
+    of the logits): every field of Knobs.memory that no_larger does not compare otherwise. (It once left out the
+    last two, so a Megatron-LM gpt-oss combination with the prologue that did not fit marked a torchtitan one
+    without it as not fitting either: 7 fitting combinations lost on 128 H100.)"""
+    return (*k.states, k.cpc, k.actp, k.xent)
 
 
 def layout_peaks(t: LayoutTables, knobs: list[Knobs], capacity_bytes: float) -> list[tuple[Knobs, float]]:
