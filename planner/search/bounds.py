@@ -24,7 +24,8 @@ the optimizer step are >= 0. It holds because, in the cost model, for a fixed la
     (pipeline.pipeline_seconds) grows with every stage's time;
   * fused projections (the bounds' default, Plan.projections) are never slower than the same FLOPs split into
     narrower GEMMs (compute.gemm_seconds is subadditive in the output width: both its saturation and its
-    memory terms), and a fused RoPE (the bounds' default, Plan.rope_fusion) never slower than an unfused one
+    memory terms), but under per-op recompute, which replays what the projections' own outputs do not keep (a
+    split QKV keeps more, so replays less: the tight bound takes the knob's own there), and a fused RoPE (the bounds' default, Plan.rope_fusion) never slower than an unfused one
     (compute.unfused_rope_bytes >= 0), nor the experts' activation without its prologue (the bounds' default,
     Plan.moe_act_prologue: moe.prologue_bytes >= 0, stage.activation_syncs >= 0).
 tests/test_search_tables.py checks these facts on random plans. Layouts are tabled in increasing
@@ -98,14 +99,14 @@ def lower_bound(tables: LayoutTables, knobs: tuple[Knobs, ...], tight: bool = Fa
             rc, rcl = ("none", 0) if "none" in offered else (k.recompute, k.rcl)  # else the knob's own, as before
             keys.add((rc, k.sp, k.precision, k.casts, tpo, k.cpc,
                       epo, k.attn, k.epd, best(mcgs, moe, k.mcg), k.sp and best(spgs, True, k.spg),
-                      best(xents, "fused", k.xent), rcl, best(esds, moe, k.esd)))
+                      best(xents, "fused", k.xent), rcl, best(esds, moe, k.esd), k.proj if rc == "op" else "fused"))
     else:
         sps = {k.sp for k in knobs}
         esd = any(k.esd for k in knobs)  # a framework's fact, not a choice: on only where some knob has it
-        keys = {(none, sp, k.precision, k.casts, sp, k.cpc, moe, "cudnn", k.epd, moe, sp, "fused", least_rcl, esd)
-                for k in knobs for sp in sps}
+        keys = {(none, sp, k.precision, k.casts, sp, k.cpc, moe, "cudnn", k.epd, moe, sp, "fused", least_rcl, esd,
+                 "fused") for k in knobs for sp in sps}
     flush = min(tables.flush(*key[:7], attn=key[7], epd=key[8], mcg=key[9], spg=key[10], xent=key[11], rcl=key[12],
-                             esd=key[13])
+                             esd=key[13], proj=key[14])
                 for key in fastest_exchanges(tables, keys))
     return flush + tables.ctx.eff.step_overhead_seconds
 
