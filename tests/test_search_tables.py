@@ -368,10 +368,11 @@ def test_activation_floor_is_below_every_peak(case):
 
 @pytest.mark.parametrize("case", NEW_DIMENSIONS + CASES[1:2], ids=[c[0] for c in NEW_DIMENSIONS + CASES[1:2]])
 def test_overlap_on_is_never_slower_nor_larger(case):
-    """space.undominated drops TP- or EP-overlap-off (and MoE-CUDA-graphs-off) combinations when the same
-    one with it on is offered: on sampled plans, turning it on never lengthens the step nor changes memory,
-    but for the EP overlap under an interleaved pipeline, whose schedule holds one chunk more (both kept
-    there)."""
+    """space.undominated drops TP-overlap-off (and MoE-CUDA-graphs-off) combinations when the same one with it on
+    is offered: on sampled plans, turning it on never lengthens the step nor changes memory. The EP overlap, which
+    it keeps both ways, is checked here as well at these models' lengths, where it holds too, but for the memory
+    under an interleaved pipeline, whose schedule holds one chunk more
+    (test_ep_overlap_can_be_slower_so_both_are_searched: not at 131,072 tokens)."""
     spec = make_spec(*case)
     space = build_space(spec)
     rng = random.Random(9)
@@ -392,6 +393,38 @@ def test_overlap_on_is_never_slower_nor_larger(case):
                 assert on.memory_per_gpu_bytes == pytest.approx(off.memory_per_gpu_bytes, rel=1e-12)
             compared += 1
     assert compared >= 10
+
+
+def test_ep_overlap_can_be_slower_so_both_are_searched():
+    """At 131,072 tokens each EP exchange the overlap launches waits for the attention kernel then running
+    (stage.ep_exposed_seconds), so on qwen3-30b-a3b (64 B200, pp 4) the overlap can be slower than the exchanges
+    alone: tp 1, vpp 2, ep 2, no recompute takes 52.3 s with it and 49.8 s without. The search once dropped the
+    combination without it (space.undominated), and its bounds took the overlap on as the fastest whether offered
+    or not: at vpp 1, where no combination offers it, the fifth best group came out (tp 2, dp 8) at 63.8 s where
+    every plan scored gives (tp 4, ep 16) at 60.0 s. Now the best-first tabling ranks the groups as every plan
+    does."""
+    base = make_spec("qwen3-30b-a3b", "dgx-b200", 64, 64)
+    model = replace(base.model, seq_length=131072)
+    spec = SearchSpec(model, base.cluster, 64, fixed={"cp": 1, "pp": 4})
+    lay = Layout(tp=1, pp=4, dp=16, vpp=2, mbs=1, cp=1, ep=2, etp=1)
+    on = next(k for k in build_space(spec).knobs[lay] if k.epo and k.recompute == "none")
+    seconds = [step.estimate(model, spec.cluster, plan_for(spec, lay, k)).step_time_seconds
+               for k in (on, replace(on, epo=False))]
+    assert seconds[0] > seconds[1]
+
+    spec = SearchSpec(model, base.cluster, 64, fixed={"cp": 1, "pp": 4, "vpp": 1})
+    space, ctx = build_space(spec), TableContext(spec, cm.Efficiency())
+    cap = spec.cluster.gpu.memory_bytes
+
+    def best_groups(candidates) -> list[tuple]:
+        best: dict[tuple, float] = {}
+        for c in candidates:
+            if c.peak_memory_bytes <= cap:
+                best[c.layout.group] = min(best.get(c.layout.group, float("inf")), c.step_seconds)
+        return sorted((round(t, 9), g) for g, t in best.items())[:5]
+
+    assert best_groups(bounds.table_best_first(space, ctx, cap, 5).candidates) == \
+        best_groups(bounds.table_all(space, ctx))
 
 
 @pytest.mark.parametrize("case", CASES[1:3] + NEW_DIMENSIONS, ids=[c[0] for c in CASES[1:3] + NEW_DIMENSIONS])

@@ -12,22 +12,25 @@ taken again; before its tight bound each family keeps only its own fewest that f
 layouts never get that far, and the least costs about one peak per family where the fewest cost a bisection each.
 
 Then time. Lower bound of every plan of a layout: its pipeline flush with no recompute (when every knob
-recomputes in full, with the fewest layers any of them replays), sequence parallel and TP/EP overlap on, over
-the other pipe keys (precision, weight casts, CP exchange), plus the fixed overhead; the exposed DP sync and
-the optimizer step are >= 0. It holds because, in the cost model, for a fixed layout and precision:
+recomputes in full, with the fewest layers any of them replays), sequence parallel and TP overlap on, over
+the other pipe keys (precision, weight casts, CP exchange, the EP overlap as the knobs set it), plus the fixed
+overhead; the exposed DP sync and the optimizer step are >= 0. It holds because, in the cost model, for a fixed
+layout and precision:
   * recompute only adds time (stage.stage_cost: recompute_seconds >= 0, 6 instead of 4 TP
     collectives per layer under full recompute, each layer block recompute replays adds its own; compute and
     p2p do not depend on it), and so does
     activation offload (stage.offload_seconds >= 0; nothing else reads it), which the bounds leave off;
   * sequence parallel never adds time (same TP ring cost, less elementwise HBM traffic), an
-    overlapped collective never costs more than the collective, and the flush
-    (pipeline.pipeline_seconds) grows with every stage's time;
+    overlapped TP collective never costs more than the collective (the EP overlap can: its exchanges wait for
+    the SMs the other micro-batch's kernels hold, stage.ep_exposed_seconds, so each knob's own is taken), and the
+    flush (pipeline.pipeline_seconds) grows with every stage's time;
   * fused projections (the bounds' default, Plan.projections) are never slower than the same FLOPs split into
     narrower GEMMs (compute.gemm_seconds is subadditive in the output width: both its saturation and its
     memory terms), but under per-op recompute, which replays what the projections' own outputs do not keep (a
-    split QKV keeps more, so replays less: the tight bound takes the knob's own there), and a fused RoPE (the bounds' default, Plan.rope_fusion) never slower than an unfused one
-    (compute.unfused_rope_bytes >= 0), nor the experts' activation without its prologue (the bounds' default,
-    Plan.moe_act_prologue: moe.prologue_bytes >= 0, stage.activation_syncs >= 0).
+    split QKV keeps more, so replays less: the tight bound takes the knob's own there), and a fused RoPE (the
+    bounds' default, Plan.rope_fusion) never slower than an unfused one (compute.unfused_rope_bytes >= 0), nor
+    the experts' activation without its prologue (the bounds' default, Plan.moe_act_prologue:
+    moe.prologue_bytes >= 0, stage.activation_syncs >= 0).
 tests/test_search_tables.py checks these facts on random plans. Layouts are tabled in increasing
 bound order (a compute-only bound first, then the loose bound, then the tight one over the knobs
 that fit) until the next
@@ -58,15 +61,16 @@ class Tabled:
 
 def lower_bound(tables: LayoutTables, knobs: tuple[Knobs, ...], tight: bool = False) -> float:
     """A step time no plan of the layout with these knobs beats (seconds): the pipeline flush with
-    the fastest value of each knob that has one (no recompute, TP and EP overlap on: an overlapped
+    the fastest value of each knob that has one (no recompute, TP overlap on: an overlapped TP
     collective costs at most its whole length, overlap.decomposed_exposed_seconds and
-    overlapped_cost_seconds; cuDNN's attention, never slower than FlashAttention-2's, space.undominated;
+    overlapped_cost_seconds, where the EP overlap, whose exchanges wait for SMs, may cost more, so each knob's
+    own EP overlap is taken; cuDNN's attention, never slower than FlashAttention-2's, space.undominated;
     MoE CUDA graphs on, which only take away host synchronisation (and the expert GEMMs' token counts on the
     device where some knob's framework reads them there: a fact of its code, not a choice); under SP the
     inputs saved gathered,
     which spares the backward's re-gather, stage.backward_tp_comm_seconds; the fused loss, the fewest bytes
     a logit, compute.LOSS_BYTES_PER_LOGIT), over the knobs' precisions, weight
-    casts, CP exchanges and MoE dispatchers, plus the fixed overhead. Sequence parallelism has no
+    casts, CP exchanges, EP overlaps and MoE dispatchers, plus the fixed overhead. Sequence parallelism has no
     fastest value: it shards the elementwise work but exposes the output gradient's all-gather in the
     backward, where without it the whole all-reduce can hide beside the weight-gradient GEMMs
     (stage.backward_tp_comm_seconds), so a small model at tp 8 runs about 7% faster without it unless
@@ -95,7 +99,7 @@ def lower_bound(tables: LayoutTables, knobs: tuple[Knobs, ...], tight: bool = Fa
 
         keys = set()
         for k in knobs:
-            _, tpo, epo = best(overlaps, (k.sp, tp_split and k.sp, moe), (k.sp, k.tpo, k.epo))
+            _, tpo, epo = best(overlaps, (k.sp, tp_split and k.sp, k.epo), (k.sp, k.tpo, k.epo))
             rc, rcl = ("none", 0) if "none" in offered else (k.recompute, k.rcl)  # else the knob's own, as before
             keys.add((rc, k.sp, k.precision, k.casts, tpo, k.cpc,
                       epo, k.attn, k.epd, best(mcgs, moe, k.mcg), k.sp and best(spgs, True, k.spg),
@@ -103,7 +107,7 @@ def lower_bound(tables: LayoutTables, knobs: tuple[Knobs, ...], tight: bool = Fa
     else:
         sps = {k.sp for k in knobs}
         esd = any(k.esd for k in knobs)  # a framework's fact, not a choice: on only where some knob has it
-        keys = {(none, sp, k.precision, k.casts, sp, k.cpc, moe, "cudnn", k.epd, moe, sp, "fused", least_rcl, esd,
+        keys = {(none, sp, k.precision, k.casts, sp, k.cpc, k.epo, "cudnn", k.epd, moe, sp, "fused", least_rcl, esd,
                  "fused") for k in knobs for sp in sps}
     flush = min(tables.flush(*key[:7], attn=key[7], epd=key[8], mcg=key[9], spg=key[10], xent=key[11], rcl=key[12],
                              esd=key[13], proj=key[14])

@@ -509,7 +509,7 @@ def knob_combinations(spec: SearchSpec, fws: tuple[str, ...], tp: int, pp: int, 
         out = {k for k, v in values.items()
                if not (k.epd == "alltoall" and knob_variant(v, epd="deepep", mcg=True) in offered
                        or k.epd == "deepep" and not k.mcg and knob_variant(v, epd="alltoall") in offered)}
-    return tuple(sorted(undominated((k for k in out if _fixed_ok(spec, k)), interleaved=pp > 1 and vpp > 1)))
+    return tuple(sorted(undominated(k for k in out if _fixed_ok(spec, k))))
 
 
 def own_knobs(fw: base.Framework, ks: base.Knobs, model: cm.Model, zero: int, sp: bool, tp: int,
@@ -660,12 +660,11 @@ def refusal_keys(name: str, plan: cm.Plan, dpos: tuple[bool, ...]) -> tuple:
                  for dpo in dpos)
 
 
-def undominated(knobs, interleaved: bool = False) -> set[Knobs]:
-    """Drops a combination with TP or EP overlap off when the same one with it on is offered: the
-    overlapped collective never costs more (costmodel/overlap.py: decomposed_exposed_seconds and
+def undominated(knobs) -> set[Knobs]:
+    """Drops a combination with TP overlap off when the same one with it on is offered: the overlapped
+    collective never costs more (costmodel/overlap.py: decomposed_exposed_seconds and
     overlapped_cost_seconds are at most the transfer), only a pipeline bubble's share of the saving
-    leaves the DP overlap window, and memory does not depend on either (but under an `interleaved`
-    pipeline, where the EP overlap's schedule holds one chunk more: there both are kept); likewise the
+    leaves the DP overlap window, and memory does not depend on it; likewise the
     DP/ZeRO sync after the backward when another framework offers the overlapped one
     (step.dp_exposed_with_contention is at most the transfer); one that keeps pipeline buffers per
     micro-batch when the same one that frees them is offered (same time, less memory);
@@ -674,13 +673,14 @@ def undominated(knobs, interleaved: bool = False) -> set[Knobs]:
     and FlashAttention-2 when cuDNN's attention is offered (same memory; never slower: the two share a
     fraction of peak on every generation but Hopper, where FlashAttention-2 runs at the measured
     flash2_over_cudnn_hopper <= 1 of cuDNN's, tests/test_attention_kernel.py)
-    (tests/test_search_tables.py checks the step and the memory on random plans)."""
+    (tests/test_search_tables.py checks the step and the memory on random plans). Not the EP overlap: its
+    exchanges, each launched while the other micro-batch's kernels hold every SM, wait for the kernel then
+    running to end (stage.ep_exposed_seconds), so where those kernels are long (attention at 131,072 tokens) it
+    is slower than the exchanges alone, and under an interleaved pipeline its schedule holds one chunk more."""
     values = {k: knob_values(k) for k in knobs}
     ks = set(values.values())
     return {k for k, v in values.items() if not ((not k.tpo and knob_variant(v, tpo=True) in ks)
                                                  or (not k.dpo and knob_variant(v, dpo=True) in ks)
-                                                 or (not k.epo and not interleaved
-                                                     and knob_variant(v, epo=True) in ks)
                                                  or (not k.mcg and knob_variant(v, mcg=True) in ks)
                                                  or (k.pbuf != "freed" and knob_variant(v, pbuf="freed") in ks)
                                                  or (k.attn != "cudnn" and knob_variant(v, attn="cudnn") in ks))}
