@@ -10,6 +10,7 @@ search's own numbers and fit in memory.
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import pytest
 
@@ -21,7 +22,8 @@ from planner.search import suggest
 from planner.search.space import SearchSpec, build_space
 
 GIB = 2**30
-N_INSTANCES = 220
+N_INSTANCES = 280
+N_MOE = 60  # the last seeds draw mixtures of experts (random_moe_model)
 
 
 def tiny_gpu(rng: random.Random) -> cm.Gpu:
@@ -43,6 +45,20 @@ def random_model(rng: random.Random) -> cm.Model:
                     dropout=rng.random() < 0.3)
 
 
+def random_moe_model(rng: random.Random) -> cm.Model:
+    """A small mixture of experts: the knobs only MoE plans have (EP overlap, dispatchers, MoE CUDA graphs, the
+    quick-GEGLU prologue of biased experts, expert degrees) and, at a few thousand tokens, EP exchanges whose
+    overlap can be slower than none (stage.ep_exposed_seconds)."""
+    dense = random_model(rng)
+    experts = rng.choice([2, 4, 8])
+    moe = cm.Moe(experts, rng.choice([k for k in (1, 2) if k <= experts]), dense.hidden_size * rng.choice([1, 2]),
+                 shared_ffn_hidden_size=rng.choice([0, dense.hidden_size]),
+                 first_dense_layers=rng.choice([0, 0, 1]) if dense.num_layers > 1 else 0, layer_freq=rng.choice([1, 2]))
+    mlp, bias = rng.choice([("swiglu", False), ("quick_geglu", True), ("quick_geglu", False)])
+    return replace(dense, moe=moe, mlp=mlp, linear_bias=bias, dropout=False,
+                   seq_length=rng.choice([128, 512, 1024, 8192]))
+
+
 def random_spec(seed: int) -> tuple[SearchSpec, suggest.Options]:
     rng = random.Random(seed)
     gpus = rng.choice([1, 2, 3, 4, 6, 8, 12, 16, 24, 32])
@@ -58,7 +74,8 @@ def random_spec(seed: int) -> tuple[SearchSpec, suggest.Options]:
         fixed[key] = rng.choice({"tp": [1, 2], "zero": [0, 1, 3], "recompute": ["none", "full"],
                                  "sp": [True, False]}[key])
     gbs = rng.choice([1, 2, 4, 8, 12, 16, 32, 64])
-    spec = SearchSpec(random_model(rng), cluster, gbs, fws, precisions, grads, fixed,
+    model = random_moe_model(rng) if seed >= N_INSTANCES - N_MOE else random_model(rng)
+    spec = SearchSpec(model, cluster, gbs, fws, precisions, grads, fixed,
                       flash_attention=rng.random() < 0.8, overlap_dp_comm=rng.random() < 0.8,
                       overlap_pp_comm=rng.random() < 0.8)
     objective = "cost" if cluster.usd_per_gpu_hour and rng.random() < 0.3 else "time"
@@ -86,6 +103,22 @@ def test_instances_are_varied():
         fails += isinstance(outcome(spec, opts), str)
     assert sum(s >= 20 for s in sizes) >= N_INSTANCES // 3
     assert 10 <= fails <= N_INSTANCES // 2
+
+
+def test_moe_instances_are_varied():
+    """The mixture-of-experts seeds reach expert parallelism, the EP overlap (also under an interleaved
+    pipeline), the quick-GEGLU prologue and both outcomes."""
+    seen = {"ep": 0, "epo": 0, "interleaved epo": 0, "prologue": 0, "fails": 0}
+    for seed in range(N_INSTANCES - N_MOE, N_INSTANCES):
+        spec, opts = random_spec(seed)
+        space = build_space(spec)
+        pairs = [(lay, k) for lay, ks in space.knobs.items() for k in ks]
+        seen["ep"] += any(lay.ep > 1 for lay, _ in pairs)
+        seen["epo"] += any(k.epo for _, k in pairs)
+        seen["interleaved epo"] += any(k.epo and lay.vpp > 1 for lay, k in pairs)
+        seen["prologue"] += any(k.actp for _, k in pairs)
+        seen["fails"] += isinstance(outcome(spec, opts), str)
+    assert min(seen.values()) >= 1 and seen["ep"] >= N_MOE // 3 and seen["fails"] <= N_MOE // 2, seen
 
 
 @pytest.mark.parametrize("seed", range(N_INSTANCES))
