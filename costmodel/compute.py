@@ -212,7 +212,12 @@ def flash_attention_fraction(seq_length: int, eff: Efficiency, generation: str =
     asynchronous warpgroup MMA and TMA and runs about 1.9x faster (pytorch#142132: 631 against 329
     TFLOP/s on one shape). On Ampere the two perform alike (pytorch PR #192799, sm80); on Blackwell
     both names stand for the kernels built for it. f_max is fitted per generation (cuDNN's on Hopper);
-    FlashAttention-2's on Hopper is that times the measured ratio (Efficiency.flash2_over_cudnn_hopper)."""
+    FlashAttention-2's on Hopper is that times the measured ratio (Efficiency.flash2_over_cudnn_hopper).
+    FlashAttention-3, which runs on Hopper only (rules.cluster_violations), takes cuDNN's fitted fraction: in its
+    paper's forward benchmark on an H100 SXM5 in bf16 (Shah et al. 2024, arXiv:2407.08608, Fig. 5) it runs at
+    1.05x cuDNN's rate at head dimension 128 and 1.17x at 64 over 4k tokens (638 against 609 and 476 against 408
+    TFLOP/s), and FlashAttention-2 at 0.60x and 0.79x; no published training run has timed it, so the slower of
+    the two is taken (pessimistic by up to that margin)."""
     peak = eff.flash_attention_peak_fraction
     if generation == "ampere" and eff.flash_attention_peak_fraction_ampere:
         peak = eff.flash_attention_peak_fraction_ampere

@@ -258,12 +258,15 @@ def _offload_module_rules(model: Model, plan: Plan) -> list[str]:
 def cluster_violations(cluster: Cluster, plan: Plan, model: Model | None = None) -> list[str]:
     """The rules that depend on the cluster (its GPU, NVLink domain, host link). A low-precision
     format needs tensor cores for it: the GPU's spec lists a dense peak for it
-    (has_tensor_cores_for). Hierarchical CP (a2a+p2p) runs Ulysses over the CP ranks of
+    (has_tensor_cores_for); FlashAttention-3 a Hopper GPU. Hierarchical CP (a2a+p2p) runs Ulysses over the CP ranks of
     one NVLink domain (costmodel/context.py), which split the KV heads of a TP rank as plain a2a does."""
     have = has_tensor_cores_for(cluster.gpu, plan.precision)
     out = []
     if is_low(plan.precision) and not have:
         out.append(f"{plan.precision} needs {plan.precision.upper()} tensor cores, which {cluster.gpu.name} does not have")
+    if plan.flash_attention and plan.attention_kernel == "flash3" and cluster.gpu.generation != "hopper":
+        out.append(f"FlashAttention-3's kernels are Hopper's (SM90: warpgroup MMA and TMA), and {cluster.gpu.name} "
+                   f"is {cluster.gpu.generation}: another attention kernel runs there")
     if model is not None:
         out += _hierarchical_heads(model, cluster, plan)
     if (plan.offload_layers > 0 or plan.offload_modules) and cluster.host_link_bytes_per_second <= 0:

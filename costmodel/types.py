@@ -37,9 +37,10 @@ MLPS = ("gelu", "relu2", "swiglu", "geglu", "quick_geglu")
 CP_COMMS = ("p2p", "all_gather", "all_gather_saved", "a2a", "a2a+p2p")
 DISPATCH_DTYPES = ("bf16", "mxfp8")  # Plan.ep_dispatch_dtype
 # The fused attention kernel a plan's stack runs (Plan.attention_kernel; compute.flash_attention_fraction):
-# cuDNN's fused attention (Transformer Engine's FusedAttention, PyTorch SDPA's cuDNN backend) or a
-# FlashAttention-2-class kernel (the flash-attn 2 package, SDPA's flash backend).
-ATTENTION_KERNELS = ("cudnn", "flash2")
+# cuDNN's fused attention (Transformer Engine's FusedAttention, PyTorch SDPA's cuDNN backend), a
+# FlashAttention-2-class kernel (the flash-attn 2 package, SDPA's flash backend), or FlashAttention-3, Hopper's
+# own (Shah et al. 2024; PyTorch's varlen_attn with the FA3 implementation activated: torchtitan's gpt-oss).
+ATTENTION_KERNELS = ("cudnn", "flash2", "flash3")
 PIPELINE_BUFFERS = ("freed", "per_microbatch")  # Plan.pipeline_buffers (memory.pipeline_buffer_units)
 GRAD_SYNCS = ("buckets", "chunk_end", "microbatch")  # Plan.grad_sync (dataparallel.dp_sync_seconds, step.py)
 PROJECTIONS = ("fused", "fused_qkv", "separate")  # Plan.projections (compute.attention_gemms, compute.mlp_gemms)

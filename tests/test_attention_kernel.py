@@ -136,6 +136,47 @@ def test_emit_says_when_the_framework_runs_another_kernel():
     assert "--attention-kernel" not in readme("flash2")
 
 
+def test_flash3_runs_on_hopper_at_cudnns_rate():
+    """FlashAttention-3 is Hopper's kernel: priced at cuDNN's fitted fraction there (its paper's forward benchmark
+    puts it at 1.05-1.17x cuDNN's rate at 4k tokens, Shah et al. 2024 Fig. 5: the slower is taken), and refused on
+    another generation, where PyTorch's varlen_attn runs FlashAttention-2 or -4."""
+    from costmodel.rules import cluster_violations
+    from planner.inputs import loading
+
+    assert flash_attention_fraction(8192, EFF, "hopper", "flash3") == flash_attention_fraction(8192, EFF, "hopper",
+                                                                                               "cudnn") == 0.6
+    plan = cm.Plan(attention_kernel="flash3")
+    for name, refused in (("dgx-h100", False), ("dgx-a100", True), ("dgx-b200", True)):
+        cluster = loading.build_cluster(loading.load_cluster_spec(name), 8)
+        assert bool(cluster_violations(cluster, plan)) == refused, name
+
+
+@pytest.mark.parametrize("cluster, kernel", [("dgx-h100", "flash3"), ("dgx-b200", "flash2"), ("dgx-a100", "flash2")])
+def test_torchtitan_gpt_oss_attends_with_varlen_attention(cluster, kernel):
+    """torchtitan's gpt-oss runs VarlenAttention, which activates FlashAttention-3 on Hopper, -4 on Blackwell and
+    leaves -2 elsewhere (models/common/attention.py, tools/utils.py get_cuda_flash_attention_impl, @4f9e9a47):
+    its searched plans carry flash3 on H100, flash2 on B200 (every kernel priced alike there) and A100; its Llama 3
+    keeps FlexAttention's flash2 on H100 too. A plan scored with cuDNN's attention gets a note naming flash3."""
+    from emit_support import estimate
+
+    from planner.emit import build_job, render
+    from planner.frameworks.base import Machine
+    from planner.inputs import loading
+    from planner.search.space import SearchSpec
+    from planner.search.suggest import Options, run
+
+    spec = loading.load_model_spec("gpt-oss-120b")
+    c = loading.build_cluster(loading.load_cluster_spec(cluster), 64)
+    result = run(SearchSpec(spec.to_model(), c, 256, frameworks=("torchtitan",)), Options(top_k=2))
+    assert {r.plan.attention_kernel for r in result.ranked} == {kernel}
+    if cluster == "dgx-h100":
+        titan, llama = REGISTRY["torchtitan"], loading.load_model_spec("llama3-8b").to_model()
+        assert titan.attention_kernels(llama, Machine.of(c), titan.knobs(False, False)).values == ("flash2",)
+        est = estimate(spec, dp=8, ep=8, zero_stage=3, global_batch_size=8, rope_fusion=True)
+        readme = render(build_job(spec, {**est, "gpu": "h100-sxm-80gb"}), "torchtitan")["README.txt"][0]
+        assert "re-score with planner estimate ... --attention-kernel flash3" in readme
+
+
 def test_a_part_with_its_own_attention_benchmark_runs_at_its_measured_rate():
     """cuDNN's SDPA training benchmark (cudnn-frontend @ fb682ce7, bf16, causal, head dim 128, 8k; catalogs/
     gpus.yaml) measured 1574 / 1332 TFLOP/s forward / backward on GB200 and 1856 / 1435 on GB300, both of a

@@ -179,9 +179,9 @@ class Plan(Strict):
         "together) or tp-cp-pp-dp (--use-tp-pp-dp-mapping: a replica's pipeline stages together)")
     repeat_kv: bool = d("K/V repeated to the query heads before attention (attention without grouped-query "
                         "support): saved and exchanged at the query heads' width")
-    attention_kernel: Literal["cudnn", "flash2"] = d(
-        "fused attention kernel: cuDNN's (Transformer Engine, current PyTorch SDPA) or a FlashAttention-2-class "
-        "one; they differ on Hopper")
+    attention_kernel: Literal[cm.ATTENTION_KERNELS] = d(
+        "fused attention kernel: cuDNN's (Transformer Engine, current PyTorch SDPA), a FlashAttention-2-class one "
+        "(they differ on Hopper), or FlashAttention-3 (Hopper only, priced as cuDNN's)")
 
 
 class MoeShape(Strict):

@@ -224,10 +224,9 @@ def otherwise_notes(job: Job, frameworks: list[str]) -> list[str]:
     p, notes = job.plan, []
     for name in frameworks:
         fw = REGISTRY[name]
-        ks = fw.knobs_for(p)
         for o in scored_otherwise(fw, job.cm_model, p, job.machine):
             if o.field in OTHERWISE_NOTES:
-                assumes, runs, flag = OTHERWISE_NOTES[o.field](p, fw, ks, o.runs)
+                assumes, runs, flag = OTHERWISE_NOTES[o.field](p, fw, o)
                 notes.append(f"{fw.title}: the prediction above assumes {assumes}, but {runs}; re-score with "
                              f"planner estimate {flag}.")
     return notes
@@ -238,41 +237,37 @@ def _flag(name: str, on: bool) -> str:
     return f"... --{name}" if on else f"without --{name}"
 
 
-def _prologue(p, fw, ks, runs) -> tuple[str, str, str]:
+def _prologue(p, fw, o) -> tuple[str, str, str]:
     def side(on: bool) -> str:
         return "with" if on else "without"
     return (f"the experts' activation {side(p.moe_act_prologue)} Megatron-core's quick-GEGLU prologue (eager clamps "
-            f"and a host wait per MoE layer)", f"{fw.title} runs it {side(runs)}",
-            f"{'without' if runs else '...'} --no-moe-act-prologue")
+            f"and a host wait per MoE layer)", f"{fw.title} runs it {side(o.runs)}",
+            f"{'without' if o.runs else '...'} --no-moe-act-prologue")
 
 
 def _where(on: bool) -> str:
     return "GPU" if on else "host"
 
 
-# Plan field -> (plan, framework, its knobs, the value it runs) -> (what the plan assumes, what the framework
+# Plan field -> (plan, framework, its frameworks.base.Otherwise) -> (what the plan assumes, what the framework
 # does, the estimate flags that re-score it).
 OTHERWISE_NOTES = {
-    "attention_kernel": lambda p, fw, ks, runs: (f"{p.attention_kernel} attention", ks.attention_kernel.why,
-                                                 f"... --attention-kernel {runs}"),
-    "projections": lambda p, fw, ks, runs: (f"{p.projections} projections", ks.projections.why,
-                                            f"... --projections {runs}"),
-    "rope_fusion": lambda p, fw, ks, runs: (
+    "attention_kernel": lambda p, fw, o: (f"{p.attention_kernel} attention", o.why, f"... --attention-kernel {o.runs}"),
+    "projections": lambda p, fw, o: (f"{p.projections} projections", o.why, f"... --projections {o.runs}"),
+    "rope_fusion": lambda p, fw, o: (
         "RoPE as one fused kernel" if p.rope_fusion else "RoPE applied with eager ops",
-        f"its model code {'fuses it into one kernel' if runs else 'applies it with eager ops'}",
-        "... --rope-fusion" if runs else "... --no-rope-fusion"),
+        f"its model code {'fuses it into one kernel' if o.runs else 'applies it with eager ops'}",
+        "... --rope-fusion" if o.runs else "... --no-rope-fusion"),
     "moe_act_prologue": _prologue,
-    "cross_entropy": lambda p, fw, ks, runs: (f"the {p.cross_entropy} loss", ks.cross_entropy.why,
-                                              f"... --cross-entropy {runs}"),
-    "tp_async_grad": lambda p, fw, ks, runs: (f"tp_async_grad {str(p.tp_async_grad).lower()}", ks.tp_async_grad.why,
-                                              "without --no-tp-async-grad" if runs else "... --no-tp-async-grad"),
-    "expert_sizes_on_device": lambda p, fw, ks, runs: (
+    "cross_entropy": lambda p, fw, o: (f"the {p.cross_entropy} loss", o.why, f"... --cross-entropy {o.runs}"),
+    "tp_async_grad": lambda p, fw, o: (f"tp_async_grad {str(p.tp_async_grad).lower()}", o.why,
+                                       "without --no-tp-async-grad" if o.runs else "... --no-tp-async-grad"),
+    "expert_sizes_on_device": lambda p, fw, o: (
         f"the experts' token counts read on the {_where(p.expert_sizes_on_device)}",
-        f"{fw.title}'s grouped expert GEMMs read them on the {_where(runs)} on this GPU",
-        _flag("expert-sizes-on-device", runs)),
-    "grad_sync": lambda p, fw, ks, runs: (f"grad_sync {p.grad_sync}",
-                                          f"{fw.title} reduces as grad_sync {runs} ({ks.grad_sync.why})",
-                                          f"... --grad-sync {runs}"),
+        f"{fw.title}'s grouped expert GEMMs read them on the {_where(o.runs)} on this GPU",
+        _flag("expert-sizes-on-device", o.runs)),
+    "grad_sync": lambda p, fw, o: (f"grad_sync {p.grad_sync}", f"{fw.title} reduces as grad_sync {o.runs} ({o.why})",
+                                   f"... --grad-sync {o.runs}"),
 }
 
 

@@ -206,9 +206,17 @@ class Framework:
     # machine (Plan.expert_sizes_on_device), so that an MoE layer without expert parallelism never waits on the
     # host: a fact of its code and the GPU's kernels, one value per framework and machine in the search.
     expert_sizes_on_device: Callable[["Machine"], bool] = lambda machine: False
+    # The attention kernel its code runs for this model on this machine where that is not its knobs' (torchtitan's
+    # gpt-oss: VarlenAttention, FlashAttention-3 on Hopper), else None: a fact of its code, like those above.
+    attention_kernel_for: Callable[[cm.Model, "Machine"], Optional[Choice]] = lambda model, machine: None
 
     def knobs_for(self, plan: cm.Plan) -> Knobs:
         return self.knobs(plan.tp > 1, plan.pp > 1)
+
+    def attention_kernels(self, model: cm.Model, machine: Optional["Machine"], ks: Knobs) -> Choice:
+        """The attention kernels it runs for `model` on `machine`: attention_kernel_for's, else its knobs'
+        (also where the machine is not known)."""
+        return (self.attention_kernel_for(model, machine) if machine else None) or ks.attention_kernel
 
     def cannot_build(self, model: cm.Model) -> Optional[str]:
         """model_gap's line for `model`, or None (also for a framework without a model_gap)."""
@@ -231,6 +239,7 @@ class Otherwise:
     label: str
     field: str
     runs: object
+    why: str = ""  # the framework's reason, where a Choice of its knobs gives one
 
 
 def scored_otherwise(fw: Framework, model: cm.Model, plan: cm.Plan,
@@ -250,23 +259,26 @@ def scored_otherwise(fw: Framework, model: cm.Model, plan: cm.Plan,
     how to re-score (emit/readme.py otherwise_notes), and diagnose's levers take their framework's values
     (analysis/diagnose.py as_framework_runs)."""
     ks = fw.knobs_for(plan)
+    kernels = fw.attention_kernels(model, machine, ks)
     sync = grad_sync_for(ks, plan.zero_stage)
     same_sync = plan.num_microbatches == 1 and {plan.grad_sync, sync} <= {"buckets", "microbatch"}
     rope = (fw.rope_fusion(model), *((False,) if fw.rope_unfused_on_request else ()))
     moe = model.moe is not None
-    checks = [("attention kernel", "attention_kernel", ks.attention_kernel.values, plan.flash_attention),
-              ("projections", "projections", ks.projections.values, True),
-              ("loss", "cross_entropy", ks.cross_entropy.values, True),
-              ("TP input-gradient reduction async", "tp_async_grad", ks.tp_async_grad.values, plan.tp > 1),
-              ("gradient sync", "grad_sync", (sync,), plan.dp * plan.cp > 1 and plan.zero_stage < 2 and not same_sync),
-              ("RoPE fused", "rope_fusion", rope, plan.fused_elementwise),
-              ("expert activation prologue", "moe_act_prologue", (fw.act_prologue(model),), moe),
+    checks = [("attention kernel", "attention_kernel", kernels.values, plan.flash_attention, kernels.why),
+              ("projections", "projections", ks.projections.values, True, ks.projections.why),
+              ("loss", "cross_entropy", ks.cross_entropy.values, True, ks.cross_entropy.why),
+              ("TP input-gradient reduction async", "tp_async_grad", ks.tp_async_grad.values, plan.tp > 1,
+               ks.tp_async_grad.why),
+              ("gradient sync", "grad_sync", (sync,), plan.dp * plan.cp > 1 and plan.zero_stage < 2 and not same_sync,
+               ks.grad_sync.why),
+              ("RoPE fused", "rope_fusion", rope, plan.fused_elementwise, ""),
+              ("expert activation prologue", "moe_act_prologue", (fw.act_prologue(model),), moe, ""),
               ("expert token counts on the device", "expert_sizes_on_device",
                (fw.expert_sizes_on_device(machine) if machine else False,),
-               moe and plan.ep == 1 and machine is not None),
+               moe and plan.ep == 1 and machine is not None, ""),
               ("gradient reduce bucket elements", "grad_bucket_elements",
-               (fw.grad_bucket_elements(model, plan.zero_stage),), True)]
-    return [Otherwise(label, field, runs[0]) for label, field, runs, read in checks
+               (fw.grad_bucket_elements(model, plan.zero_stage),), True, "")]
+    return [Otherwise(label, field, runs[0], why) for label, field, runs, read, why in checks
             if read and getattr(plan, field) not in runs]
 
 

@@ -94,6 +94,22 @@ def family(model: cm.Model) -> str:
     return flavour.family if flavour else ""
 
 
+def varlen_kernel(model: cm.Model, machine: Machine) -> Optional[Choice]:
+    """torchtitan's gpt-oss attends with VarlenAttention, which activates PyTorch's FlashAttention-3 implementation
+    on Hopper and FlashAttention-4 on Blackwell and leaves FlashAttention-2 elsewhere (models/common/attention.py
+    VarlenAttention.__init__, tools/utils.py get_cuda_flash_attention_impl, @4f9e9a47): flash3 on Hopper, else
+    flash2, which the cost model prices as every kernel on Blackwell (compute.flash_attention_fraction). Its
+    other families keep their knobs' FlexAttention (None)."""
+    if family(model) != "gpt_oss":
+        return None
+    if machine.generation == "hopper":
+        return Choice(("flash3",), "torchtitan's gpt-oss attends with VarlenAttention, which runs FlashAttention-3 "
+                                   "on Hopper (models/common/attention.py, tools/utils.py)")
+    return Choice(("flash2",), "torchtitan's gpt-oss attends with VarlenAttention, which runs FlashAttention-4 on "
+                               "Blackwell (priced as every kernel there) and FlashAttention-2 elsewhere "
+                               "(models/common/attention.py, tools/utils.py)")
+
+
 def gpt_oss_layout(model: cm.Model, plan: cm.Plan) -> Optional[str]:
     """torchtitan's gpt-oss flavours attend with VarlenAttention (model_registry's attn_backend "varlen", the
     recipes'), and distributed/context_parallel/api.py apply_cp_to_forward raises for it ("Variable-length
@@ -333,9 +349,7 @@ def knobs(tp_split: bool, pp_split: bool) -> Knobs:
         attention_kernel=Choice(("flash2",), "torchtitan 0.3.0's Llama 3, Qwen3 and DeepSeek-V3 run FlexAttention's "
                                              "Triton kernels (models/llama3/__init__.py attn_backend \"flex\"; SDPA "
                                              "is refused), a FlashAttention-2-class kernel (85-90% of its speed, Dong "
-                                             "et al. 2024, arXiv:2412.05496); its gpt-oss runs VarlenAttention "
-                                             "(FlashAttention 3 on Hopper, 4 on Blackwell), priced the same here, "
-                                             "which overstates its attention time on Hopper"),
+                                             "et al. 2024, arXiv:2412.05496)"),
     )
 
 
@@ -690,4 +704,5 @@ FRAMEWORK = Framework(
                    MachineRule(("zero_stage",), experts_borrow_fsdp)),
     model_gap=model_gap,
     expert_sizes_on_device=grouped_mm_on_device,
+    attention_kernel_for=varlen_kernel,
 )

@@ -121,10 +121,11 @@ def add_plan_flags(p: argparse.ArgumentParser) -> None:
                         "counted with the gradients: one (ZeRO-3), or one and a second under the overlapped sync "
                         "(ZeRO-1/2); 0 (default): reduced where they are (Megatron-core, FSDP2). DeepSpeed: "
                         "500000000 at ZeRO-1/2, hidden_size^2 at ZeRO-3 (the launch files' sizes)")
-    g.add_argument("--attention-kernel", choices=["cudnn", "flash2"],
+    g.add_argument("--attention-kernel", choices=list(cm.ATTENTION_KERNELS),
                    help="fused attention kernel: cuDNN's (Transformer Engine on Hopper and later, PyTorch SDPA from "
-                        "2.9 with cuDNN > 9.15; default) or a FlashAttention-2-class one (flash-attn 2, older SDPA); "
-                        "about 1.9x apart on Hopper")
+                        "2.9 with cuDNN > 9.15; default), a FlashAttention-2-class one (flash-attn 2, older SDPA, "
+                        "FlexAttention), about 1.9x slower on Hopper, or FlashAttention-3 (Hopper only; torchtitan's "
+                        "gpt-oss), priced as cuDNN's")
     g.add_argument("--repeat-kv", action="store_true",
                    help="K/V repeated to the query heads before attention (torchtitan before enable_gqa): saved "
                         "and exchanged over context parallelism at the query heads' width")

@@ -526,7 +526,7 @@ class PlanSpec(Spec):
     layer_cuda_graphs: Flag = False  # each dense layer's forward and backward as CUDA graphs (Megatron local)
     optimizer_states: Literal["fp32", "bf16"] = "fp32"  # bf16: Megatron's precision-aware optimizer
     fp8_attention: Flag = False  # the attention core in FP8 (Transformer Engine fp8_dot_product_attention)
-    attention_kernel: Literal["cudnn", "flash2"] = "cudnn"  # fused attention kernel (costmodel Plan.attention_kernel)
+    attention_kernel: Literal[cm.ATTENTION_KERNELS] = "cudnn"  # fused attention kernel (Plan.attention_kernel)
     sequence_parallel: Flag = False
     precision: Literal[cm.PRECISIONS] = "bf16"
     fp8_recipe: Literal["delayed", "tensorwise", "rowwise", "blockwise"] = "delayed"

@@ -538,6 +538,7 @@ def framework_knobs(spec: SearchSpec, name: str, probe: cm.Plan) -> list:
     if base.numerics_violations(fw, probe):  # the user's numerics (SearchSpec.numerics), same on every plan
         return []
     found, rules = [], ProbeRules(spec, fw)
+    kernels = fw.attention_kernels(spec.model, machine, ks).values
     for zero, rc, sp, prec in product(ks.zero_stage.values, ks.recompute.values, ks.sequence_parallel.values,
                                       ks.precision.values):
         if (sp and tp == 1) or prec not in spec.precisions or not gpu_runs(spec, prec):
@@ -569,8 +570,7 @@ def framework_knobs(spec: SearchSpec, name: str, probe: cm.Plan) -> list:
         outer = dict(zip(OUTER_PLAN_FIELDS, (zero, rc, sp, prec, own["gsync"], own["spg"], dpos[0], 0, 0, own["tpa"],
                                               own["proj"], own["rof"], own["actp"], own["xent"], own["gbuf"],
                                               own["esd"])))
-        for inner in product(grads, casts, reshards, overlaps, cpcs, epos, pbufs, ks.attention_kernel.values, epds,
-                             mcgs):
+        for inner in product(grads, casts, reshards, overlaps, cpcs, epos, pbufs, kernels, epds, mcgs):
             fields = dict(zip(INNER_PLAN_FIELDS, inner))
             fields.update(outer, fp8_recipe=fp8_recipe_for(fields["weight_casts"]))
             plan = plan_over(probe, fields)
@@ -758,7 +758,8 @@ def knob_refusal(spec: SearchSpec, fw: base.Framework, probe: cm.Plan) -> str | 
         # the framework's own runtime and kernels (as the search builds its knobs), so that a refusal is never
         # one of another framework's settings (pipeline buffers, the CP exchange, gathered SP inputs, weight casts)
         knobs = Knobs(zero, "none", sp, precision, "", cpc=ks.cp_comm.values[0], pbuf=ks.pipeline_buffers.values[0],
-                      attn=ks.attention_kernel.values[0], dpo=spec.fixed.get("dpo", spec.overlap_dp_comm),
+                      attn=fw.attention_kernels(spec.model, machine, ks).values[0],
+                      dpo=spec.fixed.get("dpo", spec.overlap_dp_comm),
                       casts=ks.weight_casts.values[0] if precision in LOW_PRECISIONS else "step",
                       **own_knobs(fw, ks, spec.model, zero, sp, probe.tp, machine))
         plan = plan_over(probe, knob_plan_fields(knobs))
