@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from costmodel import types as cm
 from planner.frameworks import deepspeed, megatron, torchtitan
 from planner.search.space import Layout, SearchSpec, build_space
@@ -79,18 +81,21 @@ def test_space_counted_by_hand():
     (1,1,4): mbs 1; (1,2,2): 1,2; (1,4,1): 1,2,4; (2,1,2): 1,2; (2,2,1): 1,2,4 -> 11 layouts
     (tp 4 breaks heads % tp). Plans: pp = 1 layouts 3 x (4 ZeRO x 2 recompute) = 24,
     pp > 1 layouts 8 x (1 x 2) = 16 (bf16 with pp > 1 runs DeepSpeed's BF16_Optimizer, ZeRO-1:
-    ZeRO 0 is refused); 40 in all, searched without the DP overlap. With it (the default) the same 40:
-    where dp > 1 DeepSpeed runs ZeRO 0 and pipelines with the sync after the backward (the overlapped one
-    is refused there), which the search then offers instead; elsewhere the overlapped sync (the one after
-    the backward never costs less: space.undominated)."""
+    ZeRO 0 is refused); 40 in all, searched without the DP overlap. With it (the default) 52: DeepSpeed runs
+    pipelines (at any dp) and ZeRO 0 where dp > 1 with the sync after the backward (the overlapped one is refused
+    there), which the search then offers instead; ZeRO-1/2 without a pipeline both ways, as the overlap holds a
+    second reduce bucket (2 x 2 more plans on each of the 3 layouts); elsewhere the overlapped sync (the one
+    after the backward never costs less: space.undominated)."""
     space = build_space(SearchSpec(model(4), cluster(4), 4, ("deepspeed",), overlap_dp_comm=False))
     assert len(space.knobs) == 11
     assert space.size == 40
     space = build_space(SearchSpec(model(4), cluster(4), 4, ("deepspeed",)))
-    assert (len(space.knobs), space.size) == (11, 40)
+    assert (len(space.knobs), space.size) == (11, 52)
     off = {(lay.pp, lay.dp, k.zero) for lay, ks in space.knobs.items() for k in ks if not k.dpo}
-    assert off == {(pp, dp, zero) for pp, dp, zero in off if dp > 1 and (pp > 1 or zero == 0)}
-    assert off >= {(1, 4, 0), (2, 2, 1), (1, 2, 0)}
+    on = {(lay.pp, lay.dp, k.zero) for lay, ks in space.knobs.items() for k in ks if k.dpo}
+    assert all(pp > 1 or zero in (1, 2) or dp > 1 and zero == 0 for pp, dp, zero in off)
+    assert off >= {(1, 4, 0), (2, 2, 1), (1, 2, 0), (4, 1, 1), (1, 4, 1), (1, 2, 2)}
+    assert not {(pp, dp, zero) for pp, dp, zero in on if pp > 1} and (1, 4, 1) in on and (1, 2, 3) in on
     assert all(lay.vpp == 1 for lay in space.knobs)
 
 
@@ -382,3 +387,46 @@ def test_shared_probes_answer_as_each_split_alone():
                 assert set(space.knobs.get(lay, ())) == alone[lay.vpp, fws], lay
                 checked += 1
         assert checked > 50 and any(lay.cp > 1 for lay in space.knobs)
+
+
+def _catalog_spec(model: str, cluster: str, gpus: int, gbs: int, **kw) -> SearchSpec:
+    from planner.inputs import loading
+
+    c = loading.build_cluster(loading.load_cluster_spec(cluster), gpus)
+    return SearchSpec(loading.load_model_spec(model).to_model(), c, gbs, **kw)
+
+
+def test_a_fixed_dispatcher_is_not_dropped_for_another():
+    """Inside one NVLink domain the search keeps DeepEP with MoE CUDA graphs over the all-to-all and the all-to-all
+    over DeepEP without graphs (space.knob_combinations, ep_local): with one of the dropped ones fixed, it once
+    dropped them before the fix filtered the rest, so qwen3-30b-a3b on 8 H100 with DeepEP without graphs had no
+    expert-parallel split (best 5.41 s at ep 1) and with the all-to-all on 16 its second best group was 1.776 s
+    where (tp 2, ep 8) runs it in 1.764 s."""
+    from planner.search.suggest import Options, run
+
+    spec = _catalog_spec("qwen3-30b-a3b", "dgx-h100", 8, 64, fixed={"epd": "deepep", "mcg": False})
+    assert any(lay.ep > 1 for lay in build_space(spec).knobs)
+    assert run(spec, Options(top_k=1)).ranked[0].plan.ep > 1
+    spec = _catalog_spec("qwen3-30b-a3b", "dgx-h100", 16, 64, fixed={"epd": "alltoall"})
+    ranked = run(spec, Options(top_k=2)).ranked
+    assert ranked[1].layout.group == (2, 1, 1, 8, 8, 1) and {r.plan.ep_dispatch for r in ranked} == {"alltoall"}
+
+
+def test_deepspeed_buckets_keep_the_sync_after_the_backward_on_offer():
+    """DeepSpeed's ZeRO-1/2 overlap holds a second reduce bucket (dataparallel.staging_bucket_bytes: 5e8 bf16
+    elements, 0.93 GiB), so the sync after the backward is offered beside it; and under a pipeline DeepSpeed turns
+    the overlap off at any dp (runtime/engine.py). megatron-7.5b at 16,384 tokens on 8 H100 with tp 2, pp 4,
+    ZeRO-1 and no recompute holds 71.5 GiB, under 72 GiB (0.9 x 80), where the search once priced it with the
+    overlap's second bucket (72.4 GiB) and kept only a full recompute for that group (30.8 s against 23.8 s)."""
+    from planner.search.suggest import Options, run
+
+    base = _catalog_spec("megatron-7.5b", "dgx-h100", 8, 64)
+    spec = SearchSpec(replace(base.model, seq_length=16384), base.cluster, 64, frameworks=("deepspeed",))
+    space = build_space(spec)
+    assert not any(k.dpo for lay, ks in space.knobs.items() if lay.pp > 1 for k in ks)
+    flat = {(k.zero, k.dpo) for lay, ks in space.knobs.items() if lay.pp == 1 for k in ks if k.gbuf}
+    assert {(1, True), (1, False)} <= flat
+    best = {r.layout.group: r for r in run(spec, Options(top_k=5, max_memory_fraction=0.9)).ranked}
+    kept = best[(2, 1, 4, 1, 1, 1)]
+    assert kept.plan.recompute == "none" and not kept.plan.overlap_dp_comm
+    assert kept.peak_memory_bytes / 2**30 == pytest.approx(71.5, abs=0.01)

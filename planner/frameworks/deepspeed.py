@@ -109,9 +109,11 @@ def exposed_gradient_reduction(model: cm.Model, machine: Machine, plan: cm.Plan)
     (runtime/pipe/schedule.py ReduceGrads); without ZeRO, allreduce_gradients all-reduces the buffered
     gradients after the backward (buffered_allreduce_fallback). A plan priced with the DP sync hidden
     behind the backward (overlap_dp_comm) does not run so there: its time would be optimistic; the search
-    prices such plans with the sync after the backward. Reads dp, so it is checked per split (a
-    base.MachineRule on the ZeRO stage and the overlap)."""
-    if plan.overlap_dp_comm and plan.dp > 1 and (plan.pp > 1 or plan.zero_stage == 0):
+    prices such plans with the sync after the backward. Under a pipeline at any dp: with one data-parallel rank
+    the overlap moves no time, but its second reduce bucket (dataparallel.staging_bucket_bytes) is memory
+    DeepSpeed does not hold there. Reads dp, so it is checked per split (a base.MachineRule on the ZeRO stage
+    and the overlap)."""
+    if plan.overlap_dp_comm and (plan.pp > 1 or plan.zero_stage == 0 and plan.dp > 1):
         where = "a pipeline" if plan.pp > 1 else "ZeRO 0"
         return (f"DeepSpeed reduces gradients after the backward with {where} (runtime/engine.py), not overlapped "
                 "with it: re-plan with overlap_dp_comm off (--no-overlap)")

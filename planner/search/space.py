@@ -102,6 +102,12 @@ class Knobs:
                 self.dpo and self.gbuf > 0)
 
     @cached_property
+    def overlap_bucket(self) -> bool:
+        """Whether the DP overlap holds a reduce bucket more than the sync after the backward: DeepSpeed's ZeRO-1/2
+        (dataparallel.staging_bucket_bytes), so the overlap is not the smaller of the two there."""
+        return self.gbuf > 0 and self.zero in (1, 2)
+
+    @cached_property
     def memory(self) -> tuple:
         """The knobs a plan's peak memory depends on (tables.LayoutTables.peak_memory): the model
         states', the activations' and the CP exchange's, and the EP overlap (its combined 1F1B warms up one
@@ -475,8 +481,9 @@ def knob_combinations(spec: SearchSpec, fws: tuple[str, ...], tp: int, pp: int, 
     all-to-all moves (moe.deduplicated_dispatch_seconds: no remote domain), so the all-to-all
     combinations are dropped when DeepEP with the MoE CUDA graphs (no host synchronisation) is offered,
     and DeepEP without them when the all-to-all is (the same time; the plainer dispatcher is kept).
-    `cp_comms`: the CP exchanges the split allows (legal_cp_comms); `refused`: what the frameworks'
-    machine rules refuse on the split (machine_refusals); `runs`: framework_knobs' answers, shared by the
+    The user's fixes filter the combinations before that rule (a dispatcher fixed to the one it would drop
+    once left the split with none). `cp_comms`: the CP exchanges the split allows (legal_cp_comms); `refused`:
+    what the frameworks' machine rules refuse on the split (machine_refusals); `runs`: framework_knobs' answers, shared by the
     calls of one search (splits that differ only in their machine refusals, CP exchanges or frameworks
     ask the same questions: each combination is judged alone, so one answer over every exchange serves
     all, filtered by `cp_comms`), and by (framework, knobs) their refusal_keys."""
@@ -490,9 +497,12 @@ def knob_combinations(spec: SearchSpec, fws: tuple[str, ...], tp: int, pp: int, 
         for k, dpos, counts in runs[key]:
             if cp > 1 and k.cpc not in cp_comms:
                 continue
+            # The first DP overlap value that passes, and where the overlap holds a second reduce bucket
+            # (Knobs.overlap_bucket) every one: the sync after the backward may fit where it does not.
             if not refused:  # no machine rule refuses anything on the split
-                out.add(k)
-                out.update(counts)
+                for dpo in dpos if k.overlap_bucket else dpos[:1]:
+                    out.add(k if dpo == k.dpo else replace(k, dpo=dpo))
+                    out.update(counts if dpo == k.dpo else (replace(c, dpo=dpo) for c in counts))
                 continue
             if (name, k) not in runs:
                 runs[name, k] = refusal_keys(name, plan_over(probe, knob_plan_fields(k)), dpos)
@@ -502,14 +512,16 @@ def knob_combinations(spec: SearchSpec, fws: tuple[str, ...], tp: int, pp: int, 
                 if not any(key in refused for key in keys):
                     out.add(k if dpo == k.dpo else replace(k, dpo=dpo))
                     out.update(counts if dpo == k.dpo else (replace(c, dpo=dpo) for c in counts))
-                    break
+                    if not k.overlap_bucket:
+                        break
+    out = {k for k in out if _fixed_ok(spec, k)}  # before the dispatchers' rule: a fixed one must not go for another
     if ep_local:
         values = {k: knob_values(k) for k in out}
         offered = set(values.values())
         out = {k for k, v in values.items()
                if not (k.epd == "alltoall" and knob_variant(v, epd="deepep", mcg=True) in offered
                        or k.epd == "deepep" and not k.mcg and knob_variant(v, epd="alltoall") in offered)}
-    return tuple(sorted(undominated(k for k in out if _fixed_ok(spec, k))))
+    return tuple(sorted(undominated(out)))
 
 
 def own_knobs(fw: base.Framework, ks: base.Knobs, model: cm.Model, zero: int, sp: bool, tp: int,
@@ -666,7 +678,8 @@ def undominated(knobs) -> set[Knobs]:
     overlapped_cost_seconds are at most the transfer), only a pipeline bubble's share of the saving
     leaves the DP overlap window, and memory does not depend on it; likewise the
     DP/ZeRO sync after the backward when another framework offers the overlapped one
-    (step.dp_exposed_with_contention is at most the transfer); one that keeps pipeline buffers per
+    (step.dp_exposed_with_contention is at most the transfer), but not where the overlap holds a second reduce
+    bucket (Knobs.overlap_bucket); one that keeps pipeline buffers per
     micro-batch when the same one that frees them is offered (same time, less memory);
     one without the MoE CUDA graphs when the same one with them is offered (they only take away the
     per-layer host synchronisation, stage.host_synced_dispatch; no memory);
@@ -680,7 +693,8 @@ def undominated(knobs) -> set[Knobs]:
     values = {k: knob_values(k) for k in knobs}
     ks = set(values.values())
     return {k for k, v in values.items() if not ((not k.tpo and knob_variant(v, tpo=True) in ks)
-                                                 or (not k.dpo and knob_variant(v, dpo=True) in ks)
+                                                 or (not k.dpo and not k.overlap_bucket
+                                                     and knob_variant(v, dpo=True) in ks)
                                                  or (not k.mcg and knob_variant(v, mcg=True) in ks)
                                                  or (k.pbuf != "freed" and knob_variant(v, pbuf="freed") in ks)
                                                  or (k.attn != "cudnn" and knob_variant(v, attn="cudnn") in ks))}
