@@ -483,10 +483,10 @@ def knob_combinations(spec: SearchSpec, fws: tuple[str, ...], tp: int, pp: int, 
     and DeepEP without them when the all-to-all is (the same time; the plainer dispatcher is kept).
     The user's fixes filter the combinations before that rule (a dispatcher fixed to the one it would drop
     once left the split with none). `cp_comms`: the CP exchanges the split allows (legal_cp_comms); `refused`:
-    what the frameworks' machine rules refuse on the split (machine_refusals); `runs`: framework_knobs' answers, shared by the
-    calls of one search (splits that differ only in their machine refusals, CP exchanges or frameworks
-    ask the same questions: each combination is judged alone, so one answer over every exchange serves
-    all, filtered by `cp_comms`), and by (framework, knobs) their refusal_keys."""
+    what the frameworks' machine rules refuse on the split (machine_refusals); `runs`: framework_knobs'
+    answers, shared by the calls of one search (splits that differ only in their machine refusals, CP exchanges
+    or frameworks ask the same questions: each combination is judged alone, so one answer over every exchange
+    serves all, filtered by `cp_comms`), and by (framework, knobs) their refusal_keys."""
     out: set[Knobs] = set()
     runs = {} if runs is None else runs
     probe = plan_for(spec, Layout(tp, pp, spec.cluster.num_gpus // (tp * cp * pp), vpp, 1, cp, ep, etp))
