@@ -230,6 +230,13 @@ def flash_attention_fraction(seq_length: int, eff: Efficiency, generation: str =
     return peak * seq_length / (seq_length + eff.flash_attention_half_seq)
 
 
+def attention_kernels_priced_alike(a: str, b: str, generation: str) -> bool:
+    """Whether flash_attention_fraction gives kernels `a` and `b` one fraction on this generation: everywhere but
+    on Hopper, and there unless one of them is FlashAttention-2 (cuDNN's and FlashAttention-3 share the fitted
+    fraction)."""
+    return generation != "hopper" or (a == "flash2") == (b == "flash2")
+
+
 def attention_rate_scale(gpu: Gpu, eff: Efficiency) -> tuple[float, float]:
     """How much faster this GPU runs fused attention, forward and backward, than the part its generation's
     fitted attention fraction stands for: its own measured kernel rate over that part's, both as fractions

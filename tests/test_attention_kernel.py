@@ -156,7 +156,8 @@ def test_torchtitan_gpt_oss_attends_with_varlen_attention(cluster, kernel):
     """torchtitan's gpt-oss runs VarlenAttention, which activates FlashAttention-3 on Hopper, -4 on Blackwell and
     leaves -2 elsewhere (models/common/attention.py, tools/utils.py get_cuda_flash_attention_impl, @4f9e9a47):
     its searched plans carry flash3 on H100, flash2 on B200 (every kernel priced alike there) and A100; its Llama 3
-    keeps FlexAttention's flash2 on H100 too. A plan scored with cuDNN's attention gets a note naming flash3."""
+    keeps FlexAttention's flash2 on H100 too. A plan scored with cuDNN's attention is torchtitan's as scored there
+    (FlashAttention-3 at cuDNN's rate): no note; one scored with flash2 gets a note naming flash3."""
     from emit_support import estimate
 
     from planner.emit import build_job, render
@@ -172,9 +173,13 @@ def test_torchtitan_gpt_oss_attends_with_varlen_attention(cluster, kernel):
     if cluster == "dgx-h100":
         titan, llama = REGISTRY["torchtitan"], loading.load_model_spec("llama3-8b").to_model()
         assert titan.attention_kernels(llama, Machine.of(c), titan.knobs(False, False)).values == ("flash2",)
-        est = estimate(spec, dp=8, ep=8, zero_stage=3, global_batch_size=8, rope_fusion=True)
-        readme = render(build_job(spec, {**est, "gpu": "h100-sxm-80gb"}), "torchtitan")["README.txt"][0]
-        assert "re-score with planner estimate ... --attention-kernel flash3" in readme
+        def readme(kernel: str) -> str:
+            est = estimate(spec, dp=8, ep=8, zero_stage=3, global_batch_size=8, rope_fusion=True,
+                           attention_kernel=kernel)
+            return render(build_job(spec, {**est, "gpu": "h100-sxm-80gb"}), "torchtitan")["README.txt"][0]
+
+        assert "--attention-kernel" not in readme("cudnn")
+        assert "re-score with planner estimate ... --attention-kernel flash3" in readme("flash2")
 
 
 def test_a_part_with_its_own_attention_benchmark_runs_at_its_measured_rate():
@@ -280,3 +285,49 @@ def test_an_fp8_attention_measurement_needs_both_passes():
         GpuSpec.model_validate({**row, "measured_attention_fp8_over_bf16": {"forward": True, "backward": 1.1}})
     both = GpuSpec.model_validate({**row, "measured_attention_fp8_over_bf16": {"forward": 1.2, "backward": 1.1}})
     assert both.to_gpu().attention_fp8_speedup == (1.2, 1.1)
+
+
+def test_kernels_priced_alike_is_what_the_fraction_gives():
+    """frameworks.base.scored_otherwise says a framework runs a plan as scored where its kernel is priced alike
+    (compute.attention_kernels_priced_alike): that must be exactly where flash_attention_fraction agrees, on
+    every generation and pair of kernels; so a cuDNN plan of gpt-oss on H100 is torchtitan's as scored (its
+    FlashAttention-3 at cuDNN's rate) and a cuDNN plan of Llama 3 is not (FlexAttention, FlashAttention-2-class)."""
+    from costmodel.compute import attention_kernels_priced_alike
+    from planner.frameworks.base import Machine, priced_otherwise
+    from planner.inputs import loading
+
+    for generation in ("ampere", "hopper", "blackwell", "ada"):
+        for a in cm.ATTENTION_KERNELS:
+            for b in cm.ATTENTION_KERNELS:
+                same = flash_attention_fraction(8192, EFF, generation, a) == flash_attention_fraction(8192, EFF,
+                                                                                                      generation, b)
+                assert attention_kernels_priced_alike(a, b, generation) == same, (generation, a, b)
+    machine = Machine.of(loading.build_cluster(loading.load_cluster_spec("dgx-h100"), 8))
+    titan, plan = REGISTRY["torchtitan"], cm.Plan(attention_kernel="cudnn")
+    gpt_oss = loading.load_model_spec("gpt-oss-120b").to_model()
+    assert not any(x.startswith("attention kernel") for x in priced_otherwise(titan, gpt_oss, plan, machine))
+    assert any(x.startswith("attention kernel") for x in priced_otherwise(titan, LLAMA_8B, plan, machine))
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["dgx-h100", "--framework", "torchtitan", "--fix", "attn=flash2"],
+     "--fix attention_kernel=flash2 is refused by every framework searched (torchtitan: torchtitan's gpt-oss "
+     "attends with VarlenAttention, which runs FlashAttention-3 on Hopper"),
+    (["dgx-a100", "--fix", "attn=flash3"], "--fix attention_kernel=flash3: FlashAttention-3's kernels are Hopper's"),
+])
+def test_a_fixed_kernel_nobody_runs_is_named(argv, said, capsys):
+    """`suggest --fix attn=...` with a kernel the framework does not run for this model on this machine, or one the
+    GPU does not run, says so in one line (it once blamed every split, or quoted FlexAttention for gpt-oss)."""
+    from planner.commands.main import main
+
+    assert main(["suggest", "gpt-oss-120b", *argv[:1], "--gpus", "64", "--gbs", "256", *argv[1:]]) == 2
+    err = capsys.readouterr().err
+    assert said in err and len(err.strip().splitlines()) == 1
+
+
+def test_estimate_names_a_flash3_kernel(capsys):
+    from planner.commands.main import main
+
+    assert main(["estimate", "gpt-oss-120b", "dgx-h100", "--gpus", "64", "--gbs", "256", "--ep", "8",
+                 "--attention-kernel", "flash3"]) == 0
+    assert "FlashAttention-3 attention" in capsys.readouterr().out

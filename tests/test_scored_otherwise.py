@@ -2,6 +2,8 @@
 the search's labels (priced_otherwise), emit's README (otherwise_notes) and diagnose's levers (as_framework_runs)
 all read, each setting checked only where the cost model reads it.
 """
+from dataclasses import replace
+
 import pytest
 
 from costmodel import step, types as cm
@@ -92,3 +94,40 @@ def test_readme_notes_each_setting_but_the_buckets(name):
     assert len(notes) == len(found)
     assert all(n.startswith(f"{REGISTRY[name].title}: the prediction above assumes ") and "re-score" in n
                for n in notes)
+
+
+def test_a_framework_lever_is_judged_against_the_plan_as_that_framework_runs_it(capsys):
+    """A plan scored with another stack's facts (eager loss, no async TP reduction, DeepSpeed's buckets, RoPE
+    unfused): Megatron-LM's block recompute lever runs as Megatron-LM runs it, so its speed-up is against the
+    plan as Megatron-LM runs it (baseline_step_time_s), not the plan as scored; against that, block recompute of
+    one layer once came out 1.34x where no recompute at all gave 1.31x. Replaying a layer is never faster than
+    replaying none, so now it is not ranked above it."""
+    import json
+
+    from planner.commands.main import main
+
+    plan = ["estimate", "llama2-7b", "dgx-h100", "--gpus", "16", "--gbs", "64", "--tp", "2", "--zero", "1",
+            "--recompute", "full", "--json"]
+    assert main([*plan, "--grad-bucket-elements", "500000000", "--no-rope-fusion", "--cross-entropy", "eager",
+                 "--no-tp-async-grad"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert main([*plan, "--no-rope-fusion"]) == 0  # how Megatron-LM runs it (unfused RoPE on request)
+    as_megatron = json.loads(capsys.readouterr().out)["step_time_s"]
+    levers = {lv["lever"].split(" (")[0]: lv for lv in out["diagnosis"]["levers"]}
+    block, none = levers["full recompute of other layer counts"], levers["no recompute"]
+    assert none["baseline_step_time_s"] == out["step_time_s"] != as_megatron
+    assert block["baseline_step_time_s"] == pytest.approx(as_megatron, rel=1e-12)
+    assert block["per_sample_speedup"] < none["per_sample_speedup"]
+    assert block["per_sample_speedup"] == pytest.approx(block["baseline_step_time_s"] / block["step_time_s"])
+    assert "as Megatron-LM runs it" in block["caveat"]
+
+
+def test_the_tp_reduction_is_moot_under_the_tp_overlap():
+    """With the TP overlap the backward's collectives are split beside the GEMMs (stage.layer_tp_comm_seconds) and
+    tp_async_grad is not read: a plan with it off is Megatron-LM's as scored there, not without the overlap."""
+    overlapped = plan(tp=4, dp=2, sequence_parallel=True, tp_comm_overlap=True, tp_async_grad=False)
+    seconds = {async_: step.estimate(MODEL, cluster(), replace(overlapped, tp_async_grad=async_)).step_time_seconds
+               for async_ in (False, True)}
+    assert seconds[False] == seconds[True]
+    assert "TP input-gradient reduction async" not in labels("megatron", overlapped)
+    assert "TP input-gradient reduction async" in labels("megatron", replace(overlapped, tp_comm_overlap=False))

@@ -367,7 +367,10 @@ class Lever(Strict):
     lever: str = d("what changes")
     caveat: str = d("what it costs")
     step_time_s: float = d("step time with the lever")
-    per_sample_speedup: float = d("speed-up per sample against the plan")
+    per_sample_speedup: float = d("speed-up per sample against the plan, or for a lever of one framework against the "
+                                  "plan as that framework runs it (baseline_step_time_s)")
+    baseline_step_time_s: float = d("the step time the speed-up is against: the plan's, or for a lever of one "
+                                    "framework the plan's as that framework runs it (its kernels, loss, runtime)")
     exposed_comm_share: float = d("exposed communication share with the lever")
     memory_per_gpu_bytes: float = d("bytes on the fullest GPU with the lever")
     usd_per_step: float = d("dollars per step with the lever")

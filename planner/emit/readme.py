@@ -29,15 +29,15 @@ def plan_lines(job: Job) -> list[str]:
 
 
 def attention_words(job: Job) -> str:
-    """The plan's fused attention kernel as the README names it. planner's kernel names (cudnn, flash2) are
-    NVIDIA's stacks'; a catalog GPU of another vendor (AMD: ROCm has no cuDNN) runs its stack's own kernel,
+    """The plan's fused attention kernel as the README names it. planner's kernel names (cudnn, flash2, flash3)
+    are NVIDIA's stacks'; a catalog GPU of another vendor (AMD: ROCm has no cuDNN) runs its stack's own kernel,
     which the cost model prices at the generic rate whichever name the plan carries."""
     if not job.plan.flash_attention:
         return "no"
     gpu = non_nvidia_gpu(job)
     if gpu is not None:
         stack = {"amd": "ROCm"}.get(gpu.vendor, gpu.vendor)
-        return f"yes, the {stack} stack's own kernel (planner's kernel names, cudnn and flash2, are NVIDIA's)"
+        return f"yes, the {stack} stack's own kernel (planner's kernel names, cudnn, flash2 and flash3, are NVIDIA's)"
     return job.plan.attention_kernel
 
 

@@ -35,6 +35,7 @@ from dataclasses import dataclass, replace
 from typing import Callable, Optional
 
 from costmodel import types as cm
+from costmodel.compute import attention_kernels_priced_alike
 from costmodel.lowp import is_low
 
 Rule = Callable[[cm.Model, cm.Plan], Optional[str]]
@@ -250,8 +251,10 @@ def scored_otherwise(fw: Framework, model: cm.Model, plan: cm.Plan,
     MoE model's expert GEMMs read their token counts at ep 1, each one per framework in the search
     (search/space.py); and the runtime's gradient reduce buckets, which move memory by a bucket or two (GiB where
     a model fills GPUs of tens), refused at emit only where the plan would then not fit (emit/deepspeed.py
-    deepspeed_buckets). Each is checked only where the cost model reads it: the kernel with fused attention,
-    the TP reduction with tp > 1, the gradient sync where data-parallel ranks reduce before ZeRO-2 (and not
+    deepspeed_buckets). Each is checked only where the cost model reads it: the kernel with fused attention and
+    where it is priced otherwise than the framework's (compute.attention_kernels_priced_alike: on Hopper,
+    FlashAttention-2 against the others), the TP reduction with tp > 1 and no TP overlap (stage.
+    layer_tp_comm_seconds), the gradient sync where data-parallel ranks reduce before ZeRO-2 (and not
     between the sync after each micro-batch and the bucketed one when there is one micro-batch: the same
     reduction, dataparallel.dp_sync_seconds and step.dp_overlap_window_seconds), the RoPE fusion beside the
     other fused kernels (layer.layer_times), the prologue and the token counts on an MoE model. The search
@@ -260,15 +263,17 @@ def scored_otherwise(fw: Framework, model: cm.Model, plan: cm.Plan,
     (analysis/diagnose.py as_framework_runs)."""
     ks = fw.knobs_for(plan)
     kernels = fw.attention_kernels(model, machine, ks)
+    priced = [k for k in cm.ATTENTION_KERNELS if machine and machine.generation and any(
+        attention_kernels_priced_alike(k, runs, machine.generation) for runs in kernels.values)]
     sync = grad_sync_for(ks, plan.zero_stage)
     same_sync = plan.num_microbatches == 1 and {plan.grad_sync, sync} <= {"buckets", "microbatch"}
     rope = (fw.rope_fusion(model), *((False,) if fw.rope_unfused_on_request else ()))
     moe = model.moe is not None
-    checks = [("attention kernel", "attention_kernel", kernels.values, plan.flash_attention, kernels.why),
+    checks = [("attention kernel", "attention_kernel", (*kernels.values, *priced), plan.flash_attention, kernels.why),
               ("projections", "projections", ks.projections.values, True, ks.projections.why),
               ("loss", "cross_entropy", ks.cross_entropy.values, True, ks.cross_entropy.why),
-              ("TP input-gradient reduction async", "tp_async_grad", ks.tp_async_grad.values, plan.tp > 1,
-               ks.tp_async_grad.why),
+              ("TP input-gradient reduction async", "tp_async_grad", ks.tp_async_grad.values,
+               plan.tp > 1 and not plan.tp_comm_overlap, ks.tp_async_grad.why),
               ("gradient sync", "grad_sync", (sync,), plan.dp * plan.cp > 1 and plan.zero_stage < 2 and not same_sync,
                ks.grad_sync.why),
               ("RoPE fused", "rope_fusion", rope, plan.fused_elementwise, ""),

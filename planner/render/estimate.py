@@ -134,6 +134,8 @@ def plan_label(plan: dict) -> str:
         parts.append(f"{plan['precision']} parameter gathers")
     if plan.get("attention_kernel") == "flash2":
         parts.append("FlashAttention-2-class attention")
+    elif plan.get("attention_kernel") == "flash3":
+        parts.append("FlashAttention-3 attention")
     if plan.get("full_iteration_graph"):
         parts.append("whole-iteration CUDA graph")
     if plan.get("layer_cuda_graphs"):

@@ -12,6 +12,7 @@ from dataclasses import replace
 from typing import Iterable
 
 from costmodel import types as cm
+from costmodel.rules import cluster_violations
 from planner.inputs.limits import MAX_GPUS
 from planner.search.bounds import memory_walk
 from planner.search.space import PLAN_FIELDS, Knobs, Layout, SearchSpec, Space, build_space
@@ -62,18 +63,26 @@ def nothing_legal(space: Space, left_out: tuple[str, ...] = ()) -> str:
 
 def refused_fixes(spec: SearchSpec) -> str | None:
     """The first --fix knob value that every searched framework refuses whatever the split (its Knobs Choice, for
-    tp and pp 1 or more), with each framework's reason; None where some framework takes every fixed value (the
-    splits' rules are then the cause)."""
+    tp and pp 1 or more, and for the attention kernel the one it runs for this model on this machine:
+    Framework.attention_kernels), with each framework's reason; or one the cluster refuses for every plan (an
+    attention kernel another GPU generation's: rules.cluster_violations); None where some framework takes every
+    fixed value (the splits' rules are then the cause)."""
     from planner import frameworks
+    from planner.frameworks.base import Machine
 
+    machine = Machine.of(spec.cluster)
     for key, value in spec.fixed.items():
         field = PLAN_FIELDS.get(key)
         if field is None:
             continue
+        cluster = cluster_violations(spec.cluster, cm.Plan(**{field: value}))
+        if cluster:
+            return f"--fix {field}={value}: {cluster[0]}"
         reasons = []
         for name in spec.frameworks:
             fw = frameworks.get(name)
-            choices = [getattr(fw.knobs(tp_split, pp_split), field, None)
+            choices = [fw.attention_kernels(spec.model, machine, fw.knobs(tp_split, pp_split))
+                       if field == "attention_kernel" else getattr(fw.knobs(tp_split, pp_split), field, None)
                        for tp_split in (False, True) for pp_split in (False, True)]
             if any(not isinstance(c, frameworks.Choice) or value in c.values for c in choices):
                 break
