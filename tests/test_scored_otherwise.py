@@ -14,6 +14,7 @@ from planner.frameworks.base import Machine, priced_otherwise, scored_otherwise
 from planner.inputs import loading
 
 MODEL = cm.Model("m", 4, 1024, 16, 32000, 2048)
+ROPE = replace(MODEL, position_embedding="rope", rope_theta=1e4)
 
 
 def plan(**kw) -> cm.Plan:
@@ -45,13 +46,13 @@ def test_megatron_runs_rope_unfused_on_request():
     refuses it); DeepSpeed's model code never fuses it; with no fused kernels at all RoPE's fusion moves nothing
     (layer.layer_times prices the eager RoPE only beside fused kernels)."""
     unfused = plan(rope_fusion=False)
-    assert "RoPE fused" not in labels("megatron", unfused)
-    assert "RoPE fused" in labels("torchtitan", unfused)
-    assert "RoPE fused" in labels("deepspeed", plan())
+    assert "RoPE fused" not in labels("megatron", unfused, ROPE)
+    assert "RoPE fused" in labels("torchtitan", unfused, ROPE)
+    assert "RoPE fused" in labels("deepspeed", plan(), ROPE)
     eager = plan(fused_elementwise=False)
-    assert step.estimate(MODEL, cluster(), eager).step_time_seconds == \
-        step.estimate(MODEL, cluster(), plan(fused_elementwise=False, rope_fusion=False)).step_time_seconds
-    assert "RoPE fused" not in labels("deepspeed", eager)
+    assert step.estimate(ROPE, cluster(), eager).step_time_seconds == \
+        step.estimate(ROPE, cluster(), plan(fused_elementwise=False, rope_fusion=False)).step_time_seconds
+    assert "RoPE fused" not in labels("deepspeed", eager, ROPE)
 
 
 def test_labels_and_values_are_one_list():
@@ -131,3 +132,13 @@ def test_the_tp_reduction_is_moot_under_the_tp_overlap():
     assert seconds[False] == seconds[True]
     assert "TP input-gradient reduction async" not in labels("megatron", overlapped)
     assert "TP input-gradient reduction async" in labels("megatron", replace(overlapped, tp_comm_overlap=False))
+
+
+def test_rope_fusion_is_moot_without_rope():
+    """compute.unfused_rope_bytes is nothing for a model without RoPE (GPT-3's learned positions), so DeepSpeed,
+    whose model code applies RoPE eagerly, runs such a plan as scored either way."""
+    learned = replace(MODEL, position_embedding="learned")
+    assert step.estimate(learned, cluster(), plan()).step_time_seconds == \
+        step.estimate(learned, cluster(), plan(rope_fusion=False)).step_time_seconds
+    assert "RoPE fused" not in labels("deepspeed", plan(), learned)
+    assert "RoPE fused" in labels("deepspeed", plan(), ROPE)

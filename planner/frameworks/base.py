@@ -257,10 +257,10 @@ def scored_otherwise(fw: Framework, model: cm.Model, plan: cm.Plan,
     layer_tp_comm_seconds), the gradient sync where data-parallel ranks reduce before ZeRO-2 (and not
     between the sync after each micro-batch and the bucketed one when there is one micro-batch: the same
     reduction, dataparallel.dp_sync_seconds and step.dp_overlap_window_seconds), the RoPE fusion beside the
-    other fused kernels (layer.layer_times), the prologue and the token counts on an MoE model. The search
-    labels a plan with the frameworks that run it as scored (search/report.py launchers), emit's README says
-    how to re-score (emit/readme.py otherwise_notes), and diagnose's levers take their framework's values
-    (analysis/diagnose.py as_framework_runs)."""
+    other fused kernels on a model with RoPE (layer.layer_times, compute.unfused_rope_bytes), the prologue and
+    the token counts on an MoE model. The search labels a plan with the frameworks that run it as scored
+    (search/report.py launchers), emit's README says how to re-score (emit/readme.py otherwise_notes), and
+    diagnose's levers take their framework's values (analysis/diagnose.py as_framework_runs)."""
     ks = fw.knobs_for(plan)
     kernels = fw.attention_kernels(model, machine, ks)
     priced = [k for k in cm.ATTENTION_KERNELS if machine and machine.generation and any(
@@ -276,7 +276,7 @@ def scored_otherwise(fw: Framework, model: cm.Model, plan: cm.Plan,
                plan.tp > 1 and not plan.tp_comm_overlap, ks.tp_async_grad.why),
               ("gradient sync", "grad_sync", (sync,), plan.dp * plan.cp > 1 and plan.zero_stage < 2 and not same_sync,
                ks.grad_sync.why),
-              ("RoPE fused", "rope_fusion", rope, plan.fused_elementwise, ""),
+              ("RoPE fused", "rope_fusion", rope, plan.fused_elementwise and model.position_embedding == "rope", ""),
               ("expert activation prologue", "moe_act_prologue", (fw.act_prologue(model),), moe, ""),
               ("expert token counts on the device", "expert_sizes_on_device",
                (fw.expert_sizes_on_device(machine) if machine else False,),
