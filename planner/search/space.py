@@ -497,12 +497,16 @@ def knob_combinations(spec: SearchSpec, fws: tuple[str, ...], tp: int, pp: int, 
         for k, dpos, counts in runs[key]:
             if cp > 1 and k.cpc not in cp_comms:
                 continue
+
+            def offer(dpo: bool) -> None:  # the knobs and their block counts at this DP overlap value
+                out.add(k if dpo == k.dpo else replace(k, dpo=dpo))
+                out.update(counts if dpo == k.dpo else (replace(c, dpo=dpo) for c in counts))
+
             # The first DP overlap value that passes, and where the overlap holds a second reduce bucket
             # (Knobs.overlap_bucket) every one: the sync after the backward may fit where it does not.
             if not refused:  # no machine rule refuses anything on the split
                 for dpo in dpos if k.overlap_bucket else dpos[:1]:
-                    out.add(k if dpo == k.dpo else replace(k, dpo=dpo))
-                    out.update(counts if dpo == k.dpo else (replace(c, dpo=dpo) for c in counts))
+                    offer(dpo)
                 continue
             if (name, k) not in runs:
                 runs[name, k] = refusal_keys(name, plan_over(probe, knob_plan_fields(k)), dpos)
@@ -510,8 +514,7 @@ def knob_combinations(spec: SearchSpec, fws: tuple[str, ...], tp: int, pp: int, 
             # count (tests/test_block_recompute.py): the counts go where their knobs go
             for dpo, keys in runs[name, k]:
                 if not any(key in refused for key in keys):
-                    out.add(k if dpo == k.dpo else replace(k, dpo=dpo))
-                    out.update(counts if dpo == k.dpo else (replace(c, dpo=dpo) for c in counts))
+                    offer(dpo)
                     if not k.overlap_bucket:
                         break
     out = {k for k in out if _fixed_ok(spec, k)}  # before the dispatchers' rule: a fixed one must not go for another
